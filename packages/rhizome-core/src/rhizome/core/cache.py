@@ -1,0 +1,86 @@
+"""A content-addressed cache of model calls in SQLite.
+
+The key is a SHA-256 of everything that determines the answer (model name, messages, schema,
+options); the value is the answer. The database runs in WAL mode, so several processes can read
+and write it at once, and every entry is committed as soon as it is written: a run that is
+interrupted keeps every answer it already paid for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+
+def cache_key(payload: Any) -> str:
+    """SHA-256 of the canonical JSON form of ``payload``."""
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ModelCache:
+    """A persistent key–value store of model answers, safe across threads and processes.
+
+    ``path=None`` (or ``":memory:"``) keeps the cache in memory for this process only.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = None if path in (None, ":memory:") else Path(path)  # type: ignore[arg-type]
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._memory_conn: sqlite3.Connection | None = None
+        self._memory_lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        with self._connect() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS calls ("
+                " key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL,"
+                " created REAL NOT NULL)"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path is None:
+            if self._memory_conn is None:
+                self._memory_conn = sqlite3.connect(":memory:", check_same_thread=False)
+            return self._memory_conn
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def get(self, key: str) -> Any | None:
+        with self._memory_lock if self.path is None else contextlib.nullcontext():
+            row = self._connect().execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return json.loads(row[0])
+
+    def put(self, key: str, value: Any, kind: str = "chat") -> None:
+        blob = json.dumps(value, ensure_ascii=False)
+        with self._memory_lock if self.path is None else contextlib.nullcontext():
+            self._connect().execute(
+                "INSERT OR REPLACE INTO calls (key, kind, value, created) VALUES (?, ?, ?, ?)",
+                (key, kind, blob, time.time()),
+            )
+
+    def __len__(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def clear(self) -> None:
+        self._connect().execute("DELETE FROM calls")
+
+
+__all__ = ["ModelCache", "cache_key"]

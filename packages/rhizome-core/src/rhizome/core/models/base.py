@@ -1,0 +1,314 @@
+"""Shared behaviour of every chat model and embedder: schema-validated JSON with bounded retries,
+bounded concurrency, the call cache, and usage counters.
+
+A concrete model implements one primitive — ``_achat`` for chat, ``_aembed_batch`` for
+embeddings — and inherits the rest, so Ollama, LangChain and LlamaIndex models behave alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from rhizome.core.aio import PerLoop, run_sync
+from rhizome.core.cache import ModelCache, cache_key
+from rhizome.core.errors import ConfigurationError, ModelOutputError
+from rhizome.core.protocols import Completion
+
+M = TypeVar("M", bound=BaseModel)
+
+Message = dict[str, str]
+
+
+@dataclass
+class Usage:
+    """Counters of what a model has done. ``calls`` counts requests that reached the model;
+    answers served from the cache count in ``cache_hits`` only."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    texts: int = 0
+    """Texts embedded (embedders only)."""
+    by_model: dict[str, int] = field(default_factory=dict)
+
+    def snapshot(self) -> dict[str, int]:
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cache_hits": self.cache_hits,
+            "retries": self.retries,
+            "texts": self.texts,
+        }
+
+
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
+def extract_json(text: str) -> Any:
+    """Parse the JSON value in a model answer: strips ``<think>`` blocks and Markdown fences,
+    and falls back to the outermost ``{...}`` or ``[...]`` span. Raises ``ValueError``."""
+    cleaned = _THINK.sub("", text).strip()
+    fenced = _FENCE.match(cleaned)
+    if fenced:
+        cleaned = fenced.group(1).strip()
+    try:
+        return json.loads(cleaned)
+    except json.JSONDecodeError:
+        pass
+    for opener, closer in (("{", "}"), ("[", "]")):
+        start, end = cleaned.find(opener), cleaned.rfind(closer)
+        if start != -1 and end > start:
+            try:
+                return json.loads(cleaned[start : end + 1])
+            except json.JSONDecodeError:
+                continue
+    raise ValueError(f"no JSON value found in model output: {text[:200]!r}")
+
+
+def _schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    return schema.model_json_schema()
+
+
+class BaseChatModel(ABC):
+    """Base class of chat models.
+
+    Parameters
+    ----------
+    name:
+        Identifier recorded in manifests and cache keys, e.g. ``"ollama:qwen2.5:7b"``.
+    max_concurrency:
+        Requests in flight at once from this instance (per event loop).
+    max_retries:
+        Extra attempts when a structured answer is not valid JSON or fails the schema; each retry
+        shows the model its previous answer and the validation error.
+    cache:
+        A :class:`ModelCache`; identical calls are then answered from it, across runs.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        max_concurrency: int = 4,
+        max_retries: int = 2,
+        cache: ModelCache | None = None,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ConfigurationError("max_concurrency must be at least 1")
+        if max_retries < 0:
+            raise ConfigurationError("max_retries cannot be negative")
+        self.name = name
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.cache = cache
+        self.usage = Usage()
+        self._semaphore: PerLoop[asyncio.Semaphore] = PerLoop(
+            lambda: asyncio.Semaphore(self.max_concurrency)
+        )
+
+    # -- the one primitive ---------------------------------------------------------------------
+    @abstractmethod
+    async def _achat(self, messages: list[Message], json_schema: dict[str, Any] | None) -> Completion:
+        """Send ``messages``; when ``json_schema`` is given, constrain the answer to it."""
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What besides the messages determines an answer (model options); part of cache keys."""
+        return {"name": self.name}
+
+    # -- plumbing ------------------------------------------------------------------------------
+    async def _call(
+        self, messages: list[Message], json_schema: dict[str, Any] | None
+    ) -> tuple[Completion, str | None]:
+        """One model call, or its cached answer. Returns the completion and, for a fresh answer,
+        the cache key under which :meth:`_remember` may store it once it is known to be valid."""
+        key = None
+        if self.cache is not None:
+            key = cache_key({"model": self.cache_identity(), "messages": messages, "schema": json_schema})
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.usage.cache_hits += 1
+                return Completion(text=hit["text"], cached=True), None
+        async with self._semaphore.get():
+            completion = await self._achat(messages, json_schema)
+        self.usage.calls += 1
+        self.usage.prompt_tokens += completion.prompt_tokens
+        self.usage.completion_tokens += completion.completion_tokens
+        return completion, key
+
+    def _remember(self, key: str | None, completion: Completion) -> None:
+        if key is not None and self.cache is not None:
+            self.cache.put(key, {"text": completion.text}, kind="chat")
+
+    @staticmethod
+    def _messages(prompt: str, system: str | None) -> list[Message]:
+        messages: list[Message] = []
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": prompt})
+        return messages
+
+    # -- public API ----------------------------------------------------------------------------
+    async def acomplete(self, prompt: str, *, system: str | None = None) -> Completion:
+        completion, key = await self._call(self._messages(prompt, system), None)
+        self._remember(key, completion)
+        return completion
+
+    async def acomplete_json(self, prompt: str, schema: type[M], *, system: str | None = None) -> M:
+        """Ask for JSON matching ``schema``; validate it; on failure retry, showing the model its
+        previous answer and the error. Only valid answers enter the cache."""
+        json_schema = _schema_of(schema)
+        first = self._messages(prompt, system)
+        messages = first
+        last_text, last_error = "", ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.usage.retries += 1
+            completion, key = await self._call(messages, json_schema)
+            try:
+                value = schema.model_validate(extract_json(completion.text))
+            except (ValueError, ValidationError) as exc:
+                last_text, last_error = completion.text, _short_error(exc)
+                messages = [
+                    *first,
+                    {"role": "assistant", "content": last_text},
+                    {
+                        "role": "user",
+                        "content": f"That answer could not be used ({last_error}). "
+                        "Reply again with only a JSON value that follows the schema.",
+                    },
+                ]
+                continue
+            self._remember(key, completion)
+            return value
+        raise ModelOutputError(
+            f"{self.name} returned invalid {schema.__name__} JSON {self.max_retries + 1} times "
+            f"(last error: {last_error}). Try a larger or instruction-tuned model, or raise max_retries.",
+            last_output=last_text,
+        )
+
+    def complete(self, prompt: str, *, system: str | None = None) -> Completion:
+        return run_sync(self.acomplete(prompt, system=system))
+
+    def complete_json(self, prompt: str, schema: type[M], *, system: str | None = None) -> M:
+        return run_sync(self.acomplete_json(prompt, schema, system=system))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def _short_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = [f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5]]
+        return "; ".join(parts)
+    return str(exc)[:300]
+
+
+class BaseEmbedder(ABC):
+    """Base class of embedders: batching, bounded concurrency, a per-text cache, L2 normalisation.
+
+    Parameters
+    ----------
+    name: identifier recorded in index manifests; opening an index with another name fails.
+    batch_size: texts per request.
+    max_concurrency: requests in flight at once (per event loop).
+    cache: a :class:`ModelCache`; each text's vector is then computed once, across runs.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        dimension: int | None = None,
+        batch_size: int = 64,
+        max_concurrency: int = 2,
+        cache: ModelCache | None = None,
+    ) -> None:
+        if batch_size < 1 or max_concurrency < 1:
+            raise ConfigurationError("batch_size and max_concurrency must be at least 1")
+        self.name = name
+        self._dimension = dimension
+        self.batch_size = batch_size
+        self.max_concurrency = max_concurrency
+        self.cache = cache
+        self.usage = Usage()
+        self._semaphore: PerLoop[asyncio.Semaphore] = PerLoop(
+            lambda: asyncio.Semaphore(self.max_concurrency)
+        )
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = int(self.embed(["dimension probe"]).shape[1])
+        return self._dimension
+
+    @abstractmethod
+    async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
+        """Embed one batch (at most ``batch_size`` texts)."""
+
+    async def _batch(self, texts: list[str]) -> np.ndarray:
+        async with self._semaphore.get():
+            vectors = await self._aembed_batch(texts)
+        self.usage.calls += 1
+        self.usage.texts += len(texts)
+        array = np.asarray(vectors, dtype=np.float32)
+        if array.ndim != 2 or array.shape[0] != len(texts):
+            raise ModelOutputError(
+                f"{self.name} returned {array.shape[0] if array.ndim else 0} vectors for {len(texts)} texts"
+            )
+        return array
+
+    async def aembed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        result: list[np.ndarray | None] = [None] * len(texts)
+        keys: list[str | None] = [None] * len(texts)
+        todo: list[int] = []
+        for i, text in enumerate(texts):
+            if self.cache is not None:
+                keys[i] = cache_key({"embedder": self.name, "text": text})
+                hit = self.cache.get(keys[i])  # type: ignore[arg-type]
+                if hit is not None:
+                    self.usage.cache_hits += 1
+                    result[i] = np.asarray(hit, dtype=np.float32)
+                    continue
+            todo.append(i)
+        batches = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
+        arrays = await asyncio.gather(*(self._batch([texts[i] for i in b]) for b in batches))
+        for batch, array in zip(batches, arrays):
+            for i, vector in zip(batch, array):
+                result[i] = vector
+                if self.cache is not None:
+                    self.cache.put(keys[i], vector.tolist(), kind="embed")  # type: ignore[arg-type]
+        matrix = np.vstack([r for r in result if r is not None]).astype(np.float32)
+        if self._dimension is None:
+            self._dimension = int(matrix.shape[1])
+        elif matrix.shape[1] != self._dimension:
+            raise ModelOutputError(
+                f"{self.name} returned {matrix.shape[1]}-dimensional vectors, expected {self._dimension}"
+            )
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return matrix / norms
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return run_sync(self.aembed(texts))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+__all__ = ["BaseChatModel", "BaseEmbedder", "Message", "Usage", "extract_json"]

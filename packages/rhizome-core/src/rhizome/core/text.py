@@ -1,0 +1,205 @@
+"""Token counting and sentence-aware chunking with tiktoken's ``cl100k_base``.
+
+The encoding must load without network. tiktoken downloads encodings on first use and caches
+them in ``TIKTOKEN_CACHE_DIR``; llama-index-core ships that cache pre-filled, so when the
+variable is unset and llama-index-core is installed we point tiktoken at its copy.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rhizome.core.errors import ConfigurationError, InvalidInputError
+from rhizome.core.types import Chunk, Document
+
+ENCODING = "cl100k_base"
+
+
+def bundled_tiktoken_cache() -> Path | None:
+    """The tiktoken cache directory shipped inside llama-index-core, if installed."""
+    try:
+        spec = importlib.util.find_spec("llama_index.core")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "_static" / "tiktoken_cache"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def get_encoding(name: str = ENCODING):  # -> tiktoken.Encoding
+    """Load a tiktoken encoding offline when possible; a clear error when it cannot load."""
+    import tiktoken
+
+    if not os.environ.get("TIKTOKEN_CACHE_DIR"):
+        bundled = bundled_tiktoken_cache()
+        if bundled is not None:
+            os.environ["TIKTOKEN_CACHE_DIR"] = str(bundled)
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:  # network errors surface as many types
+        raise ConfigurationError(
+            f"cannot load the tiktoken encoding {name!r} ({exc}). Install llama-index-core, which "
+            "bundles it, or set TIKTOKEN_CACHE_DIR to a directory holding tiktoken's cache."
+        ) from exc
+
+
+def count_tokens(text: str) -> int:
+    """Number of ``cl100k_base`` tokens in ``text`` (special tokens counted as plain text)."""
+    if not text:
+        return 0
+    return len(get_encoding().encode(text, disallowed_special=()))
+
+
+def truncate_tokens(text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` with at most ``max_tokens`` tokens."""
+    encoding = get_encoding()
+    tokens = encoding.encode(text, disallowed_special=())
+    if len(tokens) <= max_tokens:
+        return text
+    return encoding.decode(tokens[:max_tokens])
+
+
+# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace,
+# or at a blank line. Each sentence span owns the whitespace that follows it, so spans tile the
+# text exactly and a chunk is always a contiguous slice of its document.
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n\s*\n\s*")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans ``[start, end)`` of the sentences of ``text``; they tile the text."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        end = match.end()
+        if end > start:
+            spans.append((start, end))
+            start = end
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+@dataclass(frozen=True)
+class _Piece:
+    start: int
+    end: int
+    tokens: int
+
+
+class Chunker:
+    """Splits documents into chunks of at most ``chunk_size`` tokens that end on sentence
+    boundaries where possible, consecutive chunks sharing up to ``overlap`` tokens of whole
+    sentences. A sentence longer than a chunk is cut at token boundaries.
+
+    Parameters
+    ----------
+    chunk_size: token budget of a chunk (GraphRAG and LightRAG use 1,200; RAPTOR 100).
+    overlap: tokens of trailing sentences repeated at the start of the next chunk (GraphRAG and
+        LightRAG use 100). Must be smaller than ``chunk_size``.
+    """
+
+    def __init__(self, chunk_size: int = 1200, overlap: int = 100) -> None:
+        if chunk_size < 1:
+            raise ConfigurationError(f"chunk_size must be a positive number of tokens, got {chunk_size}")
+        if overlap < 0 or overlap >= chunk_size:
+            raise ConfigurationError(
+                f"overlap must be between 0 and chunk_size - 1 ({chunk_size - 1}), got {overlap}"
+            )
+        self.chunk_size = chunk_size
+        self.overlap = overlap
+
+    def _pieces(self, text: str) -> list[_Piece]:
+        encoding = get_encoding()
+        pieces: list[_Piece] = []
+        for start, end in split_sentences(text):
+            sentence = text[start:end]
+            tokens = encoding.encode(sentence, disallowed_special=())
+            if len(tokens) <= self.chunk_size:
+                pieces.append(_Piece(start, end, len(tokens)))
+                continue
+            # cut an over-long sentence at token boundaries (character offsets from tiktoken)
+            _, offsets = encoding.decode_with_offsets(tokens)
+            cuts = list(range(0, len(tokens), self.chunk_size))
+            for i, first in enumerate(cuts):
+                piece_start = start + offsets[first]
+                piece_end = start + offsets[cuts[i + 1]] if i + 1 < len(cuts) else end
+                if piece_end > piece_start:
+                    pieces.append(_Piece(piece_start, piece_end, min(self.chunk_size, len(tokens) - first)))
+        return pieces
+
+    def split_text(self, text: str) -> list[tuple[int, int, int]]:
+        """``(start, end, n_tokens)`` of each chunk of ``text``; whitespace-only chunks are dropped."""
+        pieces = self._pieces(text)
+        spans: list[tuple[int, int, int]] = []
+        i = 0
+        while i < len(pieces):
+            j, total = i, 0
+            while j < len(pieces) and total + pieces[j].tokens <= self.chunk_size:
+                total += pieces[j].tokens
+                j += 1
+            j = max(j, i + 1)
+            start, end = pieces[i].start, pieces[j - 1].end
+            n_tokens = count_tokens(text[start:end])
+            # token counts of pieces are not additive at every boundary; shrink if needed
+            while n_tokens > self.chunk_size and j - 1 > i:
+                j -= 1
+                end = pieces[j - 1].end
+                n_tokens = count_tokens(text[start:end])
+            if text[start:end].strip():
+                spans.append((start, end, n_tokens))
+            if j >= len(pieces):
+                break
+            # start the next chunk with trailing sentences worth at most `overlap` tokens
+            k, carried = j, 0
+            while k - 1 > i and carried + pieces[k - 1].tokens <= self.overlap:
+                carried += pieces[k - 1].tokens
+                k -= 1
+            i = k
+        return spans
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        """The chunks of one document, with ids stable across runs."""
+        if not isinstance(document, Document):
+            raise InvalidInputError(f"expected a rhizome Document, got {type(document).__name__}")
+        chunks = []
+        for index, (start, end, n_tokens) in enumerate(self.split_text(document.text)):
+            metadata = {k: v for k, v in document.metadata.items() if k in ("title", "source")}
+            chunks.append(
+                Chunk(
+                    id=f"{document.id}:{index}",
+                    document_id=document.id,
+                    text=document.text[start:end],
+                    index=index,
+                    start=start,
+                    end=end,
+                    n_tokens=n_tokens,
+                    metadata=metadata,
+                )
+            )
+        return chunks
+
+    def chunk_all(self, documents: list[Document]) -> Iterator[Chunk]:
+        for document in documents:
+            yield from self.chunk(document)
+
+
+__all__ = [
+    "ENCODING",
+    "Chunker",
+    "bundled_tiktoken_cache",
+    "count_tokens",
+    "get_encoding",
+    "split_sentences",
+    "truncate_tokens",
+]
