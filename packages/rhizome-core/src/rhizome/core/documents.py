@@ -1,0 +1,119 @@
+"""Turning what users have into :class:`Document` records: strings, dicts, LangChain and
+LlamaIndex documents, and files on disk (.txt, .md, .json, .jsonl)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from rhizome.core.errors import InvalidInputError
+from rhizome.core.types import Document
+
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst", ".text"}
+
+
+def as_document(item: Any) -> Document:
+    """One document from a str, a mapping with ``text``, a rhizome/LangChain/LlamaIndex document."""
+    if isinstance(item, Document):
+        return item
+    if isinstance(item, str):
+        return Document(text=item)
+    if isinstance(item, Mapping):
+        if not isinstance(item.get("text"), str):
+            raise InvalidInputError("a document given as a mapping needs a string 'text' field")
+        return Document(text=item["text"], id=str(item.get("id") or ""), metadata=dict(item.get("metadata") or {}))
+    page_content = getattr(item, "page_content", None)  # LangChain Document
+    if isinstance(page_content, str):
+        return Document(text=page_content, id=str(getattr(item, "id", None) or ""), metadata=dict(item.metadata or {}))
+    text = getattr(item, "text", None)  # LlamaIndex Document / TextNode
+    if isinstance(text, str):
+        return Document(
+            text=text, id=str(getattr(item, "id_", None) or ""), metadata=dict(getattr(item, "metadata", {}) or {})
+        )
+    raise InvalidInputError(
+        f"cannot use a {type(item).__name__} as a document; pass a str, a dict with 'text', or a "
+        "rhizome, LangChain or LlamaIndex document"
+    )
+
+
+def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
+    """Validate a batch of documents up front, before anything is stored.
+
+    Raises :class:`InvalidInputError` for an unusable item, an empty text, or one id given twice
+    with different texts (the same document given twice is kept once)."""
+    if isinstance(items, (str, Document, Mapping)) or not isinstance(items, Iterable):
+        items = [items]
+    documents: dict[str, Document] = {}
+    for position, item in enumerate(items):
+        document = as_document(item)
+        if not document.text.strip():
+            raise InvalidInputError(
+                f"document {position} ({document.id}) has no text; remove it or give it content"
+            )
+        previous = documents.get(document.id)
+        if previous is not None and previous.text != document.text:
+            raise InvalidInputError(
+                f"document id {document.id!r} is given twice with different texts; ids must be unique"
+            )
+        documents[document.id] = document
+    return list(documents.values())
+
+
+def load_path(path: str | Path) -> list[Document]:
+    """Documents from a file or a directory (recursively): text files become one document each
+    (id = relative path, ``source`` and ``title`` set); ``.json`` holds a list of documents or of
+    ``{"text"|"context"|"content": ..., "title"|"id": ...}``; ``.jsonl`` one such object a line."""
+    root = Path(path)
+    if not root.exists():
+        raise InvalidInputError(f"{root} does not exist")
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    documents: list[Document] = []
+    for file in files:
+        if file.name.startswith("."):
+            continue
+        suffix = file.suffix.lower()
+        rel = file.name if root.is_file() else str(file.relative_to(root))
+        if suffix in TEXT_SUFFIXES:
+            text = file.read_text(encoding="utf-8", errors="replace")
+            if text.strip():
+                documents.append(Document(text=text, id=rel, metadata={"source": str(file), "title": file.stem}))
+        elif suffix in (".json", ".jsonl"):
+            documents.extend(_json_documents(file, rel))
+    if not documents:
+        raise InvalidInputError(
+            f"found no documents in {root}; supported files: {', '.join(sorted(TEXT_SUFFIXES))}, .json, .jsonl"
+        )
+    return documents
+
+
+def _json_documents(file: Path, rel: str) -> Iterator[Document]:
+    try:
+        if file.suffix.lower() == ".jsonl":
+            records = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+        else:
+            records = json.loads(file.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InvalidInputError(f"{file} is not valid JSON: {exc}") from exc
+    if isinstance(records, dict):
+        records = [records]
+    if not isinstance(records, list):
+        raise InvalidInputError(f"{file} must hold a list of documents")
+    for i, record in enumerate(records):
+        if isinstance(record, str):
+            text, meta = record, {}
+        elif isinstance(record, dict):
+            text = next((record[k] for k in ("text", "context", "content", "page_content") if isinstance(record.get(k), str)), None)
+            if text is None:
+                raise InvalidInputError(f"{file} record {i} has no text/context/content field")
+            meta = {k: v for k, v in record.items() if k not in ("text", "context", "content", "page_content", "id")}
+        else:
+            raise InvalidInputError(f"{file} record {i} is neither a string nor an object")
+        if text.strip():
+            doc_id = str(record.get("id") or f"{rel}#{i}") if isinstance(record, dict) else f"{rel}#{i}"
+            meta.setdefault("source", str(file))
+            yield Document(text=text, id=doc_id, metadata=meta)
+
+
+__all__ = ["as_document", "coerce_documents", "load_path"]

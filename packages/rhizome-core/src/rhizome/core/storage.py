@@ -1,0 +1,470 @@
+"""The index directory: a manifest, an SQLite database of records, and vector files.
+
+```
+my-index/
+  manifest.json        format version, method, model names, embedding dimension, parameters
+  records.sqlite       documents, chunks, vectors (as blobs) and method-specific tables (WAL mode)
+  vectors/<name>.npz   faiss snapshot of one vector collection, rebuilt from SQLite when stale
+  .writer.lock         held by the one process allowed to write
+```
+
+SQLite is the source of truth: every insert commits documents, chunks and vectors in one
+transaction per batch, so an interrupted run loses at most the batch in flight and a re-run
+resumes without duplicates. The faiss files are a fast-loading snapshot; each records the
+generation of its collection, and a snapshot older than the database is rebuilt on open.
+Readers open the database read-only and never block the writer (WAL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import importlib.metadata
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+
+from rhizome.core.errors import (
+    IndexFormatError,
+    IndexLockedError,
+    IndexMismatchError,
+    IndexNotFoundError,
+    InvalidInputError,
+)
+from rhizome.core.types import Chunk, Document
+from rhizome.core.vectors import VectorStore
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+RECORDS = "records.sqlite"
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("rhizome-core")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+        return "0"
+
+
+class Manifest(BaseModel):
+    """What an index was built with. Checked on every open."""
+
+    format_version: int = FORMAT_VERSION
+    method: str
+    rhizome_version: str = Field(default_factory=_version)
+    created: str = Field(default_factory=_now)
+    updated: str = Field(default_factory=_now)
+    models: dict[str, str | None] = Field(default_factory=dict)
+    """Model specs, e.g. ``{"embedder": "ollama:nomic-embed-text", "llm": "ollama:qwen2.5:7b"}``."""
+    embedding_dimension: int | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    stats: dict[str, int] = Field(default_factory=dict)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, metadata TEXT NOT NULL,
+    status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, updated TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id TEXT PRIMARY KEY, document_id TEXT NOT NULL, idx INTEGER NOT NULL, text TEXT NOT NULL,
+    start INTEGER NOT NULL, "end" INTEGER NOT NULL, n_tokens INTEGER NOT NULL, metadata TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, idx);
+CREATE TABLE IF NOT EXISTS vectors (
+    collection TEXT NOT NULL, id TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (collection, id));
+CREATE TABLE IF NOT EXISTS kv (
+    namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (namespace, key));
+"""
+
+
+class IndexStore:
+    """Records, vectors and manifest of one index; in memory when ``path`` is ``None``.
+
+    Use :meth:`create` or :meth:`open`; every method-specific index builds on one of these.
+    """
+
+    def __init__(self, path: Path | None, manifest: Manifest, *, readonly: bool = False) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.readonly = readonly
+        self._lock = threading.RLock()
+        self._lock_file: Any = None
+        self._collections: dict[str, VectorStore] = {}
+        if path is None:
+            self.db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        else:
+            if not readonly:
+                self._acquire_writer_lock()
+            uri = f"file:{path / RECORDS}{'?mode=ro' if readonly else ''}"
+            self.db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+        if not readonly:
+            self.db.executescript(_SCHEMA)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | Path | None, manifest: Manifest) -> IndexStore:
+        """A new index at ``path`` (which must not already hold one), or in memory."""
+        if path is None:
+            return cls(None, manifest)
+        path = Path(path)
+        if (path / MANIFEST).exists():
+            raise InvalidInputError(
+                f"{path} already holds an index; open it with load() to add documents, or choose "
+                "another directory"
+            )
+        path.mkdir(parents=True, exist_ok=True)
+        store = cls(path, manifest)
+        store.write_manifest()
+        return store
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        method: str | None = None,
+        embedder: str | None = None,
+        dimension: int | None = None,
+        readonly: bool = False,
+    ) -> IndexStore:
+        """Open an existing index, checking format version, method and embedding model."""
+        manifest = read_manifest(path)
+        if method is not None and manifest.method != method:
+            raise IndexMismatchError(
+                f"{path} is a {manifest.method!r} index, not {method!r}; open it with "
+                f"rhizome.core.storage.load_index() or the {manifest.method} package"
+            )
+        built_with = manifest.models.get("embedder")
+        if embedder is not None and built_with is not None and embedder != built_with:
+            raise IndexMismatchError(
+                f"{path} was built with the embedder {built_with!r}, not {embedder!r}; vectors of "
+                f"different models cannot be compared. Query it with {built_with!r}, or re-index "
+                "into a new directory with the new embedder"
+            )
+        if (
+            dimension is not None
+            and manifest.embedding_dimension is not None
+            and dimension != manifest.embedding_dimension
+        ):
+            raise IndexMismatchError(
+                f"{path} holds {manifest.embedding_dimension}-dimensional vectors but the embedder "
+                f"gives {dimension}; use the embedder the index was built with ({built_with})"
+            )
+        return cls(Path(path), manifest, readonly=readonly)
+
+    def _acquire_writer_lock(self) -> None:
+        assert self.path is not None
+        if fcntl is None:  # pragma: no cover
+            return
+        handle = open(self.path / ".writer.lock", "a+")  # noqa: SIM115 - held until close()
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            handle.close()
+            raise IndexLockedError(
+                f"another process is writing to {self.path}; wait for it to finish, or open the "
+                "index read-only (readonly=True) to query it meanwhile"
+            ) from exc
+        self._lock_file = handle
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+            if self._lock_file is not None:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)  # type: ignore[union-attr]
+                self._lock_file.close()
+                self._lock_file = None
+
+    def __del__(self) -> None:  # release the writer lock if the user forgot close()
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def write_manifest(self) -> None:
+        if self.path is None or self.readonly:
+            return
+        self.manifest.updated = _now()
+        _atomic_write(self.path / MANIFEST, self.manifest.model_dump_json(indent=2))
+
+    # -- transactions --------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: everything inside commits together or not at all."""
+        if self.readonly:
+            raise IndexLockedError("this index was opened read-only")
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                # faiss mirrors may hold vectors of the rolled-back batch: rebuild them on demand
+                self._collections.clear()
+                raise
+            else:
+                self.db.execute("COMMIT")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock:
+            return self.db.execute(sql, params).fetchall()
+
+    # -- documents and chunks ------------------------------------------------------------------
+    def document_state(self, document_id: str) -> tuple[str, str] | None:
+        """``(content_hash, status)`` of a stored document, or ``None``."""
+        rows = self.query("SELECT content_hash, status FROM documents WHERE id = ?", (document_id,))
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def document_ids(self, status: str | None = None) -> list[str]:
+        if status is None:
+            return [r[0] for r in self.query("SELECT id FROM documents ORDER BY id")]
+        return [r[0] for r in self.query("SELECT id FROM documents WHERE status = ? ORDER BY id", (status,))]
+
+    def documents_metadata(self, document_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        ids = list(dict.fromkeys(document_ids))
+        out: dict[str, dict[str, Any]] = {}
+        for part in _batches(ids, 500):
+            marks = ",".join("?" * len(part))
+            for doc_id, metadata in self.query(f"SELECT id, metadata FROM documents WHERE id IN ({marks})", part):
+                out[doc_id] = json.loads(metadata)
+        return out
+
+    @staticmethod
+    def put_document(db: sqlite3.Connection, document: Document, content_hash: str, status: str, n_chunks: int = 0) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO documents (id, content_hash, metadata, status, n_chunks, updated)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (document.id, content_hash, json.dumps(document.metadata, default=str), status, n_chunks, _now()),
+        )
+
+    @staticmethod
+    def put_chunks(db: sqlite3.Connection, chunks: Sequence[Chunk]) -> None:
+        db.executemany(
+            'INSERT OR REPLACE INTO chunks (id, document_id, idx, text, start, "end", n_tokens, metadata)'
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (c.id, c.document_id, c.index, c.text, c.start, c.end, c.n_tokens, json.dumps(c.metadata, default=str))
+                for c in chunks
+            ],
+        )
+
+    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Stored chunks by id (unknown ids are absent from the result)."""
+        out: dict[str, Chunk] = {}
+        for part in _batches(list(chunk_ids), 500):
+            marks = ",".join("?" * len(part))
+            rows = self.query(
+                f'SELECT id, document_id, idx, text, start, "end", n_tokens, metadata FROM chunks WHERE id IN ({marks})',
+                part,
+            )
+            for row in rows:
+                out[row[0]] = _chunk(row)
+        return out
+
+    def chunks_of(self, document_id: str) -> list[Chunk]:
+        rows = self.query(
+            'SELECT id, document_id, idx, text, start, "end", n_tokens, metadata FROM chunks'
+            " WHERE document_id = ? ORDER BY idx",
+            (document_id,),
+        )
+        return [_chunk(r) for r in rows]
+
+    def count(self, table: str) -> int:
+        if table not in ("documents", "chunks", "vectors", "kv"):
+            raise ValueError(table)
+        return int(self.query(f"SELECT COUNT(*) FROM {table}")[0][0])
+
+    # -- vectors -------------------------------------------------------------------------------
+    def _generation(self, collection: str) -> int:
+        rows = self.query("SELECT value FROM meta WHERE key = ?", (f"generation:{collection}",))
+        return int(rows[0][0]) if rows else 0
+
+    @staticmethod
+    def _bump(db: sqlite3.Connection, collection: str) -> None:
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET"
+            " value = CAST(value AS INTEGER) + 1",
+            (f"generation:{collection}",),
+        )
+
+    def put_vectors(self, db: sqlite3.Connection, collection: str, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Store vectors inside a :meth:`transaction` and mirror them into the faiss collection."""
+        array = np.ascontiguousarray(vectors, dtype=np.float32)
+        db.executemany(
+            "INSERT OR REPLACE INTO vectors (collection, id, vector) VALUES (?, ?, ?)",
+            [(collection, key, array[i].tobytes()) for i, key in enumerate(ids)],
+        )
+        self._bump(db, collection)
+        if len(ids):
+            self.collection(collection, array.shape[1]).add(list(ids), array)
+
+    def delete_vectors(self, db: sqlite3.Connection, collection: str, ids: Sequence[str]) -> None:
+        for part in _batches(list(ids), 500):
+            marks = ",".join("?" * len(part))
+            db.execute(f"DELETE FROM vectors WHERE collection = ? AND id IN ({marks})", [collection, *part])
+        self._bump(db, collection)
+        if collection in self._collections:
+            self._collections[collection].remove(list(ids))
+
+    def collection(self, name: str, dimension: int | None = None) -> VectorStore:
+        """The faiss collection ``name``: from memory, else its snapshot file if current, else
+        rebuilt from the vectors in SQLite."""
+        with self._lock:
+            if name in self._collections:
+                return self._collections[name]
+            dimension = dimension or self.manifest.embedding_dimension
+            store = self._load_snapshot(name)
+            if store is None:
+                rows = self.query("SELECT id, vector FROM vectors WHERE collection = ?", (name,))
+                if dimension is None:
+                    if not rows:
+                        raise IndexFormatError(f"vector collection {name!r} is empty and has no known dimension")
+                    dimension = len(rows[0][1]) // 4
+                store = VectorStore(dimension)
+                if rows:
+                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                    store.add([r[0] for r in rows], matrix)
+            self._collections[name] = store
+            return store
+
+    def _snapshot_path(self, name: str) -> Path:
+        assert self.path is not None
+        return self.path / "vectors" / f"{name}.npz"
+
+    def _load_snapshot(self, name: str) -> VectorStore | None:
+        if self.path is None or not self._snapshot_path(name).exists():
+            return None
+        try:
+            store, meta = VectorStore.load(self._snapshot_path(name))
+        except IndexFormatError:
+            return None  # damaged snapshot: rebuild from the database
+        if meta.get("generation") != self._generation(name):
+            return None
+        return store
+
+    def save_snapshots(self) -> None:
+        """Write every loaded collection's faiss snapshot and the manifest."""
+        if self.path is None or self.readonly:
+            return
+        with self._lock:
+            for name, store in self._collections.items():
+                store.save(self._snapshot_path(name), meta={"generation": self._generation(name)})
+            self.manifest.stats = {
+                "documents": self.count("documents"),
+                "chunks": self.count("chunks"),
+            }
+            self.write_manifest()
+
+    # -- copying -------------------------------------------------------------------------------
+    def copy_to(self, path: str | Path) -> None:
+        """Write a complete copy of this index (records, snapshots, manifest) to ``path``."""
+        target = Path(path)
+        if (target / MANIFEST).exists():
+            raise InvalidInputError(f"{target} already holds an index; choose an empty directory")
+        target.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            tmp = target / (RECORDS + ".tmp")
+            with contextlib.closing(sqlite3.connect(tmp)) as out:
+                self.db.backup(out)
+            os.replace(tmp, target / RECORDS)
+            for name, store in self._collections.items():
+                store.save(target / "vectors" / f"{name}.npz", meta={"generation": self._generation(name)})
+            manifest = self.manifest.model_copy(deep=True)
+            manifest.updated = _now()
+            manifest.stats = {"documents": self.count("documents"), "chunks": self.count("chunks")}
+            _atomic_write(target / MANIFEST, manifest.model_dump_json(indent=2))
+
+
+def _chunk(row: tuple) -> Chunk:
+    return Chunk(
+        id=row[0], document_id=row[1], index=row[2], text=row[3], start=row[4], end=row[5],
+        n_tokens=row[6], metadata=json.loads(row[7]),
+    )
+
+
+def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def read_manifest(path: str | Path) -> Manifest:
+    """Read and check an index manifest; typed errors for a missing, foreign or newer index."""
+    path = Path(path)
+    manifest_path = path / MANIFEST
+    if not manifest_path.exists():
+        raise IndexNotFoundError(
+            f"no Rhizome index at {path} (missing {MANIFEST}); build one with `rhizome index`"
+        )
+    try:
+        raw = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise IndexFormatError(f"cannot read {manifest_path}: {exc}") from exc
+    version = raw.get("format_version") if isinstance(raw, dict) else None
+    if version != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"{path} uses index format version {version}, this Rhizome reads version "
+            f"{FORMAT_VERSION}; rebuild the index with `rhizome index`, or install the Rhizome "
+            "version that wrote it"
+        )
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as exc:
+        raise IndexFormatError(f"{manifest_path} is not a valid manifest: {exc}") from exc
+
+
+def method_registry() -> dict[str, Any]:
+    """Index classes by method name, from the ``rhizome.methods`` entry points."""
+    registry: dict[str, Any] = {}
+    for entry in importlib.metadata.entry_points(group="rhizome.methods"):
+        registry[entry.name] = entry
+    return registry
+
+
+def load_index(path: str | Path, **models: Any) -> Any:
+    """Open any method's index directory: reads the manifest and dispatches to the method's
+    ``load(path, **models)``. Models not given are rebuilt from the specs in the manifest."""
+    manifest = read_manifest(path)
+    registry = method_registry()
+    if manifest.method not in registry:
+        raise IndexMismatchError(
+            f"{path} is a {manifest.method!r} index but no installed package provides that method "
+            f"(installed: {', '.join(sorted(registry)) or 'none'}); install rhizome-{manifest.method}"
+        )
+    return registry[manifest.method].load().load(path, **models)
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "IndexStore",
+    "Manifest",
+    "load_index",
+    "method_registry",
+    "read_manifest",
+]

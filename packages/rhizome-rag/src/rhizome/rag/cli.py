@@ -1,0 +1,330 @@
+"""The ``rhizome`` command line: index a corpus, query an index, run the demo.
+
+Models come from flags or the environment: ``--embed`` / ``RHIZOME_EMBED`` and ``--llm`` /
+``RHIZOME_LLM`` take specs such as ``ollama:nomic-embed-text``; ``--offline`` uses the offline
+steps only; ``OLLAMA_HOST`` points at the Ollama server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rhizome.core.aio import run_sync
+from rhizome.core.answer import Answer, aanswer
+from rhizome.core.cache import ModelCache
+from rhizome.core.documents import load_path
+from rhizome.core.errors import (
+    ConfigurationError,
+    ModelNotFoundError,
+    ModelUnavailableError,
+    RhizomeError,
+)
+from rhizome.core.models.registry import (
+    DEFAULT_OLLAMA_EMBED,
+    DEFAULT_OLLAMA_LLM,
+    make_chat_model,
+    make_embedder,
+)
+from rhizome.core.storage import load_index, method_registry, read_manifest
+from rhizome.core.types import Hit
+
+OFFLINE_EMBED = "hashing:384"
+
+DEMO_QUESTIONS = [
+    "Who was the first keeper of the Oskel lighthouse, and who drew the map that led to it?",
+    "Which Speaker led the closure of the Mire Banks, and when did they reopen?",
+    "Which building houses the Vell Islands Museum?",
+]
+
+
+def _default_cache_path() -> Path:
+    base = os.environ.get("RHIZOME_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rhizome"
+    )
+    return Path(base) / "model-calls.sqlite"
+
+
+def _cache(args: argparse.Namespace) -> ModelCache | None:
+    if getattr(args, "no_cache", False):
+        return None
+    return ModelCache(Path(args.cache) if getattr(args, "cache", None) else _default_cache_path())
+
+
+@dataclass
+class Models:
+    embed_spec: str
+    llm: Any = None
+    notices: list[str] = field(default_factory=list)
+
+
+def _is_ollama(spec: str | None) -> bool:
+    return bool(spec) and spec.split(":", 1)[0].lower() == "ollama"  # type: ignore[union-attr]
+
+
+def _ollama_model(spec: str) -> str:
+    return spec.split(":", 1)[1] if ":" in spec else ""
+
+
+def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) -> Models:
+    """Pick the embedder spec and chat model from flags and environment.
+
+    With ``fall_back`` (the demo) an unreachable Ollama or a missing model becomes a notice and
+    the offline steps are used; otherwise it is an error that says what to do.
+    """
+    if args.offline:
+        return Models(OFFLINE_EMBED)
+    embed_spec = args.embed or os.environ.get("RHIZOME_EMBED") or f"ollama:{DEFAULT_OLLAMA_EMBED}"
+    llm_spec = (args.llm or os.environ.get("RHIZOME_LLM") or f"ollama:{DEFAULT_OLLAMA_LLM}") if want_llm else None
+    models = Models(embed_spec)
+    if _is_ollama(embed_spec) or _is_ollama(llm_spec):
+        from rhizome.core.models.ollama import check_ollama, require_model
+
+        status = check_ollama()
+        if not status.reachable:
+            error = ModelUnavailableError(
+                f"Ollama is not reachable at {status.host} — start it with `ollama serve`, or pass --offline"
+            )
+            if not fall_back:
+                raise error
+            models.notices.append(f"{error}. Running offline.")
+            return Models(OFFLINE_EMBED, notices=models.notices)
+        for spec in (embed_spec, llm_spec):
+            if not _is_ollama(spec):
+                continue
+            try:
+                require_model(status, _ollama_model(spec))  # type: ignore[arg-type]
+            except ModelNotFoundError as exc:
+                if not fall_back:
+                    raise
+                if spec == embed_spec:
+                    models.embed_spec = OFFLINE_EMBED
+                    models.notices.append(f"{exc}; using the offline embedder meanwhile.")
+                else:
+                    llm_spec = None
+                    models.notices.append(f"{exc}; answers are extractive meanwhile.")
+    if llm_spec:
+        models.llm = make_chat_model(llm_spec, cache=_cache(args))
+    return models
+
+
+def _index_class(method: str) -> Any:
+    registry = method_registry()
+    if method not in registry:
+        raise ConfigurationError(
+            f"unknown method {method!r}; installed methods: {', '.join(sorted(registry)) or 'none'}"
+        )
+    return registry[method].load()
+
+
+def _open_or_create(method: str, out: Path, models: Models, args: argparse.Namespace) -> Any:
+    cls = _index_class(method)
+    embedder = make_embedder(models.embed_spec, cache=_cache(args))
+    if (out / "manifest.json").exists():
+        manifest = read_manifest(out)
+        if manifest.method != method:
+            raise ConfigurationError(f"{out} holds a {manifest.method!r} index; choose another --out for {method!r}")
+        return cls.load(out, embedder=embedder, progress=not args.quiet)
+    params = inspect.signature(cls).parameters
+    kwargs: dict[str, Any] = {"path": out, "progress": not args.quiet}
+    if args.chunk_size is not None:
+        kwargs["chunk_size"] = args.chunk_size
+    if args.chunk_overlap is not None:
+        kwargs["chunk_overlap"] = args.chunk_overlap
+    if "llm" in params:
+        kwargs["llm"] = models.llm
+    return cls(embedder, **kwargs)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    documents = load_path(args.path)
+    needs_llm = "llm" in inspect.signature(_index_class(args.method)).parameters
+    models = choose_models(args, want_llm=needs_llm, fall_back=False)
+    index = _open_or_create(args.method, Path(args.out), models, args)
+    try:
+        report = index.insert(documents)
+    finally:
+        index.close()
+    _say(args, f"indexed {args.path} into {args.out} ({args.method}, embedder {models.embed_spec})")
+    for key, value in report.model_dump().items():
+        shown = len(value) if isinstance(value, list) else value
+        _say(args, f"  {key}: {shown}")
+    return 0
+
+
+def _print_hits(hits: list[Hit]) -> None:
+    for rank, hit in enumerate(hits, 1):
+        label = hit.metadata.get("title") or ", ".join(hit.provenance.document_ids) or hit.id
+        spans = ", ".join(f"{s.start}-{s.end}" for s in hit.provenance.spans)
+        print(f"[{rank}] {hit.score:.3f}  {label}  ({hit.kind} {hit.id}{'; chars ' + spans if spans else ''})")
+        text = " ".join(hit.text.split())
+        print(f"    {text[:300]}{'…' if len(text) > 300 else ''}")
+
+
+def _print_answer(answer: Answer) -> None:
+    how = "extractive, no model" if answer.extractive else "written by the model"
+    print(f"answer ({how}): {' '.join(answer.text.split())}")
+    for hit in answer.citations:
+        label = hit.metadata.get("title") or hit.id
+        print(f"  cites: {label} [{hit.id}]")
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    manifest = read_manifest(args.index)
+    embed_spec = manifest.models.get("embedder") or OFFLINE_EMBED
+    if _is_ollama(embed_spec):
+        from rhizome.core.models.ollama import check_ollama, require_model
+
+        status = check_ollama()
+        if not status.reachable:
+            raise ModelUnavailableError(
+                f"this index was built with {embed_spec} and Ollama is not reachable at {status.host} — "
+                "start it with `ollama serve` (an index can only be queried with the embedder that built it)"
+            )
+        require_model(status, _ollama_model(embed_spec))
+    index = load_index(args.index, embedder=make_embedder(embed_spec, cache=_cache(args)), readonly=True)
+    try:
+        retriever_kwargs: dict[str, Any] = {"k": args.k}
+        if args.mode:
+            if "mode" not in inspect.signature(index.as_retriever).parameters:
+                raise ConfigurationError(f"a {manifest.method!r} index has no query modes; drop --mode")
+            retriever_kwargs["mode"] = args.mode
+        retriever = index.as_retriever(**retriever_kwargs)
+        hits = retriever.retrieve(args.question)
+        llm = choose_models(args, want_llm=True, fall_back=False).llm if args.answer and not args.offline else None
+        result = run_sync(aanswer(args.question, hits, llm)) if args.answer else None
+    finally:
+        index.close()
+    if args.json:
+        payload: dict[str, Any] = {"question": args.question, "hits": [h.model_dump() for h in hits]}
+        if result is not None:
+            payload["answer"] = result.model_dump()
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+    _print_hits(hits)
+    if result is not None:
+        _print_answer(result)
+    return 0
+
+
+def sample_corpus() -> Path:
+    return Path(str(resources.files("rhizome.rag") / "sample_corpus"))
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    print("Rhizome demo: index a small corpus about the (fictional) Vell Islands and ask questions.\n")
+    models = choose_models(args, want_llm=True, fall_back=True)
+    for notice in models.notices:
+        print(f"note: {notice}")
+    mode = "offline (hashing embedder, extractive answers)" if models.embed_spec == OFFLINE_EMBED and models.llm is None else (
+        f"embedder {models.embed_spec}, model {models.llm.name if models.llm else 'none (extractive answers)'}"
+    )
+    print(f"mode: {mode}\n")
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rhizome-demo-")) / "index"
+    if (out / "manifest.json").exists():
+        manifest = read_manifest(out)
+        if manifest.models.get("embedder") != models.embed_spec:
+            raise ConfigurationError(
+                f"{out} was built with {manifest.models.get('embedder')}; pass another --out for {models.embed_spec}"
+            )
+    args.chunk_size, args.chunk_overlap = 200, 20
+    index = _open_or_create("naive", out, models, args)
+    try:
+        report = index.insert(load_path(sample_corpus()))
+        print(f"indexed {len(report.inserted) + len(report.replaced)} new documents, skipped {len(report.skipped)} "
+              f"unchanged; {len(index)} chunks in {out}\n")
+        retriever = index.as_retriever(k=3)
+        for question in DEMO_QUESTIONS:
+            print(f"Q: {question}")
+            hits = retriever.retrieve(question)
+            _print_hits(hits)
+            _print_answer(run_sync(aanswer(question, hits, models.llm)))
+            print()
+    finally:
+        index.close()
+    print(f"Query it yourself: rhizome query {out} \"What did Brandt & Sons trade?\"")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from rhizome.core.models.ollama import check_ollama
+
+    status = check_ollama()
+    if status.reachable:
+        print(f"Ollama at {status.host}: {len(status.models)} models: {', '.join(status.models) or '-'}")
+    else:
+        print(f"Ollama is not reachable at {status.host} ({status.error}); start it with `ollama serve`")
+    print(f"methods: {', '.join(sorted(method_registry()))}")
+    return 0
+
+
+def _say(args: argparse.Namespace, text: str) -> None:
+    if not getattr(args, "quiet", False):
+        print(text)
+
+
+def _model_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm", help="chat model spec, e.g. ollama:qwen2.5:7b-instruct (env RHIZOME_LLM)")
+    parser.add_argument("--embed", help="embedder spec: ollama:MODEL, hashing[:DIM], sentence-transformers:NAME (env RHIZOME_EMBED)")
+    parser.add_argument("--offline", action="store_true", help="use only offline steps (no model server)")
+    parser.add_argument("--cache", help=f"model-call cache file (default {_default_cache_path()})")
+    parser.add_argument("--no-cache", action="store_true", help="do not cache model calls")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rhizome", description="Graph-based RAG indexes on local models.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="index a file or directory of documents")
+    p.add_argument("path", help="a file or directory (.txt, .md, .json, .jsonl)")
+    p.add_argument("--method", default="naive", help="indexing method (default: naive)")
+    p.add_argument("--out", required=True, help="index directory; an existing index of the same method is updated")
+    p.add_argument("--chunk-size", type=int, help="tokens per chunk (method default)")
+    p.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks (method default)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _model_flags(p)
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("query", help="retrieve from an index (and optionally answer)")
+    p.add_argument("index", help="index directory")
+    p.add_argument("question")
+    p.add_argument("-k", type=int, default=4, help="number of hits (default 4)")
+    p.add_argument("--mode", help="retrieval mode, for methods that have several")
+    p.add_argument("--answer", action="store_true", help="also write an answer (model, or extractive with --offline)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    _model_flags(p)
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("demo", help="index the bundled sample corpus and answer questions")
+    p.add_argument("--out", help="index directory (default: a new temporary directory)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    _model_flags(p)
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed")
+    p.set_defaults(func=cmd_status)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except RhizomeError as exc:
+        print(f"rhizome: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rhizome: interrupted; finished batches are saved, run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
