@@ -134,9 +134,8 @@ class BaseChatModel(ABC):
     ) -> tuple[Completion, str | None]:
         """One model call, or its cached answer. Returns the completion and, for a fresh answer,
         the cache key under which :meth:`_remember` may store it once it is known to be valid."""
-        key = None
-        if self.cache is not None:
-            key = cache_key({"model": self.cache_identity(), "messages": messages, "schema": json_schema})
+        key = self._key(messages, json_schema)
+        if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 self.usage.cache_hits += 1
@@ -147,6 +146,11 @@ class BaseChatModel(ABC):
         self.usage.prompt_tokens += completion.prompt_tokens
         self.usage.completion_tokens += completion.completion_tokens
         return completion, key
+
+    def _key(self, messages: list[Message], json_schema: dict[str, Any] | None) -> str | None:
+        if self.cache is None:
+            return None
+        return cache_key({"model": self.cache_identity(), "messages": messages, "schema": json_schema})
 
     def _remember(self, key: str | None, completion: Completion) -> None:
         if key is not None and self.cache is not None:
@@ -192,6 +196,8 @@ class BaseChatModel(ABC):
                 ]
                 continue
             self._remember(key, completion)
+            if attempt:  # a re-run asks the original question: let it find the valid answer
+                self._remember(self._key(first, json_schema), completion)
             return value
         raise ModelOutputError(
             f"{self.name} returned invalid {schema.__name__} JSON {self.max_retries + 1} times "

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from rhizome.core.cache import ModelCache
+from rhizome.core.errors import ConfigurationError, ModelOutputError
+from rhizome.core.models.base import extract_json
+from rhizome.core.models.fake import FakeChatModel, FakeEmbedder
+
+
+class Pair(BaseModel):
+    name: str
+    count: int
+
+
+def test_extract_json_handles_fences_think_blocks_and_prose():
+    assert extract_json('{"a": 1}') == {"a": 1}
+    assert extract_json('```json\n{"a": 1}\n```') == {"a": 1}
+    assert extract_json('<think>hmm {"no": 0}</think>{"a": 2}') == {"a": 2}
+    assert extract_json('Sure! Here it is: {"a": 3} Hope it helps.') == {"a": 3}
+    assert extract_json("[1, 2]") == [1, 2]
+    with pytest.raises(ValueError):
+        extract_json("no json here")
+
+
+async def test_invalid_json_is_retried_with_the_error_shown():
+    model = FakeChatModel(["not json", {"name": "x"}, {"name": "x", "count": 2}])
+    result = await model.acomplete_json("give me a pair", Pair)
+    assert result == Pair(name="x", count=2)
+    assert model.usage.calls == 3 and model.usage.retries == 2
+    retry = model.requests[1]
+    assert retry[-2] == {"role": "assistant", "content": "not json"}
+    assert "could not be used" in retry[-1]["content"]
+    assert "count" in model.requests[2][-1]["content"]  # the validation error names the field
+
+
+async def test_gives_up_after_max_retries_with_typed_error():
+    model = FakeChatModel(["nope"], max_retries=1)
+    with pytest.raises(ModelOutputError) as info:
+        await model.acomplete_json("x", Pair)
+    assert model.usage.calls == 2
+    assert info.value.last_output == "nope"
+    assert "max_retries" in str(info.value)
+
+
+async def test_only_valid_answers_are_cached():
+    cache = ModelCache()
+    model = FakeChatModel(["broken", {"name": "a", "count": 1}], cache=cache)
+    assert await model.acomplete_json("q", Pair) == Pair(name="a", count=1)
+    assert len(cache) == 2  # under the retry's messages and under the original question
+    again = FakeChatModel(["should not be used"], cache=cache)
+    assert await again.acomplete_json("q", Pair) == Pair(name="a", count=1)
+    assert again.usage.calls == 0 and again.usage.cache_hits == 1
+
+
+async def test_concurrency_is_bounded_per_model():
+    model = FakeChatModel(["ok"], delay=0.01, max_concurrency=3)
+    await asyncio.gather(*(model.acomplete(f"p{i}") for i in range(12)))
+    assert model.max_in_flight == 3
+    assert model.usage.calls == 12
+
+
+def test_sync_wrappers_work_outside_and_inside_a_loop():
+    model = FakeChatModel([{"name": "s", "count": 5}])
+    assert model.complete_json("q", Pair).count == 5
+
+    async def inside():
+        return model.complete("hi").text  # sync call from async code must not deadlock
+
+    assert asyncio.run(inside()) == '{"name": "s", "count": 5}'
+
+
+async def test_embedder_batches_normalises_and_caches():
+    cache = ModelCache()
+    embedder = FakeEmbedder(16, batch_size=4, cache=cache)
+    vectors = await embedder.aembed([f"t{i}" for i in range(10)])
+    assert vectors.shape == (10, 16)
+    assert abs(float((vectors**2).sum(axis=1).max()) - 1.0) < 1e-5
+    assert embedder.usage.calls == 3
+    again = await embedder.aembed(["t1", "t2", "new"])
+    assert embedder.usage.calls == 4 and embedder.usage.cache_hits == 2
+    assert (again[0] == vectors[1]).all()
+
+
+def test_invalid_model_settings():
+    with pytest.raises(ConfigurationError):
+        FakeChatModel(max_concurrency=0)
+    with pytest.raises(ConfigurationError):
+        FakeEmbedder(batch_size=0)

@@ -1,0 +1,255 @@
+"""The naive VectorIndex and the index directory: round trips, mismatches, resume, locking."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from rhizome.core import (
+    Document,
+    FakeEmbedder,
+    HashingEmbedder,
+    IndexFormatError,
+    IndexLockedError,
+    IndexMismatchError,
+    IndexNotFoundError,
+    InvalidInputError,
+    VectorIndex,
+    load_index,
+)
+from rhizome.core.models.base import BaseEmbedder
+
+CORPUS = [
+    Document(id="fr", text="Paris is the capital of France. The Seine flows through Paris.", metadata={"title": "France", "source": "fr.txt"}),
+    Document(id="de", text="Berlin is the capital of Germany. The Spree flows through Berlin.", metadata={"title": "Germany"}),
+    Document(id="fruit", text="Bananas are a yellow fruit rich in potassium.", metadata={"title": "Bananas"}),
+    Document(id="tea", text="Green tea is brewed from unoxidised leaves of the tea plant.", metadata={"title": "Tea"}),
+]
+
+
+def records(path) -> dict[str, list]:
+    with sqlite3.connect(path / "records.sqlite") as db:
+        return {
+            "documents": sorted(db.execute("SELECT id, content_hash FROM documents").fetchall()),
+            "chunks": sorted(db.execute("SELECT id, document_id, text FROM chunks").fetchall()),
+            "vectors": sorted(r[0] for r in db.execute("SELECT id FROM vectors")),
+        }
+
+
+def test_retrieval_finds_the_right_document_with_provenance():
+    index = VectorIndex(HashingEmbedder(), chunk_size=64, chunk_overlap=8)
+    index.insert(CORPUS)
+    hits = index.as_retriever(k=2).retrieve("What is the capital of Germany?")
+    assert hits[0].id == "de:0"
+    assert hits[0].kind == "chunk"
+    assert hits[0].provenance.document_ids == ["de"]
+    span = hits[0].provenance.spans[0]
+    assert CORPUS[1].text[span.start : span.end] == hits[0].text
+    assert hits[0].score >= hits[1].score
+    fr = index.as_retriever(k=1).retrieve("Seine river in Paris")[0]
+    assert fr.provenance.sources == ["fr.txt"] and fr.metadata["title"] == "France"
+
+
+def test_persist_load_round_trip(tmp_path):
+    index = VectorIndex(HashingEmbedder(), chunk_size=64, chunk_overlap=8)
+    index.insert(CORPUS)
+    before = [(h.id, round(h.score, 6)) for h in index.as_retriever(k=4).retrieve("yellow fruit")]
+    index.persist(tmp_path / "idx")
+    index.close()
+    loaded = load_index(tmp_path / "idx")
+    assert isinstance(loaded, VectorIndex)
+    assert loaded.chunker.chunk_size == 64
+    after = [(h.id, round(h.score, 6)) for h in loaded.as_retriever(k=4).retrieve("yellow fruit")]
+    assert after == before
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    assert manifest["method"] == "naive"
+    assert manifest["models"]["embedder"] == "hashing:384"
+    assert manifest["embedding_dimension"] == 384
+    assert manifest["stats"] == {"documents": 4, "chunks": 4}
+    loaded.close()
+
+
+def test_in_memory_index_moves_to_disk_on_persist(tmp_path):
+    index = VectorIndex()
+    index.insert(CORPUS[:2])
+    index.persist(tmp_path / "idx")
+    index.insert(CORPUS[2:])  # now written straight to the directory
+    index.close()
+    assert len(records(tmp_path / "idx")["documents"]) == 4
+
+
+def test_unchanged_documents_are_skipped_and_changed_ones_replaced(tmp_path):
+    embedder = HashingEmbedder()
+    index = VectorIndex(embedder, path=tmp_path / "idx")
+    assert index.insert(CORPUS).inserted == ["fr", "de", "fruit", "tea"]
+    calls = embedder.usage.calls
+    report = index.insert(CORPUS)
+    assert report.skipped == ["fr", "de", "fruit", "tea"] and embedder.usage.calls == calls
+    changed = Document(id="tea", text="Black tea is fully oxidised before drying.")
+    assert index.insert([changed]).replaced == ["tea"]
+    assert index.as_retriever(k=1).retrieve("oxidised black tea")[0].text == changed.text
+    assert len(index) == 4
+    index.close()
+
+
+def test_delete_removes_chunks_and_vectors(tmp_path):
+    index = VectorIndex(path=tmp_path / "idx")
+    index.insert(CORPUS)
+    report = index.delete(["fruit", "missing"])
+    assert report.deleted == ["fruit"] and report.missing == ["missing"]
+    assert all(h.provenance.document_ids != ["fruit"] for h in index.as_retriever(k=10).retrieve("banana"))
+    index.close()
+    state = records(tmp_path / "idx")
+    assert [d for d, _ in state["documents"]] == ["de", "fr", "tea"]
+    assert all(not v.startswith("fruit") for v in state["vectors"])
+    # the faiss snapshot agrees with the database after reopening
+    reopened = load_index(tmp_path / "idx")
+    assert len(reopened.as_retriever(k=10).retrieve("banana")) == 3
+    reopened.close()
+
+
+def test_insert_then_delete_restores_the_records(tmp_path):
+    index = VectorIndex(path=tmp_path / "idx")
+    index.insert(CORPUS[:2])
+    index.persist()
+    before = records(tmp_path / "idx")
+    index.insert(CORPUS[2:])
+    index.delete(["fruit", "tea"])
+    index.close()
+    assert records(tmp_path / "idx") == before
+
+
+def test_bad_input_is_rejected_before_anything_is_stored(tmp_path):
+    index = VectorIndex(path=tmp_path / "idx")
+    index.insert(CORPUS[:1])
+    with pytest.raises(InvalidInputError, match="no text"):
+        index.insert([CORPUS[1], Document(id="empty", text="   ")])
+    with pytest.raises(InvalidInputError, match="twice"):
+        index.insert([Document(id="x", text="a"), Document(id="x", text="b")])
+    with pytest.raises(InvalidInputError):
+        index.insert([42])
+    with pytest.raises(InvalidInputError):
+        index.as_retriever().retrieve("  ")
+    with pytest.raises(InvalidInputError):
+        index.as_retriever(k=0)
+    assert [d for d, _ in records(tmp_path / "idx")["documents"]] == ["fr"]
+    index.close()
+
+
+def test_accepts_strings_dicts_and_framework_documents():
+    from langchain_core.documents import Document as LCDocument
+    from llama_index.core import Document as LIDocument
+
+    index = VectorIndex()
+    report = index.insert(
+        ["plain string text", {"text": "from a dict", "id": "d1"}, LCDocument(page_content="from langchain", id="lc1"), LIDocument(text="from llama", id_="li1")]
+    )
+    assert set(report.inserted) >= {"d1", "lc1", "li1"}
+
+
+class FailingEmbedder(BaseEmbedder):
+    """Fails on the n-th batch, like a model server that dies mid-run."""
+
+    def __init__(self, fail_on: int | None) -> None:
+        super().__init__("hashing:384", dimension=384, batch_size=1000)
+        self.inner = HashingEmbedder()
+        self.fail_on = fail_on
+        self.batches = 0
+
+    async def _aembed_batch(self, texts):
+        self.batches += 1
+        if self.fail_on is not None and self.batches == self.fail_on:
+            raise ConnectionError("model server went away")
+        return await self.inner._aembed_batch(texts)
+
+
+def test_interrupted_insert_resumes_without_loss_or_duplicates(tmp_path):
+    documents = [Document(id=f"d{i}", text=f"Document number {i} talks about topic {i % 7}.") for i in range(40)]
+    index = VectorIndex(FailingEmbedder(fail_on=3), path=tmp_path / "idx", batch_size=10)
+    with pytest.raises(ConnectionError):
+        index.insert(documents)
+    index.close()
+    partial = records(tmp_path / "idx")
+    assert len(partial["documents"]) == 20  # two batches committed, the third lost
+    assert len(partial["chunks"]) == len(partial["vectors"]) == 20
+
+    resumed = VectorIndex.load(tmp_path / "idx", embedder=FailingEmbedder(fail_on=None), batch_size=10)
+    report = resumed.insert(documents)
+    assert len(report.skipped) == 20 and len(report.inserted) == 20
+    resumed.close()
+    final = records(tmp_path / "idx")
+    assert len(final["documents"]) == len(final["chunks"]) == len(final["vectors"]) == 40
+    reopened = load_index(tmp_path / "idx")
+    assert len(reopened.as_retriever(k=100).retrieve("topic 3")) == 40
+    reopened.close()
+
+
+def test_stale_snapshot_is_rebuilt_from_the_database(tmp_path):
+    index = VectorIndex(path=tmp_path / "idx")
+    index.insert(CORPUS[:2])
+    index.close()
+    snapshot = (tmp_path / "idx" / "vectors" / "chunks.npz").read_bytes()
+    index = VectorIndex.load(tmp_path / "idx")
+    index.insert(CORPUS[2:])
+    index.close()
+    # simulate a crash after the database commit but before the snapshot was written
+    (tmp_path / "idx" / "vectors" / "chunks.npz").write_bytes(snapshot)
+    reopened = load_index(tmp_path / "idx")
+    assert reopened.as_retriever(k=1).retrieve("yellow fruit bananas")[0].id == "fruit:0"
+    reopened.close()
+
+
+def test_mismatched_embedder_is_refused(tmp_path):
+    VectorIndex(HashingEmbedder(384), path=tmp_path / "idx").insert(CORPUS).__class__  # noqa: B018
+    with pytest.raises(IndexMismatchError, match="hashing:384"):
+        VectorIndex.load(tmp_path / "idx", embedder=HashingEmbedder(256))
+    with pytest.raises(IndexMismatchError, match="built with"):
+        load_index(tmp_path / "idx", embedder=FakeEmbedder(384))
+
+
+def test_format_version_and_missing_index(tmp_path):
+    with pytest.raises(IndexNotFoundError, match="rhizome index"):
+        load_index(tmp_path / "nothing")
+    index = VectorIndex(path=tmp_path / "idx")
+    index.insert(CORPUS[:1])
+    index.close()
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    manifest["format_version"] = 99
+    (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="version 99"):
+        load_index(tmp_path / "idx")
+    manifest["format_version"] = 1
+    manifest["method"] = "nonexistent"
+    (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexMismatchError, match="nonexistent"):
+        load_index(tmp_path / "idx")
+
+
+def test_existing_directory_is_not_overwritten(tmp_path):
+    VectorIndex(path=tmp_path / "idx").close()
+    with pytest.raises(InvalidInputError, match="already holds"):
+        VectorIndex(path=tmp_path / "idx")
+
+
+def test_one_writer_many_readers(tmp_path):
+    writer = VectorIndex(path=tmp_path / "idx")
+    writer.insert(CORPUS[:2])
+    with pytest.raises(IndexLockedError, match="read-only"):
+        VectorIndex.load(tmp_path / "idx")
+    reader = VectorIndex.load(tmp_path / "idx", readonly=True)
+    assert len(reader.as_retriever(k=5).retrieve("capital")) == 2
+    writer.insert(CORPUS[2:])  # the reader does not block the writer
+    # a reader in another process sees the committed state
+    script = (
+        "import sys; from rhizome.core import load_index;"
+        "i = load_index(sys.argv[1], readonly=True); print(len(i.as_retriever(k=10).retrieve('capital')))"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "idx")], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "4"
+    writer.close()
+    reader.close()
+    VectorIndex.load(tmp_path / "idx").close()  # the lock is released on close

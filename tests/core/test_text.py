@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import pytest
+
+from rhizome.core.errors import ConfigurationError, InvalidInputError
+from rhizome.core.text import (
+    Chunker,
+    bundled_tiktoken_cache,
+    count_tokens,
+    split_sentences,
+    truncate_tokens,
+)
+from rhizome.core.types import Document
+
+
+def sentences(n: int) -> str:
+    return " ".join(f"Sentence {i} mentions the harbour of town {i}." for i in range(n))
+
+
+def test_encoding_loads_from_bundled_cache():
+    assert bundled_tiktoken_cache() is not None
+    assert count_tokens("hello world") == 2
+    assert count_tokens("") == 0
+
+
+def test_sentence_spans_tile_the_text():
+    text = "First one. Second one!  Third?\n\nA new paragraph without a stop\nand more"
+    spans = split_sentences(text)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert text[spans[0][0] : spans[0][1]].strip() == "First one."
+
+
+@pytest.mark.parametrize("size,overlap", [(30, 0), (30, 10), (64, 16), (200, 50)])
+def test_chunks_respect_budget_and_cover_document(size, overlap):
+    doc = Document(text=sentences(60))
+    chunks = Chunker(size, overlap).chunk(doc)
+    assert chunks
+    for c in chunks:
+        assert c.n_tokens <= size
+        assert c.text == doc.text[c.start : c.end]
+        assert count_tokens(c.text) == c.n_tokens
+    covered = set()
+    for c in chunks:
+        covered.update(range(c.start, c.end))
+    assert covered == set(range(len(doc.text)))
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    assert len({c.id for c in chunks}) == len(chunks)
+
+
+def test_overlap_repeats_whole_trailing_sentences():
+    doc = Document(text=sentences(20))
+    chunks = Chunker(60, 25).chunk(doc)
+    for a, b in zip(chunks, chunks[1:]):
+        assert b.start < a.end, "neighbours should share text"
+        assert b.start > a.start, "chunking must make progress"
+        shared = doc.text[b.start : a.end]
+        assert count_tokens(shared) <= 25 + 2
+
+
+def test_no_overlap_means_disjoint_chunks():
+    doc = Document(text=sentences(20))
+    chunks = Chunker(40, 0).chunk(doc)
+    for a, b in zip(chunks, chunks[1:]):
+        assert b.start == a.end
+
+
+def test_sentence_longer_than_chunk_is_cut_at_token_boundaries():
+    text = "word " * 500  # no sentence boundary at all
+    chunks = Chunker(100, 10).chunk(Document(text=text))
+    assert len(chunks) >= 5
+    assert all(c.n_tokens <= 100 for c in chunks)
+    joined = "".join(c.text for c in chunks)
+    assert text.startswith(joined) and not text[len(joined) :].strip()  # only whitespace dropped
+
+
+def test_unicode_offsets_are_character_offsets():
+    text = "Ærø og Tórshavn ligger nær. " * 40 + "日本語の文です。" * 30
+    doc = Document(text=text)
+    for c in Chunker(50, 5).chunk(doc):
+        assert doc.text[c.start : c.end] == c.text
+        assert c.n_tokens <= 50
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\n\t "])
+def test_empty_and_whitespace_texts_give_no_chunks(text):
+    assert Chunker(50, 5).split_text(text) == []
+
+
+def test_short_text_is_one_chunk_and_ids_are_stable():
+    doc = Document(text="Just one short sentence.")
+    first = Chunker(50, 5).chunk(doc)
+    again = Chunker(50, 5).chunk(Document(text="Just one short sentence."))
+    assert len(first) == 1 and first[0].text == doc.text
+    assert [c.id for c in first] == [c.id for c in again]
+
+
+def test_invalid_parameters_are_rejected():
+    with pytest.raises(ConfigurationError):
+        Chunker(0, 0)
+    with pytest.raises(ConfigurationError):
+        Chunker(100, 100)
+    with pytest.raises(ConfigurationError):
+        Chunker(100, -1)
+    with pytest.raises(InvalidInputError):
+        Chunker(100, 10).chunk("not a document")  # type: ignore[arg-type]
+
+
+def test_truncate_tokens():
+    text = sentences(10)
+    cut = truncate_tokens(text, 7)
+    assert count_tokens(cut) <= 7 and text.startswith(cut)
+    assert truncate_tokens("short", 10) == "short"

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rhizome.core.errors import ConfigurationError, IndexFormatError
+from rhizome.core.vectors import VectorStore, stable_int_id
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_add_search_replace_remove(tmp_path):
+    rng = np.random.default_rng(0)
+    vectors = unit(rng.standard_normal((50, 8)).astype(np.float32))
+    keys = [f"item-{i}" for i in range(50)]
+    store = VectorStore(8)
+    store.add(keys, vectors)
+    assert len(store) == 50
+    hits = store.search(vectors[7], 3)[0]
+    assert hits[0][0] == "item-7" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    # replacing keeps one copy with the new vector
+    store.add(["item-7"], vectors[8:9])
+    assert len(store) == 50
+    assert np.allclose(store.vectors(["item-7"])[0], vectors[8])
+    assert store.remove(["item-7", "unknown"]) == 1
+    assert "item-7" not in store and len(store) == 49
+    assert all(k != "item-7" for k, _ in store.search(vectors[7], 49)[0])
+
+
+def test_ids_are_stable_across_processes_and_save_load(tmp_path):
+    assert stable_int_id("abc") == stable_int_id("abc") >= 0
+    store = VectorStore(4)
+    store.add(["a", "b"], unit(np.eye(4, dtype=np.float32)[:2]))
+    store.save(tmp_path / "v.npz", meta={"generation": 3})
+    loaded, meta = VectorStore.load(tmp_path / "v.npz")
+    assert meta == {"generation": 3}
+    assert loaded.search(np.eye(4, dtype=np.float32)[1], 1)[0][0][0] == "b"
+    loaded.remove(["a"])
+    assert loaded.ids() == ["b"]
+
+
+def test_errors():
+    store = VectorStore(4)
+    with pytest.raises(ConfigurationError):
+        store.add(["a"], np.ones((1, 5), dtype=np.float32))
+    with pytest.raises(ConfigurationError):
+        store.add(["a", "a"], np.ones((2, 4), dtype=np.float32))
+    assert store.search(np.ones(4, dtype=np.float32), 5) == [[]]
+
+
+def test_damaged_file(tmp_path):
+    (tmp_path / "bad.npz").write_bytes(b"garbage")
+    with pytest.raises(IndexFormatError):
+        VectorStore.load(tmp_path / "bad.npz")
