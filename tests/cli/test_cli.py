@@ -1,0 +1,112 @@
+"""The `rhizome` command line, end to end: offline, against a loopback Ollama stub, and errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ollama_stub import OllamaStub, closed_port_url
+
+from rhizome.rag.cli import main, sample_corpus
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_index_then_query_offline(tmp_path, capsys):
+    out_dir = tmp_path / "idx"
+    code, out, _ = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline", "-q")
+    assert code == 0
+    code, out, _ = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline")
+    assert code == 0 and "skipped: 8" in out  # a re-run finds nothing new
+    code, out, _ = run(capsys, "query", str(out_dir), "Who led the closure of the Mire Banks?", "--json", "-k", "2")
+    assert code == 0
+    payload = json.loads(out)
+    assert len(payload["hits"]) == 2
+    top = payload["hits"][0]
+    assert top["provenance"]["document_ids"] == ["07-mire-fisheries.md"]
+    assert top["provenance"]["spans"][0]["start"] == 0
+    code, out, _ = run(capsys, "query", str(out_dir), "Who led the closure of the Mire Banks?", "--answer", "--offline")
+    assert code == 0 and "Agnes Brodd" in out and "extractive" in out
+
+
+def test_demo_runs_offline_when_ollama_is_down(capsys):
+    code, out, _ = run(capsys, "demo", "-q")
+    assert code == 0
+    assert "not reachable" in out and "ollama serve" in out and "Running offline" in out
+    for expected in ("Piet Hale", "Agnes Brodd", "Salt Exchange"):
+        assert expected in out
+
+
+def test_demo_uses_ollama_when_it_is_running(capsys, monkeypatch):
+    with OllamaStub(models=["qwen2.5:7b-instruct", "nomic-embed-text:latest"], embed_dimension=16) as stub:
+        stub.reply_fn = lambda body: {"answer": "Piet Hale kept the light.", "citations": [1]}
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, out, _ = run(capsys, "demo", "-q")
+    assert code == 0, out
+    assert "written by the model" in out and "Piet Hale kept the light." in out
+    chats = stub.calls("/api/chat")
+    assert len(chats) == 3
+    assert chats[0]["format"]["type"] == "object"  # schema-constrained answer
+    assert chats[0]["options"]["num_ctx"] >= 2048
+    assert stub.calls("/api/embed")
+
+
+def test_demo_falls_back_when_models_are_not_pulled(capsys, monkeypatch):
+    with OllamaStub(models=["something-else"]) as stub:
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, out, _ = run(capsys, "demo", "-q")
+    assert code == 0
+    assert "ollama pull nomic-embed-text" in out and "ollama pull qwen2.5:7b-instruct" in out
+    assert "Agnes Brodd" in out
+
+
+def test_index_without_ollama_says_what_to_do(tmp_path, capsys):
+    code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"))
+    assert code == 2
+    assert "ollama serve" in err and "--offline" in err
+    assert not (tmp_path / "i").exists()
+
+
+def test_index_with_a_missing_model(tmp_path, capsys, monkeypatch):
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"), "--embed", "ollama:bge-m3")
+    assert code == 2 and "ollama pull bge-m3" in err
+
+
+def test_query_errors(tmp_path, capsys):
+    code, _, err = run(capsys, "query", str(tmp_path / "none"), "q")
+    assert code == 2 and "no Rhizome index" in err
+    run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"), "--offline", "-q")
+    code, _, err = run(capsys, "query", str(tmp_path / "i"), "q", "--mode", "global")
+    assert code == 2 and "no query modes" in err
+    code, _, err = run(capsys, "index", str(tmp_path / "missing-dir"), "--out", str(tmp_path / "j"), "--offline")
+    assert code == 2 and "does not exist" in err
+
+
+def test_index_json_and_jsonl_files(tmp_path, capsys):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.json").write_text(json.dumps([{"title": "A", "context": "Alpha text about owls."}]))
+    (tmp_path / "docs" / "b.jsonl").write_text(json.dumps({"id": "b1", "text": "Beta text about otters."}) + "\n")
+    code, out, _ = run(capsys, "index", str(tmp_path / "docs"), "--out", str(tmp_path / "i"), "--offline")
+    assert code == 0 and "inserted: 2" in out
+    code, out, _ = run(capsys, "query", str(tmp_path / "i"), "otters", "--json", "-k", "1")
+    assert json.loads(out)["hits"][0]["provenance"]["document_ids"] == ["b1"]
+
+
+def test_console_script_runs_the_offline_demo(tmp_path):
+    script = Path(sys.executable).parent / "rhizome"
+    if not script.exists():
+        pytest.skip("the rhizome console script is not installed in this environment")
+    env = {"PATH": str(Path(sys.executable).parent), "OLLAMA_HOST": closed_port_url(), "HOME": str(tmp_path)}
+    result = subprocess.run([str(script), "demo", "--offline", "--out", str(tmp_path / "demo")], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "Salt Exchange" in result.stdout
+    assert (tmp_path / "demo" / "manifest.json").exists()
