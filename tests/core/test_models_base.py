@@ -90,3 +90,17 @@ def test_invalid_model_settings():
         FakeChatModel(max_concurrency=0)
     with pytest.raises(ConfigurationError):
         FakeEmbedder(batch_size=0)
+
+
+async def test_repeated_texts_in_one_call_are_embedded_once():
+    embedder = FakeEmbedder(8)
+    vectors = await embedder.aembed(["a", "b", "a", "a"])
+    assert embedder.usage.texts == 2
+    assert vectors.shape == (4, 8) and (vectors[0] == vectors[2]).all() and (vectors[0] == vectors[3]).all()
+
+
+def test_ollama_names_drop_the_implicit_latest_tag():
+    from rhizome.core.models.ollama import OllamaChatModel, OllamaEmbedder
+
+    assert OllamaEmbedder("nomic-embed-text:latest").name == OllamaEmbedder("nomic-embed-text").name == "ollama:nomic-embed-text"
+    assert OllamaChatModel("qwen2.5:7b").name == "ollama:qwen2.5:7b"

@@ -26,6 +26,7 @@ from rhizome.core.errors import (
 )
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Usage
 from rhizome.core.models.fake import FakeChatModel, FakeEmbedder
+from rhizome.core.models.ollama import OllamaChatModel, OllamaEmbedder, check_ollama
 from rhizome.core.models.registry import make_chat_model, make_embedder
 from rhizome.core.naive import DeleteReport, InsertReport, VectorIndex, VectorRetriever
 from rhizome.core.protocols import ChatModel, Completion, Embedder, Index, Retriever
@@ -69,6 +70,8 @@ __all__ = [
     "ModelOutputError",
     "ModelTimeoutError",
     "ModelUnavailableError",
+    "OllamaChatModel",
+    "OllamaEmbedder",
     "Provenance",
     "Relation",
     "Retriever",
@@ -81,6 +84,7 @@ __all__ = [
     "VectorStore",
     "aanswer",
     "answer",
+    "check_ollama",
     "coerce_documents",
     "count_tokens",
     "load_index",

@@ -277,9 +277,11 @@ class BaseEmbedder(ABC):
         return array
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
-        if not texts:
+        requested = list(texts)
+        if not requested:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        # a text repeated within one call is embedded once
+        texts = list(dict.fromkeys(requested))
         result: list[np.ndarray | None] = [None] * len(texts)
         keys: list[str | None] = [None] * len(texts)
         todo: list[int] = []
@@ -299,7 +301,8 @@ class BaseEmbedder(ABC):
                 result[i] = vector
                 if self.cache is not None:
                     self.cache.put(keys[i], vector.tolist(), kind="embed")  # type: ignore[arg-type]
-        matrix = np.vstack([r for r in result if r is not None]).astype(np.float32)
+        position = {text: i for i, text in enumerate(texts)}
+        matrix = np.vstack([result[position[t]] for t in requested]).astype(np.float32)
         if self._dimension is None:
             self._dimension = int(matrix.shape[1])
         elif matrix.shape[1] != self._dimension:

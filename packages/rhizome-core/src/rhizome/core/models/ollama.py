@@ -1,0 +1,573 @@
+"""Chat models and embedders served by a local Ollama server, through the official ``ollama``
+client.
+
+Everything generic — JSON validation and retries, the call cache, concurrency limits, usage
+counters, batching and normalisation of embeddings — comes from :mod:`rhizome.core.models.base`;
+this module only speaks Ollama's HTTP API and turns its failures into the typed errors of
+:mod:`rhizome.core.errors`, each of which says what to do next:
+
+* server not reachable → :class:`~rhizome.core.errors.ModelUnavailableError`
+* model not pulled → :class:`~rhizome.core.errors.ModelNotFoundError`
+* no answer in time → :class:`~rhizome.core.errors.ModelTimeoutError`
+* anything else the server refuses → :class:`~rhizome.core.errors.ModelError`
+
+Dropped connections and 5xx answers are retried a few times with a short exponential backoff.
+
+The ``ollama`` client holds an ``httpx.AsyncClient``, which must stay on the event loop it was
+first used in, so every instance keeps one client per loop (:class:`rhizome.core.aio.PerLoop`).
+The sync methods run each call on a fresh loop and close that loop's client when it is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+import numpy as np
+import ollama
+from pydantic import BaseModel
+
+from rhizome.core.aio import PerLoop, run_sync
+from rhizome.core.cache import ModelCache
+from rhizome.core.errors import (
+    ConfigurationError,
+    ModelError,
+    ModelNotFoundError,
+    ModelTimeoutError,
+    ModelUnavailableError,
+    RhizomeError,
+)
+from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
+from rhizome.core.protocols import Completion
+
+T = TypeVar("T")
+S = TypeVar("S", bound="_OllamaTransport")
+M = TypeVar("M", bound=BaseModel)
+
+DEFAULT_OLLAMA_HOST = "http://localhost:11434"
+"""Where Ollama listens unless ``OLLAMA_HOST`` or ``host=`` says otherwise."""
+
+_DEFAULT_PORT = 11434
+_CONNECT_TIMEOUT = 10.0
+"""Cap on the TCP connect phase: a host that swallows packets should fail fast, even when the
+answer itself may take minutes."""
+
+
+# -- host handling -----------------------------------------------------------------------------
+def resolve_host(host: str | None = None) -> str:
+    """The base URL of the Ollama server.
+
+    ``host`` wins; if it is ``None`` or empty, ``OLLAMA_HOST`` is used, else
+    ``http://localhost:11434``. A value without a scheme (``"gpu-box"``, ``"gpu-box:11500"``,
+    ``":11500"``) is taken as plain HTTP on Ollama's port 11434 unless a port is given.
+    """
+    raw = (host or os.environ.get("OLLAMA_HOST") or "").strip()
+    if not raw:
+        return DEFAULT_OLLAMA_HOST
+    default_port: int | None = None
+    if "://" not in raw:
+        raw = "http://" + raw
+        default_port = _DEFAULT_PORT
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https"):
+        raise ConfigurationError(
+            f"Ollama host {host or os.environ.get('OLLAMA_HOST')!r} must use http:// or https://"
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigurationError(
+            f"Ollama host {raw!r} has an invalid port; use e.g. 'localhost:11434'"
+        ) from None
+    hostname = parts.hostname or "localhost"
+    netloc = f"[{hostname}]" if ":" in hostname else hostname
+    port = port if port is not None else default_port
+    if port is not None:
+        netloc = f"{netloc}:{port}"
+    return f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def _model_key(name: str) -> str:
+    """``name`` with the implicit ``:latest`` tag made explicit (tags follow the last ``/``)."""
+    name = name.strip()
+    last = name.rsplit("/", 1)[-1]
+    return name if ":" in last else f"{name}:latest"
+
+
+def _spec_name(name: str) -> str:
+    """The model name as recorded in specs and manifests: an explicit ``:latest`` tag is
+    dropped, so ``nomic-embed-text`` and ``nomic-embed-text:latest`` name one model."""
+    name = name.strip()
+    return name[: -len(":latest")] if name.endswith(":latest") else name
+
+
+# -- error mapping ------------------------------------------------------------------------------
+class _Transient(Exception):
+    """Internal: a failure worth another attempt; ``final`` is raised once attempts run out."""
+
+    def __init__(self, final: ModelError) -> None:
+        super().__init__(str(final))
+        self.final = final
+
+
+def _unreachable(host: str) -> ModelUnavailableError:
+    return ModelUnavailableError(
+        f"Ollama is not reachable at {host} — start it with `ollama serve`, or pass --offline"
+    )
+
+
+def _is_model_missing(exc: ollama.ResponseError) -> bool:
+    text = str(exc.error).lower()
+    if "try pulling" in text:
+        return True
+    return exc.status_code == 404 and "model" in text and "not found" in text
+
+
+def _is_think_rejected(exc: ollama.ResponseError) -> bool:
+    return exc.status_code == 400 and "think" in str(exc.error).lower()
+
+
+def _map_error(exc: BaseException, *, host: str, model: str, timeout: float) -> RhizomeError:
+    """Translate an exception from the ``ollama`` client into a Rhizome error.
+
+    Raises :class:`_Transient` (wrapping the error to report if retries run out) for failures
+    that another attempt may cure."""
+    if isinstance(exc, ollama.ResponseError):
+        status, reason = exc.status_code, exc.error
+        if _is_model_missing(exc):
+            return ModelNotFoundError(f"Ollama has no model '{model}' — run `ollama pull {model}`")
+        if status == 404:
+            return ModelError(
+                f"{host} answered HTTP 404 ({reason}) for model '{model}' — check that the host "
+                "points at an Ollama server"
+            )
+        error = ModelError(f"Ollama at {host} failed on model '{model}': {reason} (HTTP {status})")
+        unretryable = "does not support" in str(reason).lower()
+        if status >= 500 and not unretryable:
+            raise _Transient(error)
+        return error
+    if isinstance(exc, httpx.ConnectTimeout):
+        return _unreachable(host)
+    if isinstance(exc, httpx.TimeoutException):
+        return ModelTimeoutError(
+            f"Ollama did not answer within {timeout:g} s (model '{model}' at {host}) — pass a "
+            "larger timeout=, or use a smaller model or a smaller num_ctx"
+        )
+    if isinstance(
+        exc,
+        httpx.ReadError
+        | httpx.WriteError
+        | httpx.RemoteProtocolError
+        | ConnectionResetError
+        | ConnectionAbortedError
+        | BrokenPipeError,
+    ):
+        raise _Transient(
+            ModelError(
+                f"Ollama at {host} dropped the connection while serving model '{model}' ({exc!r})"
+                " — see the `ollama serve` log; the model may have run out of memory, so a "
+                "smaller num_ctx or model may help"
+            )
+        )
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return ConfigurationError(f"invalid Ollama host {host!r}: {exc}")
+    if isinstance(exc, httpx.ConnectError | ConnectionError):
+        return _unreachable(host)
+    if isinstance(exc, httpx.HTTPError):
+        return ModelError(f"request to Ollama at {host} failed: {exc!r}")
+    if isinstance(exc, ValueError):  # a body that is not JSON, or not shaped like Ollama's
+        return ModelError(
+            f"{host} did not answer like an Ollama server ({exc}) — check the host setting"
+        )
+    raise exc
+
+
+class _ClientSlot:
+    """Holds one event loop's ``ollama.AsyncClient``; recreated after :meth:`aclose`."""
+
+    def __init__(self, factory: Callable[[], ollama.AsyncClient]) -> None:
+        self._factory = factory
+        self._client: ollama.AsyncClient | None = None
+
+    @property
+    def client(self) -> ollama.AsyncClient:
+        if self._client is None:
+            self._client = self._factory()
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+
+class _OllamaTransport:
+    """Shared by chat model and embedder: host, per-loop clients, retries, error mapping."""
+
+    model: str
+    host: str
+    timeout: float
+    transport_retries: int
+    retry_backoff: float
+
+    def _init_transport(
+        self,
+        model: str,
+        host: str | None,
+        timeout: float,
+        transport_retries: int,
+        retry_backoff: float,
+    ) -> None:
+        if not model or not model.strip():
+            raise ConfigurationError("an Ollama model name is required, e.g. 'qwen2.5:7b'")
+        if timeout <= 0:
+            raise ConfigurationError("timeout must be a positive number of seconds")
+        if transport_retries < 0 or retry_backoff < 0:
+            raise ConfigurationError("transport_retries and retry_backoff cannot be negative")
+        self.model = model.strip()
+        self.host = resolve_host(host)
+        self.timeout = float(timeout)
+        self.transport_retries = transport_retries
+        self.retry_backoff = float(retry_backoff)
+        self._slots: PerLoop[_ClientSlot] = PerLoop(lambda: _ClientSlot(self._new_client))
+
+    def _new_client(self) -> ollama.AsyncClient:
+        return ollama.AsyncClient(
+            host=self.host,
+            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT)),
+        )
+
+    @property
+    def _client(self) -> ollama.AsyncClient:
+        return self._slots.get().client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop (a new one is made on next use).
+
+        Async code that is done with the model should call this (or use ``async with``) before
+        its loop ends, so no pooled connection is left open."""
+        await self._slots.get().aclose()
+
+    async def __aenter__(self: S) -> S:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _closing(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            return await coro
+        finally:
+            await self.aclose()
+
+    async def _send(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call`` with bounded retries of transient failures and typed errors."""
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except Exception as exc:
+                try:
+                    error = _map_error(exc, host=self.host, model=self.model, timeout=self.timeout)
+                except _Transient as transient:
+                    if attempt >= self.transport_retries:
+                        raise transient.final from exc
+                    await asyncio.sleep(self.retry_backoff * 2**attempt)
+                    attempt += 1
+                    continue
+                raise error from exc
+
+
+# -- chat ---------------------------------------------------------------------------------------
+class OllamaChatModel(_OllamaTransport, BaseChatModel):
+    """A chat model served by Ollama (``/api/chat``, non-streaming).
+
+    Structured calls send the schema as Ollama's ``format``, so the server constrains decoding to
+    it; the answer is still validated, and retried on failure, by :class:`BaseChatModel`.
+
+    Parameters
+    ----------
+    model:
+        An Ollama model name, e.g. ``"qwen2.5:7b"``.
+    host:
+        Server URL; default ``OLLAMA_HOST``, else ``http://localhost:11434``. ``"host:port"``
+        without a scheme is accepted.
+    num_ctx:
+        Context window in tokens. Always sent: Ollama's own default is small and silently cuts
+        long prompts.
+    temperature, seed, num_predict:
+        Sampling options; the defaults make answers repeatable. ``num_predict=None`` leaves the
+        answer length to the server.
+    timeout:
+        Seconds to wait for one answer.
+    keep_alive:
+        How long the server keeps the model loaded afterwards, e.g. ``"10m"``; ``None`` uses the
+        server's setting.
+    think:
+        Whether reasoning models may think before answering. Sent explicitly; when the server
+        says the model does not know the ``think`` parameter, the request is repeated without it
+        (and later requests omit it).
+    transport_retries, retry_backoff:
+        Extra attempts after a dropped connection or a 5xx answer, waiting ``retry_backoff``
+        seconds, doubled on each further attempt.
+    max_concurrency, max_retries, cache:
+        See :class:`BaseChatModel`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        host: str | None = None,
+        num_ctx: int = 8192,
+        temperature: float = 0.0,
+        seed: int = 42,
+        num_predict: int | None = None,
+        timeout: float = 180.0,
+        keep_alive: str | None = None,
+        think: bool = False,
+        transport_retries: int = 2,
+        retry_backoff: float = 0.5,
+        max_concurrency: int = 4,
+        max_retries: int = 2,
+        cache: ModelCache | None = None,
+    ) -> None:
+        if num_ctx < 1:
+            raise ConfigurationError("num_ctx must be a positive number of tokens")
+        self._init_transport(model, host, timeout, transport_retries, retry_backoff)
+        BaseChatModel.__init__(
+            self,
+            f"ollama:{_spec_name(self.model)}",
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            cache=cache,
+        )
+        self.num_ctx = num_ctx
+        self.temperature = temperature
+        self.seed = seed
+        self.num_predict = num_predict
+        self.keep_alive = keep_alive
+        self.think = think
+        self._send_think = True
+
+    def options(self) -> dict[str, Any]:
+        """The ``options`` object sent with every request."""
+        options: dict[str, Any] = {
+            "num_ctx": self.num_ctx,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }
+        if self.num_predict is not None:
+            options["num_predict"] = self.num_predict
+        return options
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model,
+            "num_ctx": self.num_ctx,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "num_predict": self.num_predict,
+            "think": self.think,
+        }
+
+    async def _achat(
+        self, messages: list[Message], json_schema: dict[str, Any] | None
+    ) -> Completion:
+        async def once(think: bool | None) -> ollama.ChatResponse:
+            return await self._client.chat(
+                model=self.model,
+                messages=messages,
+                format=json_schema or None,
+                options=self.options(),
+                think=think,
+                keep_alive=self.keep_alive,
+                stream=False,
+            )
+
+        async def call() -> ollama.ChatResponse:
+            if not self._send_think:
+                return await once(None)
+            try:
+                return await once(self.think)
+            except ollama.ResponseError as exc:
+                if not _is_think_rejected(exc):
+                    raise
+            self._send_think = False
+            return await once(None)
+
+        response = await self._send(call)
+        return Completion(
+            text=response.message.content or "",
+            prompt_tokens=response.prompt_eval_count or 0,
+            completion_tokens=response.eval_count or 0,
+        )
+
+    # Sync wrappers run on a throwaway loop; close that loop's client before it goes away.
+    def complete(self, prompt: str, *, system: str | None = None) -> Completion:
+        return run_sync(self._closing(self.acomplete(prompt, system=system)))
+
+    def complete_json(self, prompt: str, schema: type[M], *, system: str | None = None) -> M:
+        return run_sync(self._closing(self.acomplete_json(prompt, schema, system=system)))
+
+    def __repr__(self) -> str:
+        return f"OllamaChatModel(model={self.model!r}, host={self.host!r}, num_ctx={self.num_ctx})"
+
+
+# -- embeddings ---------------------------------------------------------------------------------
+class OllamaEmbedder(_OllamaTransport, BaseEmbedder):
+    """Embeddings from Ollama's batched ``/api/embed`` endpoint, one request per batch.
+
+    Parameters
+    ----------
+    model:
+        An embedding model, e.g. ``"nomic-embed-text"``.
+    host, timeout, keep_alive, transport_retries, retry_backoff:
+        As for :class:`OllamaChatModel` (``timeout`` defaults to 60 s per batch).
+    batch_size:
+        Texts per request.
+    truncate:
+        Let the server cut texts longer than the model's context instead of failing.
+    num_ctx:
+        Context window sent as an option; ``None`` keeps the model's default.
+    dimension:
+        Expected vector size, if known (saves a probe request when it is asked for).
+    max_concurrency, cache:
+        See :class:`BaseEmbedder`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        host: str | None = None,
+        timeout: float = 60.0,
+        batch_size: int = 32,
+        truncate: bool = True,
+        num_ctx: int | None = None,
+        keep_alive: str | None = None,
+        dimension: int | None = None,
+        transport_retries: int = 2,
+        retry_backoff: float = 0.5,
+        max_concurrency: int = 2,
+        cache: ModelCache | None = None,
+    ) -> None:
+        if num_ctx is not None and num_ctx < 1:
+            raise ConfigurationError("num_ctx must be a positive number of tokens")
+        self._init_transport(model, host, timeout, transport_retries, retry_backoff)
+        BaseEmbedder.__init__(
+            self,
+            f"ollama:{_spec_name(self.model)}",
+            dimension=dimension,
+            batch_size=batch_size,
+            max_concurrency=max_concurrency,
+            cache=cache,
+        )
+        self.truncate = truncate
+        self.num_ctx = num_ctx
+        self.keep_alive = keep_alive
+
+    async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
+        options = {"num_ctx": self.num_ctx} if self.num_ctx is not None else None
+
+        async def call() -> ollama.EmbedResponse:
+            return await self._client.embed(
+                model=self.model,
+                input=list(texts),
+                truncate=self.truncate,
+                options=options,
+                keep_alive=self.keep_alive,
+            )
+
+        response = await self._send(call)
+        return [list(vector) for vector in response.embeddings]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return run_sync(self._closing(self.aembed(texts)))
+
+    def __repr__(self) -> str:
+        return f"OllamaEmbedder(model={self.model!r}, host={self.host!r})"
+
+
+# -- server status ------------------------------------------------------------------------------
+@dataclass
+class OllamaStatus:
+    """What :func:`check_ollama` found at ``host``."""
+
+    reachable: bool
+    host: str
+    models: list[str] = field(default_factory=list)
+    """Names of the installed models, as the server lists them (e.g. ``"qwen2.5:7b"``)."""
+    error: str | None = None
+    """Why the server could not be used, when ``reachable`` is false."""
+
+    def has_model(self, model: str) -> bool:
+        """Whether ``model`` is installed; ``"x"`` and ``"x:latest"`` are the same model."""
+        wanted = _model_key(model)
+        return any(_model_key(name) == wanted for name in self.models)
+
+    def require(self, model: str) -> None:
+        """Raise unless the server is reachable and has ``model``."""
+        require_model(self, model)
+
+
+def require_model(status: OllamaStatus, model: str) -> None:
+    """Raise :class:`ModelUnavailableError` if the server was unreachable, or
+    :class:`ModelNotFoundError` if it lacks ``model`` (with or without the ``:latest`` tag)."""
+    if not status.reachable:
+        raise _unreachable(status.host)
+    if not status.has_model(model):
+        raise ModelNotFoundError(f"Ollama has no model '{model}' — run `ollama pull {model}`")
+
+
+async def acheck_ollama(host: str | None = None, timeout: float = 2.0) -> OllamaStatus:
+    """Ask the server for its models (``GET /api/tags``).
+
+    A server that is down, too slow or not Ollama does not raise: the returned status says what
+    went wrong. Only a malformed ``host`` raises :class:`ConfigurationError`."""
+    base = resolve_host(host)
+    headers = {}
+    if api_key := os.environ.get("OLLAMA_API_KEY"):  # as the ollama client does
+        headers["authorization"] = f"Bearer {api_key}"
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=timeout, headers=headers) as client:
+            response = await client.get("/api/tags")
+    except httpx.TimeoutException:
+        return OllamaStatus(False, base, error=f"no answer within {timeout:g} s")
+    except (httpx.HTTPError, OSError) as exc:
+        return OllamaStatus(False, base, error=str(exc) or type(exc).__name__)
+    if response.status_code != 200:
+        return OllamaStatus(
+            False,
+            base,
+            error=f"GET /api/tags answered HTTP {response.status_code}; is this an Ollama server?",
+        )
+    try:
+        entries = response.json()["models"] or []
+        names = [str(e.get("name") or e.get("model")) for e in entries]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return OllamaStatus(False, base, error="GET /api/tags did not return a model list")
+    return OllamaStatus(True, base, models=names)
+
+
+def check_ollama(host: str | None = None, timeout: float = 2.0) -> OllamaStatus:
+    """Synchronous :func:`acheck_ollama`."""
+    return run_sync(acheck_ollama(host, timeout))
+
+
+__all__ = [
+    "DEFAULT_OLLAMA_HOST",
+    "OllamaChatModel",
+    "OllamaEmbedder",
+    "OllamaStatus",
+    "acheck_ollama",
+    "check_ollama",
+    "require_model",
+    "resolve_host",
+]
