@@ -1,0 +1,179 @@
+"""A LangChain retriever over any Rhizome index.
+
+The class is generic: it adapts the :class:`rhizome.core.protocols.Retriever` protocol, so every
+Rhizome method (GraphRAG, LightRAG, RAPTOR, HippoRAG, the naive vector index, ...) works with it
+without method-specific code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
+from pydantic import Field, field_validator
+
+from rhizome.core.models.adapters import using_callbacks, wrap_model
+from rhizome.core.types import Hit
+
+T = TypeVar("T")
+
+# Keyword arguments that ``BaseRetriever.invoke`` itself understands and forwards anyway.
+_IGNORED_INVOKE_KWARGS = frozenset({"verbose"})
+
+
+def hit_to_document(hit: Hit) -> Document:
+    """A LangChain ``Document`` for one Rhizome hit: the hit's text as ``page_content``, its id as
+    ``id``, and its score, kind and provenance (document ids, chunk ids, character spans,
+    sources) as flat metadata."""
+    return Document(page_content=hit.text, id=hit.id, metadata=hit.flat_metadata())
+
+
+def _call_in_context(func: Callable[[], T]) -> T:
+    """Call a synchronous function so that context variables reach it intact.
+
+    Rhizome's sync methods run their coroutine on a worker thread when the calling thread already
+    has an event loop (a notebook, or sync code called from async code), and threads do not
+    inherit context variables. In that case we make the hop to a thread ourselves, carrying a
+    copy of the context, so the sync method finds no loop there and keeps the context."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return func()
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(context.run, func).result()
+
+
+class RhizomeRetriever(BaseRetriever):
+    """Retrieve from a Rhizome index inside LangChain chains and agents.
+
+    Wraps anything that implements Rhizome's ``Retriever`` protocol (``retrieve(query, k)`` and
+    ``aretrieve(query, k)``) — typically ``index.as_retriever()`` — and returns one LangChain
+    ``Document`` per hit. Both the sync and the async path call the Rhizome retriever directly
+    (no executor hop for ``ainvoke``).
+
+    Model calls that the Rhizome retriever makes while it runs (for methods whose retrieval uses
+    an LLM) are reported to the caller's callbacks as children of this retriever's run, when the
+    index uses a LangChain chat model through :class:`rhizome.core.models.adapters.LangChainChatModel`.
+
+    Example:
+        .. code-block:: python
+
+            retriever = RhizomeRetriever.from_index(index, k=5)
+            docs = retriever.invoke("Who founded the company?")
+            docs = retriever.invoke("Who founded the company?", k=2)  # per-call k
+    """
+
+    retriever: Any
+    """The Rhizome retriever: any object with ``retrieve`` and ``aretrieve``."""
+
+    k: int = Field(default=4, ge=1)
+    """How many documents to return unless a call passes its own ``k``."""
+
+    @field_validator("retriever")
+    @classmethod
+    def _check_retriever(cls, value: Any) -> Any:
+        if callable(getattr(value, "aretrieve", None)) and callable(
+            getattr(value, "retrieve", None)
+        ):
+            return value
+        if callable(getattr(value, "as_retriever", None)):
+            raise ValueError(
+                f"{type(value).__name__} looks like a Rhizome index, not a retriever; use "
+                "RhizomeRetriever.from_index(index, k=...) or pass index.as_retriever()"
+            )
+        raise ValueError(
+            f"retriever must implement Rhizome's Retriever protocol (retrieve and aretrieve); "
+            f"got {type(value).__name__}"
+        )
+
+    # -- constructors --------------------------------------------------------------------------
+    @classmethod
+    def from_index(cls, index: Any, k: int = 4, **kwargs: Any) -> RhizomeRetriever:
+        """A retriever over ``index`` (any Rhizome ``Index``) returning ``k`` documents.
+
+        Keyword arguments that are fields of this class (``tags``, ``metadata``) are set on it;
+        the others go to ``index.as_retriever`` (method-specific search options).
+        """
+        own = {name: kwargs.pop(name) for name in ("tags", "metadata", "name") if name in kwargs}
+        return cls(retriever=index.as_retriever(**kwargs), k=k, **own)
+
+    @classmethod
+    def from_persist_dir(
+        cls, persist_dir: str | Path, k: int = 4, **models: Any
+    ) -> RhizomeRetriever:
+        """Open the index stored in ``persist_dir`` (any method) and retrieve from it.
+
+        ``models`` go to the method's loader, e.g. ``embedder=``; LangChain chat models and
+        embeddings are wrapped for Rhizome automatically.
+        """
+        from rhizome.core.storage import load_index
+
+        index = load_index(persist_dir, **{key: wrap_model(value) for key, value in models.items()})
+        return cls.from_index(index, k=k)
+
+    # -- LangChain hooks -----------------------------------------------------------------------
+    def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
+        params = super()._get_ls_params(**kwargs)
+        params["ls_retriever_name"] = "rhizome"
+        embedder = getattr(self.retriever, "embedder", None) or getattr(
+            getattr(self.retriever, "index", None), "embedder", None
+        )
+        name = getattr(embedder, "name", None)
+        if isinstance(name, str) and name:
+            provider, _, model = name.partition(":")
+            params["ls_embedding_provider"] = provider
+            if model:
+                params["ls_embedding_model"] = model
+        return params
+
+    def _k(self, k: int | None, extra: dict[str, Any]) -> int:
+        unknown = set(extra) - _IGNORED_INVOKE_KWARGS
+        if unknown:
+            raise TypeError(
+                f"RhizomeRetriever got unexpected keyword argument(s) {sorted(unknown)}; "
+                "only k is accepted per call"
+            )
+        value = self.k if k is None else k
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"k must be a positive integer, got {value!r}")
+        return value
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        n = self._k(k, kwargs)
+        with using_callbacks(run_manager.get_child()):
+            hits = _call_in_context(lambda: self.retriever.retrieve(query, k=n))
+        return [hit_to_document(hit) for hit in hits]
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        n = self._k(k, kwargs)
+        with using_callbacks(run_manager.get_child()):
+            hits = await self.retriever.aretrieve(query, k=n)
+        return [hit_to_document(hit) for hit in hits]
+
+
+__all__ = ["RhizomeRetriever", "hit_to_document"]

@@ -1,0 +1,226 @@
+"""A LlamaIndex retriever over any Rhizome index.
+
+Generic over Rhizome's ``Retriever`` and ``Index`` protocols, so every Rhizome method works with
+it without method-specific code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import (
+    IndexNode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
+
+from rhizome.core.models.adapters import wrap_model
+from rhizome.core.types import Hit
+
+T = TypeVar("T")
+
+PROVENANCE_KEYS = ("document_ids", "chunk_ids", "spans", "sources")
+"""Metadata keys that carry a hit's provenance as lists."""
+
+_HIDDEN_FROM_MODELS = ("id", "score")
+"""Scalar keys that mean nothing to an embedding model or an LLM prompt."""
+
+
+def hit_to_node(hit: Hit) -> NodeWithScore:
+    """A LlamaIndex ``NodeWithScore`` for one Rhizome hit.
+
+    The node's id is the hit's id and its metadata is ``hit.flat_metadata()`` (score, kind and
+    the provenance lists). The provenance lists, the id and the score stay in ``metadata`` for
+    citations but are excluded from the text LlamaIndex shows to embedding models and LLMs.
+    A hit from a single document also gets that document as its ``SOURCE`` relationship (so
+    ``node.ref_doc_id`` works), and a hit covering a single span gets its character offsets.
+    """
+    metadata = hit.flat_metadata()
+    hidden = [
+        key
+        for key, value in metadata.items()
+        if key in PROVENANCE_KEYS or key in _HIDDEN_FROM_MODELS or isinstance(value, (list, dict))
+    ]
+    relationships = {}
+    document_ids = hit.provenance.document_ids
+    if len(document_ids) == 1:
+        relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=document_ids[0])
+    spans = hit.provenance.spans
+    start, end = (spans[0].start, spans[0].end) if len(spans) == 1 else (None, None)
+    node = TextNode(
+        id_=hit.id,
+        text=hit.text,
+        metadata=metadata,
+        excluded_embed_metadata_keys=list(hidden),
+        excluded_llm_metadata_keys=list(hidden),
+        relationships=relationships,
+        start_char_idx=start,
+        end_char_idx=end,
+    )
+    return NodeWithScore(node=node, score=hit.score)
+
+
+def _call_in_context(func: Callable[[], T]) -> T:
+    """Call a synchronous function so that context variables reach it intact (see
+    ``langchain_rhizome.retrievers._call_in_context``): when this thread already runs an event
+    loop, hop to a worker thread ourselves, carrying a copy of the context."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return func()
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(context.run, func).result()
+
+
+class RhizomeRetriever(BaseRetriever):
+    """Retrieve from a Rhizome index in LlamaIndex query engines, chat engines and agents.
+
+    Args:
+        retriever: any object with Rhizome's ``Retriever`` protocol (``retrieve(query, k)`` and
+            ``aretrieve(query, k)``), typically ``index.as_retriever()``.
+        similarity_top_k: how many nodes to return.
+        index: the Rhizome index behind ``retriever``; needed by :meth:`persist` (taken from
+            ``retriever.index`` when not given).
+        callback_manager, object_map, objects, verbose: as for LlamaIndex's ``BaseRetriever``.
+
+    Use :meth:`from_index` to build it from an index and :meth:`from_persist_dir` to reopen a
+    stored one. ``aretrieve`` awaits the Rhizome retriever directly; ``retrieve`` calls its sync
+    method.
+    """
+
+    def __init__(
+        self,
+        retriever: Any,
+        similarity_top_k: int = 4,
+        *,
+        index: Any = None,
+        callback_manager: CallbackManager | None = None,
+        object_map: dict | None = None,
+        objects: list[IndexNode] | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not (
+            callable(getattr(retriever, "aretrieve", None))
+            and callable(getattr(retriever, "retrieve", None))
+        ):
+            hint = (
+                "; it looks like an index: use RhizomeRetriever.from_index(index)"
+                if callable(getattr(retriever, "as_retriever", None))
+                else ""
+            )
+            raise TypeError(
+                "retriever must implement Rhizome's Retriever protocol (retrieve and aretrieve); "
+                f"got {type(retriever).__name__}{hint}"
+            )
+        if not isinstance(similarity_top_k, int) or similarity_top_k < 1:
+            raise ValueError(
+                f"similarity_top_k must be a positive integer, got {similarity_top_k!r}"
+            )
+        self._retriever = retriever
+        self._index = index if index is not None else getattr(retriever, "index", None)
+        self.similarity_top_k = similarity_top_k
+        super().__init__(
+            callback_manager=callback_manager,
+            object_map=object_map,
+            objects=objects,
+            verbose=verbose,
+        )
+
+    # -- constructors --------------------------------------------------------------------------
+    @classmethod
+    def from_index(
+        cls,
+        index: Any,
+        similarity_top_k: int = 4,
+        *,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        **retriever_kwargs: Any,
+    ) -> RhizomeRetriever:
+        """A retriever over ``index`` (any Rhizome ``Index``); extra keyword arguments go to
+        ``index.as_retriever`` (method-specific search options)."""
+        return cls(
+            index.as_retriever(**retriever_kwargs),
+            similarity_top_k=similarity_top_k,
+            index=index,
+            callback_manager=callback_manager,
+            verbose=verbose,
+        )
+
+    @classmethod
+    def from_persist_dir(
+        cls,
+        persist_dir: str | Path,
+        similarity_top_k: int = 4,
+        *,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        **models: Any,
+    ) -> RhizomeRetriever:
+        """Reopen the index stored in ``persist_dir`` — whichever Rhizome method built it — and
+        retrieve from it.
+
+        ``models`` go to the method's loader (e.g. ``embedder=``, ``llm=``; LlamaIndex's usual
+        ``embed_model=`` is accepted as ``embedder=``); LlamaIndex and LangChain models are
+        wrapped for Rhizome automatically. Models left out are rebuilt from the specs recorded
+        in the index manifest, which works for Rhizome's own models (Ollama, hashing) but not for
+        framework models: pass those again.
+        """
+        from rhizome.core.storage import load_index
+
+        if "embed_model" in models:
+            if "embedder" in models:
+                raise TypeError("pass either embedder= or embed_model=, not both")
+            models["embedder"] = models.pop("embed_model")
+        index = load_index(persist_dir, **{key: wrap_model(value) for key, value in models.items()})
+        return cls.from_index(
+            index,
+            similarity_top_k=similarity_top_k,
+            callback_manager=callback_manager,
+            verbose=verbose,
+        )
+
+    # -- persistence ---------------------------------------------------------------------------
+    @property
+    def index(self) -> Any:
+        """The Rhizome index behind this retriever, when known."""
+        return self._index
+
+    @property
+    def rhizome_retriever(self) -> Any:
+        """The wrapped Rhizome retriever."""
+        return self._retriever
+
+    def persist(self, persist_dir: str | Path) -> Path:
+        """Write the underlying Rhizome index to ``persist_dir``; reopen it with
+        :meth:`from_persist_dir`. Returns the directory written."""
+        if self._index is None:
+            raise ValueError(
+                "this retriever does not know its index; build it with "
+                "RhizomeRetriever.from_index(index) or pass index= to persist it"
+            )
+        return Path(self._index.persist(persist_dir))
+
+    # -- retrieval -----------------------------------------------------------------------------
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        k = self.similarity_top_k
+        hits = _call_in_context(lambda: self._retriever.retrieve(query_bundle.query_str, k=k))
+        return [hit_to_node(hit) for hit in hits]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = await self._retriever.aretrieve(query_bundle.query_str, k=self.similarity_top_k)
+        return [hit_to_node(hit) for hit in hits]
+
+
+__all__ = ["PROVENANCE_KEYS", "RhizomeRetriever", "hit_to_node"]

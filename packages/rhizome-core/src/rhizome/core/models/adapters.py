@@ -1,0 +1,507 @@
+"""Bring-your-own models: adapters that let Rhizome use a LangChain chat model or embeddings, or a
+LlamaIndex LLM or embedding, wherever it expects a :class:`~rhizome.core.protocols.ChatModel` or
+:class:`~rhizome.core.protocols.Embedder`.
+
+Each adapter implements the single primitive of its base class (``_achat`` or ``_aembed_batch``)
+by calling the wrapped object's async API, so JSON validation with retries, the call cache,
+concurrency limits and usage counters behave exactly as they do for the built-in Ollama models.
+
+Neither LangChain nor LlamaIndex is imported when this module loads: the frameworks are
+recognised by duck typing, and their message classes are imported only inside a call, when the
+caller evidently has them installed.
+
+Tracing. While a LangChain retriever from ``langchain_rhizome`` runs, it stores the child
+callback manager of its run in :data:`current_callbacks`; :class:`LangChainChatModel` passes it
+to the wrapped model as ``config={"callbacks": ...}``, so model calls made inside a retrieval
+(keyword extraction, map steps, filtering) show up nested under the retriever in LangSmith or
+any other callback handler.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from rhizome.core.cache import ModelCache
+from rhizome.core.errors import ConfigurationError
+from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
+from rhizome.core.protocols import ChatModel, Completion, Embedder
+
+current_callbacks: ContextVar[Any] = ContextVar("rhizome_current_callbacks", default=None)
+"""LangChain callbacks (a callback manager or a list of handlers) for model calls made in the
+current context, or ``None``. Set by ``langchain_rhizome.RhizomeRetriever`` around a retrieval;
+read by :class:`LangChainChatModel`. Context variables follow asyncio tasks, so concurrent
+retrievals each see their own value."""
+
+
+@contextmanager
+def using_callbacks(callbacks: Any) -> Iterator[None]:
+    """Make ``callbacks`` the value of :data:`current_callbacks` inside the ``with`` block."""
+    token = current_callbacks.set(callbacks)
+    try:
+        yield
+    finally:
+        current_callbacks.reset(token)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+_SCHEMA_INSTRUCTION = (
+    "\n\nAnswer with only a JSON value (no prose, no Markdown) that follows this JSON schema:\n"
+)
+
+
+def _with_schema_instruction(messages: list[Message], json_schema: dict[str, Any]) -> list[Message]:
+    """Copy of ``messages`` whose last user message also states the schema, for models that
+    cannot constrain their output natively."""
+    out = [dict(m) for m in messages]
+    note = _SCHEMA_INSTRUCTION + json.dumps(json_schema, ensure_ascii=False)
+    for message in reversed(out):
+        if message.get("role") == "user":
+            message["content"] = f"{message.get('content', '')}{note}"
+            break
+    else:
+        out.append({"role": "user", "content": note.strip()})
+    return out
+
+
+def _model_label(obj: Any, *attributes: str) -> str | None:
+    """The first non-empty string among ``obj``'s ``attributes`` (e.g. ``model``, ``model_name``)."""
+    for attribute in attributes:
+        try:
+            value = getattr(obj, attribute, None)
+        except Exception:  # properties of third-party objects may raise
+            continue
+        if isinstance(value, str) and value and value != "unknown":
+            return value
+    return None
+
+
+def _name(prefix: str, obj: Any, label: str | None) -> str:
+    base = f"{prefix}:{type(obj).__name__}"
+    return f"{base}:{label}" if label else base
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _lookup(container: Any, key: str) -> Any:
+    if isinstance(container, dict):
+        return container.get(key)
+    return getattr(container, key, None)
+
+
+def _message_text(message: Any) -> str:
+    """Plain text of a LangChain message (or of a bare string from a completion-style LLM)."""
+    if isinstance(message, str):
+        return message
+    text = getattr(message, "text", None)
+    if isinstance(text, str):  # langchain-core >= 1.0: a property (a str that is also callable)
+        return str(text)
+    if callable(text):  # langchain-core < 1.0: a method
+        text = text()
+        if isinstance(text, str):
+            return text
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return str(content)
+
+
+def _langchain_usage(message: Any) -> dict[str, int]:
+    usage = getattr(message, "usage_metadata", None) or {}
+    return {
+        "prompt_tokens": _as_int(_lookup(usage, "input_tokens")),
+        "completion_tokens": _as_int(_lookup(usage, "output_tokens")),
+    }
+
+
+def _langchain_messages(messages: list[Message]) -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    kinds = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+    out = []
+    for message in messages:
+        kind = kinds.get(message["role"])
+        if kind is None:
+            raise ConfigurationError(f"unsupported message role {message['role']!r}")
+        out.append(kind(content=message["content"]))
+    return out
+
+
+def _dimension_hint(obj: Any, *attributes: str) -> int | None:
+    for attribute in attributes:
+        value = getattr(obj, attribute, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+# -- LangChain ---------------------------------------------------------------------------------
+class LangChainChatModel(BaseChatModel):
+    """A LangChain chat model (``ChatOllama``, ``ChatOpenAI``, ...) used as a Rhizome chat model.
+
+    Plain calls go through ``model.ainvoke(messages)``. Calls that want JSON first try
+    ``model.with_structured_output(schema, method="json_schema", include_raw=True)``, which lets
+    the provider constrain decoding; when the model does not offer it, the schema is added to the
+    prompt and the answer is parsed and validated (with retries) by :class:`BaseChatModel`.
+
+    Parameters
+    ----------
+    model:
+        Any LangChain chat model (or completion LLM): an object with ``ainvoke``.
+    name:
+        Identifier for manifests and cache keys; defaults to
+        ``"langchain:<class name>:<model name>"``.
+    structured_output:
+        Set to ``False`` to never use ``with_structured_output`` (for servers that advertise
+        JSON-schema output but reject it at call time).
+    max_concurrency, max_retries, cache:
+        As for :class:`BaseChatModel`.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        name: str | None = None,
+        structured_output: bool = True,
+        max_concurrency: int = 4,
+        max_retries: int = 2,
+        cache: ModelCache | None = None,
+    ) -> None:
+        if not hasattr(model, "ainvoke"):
+            raise ConfigurationError(
+                f"LangChainChatModel needs a LangChain chat model with ainvoke(); got {type(model).__name__}"
+            )
+        label = _model_label(model, "model_name", "model", "model_id", "deployment_name")
+        super().__init__(
+            name or _name("langchain", model, label),
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            cache=cache,
+        )
+        self.model = model
+        self.structured_output = structured_output
+        self._structured: dict[str, Any] = {}
+
+    def cache_identity(self) -> dict[str, Any]:
+        identity: dict[str, Any] = {"name": self.name}
+        try:
+            params = getattr(self.model, "_identifying_params", None)
+            if isinstance(params, dict):
+                identity["params"] = json.loads(json.dumps(params, default=str, sort_keys=True))
+        except Exception:  # identifying params are best effort
+            pass
+        return identity
+
+    def _structured_runnable(self, json_schema: dict[str, Any]) -> Any:
+        """The model bound to ``json_schema`` via ``with_structured_output``, or ``None`` when the
+        model does not support it. Looked up once per schema."""
+        if not self.structured_output or not hasattr(self.model, "with_structured_output"):
+            return None
+        key = json.dumps(json_schema, sort_keys=True)
+        if key not in self._structured:
+            try:
+                runnable = self.model.with_structured_output(
+                    json_schema, method="json_schema", include_raw=True
+                )
+            except (NotImplementedError, TypeError, ValueError, AttributeError):
+                runnable = None
+            self._structured[key] = runnable
+        return self._structured[key]
+
+    async def _achat(
+        self, messages: list[Message], json_schema: dict[str, Any] | None
+    ) -> Completion:
+        callbacks = current_callbacks.get()
+        kwargs: dict[str, Any] = (
+            {"config": {"callbacks": callbacks}} if callbacks is not None else {}
+        )
+        if json_schema is not None:
+            runnable = self._structured_runnable(json_schema)
+            if runnable is not None:
+                result = await runnable.ainvoke(_langchain_messages(messages), **kwargs)
+                return _structured_completion(result)
+            messages = _with_schema_instruction(messages, json_schema)
+        answer = await self.model.ainvoke(_langchain_messages(messages), **kwargs)
+        return Completion(text=_message_text(answer), **_langchain_usage(answer))
+
+
+def _structured_completion(result: Any) -> Completion:
+    """Turn the output of ``with_structured_output(..., include_raw=True)`` into a completion.
+    A parsed value is re-serialised; on a parsing error the raw text is returned so the base
+    class can report it and retry."""
+    raw, parsed = None, result
+    if isinstance(result, dict) and "raw" in result and "parsed" in result:
+        raw, parsed = result["raw"], result["parsed"]
+    usage = _langchain_usage(raw) if raw is not None else {}
+    if parsed is None:
+        return Completion(text=_message_text(raw) if raw is not None else "", **usage)
+    if hasattr(parsed, "model_dump"):
+        parsed = parsed.model_dump()
+    text = parsed if isinstance(parsed, str) else json.dumps(parsed, ensure_ascii=False)
+    return Completion(text=text, **usage)
+
+
+class LangChainEmbedder(BaseEmbedder):
+    """LangChain ``Embeddings`` (``OllamaEmbeddings``, ``OpenAIEmbeddings``, ...) used as a
+    Rhizome embedder, through ``aembed_documents``.
+
+    ``name`` defaults to ``"langchain:<class name>:<model name>"``; it is recorded in index
+    manifests, so reopening an index needs an embedder with the same name. ``dimension`` is read
+    from the object (``dimensions`` / ``size``) when it says, else measured on first use.
+    """
+
+    def __init__(
+        self,
+        embeddings: Any,
+        *,
+        name: str | None = None,
+        dimension: int | None = None,
+        batch_size: int = 64,
+        max_concurrency: int = 2,
+        cache: ModelCache | None = None,
+    ) -> None:
+        if not hasattr(embeddings, "aembed_documents"):
+            raise ConfigurationError(
+                "LangChainEmbedder needs LangChain Embeddings with aembed_documents(); "
+                f"got {type(embeddings).__name__}"
+            )
+        label = _model_label(embeddings, "model", "model_name", "model_id", "deployment")
+        super().__init__(
+            name or _name("langchain", embeddings, label),
+            dimension=dimension or _dimension_hint(embeddings, "dimensions", "size"),
+            batch_size=batch_size,
+            max_concurrency=max_concurrency,
+            cache=cache,
+        )
+        self.embeddings = embeddings
+
+    async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
+        return list(await self.embeddings.aembed_documents(texts))
+
+
+# -- LlamaIndex --------------------------------------------------------------------------------
+def _llama_index_usage(response: Any) -> dict[str, int]:
+    """Token counts from a LlamaIndex ``ChatResponse``: ``additional_kwargs`` (OpenAI-style
+    integrations), else the provider's raw answer (an OpenAI ``usage`` block or Ollama's
+    ``prompt_eval_count`` / ``eval_count``); zero when nothing reports them."""
+    extra = getattr(response, "additional_kwargs", None) or {}
+    prompt = _lookup(extra, "prompt_tokens")
+    completion = _lookup(extra, "completion_tokens")
+    raw = getattr(response, "raw", None)
+    if raw is not None and prompt is None and completion is None:
+        usage = _lookup(raw, "usage")
+        if usage is not None:
+            prompt = _lookup(usage, "prompt_tokens") or _lookup(usage, "input_tokens")
+            completion = _lookup(usage, "completion_tokens") or _lookup(usage, "output_tokens")
+        else:
+            prompt = _lookup(raw, "prompt_eval_count")
+            completion = _lookup(raw, "eval_count")
+    return {"prompt_tokens": _as_int(prompt), "completion_tokens": _as_int(completion)}
+
+
+class LlamaIndexLLM(BaseChatModel):
+    """A LlamaIndex LLM (``llama_index.llms.ollama.Ollama``, ``OpenAI``, ...) used as a Rhizome
+    chat model, through ``achat``.
+
+    LlamaIndex has no schema-constrained chat call that takes a JSON schema, so JSON calls add
+    the schema to the prompt and rely on :class:`BaseChatModel` to parse, validate and retry.
+    For constrained decoding with Ollama, configure the LLM with ``json_mode=True``.
+    ``name`` defaults to ``"llama_index:<class name>:<model name>"``.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        name: str | None = None,
+        max_concurrency: int = 4,
+        max_retries: int = 2,
+        cache: ModelCache | None = None,
+    ) -> None:
+        if not hasattr(llm, "achat"):
+            raise ConfigurationError(
+                f"LlamaIndexLLM needs a LlamaIndex LLM with achat(); got {type(llm).__name__}"
+            )
+        label = None
+        try:
+            label = _model_label(llm.metadata, "model_name")
+        except Exception:  # metadata is a property that some LLMs compute lazily
+            label = None
+        label = label or _model_label(llm, "model", "model_name")
+        super().__init__(
+            name or _name("llama_index", llm, label),
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            cache=cache,
+        )
+        self.llm = llm
+
+    async def _achat(
+        self, messages: list[Message], json_schema: dict[str, Any] | None
+    ) -> Completion:
+        from llama_index.core.llms import ChatMessage
+
+        if json_schema is not None:
+            messages = _with_schema_instruction(messages, json_schema)
+        chat = [ChatMessage(role=m["role"], content=m["content"]) for m in messages]
+        response = await self.llm.achat(chat)
+        text = getattr(getattr(response, "message", None), "content", None)
+        return Completion(text=text or "", **_llama_index_usage(response))
+
+
+class LlamaIndexEmbedder(BaseEmbedder):
+    """A LlamaIndex ``BaseEmbedding`` (``OllamaEmbedding``, ``HuggingFaceEmbedding``, ...) used as
+    a Rhizome embedder, through ``aget_text_embedding_batch``.
+
+    ``name`` defaults to ``"llama_index:<class name>:<model name>"``; ``dimension`` is read from
+    ``embed_dim`` when the object has it, else measured on first use.
+    """
+
+    def __init__(
+        self,
+        embed_model: Any,
+        *,
+        name: str | None = None,
+        dimension: int | None = None,
+        batch_size: int = 64,
+        max_concurrency: int = 2,
+        cache: ModelCache | None = None,
+    ) -> None:
+        if not hasattr(embed_model, "aget_text_embedding_batch"):
+            raise ConfigurationError(
+                "LlamaIndexEmbedder needs a LlamaIndex embedding with aget_text_embedding_batch(); "
+                f"got {type(embed_model).__name__}"
+            )
+        label = _model_label(embed_model, "model_name", "model")
+        super().__init__(
+            name or _name("llama_index", embed_model, label),
+            dimension=dimension or _dimension_hint(embed_model, "embed_dim", "dimensions"),
+            batch_size=batch_size,
+            max_concurrency=max_concurrency,
+            cache=cache,
+        )
+        self.embed_model = embed_model
+
+    async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
+        return list(await self.embed_model.aget_text_embedding_batch(texts))
+
+
+# -- recognising foreign models ----------------------------------------------------------------
+def is_langchain_chat_model(obj: Any) -> bool:
+    """True for LangChain language models (anything with ``ainvoke`` and
+    ``with_structured_output``); retrievers and chains, which lack the latter, do not count."""
+    return hasattr(obj, "ainvoke") and hasattr(obj, "with_structured_output")
+
+
+def is_langchain_embeddings(obj: Any) -> bool:
+    return hasattr(obj, "aembed_documents") and hasattr(obj, "embed_query")
+
+
+def is_llama_index_llm(obj: Any) -> bool:
+    return hasattr(obj, "achat") and hasattr(obj, "metadata")
+
+
+def is_llama_index_embedding(obj: Any) -> bool:
+    return hasattr(obj, "aget_text_embedding_batch")
+
+
+def wrap_chat_model(obj: Any) -> Any:
+    """Return ``obj`` as a Rhizome chat model.
+
+    Rhizome chat models come back unchanged; LangChain chat models are wrapped in
+    :class:`LangChainChatModel`, LlamaIndex LLMs in :class:`LlamaIndexLLM`; a string is read as a
+    model spec (``"ollama:qwen2.5:7b-instruct"``). Anything else raises
+    :class:`~rhizome.core.errors.ConfigurationError`.
+    """
+    if isinstance(obj, BaseChatModel):
+        return obj
+    if isinstance(obj, str):
+        from rhizome.core.models.registry import make_chat_model
+
+        return make_chat_model(obj)
+    if is_llama_index_llm(obj):
+        return LlamaIndexLLM(obj)
+    if is_langchain_chat_model(obj):
+        return LangChainChatModel(obj)
+    if isinstance(obj, ChatModel):
+        return obj
+    raise ConfigurationError(
+        f"cannot use {type(obj).__name__} as a chat model: pass a Rhizome chat model, a LangChain "
+        "chat model (e.g. langchain_ollama.ChatOllama), a LlamaIndex LLM (e.g. "
+        "llama_index.llms.ollama.Ollama) or a spec string such as 'ollama:qwen2.5:7b-instruct'"
+    )
+
+
+def wrap_embedder(obj: Any) -> Any:
+    """Return ``obj`` as a Rhizome embedder.
+
+    Rhizome embedders come back unchanged; LangChain ``Embeddings`` are wrapped in
+    :class:`LangChainEmbedder`, LlamaIndex embeddings in :class:`LlamaIndexEmbedder`; a string is
+    read as an embedder spec (``"ollama:nomic-embed-text"``, ``"hashing:384"``). Anything else
+    raises :class:`~rhizome.core.errors.ConfigurationError`.
+    """
+    if isinstance(obj, BaseEmbedder):
+        return obj
+    if isinstance(obj, str):
+        from rhizome.core.models.registry import make_embedder
+
+        return make_embedder(obj)
+    if is_llama_index_embedding(obj):
+        return LlamaIndexEmbedder(obj)
+    if is_langchain_embeddings(obj):
+        return LangChainEmbedder(obj)
+    if isinstance(obj, Embedder):
+        return obj
+    raise ConfigurationError(
+        f"cannot use {type(obj).__name__} as an embedder: pass a Rhizome embedder, LangChain "
+        "Embeddings (e.g. langchain_ollama.OllamaEmbeddings), a LlamaIndex embedding (e.g. "
+        "llama_index.embeddings.ollama.OllamaEmbedding) or a spec string such as "
+        "'ollama:nomic-embed-text'"
+    )
+
+
+def wrap_model(obj: Any) -> Any:
+    """Wrap ``obj`` if it is a LangChain or LlamaIndex chat model or embedding; return anything
+    else (Rhizome models, ``None``, plain values) unchanged. Useful for passing user-supplied
+    keyword arguments on to index loaders without knowing which of them are models."""
+    if isinstance(obj, (BaseChatModel, BaseEmbedder)) or obj is None or isinstance(obj, str):
+        return obj
+    if is_llama_index_embedding(obj) or is_langchain_embeddings(obj):
+        return wrap_embedder(obj)
+    if is_llama_index_llm(obj) or is_langchain_chat_model(obj):
+        return wrap_chat_model(obj)
+    return obj
+
+
+__all__ = [
+    "LangChainChatModel",
+    "LangChainEmbedder",
+    "LlamaIndexEmbedder",
+    "LlamaIndexLLM",
+    "current_callbacks",
+    "is_langchain_chat_model",
+    "is_langchain_embeddings",
+    "is_llama_index_embedding",
+    "is_llama_index_llm",
+    "using_callbacks",
+    "wrap_chat_model",
+    "wrap_embedder",
+    "wrap_model",
+]

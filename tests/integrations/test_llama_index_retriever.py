@@ -1,0 +1,161 @@
+"""llama_index.retrievers.rhizome.RhizomeRetriever: both paths, node shape, metadata hidden from
+models, persistence round trip, and use in query engines and tools with an offline MockLLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _integration_toys import CORPUS, QUERY, ToyIndex, ToyRetriever
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.tools import RetrieverTool
+
+from llama_index.retrievers.rhizome import PROVENANCE_KEYS, RhizomeRetriever
+from rhizome.core.embeddings import HashingEmbedder
+from rhizome.core.naive import VectorIndex
+
+
+@pytest.fixture
+def vector_index() -> VectorIndex:
+    index = VectorIndex(HashingEmbedder(dimension=256), chunk_size=64, chunk_overlap=8)
+    index.insert(CORPUS)
+    return index
+
+
+def _summary(nodes: list[NodeWithScore]) -> list[tuple[str, str, float]]:
+    return [(n.node.node_id, n.node.get_content(), round(n.score or 0.0, 5)) for n in nodes]
+
+
+def test_retrieve_returns_nodes_with_scores() -> None:
+    toy = ToyRetriever(CORPUS)
+    retriever = RhizomeRetriever(toy, similarity_top_k=3)
+    nodes = retriever.retrieve(QUERY)
+    assert len(nodes) == 3
+    assert toy.calls == [(QUERY, 3)]
+    assert all(isinstance(n, NodeWithScore) and isinstance(n.node, TextNode) for n in nodes)
+    assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
+
+
+async def test_aretrieve_uses_async_method() -> None:
+    class AsyncOnly(ToyRetriever):
+        def retrieve(self, query: str, k: int | None = None) -> Any:
+            raise AssertionError("the async path must not use the sync method")
+
+    nodes = await RhizomeRetriever(AsyncOnly(CORPUS), similarity_top_k=2).aretrieve(
+        QueryBundle(QUERY)
+    )
+    assert len(nodes) == 2
+    assert _summary(nodes) == _summary(RhizomeRetriever(ToyRetriever(CORPUS), 2).retrieve(QUERY))
+
+
+def test_node_shape_and_metadata_visibility() -> None:
+    node_with_score = RhizomeRetriever(ToyRetriever(CORPUS), 1).retrieve("paper nests of wasps")[0]
+    node = node_with_score.node
+    assert node.node_id == "doc-wasps-c0"
+    assert node.text == CORPUS[2].text
+    assert node_with_score.score == node.metadata["score"]
+    assert node.metadata["document_ids"] == ["doc-wasps"]
+    assert node.metadata["spans"][0]["end"] == len(CORPUS[2].text)
+    assert node.metadata["sources"] == ["notes/wasps.md"]
+    assert node.ref_doc_id == "doc-wasps"
+    assert (node.start_char_idx, node.end_char_idx) == (0, len(CORPUS[2].text))
+    for keys in (node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys):
+        assert set(PROVENANCE_KEYS) | {"id", "score"} <= set(keys)
+        assert "title" not in keys and "kind" not in keys
+    llm_text = node.get_content(metadata_mode=MetadataMode.LLM)
+    assert "title: Wasps" in llm_text and "kind: chunk" in llm_text
+    assert "document_ids" not in llm_text and "spans" not in llm_text
+    assert "document_ids" not in node.get_content(metadata_mode=MetadataMode.EMBED)
+
+
+def test_constructor_validation() -> None:
+    with pytest.raises(TypeError, match="from_index"):
+        RhizomeRetriever(ToyIndex(CORPUS))
+    with pytest.raises(TypeError):
+        RhizomeRetriever(object())
+    with pytest.raises(ValueError):
+        RhizomeRetriever(ToyRetriever(CORPUS), similarity_top_k=0)
+    with pytest.raises(ValueError, match="from_index"):
+        RhizomeRetriever(ToyRetriever(CORPUS)).persist("/nonexistent")
+
+
+def test_from_index_and_persist_with_protocol_index(tmp_path: Path) -> None:
+    retriever = RhizomeRetriever.from_index(ToyIndex(CORPUS), similarity_top_k=2)
+    assert retriever.similarity_top_k == 2
+    written = retriever.persist(tmp_path / "toy")
+    assert (written / "toy.json").exists()
+    reopened = RhizomeRetriever.from_index(ToyIndex.load(written), similarity_top_k=2)
+    assert _summary(reopened.retrieve(QUERY)) == _summary(retriever.retrieve(QUERY))
+
+
+async def test_vector_index_persist_round_trip(vector_index: VectorIndex, tmp_path: Path) -> None:
+    retriever = RhizomeRetriever.from_index(vector_index, similarity_top_k=3)
+    assert retriever.index is vector_index
+    before = await retriever.aretrieve(QUERY)
+    assert len(before) == 3
+    retriever.persist(tmp_path / "naive")
+    vector_index.close()  # release the writer lock, as a finished build would
+    reopened = RhizomeRetriever.from_persist_dir(tmp_path / "naive", similarity_top_k=3)
+    assert _summary(await reopened.aretrieve(QUERY)) == _summary(before)
+    assert _summary(reopened.retrieve(QUERY)) == _summary(before)
+    reopened.index.close()
+
+
+def test_vector_index_retriever_knows_its_index(vector_index: VectorIndex) -> None:
+    retriever = RhizomeRetriever(vector_index.as_retriever(), similarity_top_k=2)
+    assert retriever.index is vector_index
+    node = retriever.retrieve(QUERY)[0].node
+    assert node.metadata["kind"] == "chunk"
+    assert node.ref_doc_id in {d.id for d in CORPUS}
+
+
+def test_query_engine_with_mock_llm(vector_index: VectorIndex) -> None:
+    retriever = RhizomeRetriever.from_index(vector_index, similarity_top_k=2)
+    engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
+    response = engine.query(QUERY)
+    assert len(response.source_nodes) == 2
+    assert response.source_nodes[0].node.metadata["document_ids"]
+    assert isinstance(str(response), str)
+
+
+async def test_async_query_engine_with_mock_llm() -> None:
+    retriever = RhizomeRetriever(ToyRetriever(CORPUS), similarity_top_k=2)
+    engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
+    response = await engine.aquery(QUERY)
+    assert [n.node.node_id for n in response.source_nodes] == [
+        n.node.node_id for n in retriever.retrieve(QUERY)
+    ]
+
+
+async def test_retriever_tool() -> None:
+    retriever = RhizomeRetriever(ToyRetriever(CORPUS), similarity_top_k=1)
+    tool = RetrieverTool.from_defaults(
+        retriever, name="search_notes", description="Search the nature notes."
+    )
+    assert tool.metadata.name == "search_notes"
+    output = tool.call("lava and basalt")
+    assert CORPUS[4].text in output.content
+    assert "document_ids" not in output.content
+    output = await tool.acall("paper nests of wasps")
+    assert CORPUS[2].text in output.content
+
+
+def test_persist_round_trip_with_llama_index_embedding(tmp_path: Path) -> None:
+    from llama_index.core.embeddings import MockEmbedding
+
+    embed_model = MockEmbedding(embed_dim=8)
+    index = VectorIndex(embed_model, chunk_size=64, chunk_overlap=8)
+    index.insert(CORPUS)
+    retriever = RhizomeRetriever.from_index(index, similarity_top_k=2)
+    before = retriever.retrieve(QUERY)
+    retriever.persist(tmp_path / "idx")
+    index.close()
+    reopened = RhizomeRetriever.from_persist_dir(tmp_path / "idx", 2, embed_model=embed_model)
+    assert reopened.index.embedder.name == "llama_index:MockEmbedding"
+    assert _summary(reopened.retrieve(QUERY)) == _summary(before)
+    reopened.index.close()
+    with pytest.raises(TypeError, match="not both"):
+        RhizomeRetriever.from_persist_dir(tmp_path / "idx", embed_model=embed_model, embedder="x")
