@@ -253,3 +253,36 @@ def test_one_writer_many_readers(tmp_path):
     writer.close()
     reader.close()
     VectorIndex.load(tmp_path / "idx").close()  # the lock is released on close
+
+
+def test_load_rejects_unknown_options_and_unrebuildable_embedders(tmp_path):
+    from rhizome.core import ConfigurationError
+
+    index = VectorIndex(path=tmp_path / "idx")
+    index.insert(CORPUS[:1])
+    index.close()
+    with pytest.raises(ConfigurationError, match="embed_model"):
+        VectorIndex.load(tmp_path / "idx", embed_model="x")
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    manifest["models"]["embedder"] = "langchain:SomeEmbeddings"
+    (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ConfigurationError, match="pass the same embedding model"):
+        VectorIndex.load(tmp_path / "idx")
+
+
+def test_sync_api_called_from_async_code_keeps_context_variables():
+    import asyncio
+    import contextvars
+
+    from rhizome.core.aio import run_sync
+
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+
+    async def read() -> str:
+        return marker.get()
+
+    async def caller() -> str:
+        marker.set("from caller")
+        return run_sync(read())  # runs on a worker thread because a loop is running
+
+    assert asyncio.run(caller()) == "from caller"

@@ -238,10 +238,24 @@ class VectorIndex:
     def load(cls, path: str | Path, embedder: Any = None, *, readonly: bool = False, **options: Any) -> VectorIndex:
         """Open an index directory. Without ``embedder`` the one named in the manifest is rebuilt;
         with one, it must be the same model the index was built with."""
+        unknown = set(options) - {"batch_size", "progress", "llm"}
+        if unknown:
+            raise ConfigurationError(
+                f"VectorIndex.load() got unknown options {sorted(unknown)}; it accepts embedder, "
+                "readonly, batch_size and progress"
+            )
         manifest = read_manifest(path)
         if embedder is None:
-            embedder = manifest.models.get("embedder")
-        resolved = resolve_embedder(embedder)
+            spec = manifest.models.get("embedder")
+            try:
+                resolved = resolve_embedder(spec)
+            except ConfigurationError as exc:
+                raise ConfigurationError(
+                    f"{path} was built with the embedder {spec!r}, which cannot be rebuilt from its "
+                    "name; pass the same embedding model again as embedder=..."
+                ) from exc
+        else:
+            resolved = resolve_embedder(embedder)
         store = IndexStore.open(path, method=cls.method, embedder=resolved.name, readonly=readonly)
         params = store.manifest.parameters
         return cls(
@@ -282,7 +296,12 @@ class VectorRetriever:
         if store.count("chunks") == 0:
             return []
         vector = await self.index.embedder.aembed([query])
-        self.index._check_dimension(vector.shape[1]) if not store.readonly else None
+        known = store.manifest.embedding_dimension
+        if known is not None and known != vector.shape[1]:
+            raise IndexMismatchError(
+                f"the index holds {known}-dimensional vectors but {self.index.embedder.name} gives "
+                f"{vector.shape[1]}; query with the embedder the index was built with"
+            )
         collection = store.collection(VectorIndex.COLLECTION, vector.shape[1])
         ranked = collection.search(vector, k)[0]
         chunks = store.chunks([chunk_id for chunk_id, _ in ranked])

@@ -181,8 +181,9 @@ class IndexStore:
         except BlockingIOError as exc:
             handle.close()
             raise IndexLockedError(
-                f"another process is writing to {self.path}; wait for it to finish, or open the "
-                "index read-only (readonly=True) to query it meanwhile"
+                f"{self.path} is open for writing elsewhere (another process, or another index "
+                "object in this one: close() it first); wait for the writer to finish, or open "
+                "the index read-only (readonly=True) to query it meanwhile"
             ) from exc
         self._lock_file = handle
 
