@@ -1,0 +1,263 @@
+"""What extraction produces: the small JSON schema a chat model fills in, the per-chunk
+:class:`Extraction` record every extractor returns, and the name keys used to merge.
+
+The model-facing schema is deliberately flat and short (three string fields per entity, four
+fields and a number per relation): 3–8B local models follow it far more reliably than nested or
+optional-heavy schemas, and Ollama turns it into a decoding grammar through ``format``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Annotated, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rhizome.core.errors import InvalidInputError
+from rhizome.core.types import Chunk, Entity, Relation
+
+# --------------------------------------------------------------------------------------------
+# name keys
+# --------------------------------------------------------------------------------------------
+
+_SPACES = re.compile(r"\s+")
+_QUOTES = "\"'`“”‘’«»"
+
+
+def clean_name(name: str) -> str:
+    """The display form of a name: Unicode NFC, surrounding quotes and whitespace removed, inner
+    whitespace runs collapsed to one space. Capitalisation is kept."""
+    text = unicodedata.normalize("NFC", str(name))
+    text = _SPACES.sub(" ", text).strip().strip(_QUOTES).strip()
+    return text
+
+
+def entity_key(name: str) -> str:
+    """The merge key of a name (also used as the entity id): :func:`clean_name`, then
+    case-folded, so ``" New  York "`` and ``"new york"`` are the same entity."""
+    return clean_name(name).casefold()
+
+
+def relation_key(
+    source: str, target: str, predicate: str = "", *, directed: bool = True
+) -> tuple[str, str, str]:
+    """The merge key of a relation between two entity ids. The predicate is compared
+    case-insensitively; an undirected relation uses its endpoints in sorted order."""
+    pred = entity_key(predicate) if predicate else ""
+    if not directed and target < source:
+        source, target = target, source
+    return source, target, pred
+
+
+def relation_id(key: tuple[str, str, str]) -> str:
+    """A stable id for a relation key (a short hash: names may contain any separator)."""
+    digest = hashlib.sha256(json.dumps(list(key), ensure_ascii=False).encode("utf-8")).hexdigest()
+    return f"rel-{digest[:24]}"
+
+
+def is_directed(relation: Relation) -> bool:
+    """Whether a relation's direction matters for merging: ``metadata["directed"]`` when set,
+    otherwise directed exactly when it has a predicate (a triple such as OpenIE's)."""
+    flag = relation.metadata.get("directed")
+    if isinstance(flag, bool):
+        return flag
+    return bool(relation.predicate)
+
+
+def key_of(relation: Relation) -> tuple[str, str, str]:
+    """The merge key of a :class:`~rhizome.core.types.Relation` record."""
+    return relation_key(
+        relation.source, relation.target, relation.predicate, directed=is_directed(relation)
+    )
+
+
+def normalise_type(value: str) -> str:
+    """Entity types are compared in upper case with single underscores for spaces
+    (``"geo location"`` → ``"GEO_LOCATION"``); an empty type stays empty."""
+    return _SPACES.sub("_", str(value).strip()).upper()
+
+
+# --------------------------------------------------------------------------------------------
+# the schema sent to chat models
+# --------------------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ExtractedEntity(_Strict):
+    """One entity as the model reports it."""
+
+    name: str = Field(description="the name as written in the text")
+    type: str = Field(description="one of the allowed entity types")
+    description: str = Field(description="one or two sentences about it, based only on the text")
+
+
+Strength = Annotated[int, Field(ge=1, le=10)]
+
+
+class ExtractedRelation(_Strict):
+    """One relation between two entity names as the model reports it."""
+
+    source: str = Field(description="name of the first entity")
+    target: str = Field(description="name of the second entity")
+    description: str = Field(description="how the two are related, according to the text")
+    keywords: list[str] = Field(description="a few short words or phrases naming the relation")
+    strength: Strength = Field(
+        description="how strong the relation is, from 1 (weak) to 10 (strong)"
+    )
+
+    @field_validator("keywords", mode="before")
+    @classmethod
+    def _split_keywords(cls, value: Any) -> Any:
+        # small models sometimes answer "a, b, c" instead of a list; accept it
+        if isinstance(value, str):
+            return [part.strip() for part in re.split(r"[,;]", value) if part.strip()]
+        return value
+
+    @field_validator("strength", mode="before")
+    @classmethod
+    def _clamp_strength(cls, value: Any) -> Any:
+        # a number outside 1..10, a float or a numeric string is usable; round and clamp it
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                return value
+        if isinstance(value, (int, float)):
+            return int(min(10, max(1, round(value))))
+        return value
+
+
+class ExtractionOutput(_Strict):
+    """What one extraction call returns: every entity and relation found in one text."""
+
+    entities: list[ExtractedEntity] = Field(description="entities found in the text")
+    relations: list[ExtractedRelation] = Field(description="relations between those entities")
+
+
+# --------------------------------------------------------------------------------------------
+# the per-chunk result shared by every extractor
+# --------------------------------------------------------------------------------------------
+
+
+class Extraction(BaseModel):
+    """The entities and relations found in one chunk, before merging across chunks.
+
+    Entities are :class:`~rhizome.core.types.Entity` records whose ``id`` is the name key
+    (:func:`entity_key`) and whose ``source_chunk_ids`` is ``[chunk_id]``; relations are
+    :class:`~rhizome.core.types.Relation` records between those ids. The same name may appear
+    more than once (records are raw); :func:`~rhizome.core.extraction.merge_extractions`
+    combines them. ``metadata`` says which extractor produced it and how.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_id: str
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.entities and not self.relations
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """Anything that turns chunks into one :class:`Extraction` per chunk, in input order."""
+
+    async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]: ...
+
+    def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]: ...
+
+
+def check_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks as a list, or :class:`~rhizome.core.errors.InvalidInputError` naming the
+    first item that is not a :class:`~rhizome.core.types.Chunk`."""
+    if isinstance(chunks, Chunk):
+        raise InvalidInputError("pass a list of chunks, not a single Chunk")
+    items = list(chunks)
+    for i, chunk in enumerate(items):
+        if not isinstance(chunk, Chunk):
+            raise InvalidInputError(
+                f"item {i} is a {type(chunk).__name__}, not a rhizome Chunk; split documents with "
+                "rhizome.core.text.Chunker first"
+            )
+    return items
+
+
+def new_entity(
+    name: str, chunk_id: str, *, type: str = "", description: str = "", **metadata: Any
+) -> Entity:
+    """A raw entity record for one mention in one chunk (id = name key)."""
+    display = clean_name(name)
+    description = description.strip()
+    return Entity(
+        id=entity_key(display),
+        name=display,
+        type=normalise_type(type),
+        description=description,
+        descriptions=[description] if description else [],
+        source_chunk_ids=[chunk_id],
+        metadata=dict(metadata),
+    )
+
+
+def new_relation(
+    source: str,
+    target: str,
+    chunk_id: str,
+    *,
+    predicate: str = "",
+    description: str = "",
+    keywords: Sequence[str] = (),
+    weight: float = 1.0,
+    directed: bool | None = None,
+    **metadata: Any,
+) -> Relation:
+    """A raw relation record between two entity ids, found in one chunk. ``directed`` defaults
+    to whether a predicate is given (see :func:`is_directed`)."""
+    predicate = clean_name(predicate) if predicate else ""
+    directed = bool(predicate) if directed is None else directed
+    key = relation_key(source, target, predicate, directed=directed)
+    description = description.strip()
+    words = list(dict.fromkeys(k for k in (clean_name(w) for w in keywords) if k))
+    return Relation(
+        id=relation_id(key),
+        source=key[0],
+        target=key[1],
+        predicate=predicate,
+        description=description,
+        descriptions=[description] if description else [],
+        keywords=words,
+        weight=float(weight),
+        source_chunk_ids=[chunk_id],
+        metadata={"directed": directed, **metadata},
+    )
+
+
+__all__ = [
+    "ExtractedEntity",
+    "ExtractedRelation",
+    "Extraction",
+    "ExtractionOutput",
+    "Extractor",
+    "check_chunks",
+    "clean_name",
+    "entity_key",
+    "is_directed",
+    "key_of",
+    "new_entity",
+    "new_relation",
+    "normalise_type",
+    "relation_id",
+    "relation_key",
+]

@@ -1,0 +1,660 @@
+"""Tests of the extraction step: LLM extractor (with a fake model), offline extractor, OpenIE
+import and merging. No network, no model server."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from rhizome.core.errors import (
+    ConfigurationError,
+    EmptyExtractionError,
+    InvalidInputError,
+    ModelOutputError,
+)
+from rhizome.core.extraction import (
+    ExtractedRelation,
+    Extraction,
+    Extractor,
+    LLMExtractor,
+    OfflineExtractor,
+    cooccurrence_pmi,
+    entity_key,
+    import_openie,
+    merge_extractions,
+)
+from rhizome.core.extraction.schema import new_entity, new_relation
+from rhizome.core.models.fake import FakeChatModel
+from rhizome.core.types import Chunk
+
+
+def make_chunk(text: str, cid: str = "doc:0", index: int = 0) -> Chunk:
+    return Chunk(
+        id=cid,
+        document_id="doc",
+        text=text,
+        index=index,
+        start=0,
+        end=len(text),
+        n_tokens=len(text.split()),
+    )
+
+
+ADA_TEXT = "Ada Lovelace worked with Charles Babbage on the Analytical Engine in London."
+
+FIRST_ANSWER = {
+    "entities": [
+        {
+            "name": "Ada Lovelace",
+            "type": "person",
+            "description": "A mathematician who wrote notes on the engine.",
+        },
+        {
+            "name": "Analytical Engine",
+            "type": "CONCEPT",
+            "description": "A mechanical computer design.",
+        },
+    ],
+    "relations": [
+        {
+            "source": "Ada Lovelace",
+            "target": "Analytical Engine",
+            "description": "She wrote about the engine.",
+            "keywords": ["authorship"],
+            "strength": 8,
+        }
+    ],
+}
+
+GLEAN_ANSWER = {
+    "entities": [
+        {"name": "Charles Babbage", "type": "PERSON", "description": "Designer of the engine."},
+        {"name": "ada  LOVELACE", "type": "PERSON", "description": "Repeated on purpose."},
+    ],
+    "relations": [
+        {
+            "source": "Charles Babbage",
+            "target": "Ada Lovelace",
+            "description": "They worked together.",
+            "keywords": "collaboration, friendship",
+            "strength": 9,
+        }
+    ],
+}
+
+
+def user_prompt(messages: list[dict[str, str]]) -> str:
+    return next(m["content"] for m in messages if m["role"] == "user")
+
+
+def is_gleaning(messages: list[dict[str, str]]) -> bool:
+    return "Already found entities" in user_prompt(messages)
+
+
+# --------------------------------------------------------------------------------------------
+# LLM extractor
+# --------------------------------------------------------------------------------------------
+
+
+def test_llm_extraction_builds_records():
+    model = FakeChatModel([FIRST_ANSWER])
+    [result] = LLMExtractor(model, gleaning=0).extract([make_chunk(ADA_TEXT)])
+    assert isinstance(result, Extraction)
+    assert result.chunk_id == "doc:0"
+    assert [(e.id, e.name, e.type) for e in result.entities] == [
+        ("ada lovelace", "Ada Lovelace", "PERSON"),
+        ("analytical engine", "Analytical Engine", "CONCEPT"),
+    ]
+    assert all(e.source_chunk_ids == ["doc:0"] for e in result.entities)
+    [relation] = result.relations
+    assert {relation.source, relation.target} == {"ada lovelace", "analytical engine"}
+    assert relation.weight == 8.0
+    assert relation.keywords == ["authorship"]
+    assert relation.description == "She wrote about the engine."
+    assert len(model.requests) == 1
+    # the system prompt and the schema went to the model
+    assert model.requests[0][0]["role"] == "system"
+    assert ADA_TEXT in user_prompt(model.requests[0])
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "{ this is not json",
+        {"entities": [{"name": "Ada Lovelace"}], "relations": []},  # type and description missing
+        {"entities": [], "relations": [{"source": "A", "target": "B"}]},
+    ],
+)
+async def test_llm_extractor_retries_invalid_output(broken):
+    model = FakeChatModel([broken, FIRST_ANSWER], max_retries=2)
+    [result] = await LLMExtractor(model, gleaning=0).aextract([make_chunk(ADA_TEXT)])
+    assert len(model.requests) == 2
+    assert model.usage.retries == 1
+    # the retry shows the model its previous answer and the problem
+    assert [m["role"] for m in model.requests[1]][-2:] == ["assistant", "user"]
+    assert [e.name for e in result.entities] == ["Ada Lovelace", "Analytical Engine"]
+
+
+async def test_llm_extractor_gives_up_after_retries():
+    model = FakeChatModel(["nope", "still nope", "never"], max_retries=1)
+    with pytest.raises(ModelOutputError) as info:
+        await LLMExtractor(model, gleaning=0).aextract([make_chunk(ADA_TEXT)])
+    assert not isinstance(info.value, EmptyExtractionError)
+    assert len(model.requests) == 2
+
+
+async def test_empty_extraction_is_reported():
+    model = FakeChatModel([{"entities": [], "relations": []}])
+    with pytest.raises(EmptyExtractionError) as info:
+        await LLMExtractor(model, gleaning=1).aextract([make_chunk(ADA_TEXT, cid="book:7")])
+    assert "book:7" in str(info.value)
+    assert "bigger" in str(info.value)
+    # the first pass found nothing, one gleaning pass found nothing either: stop there
+    assert len(model.requests) == 2
+
+
+async def test_allow_empty_and_blank_chunks():
+    model = FakeChatModel([{"entities": [], "relations": []}])
+    extractor = LLMExtractor(model, gleaning=0, allow_empty=True)
+    results = await extractor.aextract([make_chunk(ADA_TEXT, "a"), make_chunk(" \n\t ", "b")])
+    assert [r.chunk_id for r in results] == ["a", "b"]
+    assert all(r.is_empty for r in results)
+    assert len(model.requests) == 1  # the blank chunk never reaches the model
+
+    strict = LLMExtractor(FakeChatModel([FIRST_ANSWER]), gleaning=0)
+    [blank] = await strict.aextract([make_chunk("   ", "c")])
+    assert blank.is_empty  # nothing to extract is not an error
+
+
+async def test_gleaning_adds_missed_items_and_stops_when_nothing_new():
+    def respond(messages, schema):
+        return GLEAN_ANSWER if is_gleaning(messages) else FIRST_ANSWER
+
+    model = FakeChatModel(respond)
+    [result] = await LLMExtractor(model, gleaning=5).aextract([make_chunk(ADA_TEXT)])
+    # first pass, one useful gleaning round, one round that only repeats: 3 calls, not 6
+    assert len(model.requests) == 3
+    assert result.metadata["gleaning_rounds"] == 2
+    assert [e.id for e in result.entities] == [
+        "ada lovelace",
+        "analytical engine",
+        "charles babbage",
+    ]
+    ada = result.entities[0]
+    assert ada.name == "Ada Lovelace"  # first spelling kept
+    assert "Repeated on purpose." in ada.descriptions
+    pairs = {(r.source, r.target) for r in result.relations}
+    assert pairs == {("ada lovelace", "analytical engine"), ("ada lovelace", "charles babbage")}
+    babbage = next(r for r in result.relations if "charles babbage" in (r.source, r.target))
+    assert babbage.keywords == ["collaboration", "friendship"]
+
+
+async def test_failing_gleaning_pass_keeps_first_pass():
+    def respond(messages, schema):
+        return "not json at all" if is_gleaning(messages) else FIRST_ANSWER
+
+    model = FakeChatModel(respond, max_retries=1)
+    [result] = await LLMExtractor(model, gleaning=2).aextract([make_chunk(ADA_TEXT)])
+    assert len(model.requests) == 3  # first pass, then one gleaning pass tried twice
+    assert [e.name for e in result.entities] == ["Ada Lovelace", "Analytical Engine"]
+    assert "gleaning_error" in result.metadata
+
+
+async def test_gleaning_zero_and_one():
+    def respond(messages, schema):
+        return GLEAN_ANSWER if is_gleaning(messages) else FIRST_ANSWER
+
+    none = FakeChatModel(respond)
+    [r0] = await LLMExtractor(none, gleaning=0).aextract([make_chunk(ADA_TEXT)])
+    assert len(none.requests) == 1
+    assert "charles babbage" not in {e.id for e in r0.entities}
+
+    one = FakeChatModel(respond)
+    [r1] = await LLMExtractor(one, gleaning=1).aextract([make_chunk(ADA_TEXT)])
+    assert len(one.requests) == 2
+    assert "charles babbage" in {e.id for e in r1.entities}
+
+
+async def test_gleaning_prompt_lists_names_not_previous_json():
+    def respond(messages, schema):
+        return {"entities": [], "relations": []} if is_gleaning(messages) else FIRST_ANSWER
+
+    model = FakeChatModel(respond)
+    await LLMExtractor(model, gleaning=1).aextract([make_chunk(ADA_TEXT)])
+    assert len(model.requests) == 2
+    glean = model.requests[1]
+    prompt = user_prompt(glean)
+    assert [m["role"] for m in glean] == ["system", "user"]  # a fresh request, no chat history
+    assert ADA_TEXT in prompt
+    assert "- Ada Lovelace" in prompt and "- Analytical Engine" in prompt
+    assert "Ada Lovelace -- Analytical Engine" in prompt
+    first_json = json.dumps(FIRST_ANSWER)
+    assert first_json not in prompt
+    for entity in FIRST_ANSWER["entities"]:
+        assert entity["description"] not in prompt
+    assert FIRST_ANSWER["relations"][0]["description"] not in prompt
+    assert '"strength": 8' not in prompt and '"keywords": [' not in prompt
+
+
+async def test_relation_endpoints_missing_from_entities_are_added():
+    answer = {
+        "entities": [{"name": "Ada Lovelace", "type": "PERSON", "description": "A mathematician."}],
+        "relations": [
+            {
+                "source": "Ada Lovelace",
+                "target": "Lord Byron",
+                "description": "Her father.",
+                "keywords": [],
+                "strength": 7,
+            },
+            {
+                "source": "Ada Lovelace",
+                "target": "ada lovelace",
+                "description": "Self.",
+                "keywords": [],
+                "strength": 1,
+            },
+            {
+                "source": " ",
+                "target": "Ada Lovelace",
+                "description": "Blank.",
+                "keywords": [],
+                "strength": 1,
+            },
+        ],
+    }
+    [result] = await LLMExtractor(FakeChatModel([answer]), gleaning=0).aextract(
+        [make_chunk(ADA_TEXT)]
+    )
+    assert [(e.id, e.name, e.type) for e in result.entities] == [
+        ("ada lovelace", "Ada Lovelace", "PERSON"),
+        ("lord byron", "Lord Byron", ""),
+    ]
+    assert len(result.relations) == 1  # self-loop and blank endpoint dropped
+
+
+async def test_many_chunks_keep_order_and_report_progress():
+    def respond(messages, schema):
+        prompt = user_prompt(messages)
+        name = next(w for w in ("Alpha", "Beta", "Gamma", "Delta") if f"{w} Corp" in prompt)
+        return {
+            "entities": [{"name": f"{name} Corp", "type": "ORGANIZATION", "description": "x"}],
+            "relations": [],
+        }
+
+    seen: list[tuple[int, int]] = []
+    model = FakeChatModel(respond, delay=0.001, max_concurrency=2)
+    chunks = [
+        make_chunk(f"{w} Corp makes things.", f"c{i}", i)
+        for i, w in enumerate(["Alpha", "Beta", "Gamma", "Delta"])
+    ]
+    extractor = LLMExtractor(model, gleaning=0, progress=lambda d, t: seen.append((d, t)))
+    results = await extractor.aextract(chunks)
+    assert [r.chunk_id for r in results] == ["c0", "c1", "c2", "c3"]
+    assert [r.entities[0].name for r in results] == [
+        "Alpha Corp",
+        "Beta Corp",
+        "Gamma Corp",
+        "Delta Corp",
+    ]
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert model.max_in_flight <= 2
+
+
+def test_llm_extractor_validates_arguments():
+    model = FakeChatModel()
+    with pytest.raises(ConfigurationError):
+        LLMExtractor(model, gleaning=-1)
+    with pytest.raises(ConfigurationError):
+        LLMExtractor(model, max_concurrency=0)
+    with pytest.raises(InvalidInputError):
+        LLMExtractor(model).extract(["not a chunk"])  # type: ignore[list-item]
+    assert isinstance(LLMExtractor(model), Extractor)
+    assert isinstance(OfflineExtractor(), Extractor)
+
+
+def test_schema_is_lenient_where_it_is_safe():
+    relation = ExtractedRelation.model_validate(
+        {"source": "A", "target": "B", "description": "d", "keywords": "x; y", "strength": "12"}
+    )
+    assert relation.keywords == ["x", "y"]
+    assert relation.strength == 10
+    assert (
+        ExtractedRelation.model_validate(
+            {"source": "A", "target": "B", "description": "d", "keywords": [], "strength": 0.2}
+        ).strength
+        == 1
+    )
+    schema = ExtractedRelation.model_json_schema()
+    assert set(schema["required"]) == {"source", "target", "description", "keywords", "strength"}
+
+
+# --------------------------------------------------------------------------------------------
+# offline extractor
+# --------------------------------------------------------------------------------------------
+
+OFFLINE_TEXTS = [
+    "Dr. Grace Hopper joined the United States Navy in 1943. Hopper later worked at "
+    "Remington Rand in New York City.",
+    "Researchers at the University of Pennsylvania built ENIAC. Grace Hopper visited the "
+    "University of Pennsylvania.",
+]
+
+
+def offline_chunks() -> list[Chunk]:
+    return [make_chunk(t, f"doc:{i}", i) for i, t in enumerate(OFFLINE_TEXTS)]
+
+
+def test_offline_finds_multiword_names_and_cooccurrence():
+    results = OfflineExtractor().extract(offline_chunks())
+    first, second = results
+    names = [(e.name, e.type) for e in first.entities]
+    assert names == [
+        ("Grace Hopper", "PERSON"),
+        ("United States Navy", "ORGANIZATION"),
+        ("Hopper", "NOUN_PHRASE"),
+        ("Remington Rand", "NOUN_PHRASE"),
+        ("New York City", "LOCATION"),
+    ]
+    assert [(e.name, e.type) for e in second.entities] == [
+        ("University of Pennsylvania", "ORGANIZATION"),
+        ("ENIAC", "NOUN_PHRASE"),
+        ("Grace Hopper", "PERSON"),  # the PERSON cue from the other chunk applies here too
+    ]
+    # "Researchers" opens a sentence and is an ordinary word: not an entity
+    assert "researchers" not in {e.id for e in second.entities}
+    # descriptions are the sentences that mention the entity
+    grace = first.entities[0]
+    assert grace.description == "Dr. Grace Hopper joined the United States Navy in 1943."
+    # every pair of names in a chunk co-occurs once
+    assert len(first.relations) == 10
+    pair = next(
+        r for r in first.relations if {r.source, r.target} == {"grace hopper", "new york city"}
+    )
+    assert pair.weight == 1.0
+    assert pair.metadata["kind"] == "cooccurrence"
+    assert pair.source < pair.target
+    assert pair.description == ""  # never in the same sentence
+    navy = next(
+        r for r in first.relations if {r.source, r.target} == {"grace hopper", "united states navy"}
+    )
+    assert navy.description == "Dr. Grace Hopper joined the United States Navy in 1943."
+    assert {"pmi", "npmi"} <= navy.metadata.keys()
+
+
+def test_offline_is_deterministic():
+    a = [r.model_dump() for r in OfflineExtractor().extract(offline_chunks())]
+    b = [r.model_dump() for r in OfflineExtractor().extract(offline_chunks())]
+    assert a == b
+
+
+def test_offline_sentence_window_and_min_frequency():
+    text = (
+        "Alice Smith met Bob Jones in Paris. Alice Smith and Bob Jones went home. Carol Kim stayed."
+    )
+    [result] = OfflineExtractor(window="sentence").extract([make_chunk(text)])
+    weights = {(r.source, r.target): r.weight for r in result.relations}
+    assert weights[("alice smith", "bob jones")] == 2.0
+    assert weights[("alice smith", "paris")] == 1.0
+    assert not any("carol kim" in pair for pair in weights)
+
+    [frequent] = OfflineExtractor(min_frequency=2).extract([make_chunk(text)])
+    assert [e.id for e in frequent.entities] == ["alice smith", "bob jones"]
+    assert len(frequent.relations) == 1
+
+
+def test_offline_name_rules():
+    extractor = OfflineExtractor(max_phrase_words=4)
+    found = extractor.find_mentions(
+        "Yesterday the Bank of England met J. R. R. Tolkien and NASA near Mount Everest. "
+        "Google's office in the U.S. Army base was closed in March."
+    )
+    names = [name for name, _, _ in found]
+    assert names == [
+        "Bank of England",
+        "J. R. R. Tolkien",
+        "NASA",
+        "Mount Everest",
+        "Google",
+        "U.S. Army",
+    ]
+    types = {name: kind for name, kind, _ in found}
+    assert types["Bank of England"] == "ORGANIZATION"
+    assert types["Mount Everest"] == "LOCATION"
+    assert [k for n, _, k in found if n == "NASA"] == ["acronym"]
+    # a long title-case run is treated as a heading, not a name
+    assert extractor.find_mentions("We read The Very Long Title Of Some Old Book today.") == []
+    with pytest.raises(ConfigurationError):
+        OfflineExtractor(window="paragraph")  # type: ignore[arg-type]
+
+
+def test_offline_common_phrases_are_optional_and_lighter():
+    text = "The random forest model and Google work on image classification."
+    plain = OfflineExtractor().extract([make_chunk(text)])[0]
+    assert [e.name for e in plain.entities] == ["Google"]
+    rich = OfflineExtractor(common_phrases=True).extract([make_chunk(text)])[0]
+    assert [e.name for e in rich.entities] == [
+        "random forest model",
+        "Google",
+        "image classification",
+    ]
+    assert rich.entities[0].metadata["salience"] == 0.5
+    assert rich.entities[1].metadata["salience"] == 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# OpenIE import
+# --------------------------------------------------------------------------------------------
+
+OPENIE = {
+    "docs": [
+        {
+            "idx": 0,
+            "passage": "Marie Curie was born in Warsaw.",
+            "extracted_entities": ["Marie Curie", "Warsaw", 42],
+            "extracted_triples": [
+                ["Marie Curie", "born in", "Warsaw"],
+                ["Marie Curie", "born in"],
+                ["Marie Curie", "born in", "Warsaw"],
+                ["Marie Curie", None, "Poland"],
+            ],
+            "title": "ignored",
+        },
+        {
+            "idx": "chunk-abc",
+            "passage": "Pierre  Curie\nmarried Marie Curie.",
+            "extracted_entities": ["Pierre Curie", "Marie Curie"],
+            "extracted_triples": [["Pierre Curie", "married", "Marie Curie"]],
+        },
+        {
+            "idx": 7,
+            "passage": "A passage we do not have.",
+            "extracted_entities": [],
+            "extracted_triples": [["Paris", "capital of", "France"]],
+        },
+    ],
+    "avg_ent_chars": 9.5,
+    "avg_ent_words": 1.8,
+}
+
+
+def test_import_openie_maps_passages_to_chunks(tmp_path):
+    chunks = [
+        make_chunk("Marie Curie was born in Warsaw.", "d:0", 0),
+        make_chunk("Pierre Curie married Marie Curie.", "d:1", 1),
+    ]
+    path = tmp_path / "openie.json"
+    path.write_text(json.dumps(OPENIE), encoding="utf-8")
+    first, second, third = import_openie(path, chunks)
+    assert [first.chunk_id, second.chunk_id, third.chunk_id] == ["d:0", "d:1", "openie-7"]
+    assert [x.metadata["matched_chunk"] for x in (first, second, third)] == [True, True, False]
+
+    assert [e.id for e in first.entities] == ["marie curie", "warsaw"]
+    assert first.metadata["skipped_entities"] == 1
+    assert first.metadata["skipped_triples"] == 2  # wrong arity, non-string predicate
+    [born] = first.relations  # the repeated triple is kept once
+    assert (born.source, born.target, born.predicate) == ("marie curie", "warsaw", "born in")
+    assert born.description == "Marie Curie born in Warsaw"
+    assert born.metadata["directed"] is True
+
+    # entities only named in triples are added; without chunks, ids come from idx
+    assert {e.id for e in third.entities} == {"paris", "france"}
+    no_chunks = import_openie(OPENIE)
+    assert [x.chunk_id for x in no_chunks] == ["openie-0", "chunk-abc", "openie-7"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "docs"),
+        ('{"passages": []}', 'no "docs"'),
+        ('{"docs": {"idx": 1}}', "must be a list"),
+        ('{"docs": ["text"]}', "docs[0]"),
+        ('{"docs": [{"idx": 1, "passage": "x"}]}', "neither"),
+        ('{"docs": [{"idx": 1, "extracted_triples": "a b c"}]}', "must be a list"),
+    ],
+)
+def test_import_openie_rejects_broken_files(tmp_path, content, message):
+    path = tmp_path / "broken.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InvalidInputError) as info:
+        import_openie(path)
+    assert message in str(info.value)
+
+
+def test_import_openie_missing_file(tmp_path):
+    with pytest.raises(InvalidInputError, match="not found"):
+        import_openie(tmp_path / "nope.json")
+
+
+# --------------------------------------------------------------------------------------------
+# merge
+# --------------------------------------------------------------------------------------------
+
+
+def test_merge_unions_descriptions_and_sums_weights():
+    one = Extraction(
+        chunk_id="c1",
+        entities=[
+            new_entity("Ada Lovelace", "c1", type="PERSON", description="A mathematician."),
+            new_entity("Charles Babbage", "c1", type="PERSON", description="An inventor."),
+        ],
+        relations=[
+            new_relation(
+                "ada lovelace",
+                "charles babbage",
+                "c1",
+                description="Colleagues.",
+                keywords=["work"],
+                weight=8,
+                directed=False,
+            )
+        ],
+    )
+    two = Extraction(
+        chunk_id="c2",
+        entities=[
+            new_entity("ADA LOVELACE", "c2", type="WRITER", description="Wrote the first program."),
+            new_entity("Charles  Babbage", "c2", type="PERSON", description="An inventor."),
+        ],
+        relations=[
+            new_relation(
+                "charles babbage",
+                "ada lovelace",
+                "c2",
+                description="Friends.",
+                keywords=["Work", "friendship"],
+                weight=5,
+                directed=False,
+            )
+        ],
+    )
+    three = Extraction(
+        chunk_id="c3",
+        entities=[new_entity("ada lovelace", "c3", type="WRITER", description="A mathematician.")],
+    )
+    entities, relations = merge_extractions([one, two, three])
+    assert list(entities) == ["ada lovelace", "charles babbage"]
+    ada = entities["ada lovelace"]
+    assert ada.name == "Ada Lovelace"
+    assert ada.type == "WRITER"  # two votes against one
+    assert ada.descriptions == ["A mathematician.", "Wrote the first program."]
+    assert ada.description == "A mathematician.\nWrote the first program."
+    assert ada.source_chunk_ids == ["c1", "c2", "c3"]
+    assert entities["charles babbage"].descriptions == ["An inventor."]
+    assert entities["charles babbage"].type == "PERSON"
+
+    [relation] = relations.values()  # undirected: both orientations are one relation
+    assert (relation.source, relation.target) == ("ada lovelace", "charles babbage")
+    assert relation.weight == 13.0
+    assert relation.keywords == ["work", "friendship"]
+    assert relation.descriptions == ["Colleagues.", "Friends."]
+    assert relation.source_chunk_ids == ["c1", "c2"]
+
+    # merging the same extractions into their own result changes nothing
+    again_e, again_r = merge_extractions([one, two, three], entities, relations)
+    assert again_e == entities and again_r == relations
+
+
+def test_merge_into_existing_graph_and_directed_relations():
+    first = Extraction(
+        chunk_id="c1",
+        entities=[new_entity("Paris", "c1", type="LOCATION", description="A city.")],
+        relations=[
+            new_relation(
+                "paris",
+                "france",
+                "c1",
+                predicate="capital of",
+                description="Paris capital of France",
+            )
+        ],
+    )
+    entities, relations = merge_extractions([first])
+    assert entities["france"].name == "france"  # placeholder for an endpoint with no record
+    entities["paris"].description = "A summary written later."
+    second = Extraction(
+        chunk_id="c2",
+        relations=[
+            new_relation("paris", "france", "c2", predicate="Capital Of"),
+            new_relation("france", "paris", "c2", predicate="capital of"),
+        ],
+    )
+    merged_e, merged_r = merge_extractions([second], entities, relations)
+    assert merged_e["paris"].description == "A summary written later."  # no new description
+    assert merged_e["paris"].source_chunk_ids == ["c1"]
+    assert len(merged_r) == 2  # direction matters when there is a predicate
+    forward = next(r for r in merged_r.values() if r.source == "paris")
+    assert forward.weight == 2.0
+    assert forward.source_chunk_ids == ["c1", "c2"]
+    assert forward.id == next(iter(relations))  # existing ids are kept
+    assert relations[forward.id].weight == 1.0  # inputs are not modified
+
+
+def test_cooccurrence_pmi_worked_example():
+    # a, b co-occur twice, a and c once; a cited by 2 chunks, b by 2, c by 1
+    entities = {
+        "a": new_entity("a", "c1").model_copy(update={"source_chunk_ids": ["c1", "c2"]}),
+        "b": new_entity("b", "c1").model_copy(update={"source_chunk_ids": ["c1", "c2"]}),
+        "c": new_entity("c", "c3"),
+    }
+    ab = new_relation("a", "b", "c1", weight=2, directed=False, kind="cooccurrence")
+    ac = new_relation("a", "c", "c3", weight=1, directed=False, kind="cooccurrence")
+    other = new_relation("b", "c", "c3", weight=5, predicate="likes")
+    weights = cooccurrence_pmi(entities, {ab.id: ab, ac.id: ac, other.id: other})
+    assert set(weights) == {ab.id, ac.id}
+    p_ab, p_a, p_b = 2 / 3, 2 / 5, 2 / 5
+    expected = p_ab * math.log2(p_ab / (p_a * p_b))
+    assert weights[ab.id][0] == pytest.approx(expected)
+    # npmi over the 3 chunks: q(a, b) = min(2, 2, 2) / 3, q(a) = q(b) = 2 / 3
+    q_ab, q_a, q_b = 2 / 3, 2 / 3, 2 / 3
+    assert weights[ab.id][1] == pytest.approx(math.log2(q_ab / (q_a * q_b)) / -math.log2(q_ab))
+    assert -1.0 <= weights[ac.id][1] <= 1.0
+
+
+def test_entity_key_normalises_names():
+    assert entity_key("  New\n York   City ") == entity_key("new york city") == "new york city"
+    assert entity_key('"Apple"') == "apple"
