@@ -111,3 +111,13 @@ def test_truncate_tokens():
     cut = truncate_tokens(text, 7)
     assert count_tokens(cut) <= 7 and text.startswith(cut)
     assert truncate_tokens("short", 10) == "short"
+
+
+def test_abbreviations_initials_and_dotted_letters_do_not_end_sentences():
+    text = "Dr. Smith met J. R. Tolkien in the U.S. in 1950. They talked, e.g. about maps. Done!"
+    sentences = [text[a:b].strip() for a, b in split_sentences(text)]
+    assert sentences == [
+        "Dr. Smith met J. R. Tolkien in the U.S. in 1950.",
+        "They talked, e.g. about maps.",
+        "Done!",
+    ]

@@ -73,14 +73,40 @@ def truncate_tokens(text: str, max_tokens: int) -> str:
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace,
 # or at a blank line. Each sentence span owns the whitespace that follows it, so spans tile the
 # text exactly and a chunk is always a contiguous slice of its document.
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n\s*\n\s*")
+_BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*\s+|\n\s*\n\s*")
+_LAST_WORD = re.compile(r"(\w+(?:\.\w+)*)\W*$")
+_DOTTED = re.compile(r"(?:\w\.)+\w")
+
+ABBREVIATIONS = frozenset(
+    ["mr", "mrs", "ms", "mx", "dr", "prof", "sr", "jr", "st", "mt", "ft", "rev", "gen", "col", "capt", "lt", "sgt", "adm", "gov", "sen", "rep", "inc", "corp", "ltd", "co", "vs", "etc", "e.g", "i.e", "cf", "al", "no", "vol", "fig", "approx", "dept", "univ"]
+)
+"""A full stop after these words does not end a sentence."""
+
+
+def _is_boundary(text: str, start: int, match: re.Match[str]) -> bool:
+    """A full stop after an abbreviation, an initial ("J."), dotted letters ("U.S.") or before a
+    lower-case word does not end a sentence."""
+    if not match.group().startswith("."):
+        return True
+    last = _LAST_WORD.search(text[start : match.start()])
+    word = last.group(1) if last else ""
+    following = text[match.end() : match.end() + 1]
+    return not (
+        word.lower() in ABBREVIATIONS
+        or (len(word) == 1 and word.isupper())
+        or _DOTTED.fullmatch(word)
+        or following.islower()
+    )
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans ``[start, end)`` of the sentences of ``text``; they tile the text."""
+    """Character spans ``[start, end)`` of the sentences of ``text``; they tile the text
+    (each span keeps the whitespace after its sentence)."""
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _BOUNDARY.finditer(text):
+        if not _is_boundary(text, start, match):
+            continue
         end = match.end()
         if end > start:
             spans.append((start, end))
@@ -88,6 +114,19 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     if start < len(text):
         spans.append((start, len(text)))
     return spans
+
+
+def trimmed_sentences(text: str) -> list[tuple[int, int]]:
+    """Like :func:`split_sentences`, with surrounding whitespace left out of each span and
+    whitespace-only spans dropped."""
+    out = []
+    for start, end in split_sentences(text):
+        piece = text[start:end]
+        stripped = piece.strip()
+        if stripped:
+            offset = start + (len(piece) - len(piece.lstrip()))
+            out.append((offset, offset + len(stripped)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -201,5 +240,6 @@ __all__ = [
     "count_tokens",
     "get_encoding",
     "split_sentences",
+    "trimmed_sentences",
     "truncate_tokens",
 ]
