@@ -7,12 +7,8 @@ without method-specific code.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -25,8 +21,6 @@ from pydantic import Field, field_validator
 from rhizome.core.models.adapters import using_callbacks, wrap_model
 from rhizome.core.types import Hit
 
-T = TypeVar("T")
-
 # Keyword arguments that ``BaseRetriever.invoke`` itself understands and forwards anyway.
 _IGNORED_INVOKE_KWARGS = frozenset({"verbose"})
 
@@ -36,22 +30,6 @@ def hit_to_document(hit: Hit) -> Document:
     ``id``, and its score, kind and provenance (document ids, chunk ids, character spans,
     sources) as flat metadata."""
     return Document(page_content=hit.text, id=hit.id, metadata=hit.flat_metadata())
-
-
-def _call_in_context(func: Callable[[], T]) -> T:
-    """Call a synchronous function so that context variables reach it intact.
-
-    Rhizome's sync methods run their coroutine on a worker thread when the calling thread already
-    has an event loop (a notebook, or sync code called from async code), and threads do not
-    inherit context variables. In that case we make the hop to a thread ourselves, carrying a
-    copy of the context, so the sync method finds no loop there and keeps the context."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return func()
-    context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, func).result()
 
 
 class RhizomeRetriever(BaseRetriever):
@@ -159,7 +137,7 @@ class RhizomeRetriever(BaseRetriever):
     ) -> list[Document]:
         n = self._k(k, kwargs)
         with using_callbacks(run_manager.get_child()):
-            hits = _call_in_context(lambda: self.retriever.retrieve(query, k=n))
+            hits = self.retriever.retrieve(query, k=n)
         return [hit_to_document(hit) for hit in hits]
 
     async def _aget_relevant_documents(

@@ -6,12 +6,8 @@ it without method-specific code.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
@@ -26,8 +22,6 @@ from llama_index.core.schema import (
 
 from rhizome.core.models.adapters import wrap_model
 from rhizome.core.types import Hit
-
-T = TypeVar("T")
 
 PROVENANCE_KEYS = ("document_ids", "chunk_ids", "spans", "sources")
 """Metadata keys that carry a hit's provenance as lists."""
@@ -68,19 +62,6 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
         end_char_idx=end,
     )
     return NodeWithScore(node=node, score=hit.score)
-
-
-def _call_in_context(func: Callable[[], T]) -> T:
-    """Call a synchronous function so that context variables reach it intact (see
-    ``langchain_rhizome.retrievers._call_in_context``): when this thread already runs an event
-    loop, hop to a worker thread ourselves, carrying a copy of the context."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return func()
-    context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, func).result()
 
 
 class RhizomeRetriever(BaseRetriever):
@@ -215,7 +196,7 @@ class RhizomeRetriever(BaseRetriever):
     # -- retrieval -----------------------------------------------------------------------------
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         k = self.similarity_top_k
-        hits = _call_in_context(lambda: self._retriever.retrieve(query_bundle.query_str, k=k))
+        hits = self._retriever.retrieve(query_bundle.query_str, k=k)
         return [hit_to_node(hit) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
