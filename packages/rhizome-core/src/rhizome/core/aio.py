@@ -17,18 +17,43 @@ T = TypeVar("T")
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from synchronous code.
 
-    Outside an event loop this is ``asyncio.run``. Inside one (a notebook, or a sync API called
-    from async code) the coroutine runs on a fresh loop in a worker thread, so the caller's loop
-    is never re-entered.
+    Outside an event loop this runs a new loop. Inside one (a notebook, or a sync API called from
+    async code) the coroutine runs on a fresh loop in a worker thread, with the caller's context
+    variables copied, so the caller's loop is never re-entered and tracing callbacks follow.
+    Either way, the per-loop resources the work created (HTTP clients, see :class:`PerLoop`) are
+    closed before the private loop ends.
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-    # copy the caller's context so context variables (tracing callbacks) follow the work
+        return asyncio.run(_then_release(coro))
     context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, asyncio.run, coro).result()
+        return pool.submit(context.run, asyncio.run, _then_release(coro)).result()
+
+
+async def _then_release(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        return await coro
+    finally:
+        await release_loop_resources()
+
+
+# closers of per-loop resources, by loop (weak: a finished loop takes its entry with it)
+_CLOSERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Callable[[], Awaitable[None]]]] = (
+    weakref.WeakKeyDictionary()
+)
+_CLOSERS_LOCK = threading.Lock()
+
+
+async def release_loop_resources() -> None:
+    """Close every :class:`PerLoop` resource created on the running loop. :func:`run_sync` calls
+    it for its own loops; code that runs its own loop may call it before the loop ends."""
+    loop = asyncio.get_running_loop()
+    with _CLOSERS_LOCK:
+        closers = _CLOSERS.pop(loop, [])
+    for close in closers:
+        await close()
 
 
 class PerLoop(Generic[T]):
@@ -36,10 +61,13 @@ class PerLoop(Generic[T]):
 
     asyncio primitives and httpx clients bind to the loop they are first used in; sync wrappers
     create a new loop per call, so a single shared instance would break on the second call.
+    With ``close``, the object is closed by :func:`release_loop_resources` (which
+    :func:`run_sync` calls before its loop ends) and made anew on next use.
     """
 
-    def __init__(self, factory: Callable[[], T]) -> None:
+    def __init__(self, factory: Callable[[], T], close: Callable[[T], Awaitable[None]] | None = None) -> None:
         self._factory = factory
+        self._close = close
         self._items: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = (
             weakref.WeakKeyDictionary()
         )
@@ -52,7 +80,16 @@ class PerLoop(Generic[T]):
             if item is None:
                 item = self._factory()
                 self._items[loop] = item
+                if self._close is not None:
+                    with _CLOSERS_LOCK:
+                        _CLOSERS.setdefault(loop, []).append(lambda: self._release(loop))
             return item
+
+    async def _release(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            item = self._items.pop(loop, None)
+        if item is not None and self._close is not None:
+            await self._close(item)
 
 
 async def gather_limited(

@@ -25,6 +25,7 @@ from rhizome.core.errors import ConfigurationError, ModelOutputError
 from rhizome.core.protocols import Completion
 
 M = TypeVar("M", bound=BaseModel)
+_Self = TypeVar("_Self")
 
 Message = dict[str, str]
 
@@ -216,6 +217,18 @@ class BaseChatModel(ABC):
     def complete_json(self, prompt: str, schema: type[M], *, system: str | None = None) -> M:
         return run_sync(self.acomplete_json(prompt, schema, system=system))
 
+    async def aclose(self) -> None:
+        """Release what this model holds for the running event loop (HTTP clients, say). Sync
+        calls release it themselves (see :func:`rhizome.core.aio.run_sync`); async code that owns
+        its loop may call this, or use ``async with model:``. The base class holds nothing."""
+        return None
+
+    async def __aenter__(self: _Self) -> _Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
@@ -320,6 +333,17 @@ class BaseEmbedder(ABC):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return run_sync(self.aembed(texts))
+
+    async def aclose(self) -> None:
+        """Release what this embedder holds for the running event loop (see
+        :meth:`BaseChatModel.aclose`)."""
+        return None
+
+    async def __aenter__(self: _Self) -> _Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

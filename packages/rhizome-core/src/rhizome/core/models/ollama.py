@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
-import numpy as np
 import ollama
 from pydantic import BaseModel
 
@@ -234,7 +233,9 @@ class _OllamaTransport:
         self.timeout = float(timeout)
         self.transport_retries = transport_retries
         self.retry_backoff = float(retry_backoff)
-        self._slots: PerLoop[_ClientSlot] = PerLoop(lambda: _ClientSlot(self._new_client))
+        self._slots: PerLoop[_ClientSlot] = PerLoop(
+            lambda: _ClientSlot(self._new_client), close=lambda slot: slot.aclose()
+        )
 
     def _new_client(self) -> ollama.AsyncClient:
         return ollama.AsyncClient(
@@ -252,18 +253,6 @@ class _OllamaTransport:
         Async code that is done with the model should call this (or use ``async with``) before
         its loop ends, so no pooled connection is left open."""
         await self._slots.get().aclose()
-
-    async def __aenter__(self: S) -> S:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def _closing(self, coro: Coroutine[Any, Any, T]) -> T:
-        try:
-            return await coro
-        finally:
-            await self.aclose()
 
     async def _send(self, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` with bounded retries of transient failures and typed errors."""
@@ -410,11 +399,7 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         )
 
     # Sync wrappers run on a throwaway loop; close that loop's client before it goes away.
-    def complete(self, prompt: str, *, system: str | None = None) -> Completion:
-        return run_sync(self._closing(self.acomplete(prompt, system=system)))
 
-    def complete_json(self, prompt: str, schema: type[M], *, system: str | None = None) -> M:
-        return run_sync(self._closing(self.acomplete_json(prompt, schema, system=system)))
 
     def __repr__(self) -> str:
         return f"OllamaChatModel(model={self.model!r}, host={self.host!r}, num_ctx={self.num_ctx})"
@@ -488,8 +473,6 @@ class OllamaEmbedder(_OllamaTransport, BaseEmbedder):
         response = await self._send(call)
         return [list(vector) for vector in response.embeddings]
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return run_sync(self._closing(self.aembed(texts)))
 
     def __repr__(self) -> str:
         return f"OllamaEmbedder(model={self.model!r}, host={self.host!r})"

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import asyncio
+
+from rhizome.core.aio import PerLoop, release_loop_resources, run_sync
+
+
+class Resource:
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def test_run_sync_closes_per_loop_resources_before_its_loop_ends():
+    made: list[Resource] = []
+    per_loop = PerLoop(lambda: made.append(Resource()) or made[-1], close=lambda r: r.close())
+
+    async def use() -> Resource:
+        first = per_loop.get()
+        assert per_loop.get() is first  # one per loop
+        return first
+
+    a = run_sync(use())
+    b = run_sync(use())  # a new loop gets a new resource
+    assert a is not b
+    assert a.closed and b.closed
+
+
+def test_run_sync_inside_a_running_loop_also_releases():
+    made: list[Resource] = []
+    per_loop = PerLoop(lambda: made.append(Resource()) or made[-1], close=lambda r: r.close())
+
+    async def use() -> Resource:
+        return per_loop.get()
+
+    async def caller() -> tuple[Resource, Resource]:
+        mine = per_loop.get()
+        inner = run_sync(use())  # runs on a worker thread's loop
+        return mine, inner
+
+    mine, inner = asyncio.run(caller())
+    assert inner.closed and not mine.closed  # only the private loop's resource is released
+
+
+async def test_release_loop_resources_for_code_that_owns_its_loop():
+    per_loop = PerLoop(Resource, close=lambda r: r.close())
+    item = per_loop.get()
+    await release_loop_resources()
+    assert item.closed
+    assert per_loop.get() is not item  # made anew on next use
