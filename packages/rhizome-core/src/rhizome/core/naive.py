@@ -293,7 +293,7 @@ class VectorRetriever:
             raise InvalidInputError("the query must be a non-empty string")
         k = _check_k(self.k if k is None else k)
         store = self.index.store
-        if store.count("chunks") == 0:
+        if store.manifest.embedding_dimension is None:  # nothing was ever embedded
             return []
         vector = await self.index.embedder.aembed([query])
         known = store.manifest.embedding_dimension
@@ -302,8 +302,7 @@ class VectorRetriever:
                 f"the index holds {known}-dimensional vectors but {self.index.embedder.name} gives "
                 f"{vector.shape[1]}; query with the embedder the index was built with"
             )
-        collection = store.collection(VectorIndex.COLLECTION, vector.shape[1])
-        ranked = collection.search(vector, k)[0]
+        ranked = store.collection(VectorIndex.COLLECTION, vector.shape[1]).search(vector, k)[0]
         chunks = store.chunks([chunk_id for chunk_id, _ in ranked])
         hits = []
         for chunk_id, score in ranked:
