@@ -86,7 +86,7 @@ def test_query_errors(tmp_path, capsys):
     assert code == 2 and "no Rhizome index" in err
     run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"), "--offline", "-q")
     code, _, err = run(capsys, "query", str(tmp_path / "i"), "q", "--mode", "global")
-    assert code == 2 and "no query modes" in err
+    assert code == 2 and "unknown mode 'global'" in err
     code, _, err = run(capsys, "index", str(tmp_path / "missing-dir"), "--out", str(tmp_path / "j"), "--offline")
     assert code == 2 and "does not exist" in err
 

@@ -266,7 +266,7 @@ def test_load_rejects_unknown_options_and_unrebuildable_embedders(tmp_path):
     manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
     manifest["models"]["embedder"] = "langchain:SomeEmbeddings"
     (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(ConfigurationError, match="pass the same embedding model"):
+    with pytest.raises(ConfigurationError, match="pass the same model again as embedder="):
         VectorIndex.load(tmp_path / "idx")
 
 

@@ -8,7 +8,7 @@ steps only; ``OLLAMA_HOST`` points at the Ollama server.
 from __future__ import annotations
 
 import argparse
-import inspect
+import importlib.metadata
 import json
 import os
 import sys
@@ -133,21 +133,17 @@ def _open_or_create(method: str, out: Path, models: Models, args: argparse.Names
         if manifest.method != method:
             raise ConfigurationError(f"{out} holds a {manifest.method!r} index; choose another --out for {method!r}")
         return cls.load(out, embedder=embedder, progress=not args.quiet)
-    params = inspect.signature(cls).parameters
-    kwargs: dict[str, Any] = {"path": out, "progress": not args.quiet}
+    kwargs: dict[str, Any] = {"path": out, "progress": not args.quiet, "llm": models.llm}
     if args.chunk_size is not None:
         kwargs["chunk_size"] = args.chunk_size
     if args.chunk_overlap is not None:
         kwargs["chunk_overlap"] = args.chunk_overlap
-    if "llm" in params:
-        kwargs["llm"] = models.llm
     return cls(embedder, **kwargs)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     documents = load_path(args.path)
-    needs_llm = "llm" in inspect.signature(_index_class(args.method)).parameters
-    models = choose_models(args, want_llm=needs_llm, fall_back=False)
+    models = choose_models(args, want_llm=getattr(_index_class(args.method), "uses_llm", False), fall_back=False)
     index = _open_or_create(args.method, Path(args.out), models, args)
     try:
         report = index.insert(documents)
@@ -192,12 +188,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         require_model(status, _ollama_model(embed_spec))
     index = load_index(args.index, embedder=make_embedder(embed_spec, cache=_cache(args)), readonly=True)
     try:
-        retriever_kwargs: dict[str, Any] = {"k": args.k}
-        if args.mode:
-            if "mode" not in inspect.signature(index.as_retriever).parameters:
-                raise ConfigurationError(f"a {manifest.method!r} index has no query modes; drop --mode")
-            retriever_kwargs["mode"] = args.mode
-        retriever = index.as_retriever(**retriever_kwargs)
+        retriever = index.as_retriever(k=args.k, mode=args.mode)
         hits = retriever.retrieve(args.question)
         llm = choose_models(args, want_llm=True, fall_back=False).llm if args.answer and not args.offline else None
         result = run_sync(aanswer(args.question, hits, llm)) if args.answer else None
@@ -271,7 +262,9 @@ def _say(args: argparse.Namespace, text: str) -> None:
         print(text)
 
 
-def _model_flags(parser: argparse.ArgumentParser) -> None:
+def model_flags(parser: argparse.ArgumentParser) -> None:
+    """The model flags every command shares (--llm, --embed, --offline, --cache, --no-cache);
+    plugin commands use it too, together with :func:`choose_models`."""
     parser.add_argument("--llm", help="chat model spec, e.g. ollama:qwen2.5:7b-instruct (env RHIZOME_LLM)")
     parser.add_argument("--embed", help="embedder spec: ollama:MODEL, hashing[:DIM], sentence-transformers:NAME (env RHIZOME_EMBED)")
     parser.add_argument("--offline", action="store_true", help="use only offline steps (no model server)")
@@ -290,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, help="tokens per chunk (method default)")
     p.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks (method default)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    _model_flags(p)
+    model_flags(p)
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("query", help="retrieve from an index (and optionally answer)")
@@ -300,17 +293,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", help="retrieval mode, for methods that have several")
     p.add_argument("--answer", action="store_true", help="also write an answer (model, or extractive with --offline)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    _model_flags(p)
+    model_flags(p)
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("demo", help="index the bundled sample corpus and answer questions")
     p.add_argument("--out", help="index directory (default: a new temporary directory)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    _model_flags(p)
+    model_flags(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed")
     p.set_defaults(func=cmd_status)
+
+    # method packages add their own subcommands (e.g. `rhizome classify` from rhizome-gorag)
+    # through the `rhizome.commands` entry points: each names a function register(subparsers)
+    # that adds a parser whose `func(args) -> int` does the work
+    for entry in importlib.metadata.entry_points(group="rhizome.commands"):
+        entry.load()(sub)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""langgraph_rhizome — work in progress."""

@@ -1,0 +1,1 @@
+"""rhizome.gorag — work in progress."""

@@ -1,0 +1,1 @@
+"""rhizome.graphrag — work in progress."""

@@ -1,0 +1,1 @@
+"""rhizome.lightrag — work in progress."""
