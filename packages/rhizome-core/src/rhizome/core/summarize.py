@@ -1,0 +1,154 @@
+"""Summaries of merged descriptions, with a model or extractively.
+
+When an entity or relation is seen in many chunks its descriptions pile up. GraphRAG summarises
+them into one (at most 500 tokens); LightRAG does so when a merge brings at least 8 fragments
+or their length exceeds a budget. :class:`DescriptionSummarizer` covers both: descriptions that
+fit the budget are joined as they are (no model call); longer ones are summarised by the chat
+model — map-reduce when they exceed the model's input budget — or, offline, cut down to the
+sentences most shared with the other descriptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from rhizome.core.embeddings import hashed_features
+from rhizome.core.errors import ConfigurationError
+from rhizome.core.text import count_tokens, trimmed_sentences, truncate_tokens
+
+SUMMARY_SYSTEM = (
+    "You merge notes about one subject into a single faithful description. Keep every distinct "
+    "fact, resolve repetitions, mention contradictions instead of choosing a side, and add "
+    "nothing that the notes do not say."
+)
+
+
+class _Summary(BaseModel):
+    summary: str = Field(description="one coherent description written in the third person")
+
+
+def _prompt(subject: str, fragments: Sequence[str], max_tokens: int, language: str) -> str:
+    notes = "\n".join(f"- {f.strip()}" for f in fragments)
+    return (
+        f"Subject: {subject}\n\nNotes:\n{notes}\n\n"
+        f"Write one description of the subject in {language}, at most about {max_tokens} tokens, "
+        "that combines all the notes. Reply as JSON."
+    )
+
+
+class DescriptionSummarizer:
+    """Merge many descriptions of one entity or relation into one.
+
+    Parameters
+    ----------
+    llm:
+        A chat model, or ``None`` for the extractive offline summary.
+    max_tokens:
+        Budget of a summary, and the size up to which descriptions are simply joined (GraphRAG's
+        ``max_summary_length`` 500; LightRAG's summary budget is larger).
+    min_fragments:
+        Summarise once this many distinct descriptions exist even when they fit the budget
+        (LightRAG's ``force_llm_summary_on_merge``, 8); ``None`` disables.
+    max_input_tokens:
+        Most description tokens sent in one call; more are summarised in groups first, then the
+        group summaries together (sized for an 8k-context local model).
+    language:
+        Language the model writes in.
+    """
+
+    def __init__(
+        self,
+        llm: Any = None,
+        *,
+        max_tokens: int = 500,
+        min_fragments: int | None = None,
+        max_input_tokens: int = 4000,
+        language: str = "English",
+    ) -> None:
+        if max_tokens < 16 or max_input_tokens < max_tokens:
+            raise ConfigurationError("max_tokens must be >= 16 and max_input_tokens >= max_tokens")
+        if min_fragments is not None and min_fragments < 2:
+            raise ConfigurationError("min_fragments must be at least 2 (or None)")
+        self.llm = llm
+        self.max_tokens = max_tokens
+        self.min_fragments = min_fragments
+        self.max_input_tokens = max_input_tokens
+        self.language = language
+
+    def needs_summary(self, descriptions: Sequence[str]) -> bool:
+        fragments = _distinct(descriptions)
+        if self.min_fragments is not None and len(fragments) >= self.min_fragments:
+            return True
+        return count_tokens("\n".join(fragments)) > self.max_tokens
+
+    async def asummarize(self, subject: str, descriptions: Sequence[str]) -> str:
+        """One description of ``subject`` from ``descriptions`` (duplicates removed)."""
+        fragments = _distinct(descriptions)
+        if not fragments:
+            return ""
+        if not self.needs_summary(fragments):
+            return "\n".join(fragments)
+        if self.llm is None:
+            return extractive_summary(fragments, self.max_tokens)
+        return await self._reduce(subject, fragments)
+
+    async def _reduce(self, subject: str, fragments: list[str]) -> str:
+        groups: list[list[str]] = [[]]
+        used = 0
+        for fragment in fragments:
+            fragment = truncate_tokens(fragment, self.max_input_tokens)
+            tokens = count_tokens(fragment)
+            if groups[-1] and used + tokens > self.max_input_tokens:
+                groups.append([])
+                used = 0
+            groups[-1].append(fragment)
+            used += tokens
+        summaries = []
+        for group in groups:
+            result = await self.llm.acomplete_json(
+                _prompt(subject, group, self.max_tokens, self.language), _Summary, system=SUMMARY_SYSTEM
+            )
+            summaries.append(result.summary.strip())
+        if len(summaries) == 1:
+            return summaries[0]
+        return await self._reduce(subject, summaries)
+
+
+def _distinct(descriptions: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(d.strip() for d in descriptions if d and d.strip()))
+
+
+def extractive_summary(fragments: Sequence[str], max_tokens: int) -> str:
+    """The sentences of ``fragments`` that share most words with the rest, in their original
+    order, within ``max_tokens``. Repeated sentences count once."""
+    sentences: list[str] = []
+    for fragment in fragments:
+        for start, end in trimmed_sentences(fragment):
+            sentence = fragment[start:end]
+            if sentence not in sentences:
+                sentences.append(sentence)
+    if not sentences:
+        return ""
+    features = [set(hashed_features(s)) for s in sentences]
+    totals: dict[str, int] = {}
+    for fs in features:
+        for f in fs:
+            totals[f] = totals.get(f, 0) + 1
+    # centrality: how many other sentences share each of this sentence's words
+    scores = [sum(totals[f] - 1 for f in fs) / (1 + len(fs)) ** 0.5 for fs in features]
+    chosen: set[int] = set()
+    budget = max_tokens
+    for i in sorted(range(len(sentences)), key=lambda i: (-scores[i], i)):
+        tokens = count_tokens(sentences[i])
+        if tokens <= budget:
+            chosen.add(i)
+            budget -= tokens
+    if not chosen:
+        return truncate_tokens(sentences[0], max_tokens)
+    return " ".join(sentences[i] for i in sorted(chosen))
+
+
+__all__ = ["DescriptionSummarizer", "extractive_summary"]
