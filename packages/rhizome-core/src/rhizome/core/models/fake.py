@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -85,4 +86,66 @@ class FakeEmbedder(BaseEmbedder):
         return out
 
 
-__all__ = ["FakeChatModel", "FakeEmbedder"]
+
+
+class SchemaResponder:
+    """A responder for :class:`FakeChatModel` that answers any JSON-schema request with a valid,
+    deterministic instance built from the prompt: strings are phrases taken from the prompt's
+    capitalised words (so extracted "entities" are real names of the text), arrays hold up to
+    ``max_items`` items, numbers sit inside their bounds, enums take their first value. Text
+    requests get the first sentence of the prompt. Used to cost every method with one fake model.
+    """
+
+    def __init__(self, max_items: int = 4) -> None:
+        self.max_items = max_items
+
+    def __call__(self, messages: list[Message], json_schema: dict[str, Any] | None) -> Any:
+        prompt = messages[-1]["content"]
+        if json_schema is None:
+            return prompt.split(".")[0][:200]
+        # names come from the quoted passage when the prompt fences one in triple quotes or
+        # backticks, else from its longest block: the text, not the instructions
+        fenced = [part for i, part in enumerate(re.split(r'"""|```', prompt)) if i % 2 == 1]
+        block = max(fenced or prompt.split("\n\n"), key=len)
+        words = [w.strip(".,;:()[]\"'") for w in block.split()]
+        names = list(dict.fromkeys(w for w in words if len(w) > 2 and w[:1].isupper() and w[1:].islower()))
+        self._names = names or ["Item"]
+        self._cursor = 0
+        return self._value(json_schema, json_schema.get("$defs", {}), "")
+
+    def _name(self) -> str:
+        name = self._names[self._cursor % len(self._names)]
+        self._cursor += 1
+        return name
+
+    def _value(self, schema: dict[str, Any], defs: dict[str, Any], key: str) -> Any:
+        if "$ref" in schema:
+            return self._value(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, key)
+        for combo in ("anyOf", "oneOf", "allOf"):
+            if combo in schema:
+                options = [s for s in schema[combo] if s.get("type") != "null"] or schema[combo]
+                return self._value(options[0], defs, key)
+        if "enum" in schema:
+            return schema["enum"][0]
+        if "const" in schema:
+            return schema["const"]
+        kind = schema.get("type", "string")
+        if kind == "object":
+            props = schema.get("properties", {})
+            return {k: self._value(v, defs, k) for k, v in props.items()}
+        if kind == "array":
+            n = max(schema.get("minItems", 0), min(self.max_items, schema.get("maxItems", self.max_items)))
+            return [self._value(schema.get("items", {}), defs, key) for _ in range(n)]
+        if kind in ("integer", "number"):
+            low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+            high = schema.get("maximum", schema.get("exclusiveMaximum", low + 10))
+            value = (low + high) / 2
+            return int(value) if kind == "integer" else float(value)
+        if kind == "boolean":
+            return True
+        if any(part in key for part in ("description", "summary", "answer", "explanation", "text")):
+            return f"{self._name()} relates to {self._name()} in the text."
+        return self._name()
+
+
+__all__ = ["FakeChatModel", "FakeEmbedder", "SchemaResponder"]
