@@ -658,3 +658,21 @@ def test_cooccurrence_pmi_worked_example():
 def test_entity_key_normalises_names():
     assert entity_key("  New\n York   City ") == entity_key("new york city") == "new york city"
     assert entity_key('"Apple"') == "apple"
+
+
+def test_openie_extractor_serves_triples_for_matching_chunks():
+    from rhizome.core.extraction import OpenIEExtractor
+    from rhizome.core.types import Chunk
+
+    data = {"docs": [{"idx": 0, "passage": "Ilse Varn mapped Oskel.", "extracted_entities": ["Ilse Varn", "Oskel"],
+                      "extracted_triples": [["Ilse Varn", "mapped", "Oskel"]]}]}
+    chunks = [
+        Chunk(id="a:0", document_id="a", text="Ilse Varn mapped Oskel.", index=0, start=0, end=23, n_tokens=6),
+        Chunk(id="b:0", document_id="b", text="Something else.", index=0, start=0, end=15, n_tokens=3),
+    ]
+    result = OpenIEExtractor(data).extract(chunks)
+    assert [e.chunk_id for e in result] == ["a:0", "b:0"]
+    assert [r.predicate for r in result[0].relations] == ["mapped"]
+    assert result[1].entities == [] and result[1].metadata["matched"] is False
+    with pytest.raises(InvalidInputError):
+        OpenIEExtractor({"not": "openie"})

@@ -17,7 +17,7 @@ from rhizome.core.extraction.merge import (
     merge_extractions,
 )
 from rhizome.core.extraction.offline import NOUN_PHRASE, OfflineExtractor, split_sentences
-from rhizome.core.extraction.openie import TRIPLE, import_openie
+from rhizome.core.extraction.openie import TRIPLE, OpenIEExtractor, import_openie
 from rhizome.core.extraction.schema import (
     ExtractedEntity,
     ExtractedRelation,
@@ -43,6 +43,7 @@ __all__ = [
     "Extractor",
     "LLMExtractor",
     "OfflineExtractor",
+    "OpenIEExtractor",
     "Progress",
     "clean_name",
     "cooccurrence_pmi",

@@ -233,4 +233,25 @@ def import_openie(
     return results
 
 
-__all__ = ["TRIPLE", "import_openie"]
+class OpenIEExtractor:
+    """Precomputed OpenIE triples used in place of an extractor: ``aextract(chunks)`` returns,
+    for each chunk, the triples of the passage whose text matches it (an empty extraction when
+    none does). The file is read and validated once, on construction.
+    """
+
+    def __init__(self, path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> None:
+        self.data = _load(path_or_dict)
+        import_openie(self.data)  # validate now: a bad file fails before indexing starts
+
+    async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
+        chunks = list(chunks)
+        found = {e.chunk_id: e for e in import_openie(self.data, chunks)}
+        return [found.get(c.id) or Extraction(chunk_id=c.id, metadata={"extractor": "openie", "matched": False}) for c in chunks]
+
+    def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
+        from rhizome.core.aio import run_sync
+
+        return run_sync(self.aextract(chunks))
+
+
+__all__ = ["TRIPLE", "OpenIEExtractor", "import_openie"]

@@ -1,0 +1,117 @@
+"""Command line of the benchmark harness.
+
+    uv run python -m benchmarks retrieval                 # hotpotqa-100 recall, every method and mode
+    uv run python -m benchmarks proxy --limit 300         # medical answer-content proxy
+    uv run python -m benchmarks cost                      # calls and tokens with a counting fake model
+    uv run python -m benchmarks scale --sizes 1000 10000  # speed and memory at growing sizes
+    .venv-bench/bin/python -m benchmarks retrieval --embed minilm   # real embeddings (benchmarks/setup.sh)
+    .venv-bench/bin/python -m benchmarks peers            # lightrag-hku, nano-graphrag side by side
+
+Each run writes benchmarks/results/<suite>-<variant>.json; with --write-docs its table replaces
+the matching section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from benchmarks import harness
+from benchmarks.systems import available_methods, systems
+
+RESULTS = Path(__file__).parent / "results"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+
+
+def write_section(key: str, title: str, body: str) -> None:
+    """Replace (or append) the block between ``<!-- harness:key -->`` markers in docs/benchmarks.md."""
+    start, end = f"<!-- harness:{key} -->", f"<!-- /harness:{key} -->"
+    block = f"{start}\n### {title}\n\n{body}\n{end}"
+    text = DOCS.read_text(encoding="utf-8")
+    if start in text and end in text:
+        text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
+    else:
+        anchor = "<!-- harness:end -->"
+        text = text.replace(anchor, f"{block}\n\n{anchor}") if anchor in text else f"{text.rstrip()}\n\n{block}\n"
+    DOCS.write_text(text, encoding="utf-8")
+
+
+def save(name: str, result: dict) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="suite", required=True)
+    for name in ("retrieval", "proxy", "cost", "scale"):
+        p = sub.add_parser(name)
+        p.add_argument("--methods", nargs="*", help=f"methods to run (default: all installed: {', '.join(available_methods())})")
+        p.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
+        if name in ("retrieval", "proxy"):
+            p.add_argument("--embed", default="hashing", help="hashing (offline) or minilm (needs benchmarks/setup.sh)")
+            p.add_argument("--limit", type=int, help="number of questions (default: all)")
+        if name == "retrieval":
+            p.add_argument("--openie", help="HippoRAG OpenIE JSON to use instead of offline extraction")
+        if name == "cost":
+            p.add_argument("--passages", type=int, default=100)
+            p.add_argument("--queries", type=int, default=20)
+        if name == "scale":
+            p.add_argument("--sizes", nargs="*", type=int, default=[1000, 10000])
+    p = sub.add_parser("scale-one", help=argparse.SUPPRESS)
+    p.add_argument("method")
+    p.add_argument("size", type=int)
+    p = sub.add_parser("peers", help="peer projects side by side (needs benchmarks/setup.sh)")
+    p.add_argument("--passages", type=int, default=994)
+    p.add_argument("--write-docs", action="store_true")
+    args = parser.parse_args(argv)
+
+    if args.suite == "scale-one":
+        print(json.dumps(harness.scale_one(args.method, args.size)))
+        return 0
+    if args.suite == "peers":
+        from benchmarks import peers
+
+        result = asyncio.run(peers.run(args.passages))
+        save("peers", result)
+        table = peers.table(result)
+        print(table)
+        if args.write_docs:
+            write_section("peers", "Peers side by side", table)
+        return 0
+
+    selected = systems(args.methods)
+    if args.suite == "retrieval":
+        extractor = None
+        if args.openie:
+            from rhizome.core.extraction.openie import OpenIEExtractor
+
+            extractor = OpenIEExtractor(args.openie)
+        result = asyncio.run(harness.retrieval(selected, args.embed, args.limit, extractor))
+        variant = f"{args.embed}{'-openie' if args.openie else ''}"
+        table, title = harness.retrieval_table(result), f"Retrieval quality: hotpotqa-100 ({variant})"
+    elif args.suite == "proxy":
+        result = asyncio.run(harness.proxy(selected, args.embed, args.limit))
+        variant = args.embed
+        table, title = harness.proxy_table(result), f"Answer-context proxy: graphrag-bench-medical ({variant})"
+    elif args.suite == "cost":
+        result = asyncio.run(harness.cost(selected, args.passages, args.queries))
+        variant = "fake"
+        table, title = harness.cost_table(result), "Cost: model calls and tokens"
+    else:
+        methods = args.methods or available_methods()
+        result = harness.scale(methods, args.sizes)
+        variant = "offline"
+        table, title = harness.scale_table(result), "Speed and scale"
+    save(f"{args.suite}-{variant}", result)
+    print(table)
+    if args.write_docs:
+        write_section(f"{args.suite}-{variant}", title, table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

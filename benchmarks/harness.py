@@ -1,0 +1,263 @@
+"""The suites of the benchmark harness. Each returns a JSON-able result and a markdown table.
+
+- ``retrieval``: hotpotqa-100 Recall@2 / Recall@5 of supporting passages, every system;
+- ``proxy``: graphrag-bench-medical, share of reference-answer content words in the retrieved
+  context under a token budget, per question type, every system;
+- ``cost``: model calls and prompt/completion tokens per indexed 1k corpus tokens and per query,
+  counted by CountingChatModel around a schema-driven fake model;
+- ``scale``: indexing throughput and query latency excluding the model, and peak memory, at
+  growing synthetic corpus sizes (one subprocess per size, so peak memory is that size's own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from benchmarks import data, metrics
+from benchmarks.systems import System, build_index
+from rhizome.core.models.counting import CountingChatModel
+from rhizome.core.models.fake import FakeChatModel, SchemaResponder
+from rhizome.core.models.registry import make_embedder
+from rhizome.core.text import count_tokens
+
+HITS = 10  # hits asked of every retriever; passages are ranked by first citation
+
+
+def embedder_for(spec: str) -> Any:
+    if spec == "minilm":
+        spec = "sentence-transformers:all-MiniLM-L6-v2"
+    return make_embedder(spec)
+
+
+def _by_method(selected: list[System]) -> dict[str, list[System]]:
+    grouped: dict[str, list[System]] = defaultdict(list)
+    for system in selected:
+        grouped[system.method].append(system)
+    return grouped
+
+
+async def _retrieve_all(index: Any, system: System, questions: list[data.Question], k: int) -> list[list[Any]]:
+    retriever = index.as_retriever(k=k, mode=system.mode)
+    return [await retriever.aretrieve(q.question) for q in questions]
+
+
+# -- retrieval -------------------------------------------------------------------------------
+async def retrieval(selected: list[System], embed: str, limit: int | None = None, extractor: Any = None) -> dict[str, Any]:
+    documents, questions = data.hotpotqa()
+    questions = questions[:limit] if limit else questions
+    rows = []
+    for method, group in _by_method(selected).items():
+        start = time.perf_counter()
+        index = build_index(method, embedder_for(embed), extractor=extractor)
+        await index.ainsert(documents)
+        build_s = time.perf_counter() - start
+        for system in group:
+            t0 = time.perf_counter()
+            results = await _retrieve_all(index, system, questions, HITS)
+            query_s = (time.perf_counter() - t0) / max(1, len(questions))
+            ranked = [metrics.ranked_documents(hits) for hits in results]
+            rows.append({
+                "system": system.name,
+                "recall@2": statistics.fmean(metrics.recall_at(r, q.supporting, 2) for r, q in zip(ranked, questions)),
+                "recall@5": statistics.fmean(metrics.recall_at(r, q.supporting, 5) for r, q in zip(ranked, questions)),
+                "index_seconds": round(build_s, 2),
+                "query_ms": round(query_s * 1000, 2),
+            })
+        index.close()
+    return {"suite": "retrieval", "data": "hotpotqa-100", "embedder": embed, "questions": len(questions),
+            "extraction": "imported OpenIE" if extractor is not None else "offline", "rows": rows}
+
+
+def retrieval_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"hotpotqa-100, {result['questions']} questions, embedder `{result['embedder']}`, {result['extraction']} extraction, no chat model.",
+        "",
+        "| system | Recall@2 | Recall@5 | index (s) | query (ms) |",
+        "|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        lines.append(f"| {r['system']} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {r['index_seconds']} | {r['query_ms']} |")
+    return "\n".join(lines)
+
+
+# -- medical proxy ---------------------------------------------------------------------------
+async def proxy(selected: list[System], embed: str, limit: int | None = None, budget: int = 2000) -> dict[str, Any]:
+    documents, questions = data.medical()
+    if limit:
+        questions = random.Random(0).sample(questions, min(limit, len(questions)))
+    rows = []
+    for method, group in _by_method(selected).items():
+        index = build_index(method, embedder_for(embed))
+        await index.ainsert(documents)
+        for system in group:
+            results = await _retrieve_all(index, system, questions, HITS)
+            per_type: dict[str, list[float]] = defaultdict(list)
+            for hits, q in zip(results, questions):
+                context = metrics.budgeted_context(hits, budget)
+                per_type[q.type].append(metrics.answer_coverage(context, q.answer))
+            row = {"system": system.name, **{t: statistics.fmean(v) for t, v in sorted(per_type.items())}}
+            row["all"] = statistics.fmean(x for v in per_type.values() for x in v)
+            rows.append(row)
+        index.close()
+    return {"suite": "proxy", "data": "graphrag-bench-medical", "embedder": embed, "questions": len(questions),
+            "budget_tokens": budget, "rows": rows}
+
+
+def proxy_table(result: dict[str, Any]) -> str:
+    types = [k for k in result["rows"][0] if k not in ("system", "all")] if result["rows"] else []
+    lines = [
+        f"graphrag-bench-medical, {result['questions']} questions, context budget {result['budget_tokens']} tokens, embedder `{result['embedder']}`.",
+        "",
+        "| system | " + " | ".join(types) + " | all |",
+        "|---|" + "---|" * (len(types) + 1),
+    ]
+    for r in result["rows"]:
+        lines.append(f"| {r['system']} | " + " | ".join(f"{r[t]:.3f}" for t in types) + f" | {r['all']:.3f} |")
+    return "\n".join(lines)
+
+
+# -- cost ------------------------------------------------------------------------------------
+async def cost(selected: list[System], passages: int = 100, queries: int = 20) -> dict[str, Any]:
+    documents, questions = data.hotpotqa()
+    documents = documents[:passages]
+    corpus_tokens = sum(count_tokens(d.text) for d in documents)
+    rows = []
+    for method, group in _by_method(selected).items():
+        llm = CountingChatModel(FakeChatModel(SchemaResponder()))
+        index = build_index(method, embedder_for("hashing"), llm=llm)
+        if not getattr(type(index), "uses_llm", False):
+            index.llm = None
+        await index.ainsert(documents)
+        indexing = llm.usage.snapshot()
+        per_1k = 1000 / max(1, corpus_tokens)
+        for system in group:
+            llm.reset()
+            retriever = index.as_retriever(k=HITS, mode=system.mode)
+            for q in questions[:queries]:
+                await retriever.aretrieve(q.question)
+            q_usage = llm.usage.snapshot()
+            rows.append({
+                "system": system.name,
+                "index_calls_per_1k": round(indexing["calls"] * per_1k, 2),
+                "index_prompt_tokens_per_1k": round(indexing["prompt_tokens"] * per_1k),
+                "index_completion_tokens_per_1k": round(indexing["completion_tokens"] * per_1k),
+                "query_calls": round(q_usage["calls"] / queries, 2),
+                "query_prompt_tokens": round(q_usage["prompt_tokens"] / queries),
+                "query_completion_tokens": round(q_usage["completion_tokens"] / queries),
+            })
+        index.close()
+    return {"suite": "cost", "data": f"hotpotqa-100 (first {passages} passages, {corpus_tokens} tokens)",
+            "queries": queries, "model": "CountingChatModel(FakeChatModel(SchemaResponder()))", "rows": rows}
+
+
+def cost_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"{result['data']}; {result['queries']} queries; every request counted with tiktoken by `{result['model']}`.",
+        "",
+        "| system | index calls / 1k tok | index prompt tok / 1k | index completion tok / 1k | calls / query | prompt tok / query | completion tok / query |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        lines.append(
+            f"| {r['system']} | {r['index_calls_per_1k']} | {r['index_prompt_tokens_per_1k']:,} | {r['index_completion_tokens_per_1k']:,} | "
+            f"{r['query_calls']} | {r['query_prompt_tokens']:,} | {r['query_completion_tokens']:,} |"
+        )
+    return "\n".join(lines)
+
+
+# -- scale -----------------------------------------------------------------------------------
+WORDS = ["harbour", "river", "council", "market", "island", "ferry", "lighthouse", "museum", "survey", "fishery", "archive", "bridge", "railway", "school", "hospital", "library", "garden", "quarry", "mill", "forest", "valley", "ridge", "coast", "village", "castle", "church", "abbey", "festival", "treaty", "charter", "merchant", "guild", "harvest", "drought", "flood", "storm", "engineer", "painter", "poet", "sailor", "farmer"]
+NAMES = [f"{a}{b}" for a in ("Al", "Bar", "Cor", "Del", "Esk", "Fen", "Gar", "Hol", "Ist", "Jor") for b in ("ton", "by", "mere", "wick", "stead", "ham", "ford")]
+
+
+def synthetic_documents(n: int, seed: int = 3) -> list[dict[str, str]]:
+    """``n`` one-chunk documents of three sentences, each naming two places from a vocabulary
+    that grows with ``n`` (so the entity graph grows too)."""
+    rng = random.Random(seed)
+    vocabulary = [f"{name} {suffix}" for suffix in ("", "North", "South", "Mill", "Cross", "Bay", "Hill") for name in NAMES]
+    vocabulary = vocabulary[: max(20, min(len(vocabulary), n // 10))] + [f"Place{i}" for i in range(n // 50)]
+    docs = []
+    for i in range(n):
+        sentences = []
+        for _ in range(3):
+            a, b = rng.sample(vocabulary, 2)
+            w = rng.sample(WORDS, 5)
+            sentences.append(f"{a.strip()} has a {w[0]} and a {w[1]} near {b.strip()}, known for its {w[2]} {w[3]} {w[4]}.")
+        docs.append({"id": f"s{i}", "text": " ".join(sentences)})
+    return docs
+
+
+def scale_one(method: str, size: int, queries: int = 100) -> dict[str, Any]:
+    """Run in a subprocess: index ``size`` synthetic documents offline and time queries."""
+    return asyncio.run(_scale_one(method, size, queries))
+
+
+async def _scale_one(method: str, size: int, queries: int) -> dict[str, Any]:
+    documents = synthetic_documents(size)
+    index = build_index(method, embedder_for("hashing"), batch_size=1024)
+    start = time.perf_counter()
+    await index.ainsert(documents)
+    index_s = time.perf_counter() - start
+    rng = random.Random(9)
+    latencies: dict[str, list[float]] = {}
+    for mode in getattr(type(index), "modes", ()) or (None,):
+        retriever = index.as_retriever(k=HITS, mode=mode)
+        times = []
+        for _ in range(queries):
+            question = rng.choice(documents)["text"].split(",")[0]
+            t0 = time.perf_counter()
+            await retriever.aretrieve(question)
+            times.append((time.perf_counter() - t0) * 1000)
+        latencies[mode or method] = times
+    index.close()
+    return {
+        "method": method,
+        "size": size,
+        "index_seconds": round(index_s, 2),
+        "chunks_per_second": round(size / index_s, 1),
+        "latency_ms": {m: {"p50": round(statistics.median(t), 2), "p95": round(float(np.percentile(t, 95)), 2)} for m, t in latencies.items()},
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def scale(methods: list[str], sizes: list[int], timeout: float = 1800) -> dict[str, Any]:
+    rows = []
+    for method in methods:
+        for size in sizes:
+            cmd = [sys.executable, "-m", "benchmarks", "scale-one", method, str(size)]
+            try:
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+                rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            except subprocess.TimeoutExpired:
+                rows.append({"method": method, "size": size, "error": f"did not finish within {timeout:.0f} s"})
+            except subprocess.CalledProcessError as exc:
+                rows.append({"method": method, "size": size, "error": (exc.stderr or "").strip().splitlines()[-1:]})
+            print(f"scale: {rows[-1]}", file=sys.stderr)
+    return {"suite": "scale", "rows": rows}
+
+
+def scale_table(result: dict[str, Any]) -> str:
+    lines = [
+        "Synthetic one-chunk documents, offline (no model), hashing embedder; query latency excludes any model.",
+        "",
+        "| method | documents | index (s) | chunks/s | query p50 / p95 (ms), per mode | peak RSS (MB) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['method']} | {r['size']:,} | – | – | {r['error']} | – |")
+            continue
+        lat = "; ".join(f"{m} {v['p50']} / {v['p95']}" for m, v in r["latency_ms"].items())
+        lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {r['chunks_per_second']:,} | {lat} | {r['peak_rss_mb']} |")
+    return "\n".join(lines)

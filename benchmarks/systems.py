@@ -1,0 +1,54 @@
+"""The systems under test: every installed method (``rhizome.methods`` entry points) in every
+retrieval mode it declares, built the same way, so a method that lands appears here without
+harness code."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from rhizome.core.storage import method_registry
+
+
+@dataclass(frozen=True)
+class System:
+    method: str
+    mode: str | None
+
+    @property
+    def name(self) -> str:
+        return self.method if self.mode is None else f"{self.method}:{self.mode}"
+
+
+def index_class(method: str) -> Any:
+    registry = method_registry()
+    if method not in registry:
+        raise SystemExit(f"method {method!r} is not installed (installed: {', '.join(sorted(registry))})")
+    return registry[method].load()
+
+
+def available_methods() -> list[str]:
+    names = sorted(method_registry())
+    return ["naive", *[n for n in names if n != "naive"]]
+
+
+def systems(methods: list[str] | None = None) -> list[System]:
+    out = []
+    for method in methods or available_methods():
+        modes = getattr(index_class(method), "modes", ()) or (None,)
+        out.extend(System(method, mode) for mode in modes)
+    return out
+
+
+def build_index(method: str, embedder: Any, *, llm: Any = None, extractor: Any = None, **params: Any) -> Any:
+    """A fresh in-memory index of ``method``. ``extractor`` (e.g. imported OpenIE triples) is
+    passed to methods whose constructor accepts one."""
+    cls = index_class(method)
+    accepted = inspect.signature(cls).parameters
+    kwargs = {k: v for k, v in params.items() if k in accepted}
+    if extractor is not None:
+        if "extractor" not in accepted:
+            raise SystemExit(f"{method} does not accept an extractor; drop --openie for it")
+        kwargs["extractor"] = extractor
+    return cls(embedder, llm=llm, **kwargs)

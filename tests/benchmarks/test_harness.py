@@ -1,0 +1,81 @@
+"""Smoke tests of the benchmark harness on tiny slices of the real data (the full runs live in
+benchmarks/ and docs/benchmarks.md, not in the test suite)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import data, harness, metrics
+from benchmarks.__main__ import main
+from benchmarks.systems import System, systems
+from rhizome.core.types import Hit, Provenance
+
+try:
+    data.data_dir()
+    HAVE_DATA = True
+except FileNotFoundError:
+    HAVE_DATA = False
+needs_data = pytest.mark.skipif(not HAVE_DATA, reason="../shared/data is not beside the project")
+
+
+def hit(doc_ids: list[str], text: str = "t") -> Hit:
+    return Hit(id="h", text=text, score=1.0, provenance=Provenance(document_ids=doc_ids))
+
+
+def test_recall_counts_passages_in_citation_order():
+    ranked = metrics.ranked_documents([hit(["A", "B"]), hit(["B"]), hit(["C"])])
+    assert ranked == ["A", "B", "C"]
+    assert metrics.recall_at(ranked, ["B", "C"], 2) == 0.5
+    assert metrics.recall_at(ranked, ["B", "C"], 5) == 1.0
+    assert metrics.recall_at(ranked, [], 5) == 0.0
+
+
+def test_answer_coverage_and_budget():
+    context = metrics.budgeted_context([hit(["A"], "Basal cell carcinoma is common. " * 50)], 20)
+    assert metrics.answer_coverage(context, "Basal cell carcinoma (BCC) is the most common") == pytest.approx(4 / 5)  # "most" is a stopword
+    assert metrics.answer_coverage("anything", "the of a") == 0.0
+
+
+def test_every_installed_method_is_a_system():
+    names = [s.name for s in systems()]
+    assert "naive" in names
+
+
+@needs_data
+def test_loaders_read_the_shared_data():
+    docs, questions = data.hotpotqa()
+    assert len(docs) == 994 and len(questions) == 100
+    assert all(q.supporting for q in questions)
+    assert {d.id for d in docs} >= set(questions[0].supporting)
+    _, medical = data.medical()
+    assert {"Fact Retrieval", "Complex Reasoning"} <= {q.type for q in medical}
+    assert data.wos_round(1, 2)["test"] == []  # not published: an empty split, not an error
+
+
+@needs_data
+async def test_retrieval_and_cost_suites_on_a_slice():
+    result = await harness.retrieval([System("naive", None)], "hashing", limit=5)
+    row = result["rows"][0]
+    assert row["system"] == "naive" and 0.0 <= row["recall@2"] <= row["recall@5"] <= 1.0
+    assert "| naive |" in harness.retrieval_table(result)
+    cost = await harness.cost([System("naive", None)], passages=10, queries=2)
+    assert cost["rows"][0]["index_calls_per_1k"] == 0  # naive RAG never calls a chat model
+
+
+def test_scale_one_in_process():
+    result = harness.scale_one("naive", 50, queries=5)
+    assert result["size"] == 50 and result["chunks_per_second"] > 0
+    assert set(result["latency_ms"]["naive"]) == {"p50", "p95"}
+
+
+@needs_data
+def test_command_line_writes_results(tmp_path, monkeypatch, capsys):
+    import benchmarks.__main__ as cli
+
+    monkeypatch.setattr(cli, "RESULTS", tmp_path)
+    assert main(["retrieval", "--methods", "naive", "--limit", "3"]) == 0
+    saved = json.loads((tmp_path / "retrieval-hashing.json").read_text())
+    assert saved["questions"] == 3
+    assert "Recall@2" in capsys.readouterr().out
