@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "peers":
         from benchmarks import peers
 
-        result = asyncio.run(peers.run(args.passages))
+        result = peers.run(args.passages)
         save("peers", result)
         table = peers.table(result)
         print(table)

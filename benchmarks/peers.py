@@ -268,7 +268,7 @@ async def run_one(system: str, passages: int) -> dict[str, Any]:
     return result
 
 
-async def run(passages: int, systems: list[str] | None = None, timeout: float = 3600) -> dict[str, Any]:
+def run(passages: int, systems: list[str] | None = None, timeout: float = 3600) -> dict[str, Any]:
     rows = []
     for system in systems or SYSTEMS:
         cmd = [sys.executable, "-m", "benchmarks.peers", system, str(passages)]
