@@ -1,0 +1,129 @@
+"""Profiling and deduplication: per-chunk mentions folded into entity and relation profiles.
+
+An entity's profile is a pure function of the ordered list of its mentions (in the order of its
+source chunks, then of the mentions inside a chunk); so is a relation's. Adding a chunk folds
+its mentions onto the stored profile; removing a chunk rebuilds the profile from the remaining
+chunks' stored mentions. Both give the record that folding the remaining mentions from scratch
+gives, which is why an insert followed by a delete returns exactly the records held before.
+
+Merge rules (paper §3.1 "deduplication", reference code):
+
+- entity: display name = the first mention's; type = majority vote over mentions with a type
+  (ties: the type seen first); descriptions = distinct fragments in first-seen order; sources =
+  chunk ids in the order they arrived;
+- relation (undirected, keyed by its pair of entity ids): weight = sum of strengths; keywords =
+  union (case-insensitive) in first-seen order; descriptions and sources as for entities.
+
+The profile *value* (``description``) is then the fragments joined, or a summary when they
+exceed the summary budget (see :class:`~rhizome.core.summarize.DescriptionSummarizer`).
+"""
+
+from __future__ import annotations
+
+from rhizome.core.extraction.schema import relation_id, relation_key
+from rhizome.core.types import Entity, Relation
+from rhizome.lightrag.schema import EntityMention, RelationMention
+
+
+def pair_id(a: str, b: str) -> tuple[str, str, str]:
+    """The undirected key of a relation between two entity ids."""
+    return relation_key(a, b, "", directed=False)
+
+
+def relation_id_for(a: str, b: str) -> str:
+    return relation_id(pair_id(a, b))
+
+
+def new_entity(entity_id: str, name: str) -> Entity:
+    return Entity(id=entity_id, name=name, metadata={"type_votes": []})
+
+
+def fold_entity(entity: Entity, mention: EntityMention, chunk_id: str) -> None:
+    """Add one mention to an entity profile in place."""
+    if chunk_id not in entity.source_chunk_ids:
+        entity.source_chunk_ids.append(chunk_id)
+    text = mention.description.strip()
+    if text and text not in entity.descriptions:
+        entity.descriptions.append(text)
+    if mention.type:
+        votes: list[list] = entity.metadata.setdefault("type_votes", [])
+        for vote in votes:
+            if vote[0] == mention.type:
+                vote[1] += 1
+                break
+        else:
+            votes.append([mention.type, 1])
+        best = max(range(len(votes)), key=lambda i: (votes[i][1], -i))
+        entity.type = votes[best][0]
+
+
+def new_relation(relation_key_: tuple[str, str, str]) -> Relation:
+    return Relation(
+        id=relation_id(relation_key_),
+        source=relation_key_[0],
+        target=relation_key_[1],
+        weight=0.0,
+        metadata={"directed": False},
+    )
+
+
+def fold_relation(relation: Relation, mention: RelationMention, chunk_id: str) -> None:
+    """Add one mention to a relation profile in place."""
+    if chunk_id not in relation.source_chunk_ids:
+        relation.source_chunk_ids.append(chunk_id)
+    relation.weight += float(mention.strength)
+    text = mention.description.strip()
+    if text and text not in relation.descriptions:
+        relation.descriptions.append(text)
+    have = {k.casefold() for k in relation.keywords}
+    for word in mention.keywords:
+        if word and word.casefold() not in have:
+            relation.keywords.append(word)
+            have.add(word.casefold())
+
+
+def copy_entity(entity: Entity) -> Entity:
+    votes = [list(v) for v in entity.metadata.get("type_votes", [])]
+    return entity.model_copy(
+        update={
+            "descriptions": list(entity.descriptions),
+            "source_chunk_ids": list(entity.source_chunk_ids),
+            "metadata": {**entity.metadata, "type_votes": votes},
+        }
+    )
+
+
+def copy_relation(relation: Relation) -> Relation:
+    return relation.model_copy(
+        update={
+            "descriptions": list(relation.descriptions),
+            "keywords": list(relation.keywords),
+            "source_chunk_ids": list(relation.source_chunk_ids),
+            "metadata": dict(relation.metadata),
+        }
+    )
+
+
+def entity_text(entity: Entity) -> str:
+    """What the entity vector embeds: its key (the name) and its value (the description)."""
+    return f"{entity.name}\n{entity.description}".strip()
+
+
+def relation_text(relation: Relation, source_name: str, target_name: str) -> str:
+    """What the relation vector embeds: its theme keywords (its keys), both names and its value."""
+    keywords = ", ".join(relation.keywords)
+    return f"{keywords}\t{source_name}\t{target_name}\n{relation.description}".strip()
+
+
+__all__ = [
+    "copy_entity",
+    "copy_relation",
+    "entity_text",
+    "fold_entity",
+    "fold_relation",
+    "new_entity",
+    "new_relation",
+    "pair_id",
+    "relation_id_for",
+    "relation_text",
+]
