@@ -1,0 +1,137 @@
+"""A LangChain Runnable over a Rhizome classifier (the GORAG classifier of ``rhizome-gorag``).
+
+The Runnable is generic: it adapts any object with ``aclassify(text, online=...)``,
+``classify`` and ``abatch(texts, online=...)`` returning pydantic results with a ``label`` —
+so this package needs no dependency on the classifier's package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig, RunnableSerializable
+from langchain_core.runnables.config import ensure_config
+from pydantic import ConfigDict, field_validator
+
+from rhizome.core.aio import run_sync
+
+ClassifierInput = str | dict[str, Any]
+
+
+class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
+    """Classify texts inside LangChain chains.
+
+    Input: a string, or a dict holding the text under ``input_key`` (so it composes after a
+    prompt-free step such as ``RunnablePassthrough``). Output: with ``output="result"``
+    (default) a JSON-serialisable dict — ``label``, ``candidates``, the Steiner ``tree``,
+    ``evidence`` keywords, ``hallucinated``, ...; with ``output="label"`` the label string.
+
+    ``batch`` / ``abatch`` keep the classifier's semantics: with online indexing the texts are
+    classified one after another in input order (each may grow the graph for the next).
+
+    Example:
+        .. code-block:: python
+
+            from rhizome.gorag import GORAGClassifier
+            clf = GORAGClassifier("ollama:qwen2.5:7b-instruct")
+            clf.fit_round(texts, labels)
+            chain = RhizomeClassifier(classifier=clf, output="label")
+            chain.invoke("A convolutional network for retinal images ...")
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    classifier: Any
+    """The classifier: anything with ``classify``, ``aclassify`` and ``abatch``."""
+    input_key: str = "text"
+    """Key of the text when the input is a dict."""
+    output: Literal["result", "label"] = "result"
+    online: bool | None = None
+    """Override the classifier's online indexing for calls through this Runnable."""
+
+    @field_validator("classifier")
+    @classmethod
+    def _check(cls, value: Any) -> Any:
+        if all(callable(getattr(value, name, None)) for name in ("classify", "aclassify", "abatch")):
+            return value
+        raise ValueError(
+            f"classifier must have classify, aclassify and abatch (e.g. rhizome.gorag.GORAGClassifier); "
+            f"got {type(value).__name__}"
+        )
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        return False
+
+    def _text(self, value: ClassifierInput) -> str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict) and isinstance(value.get(self.input_key), str):
+            return value[self.input_key]
+        raise ValueError(
+            f"RhizomeClassifier takes a string or a dict with a string under {self.input_key!r}; "
+            f"got {type(value).__name__}"
+        )
+
+    def _shape(self, result: Any) -> Any:
+        return result.label if self.output == "label" else result.model_dump(mode="json")
+
+    async def _aone(self, value: ClassifierInput) -> Any:
+        return self._shape(await self.classifier.aclassify(self._text(value), online=self.online))
+
+    def _one(self, value: ClassifierInput) -> Any:
+        return run_sync(self._aone(value))
+
+    def invoke(self, input: ClassifierInput, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._call_with_config(self._one, input, ensure_config(config), run_type="chain")
+
+    async def ainvoke(self, input: ClassifierInput, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self._acall_with_config(self._aone, input, ensure_config(config), run_type="chain")
+
+    async def _amany(self, inputs: Sequence[ClassifierInput]) -> list[Any]:
+        texts = [self._text(value) for value in inputs]
+        return [self._shape(r) for r in await self.classifier.abatch(texts, online=self.online)]
+
+    def batch(
+        self,
+        inputs: list[ClassifierInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        if not inputs:
+            return []
+        if return_exceptions:  # per-input errors: fall back to one call per input, in order
+            out: list[Any] = []
+            for value in inputs:
+                try:
+                    out.append(self.invoke(value, config if isinstance(config, dict) else None))
+                except Exception as exc:  # noqa: BLE001 - LangChain's contract
+                    out.append(exc)
+            return out
+        return run_sync(self._amany(inputs))
+
+    async def abatch(
+        self,
+        inputs: list[ClassifierInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        if not inputs:
+            return []
+        if return_exceptions:
+            out: list[Any] = []
+            for value in inputs:
+                try:
+                    out.append(await self.ainvoke(value, config if isinstance(config, dict) else None))
+                except Exception as exc:  # noqa: BLE001 - LangChain's contract
+                    out.append(exc)
+            return out
+        return await self._amany(inputs)
+
+
+__all__ = ["RhizomeClassifier"]

@@ -1,0 +1,59 @@
+"""Small fixtures for the GORAG tests: a toy two-round corpus and a scripted chat model."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from rhizome.core.models.fake import FakeChatModel
+from rhizome.gorag import prompts
+
+ROUND1 = [
+    ("cardiology", "The heart pumps blood; cardiac arrhythmia and heart failure need cardiology care."),
+    ("cardiology", "Coronary artery disease narrows arteries of the heart and causes angina."),
+    ("astronomy", "Telescopes observe galaxies, stars and distant planets in the night sky."),
+    ("astronomy", "A supernova is the explosion of a massive star seen by telescopes."),
+]
+ROUND2 = [
+    ("cooking", "Bake the bread dough in a hot oven; the recipe needs flour, yeast and salt."),
+    ("cooking", "Simmer the sauce, season the recipe with garlic and herbs, then roast vegetables."),
+]
+QUERIES = [
+    ("cardiology", "Heart failure patients with arrhythmia were treated in cardiology."),
+    ("astronomy", "The telescope found a new planet orbiting a distant star."),
+    ("cooking", "A bread recipe with flour and yeast baked in the oven."),
+]
+
+
+def split(rows):
+    return [t for _, t in rows], [label for label, _ in rows]
+
+
+def scripted_model(*, choose=None, **kwargs: Any) -> FakeChatModel:
+    """A fake model that extracts keywords (words longer than 5 letters), describes labels from
+    their name, and classifies by the first candidate (or ``choose(prompt)``)."""
+
+    def respond(messages, schema):
+        system, prompt = messages[0]["content"], messages[-1]["content"]
+        if system == prompts.EXTRACT_SYSTEM:
+            text = prompt.split("Text:\n", 1)[1].rsplit("\n\nAnswer with JSON", 1)[0]
+            words = [w.strip(".,;()").lower() for w in text.split()]
+            return {"keywords": list(dict.fromkeys(w for w in words if len(w) > 5))[:8]}
+        if system == prompts.DESCRIBE_SYSTEM:
+            name = prompt.split('named "', 1)[1].split('"', 1)[0]
+            return {"description": f"Texts about {name} and its typical subjects."}
+        if system == prompts.CLASSIFY_SYSTEM:
+            if choose is not None:
+                return {"label": choose(prompt)}
+            first = prompt.split("Candidate labels:\n- ", 1)[1].split("\n", 1)[0].split(":", 1)[0]
+            return {"label": first}
+        raise AssertionError(f"unexpected prompt: {json.dumps(messages)[:200]}")
+
+    return FakeChatModel(respond, **kwargs)
+
+
+@pytest.fixture
+def model() -> FakeChatModel:
+    return scripted_model()

@@ -1,0 +1,220 @@
+"""The GORAG classifier end to end: offline and with a scripted model, online indexing,
+fallbacks, hallucinations, persistence and input errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rhizome.core.errors import (
+    ConfigurationError,
+    IndexFormatError,
+    IndexNotFoundError,
+    InvalidInputError,
+)
+from rhizome.gorag import GORAGClassifier
+from tests.gorag.conftest import QUERIES, ROUND1, ROUND2, scripted_model, split
+
+
+def two_rounds(clf: GORAGClassifier) -> GORAGClassifier:
+    clf.fit_round(*split(ROUND1))
+    clf.fit_round(*split(ROUND2))
+    return clf
+
+
+@pytest.mark.parametrize("steiner", ["mehlhorn", "mst_prune"])
+def test_offline_classifier_end_to_end(steiner):
+    clf = two_rounds(GORAGClassifier(steiner=steiner))
+    assert clf.keyword_source == "tfidf" and clf.label_choice == "graph"
+    for gold, text in QUERIES:
+        result = clf.classify(text, online=False)
+        assert result.label == gold
+        assert result.label in result.candidates
+        assert result.chosen_by == "graph" and result.round == 2
+        assert result.evidence, "the label should be backed by query keywords"
+        assert result.tree.method == steiner
+        assert all(t.startswith(("kw:", "label:")) for t in result.tree.terminals)
+        json.dumps(result.model_dump())  # JSON-serialisable
+
+
+def test_label_name_in_query_is_a_terminal():
+    clf = two_rounds(GORAGClassifier())
+    result = clf.classify("Notes on astronomy for beginners", online=False)
+    assert "label:astronomy" in result.tree.terminals
+    assert result.label == "astronomy"
+
+
+def test_online_indexing_adds_only_unseen_keywords():
+    kws = {
+        **{t: ["heart", "artery"] for _, t in ROUND1[:2]},
+        **{t: ["telescope", "star"] for _, t in ROUND1[2:]},
+        "query": ["heart", "valve", "star", "astronomy"],
+    }
+    clf = GORAGClassifier(keyword_source=lambda t: kws.get(t, []))
+    clf.fit_round(*split(ROUND1))
+    before_edges = {frozenset(e) for e in clf.graph.edges}
+    n_texts = clf.stats.n_texts
+    heart_edges = dict(clf.graph["kw:heart"])
+    result = clf.classify("query")
+    assert result.new_keywords == ["valve"]
+    assert result.indexed == ["valve"]
+    assert clf.stats.n_texts == n_texts + 1
+    after = {frozenset(e) for e in clf.graph.edges}
+    assert after - before_edges == {frozenset(("kw:valve", f"label:{result.label}"))}
+    assert dict(clf.graph["kw:heart"]) == heart_edges  # existing keywords gain no edge
+    # "astronomy" is a label name: a terminal, never indexed as a keyword
+    assert "kw:astronomy" not in clf.graph
+    # the same query again: nothing is new any more
+    again = clf.classify("query")
+    assert again.indexed == [] and again.new_keywords == []
+    # online=False never changes the graph
+    snapshot = clf.stats_summary()
+    clf.classify("query", online=False)
+    assert clf.stats_summary() == snapshot
+
+
+def test_fallbacks_for_zero_and_one_terminal():
+    kws = {ROUND1[0][1]: ["heart"], ROUND1[2][1]: ["star"], "none": ["zebra"], "one": ["heart", "zebra"]}
+    clf = GORAGClassifier(keyword_source=lambda t: kws[t], name_keywords=False)
+    clf.fit_round([ROUND1[0][1], ROUND1[2][1]], ["cardiology", "astronomy"])
+    none = clf.classify("none", online=False)
+    assert none.fallback == "no_terminals"
+    assert sorted(none.candidates) == ["astronomy", "cardiology"]
+    assert none.label in ("astronomy", "cardiology")
+    one = clf.classify("one", online=False)
+    assert one.candidates == ["cardiology"] and one.label == "cardiology"
+    assert one.evidence == ["heart"]
+    assert one.tree.edges and one.tree.cost > 0
+
+
+def test_disconnected_round_one_graph_unions_components():
+    kws = {ROUND1[0][1]: ["heart"], ROUND1[2][1]: ["star"], "q": ["heart", "star"]}
+    clf = GORAGClassifier(keyword_source=lambda t: kws[t], name_keywords=False)
+    clf.fit_round([ROUND1[0][1], ROUND1[2][1]], ["cardiology", "astronomy"])
+    result = clf.classify("q", online=False)
+    assert sorted(result.candidates) == ["astronomy", "cardiology"]
+    assert result.unreachable == {"astronomy": 1, "cardiology": 1}
+
+
+def test_model_path_uses_prompts_and_descriptions(model):
+    clf = two_rounds(GORAGClassifier(model))
+    assert clf.keyword_source == "llm" and clf.label_choice == "model"
+    assert clf.labels["cooking"].description == "Texts about cooking and its typical subjects."
+    result = clf.classify(QUERIES[0][1])
+    assert result.chosen_by == "model" and result.label in clf.labels
+    assert result.label == result.candidates[0] and result.strict_match is True
+    classify_prompts = [m[-1]["content"] for m in model.requests if "Candidate labels" in m[-1]["content"]]
+    assert classify_prompts and "Texts about" in classify_prompts[-1]
+
+
+def test_hallucinated_answer_is_reported_and_not_indexed():
+    model = scripted_model(choose=lambda prompt: "banana bread")
+    clf = two_rounds(GORAGClassifier(model))
+    size = clf.stats_summary()
+    result = clf.classify(QUERIES[2][1])
+    assert result.hallucinated is True
+    assert result.model_answer == "banana bread"
+    assert result.label in clf.labels and result.chosen_by == "graph"
+    assert result.indexed == [] and clf.stats_summary() == size
+
+
+def test_known_label_outside_candidates_is_accepted():
+    model = scripted_model(choose=lambda prompt: "  'ASTRONOMY' ")
+    clf = two_rounds(GORAGClassifier(model))
+    result = clf.classify(QUERIES[2][1], online=False)
+    assert result.label == "astronomy" and not result.hallucinated
+    assert result.strict_match is False
+
+
+def test_constrained_schema_lists_known_labels(model):
+    clf = two_rounds(GORAGClassifier(model))
+    schema = clf._schema().model_json_schema()
+    assert schema["properties"]["label"]["enum"] == ["cardiology", "astronomy", "cooking"]
+
+
+def test_batch_online_is_sequential_and_matches_single_calls(model):
+    a = two_rounds(GORAGClassifier(scripted_model()))
+    b = two_rounds(GORAGClassifier(scripted_model()))
+    texts = [t for _, t in QUERIES]
+    batch = a.batch(texts)
+    single = [b.classify(t) for t in texts]
+    assert [r.model_dump() for r in batch] == [r.model_dump() for r in single]
+    assert a.stats_summary() == b.stats_summary()
+
+
+async def test_async_api(model):
+    clf = GORAGClassifier(model)
+    await clf.afit_round(*split(ROUND1))
+    result = await clf.aclassify(QUERIES[1][1])
+    assert result.label in clf.labels
+    results = await clf.abatch([t for _, t in QUERIES], online=False)
+    assert len(results) == 3
+
+
+def test_persist_and_load_round_trip(tmp_path):
+    clf = two_rounds(GORAGClassifier(steiner="mst_prune"))
+    clf.classify(QUERIES[0][1])  # grow the graph online
+    clf.persist(tmp_path / "clf")
+    loaded = GORAGClassifier.load(tmp_path / "clf")
+    assert loaded.stats_summary() == clf.stats_summary()
+    assert loaded.steiner == "mst_prune" and loaded.round == 2
+    assert {frozenset((u, v)): d for u, v, d in loaded.graph.edges(data=True)} == {
+        frozenset((u, v)): d for u, v, d in clf.graph.edges(data=True)
+    }
+    for _, text in QUERIES:
+        assert loaded.classify(text, online=False) == clf.classify(text, online=False)
+    # overriding a parameter on load
+    assert GORAGClassifier.load(tmp_path / "clf", online=False).online is False
+
+
+def test_load_errors(tmp_path, model):
+    with pytest.raises(IndexNotFoundError):
+        GORAGClassifier.load(tmp_path / "missing")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "classifier.json").write_text("{not json")
+    with pytest.raises(IndexFormatError):
+        GORAGClassifier.load(bad)
+    clf = two_rounds(GORAGClassifier(model))
+    clf.persist(tmp_path / "llm")
+    with pytest.raises(ConfigurationError, match="llm="):
+        GORAGClassifier.load(tmp_path / "llm")
+    offline = GORAGClassifier.load(tmp_path / "llm", keyword_source="tfidf")
+    assert offline.label_choice == "graph" and offline.classify(QUERIES[0][1]).label in offline.labels
+    data = json.loads((tmp_path / "llm" / "classifier.json").read_text())
+    data["format_version"] = 99
+    (tmp_path / "llm" / "classifier.json").write_text(json.dumps(data))
+    with pytest.raises(IndexFormatError, match="format 99"):
+        GORAGClassifier.load(tmp_path / "llm", model)
+
+
+def test_input_errors():
+    clf = GORAGClassifier()
+    with pytest.raises(ConfigurationError, match="fit_round"):
+        clf.classify("anything")
+    with pytest.raises(InvalidInputError):
+        clf.fit_round(["a text"], [])
+    with pytest.raises(InvalidInputError):
+        clf.fit_round(["  "], ["x"])
+    with pytest.raises(InvalidInputError):
+        clf.fit_round(["a text"], [""])
+    with pytest.raises(InvalidInputError):
+        clf.fit_round([], [])
+    clf.fit_round(*split(ROUND1))
+    with pytest.raises(InvalidInputError):
+        clf.classify("")
+    with pytest.raises(ConfigurationError):
+        GORAGClassifier(label_choice="model")
+    with pytest.raises(ConfigurationError):
+        GORAGClassifier(steiner="kou")
+    with pytest.raises(ConfigurationError):
+        GORAGClassifier(max_keywords=0)
+
+
+def test_zero_shot_labels_and_given_descriptions():
+    clf = GORAGClassifier()
+    clf.fit_round([], [], new_labels=["astronomy", "cardiology"], descriptions={"cardiology": "heart disease and arteries"})
+    assert clf.labels["cardiology"].description == "heart disease and arteries"
+    assert clf.classify("a study of heart disease", online=False).label == "cardiology"
+    assert clf.classify("astronomy of distant galaxies", online=False).label == "astronomy"
