@@ -110,3 +110,15 @@ def test_console_script_runs_the_offline_demo(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Salt Exchange" in result.stdout
     assert (tmp_path / "demo" / "manifest.json").exists()
+
+
+def test_query_offline_ignores_the_chat_model_the_index_was_built_with(tmp_path, capsys):
+    out_dir = tmp_path / "i"
+    run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline", "-q")
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    manifest["models"]["llm"] = "ollama:qwen2.5:7b-instruct"  # as if built with Ollama
+    (out_dir / "manifest.json").write_text(json.dumps(manifest))
+    code, _, err = run(capsys, "query", str(out_dir), "Who kept the Oskel light?")
+    assert code == 2 and "--offline" in err and "ollama serve" in err
+    code, out, _ = run(capsys, "query", str(out_dir), "Who kept the Oskel light?", "--offline", "--json")
+    assert code == 0 and json.loads(out)["hits"]

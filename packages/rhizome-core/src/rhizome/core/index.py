@@ -292,20 +292,28 @@ class BaseIndex:
 
     @classmethod
     def load(
-        cls, path: str | Path, embedder: Any = None, *, llm: Any = None, readonly: bool = False, **options: Any
+        cls,
+        path: str | Path,
+        embedder: Any = None,
+        *,
+        llm: Any = None,
+        offline: bool = False,
+        readonly: bool = False,
+        **options: Any,
     ) -> Any:
         """Open an index directory. Without ``embedder`` the one named in the manifest is rebuilt
         (with one, it must be the model the index was built with); the chat model is rebuilt from
-        the manifest too unless ``llm`` is given. ``options``: ``batch_size``, ``progress``."""
+        the manifest too unless ``llm`` is given, or ``offline=True`` asks for the offline steps
+        (no chat model). ``options``: ``batch_size``, ``progress``."""
         unknown = set(options) - {"batch_size", "progress"}
         if unknown:
             raise ConfigurationError(
                 f"{cls.__name__}.load() got unknown options {sorted(unknown)}; it accepts embedder, "
-                "llm, readonly, batch_size and progress"
+                "llm, offline, readonly, batch_size and progress"
             )
         manifest = read_manifest(path)
         resolved = _rebuild(embedder, manifest.models.get("embedder"), "embedder", resolve_embedder, path)
-        chat = _rebuild(llm, manifest.models.get("llm"), "llm", resolve_llm, path)
+        chat = None if offline else _rebuild(llm, manifest.models.get("llm"), "llm", resolve_llm, path)
         store = IndexStore.open(path, method=cls.method, embedder=resolved.name, readonly=readonly)
         return cls(resolved, llm=chat, _store=store, **store.manifest.parameters, **options)
 

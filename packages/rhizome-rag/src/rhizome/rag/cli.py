@@ -176,17 +176,29 @@ def _print_answer(answer: Answer) -> None:
 def cmd_query(args: argparse.Namespace) -> int:
     manifest = read_manifest(args.index)
     embed_spec = manifest.models.get("embedder") or OFFLINE_EMBED
-    if _is_ollama(embed_spec):
+    llm_spec = None if args.offline else manifest.models.get("llm")
+    if _is_ollama(embed_spec) or _is_ollama(llm_spec):
         from rhizome.core.models.ollama import check_ollama, require_model
 
         status = check_ollama()
         if not status.reachable:
-            raise ModelUnavailableError(
-                f"this index was built with {embed_spec} and Ollama is not reachable at {status.host} — "
-                "start it with `ollama serve` (an index can only be queried with the embedder that built it)"
+            why = (
+                "an index can only be queried with the embedder that built it"
+                if _is_ollama(embed_spec)
+                else f"this index queries {llm_spec}; pass --offline to use the offline steps instead"
             )
-        require_model(status, _ollama_model(embed_spec))
-    index = load_index(args.index, embedder=make_embedder(embed_spec, cache=_cache(args)), readonly=True)
+            raise ModelUnavailableError(
+                f"Ollama is not reachable at {status.host} — start it with `ollama serve` ({why})"
+            )
+        for spec in (embed_spec, llm_spec):
+            if _is_ollama(spec):
+                require_model(status, _ollama_model(spec))  # type: ignore[arg-type]
+    models: dict[str, Any] = {"embedder": make_embedder(embed_spec, cache=_cache(args)), "readonly": True}
+    if args.offline:
+        models["offline"] = True
+    elif llm_spec:
+        models["llm"] = make_chat_model(llm_spec, cache=_cache(args))
+    index = load_index(args.index, **models)
     try:
         retriever = index.as_retriever(k=args.k, mode=args.mode)
         hits = retriever.retrieve(args.question)
