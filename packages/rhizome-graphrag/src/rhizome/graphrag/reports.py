@@ -1,0 +1,383 @@
+"""Community reports: the context a report is written from, the model or offline writer, and the
+bottom-up scheduler that regenerates only reports whose input changed.
+
+Context (as GraphRAG builds it). A community's raw data is its entities (name, description,
+degree) and the relationships between its members (ranked by the combined degree of their
+endpoints), added edge by edge with their endpoints until ``max_input_tokens`` is reached. When
+the raw data of a community with sub-communities does not fit, the sub-communities' reports
+replace the raw data of their members (largest sub-community first), and raw rows of members
+whose sub-community report did not fit fill the remaining budget. Reports are therefore written
+level by level from the deepest up, each level concurrently.
+
+Offline reports are extractive: the title names the most connected members, the summary keeps
+the most central sentences of their descriptions (or of the sub-community summaries), the
+findings are the strongest relationships, and the rating grows with the community's internal
+relation weight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rhizome.core.summarize import extractive_summary
+from rhizome.core.text import count_tokens, truncate_tokens
+from rhizome.core.types import Community, Entity, Relation
+from rhizome.graphrag.graph import GraphData
+from rhizome.graphrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
+from rhizome.graphrag.schemas import ReportOutput
+
+
+def _cell(text: str, limit: int = 0) -> str:
+    text = " ".join(str(text).split()).replace("|", "/")
+    return truncate_tokens(text, limit) if limit else text
+
+
+@dataclass
+class ReportInput:
+    """What one report is written from."""
+
+    community: Community
+    text: str
+    tokens: int
+    entities: list[Entity] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    children: list[Community] = field(default_factory=list)
+    digest: str = ""
+
+
+def full_content(community: Community) -> str:
+    """A report as Markdown: title, summary, findings (what is embedded and returned as a hit)."""
+    parts = [f"# {community.title}", "", community.summary]
+    for finding in community.findings:
+        parts += ["", f"## {finding.get('summary', '')}", finding.get("explanation", "")]
+    return "\n".join(parts).strip()
+
+
+def short_content(community: Community, max_tokens: int = 500) -> str:
+    """Title, summary and finding headlines, for relevance rating."""
+    lines = [community.title, community.summary] + [f"- {f.get('summary', '')}" for f in community.findings]
+    return truncate_tokens("\n".join(x for x in lines if x), max_tokens)
+
+
+def has_report(community: Community) -> bool:
+    return bool(community.title and community.metadata.get("report"))
+
+
+def community_card(community: Community, graph: GraphData, max_tokens: int = 300) -> str:
+    """A report-less description of a community (its most connected members and what is said
+    about them): what lazy mode embeds and rates before any report exists."""
+    members = sorted(community.entity_ids, key=lambda e: (-graph.degree.get(e, 0), e))
+    lines = []
+    for eid in members:
+        entity = graph.entities.get(eid)
+        if entity is not None:
+            lines.append(f"{entity.name}: {_cell(entity.description, 60)}")
+    return truncate_tokens("\n".join(lines), max_tokens)
+
+
+def build_input(
+    community: Community,
+    graph: GraphData,
+    reports: Mapping[str, Community],
+    max_input_tokens: int,
+) -> ReportInput:
+    """The context of one community's report (see the module docstring)."""
+    member_set = set(community.entity_ids)
+    entities = sorted(
+        (graph.entities[e] for e in community.entity_ids if e in graph.entities),
+        key=lambda e: (-graph.degree.get(e.id, 0), e.id),
+    )
+    internal = sorted(
+        {
+            rid: graph.relations[rid]
+            for e in community.entity_ids
+            for rid in graph.relations_of.get(e, ())
+            if graph.relations[rid].source in member_set and graph.relations[rid].target in member_set
+        }.values(),
+        key=lambda r: (-graph.combined_degree(r), -r.weight, r.id),
+    )
+    raw_entities, raw_relations, raw_tokens = _pack_raw(entities, internal, graph, max_input_tokens, exhaustive=True)
+    children = [reports[c] for c in community.children if c in reports and has_report(reports[c])]
+    use_children = raw_tokens > max_input_tokens and bool(children)
+    chosen_children: list[Community] = []
+    if not use_children:
+        raw_entities, raw_relations, raw_tokens = _pack_raw(entities, internal, graph, max_input_tokens)
+        text = _render(raw_entities, raw_relations, [], graph)
+    else:
+        budget = max_input_tokens
+        covered: set[str] = set()
+        for child in sorted(children, key=lambda c: (-len(c.entity_ids), c.id)):
+            tokens = count_tokens(_child_row(child)) + 1
+            if tokens > budget:
+                continue
+            chosen_children.append(child)
+            covered.update(child.entity_ids)
+            budget -= tokens
+        rest_entities = [e for e in entities if e.id not in covered]
+        rest_relations = [r for r in internal if r.source not in covered or r.target not in covered]
+        raw_entities, raw_relations, _ = _pack_raw(rest_entities, rest_relations, graph, max(0, budget - 40))
+        text = _render(raw_entities, raw_relations, chosen_children, graph)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return ReportInput(
+        community=community,
+        text=text,
+        tokens=count_tokens(text),
+        entities=raw_entities,
+        relations=raw_relations,
+        children=chosen_children,
+        digest=digest,
+    )
+
+
+def _entity_row(entity: Entity, graph: GraphData) -> str:
+    return f"{entity.name}|{_cell(entity.type)}|{_cell(entity.description, 300)}|{graph.degree.get(entity.id, 0)}"
+
+
+def _relation_row(relation: Relation, graph: GraphData) -> str:
+    source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
+    target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
+    description = relation.description or relation.predicate or ", ".join(relation.keywords)
+    return f"{source}|{target}|{_cell(description, 200)}|{graph.combined_degree(relation)}"
+
+
+def _child_row(child: Community) -> str:
+    return f"{child.id}|{_cell(child.title)}|{_cell(child.summary, 400)}|{child.rating if child.rating is not None else ''}"
+
+
+def _pack_raw(
+    entities: Sequence[Entity],
+    relations: Sequence[Relation],
+    graph: GraphData,
+    budget: int,
+    *,
+    exhaustive: bool = False,
+) -> tuple[list[Entity], list[Relation], int]:
+    """Add relations (best first) with their endpoints while they fit, then leftover entities.
+    With ``exhaustive`` nothing is dropped and the total is returned (to test whether all fits)."""
+    by_id = {e.id: e for e in entities}
+    chosen_entities: dict[str, Entity] = {}
+    chosen_relations: list[Relation] = []
+    used = 60  # the section headers
+    for relation in relations:
+        rows = [count_tokens(_relation_row(relation, graph)) + 1]
+        new = [by_id[x] for x in (relation.source, relation.target) if x in by_id and x not in chosen_entities]
+        rows += [count_tokens(_entity_row(e, graph)) + 1 for e in new]
+        cost = sum(rows)
+        if not exhaustive and used + cost > budget:
+            continue
+        used += cost
+        for e in new:
+            chosen_entities[e.id] = e
+        chosen_relations.append(relation)
+        if exhaustive and used > budget:
+            return list(entities), list(relations), used + 1
+    for entity in entities:
+        if entity.id in chosen_entities:
+            continue
+        cost = count_tokens(_entity_row(entity, graph)) + 1
+        if not exhaustive and used + cost > budget:
+            continue
+        used += cost
+        chosen_entities[entity.id] = entity
+    ordered = [e for e in entities if e.id in chosen_entities]
+    return ordered, chosen_relations, used
+
+
+def _render(entities: list[Entity], relations: list[Relation], children: list[Community], graph: GraphData) -> str:
+    parts = []
+    if children:
+        parts += ["-----Sub-community reports-----", "id|title|summary|rating"]
+        parts += [_child_row(c) for c in children]
+    parts += ["-----Entities-----", "entity|type|description|degree"]
+    parts += [_entity_row(e, graph) for e in entities]
+    parts += ["-----Relationships-----", "source|target|description|combined_degree"]
+    parts += [_relation_row(r, graph) for r in relations]
+    return "\n".join(parts)
+
+
+class ReportWriter:
+    """Writes community reports with a chat model, or extractively when ``llm`` is ``None``.
+
+    Parameters
+    ----------
+    llm:
+        Chat model, or ``None`` for offline reports.
+    max_tokens:
+        Length the model is asked to keep a report within (GraphRAG ``max_length`` 2,000).
+    max_input_tokens:
+        Budget of a report's context (GraphRAG ``max_input_length`` 8,000).
+    language:
+        Language of the reports.
+    """
+
+    def __init__(
+        self, llm: Any = None, *, max_tokens: int = 2000, max_input_tokens: int = 8000, language: str = "English"
+    ) -> None:
+        self.llm = llm
+        self.max_tokens = max_tokens
+        self.max_input_tokens = max_input_tokens
+        self.language = language
+
+    @property
+    def kind(self) -> str:
+        return "offline" if self.llm is None else "model"
+
+    def input_digest(self, data: ReportInput) -> str:
+        """What a stored report must match to be reused: its context and how it is written."""
+        key = f"{self.kind}|{getattr(self.llm, 'name', '')}|{self.language}|{self.max_tokens}|{data.digest}"
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+    async def awrite(self, data: ReportInput, graph: GraphData) -> Community:
+        """The community with its report fields filled in."""
+        if self.llm is None:
+            fields = offline_report(data, graph)
+        else:
+            prompt = REPORT_PROMPT.format(
+                children_note=CHILDREN_NOTE if data.children else "",
+                language=self.language,
+                context=data.text,
+            ) + f"\nKeep the whole report within about {self.max_tokens} tokens."
+            out = await self.llm.acomplete_json(prompt, ReportOutput, system=REPORT_SYSTEM)
+            fields = {
+                "title": out.title,
+                "summary": out.summary,
+                "rating": out.rating,
+                "rating_explanation": out.rating_explanation,
+                "findings": [{"summary": f.summary, "explanation": f.explanation} for f in out.findings],
+            }
+        community = data.community.model_copy(deep=True)
+        community.title = fields["title"]
+        community.summary = fields["summary"]
+        community.rating = float(fields["rating"])
+        community.findings = fields["findings"]
+        community.metadata.update(
+            report=self.kind,
+            rating_explanation=fields["rating_explanation"],
+            input_digest=self.input_digest(data),
+            from_children=[c.id for c in data.children],
+        )
+        return community
+
+    async def aschedule(
+        self,
+        communities: Sequence[Community],
+        graph: GraphData,
+        previous: Mapping[str, Community],
+        *,
+        only: set[str] | None = None,
+    ) -> tuple[dict[str, Community], int]:
+        """Reports for ``communities`` (all of them, or those in ``only``), deepest level first,
+        each level concurrently. A previous report whose input digest still matches is reused.
+        Returns the communities by id (with reports where written or reused; others unchanged)
+        and the number of reports written."""
+        result: dict[str, Community] = {c.id: c for c in communities}
+        for cid, old in previous.items():
+            if cid in result and has_report(old):
+                result[cid] = old  # candidate for reuse, checked below
+        by_level: dict[int, list[Community]] = {}
+        for c in communities:
+            by_level.setdefault(c.level, []).append(c)
+        written = 0
+        for level in sorted(by_level, reverse=True):
+            todo: list[ReportInput] = []
+            for c in by_level[level]:
+                if only is not None and c.id not in only:
+                    if not (has_report(result[c.id]) and self._still_valid(c, result, graph)):
+                        result[c.id] = c
+                    continue
+                data = build_input(c, graph, result, self.max_input_tokens)
+                old = previous.get(c.id)
+                if old is not None and has_report(old) and old.metadata.get("input_digest") == self.input_digest(data):
+                    result[c.id] = _with_structure(old, c)
+                    continue
+                result[c.id] = c
+                todo.append(data)
+            if todo:
+                written += len(todo)
+                for community in await asyncio.gather(*(self.awrite(d, graph) for d in todo)):
+                    result[community.id] = community
+        return result, written
+
+    def _still_valid(self, community: Community, reports: Mapping[str, Community], graph: GraphData) -> bool:
+        old = reports[community.id]
+        data = build_input(community, graph, reports, self.max_input_tokens)
+        return old.metadata.get("input_digest") == self.input_digest(data)
+
+
+def _with_structure(report: Community, structure: Community) -> Community:
+    """A reused report carrying the current hierarchy links and label."""
+    copy = report.model_copy(deep=True)
+    copy.parent = structure.parent
+    copy.children = list(structure.children)
+    copy.metadata.update({k: v for k, v in structure.metadata.items() if k in ("label", "size")})
+    return copy
+
+
+def offline_report(data: ReportInput, graph: GraphData) -> dict[str, Any]:
+    """An extractive report from a community's context (no model)."""
+    community = data.community
+    members = sorted(
+        (graph.entities[e] for e in community.entity_ids if e in graph.entities),
+        key=lambda e: (-graph.degree.get(e.id, 0), e.id),
+    )
+    names = [e.name for e in members[:3]]
+    if len(names) > 1:
+        title = ", ".join(names[:-1]) + " and " + names[-1]
+    else:
+        title = names[0] if names else community.id
+    if len(members) > 3:
+        title += f" (+{len(members) - 3} more)"
+    fragments = [c.summary for c in data.children] + [e.description for e in members[:12] if e.description]
+    summary = extractive_summary(fragments, 120) if fragments else ""
+    if not summary:
+        summary = f"A group of {len(members)} related entities: {', '.join(e.name for e in members[:8])}."
+    member_set = set(community.entity_ids)
+    weight = sum(
+        graph.relations[rid].weight
+        for e in community.entity_ids
+        for rid in graph.relations_of.get(e, ())
+        if graph.relations[rid].source == e and graph.relations[rid].target in member_set
+    )
+    rating = round(min(10.0, 2.0 * math.log2(1.0 + weight)), 1)
+    findings: list[dict[str, str]] = []
+    for child in data.children[:4]:
+        findings.append({"summary": child.title, "explanation": _cell(child.summary, 120)})
+    for relation in sorted(data.relations, key=lambda r: (-r.weight, -graph.combined_degree(r), r.id)):
+        if len(findings) >= 8:
+            break
+        source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
+        target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
+        label = relation.predicate or ", ".join(relation.keywords[:2])
+        headline = f"{source} – {target}" + (f" ({label})" if label else "")
+        findings.append({"summary": headline, "explanation": _cell(relation.description or headline, 120)})
+    for entity in members:
+        if len(findings) >= 3:
+            break
+        if entity.description:
+            findings.append({"summary": entity.name, "explanation": _cell(entity.description, 120)})
+    if not findings:
+        findings.append({"summary": title, "explanation": summary})
+    return {
+        "title": title,
+        "summary": summary,
+        "rating": rating,
+        "rating_explanation": f"{len(members)} entities with an internal relation weight of {weight:g}.",
+        "findings": findings,
+    }
+
+
+__all__ = [
+    "ReportInput",
+    "ReportWriter",
+    "build_input",
+    "community_card",
+    "full_content",
+    "has_report",
+    "offline_report",
+    "short_content",
+]

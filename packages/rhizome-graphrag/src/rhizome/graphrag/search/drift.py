@@ -1,0 +1,226 @@
+"""DRIFT-style search: a global primer over report embeddings, then local follow-ups.
+
+1. Primer. The query is matched to the community report vectors (``primer_k`` reports); with a
+   model, the reports are split into ``primer_folds`` folds and each fold is one call returning
+   what the reports say, follow-up questions and a score.
+2. Follow-ups. The best pending questions (``followups_per_depth``, by the score of the step that
+   asked them) each run a local search with DRIFT's local settings (90% chunks, 10% reports);
+   with a model, one call per follow-up reads that context and answers it, possibly asking
+   further questions. This repeats ``n_depth`` times.
+
+Offline there is no model to ask questions: the follow-ups are the query joined with the title
+of each of the best primer reports (its most connected entities), one round deep.
+
+Hits: the intermediate answers (``point`` hits citing their reports and chunks), then the local
+hits of the follow-ups interleaved round-robin (chunks first), then the primer reports;
+de-duplicated and scored by their position.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from rhizome.core.text import truncate_tokens
+from rhizome.core.types import Community, Hit
+from rhizome.graphrag.prompts import DRIFT_FOLLOWUP_PROMPT, DRIFT_PRIMER_PROMPT, DRIFT_SYSTEM
+from rhizome.graphrag.reports import full_content
+from rhizome.graphrag.schemas import DriftStep
+from rhizome.graphrag.search._common import (
+    SyncRetrieve,
+    check_k,
+    check_positive,
+    check_query,
+    dedupe,
+    provenance,
+    query_vector,
+    search_collection,
+    usage_delta,
+    usage_of,
+)
+from rhizome.graphrag.search.local import LocalSearch
+
+
+@dataclass(order=True)
+class _Action:
+    priority: float
+    question: str = field(compare=False)
+    depth: int = field(compare=False)
+
+
+class DriftSearch(SyncRetrieve):
+    """DRIFT search over a :class:`~rhizome.graphrag.index.GraphRAGIndex`.
+
+    Parameters
+    ----------
+    k:
+        Hits returned (default 20).
+    primer_k:
+        Reports read by the primer (GraphRAG ``drift_k_followups`` 20).
+    primer_folds:
+        Primer calls the reports are split over (GraphRAG ``primer_folds`` 5).
+    n_depth:
+        Rounds of follow-ups (GraphRAG ``n_depth`` 3).
+    followups_per_depth:
+        Follow-up questions run per round (not fixed by GraphRAG; 3).
+    local_k, local_max_tokens, local_text_unit_prop, local_community_prop:
+        DRIFT's local search settings (GraphRAG: 10 entities, 12,000 tokens, 0.9, 0.1).
+    context_max_tokens:
+        Tokens of a follow-up's local context shown to the model (8,000).
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        k: int | None = None,
+        *,
+        primer_k: int = 20,
+        primer_folds: int = 5,
+        n_depth: int = 3,
+        followups_per_depth: int = 3,
+        local_k: int = 10,
+        local_max_tokens: int = 12000,
+        local_text_unit_prop: float = 0.9,
+        local_community_prop: float = 0.1,
+        context_max_tokens: int = 8000,
+    ) -> None:
+        self.index = index
+        self.k = check_k(k, 20)
+        self.primer_k = check_positive("primer_k", primer_k)
+        self.primer_folds = check_positive("primer_folds", primer_folds)
+        self.n_depth = check_positive("n_depth", n_depth)
+        self.followups_per_depth = check_positive("followups_per_depth", followups_per_depth)
+        self.context_max_tokens = check_positive("context_max_tokens", context_max_tokens)
+        self.local = LocalSearch(
+            index,
+            k=local_k,
+            max_tokens=local_max_tokens,
+            text_unit_prop=local_text_unit_prop,
+            community_prop=local_community_prop,
+        )
+        self.last_stats: dict[str, Any] = {}
+
+    async def aretrieve(self, query: str, k: int | None = None) -> list[Hit]:
+        check_query(query)
+        k = check_k(k, self.k)
+        before = usage_of(self.index.llm)
+        graph = self.index.graph()
+        llm = self.index.llm
+        vector = await query_vector(self.index, query)
+        ranked = search_collection(self.index, self.index.COMMUNITY_COLLECTION, vector, self.primer_k)
+        ids = [cid for cid, _ in ranked if cid in graph.communities]
+        similarity = dict(ranked)
+        reports = await self.index.areports(ids)
+        primer = [reports[c] for c in ids if c in reports and reports[c].title]
+
+        points: list[tuple[float, str, list[str], list[str]]] = []  # score, text, report ids, chunk ids
+        actions: list[_Action] = []
+        if llm is not None and primer:
+            folds = [primer[i :: self.primer_folds] for i in range(self.primer_folds)]
+            folds = [f for f in folds if f]
+
+            async def prime(fold: list[Community]) -> DriftStep:
+                context = "\n\n".join(f"----- report {c.id} -----\n{full_content(c)}" for c in fold)
+                prompt = DRIFT_PRIMER_PROMPT.format(
+                    question=query,
+                    context=truncate_tokens(context, self.context_max_tokens),
+                    language=self.index.language,
+                    n_followups=self.followups_per_depth,
+                )
+                return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
+
+            for fold, step in zip(folds, await asyncio.gather(*(prime(f) for f in folds))):
+                chunk_ids = [x for c in fold for x in graph.community_chunks(c)[:5]]
+                if step.answer.strip():
+                    points.append((step.score, step.answer.strip(), [c.id for c in fold], chunk_ids))
+                actions += [_Action(-step.score, q.strip(), 1) for q in step.follow_ups if q.strip()]
+        else:
+            for rank, community in enumerate(primer[: self.followups_per_depth]):
+                actions.append(_Action(float(rank), f"{query} {community.title}", 1))
+
+        local_lists: list[list[Hit]] = []
+        done: set[str] = set()
+        steps = 0
+        for depth in range(1, self.n_depth + 1):
+            pending = sorted(a for a in actions if a.depth == depth and a.question.lower() not in done)
+            todo = []
+            for action in pending:
+                if action.question.lower() in done:
+                    continue
+                done.add(action.question.lower())
+                todo.append(action)
+                if len(todo) >= self.followups_per_depth:
+                    break
+            if not todo:
+                break
+            contexts = await asyncio.gather(*(self.local.abuild(a.question) for a in todo))
+            steps += len(todo)
+            for context in contexts:
+                local_lists.append(context.hits)
+            if llm is None or depth == self.n_depth:
+                continue
+
+            async def follow(action: _Action, hits: list[Hit]) -> DriftStep:
+                text = "\n\n".join(f"[{h.kind}] {h.text}" for h in hits)
+                prompt = DRIFT_FOLLOWUP_PROMPT.format(
+                    question=query,
+                    sub_question=action.question,
+                    context=truncate_tokens(text, self.context_max_tokens),
+                    language=self.index.language,
+                    n_followups=self.followups_per_depth,
+                )
+                return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
+
+            answers = await asyncio.gather(*(follow(a, c.hits) for a, c in zip(todo, contexts)))
+            for context, step in zip(contexts, answers):
+                chunk_ids = [x for h in context.hits for x in h.provenance.chunk_ids][:10]
+                report_ids = [h.id for h in context.hits if h.kind == "community"]
+                if step.answer.strip():
+                    points.append((step.score, step.answer.strip(), report_ids, chunk_ids))
+                actions += [_Action(-step.score, q.strip(), depth + 1) for q in step.follow_ups if q.strip()]
+
+        chunk_pool = {x for _, _, _, ids in points for x in ids}
+        chunk_pool.update(x for c in primer for x in graph.community_chunks(c)[:20])
+        chunks = self.index.store.chunks(sorted(chunk_pool))
+        ordered: list[Hit] = []
+        for score, text, report_ids, chunk_ids in sorted(points, key=lambda p: -p[0]):
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+            ordered.append(
+                Hit(
+                    id=f"point-{digest}",
+                    text=text,
+                    score=score / 100.0,
+                    kind="point",
+                    provenance=provenance(chunks, chunk_ids),
+                    metadata={"report_ids": report_ids, "importance": score},
+                )
+            )
+        # interleave the follow-ups' local hits, chunks and entities first
+        priority = {"chunk": 0, "entity": 1, "relation": 2, "community": 3}
+        lists = [sorted(hits, key=lambda h: priority.get(h.kind, 4)) for hits in local_lists]
+        position = 0
+        while any(position < len(x) for x in lists):
+            for hits in lists:
+                if position < len(hits):
+                    ordered.append(hits[position])
+            position += 1
+        for community in primer:
+            ordered.append(
+                Hit(
+                    id=community.id,
+                    text=full_content(community),
+                    score=similarity.get(community.id, 0.0),
+                    kind="community",
+                    provenance=provenance(chunks, graph.community_chunks(community)),
+                    metadata={"title": community.title, "level": community.level, "rating": community.rating, "section": "primer"},
+                )
+            )
+        ordered = dedupe(ordered)[:k]
+        result = [h.model_copy(update={"score": 1.0 / (1 + i)}) for i, h in enumerate(ordered)]
+        self.last_stats = {"primer_reports": len(primer), "follow_ups": steps, **usage_delta(before, usage_of(llm))}
+        return result
+
+
+__all__ = ["DriftSearch"]

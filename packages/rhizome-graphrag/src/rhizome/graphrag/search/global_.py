@@ -1,0 +1,338 @@
+"""Global search: map community reports to rated key points; the points are the hits.
+
+Which reports. With ``dynamic=False`` (the paper) every community at ``level`` (plus shallower
+leaves, so the level partitions the graph) is mapped. With ``dynamic=True`` (GraphRAG's dynamic
+community selection) the search starts at the root communities, rates each report's relevance
+to the query (0–5), keeps those rated at least ``threshold`` and descends only into their
+children, down to ``max_level``; a relevant parent is replaced by its relevant children unless
+``keep_parent``. To bound the rating calls, only the ``candidate_limit`` communities of a step
+most similar to the query (report embeddings) are rated, and never more than
+``max_rating_calls`` in all.
+
+Map. Reports are shuffled (seeded) and packed into batches of at most ``map_max_tokens``; each
+batch is one model call returning points with an importance score 0–100 and the report ids they
+rest on; all batches run concurrently (bounded by the model's own concurrency limit). Points
+scoring above ``min_score`` are ranked by score and returned as ``point`` hits. The final answer
+(the reduce step) is :func:`rhizome.graphrag.answer.aanswer`.
+
+Offline (no model): ratings and point scores are the share of the query's content words found
+in the report (or point) text; the points of a report are its summary and its findings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from typing import Any
+
+from rhizome.core.errors import ConfigurationError
+from rhizome.core.text import count_tokens, truncate_tokens
+from rhizome.core.types import Community, Hit
+from rhizome.graphrag.prompts import MAP_PROMPT, MAP_SYSTEM, RATE_PROMPT, RATE_SYSTEM
+from rhizome.graphrag.reports import community_card, full_content, has_report, short_content
+from rhizome.graphrag.schemas import MapOutput, RatingOutput
+from rhizome.graphrag.search._common import (
+    SyncRetrieve,
+    check_k,
+    check_positive,
+    check_query,
+    content_words,
+    coverage,
+    provenance,
+    query_vector,
+    search_collection,
+    usage_delta,
+    usage_of,
+)
+
+MAP_OVERHEAD_TOKENS = 400
+"""Tokens kept free in a map batch for the prompt around the reports."""
+
+
+class GlobalSearch(SyncRetrieve):
+    """GraphRAG global search (map step) with optional dynamic community selection.
+
+    Parameters
+    ----------
+    k:
+        Most points returned (default 50).
+    level:
+        Community level mapped when ``dynamic`` is off (GraphRAG's query default 2).
+    dynamic:
+        Dynamic community selection (GraphRAG's ``dynamic_community_selection``; off in the
+        paper, on here by default to bound the cost of a query — see docs/graphrag.md).
+    threshold:
+        Lowest relevance rating (0–5) that keeps a community (GraphRAG 1).
+    max_level:
+        Deepest level dynamic selection descends to (GraphRAG 2).
+    keep_parent:
+        Keep a relevant parent next to its relevant children (GraphRAG False).
+    candidate_limit:
+        Communities rated per step, the most query-similar first (not in GraphRAG; 16).
+    max_rating_calls:
+        Budget of rating calls per query (not in GraphRAG; 64).
+    rate_max_tokens:
+        Tokens of a report shown to the rater (title, summary, finding headlines; 500).
+    map_max_tokens:
+        Report tokens per map call (GraphRAG ``data_max_tokens`` 12,000).
+    max_points:
+        Points asked for per map call (not in GraphRAG, whose map answer is bounded by
+        ``map_max_length`` 1,000 tokens; 10).
+    min_score:
+        Points scoring at or below this are dropped (GraphRAG drops score 0).
+    seed:
+        Shuffle seed of the map batches (GraphRAG's context builder uses 86).
+    max_new_reports:
+        Lazy mode: most reports one query may write; the selected communities still without a
+        report are taken by relevance rating, then query similarity (not in GraphRAG; in the
+        spirit of LazyGraphRAG's relevance-test budget; 8).
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        k: int | None = None,
+        *,
+        level: int = 2,
+        dynamic: bool = True,
+        threshold: int = 1,
+        max_level: int = 2,
+        keep_parent: bool = False,
+        candidate_limit: int = 16,
+        max_rating_calls: int = 64,
+        rate_max_tokens: int = 500,
+        map_max_tokens: int = 12000,
+        max_points: int = 10,
+        min_score: float = 0.0,
+        seed: int = 86,
+        max_new_reports: int = 8,
+    ) -> None:
+        self.index = index
+        self.k = check_k(k, 50)
+        if not isinstance(level, int) or level < 0 or not isinstance(max_level, int) or max_level < 0:
+            raise ConfigurationError("level and max_level must be integers >= 0")
+        if not 0 <= threshold <= 5:
+            raise ConfigurationError(f"threshold must be between 0 and 5, got {threshold!r}")
+        self.level = level
+        self.dynamic = bool(dynamic)
+        self.threshold = threshold
+        self.max_level = max_level
+        self.keep_parent = keep_parent
+        self.candidate_limit = check_positive("candidate_limit", candidate_limit)
+        self.max_rating_calls = check_positive("max_rating_calls", max_rating_calls)
+        self.rate_max_tokens = check_positive("rate_max_tokens", rate_max_tokens)
+        self.map_max_tokens = check_positive("map_max_tokens", map_max_tokens)
+        if self.map_max_tokens <= MAP_OVERHEAD_TOKENS:
+            raise ConfigurationError(f"map_max_tokens must exceed {MAP_OVERHEAD_TOKENS}")
+        self.max_points = check_positive("max_points", max_points)
+        self.min_score = float(min_score)
+        self.seed = seed
+        self.max_new_reports = check_positive("max_new_reports", max_new_reports)
+        self.last_stats: dict[str, Any] = {}
+
+    # -- selection -------------------------------------------------------------------------------
+    async def aselect(self, query: str) -> list[Community]:
+        """The communities whose reports the map step reads."""
+        graph = self.index.graph()
+        self.last_stats.update(rating_calls=0, rated=0, pruned=0)
+        if not self.dynamic:
+            return sorted(graph.frontier(self.level), key=lambda c: (c.level, c.id))
+        llm = self.index.llm
+        query_words = content_words(query)
+        vector = await query_vector(self.index, query)
+        similarity: dict[str, float] = {}
+        if vector is not None and graph.communities:
+            ranked = search_collection(self.index, self.index.COMMUNITY_COLLECTION, vector, len(graph.communities))
+            similarity = dict(ranked)
+        self.last_stats["similarity"] = similarity
+        selected: list[Community] = []
+        parents: set[str] = set()
+        step = sorted(graph.roots(), key=lambda c: c.id)
+        calls = 0
+        while step:
+            step = sorted(step, key=lambda c: (-similarity.get(c.id, 0.0), c.id))
+            limit = min(self.candidate_limit, self.max_rating_calls - calls) if llm is not None else len(step)
+            rated_now, skipped = step[: max(0, limit)], step[max(0, limit) :]
+            self.last_stats["pruned"] += len(skipped)
+
+            async def rate(c: Community) -> int:
+                if llm is None:
+                    text = full_content(c) if has_report(c) else community_card(c, graph)
+                    return int(5 * coverage(query_words, text) + 0.5)
+                text = short_content(c, self.rate_max_tokens) if has_report(c) else community_card(c, graph, self.rate_max_tokens)
+                out = await llm.acomplete_json(RATE_PROMPT.format(question=query, report=text), RatingOutput, system=RATE_SYSTEM)
+                return out.rating
+
+            ratings = await asyncio.gather(*(rate(c) for c in rated_now))
+            if llm is not None:
+                calls += len(rated_now)
+            self.last_stats["rated"] += len(rated_now)
+            nxt: list[Community] = []
+            for community, rating in zip(rated_now, ratings):
+                self.last_stats.setdefault("ratings", {})[community.id] = rating
+                if rating < self.threshold:
+                    self.last_stats["pruned"] += 1
+                    continue
+                selected.append(community)
+                children = [graph.communities[c] for c in community.children if c in graph.communities]
+                if children and community.level < self.max_level:
+                    nxt.extend(children)
+                    parents.add(community.id)
+            step = nxt
+        self.last_stats["rating_calls"] = calls
+        # a relevant parent is replaced by its relevant children (unless keep_parent); it stays
+        # when none of its children turned out relevant
+        chosen = {c.id for c in selected}
+        return [
+            c
+            for c in selected
+            if self.keep_parent or c.id not in parents or not any(x in chosen for x in c.children)
+        ]
+
+    # -- map -------------------------------------------------------------------------------------
+    async def aretrieve(self, query: str, k: int | None = None) -> list[Hit]:
+        check_query(query)
+        k = check_k(k, self.k)
+        before = usage_of(self.index.llm)
+        self.last_stats = {}
+        graph = self.index.graph()
+        if not graph.communities:
+            return []
+        selected = await self.aselect(query)
+        missing = [c for c in selected if not has_report(c)]
+        if len(missing) > self.max_new_reports:
+            ratings = self.last_stats.get("ratings", {})
+            similarity = self.last_stats.get("similarity", {})
+            missing.sort(key=lambda c: (-ratings.get(c.id, 0), -similarity.get(c.id, 0.0), c.id))
+            dropped = {c.id for c in missing[self.max_new_reports :]}
+            selected = [c for c in selected if c.id not in dropped]
+            self.last_stats["over_report_budget"] = len(dropped)
+        reports = await self.index.areports([c.id for c in selected])
+        communities = [reports[c.id] for c in selected if c.id in reports and reports[c.id].title]
+        self.last_stats["communities"] = len(communities)
+        if self.index.llm is None:
+            points = self._offline_points(query, communities)
+            self.last_stats["map_calls"] = 0
+        else:
+            points = await self._model_points(query, communities)
+        points = [p for p in points if p["score"] > self.min_score]
+        points.sort(key=lambda p: (-p["score"], -p["rating"], p["order"]))
+        seen: set[str] = set()
+        unique = []
+        for p in points:
+            key = " ".join(p["description"].lower().split())
+            if key not in seen:
+                seen.add(key)
+                unique.append(p)
+        unique = unique[:k]
+        cited_chunks: set[str] = set()
+        for p in unique:
+            for cid in p["reports"]:
+                cited_chunks.update(graph.community_chunks(reports[cid])[:20] if cid in reports else [])
+        chunks = self.index.store.chunks(sorted(cited_chunks))
+        hits = []
+        for p in unique:
+            chunk_ids: list[str] = []
+            for cid in p["reports"]:
+                if cid in reports:
+                    chunk_ids.extend(graph.community_chunks(reports[cid])[:20])
+            digest = hashlib.sha256((p["description"] + "|".join(p["reports"])).encode("utf-8")).hexdigest()[:16]
+            hits.append(
+                Hit(
+                    id=f"point-{digest}",
+                    text=p["description"],
+                    score=p["score"] / 100.0,
+                    kind="point",
+                    provenance=provenance(chunks, chunk_ids),
+                    metadata={
+                        "importance": p["score"],
+                        "report_ids": p["reports"],
+                        "titles": [reports[c].title for c in p["reports"] if c in reports],
+                    },
+                )
+            )
+        self.last_stats.pop("similarity", None)
+        self.last_stats.update(points=len(hits), **usage_delta(before, usage_of(self.index.llm)))
+        return hits
+
+    def _offline_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
+        words = content_words(query)
+        points = []
+        order = 0
+        for community in communities:
+            candidates = [community.summary] + [
+                f"{f.get('summary', '')}: {f.get('explanation', '')}" for f in community.findings
+            ]
+            for text in candidates:
+                if not text.strip():
+                    continue
+                score = round(100.0 * coverage(words, text), 1)
+                points.append(
+                    {
+                        "description": text.strip(),
+                        "score": score,
+                        "reports": [community.id],
+                        "rating": community.rating or 0.0,
+                        "order": order,
+                    }
+                )
+                order += 1
+        return points
+
+    def batches(self, communities: list[Community]) -> list[list[tuple[Community, str]]]:
+        """Shuffled reports packed into map batches under ``map_max_tokens``."""
+        shuffled = list(communities)
+        random.Random(self.seed).shuffle(shuffled)
+        budget = self.map_max_tokens - MAP_OVERHEAD_TOKENS
+        out: list[list[tuple[Community, str]]] = [[]]
+        used = 0
+        for community in shuffled:
+            text = f"----- report {community.id} -----\n{full_content(community)}"
+            tokens = count_tokens(text)
+            if tokens > budget:
+                text = truncate_tokens(text, budget)
+                tokens = budget
+            if out[-1] and used + tokens > budget:
+                out.append([])
+                used = 0
+            out[-1].append((community, text))
+            used += tokens
+        return [b for b in out if b]
+
+    async def _model_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
+        llm = self.index.llm
+        batches = self.batches(communities)
+        self.last_stats["map_calls"] = len(batches)
+
+        async def one(batch: list[tuple[Community, str]]) -> MapOutput:
+            prompt = MAP_PROMPT.format(
+                question=query,
+                reports="\n\n".join(text for _, text in batch),
+                language=self.index.language,
+                max_points=self.max_points,
+            )
+            return await llm.acomplete_json(prompt, MapOutput, system=MAP_SYSTEM)
+
+        outputs = await asyncio.gather(*(one(b) for b in batches))
+        points = []
+        order = 0
+        for batch, output in zip(batches, outputs):
+            ids = [c.id for c, _ in batch]
+            ratings = {c.id: c.rating or 0.0 for c, _ in batch}
+            for point in output.points:
+                cited = [r for r in point.reports if r in ratings] or ids
+                points.append(
+                    {
+                        "description": point.description.strip(),
+                        "score": point.score,
+                        "reports": cited,
+                        "rating": max(ratings[r] for r in cited),
+                        "order": order,
+                    }
+                )
+                order += 1
+        return [p for p in points if p["description"]]
+
+
+__all__ = ["GlobalSearch"]

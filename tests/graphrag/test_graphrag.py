@@ -1,0 +1,507 @@
+"""rhizome-graphrag: communities, reports, searches, incremental updates, persistence, adapters."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from types import SimpleNamespace
+from typing import Any
+
+import networkx as nx
+import pytest
+
+from rhizome.core import (
+    ConfigurationError,
+    Document,
+    FakeChatModel,
+    HashingEmbedder,
+    InvalidInputError,
+    ModelOutputError,
+    load_index,
+)
+from rhizome.core.aio import run_sync
+from rhizome.core.types import Community, Entity, Relation
+from rhizome.graphrag import (
+    GlobalSearch,
+    GraphData,
+    GraphRAGIndex,
+    LocalSearch,
+    ReportWriter,
+    aanswer,
+    build_input,
+    cluster,
+)
+from rhizome.graphrag.prompts import MAP_SYSTEM, RATE_SYSTEM, REPORT_SYSTEM
+
+# four topics whose names never meet across documents, so their graphs are disjoint
+TOPICS = {
+    "space": [
+        "Carol White leads the Orion Project at NASA. Carol White met Dave Brown in Houston.",
+        "Dave Brown tested the Orion Project capsule in Houston for NASA.",
+    ],
+    "business": [
+        "Alice Smith founded Acme Industries in Paris. Alice Smith hired Bob Jones at Acme Industries.",
+        "Bob Jones opened the Lyon office of Acme Industries with Alice Smith.",
+    ],
+    "music": [
+        "Elena Rossi conducts the Vienna Philharmonic. Elena Rossi recorded Mahler with Franz Weber.",
+        "Franz Weber plays first violin in the Vienna Philharmonic under Elena Rossi.",
+    ],
+    "sport": [
+        "Tomas Berg coaches Falcon United. Tomas Berg signed Nils Holm for Falcon United.",
+        "Nils Holm scored twice for Falcon United in Bergen.",
+    ],
+}
+
+
+def topic_docs(*names: str) -> list[Document]:
+    return [
+        Document(id=f"{name}-{i}", text=text, metadata={"title": f"{name} {i}"})
+        for name in names
+        for i, text in enumerate(TOPICS[name])
+    ]
+
+
+def offline_index(**kwargs: Any) -> GraphRAGIndex:
+    kwargs.setdefault("chunk_size", 200)
+    kwargs.setdefault("chunk_overlap", 20)
+    return GraphRAGIndex(HashingEmbedder(), **kwargs)
+
+
+def report_json(messages: list[dict[str, str]]) -> dict[str, Any]:
+    names = [line.split("|")[0] for line in messages[-1]["content"].splitlines() if line.count("|") == 3]
+    names = [n for n in names if n not in ("entity", "source", "id")] or ["community"]
+    return {
+        "title": f"About {names[0]}",
+        "summary": f"{', '.join(names[:3])} are connected.",
+        "rating": 5,
+        "rating_explanation": "test",
+        "findings": [{"summary": n, "explanation": f"{n} is a member."} for n in names[:3]],
+    }
+
+
+class Responder:
+    """Deterministic fake model: valid JSON for each GraphRAG call, counted by kind."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.fail_reports = False
+
+    def __call__(self, messages: list[dict[str, str]], schema: Any) -> Any:
+        system = messages[0]["content"]
+        kind = {REPORT_SYSTEM: "report", MAP_SYSTEM: "map", RATE_SYSTEM: "rate"}.get(system, "other")
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        prompt = messages[-1]["content"]
+        if kind == "report":
+            return "not json" if self.fail_reports else report_json(messages)
+        if kind == "rate":
+            return {"rating": 5 if "Orion" in prompt.split("Community report:")[1] else 0}
+        if kind == "map":
+            ids = [line.split()[2] for line in prompt.splitlines() if line.startswith("----- report ")]
+            return {
+                "points": [
+                    {"description": f"Point from {ids[0]}", "score": 80, "reports": [ids[0]]},
+                    {"description": "Useless point", "score": 0, "reports": ids[:1]},
+                    {"description": "Minor point", "score": 20, "reports": []},
+                ]
+            }
+        if "answer" in (schema or {}).get("properties", {}) and "citations" in schema["properties"]:
+            return {"answer": "The Orion Project is led by Carol White.", "citations": [1]}
+        if "follow_ups" in (schema or {}).get("properties", {}):
+            deeper = "Current sub-question" in prompt
+            question = "What does NASA do in Houston?" if deeper else "Who is Dave Brown?"
+            return {"answer": "Carol White leads it.", "follow_ups": [question], "score": 70}
+        return {"summary": "merged"}
+
+
+# -- communities ------------------------------------------------------------------------------
+
+
+def test_leiden_recovers_planted_partition():
+    import random
+
+    rng = random.Random(7)
+    groups = [[f"g{g}-n{i}" for i in range(8)] for g in range(4)]
+    entities = {n: Entity(id=n, name=n) for group in groups for n in group}
+    relations = {}
+    for group in groups:
+        for i, u in enumerate(group):
+            for v in group[i + 1 :]:
+                if rng.random() < 0.8:
+                    relations[f"{u}|{v}"] = Relation(id=f"{u}|{v}", source=u, target=v, weight=1.0)
+    for g in range(4):  # one weak bridge between neighbouring groups
+        u, v = groups[g][0], groups[(g + 1) % 4][1]
+        relations[f"{u}|{v}"] = Relation(id=f"{u}|{v}", source=u, target=v, weight=1.0)
+    communities = cluster(entities, relations, max_cluster_size=10, seed=0xDEADBEEF)
+    level0 = [c for c in communities if c.level == 0]
+    assert sorted(sorted(c.entity_ids) for c in level0) == sorted(sorted(g) for g in groups)
+    # stable ids: the same graph gives the same ids, whatever the insertion order
+    again = cluster(dict(reversed(entities.items())), dict(reversed(relations.items())), max_cluster_size=10, seed=0xDEADBEEF)
+    assert {c.id for c in again} == {c.id for c in communities}
+
+
+def test_hierarchy_splits_communities_above_max_cluster_size():
+    graph = nx.planted_partition_graph(3, 12, 0.9, 0.01, seed=3)
+    entities = {str(n): Entity(id=str(n), name=f"n{n}") for n in graph.nodes}
+    relations = {f"{u}-{v}": Relation(id=f"{u}-{v}", source=str(u), target=str(v)) for u, v in graph.edges}
+    communities = cluster(entities, relations, max_cluster_size=5, seed=1)
+    by_id = {c.id: c for c in communities}
+    assert any(c.level >= 1 for c in communities)
+    for c in communities:
+        if c.parent:
+            assert set(c.entity_ids) < set(by_id[c.parent].entity_ids)
+            assert c.id in by_id[c.parent].children
+
+
+# -- reports ----------------------------------------------------------------------------------
+
+
+def _small_graph() -> tuple[GraphData, Community]:
+    entities = {n: Entity(id=n, name=n.title(), description=f"{n.title()} is a thing.") for n in ("a", "b", "c")}
+    relations = {
+        "ab": Relation(id="ab", source="a", target="b", description="A knows B", weight=2),
+        "bc": Relation(id="bc", source="b", target="c", description="B knows C", weight=1),
+    }
+    community = Community(id="comm-0-x", level=0, entity_ids=["a", "b", "c"])
+    return GraphData.build(entities, relations, {community.id: community}), community
+
+
+async def test_report_json_is_validated_and_retried():
+    graph, community = _small_graph()
+    good = report_json([{"role": "user", "content": build_input(community, graph, {}, 8000).text}])
+    bad_then_good = FakeChatModel([{"title": "", "summary": "x", "rating": 3, "findings": []}, good])
+    writer = ReportWriter(bad_then_good)
+    data = build_input(community, graph, {}, 8000)
+    report = await writer.awrite(data, graph)
+    assert report.title.startswith("About") and report.findings and report.rating == 5.0
+    assert bad_then_good.usage.calls == 2 and bad_then_good.usage.retries == 1
+    assert "could not be used" in bad_then_good.requests[1][-1]["content"]
+    with pytest.raises(ModelOutputError):
+        await ReportWriter(FakeChatModel(["nonsense"], max_retries=1)).awrite(data, graph)
+
+
+def test_report_context_uses_child_reports_when_raw_data_is_too_long():
+    entities = {f"e{i}": Entity(id=f"e{i}", name=f"Entity {i}", description="word " * 80) for i in range(12)}
+    relations = {f"r{i}": Relation(id=f"r{i}", source=f"e{i}", target=f"e{i + 1}", description="linked") for i in range(11)}
+    child_a = Community(id="ca", level=1, entity_ids=[f"e{i}" for i in range(6)], parent="p", title="Child A", summary="first half", metadata={"report": "model"})
+    child_b = Community(id="cb", level=1, entity_ids=[f"e{i}" for i in range(6, 12)], parent="p", title="Child B", summary="second half", metadata={"report": "model"})
+    parent = Community(id="p", level=0, entity_ids=list(entities), children=["ca", "cb"])
+    graph = GraphData.build(entities, relations, {c.id: c for c in (parent, child_a, child_b)})
+    data = build_input(parent, graph, {"ca": child_a, "cb": child_b}, 600)
+    assert [c.id for c in data.children] == ["ca", "cb"] and "Child A" in data.text
+    assert data.tokens <= 600
+    roomy = build_input(parent, graph, {"ca": child_a, "cb": child_b}, 8000)
+    assert roomy.children == [] and "Entity 11" in roomy.text
+
+
+# -- local search -----------------------------------------------------------------------------
+
+
+def test_local_context_respects_the_budget_and_proportions():
+    index = offline_index()
+    index.insert(topic_docs("space", "business", "music", "sport"))
+    for budget in (300, 800, 12000):
+        search = LocalSearch(index, max_tokens=budget)
+        context = run_sync(search.abuild("Who leads the Orion Project at NASA?"))
+        sections: dict[str, int] = {}
+        for hit in context.hits:
+            sections[hit.metadata["section"]] = sections.get(hit.metadata["section"], 0) + hit.metadata["tokens"]
+        assert sections.get("reports", 0) <= int(budget * 0.15)
+        assert sections.get("entities", 0) + sections.get("relationships", 0) <= budget - int(budget * 0.15) - int(budget * 0.5)
+        assert sections.get("chunks", 0) <= int(budget * 0.5)
+        assert sum(sections.values()) <= budget
+    hits = index.as_retriever(mode="local", k=3).retrieve("Who leads the Orion Project at NASA?")
+    assert {h.kind for h in hits} >= {"entity", "chunk"}
+    chunks = [h for h in hits if h.kind == "chunk"]
+    assert chunks[0].provenance.document_ids[0].startswith("space")
+    assert all(h.provenance.chunk_ids for h in hits)
+
+
+# -- global search ----------------------------------------------------------------------------
+
+
+def test_global_map_reduce_with_a_fake_model_scores_filters_and_ranks():
+    responder = Responder()
+    llm = FakeChatModel(responder)
+    index = offline_index(llm=llm, extraction="offline")
+    index.insert(topic_docs("space", "business"))
+    n_reports = len(index.graph().communities)
+    assert responder.counts["report"] == n_reports
+    search = index.as_retriever(mode="global", dynamic=False, map_max_tokens=600)
+    hits = search.retrieve("What is the Orion Project?")
+    assert search.last_stats["map_calls"] >= 1
+    assert all(h.kind == "point" for h in hits)
+    assert "Useless point" not in [h.text for h in hits]  # score 0 is filtered out
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].metadata["importance"] == 80 and hits[0].metadata["report_ids"]
+    assert hits[0].provenance.chunk_ids
+    minor = [h for h in hits if h.text == "Minor point"]
+    assert minor and len(minor[0].metadata["report_ids"]) >= 1  # no ids cited: the batch's reports
+    result = index.answer("What is the Orion Project?", mode="global", dynamic=False)
+    assert "Carol White" in result.text and result.report_ids and result.chunk_ids
+
+
+def test_global_offline_points_score_by_query_overlap():
+    index = offline_index()
+    index.insert(topic_docs("space", "business", "music"))
+    hits = index.as_retriever(mode="global").retrieve("Vienna Philharmonic violin")
+    assert hits and "Vienna" in hits[0].text
+    assert all(h.score > 0 for h in hits)
+
+
+def _tree_index(llm: Any) -> Any:
+    """A hand-made hierarchy: two roots, each with two children; only the 'Orion' subtree is relevant."""
+    entities = {f"e{i}": Entity(id=f"e{i}", name=f"E{i}") for i in range(8)}
+    communities = {}
+
+    def add(cid: str, level: int, members: list[str], parent: str | None, children: list[str], title: str) -> None:
+        communities[cid] = Community(
+            id=cid, level=level, entity_ids=members, parent=parent, children=children, title=title,
+            summary=title, rating=5.0, findings=[{"summary": title, "explanation": title}], metadata={"report": "model"},
+        )
+
+    add("r1", 0, ["e0", "e1", "e2", "e3"], None, ["c1", "c2"], "Orion space programme")
+    add("c1", 1, ["e0", "e1"], "r1", [], "Orion capsule tests")
+    add("c2", 1, ["e2", "e3"], "r1", [], "Budget office")
+    add("r2", 0, ["e4", "e5", "e6", "e7"], None, ["c3", "c4"], "Football league")
+    add("c3", 1, ["e4", "e5"], "r2", [], "Falcon United")
+    add("c4", 1, ["e6", "e7"], "r2", [], "Bergen stadium")
+    graph = GraphData.build(entities, {}, communities)
+
+    async def areports(ids):
+        return {i: graph.communities[i] for i in ids}
+
+    store = SimpleNamespace(manifest=SimpleNamespace(embedding_dimension=None), chunks=lambda ids: {})
+    return SimpleNamespace(graph=lambda: graph, llm=llm, store=store, areports=areports, language="English", COMMUNITY_COLLECTION="x")
+
+
+def test_dynamic_selection_prunes_irrelevant_subtrees():
+    responder = Responder()
+    llm = FakeChatModel(responder)
+    search = GlobalSearch(_tree_index(llm), dynamic=True)
+    selected = run_sync(search.aselect("Tell me about Orion"))
+    assert [c.id for c in selected] == ["c1"]  # parent r1 replaced by its relevant child
+    # rated: the two roots and the children of the relevant root only; r2's subtree never rated
+    assert set(search.last_stats["ratings"]) == {"r1", "r2", "c1", "c2"}
+    assert search.last_stats["rating_calls"] == 4 == responder.counts["rate"]
+    kept = run_sync(GlobalSearch(_tree_index(llm), keep_parent=True).aselect("Tell me about Orion"))
+    assert {c.id for c in kept} == {"r1", "c1"}
+    static = run_sync(GlobalSearch(_tree_index(llm), dynamic=False, level=1).aselect("Tell me about Orion"))
+    assert {c.id for c in static} == {"c1", "c2", "c3", "c4"}
+    budget = GlobalSearch(_tree_index(FakeChatModel(Responder())), max_rating_calls=1)
+    run_sync(budget.aselect("Tell me about Orion"))
+    assert budget.last_stats["rating_calls"] == 1
+
+
+# -- incremental updates ----------------------------------------------------------------------
+
+
+def test_incremental_insert_regenerates_only_affected_reports():
+    responder = Responder()
+    index = offline_index(llm=FakeChatModel(responder), extraction="offline")
+    index.insert(topic_docs("space", "business"))
+    first = responder.counts["report"]
+    assert first == len(index.graph().communities) >= 2
+    before = {c.id: c.title for c in index.graph().communities.values()}
+    index.insert(topic_docs("music"))  # a disjoint topic: only its own communities are new
+    new = {c.id for c in index.graph().communities.values()} - set(before)
+    assert responder.counts["report"] - first == len(new) >= 1
+    assert index.last_update["reports_written"] == len(new)
+    count = responder.counts["report"]
+    index.insert(topic_docs("space", "business", "music"))  # nothing changed: nothing written
+    assert responder.counts["report"] == count
+    # a document that touches only the space topic rewrites only the space communities
+    index.insert([Document(id="space-extra", text="Carol White and Dave Brown visited Houston again.")])
+    space = [c for c in index.graph().communities.values() if "carol white" in c.entity_ids]
+    assert responder.counts["report"] - count == len(space) == index.last_update["reports_written"]
+
+
+def test_failed_report_generation_loses_nothing_and_resumes():
+    responder = Responder()
+    index = offline_index(llm=FakeChatModel(responder, max_retries=0), extraction="offline")
+    index.insert(topic_docs("space"))
+    responder.fail_reports = True
+    with pytest.raises(ModelOutputError):
+        index.insert(topic_docs("music"))
+    assert index.is_dirty()
+    assert set(index.store.document_ids()) == {"space-0", "space-1", "music-0", "music-1"}
+    responder.fail_reports = False
+    index.refresh()
+    assert not index.is_dirty()
+    assert any("elena rossi" in c.entity_ids for c in index.graph().communities.values())
+
+
+def _records(index: GraphRAGIndex) -> dict[str, Any]:
+    def rows(ns: str) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in index.store.query("SELECT key, value FROM kv WHERE namespace = ?", (ns,))}
+
+    vectors: dict[str, set[str]] = {}
+    for collection, key in index.store.query("SELECT collection, id FROM vectors"):
+        vectors.setdefault(collection, set()).add(key)
+    return {
+        "chunks": {r[0] for r in index.store.query("SELECT id FROM chunks")},
+        "extractions": rows("graphrag.extraction"),
+        "entities": rows("graphrag.entity"),
+        "relations": rows("graphrag.relation"),
+        "communities": rows("graphrag.community"),
+        "vectors": vectors,
+    }
+
+
+def _assert_no_orphans(index: GraphRAGIndex) -> dict[str, Any]:
+    r = _records(index)
+    assert set(r["extractions"]) == r["chunks"]
+    for entity in r["entities"].values():
+        assert entity["source_chunk_ids"] and set(entity["source_chunk_ids"]) <= r["chunks"]
+    for relation in r["relations"].values():
+        assert relation["source"] in r["entities"] and relation["target"] in r["entities"]
+        assert set(relation["source_chunk_ids"]) <= r["chunks"]
+    for community in r["communities"].values():
+        assert set(community["entity_ids"]) <= set(r["entities"])
+        assert community["parent"] is None or community["parent"] in r["communities"]
+    assert r["vectors"].get("chunks", set()) == r["chunks"]
+    assert r["vectors"].get("graphrag_entities", set()) == set(r["entities"])
+    assert r["vectors"].get("graphrag_communities", set()) == set(r["communities"])
+    return r
+
+
+def test_delete_leaves_no_orphan_records():
+    index = offline_index()
+    index.insert(topic_docs("space", "business", "music"))
+    _assert_no_orphans(index)
+    index.delete(["music-0", "music-1"])
+    r = _assert_no_orphans(index)
+    assert "elena rossi" not in r["entities"] and "franz weber" not in r["entities"]
+    assert "carol white" in r["entities"]
+    # an entity supported by two documents survives the deletion of one
+    index.delete("space-0")
+    r = _assert_no_orphans(index)
+    assert r["entities"]["dave brown"]["source_chunk_ids"] == ["space-1:0"]
+    index.delete(["space-1", "business-0", "business-1"])
+    r = _assert_no_orphans(index)
+    assert not r["entities"] and not r["communities"] and not r["chunks"]
+    assert index.as_retriever(mode="global").retrieve("anything") == []
+    assert index.as_retriever(mode="local").retrieve("anything") == []
+
+
+# -- lazy reports -----------------------------------------------------------------------------
+
+
+def test_lazy_reports_are_written_only_for_what_a_query_needs():
+    responder = Responder()
+    index = offline_index(llm=FakeChatModel(responder), extraction="offline", reports="lazy")
+    index.insert(topic_docs("space", "business", "music", "sport"))
+    assert responder.counts.get("report", 0) == 0
+    total = len(index.graph().communities)
+    hits = index.as_retriever(mode="global").retrieve("What is the Orion Project?")
+    written = responder.counts.get("report", 0)
+    assert hits and 1 <= written < total
+    index.as_retriever(mode="global").retrieve("What is the Orion Project?")
+    assert responder.counts["report"] == written  # reports written once are kept
+
+
+# -- DRIFT and basic ---------------------------------------------------------------------------
+
+
+def test_drift_primer_then_local_follow_ups():
+    responder = Responder()
+    llm = FakeChatModel(responder)
+    index = offline_index(llm=llm, extraction="offline")
+    index.insert(topic_docs("space", "business"))
+    search = index.as_retriever(mode="drift", primer_folds=2, n_depth=2)
+    hits = search.retrieve("Who leads the Orion Project?")
+    kinds = {h.kind for h in hits}
+    assert {"point", "community", "chunk"} <= kinds
+    assert search.last_stats["follow_ups"] >= 2  # one round from the primer, one deeper
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    offline = offline_index()
+    offline.insert(topic_docs("space", "business"))
+    hits = offline.as_retriever(mode="drift").retrieve("Who leads the Orion Project?")
+    assert hits and any(h.kind == "chunk" and h.provenance.document_ids[0].startswith("space") for h in hits)
+    basic = offline.as_retriever(mode="basic", k=2).retrieve("Orion Project NASA")
+    assert len(basic) == 2 and basic[0].provenance.document_ids[0].startswith("space")
+
+
+# -- answers ----------------------------------------------------------------------------------
+
+
+async def test_local_answer_cites_reports_and_chunks():
+    llm = FakeChatModel(Responder())
+    index = offline_index(llm=llm, extraction="offline")
+    await index.ainsert(topic_docs("space"))
+    result = await index.aanswer("Who leads the Orion Project?", mode="local")
+    assert result.text and result.citations
+    offline = offline_index()
+    await offline.ainsert(topic_docs("space", "business"))
+    hits = await offline.as_retriever().aretrieve("Who founded Acme Industries?")
+    answer = await aanswer("Who founded Acme Industries?", hits)
+    assert answer.extractive and "Alice Smith" in answer.text and answer.chunk_ids
+
+
+# -- persistence, adapters, CLI, errors --------------------------------------------------------
+
+
+def test_persist_and_load_round_trip(tmp_path):
+    index = offline_index(path=tmp_path / "idx", reports="lazy", max_cluster_size=7)
+    index.insert(topic_docs("space", "business"))
+    index.as_retriever(mode="local").retrieve("Orion Project")  # writes the reports it needs
+    before = [(h.kind, h.id) for h in index.as_retriever(mode="local").retrieve("Orion Project")]
+    index.close()
+    loaded = load_index(tmp_path / "idx")
+    assert isinstance(loaded, GraphRAGIndex)
+    assert loaded.report_mode == "lazy" and loaded.max_cluster_size == 7 and loaded.extraction == "offline"
+    assert [(h.kind, h.id) for h in loaded.as_retriever(mode="local").retrieve("Orion Project")] == before
+    loaded.insert(topic_docs("music"))
+    assert any("elena rossi" in c.entity_ids for c in loaded.graph().communities.values())
+    loaded.close()
+    readonly = GraphRAGIndex.load(tmp_path / "idx", readonly=True)
+    assert readonly.as_retriever(mode="global").retrieve("Vienna Philharmonic")
+    readonly.close()
+    memory = offline_index()
+    memory.insert(topic_docs("sport"))
+    memory.persist(tmp_path / "copy")
+    with sqlite3.connect(tmp_path / "copy" / "records.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM kv WHERE namespace = 'graphrag.entity'").fetchone()[0] > 0
+
+
+def test_framework_retrievers_work_through_the_generic_adapters():
+    from langchain_rhizome import RhizomeRetriever
+    from llama_index.retrievers.rhizome import RhizomeRetriever as LlamaRetriever
+
+    index = offline_index()
+    index.insert(topic_docs("space", "business"))
+    docs = RhizomeRetriever.from_index(index, k=3, mode="global").invoke("Orion Project NASA")
+    assert docs and docs[0].metadata["kind"] == "point"
+    nodes = LlamaRetriever(retriever=index.as_retriever(mode="local"), similarity_top_k=3).retrieve("Orion Project")
+    assert nodes
+
+
+def test_cli_index_and_query_modes(tmp_path, capsys):
+    from rhizome.rag.cli import main, sample_corpus
+
+    out = tmp_path / "g"
+    assert main(["index", str(sample_corpus()), "--out", str(out), "--method", "graphrag", "--offline", "-q"]) == 0
+    capsys.readouterr()
+    for mode in ("local", "global", "drift", "basic"):
+        assert main(["query", str(out), "Who led the closure of the Mire Banks?", "--mode", mode, "--json", "--offline"]) == 0
+        payload = json.loads(capsys.readouterr().out)
+        assert payload["hits"], mode
+
+
+def test_bad_input_gets_typed_errors():
+    with pytest.raises(ConfigurationError):
+        offline_index(reports="sometimes")
+    with pytest.raises(ConfigurationError):
+        offline_index(extraction="magic")
+    index = offline_index()
+    index.insert(topic_docs("space"))
+    with pytest.raises(ConfigurationError):
+        index.as_retriever(mode="sideways")
+    with pytest.raises(InvalidInputError):
+        index.as_retriever(mode="local").retrieve("  ")
+    with pytest.raises(InvalidInputError):
+        index.as_retriever(mode="global").retrieve("x", k=0)
+    with pytest.raises(ConfigurationError):
+        index.as_retriever(mode="local", text_unit_prop=0.9, community_prop=0.5)
+    with pytest.raises(ConfigurationError):
+        GraphRAGIndex(HashingEmbedder(), extraction="llm").insert(topic_docs("music"))
