@@ -122,3 +122,16 @@ def test_query_offline_ignores_the_chat_model_the_index_was_built_with(tmp_path,
     assert code == 2 and "--offline" in err and "ollama serve" in err
     code, out, _ = run(capsys, "query", str(out_dir), "Who kept the Oskel light?", "--offline", "--json")
     assert code == 0 and json.loads(out)["hits"]
+
+
+@pytest.mark.parametrize("method,mode", [("graphrag", "global"), ("graphrag", "local"), ("lightrag", "hybrid")])
+def test_graph_methods_index_query_and_answer_offline(tmp_path, capsys, method, mode):
+    out_dir = tmp_path / method
+    code, out, err = run(capsys, "index", str(sample_corpus()), "--method", method, "--out", str(out_dir), "--offline", "-q")
+    assert code == 0, err
+    code, out, err = run(capsys, "query", str(out_dir), "Who was the first keeper of the Oskel lighthouse?", "--mode", mode, "--answer", "--offline", "--json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["hits"] and payload["answer"]["text"]
+    cited_docs = {d for h in payload["hits"] for d in h["provenance"]["document_ids"]}
+    assert cited_docs <= {p.name for p in sample_corpus().iterdir()}

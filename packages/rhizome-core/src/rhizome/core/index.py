@@ -330,6 +330,18 @@ class BaseIndex:
     def as_retriever(self, k: int = 4, mode: str | None = None, **kwargs: Any) -> Any:
         raise NotImplementedError
 
+    async def aanswer(self, question: str, *, mode: str | None = None, k: int = 4) -> Any:
+        """Retrieve with ``mode`` and write an answer that cites its sources (an
+        :class:`~rhizome.core.answer.Answer`), with the index's chat model or, without one,
+        extractively. Methods with their own answering step (GraphRAG's reduce) override it."""
+        from rhizome.core.answer import aanswer
+
+        hits = await self.as_retriever(k=k, mode=mode).aretrieve(question)
+        return await aanswer(question, hits, self.llm)
+
+    def answer(self, question: str, *, mode: str | None = None, k: int = 4) -> Any:
+        return run_sync(self.aanswer(question, mode=mode, k=k))
+
     def check_mode(self, mode: str | None) -> str | None:
         """The mode to use: ``None`` means the default; an unknown mode raises."""
         if mode is None:

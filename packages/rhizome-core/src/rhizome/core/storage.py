@@ -325,6 +325,13 @@ class IndexStore:
         if collection in self._collections:
             self._collections[collection].remove(list(ids))
 
+    def has_collection(self, name: str) -> bool:
+        """Whether the collection holds (or held, in this session) any vector."""
+        with self._lock:
+            if name in self._collections:
+                return True
+        return bool(self.query("SELECT 1 FROM vectors WHERE collection = ? LIMIT 1", (name,)))
+
     def collection(self, name: str, dimension: int | None = None) -> VectorStore:
         """The faiss collection ``name``: from memory, else its snapshot file if current, else
         rebuilt from the vectors in SQLite."""

@@ -489,7 +489,7 @@ class GraphRAGIndex(BaseIndex):
         cls = classes[mode or "local"]
         return cls(self, k=k, **kwargs)
 
-    async def aanswer(self, question: str, mode: str | None = None, k: int | None = None, **kwargs: Any) -> Any:
+    async def aanswer(self, question: str, *, mode: str | None = None, k: int | None = None, **kwargs: Any) -> Any:
         """Retrieve with ``mode`` and write the answer (global: the reduce step; local, drift and
         basic: an answer over the packed context), citing report and chunk ids."""
         from rhizome.graphrag.answer import aanswer
@@ -498,7 +498,7 @@ class GraphRAGIndex(BaseIndex):
         hits = await retriever.aretrieve(question)
         return await aanswer(question, hits, self.llm, mode=mode or "local", language=self.language)
 
-    def answer(self, question: str, mode: str | None = None, k: int | None = None, **kwargs: Any) -> Any:
+    def answer(self, question: str, *, mode: str | None = None, k: int | None = None, **kwargs: Any) -> Any:
         return run_sync(self.aanswer(question, mode=mode, k=k, **kwargs))
 
     def check_query(self, query: Any) -> str:

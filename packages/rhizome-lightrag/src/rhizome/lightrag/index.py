@@ -628,6 +628,13 @@ class LightRAGIndex(BaseIndex):
 
         return LightRAGRetriever(self, k=k, mode=self.check_mode(mode) or "hybrid", **kwargs)
 
+    async def aanswer(self, question: str, *, mode: str | None = None, k: int = 4) -> Any:
+        """Retrieve with ``mode`` and answer over LightRAG's three-block context (entities,
+        relations, chunks), citing the items used; extractive without a chat model."""
+        from rhizome.lightrag.answer import aanswer
+
+        return await aanswer(self.as_retriever(k=k, mode=mode), question, self.llm)
+
     def persist(self, path: str | Path | None = None) -> Path:
         if path is not None and self.store.manifest.embedding_dimension is not None:
             for name in (self.ENTITY_COLLECTION, self.RELATION_COLLECTION, self.NAME_COLLECTION):

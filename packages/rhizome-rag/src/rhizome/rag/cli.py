@@ -176,7 +176,13 @@ def _print_answer(answer: Answer) -> None:
 def cmd_query(args: argparse.Namespace) -> int:
     manifest = read_manifest(args.index)
     embed_spec = manifest.models.get("embedder") or OFFLINE_EMBED
-    llm_spec = None if args.offline else manifest.models.get("llm")
+    # the chat model: --llm, else the one the index was built with, else (to write an answer)
+    # the default one; none with --offline
+    llm_spec = None
+    if not args.offline:
+        llm_spec = args.llm or manifest.models.get("llm")
+        if llm_spec is None and args.answer:
+            llm_spec = os.environ.get("RHIZOME_LLM") or f"ollama:{DEFAULT_OLLAMA_LLM}"
     if _is_ollama(embed_spec) or _is_ollama(llm_spec):
         from rhizome.core.models.ollama import check_ollama, require_model
 
@@ -200,10 +206,9 @@ def cmd_query(args: argparse.Namespace) -> int:
         models["llm"] = make_chat_model(llm_spec, cache=_cache(args))
     index = load_index(args.index, **models)
     try:
-        retriever = index.as_retriever(k=args.k, mode=args.mode)
-        hits = retriever.retrieve(args.question)
-        llm = choose_models(args, want_llm=True, fall_back=False).llm if args.answer and not args.offline else None
-        result = run_sync(aanswer(args.question, hits, llm)) if args.answer else None
+        hits = index.as_retriever(k=args.k, mode=args.mode).retrieve(args.question)
+        # the method's own answering step (GraphRAG's reduce, LightRAG's context answer)
+        result = index.answer(args.question, mode=args.mode, k=args.k) if args.answer else None
     finally:
         index.close()
     if args.json:

@@ -59,8 +59,7 @@ async def query_vector(index: Any, query: str) -> np.ndarray | None:
 def search_collection(index: Any, name: str, vector: np.ndarray | None, k: int) -> list[tuple[str, float]]:
     if vector is None or k < 1:
         return []
-    rows = index.store.query("SELECT 1 FROM vectors WHERE collection = ? LIMIT 1", (name,))
-    if not rows and name not in index.store._collections:
+    if not index.store.has_collection(name):
         return []
     return index.store.collection(name, vector.shape[1]).search(vector, k)[0]
 
