@@ -13,10 +13,18 @@ from rhizome.core.types import Hit
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
+PASSAGE_KINDS = frozenset({"chunk", "segment"})
+
+
 def ranked_documents(hits: Sequence[Hit]) -> list[str]:
-    """Document ids in the order the hits first cite them (a hit can cite several documents:
-    an entity seen in three passages cites all three)."""
-    return list(dict.fromkeys(doc for hit in hits for doc in hit.provenance.document_ids))
+    """Passages in rank order: first the documents of the passage-like hits (chunks, segments)
+    in the order they come, then the documents cited by the other hits (entities, relations,
+    communities, summaries, points). A community report can cite dozens of passages in no
+    meaningful order; letting it fill the top of the ranking would measure that order, not the
+    retriever. A retriever that returns no passages is still ranked by what its hits cite."""
+    first = [doc for hit in hits if hit.kind in PASSAGE_KINDS for doc in hit.provenance.document_ids]
+    rest = [doc for hit in hits if hit.kind not in PASSAGE_KINDS for doc in hit.provenance.document_ids]
+    return list(dict.fromkeys([*first, *rest]))
 
 
 def recall_at(ranked: Sequence[str], gold: Sequence[str], k: int) -> float:

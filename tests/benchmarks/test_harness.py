@@ -20,13 +20,16 @@ except FileNotFoundError:
 needs_data = pytest.mark.skipif(not HAVE_DATA, reason="../shared/data is not beside the project")
 
 
-def hit(doc_ids: list[str], text: str = "t") -> Hit:
-    return Hit(id="h", text=text, score=1.0, provenance=Provenance(document_ids=doc_ids))
+def hit(doc_ids: list[str], text: str = "t", kind: str = "chunk") -> Hit:
+    return Hit(id="h", text=text, score=1.0, kind=kind, provenance=Provenance(document_ids=doc_ids))
 
 
 def test_recall_counts_passages_in_citation_order():
     ranked = metrics.ranked_documents([hit(["A", "B"]), hit(["B"]), hit(["C"])])
     assert ranked == ["A", "B", "C"]
+    # passages returned as chunks rank before those merely cited by an entity or a community
+    mixed = [hit(["X", "Y", "Z"], kind="community"), hit(["C"]), hit(["Y"], kind="entity"), hit(["A"])]
+    assert metrics.ranked_documents(mixed) == ["C", "A", "X", "Y", "Z"]
     assert metrics.recall_at(ranked, ["B", "C"], 2) == 0.5
     assert metrics.recall_at(ranked, ["B", "C"], 5) == 1.0
     assert metrics.recall_at(ranked, [], 5) == 0.0
