@@ -9,18 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rhizome.core.models.lenient import TextList, clamped
+
 
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
-
-
-def _number(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return value
-    return value
 
 
 class Finding(_Lenient):
@@ -42,7 +35,7 @@ class ReportOutput(_Lenient):
 
     title: str = Field(description="a short, specific title naming the community's key entities")
     summary: str = Field(description="an executive summary of the community in a few sentences")
-    rating: float = Field(description="impact severity from 0 (none) to 10 (very high)")
+    rating: clamped(0, 10) = Field(description="impact severity from 0 (none) to 10 (very high)")  # type: ignore[valid-type]
     rating_explanation: str = Field(default="", description="one sentence justifying the rating")
     findings: list[Finding] = Field(description="five to ten key insights about the community")
 
@@ -52,14 +45,6 @@ class ReportOutput(_Lenient):
         if not value or not value.strip():
             raise ValueError("must not be empty")
         return value.strip()
-
-    @field_validator("rating", mode="before")
-    @classmethod
-    def _rating(cls, value: Any) -> Any:
-        value = _number(value)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(min(10.0, max(0.0, value)))
-        return value
 
     @field_validator("findings")
     @classmethod
@@ -71,25 +56,8 @@ class ReportOutput(_Lenient):
 
 class MapPoint(_Lenient):
     description: str = Field(description="one key point that helps answer the question")
-    score: float = Field(description="how important the point is for the answer, 0 to 100")
-    reports: list[str] = Field(default_factory=list, description="ids of the reports it rests on")
-
-    @field_validator("score", mode="before")
-    @classmethod
-    def _score(cls, value: Any) -> Any:
-        value = _number(value)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(min(100.0, max(0.0, value)))
-        return value
-
-    @field_validator("reports", mode="before")
-    @classmethod
-    def _ids(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, list):
-            return [str(v).strip() for v in value if str(v).strip()]
-        return value
+    score: clamped(0, 100) = Field(description="how important the point is for the answer, 0 to 100")  # type: ignore[valid-type]
+    reports: TextList = Field(default_factory=list, description="ids of the reports it rests on")
 
 
 class MapOutput(_Lenient):
@@ -97,29 +65,13 @@ class MapOutput(_Lenient):
 
 
 class RatingOutput(_Lenient):
-    rating: int = Field(description="relevance of the report to the question, 0 (none) to 5 (essential)")
-
-    @field_validator("rating", mode="before")
-    @classmethod
-    def _rating(cls, value: Any) -> Any:
-        value = _number(value)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(min(5, max(0, round(value))))
-        return value
+    rating: clamped(0, 5, integer=True) = Field(description="relevance of the report to the question, 0 (none) to 5 (essential)")  # type: ignore[valid-type]
 
 
 class DriftStep(_Lenient):
     answer: str = Field(description="what the context says about the question, or an empty string")
     follow_ups: list[str] = Field(default_factory=list, description="specific follow-up questions")
-    score: float = Field(description="how well the context answers the question, 0 to 100")
-
-    @field_validator("score", mode="before")
-    @classmethod
-    def _score(cls, value: Any) -> Any:
-        value = _number(value)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(min(100.0, max(0.0, value)))
-        return value
+    score: clamped(0, 100) = Field(description="how well the context answers the question, 0 to 100")  # type: ignore[valid-type]
 
     @field_validator("follow_ups", mode="before")
     @classmethod

@@ -12,13 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rhizome.core.models.lenient import TextList, clamped
+
 _NUMBER = re.compile(r"\d+")
-
-
-def _split_list(value: Any) -> Any:
-    if isinstance(value, str):
-        return [part.strip() for part in re.split(r"[,;\n]", value) if part.strip()]
-    return value
 
 
 def _passage_numbers(value: Any) -> Any:
@@ -39,17 +35,8 @@ def _passage_numbers(value: Any) -> Any:
     return value
 
 
-def _strength(value: Any) -> Any:
-    """The paper's spec: a strength that is not a number falls back to 1; numbers are clamped
-    to 1..10."""
-    if isinstance(value, bool):
-        return 1.0
-    if isinstance(value, str):
-        found = re.search(r"-?\d+(?:\.\d+)?", value)
-        value = float(found.group()) if found else 1.0
-    if isinstance(value, (int, float)):
-        return float(min(10.0, max(1.0, value)))
-    return 1.0
+Strength = clamped(1, 10, default=1.0)
+"""The paper's spec: a strength that is not a number falls back to 1; numbers are clamped to 1..10."""
 
 
 class _Lenient(BaseModel):
@@ -72,18 +59,10 @@ class PassageRelation(_Lenient):
     source: str = Field(description="name of one entity")
     target: str = Field(description="name of the other entity")
     description: str = Field(description="how the passages connect them")
-    keywords: list[str] = Field(default_factory=list, description="1-3 phrases naming the theme of the link")
-    strength: float = Field(default=1.0, description="1 (loose) to 10 (tight)")
+    keywords: TextList = Field(default_factory=list, description="1-3 phrases naming the theme of the link")
+    strength: Strength = Field(default=1.0, description="1 (loose) to 10 (tight)")
     passages: list[int] = Field(default_factory=list, description="numbers of the passages it comes from")
 
-    @field_validator("keywords", mode="before")
-    @classmethod
-    def check_keywords(cls, v: Any) -> Any:
-        return _split_list(v)
-    @field_validator("strength", mode="before")
-    @classmethod
-    def check_strength(cls, v: Any) -> Any:
-        return _strength(v)
     @field_validator("passages", mode="before")
     @classmethod
     def check_passages(cls, v: Any) -> Any:
@@ -92,12 +71,7 @@ class PassageRelation(_Lenient):
 
 class PassageKeywords(_Lenient):
     passage: int = Field(description="the passage number")
-    keywords: list[str] = Field(description="its main topics")
-
-    @field_validator("keywords", mode="before")
-    @classmethod
-    def check_keywords(cls, v: Any) -> Any:
-        return _split_list(v)
+    keywords: TextList = Field(description="its main topics")
 
     @field_validator("passage", mode="before")
     @classmethod
@@ -126,17 +100,8 @@ class Gleaning(_Lenient):
 class QueryKeywords(_Lenient):
     """The paper's keyword JSON (Fig. 5)."""
 
-    high_level_keywords: list[str] = Field(description="broad themes and concepts")
-    low_level_keywords: list[str] = Field(description="specific entities and details")
-
-    @field_validator("high_level_keywords", mode="before")
-    @classmethod
-    def check_high(cls, v: Any) -> Any:
-        return _split_list(v) if v is not None else []
-    @field_validator("low_level_keywords", mode="before")
-    @classmethod
-    def check_low(cls, v: Any) -> Any:
-        return _split_list(v) if v is not None else []
+    high_level_keywords: TextList = Field(description="broad themes and concepts")
+    low_level_keywords: TextList = Field(description="specific entities and details")
 
 
 class SamePairs(_Lenient):

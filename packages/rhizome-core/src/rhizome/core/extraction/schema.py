@@ -13,11 +13,12 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Annotated, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from rhizome.core.errors import InvalidInputError
+from rhizome.core.models.lenient import TextList, clamped
 from rhizome.core.types import Chunk, Entity, Relation
 
 # --------------------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ class ExtractedEntity(_Strict):
     description: str = Field(description="one or two sentences about it, based only on the text")
 
 
-Strength = Annotated[int, Field(ge=1, le=10)]
+Strength = clamped(1, 10, integer=True)
 
 
 class ExtractedRelation(_Strict):
@@ -107,33 +108,10 @@ class ExtractedRelation(_Strict):
     source: str = Field(description="name of the first entity")
     target: str = Field(description="name of the second entity")
     description: str = Field(description="how the two are related, according to the text")
-    keywords: list[str] = Field(description="a few short words or phrases naming the relation")
+    keywords: TextList = Field(description="a few short words or phrases naming the relation")
     strength: Strength = Field(
         description="how strong the relation is, from 1 (weak) to 10 (strong)"
     )
-
-    @field_validator("keywords", mode="before")
-    @classmethod
-    def _split_keywords(cls, value: Any) -> Any:
-        # small models sometimes answer "a, b, c" instead of a list; accept it
-        if isinstance(value, str):
-            return [part.strip() for part in re.split(r"[,;]", value) if part.strip()]
-        return value
-
-    @field_validator("strength", mode="before")
-    @classmethod
-    def _clamp_strength(cls, value: Any) -> Any:
-        # a number outside 1..10, a float or a numeric string is usable; round and clamp it
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            try:
-                value = float(value.strip())
-            except ValueError:
-                return value
-        if isinstance(value, (int, float)):
-            return int(min(10, max(1, round(value))))
-        return value
 
 
 class ExtractionOutput(_Strict):
