@@ -286,3 +286,20 @@ def test_sync_api_called_from_async_code_keeps_context_variables():
         return run_sync(read())  # runs on a worker thread because a loop is running
 
     assert asyncio.run(caller()) == "from caller"
+
+
+def test_unchanged_collections_are_not_rewritten(tmp_path):
+    index = VectorIndex(path=tmp_path / "idx")
+    index.insert(CORPUS[:2])
+    snapshot = tmp_path / "idx" / "vectors" / "chunks.npz"
+    first = snapshot.stat().st_mtime_ns
+    index.store.save_snapshots()  # nothing changed: no rewrite
+    assert snapshot.stat().st_mtime_ns == first
+    index.insert(CORPUS[:2])  # all skipped: no change, no rewrite
+    assert snapshot.stat().st_mtime_ns == first
+    index.insert(CORPUS[2:])
+    assert snapshot.stat().st_mtime_ns != first
+    index.close()
+    reopened = VectorIndex.load(tmp_path / "idx")
+    assert len(reopened.as_retriever(k=10).retrieve("capital")) == 4
+    reopened.close()

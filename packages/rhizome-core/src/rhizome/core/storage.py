@@ -106,6 +106,8 @@ class IndexStore:
         self._lock = threading.RLock()
         self._lock_file: Any = None
         self._collections: dict[str, VectorStore] = {}
+        self._saved: dict[str, int] = {}
+        """Generation of each collection's snapshot file, when known to match the database."""
         if path is None:
             self.db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         else:
@@ -366,15 +368,21 @@ class IndexStore:
             return None  # damaged snapshot: rebuild from the database
         if meta.get("generation") != self._generation(name):
             return None
+        self._saved[name] = int(meta["generation"])
         return store
 
     def save_snapshots(self) -> None:
-        """Write every loaded collection's faiss snapshot and the manifest."""
+        """Write the faiss snapshot of every loaded collection that changed since its snapshot
+        was written or read, and the manifest."""
         if self.path is None or self.readonly:
             return
         with self._lock:
             for name, store in self._collections.items():
-                store.save(self._snapshot_path(name), meta={"generation": self._generation(name)})
+                generation = self._generation(name)
+                if self._saved.get(name) == generation:
+                    continue
+                store.save(self._snapshot_path(name), meta={"generation": generation})
+                self._saved[name] = generation
             self.manifest.stats = {
                 "documents": self.count("documents"),
                 "chunks": self.count("chunks"),
