@@ -218,3 +218,24 @@ def test_zero_shot_labels_and_given_descriptions():
     assert clf.labels["cardiology"].description == "heart disease and arteries"
     assert clf.classify("a study of heart disease", online=False).label == "cardiology"
     assert clf.classify("astronomy of distant galaxies", online=False).label == "astronomy"
+
+
+def test_offline_choice_is_the_candidate_most_tied_to_the_query_keywords():
+    import asyncio
+
+    clf = two_rounds(GORAGClassifier(online=False))
+    checked = 0
+    for _, text in QUERIES:
+        retrieved = asyncio.run(clf.aretrieve_candidates(text))
+        if not retrieved["costs"]:
+            continue
+
+        def strength(label: str, retrieved=retrieved) -> float:
+            node = f"label:{label}"
+            return sum(1.0 - clf.graph[t][node]["weight"] for t in retrieved["terminals"] if clf.graph.has_edge(t, node))
+
+        result = clf.classify(text)
+        assert result.label in retrieved["candidates"]
+        assert strength(result.label) == pytest.approx(max(strength(y) for y in retrieved["candidates"]))
+        checked += 1
+    assert checked >= 2

@@ -592,11 +592,27 @@ class GORAGClassifier:
         }
 
     def _graph_choice(self, retrieved: dict[str, Any], tokens: Sequence[str]) -> str:
-        """Offline label choice: the candidate with the fewest unreachable terminals, then the
-        least total shortest-path cost from the terminals. With no terminal at all: the label
-        whose name shares most words with the text, then the one with most keyword edges."""
+        """Offline label choice, in the model's place: among the Steiner-tree candidates, the
+        label most strongly tied to the query's keywords — the largest sum of correlation scores
+        (1 - edge weight) over the terminals directly linked to it; ties go to the candidate
+        order (fewest unreachable terminals, then least shortest-path cost). With no terminal
+        at all: the label whose name shares most words with the text, then the one with most
+        keyword edges.
+
+        Measured on gorag-wos (300 test texts a round), this beats choosing by least total
+        path cost alone by 4-13 points of cumulative accuracy (docs/gorag.md)."""
         if retrieved["costs"]:
-            return retrieved["candidates"][0]
+            candidates = retrieved["candidates"]
+
+            def strength(y: str) -> float:
+                node = _label(y)
+                return sum(
+                    1.0 - self.graph[t][node]["weight"]
+                    for t in retrieved["terminals"]
+                    if self.graph.has_edge(t, node)
+                )
+
+            return max(candidates, key=lambda y: (strength(y), -candidates.index(y)))
         words = set(tokens)
         order = list(self.labels)
 
