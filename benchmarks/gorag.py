@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import data
 from rhizome.gorag import GORAGClassifier
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gorag-wos"
 RESULTS = Path(__file__).parent / "results"
 ROUNDS = 4
 PAPER = {  # Table 2, GORAG with LLaMA3-8B, WOS 4 rounds
@@ -42,38 +42,24 @@ PAPER_GRAPH_SIZE = {"offline": ["1,149/1,405", "3,681/4,587", "4,947/6,204", "5,
                     "online": ["1,149/1,405", "12,108/12,245", "25,357/26,290", "34,521/35,919"]}
 
 
-def read(path: Path, limit: int | None = None) -> list[tuple[str, str]]:
-    if not path.exists():
-        return []
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if "\t" in line:
-                label, text = line.rstrip("\n").split("\t", 1)
-                rows.append((label, text))
-    return rows[:limit] if limit else rows
-
-
 def load(shots: int, limit: int | None) -> list[dict[str, Any]]:
-    base = DATA / f"wos_{shots}_shot"
-    return [
-        {"train": read(base / f"n{r}" / "train.txt"), "test": read(base / f"n{r}" / "test.txt", limit)}
-        for r in range(1, ROUNDS + 1)
-    ]
+    """The four rounds' labelled texts and test texts (the first ``limit`` of each round)."""
+    rounds = [data.wos_round(shots, r) for r in range(1, ROUNDS + 1)]
+    return [{"train": split["train"], "test": split["test"][:limit] if limit else split["test"]} for split in rounds]
 
 
 def run_gorag(rounds: list[dict[str, Any]], *, online: bool, steiner: str = "mehlhorn") -> dict[str, Any]:
     clf = GORAGClassifier(online=online, steiner=steiner)
     per_round = []
-    for r, data in enumerate(rounds, 1):
-        report = clf.fit_round([t for _, t in data["train"]], [lab for lab, _ in data["train"]])
+    for r, split in enumerate(rounds, 1):
+        report = clf.fit_round([t for _, t in split["train"]], [lab for lab, _ in split["train"]])
         before = clf.stats_summary()
         correct = total = 0
         times: list[float] = []
         candidates: list[int] = []
         fallbacks = 0
         # this round's test texts, in order, with online indexing
-        for gold, text in data["test"]:
+        for gold, text in split["test"]:
             start = time.perf_counter()
             result = clf.classify(text, online=online)
             times.append(time.perf_counter() - start)
@@ -114,8 +100,8 @@ def run_gorag(rounds: list[dict[str, Any]], *, online: bool, steiner: str = "meh
 def run_nearest(rounds: list[dict[str, Any]], embed) -> dict[str, Any]:
     per_round = []
     seen_train: list[tuple[str, str]] = []
-    for r, data in enumerate(rounds, 1):
-        seen_train += data["train"]
+    for r, split in enumerate(rounds, 1):
+        seen_train += split["train"]
         tests = [row for d in rounds[:r] for row in d["test"]]
         start = time.perf_counter()
         train_vectors, test_vectors = embed([t for _, t in seen_train], [t for _, t in tests])
@@ -161,8 +147,12 @@ def main() -> None:
     parser.add_argument("--mst-prune", action="store_true", help="also run the as-printed MST-pruning variant")
     parser.add_argument("--out", default=str(RESULTS / "gorag.json"))
     args = parser.parse_args()
-    if not DATA.is_dir():
-        raise SystemExit(f"gorag-wos data not found at {DATA}")
+    try:
+        wos = data.data_dir() / "gorag-wos"
+    except FileNotFoundError as error:
+        raise SystemExit(str(error)) from None
+    if not wos.is_dir():
+        raise SystemExit(f"gorag-wos data not found at {wos}")
     minilm = minilm_embed_or_none()
     results: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "platform": platform.platform()},

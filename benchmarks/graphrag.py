@@ -1,9 +1,10 @@
 """rhizome-graphrag benchmark (issue 4).
 
 1. Retrieval quality, offline (OfflineExtractor, HashingEmbedder, offline reports):
-   hotpotqa-100 Recall@2/@5 of supporting passages from local search (chunk hits mapped to
-   titles), DRIFT and basic search; graphrag-bench-medical proxy (share of the reference answer's
-   content words found in the first 2,000 tokens of retrieved context).
+   hotpotqa-100 Recall@2/@5 of supporting passages (ranked as the harness ranks them: chunk hits'
+   passages first, then passages cited by the other hits) from local search, DRIFT and basic
+   search; graphrag-bench-medical proxy (share of the reference answer's content words found in
+   the first 2,000 tokens of retrieved context).
 2. Cost with a counting fake model (instant, valid JSON; calls and cl100k tokens from its usage
    counters): report writing per 1k indexed tokens (eager vs lazy), LLM extraction per 1k tokens,
    and a global query — static map over a level (the paper), dynamic selection, and lazy reports —
@@ -27,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rhizome.core import Chunk, Document, FakeChatModel, HashingEmbedder
+from benchmarks import data, metrics
+from rhizome.core import Chunk, FakeChatModel, HashingEmbedder
 from rhizome.core.embeddings import hashed_features
 from rhizome.core.extraction import LLMExtractor
 from rhizome.core.text import count_tokens
@@ -35,55 +37,16 @@ from rhizome.core.types import Entity, Relation
 from rhizome.graphrag import GraphData, GraphRAGIndex, ReportWriter, cluster
 from rhizome.graphrag.prompts import MAP_SYSTEM, RATE_SYSTEM, REPORT_SYSTEM
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).parent / "results"
 NANO_ANCHOR = {"map_calls": 26, "prompt_tokens": 425_000}
 MEDICAL_BUDGET = 2000
 
 
-# -- data --------------------------------------------------------------------------------------
-
-
-def hotpot() -> tuple[list[Document], list[dict[str, Any]]]:
-    corpus = json.loads((DATA / "hotpotqa-100" / "corpus.json").read_text())
-    questions = json.loads((DATA / "hotpotqa-100" / "questions.json").read_text())
-    docs = [
-        Document(id=f"p{i:04d}", text=" ".join(s.strip() for s in sentences), metadata={"title": title})
-        for i, (title, sentences) in enumerate(corpus.items())
-    ]
-    return docs, questions
-
-
-def medical(n_questions: int) -> tuple[list[Document], list[dict[str, Any]]]:
-    corpus = json.loads((DATA / "graphrag-bench-medical" / "corpus.json").read_text())
-    questions = json.loads((DATA / "graphrag-bench-medical" / "questions.json").read_text())
-    docs = [Document(id=f"med{i}", text=d["context"], metadata={"title": d["corpus_name"]}) for i, d in enumerate(corpus)]
-    return docs, questions[:n_questions]
-
-
-def words(text: str) -> set[str]:
-    return {f for f in hashed_features(text) if " " not in f}
-
-
 # -- 1. quality ----------------------------------------------------------------------------------
 
 
-def recall(titles: list[str], gold: set[str], k: int) -> float:
-    return len(set(titles[:k]) & gold) / len(gold)
-
-
-def chunk_titles(hits: list[Any]) -> list[str]:
-    out: list[str] = []
-    for h in hits:
-        if h.kind == "chunk":
-            title = h.metadata.get("title")
-            if title and title not in out:
-                out.append(title)
-    return out
-
-
 async def quality(quick: bool) -> dict[str, Any]:
-    docs, questions = hotpot()
+    docs, questions = data.hotpotqa()
     if quick:
         questions = questions[:20]
     index = GraphRAGIndex(HashingEmbedder())
@@ -108,10 +71,11 @@ async def quality(quick: bool) -> dict[str, Any]:
         r2 = r5 = 0.0
         t = time.perf_counter()
         for q in questions:
-            gold = {title for title, _ in q["supporting_facts"]}
-            titles = chunk_titles(await retriever.aretrieve(q["question"]))
-            r2 += recall(titles, gold, 2)
-            r5 += recall(titles, gold, 5)
+            # the harness's ranking: the passages of chunk hits first, then passages cited by
+            # the other hits (entities, relations, reports)
+            ranked = metrics.ranked_documents(await retriever.aretrieve(q.question))
+            r2 += metrics.recall_at(ranked, q.supporting, 2)
+            r5 += metrics.recall_at(ranked, q.supporting, 5)
         out["hotpotqa"][name] = {
             "recall@2": round(r2 / len(questions), 4),
             "recall@5": round(r5 / len(questions), 4),
@@ -119,7 +83,8 @@ async def quality(quick: bool) -> dict[str, Any]:
         }
     index.close()
 
-    mdocs, mquestions = medical(50 if quick else 300)
+    mdocs, mquestions = data.medical()
+    mquestions = mquestions[: (50 if quick else 300)]
     mindex = GraphRAGIndex(HashingEmbedder())
     t = time.perf_counter()
     mreport = await mindex.ainsert(mdocs)
@@ -138,22 +103,19 @@ async def quality(quick: bool) -> dict[str, Any]:
     for name, retriever in retrievers.items():
         total = 0.0
         for q in mquestions:
-            hits = await retriever.aretrieve(q["question"])
-            context, used = [], 0
-            for h in hits:
-                n = count_tokens(h.text)
-                if used + n > MEDICAL_BUDGET:
-                    break
-                context.append(h.text)
-                used += n
-            want = words(q["answer"])
-            total += len(want & words(" ".join(context))) / len(want) if want else 0.0
+            context = metrics.budgeted_context(await retriever.aretrieve(q.question), MEDICAL_BUDGET)
+            total += metrics.answer_coverage(context, q.answer)
         out["medical"][name] = round(total / len(mquestions), 4)
     mindex.close()
     return out
 
 
 # -- 2. cost -------------------------------------------------------------------------------------
+
+
+def words(text: str) -> set[str]:
+    """The fake model's rating words (normalised content words of the hashing embedder)."""
+    return {f for f in hashed_features(text) if " " not in f}
 
 
 class CountingResponder:
@@ -204,7 +166,7 @@ class CountingResponder:
 
 
 async def cost(quick: bool) -> dict[str, Any]:
-    docs, questions = hotpot()
+    docs, questions = data.hotpotqa()
     questions = questions[: (5 if quick else 20)]
     out: dict[str, Any] = {"anchor_nano_graphrag": NANO_ANCHOR}
 
@@ -241,7 +203,7 @@ async def cost(quick: bool) -> dict[str, Any]:
             for q in questions:
                 before = llm.usage.snapshot()
                 kinds_before = json.loads(json.dumps(responder.kinds))
-                await search.aretrieve(q["question"])
+                await search.aretrieve(q.question)
                 after = llm.usage.snapshot()
                 by_kind = {
                     k: responder.kinds[k]["calls"] - kinds_before.get(k, {"calls": 0})["calls"] for k in responder.kinds

@@ -35,15 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import data, metrics
 from rhizome.core import Document, FakeChatModel, HashingEmbedder, VectorIndex
 from rhizome.core.extraction import OfflineExtractor
 from rhizome.core.models.counting import CountingChatModel
-from rhizome.core.text import count_tokens, truncate_tokens
+from rhizome.core.text import count_tokens
 from rhizome.lightrag import LightRAGIndex
 from rhizome.lightrag.extraction import LightRAGExtractor
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
 RESULTS = Path(__file__).parent / "results"
 MODES = ("hybrid", "local", "global", "mix", "naive")
 
@@ -59,26 +58,9 @@ ANCHOR = {
 
 
 # -- data ------------------------------------------------------------------------------------
-def hotpotqa() -> tuple[list[Document], list[dict[str, Any]]]:
-    """The 994 passages (id = title, text = title line + sentences) and the 100 questions with
-    the titles of their supporting passages."""
-    corpus = json.loads((DATA / "hotpotqa-100" / "corpus.json").read_text(encoding="utf-8"))
-    documents = [
-        Document(id=title, text=f"{title}\n{''.join(sentences).strip()}", metadata={"title": title})
-        for title, sentences in corpus.items()
-    ]
-    questions = []
-    for row in json.loads((DATA / "hotpotqa-100" / "questions.json").read_text(encoding="utf-8")):
-        facts = row["supporting_facts"]
-        questions.append({"question": row["question"], "gold": list(dict.fromkeys(t for t, _ in facts))})
-    return documents, questions
-
-
-def medical(limit: int) -> tuple[list[Document], list[dict[str, Any]]]:
-    base = DATA / "graphrag-bench-medical"
-    corpus = json.loads((base / "corpus.json").read_text(encoding="utf-8"))
-    documents = [Document(id=f"medical-{i}", text=row["context"], metadata={"title": row["corpus_name"]}) for i, row in enumerate(corpus)]
-    questions = json.loads((base / "questions.json").read_text(encoding="utf-8"))
+def medical_sample(limit: int) -> tuple[list[Document], list[data.Question]]:
+    """The medical corpus and ``limit`` questions spread evenly over the question file."""
+    documents, questions = data.medical()
     step = max(1, len(questions) // limit)
     return documents, questions[::step][:limit]
 
@@ -188,14 +170,14 @@ async def build(documents: list[Document], *, pack_tokens: int = 1200, path: Pat
     }
 
 
-async def query_cost(index: LightRAGIndex, questions: list[dict[str, Any]]) -> dict[str, Any]:
+async def query_cost(index: LightRAGIndex, questions: list[data.Question]) -> dict[str, Any]:
     model = index.llm
     out = {}
     for mode in MODES:
         model.reset()
         retriever = index.as_retriever(k=5, mode=mode)
         for q in questions:
-            await retriever.aretrieve(q["question"])
+            await retriever.aretrieve(q.question)
         usage = model.usage.snapshot()
         out[mode] = {
             "calls_per_query": round(usage["calls"] / len(questions), 2),
@@ -294,35 +276,7 @@ async def latency(n_entities: int, queries: int = 100) -> dict[str, Any]:
 
 
 # -- 5. quality offline ------------------------------------------------------------------------
-def ranked_documents(hits: list[Any]) -> list[str]:
-    return list(dict.fromkeys(doc for hit in hits for doc in hit.provenance.document_ids))
-
-
-def recall_at(ranked: list[str], gold: list[str], k: int) -> float:
-    return sum(1 for g in gold if g in set(ranked[:k])) / len(gold) if gold else 0.0
-
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def content_words(text: str) -> set[str]:
-    from rhizome.core.embeddings import STOPWORDS
-
-    return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in STOPWORDS and len(w) > 2}
-
-
-def budgeted(hits: list[Any], max_tokens: int) -> str:
-    parts, budget = [], max_tokens
-    for hit in hits:
-        if budget <= 0:
-            break
-        text = truncate_tokens(hit.text, budget)
-        parts.append(text)
-        budget -= count_tokens(text)
-    return "\n".join(parts)
-
-
-async def recall(documents: list[Document], questions: list[dict[str, Any]]) -> dict[str, Any]:
+async def recall(documents: list[Document], questions: list[data.Question]) -> dict[str, Any]:
     index = LightRAGIndex(HashingEmbedder())
     start = time.perf_counter()
     await index.ainsert(documents)
@@ -333,9 +287,11 @@ async def recall(documents: list[Document], questions: list[dict[str, Any]]) -> 
     for name, retriever in [*((m, index.as_retriever(k=10, mode=m)) for m in MODES), ("naive baseline (VectorIndex)", naive.as_retriever(k=10))]:
         r2, r5 = [], []
         for q in questions:
-            ranked = ranked_documents(await retriever.aretrieve(q["question"]))
-            r2.append(recall_at(ranked, q["gold"], 2))
-            r5.append(recall_at(ranked, q["gold"], 5))
+            # the harness's ranking: passages of chunk hits first, then passages cited by the
+            # entity and relation hits
+            ranked = metrics.ranked_documents(await retriever.aretrieve(q.question))
+            r2.append(metrics.recall_at(ranked, q.supporting, 2))
+            r5.append(metrics.recall_at(ranked, q.supporting, 5))
         rows[name] = {"recall@2": round(statistics.fmean(r2), 3), "recall@5": round(statistics.fmean(r5), 3)}
     out = {"offline_index_seconds": round(build_s, 1), "entities": index.n_entities, "relations": index.n_relations, "rows": rows}
     index.close()
@@ -345,7 +301,7 @@ async def recall(documents: list[Document], questions: list[dict[str, Any]]) -> 
 
 
 async def proxy(limit: int, budget: int = 2000) -> dict[str, Any]:
-    documents, questions = medical(limit)
+    documents, questions = medical_sample(limit)
     index = LightRAGIndex(HashingEmbedder())
     await index.ainsert(documents)
     naive = VectorIndex(HashingEmbedder())
@@ -354,10 +310,9 @@ async def proxy(limit: int, budget: int = 2000) -> dict[str, Any]:
     for name, retriever in [*((m, index.as_retriever(k=30, mode=m)) for m in MODES), ("naive baseline (VectorIndex)", naive.as_retriever(k=30))]:
         by_type: dict[str, list[float]] = {}
         for q in questions:
-            context = budgeted(await retriever.aretrieve(q["question"]), budget)
-            wanted = content_words(q["answer"])
-            score = len(wanted & content_words(context)) / len(wanted) if wanted else 0.0
-            by_type.setdefault(q["question_type"], []).append(score)
+            context = metrics.budgeted_context(await retriever.aretrieve(q.question), budget)
+            score = metrics.answer_coverage(context, q.answer)
+            by_type.setdefault(q.type, []).append(score)
             by_type.setdefault("all", []).append(score)
         rows[name] = {t: round(statistics.fmean(v), 3) for t, v in by_type.items()}
     out = {"questions": len(questions), "budget_tokens": budget, "chunks": len(index), "entities": index.n_entities, "rows": rows}
@@ -434,7 +389,7 @@ async def lightrag_hku_cost(documents: list[Document], working_dir: str | Path, 
 
 # -- main --------------------------------------------------------------------------------------
 async def main(quick: bool) -> dict[str, Any]:
-    documents, questions = hotpotqa()
+    documents, questions = data.hotpotqa()
     if quick:
         documents, questions = documents[:120], questions[:10]
     result: dict[str, Any] = {"anchor_lightrag_hku": ANCHOR}
