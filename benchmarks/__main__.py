@@ -4,6 +4,7 @@
     uv run python -m benchmarks proxy --limit 300         # medical answer-content proxy
     uv run python -m benchmarks cost                      # calls and tokens with a counting fake model
     uv run python -m benchmarks scale --sizes 1000 10000  # speed and memory at growing sizes
+    uv run python -m benchmarks classify --shots 1 5      # gorag-wos rounds (benchmarks/gorag.py)
     .venv-bench/bin/python -m benchmarks retrieval --embed minilm   # real embeddings (benchmarks/setup.sh)
     .venv-bench/bin/python -m benchmarks peers            # lightrag-hku, nano-graphrag side by side
 
@@ -45,6 +46,12 @@ def save(name: str, result: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["classify"]:  # its options are benchmarks/gorag.py's own
+        from benchmarks import gorag
+
+        gorag.main(argv[1:])
+        return 0
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="suite", required=True)
     for name in ("retrieval", "proxy", "cost", "scale"):
@@ -61,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--queries", type=int, default=20)
         if name == "scale":
             p.add_argument("--sizes", nargs="*", type=int, default=[1000, 10000])
+    sub.add_parser("classify", help="gorag-wos few-shot classification; takes benchmarks/gorag.py's options", add_help=False)
     p = sub.add_parser("scale-one", help=argparse.SUPPRESS)
     p.add_argument("method")
     p.add_argument("size", type=int)

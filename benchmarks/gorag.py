@@ -140,13 +140,13 @@ def minilm_embed_or_none():
     return embed
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shots", type=int, nargs="+", default=[1, 5], choices=[1, 5])
     parser.add_argument("--limit", type=int, help="test texts per round (default: all)")
     parser.add_argument("--mst-prune", action="store_true", help="also run the as-printed MST-pruning variant")
     parser.add_argument("--out", default=str(RESULTS / "gorag.json"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     try:
         wos = data.data_dir() / "gorag-wos"
     except FileNotFoundError as error:
