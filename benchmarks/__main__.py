@@ -93,12 +93,7 @@ def main(argv: list[str] | None = None) -> int:
 
     selected = systems(args.methods)
     if args.suite == "retrieval":
-        extractor = None
-        if args.openie:
-            from rhizome.core.extraction.openie import OpenIEExtractor
-
-            extractor = OpenIEExtractor(args.openie)
-        result = asyncio.run(harness.retrieval(selected, args.embed, args.limit, extractor))
+        result = asyncio.run(harness.retrieval(selected, args.embed, args.limit, args.openie))
         variant = f"{args.embed}{'-openie' if args.openie else ''}"
         table, title = harness.retrieval_table(result), f"Retrieval quality: hotpotqa-100 ({variant})"
     elif args.suite == "proxy":

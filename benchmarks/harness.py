@@ -53,13 +53,13 @@ async def _retrieve_all(index: Any, system: System, questions: list[data.Questio
 
 
 # -- retrieval -------------------------------------------------------------------------------
-async def retrieval(selected: list[System], embed: str, limit: int | None = None, extractor: Any = None) -> dict[str, Any]:
+async def retrieval(selected: list[System], embed: str, limit: int | None = None, openie: str | None = None) -> dict[str, Any]:
     documents, questions = data.hotpotqa()
     questions = questions[:limit] if limit else questions
     rows = []
     for method, group in _by_method(selected).items():
         start = time.perf_counter()
-        index = build_index(method, embedder_for(embed), extractor=extractor)
+        index = build_index(method, embedder_for(embed), openie=None if method == "naive" else openie)
         await index.ainsert(documents)
         build_s = time.perf_counter() - start
         for system in group:
@@ -76,7 +76,7 @@ async def retrieval(selected: list[System], embed: str, limit: int | None = None
             })
         index.close()
     return {"suite": "retrieval", "data": "hotpotqa-100", "embedder": embed, "questions": len(questions),
-            "extraction": "imported OpenIE" if extractor is not None else "offline", "rows": rows}
+            "extraction": "imported OpenIE" if openie else "offline", "rows": rows}
 
 
 def retrieval_table(result: dict[str, Any]) -> str:

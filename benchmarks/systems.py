@@ -41,14 +41,20 @@ def systems(methods: list[str] | None = None) -> list[System]:
     return out
 
 
-def build_index(method: str, embedder: Any, *, llm: Any = None, extractor: Any = None, **params: Any) -> Any:
-    """A fresh in-memory index of ``method``. ``extractor`` (e.g. imported OpenIE triples) is
-    passed to methods whose constructor accepts one."""
+def build_index(method: str, embedder: Any, *, llm: Any = None, openie: str | None = None, **params: Any) -> Any:
+    """A fresh in-memory index of ``method``. With ``openie`` (a HippoRAG OpenIE JSON file) the
+    method uses those triples instead of extracting: through an ``extractor`` object or an
+    ``extraction="openie:PATH"`` setting, whichever its constructor takes."""
     cls = index_class(method)
     accepted = inspect.signature(cls).parameters
     kwargs = {k: v for k, v in params.items() if k in accepted}
-    if extractor is not None:
-        if "extractor" not in accepted:
-            raise SystemExit(f"{method} does not accept an extractor; drop --openie for it")
-        kwargs["extractor"] = extractor
+    if openie is not None:
+        if "extractor" in accepted:
+            from rhizome.core.extraction.openie import OpenIEExtractor
+
+            kwargs["extractor"] = OpenIEExtractor(openie)
+        elif "extraction" in accepted:
+            kwargs["extraction"] = f"openie:{openie}"
+        else:
+            raise SystemExit(f"{method} cannot use imported extractions; drop --openie or --methods {method}")
     return cls(embedder, llm=llm, **kwargs)

@@ -82,3 +82,27 @@ def test_command_line_writes_results(tmp_path, monkeypatch, capsys):
     saved = json.loads((tmp_path / "retrieval-hashing.json").read_text())
     assert saved["questions"] == 3
     assert "Recall@2" in capsys.readouterr().out
+
+
+@needs_data
+async def test_imported_openie_reaches_every_graph_method(tmp_path, monkeypatch):
+    docs, questions = data.hotpotqa()
+    docs, questions = docs[:30], [q for q in questions if set(q.supporting) <= {d.id for d in docs[:30]}][:2] or questions[:1]
+    monkeypatch.setattr(data, "hotpotqa", lambda: (docs, questions))
+    openie = {
+        "docs": [
+            {
+                "idx": i,
+                "passage": d.text,
+                "extracted_entities": [d.id, "Topic"],
+                "extracted_triples": [[d.id, "is about", "Topic"]],
+            }
+            for i, d in enumerate(docs)
+        ]
+    }
+    path = tmp_path / "openie.json"
+    path.write_text(json.dumps(openie))
+    selected = [s for s in systems() if s.method in ("graphrag", "lightrag")]
+    result = await harness.retrieval(selected, "hashing", openie=str(path))
+    assert result["extraction"] == "imported OpenIE"
+    assert {r["system"].split(":")[0] for r in result["rows"]} == {"graphrag", "lightrag"}
