@@ -104,3 +104,16 @@ def test_ollama_names_drop_the_implicit_latest_tag():
 
     assert OllamaEmbedder("nomic-embed-text:latest").name == OllamaEmbedder("nomic-embed-text").name == "ollama:nomic-embed-text"
     assert OllamaChatModel("qwen2.5:7b").name == "ollama:qwen2.5:7b"
+
+
+async def test_queries_and_documents_are_embedded_and_cached_apart():
+    cache = ModelCache()
+    embedder = FakeEmbedder(8, cache=cache, query_prefix="q: ", document_prefix="d: ")
+    document = await embedder.aembed(["same text"])
+    query = await embedder.aembed_query(["same text"])
+    assert not (document == query).all()  # different prefixes, different vectors
+    plain = FakeEmbedder(8)
+    assert (await plain.aembed_query(["q: same text"]) == query).all()
+    assert len(cache) == 2
+    again = await embedder.aembed_query(["same text"])
+    assert (again == query).all() and embedder.usage.cache_hits == 1

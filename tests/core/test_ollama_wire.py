@@ -334,7 +334,8 @@ async def test_embed_batches_and_normalises(ollama_stub: OllamaStub, make_embedd
 
     bodies = ollama_stub.calls("/api/embed")
     assert sorted(len(b["input"]) for b in bodies) == [1, 3, 3]
-    assert sorted(t for b in bodies for t in b["input"]) == sorted(texts)
+    # nomic-embed-text stores texts with its document prefix
+    assert sorted(t for b in bodies for t in b["input"]) == sorted(f"search_document: {t}" for t in texts)
     for body in bodies:
         assert isinstance(body["input"], list)
         assert body["model"] == EMBED
@@ -343,7 +344,7 @@ async def test_embed_batches_and_normalises(ollama_stub: OllamaStub, make_embedd
     assert vectors.shape == (7, 8) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
     for text, vector in zip(texts, vectors, strict=True):
-        raw = np.asarray(default_vector(text))
+        raw = np.asarray(default_vector(f"search_document: {text}"))
         np.testing.assert_allclose(vector, raw / np.linalg.norm(raw), rtol=1e-5)
     assert embedder.dimension == 8
     assert embedder.name == f"ollama:{EMBED}"
@@ -356,7 +357,7 @@ async def test_embed_cache_skips_known_texts(ollama_stub: OllamaStub, make_embed
     second = await embedder.aembed(["b", "c"])
 
     inputs = [b["input"] for b in ollama_stub.calls("/api/embed")]
-    assert inputs == [["a", "b"], ["c"]]
+    assert inputs == [["search_document: a", "search_document: b"], ["search_document: c"]]
     np.testing.assert_allclose(first[1], second[0])
 
 
@@ -438,3 +439,18 @@ def test_invalid_parameters_are_rejected() -> None:
         OllamaChatModel(CHAT, num_ctx=0)
     with pytest.raises(ConfigurationError):
         OllamaEmbedder(EMBED, batch_size=0)
+
+
+async def test_nomic_embed_text_gets_its_query_and_document_prefixes(ollama_stub: OllamaStub) -> None:
+    embedder = OllamaEmbedder(EMBED, host=ollama_stub.url)
+    try:
+        await embedder.aembed(["a passage"])
+        await embedder.aembed_query(["a question"])
+    finally:
+        await embedder.aclose()
+    inputs = [call["input"] for call in ollama_stub.calls("/api/embed")]
+    assert inputs == [["search_document: a passage"], ["search_query: a question"]]
+    plain = OllamaEmbedder("bge-m3", host=ollama_stub.url)
+    assert (plain.query_prefix, plain.document_prefix) == ("", "")
+    custom = OllamaEmbedder(EMBED, host=ollama_stub.url, query_prefix="", document_prefix="")
+    assert (custom.query_prefix, custom.document_prefix) == ("", "")

@@ -289,3 +289,33 @@ def test_adapters_import_no_framework() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_adapters_embed_queries_with_the_frameworks_query_methods():
+    from langchain_core.embeddings import Embeddings
+    from llama_index.core.embeddings import MockEmbedding
+
+    from rhizome.core.models.adapters import LangChainEmbedder, LlamaIndexEmbedder
+
+    class Recording(Embeddings):
+        calls: list[str] = []
+
+        def embed_documents(self, texts):
+            self.calls.append("documents")
+            return [[1.0, 0.0] for _ in texts]
+
+        def embed_query(self, text):
+            self.calls.append("query")
+            return [0.0, 1.0]
+
+    lc = LangChainEmbedder(Recording())
+    assert (await lc.aembed_query(["q"]))[0].tolist() == [0.0, 1.0]
+    assert (await lc.aembed(["d"]))[0].tolist() == [1.0, 0.0]
+    assert Recording.calls == ["query", "documents"]
+
+    class RecordingLI(MockEmbedding):
+        async def _aget_query_embedding(self, query):
+            return [0.0] * (self.embed_dim - 1) + [1.0]
+
+    li = LlamaIndexEmbedder(RecordingLI(embed_dim=4))
+    assert (await li.aembed_query(["q"]))[0].tolist() == [0.0, 0.0, 0.0, 1.0]

@@ -101,7 +101,7 @@ class VectorRetriever:
         store = self.index.store
         if store.manifest.embedding_dimension is None:  # nothing was ever embedded
             return []
-        vector = await self.index.embedder.aembed([query])
+        vector = await self.index.embedder.aembed_query([query])
         known = store.manifest.embedding_dimension
         if known is not None and known != vector.shape[1]:
             raise IndexMismatchError(

@@ -52,6 +52,10 @@ class Embedder(Protocol):
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray: ...
 
+    async def aembed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of search queries (models may embed queries differently from documents)."""
+        ...
+
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 

@@ -208,7 +208,7 @@ class LightRAGRetriever:
         return run_sync(self.acontext(query, keywords=keywords))
 
     async def _query_vector(self, text: str) -> Any:
-        vector = await self.embedder.aembed([text])
+        vector = await self.embedder.aembed_query([text])
         known = self.index.store.manifest.embedding_dimension
         if known is not None and known != vector.shape[1]:
             raise IndexMismatchError(

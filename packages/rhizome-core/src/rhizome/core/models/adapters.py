@@ -295,6 +295,10 @@ class LangChainEmbedder(BaseEmbedder):
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
         return list(await self.embeddings.aembed_documents(texts))
 
+    async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
+        # LangChain embeddings embed queries their own way (instructions, prefixes)
+        return [list(await self.embeddings.aembed_query(self.query_prefix + t)) for t in texts]
+
 
 # -- LlamaIndex --------------------------------------------------------------------------------
 def _llama_index_usage(response: Any) -> dict[str, int]:
@@ -401,6 +405,10 @@ class LlamaIndexEmbedder(BaseEmbedder):
 
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
         return list(await self.embed_model.aget_text_embedding_batch(texts))
+
+    async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
+        # LlamaIndex embeddings embed queries their own way (query instructions)
+        return [list(await self.embed_model.aget_query_embedding(self.query_prefix + t)) for t in texts]
 
 
 # -- recognising foreign models ----------------------------------------------------------------

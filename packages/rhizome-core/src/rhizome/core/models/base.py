@@ -249,6 +249,9 @@ class BaseEmbedder(ABC):
     batch_size: texts per request.
     max_concurrency: requests in flight at once (per event loop).
     cache: a :class:`ModelCache`; each text's vector is then computed once, across runs.
+    query_prefix, document_prefix: prepended to queries (:meth:`aembed_query`) and to stored
+        texts (:meth:`aembed`), for models trained with such instructions (nomic-embed-text's
+        ``search_query:`` / ``search_document:``). Empty by default.
     """
 
     def __init__(
@@ -259,10 +262,14 @@ class BaseEmbedder(ABC):
         batch_size: int = 64,
         max_concurrency: int = 2,
         cache: ModelCache | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
     ) -> None:
         if batch_size < 1 or max_concurrency < 1:
             raise ConfigurationError("batch_size and max_concurrency must be at least 1")
         self.name = name
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
         self._dimension = dimension
         self.batch_size = batch_size
         self.max_concurrency = max_concurrency
@@ -282,9 +289,17 @@ class BaseEmbedder(ABC):
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
         """Embed one batch (at most ``batch_size`` texts)."""
 
-    async def _batch(self, texts: list[str]) -> np.ndarray:
+    async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
+        """Embed one batch of queries; the default adds ``query_prefix`` and embeds them like
+        documents. Adapters of frameworks with a query method of their own override it."""
+        return await self._aembed_batch([self.query_prefix + t for t in texts])
+
+    async def _batch(self, texts: list[str], query: bool = False) -> np.ndarray:
         async with self._semaphore.get():
-            vectors = await self._aembed_batch(texts)
+            if query:
+                vectors = await self._aembed_query_batch(texts)
+            else:
+                vectors = await self._aembed_batch([self.document_prefix + t for t in texts])
         self.usage.calls += 1
         self.usage.texts += len(texts)
         array = np.asarray(vectors, dtype=np.float32)
@@ -295,6 +310,15 @@ class BaseEmbedder(ABC):
         return array
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of texts to store and search (chunks, entity descriptions, reports...)."""
+        return await self._aembed(texts, query=False)
+
+    async def aembed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of search queries; differs from :meth:`aembed` only for models that embed
+        queries differently (a prefix, or a framework's own query method)."""
+        return await self._aembed(texts, query=True)
+
+    async def _aembed(self, texts: Sequence[str], query: bool) -> np.ndarray:
         requested = list(texts)
         if not requested:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
@@ -305,7 +329,8 @@ class BaseEmbedder(ABC):
         todo: list[int] = []
         for i, text in enumerate(texts):
             if self.cache is not None:
-                keys[i] = cache_key({"embedder": self.name, "text": text})
+                prefix = self.query_prefix if query else self.document_prefix
+                keys[i] = cache_key({"embedder": self.name, "query": query, "prefix": prefix, "text": text})
                 hit = self.cache.get(keys[i])  # type: ignore[arg-type]
                 if hit is not None:
                     self.usage.cache_hits += 1
@@ -313,7 +338,7 @@ class BaseEmbedder(ABC):
                     continue
             todo.append(i)
         batches = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
-        arrays = await asyncio.gather(*(self._batch([texts[i] for i in b]) for b in batches))
+        arrays = await asyncio.gather(*(self._batch([texts[i] for i in b], query) for b in batches))
         for batch, array in zip(batches, arrays):
             for i, vector in zip(batch, array):
                 result[i] = vector
@@ -333,6 +358,9 @@ class BaseEmbedder(ABC):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return run_sync(self.aembed(texts))
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return run_sync(self.aembed_query(texts))
 
     async def aclose(self) -> None:
         """Release what this embedder holds for the running event loop (see

@@ -406,6 +406,23 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
 
 
 # -- embeddings ---------------------------------------------------------------------------------
+_RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+EMBEDDING_PREFIXES: dict[str, tuple[str, str]] = {
+    "nomic-embed-text": ("search_query: ", "search_document: "),
+    "mxbai-embed-large": (_RETRIEVAL_INSTRUCTION, ""),
+    "snowflake-arctic-embed": (_RETRIEVAL_INSTRUCTION, ""),
+}
+"""(query prefix, document prefix) of embedding model families that were trained with them, as
+their model cards describe; keyed by the model name without tag or namespace."""
+
+
+def embedding_prefixes(model: str) -> tuple[str, str]:
+    """The (query, document) prefixes of an Ollama embedding model, ``("", "")`` when none."""
+    family = model.strip().rsplit("/", 1)[-1].split(":", 1)[0]
+    return EMBEDDING_PREFIXES.get(family, ("", ""))
+
+
 class OllamaEmbedder(_OllamaTransport, BaseEmbedder):
     """Embeddings from Ollama's batched ``/api/embed`` endpoint, one request per batch.
 
@@ -423,6 +440,11 @@ class OllamaEmbedder(_OllamaTransport, BaseEmbedder):
         Context window sent as an option; ``None`` keeps the model's default.
     dimension:
         Expected vector size, if known (saves a probe request when it is asked for).
+    query_prefix, document_prefix:
+        Instructions the model was trained with; ``None`` takes the model family's own from
+        :data:`EMBEDDING_PREFIXES` (nomic-embed-text: ``search_query:`` / ``search_document:``;
+        mxbai-embed-large and snowflake-arctic-embed: a retrieval instruction on queries),
+        and none for other models.
     max_concurrency, cache:
         See :class:`BaseEmbedder`.
     """
@@ -442,10 +464,13 @@ class OllamaEmbedder(_OllamaTransport, BaseEmbedder):
         retry_backoff: float = 0.5,
         max_concurrency: int = 2,
         cache: ModelCache | None = None,
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
     ) -> None:
         if num_ctx is not None and num_ctx < 1:
             raise ConfigurationError("num_ctx must be a positive number of tokens")
         self._init_transport(model, host, timeout, transport_retries, retry_backoff)
+        family_query, family_document = embedding_prefixes(self.model)
         BaseEmbedder.__init__(
             self,
             f"ollama:{_spec_name(self.model)}",
@@ -453,6 +478,8 @@ class OllamaEmbedder(_OllamaTransport, BaseEmbedder):
             batch_size=batch_size,
             max_concurrency=max_concurrency,
             cache=cache,
+            query_prefix=family_query if query_prefix is None else query_prefix,
+            document_prefix=family_document if document_prefix is None else document_prefix,
         )
         self.truncate = truncate
         self.num_ctx = num_ctx

@@ -47,7 +47,7 @@ async def query_vector(index: Any, query: str) -> np.ndarray | None:
     known = index.store.manifest.embedding_dimension
     if known is None:
         return None
-    vector = await index.embedder.aembed([query])
+    vector = await index.embedder.aembed_query([query])
     if vector.shape[1] != known:
         raise IndexMismatchError(
             f"the index holds {known}-dimensional vectors but {index.embedder.name} gives "
