@@ -54,6 +54,11 @@ class Counter:
         self.completion_tokens += count_tokens(answer)
         return answer
 
+    async def complete(self, prompt: str, system_prompt: str | None = None, history_messages: list | None = None, **kwargs: Any) -> str:
+        """The model function both peers call: answers in the peer's format, counts the call."""
+        texts = [system_prompt or "", *[m.get("content", "") for m in history_messages or []], prompt]
+        return self.add(texts, peer_answer(prompt, system_prompt))
+
     def snapshot(self) -> dict[str, int]:
         return {"calls": self.calls, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
@@ -125,6 +130,7 @@ def offline_tiktoken() -> None:
 
 
 async def _embed(texts: list[str]) -> Any:
+    """The same hashing vectors for every system, as the numpy array both peers expect."""
     return await HASHING.aembed(list(texts))
 
 
@@ -151,21 +157,13 @@ async def run_ours(method: str, mode: str | None, docs: list, questions: list) -
 
 async def run_lightrag_hku(docs: list, questions: list) -> dict[str, Any]:
     offline_tiktoken()
-    import numpy as np
     from lightrag import LightRAG, QueryParam
     from lightrag.utils import EmbeddingFunc
 
     counter = Counter()
 
-    async def llm(prompt, system_prompt=None, history_messages=None, **kwargs):
-        texts = [system_prompt or "", *[m.get("content", "") for m in history_messages or []], prompt]
-        return counter.add(texts, peer_answer(prompt, system_prompt))
-
-    async def embed(texts):
-        return np.asarray(await _embed(texts))
-
     with tempfile.TemporaryDirectory() as work:
-        rag = LightRAG(working_dir=work, llm_model_func=llm, embedding_func=EmbeddingFunc(embedding_dim=384, max_token_size=8192, func=embed))
+        rag = LightRAG(working_dir=work, llm_model_func=counter.complete, embedding_func=EmbeddingFunc(embedding_dim=384, max_token_size=8192, func=_embed))
         await rag.initialize_storages()
         start = time.perf_counter()
         await rag.ainsert([d.text for d in docs], ids=[d.id for d in docs])
@@ -182,22 +180,14 @@ async def run_lightrag_hku(docs: list, questions: list) -> dict[str, Any]:
 
 async def run_nano_graphrag(docs: list, questions: list) -> dict[str, Any]:
     offline_tiktoken()
-    import numpy as np
     from nano_graphrag import GraphRAG, QueryParam
     from nano_graphrag._utils import wrap_embedding_func_with_attrs
 
     counter = Counter()
-
-    async def llm(prompt, system_prompt=None, history_messages=None, **kwargs):
-        texts = [system_prompt or "", *[m.get("content", "") for m in history_messages or []], prompt]
-        return counter.add(texts, peer_answer(prompt, system_prompt))
-
-    @wrap_embedding_func_with_attrs(embedding_dim=384, max_token_size=8192)
-    async def embed(texts):
-        return np.asarray(await _embed(texts))
+    embed = wrap_embedding_func_with_attrs(embedding_dim=384, max_token_size=8192)(_embed)
 
     with tempfile.TemporaryDirectory() as work:
-        rag = GraphRAG(working_dir=work, best_model_func=llm, cheap_model_func=llm, embedding_func=embed, enable_llm_cache=False)
+        rag = GraphRAG(working_dir=work, best_model_func=counter.complete, cheap_model_func=counter.complete, embedding_func=embed, enable_llm_cache=False)
         start = time.perf_counter()
         await rag.ainsert([d.text for d in docs])
         index_s = time.perf_counter() - start

@@ -7,7 +7,6 @@ embed the chunks of each batch, store their vectors, search them.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 from rhizome.core.aio import run_sync
@@ -20,7 +19,6 @@ from rhizome.core.index import (
     document_hash,
     resolve_embedder,
 )
-from rhizome.core.progress import ProgressArg
 from rhizome.core.types import Hit
 
 
@@ -42,35 +40,12 @@ class VectorIndex(BaseIndex):
     progress:
         ``True`` for a progress bar, or a callable ``(stage, done, total)``.
     llm:
-        Not used by naive retrieval; accepted so every method shares one constructor shape.
+        Not used for retrieval (only by :meth:`answer`); every method shares one constructor.
     """
 
     method: ClassVar[str] = "naive"
     uses_llm: ClassVar[bool] = False
     COLLECTION: ClassVar[str] = BaseIndex.CHUNK_COLLECTION
-
-    def __init__(
-        self,
-        embedder: Any = None,
-        *,
-        llm: Any = None,
-        path: str | Path | None = None,
-        chunk_size: int = 1200,
-        chunk_overlap: int = 100,
-        batch_size: int = 256,
-        progress: ProgressArg = False,
-        _store: Any = None,
-    ) -> None:
-        super().__init__(
-            embedder,
-            llm=llm,
-            path=path,
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
-            batch_size=batch_size,
-            progress=progress,
-            _store=_store,
-        )
 
     async def _prepare(self, batch: Batch) -> Any:
         chunks = [c for _, cs in batch for c in cs]

@@ -8,9 +8,9 @@ for a list, "7" or 7.5 for a strength, "P2" for a passage number) instead of spe
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from rhizome.core.models.lenient import TextList, clamped
 
@@ -39,6 +39,10 @@ Strength = clamped(1, 10, default=1.0)
 """The paper's spec: a strength that is not a number falls back to 1; numbers are clamped to 1..10."""
 
 
+Numbers = Annotated[list[int], BeforeValidator(_passage_numbers)]
+"""Passage, pair or citation numbers: ``3``, ``"P2"``, ``"1, 4"`` or a list of those."""
+
+
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -47,12 +51,7 @@ class PassageEntity(_Lenient):
     name: str = Field(description="the name as written in the passage")
     type: str = Field(description="one of the allowed entity types")
     description: str = Field(description="what the passages say about it")
-    passages: list[int] = Field(default_factory=list, description="numbers of the passages it comes from")
-
-    @field_validator("passages", mode="before")
-    @classmethod
-    def check_passages(cls, v: Any) -> Any:
-        return _passage_numbers(v)
+    passages: Numbers = Field(default_factory=list, description="numbers of the passages it comes from")
 
 
 class PassageRelation(_Lenient):
@@ -61,12 +60,7 @@ class PassageRelation(_Lenient):
     description: str = Field(description="how the passages connect them")
     keywords: TextList = Field(default_factory=list, description="1-3 phrases naming the theme of the link")
     strength: Strength = Field(default=1.0, description="1 (loose) to 10 (tight)")
-    passages: list[int] = Field(default_factory=list, description="numbers of the passages it comes from")
-
-    @field_validator("passages", mode="before")
-    @classmethod
-    def check_passages(cls, v: Any) -> Any:
-        return _passage_numbers(v)
+    passages: Numbers = Field(default_factory=list, description="numbers of the passages it comes from")
 
 
 class PassageKeywords(_Lenient):
@@ -105,22 +99,13 @@ class QueryKeywords(_Lenient):
 
 
 class SamePairs(_Lenient):
-    same: list[int] = Field(description="numbers of the pairs that name the same entity")
-
-    @field_validator("same", mode="before")
-    @classmethod
-    def check_same(cls, v: Any) -> Any:
-        return _passage_numbers(v)
+    same: Numbers = Field(description="numbers of the pairs that name the same entity")
 
 
 class AnswerOutput(_Lenient):
     answer: str = Field(description="the answer")
-    citations: list[int] = Field(default_factory=list, description="numbers of the context items used")
+    citations: Numbers = Field(default_factory=list, description="numbers of the context items used")
 
-    @field_validator("citations", mode="before")
-    @classmethod
-    def check_citations(cls, v: Any) -> Any:
-        return _passage_numbers(v)
 
 
 # --------------------------------------------------------------------------------------------
