@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
     [
         ("langchain_chain.py", "source: 03-ilse-varn"),
         ("llamaindex_query_engine.py", "query engine used 2 source nodes"),
+        ("langgraph_router.py", "label: sea-and-work"),
     ],
 )
 def test_example_runs_offline(script, expected):

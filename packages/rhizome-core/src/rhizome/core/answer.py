@@ -76,21 +76,30 @@ def answer(question: str, hits: Sequence[Hit], llm: Any = None, *, max_context_t
 
 
 def _extractive(question: str, hits: Sequence[Hit]) -> Answer:
+    """The context sentence that best covers the question: each question word counts by how
+    rare it is among the candidate sentences (a name that every sentence repeats tells less
+    than the one word that only the answer contains), lightly preferring higher-ranked hits.
+    Markdown headings are not answers."""
     wanted = {f for f in hashed_features(question) if " " not in f}
-    best: tuple[float, str, Hit] | None = None
+    candidates: list[tuple[int, str, set[str], Hit]] = []
     for rank, hit in enumerate(hits):
         for start, end in split_sentences(hit.text):
             sentence = hit.text[start:end].strip()
-            have = {f for f in hashed_features(sentence) if " " not in f}
-            if not have:
+            if not sentence or sentence.startswith("#"):
                 continue
-            # share of question words covered, lightly preferring higher-ranked hits
-            score = len(wanted & have) / max(1, len(wanted)) - 0.01 * rank
-            if best is None or score > best[0]:
-                best = (score, sentence, hit)
-    if best is None:
+            have = {f for f in hashed_features(sentence) if " " not in f}
+            if have:
+                candidates.append((rank, sentence, have, hit))
+    if not candidates:
         return Answer(text=hits[0].text.strip(), citations=[hits[0]], extractive=True)
-    return Answer(text=best[1], citations=[best[2]], extractive=True)
+    spread = {w: sum(1 for _, _, have, _ in candidates if w in have) for w in wanted}
+    weight = {w: 1.0 / n for w, n in spread.items() if n}
+    total = sum(weight.values()) or 1.0
+    best = max(
+        candidates,
+        key=lambda c: (sum(weight.get(w, 0.0) for w in wanted & c[2]) / total - 0.01 * c[0], -c[0]),
+    )
+    return Answer(text=best[1], citations=[best[3]], extractive=True)
 
 
 __all__ = ["Answer", "aanswer", "answer", "build_context"]
