@@ -111,7 +111,9 @@ class SentenceTransformerEmbedder(BaseEmbedder):
             except ImportError:
                 pass
         self._model = SentenceTransformer(location, device=self.device or "cpu")
-        self._dimension = int(self._model.get_sentence_embedding_dimension())
+        # renamed in sentence-transformers 6; older versions only have the long name
+        dimension_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self._dimension = int(dimension_of())
         return self._model
 
     @property
