@@ -155,6 +155,21 @@ async def run_ours(method: str, mode: str | None, docs: list, questions: list) -
     return {"index_seconds": index_s, "index": indexing, "query_seconds": query_s, "query": llm.usage.snapshot()}
 
 
+async def _timed(counter: Counter, insert: Any, query: Any, questions: list) -> dict[str, Any]:
+    """Index with ``insert()``, then run ``query(question)`` for each question; the time and the
+    counted calls of both phases."""
+    start = time.perf_counter()
+    await insert()
+    index_s = time.perf_counter() - start
+    indexing = counter.snapshot()
+    counter.__init__()
+    start = time.perf_counter()
+    for q in questions:
+        await query(q.question)
+    query_s = (time.perf_counter() - start) / len(questions)
+    return {"index_seconds": index_s, "index": indexing, "query_seconds": query_s, "query": counter.snapshot()}
+
+
 async def run_lightrag_hku(docs: list, questions: list) -> dict[str, Any]:
     offline_tiktoken()
     from lightrag import LightRAG, QueryParam
@@ -165,17 +180,14 @@ async def run_lightrag_hku(docs: list, questions: list) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as work:
         rag = LightRAG(working_dir=work, llm_model_func=counter.complete, embedding_func=EmbeddingFunc(embedding_dim=384, max_token_size=8192, func=_embed))
         await rag.initialize_storages()
-        start = time.perf_counter()
-        await rag.ainsert([d.text for d in docs], ids=[d.id for d in docs])
-        index_s = time.perf_counter() - start
-        indexing = counter.snapshot()
-        counter.__init__()
-        t0 = time.perf_counter()
-        for q in questions:
-            await rag.aquery(q.question, param=QueryParam(mode="hybrid", only_need_context=True))
-        query_s = (time.perf_counter() - t0) / len(questions)
+        result = await _timed(
+            counter,
+            lambda: rag.ainsert([d.text for d in docs], ids=[d.id for d in docs]),
+            lambda question: rag.aquery(question, param=QueryParam(mode="hybrid", only_need_context=True)),
+            questions,
+        )
         await rag.finalize_storages()
-    return {"index_seconds": index_s, "index": indexing, "query_seconds": query_s, "query": counter.snapshot()}
+    return result
 
 
 async def run_nano_graphrag(docs: list, questions: list) -> dict[str, Any]:
@@ -188,16 +200,12 @@ async def run_nano_graphrag(docs: list, questions: list) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as work:
         rag = GraphRAG(working_dir=work, best_model_func=counter.complete, cheap_model_func=counter.complete, embedding_func=embed, enable_llm_cache=False)
-        start = time.perf_counter()
-        await rag.ainsert([d.text for d in docs])
-        index_s = time.perf_counter() - start
-        indexing = counter.snapshot()
-        counter.__init__()
-        t0 = time.perf_counter()
-        for q in questions:
-            await rag.aquery(q.question, param=QueryParam(mode="global", only_need_context=True))
-        query_s = (time.perf_counter() - t0) / len(questions)
-    return {"index_seconds": index_s, "index": indexing, "query_seconds": query_s, "query": counter.snapshot()}
+        return await _timed(
+            counter,
+            lambda: rag.ainsert([d.text for d in docs]),
+            lambda question: rag.aquery(question, param=QueryParam(mode="global", only_need_context=True)),
+            questions,
+        )
 
 
 async def run_llama_index(kind: str, docs: list, questions: list) -> dict[str, Any]:

@@ -101,17 +101,7 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
         return_exceptions: bool = False,
         **kwargs: Any,
     ) -> list[Any]:
-        if not inputs:
-            return []
-        if return_exceptions:  # per-input errors: fall back to one call per input, in order
-            out: list[Any] = []
-            for value in inputs:
-                try:
-                    out.append(self.invoke(value, config if isinstance(config, dict) else None))
-                except Exception as exc:  # noqa: BLE001 - LangChain's contract
-                    out.append(exc)
-            return out
-        return run_sync(self._amany(inputs))
+        return run_sync(self.abatch(inputs, config, return_exceptions=return_exceptions, **kwargs))
 
     async def abatch(
         self,
@@ -123,7 +113,7 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
     ) -> list[Any]:
         if not inputs:
             return []
-        if return_exceptions:
+        if return_exceptions:  # per-input errors: one call per input, in order
             out: list[Any] = []
             for value in inputs:
                 try:
