@@ -90,7 +90,7 @@ def user_prompt(messages: list[dict[str, str]]) -> str:
 
 
 def is_gleaning(messages: list[dict[str, str]]) -> bool:
-    return "Already found entities" in user_prompt(messages)
+    return "Already found:" in user_prompt(messages)
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,8 +228,8 @@ async def test_gleaning_prompt_lists_names_not_previous_json():
     prompt = user_prompt(glean)
     assert [m["role"] for m in glean] == ["system", "user"]  # a fresh request, no chat history
     assert ADA_TEXT in prompt
-    assert "- Ada Lovelace" in prompt and "- Analytical Engine" in prompt
-    assert "Ada Lovelace -- Analytical Engine" in prompt
+    assert "Entities: Ada Lovelace; Analytical Engine" in prompt
+    assert "Ada Lovelace - Analytical Engine" in prompt
     first_json = json.dumps(FIRST_ANSWER)
     assert first_json not in prompt
     for entity in FIRST_ANSWER["entities"]:
@@ -328,7 +328,8 @@ def test_schema_is_lenient_where_it_is_safe():
         == 1
     )
     schema = ExtractedRelation.model_json_schema()
-    assert set(schema["required"]) == {"source", "target", "description", "keywords", "strength"}
+    assert set(schema["required"]) == {"source", "target", "description"}
+    assert set(schema["properties"]) == {"source", "target", "description", "keywords", "strength", "passages"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -673,6 +674,6 @@ def test_openie_extractor_serves_triples_for_matching_chunks():
     result = OpenIEExtractor(data).extract(chunks)
     assert [e.chunk_id for e in result] == ["a:0", "b:0"]
     assert [r.predicate for r in result[0].relations] == ["mapped"]
-    assert result[1].entities == [] and result[1].metadata["matched"] is False
+    assert result[1].entities == [] and result[1].metadata["matched_chunk"] is False
     with pytest.raises(InvalidInputError):
         OpenIEExtractor({"not": "openie"})

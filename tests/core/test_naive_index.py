@@ -12,6 +12,7 @@ import pytest
 from rhizome.core import (
     Document,
     FakeEmbedder,
+    ConfigurationError,
     HashingEmbedder,
     IndexFormatError,
     IndexLockedError,
@@ -22,6 +23,7 @@ from rhizome.core import (
     load_index,
 )
 from rhizome.core.models.base import BaseEmbedder
+from rhizome.core.storage import FORMAT_VERSION
 
 CORPUS = [
     Document(id="fr", text="Paris is the capital of France. The Seine flows through Paris.", metadata={"title": "France", "source": "fr.txt"}),
@@ -222,37 +224,54 @@ def test_format_version_and_missing_index(tmp_path):
     (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(IndexFormatError, match="version 99"):
         load_index(tmp_path / "idx")
-    manifest["format_version"] = 1
+    manifest["format_version"] = FORMAT_VERSION
     manifest["method"] = "nonexistent"
     (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(IndexMismatchError, match="nonexistent"):
         load_index(tmp_path / "idx")
 
 
-def test_existing_directory_is_not_overwritten(tmp_path):
-    VectorIndex(path=tmp_path / "idx").close()
-    with pytest.raises(InvalidInputError, match="already holds"):
-        VectorIndex(path=tmp_path / "idx")
+def test_path_opens_an_existing_index_of_the_same_method(tmp_path):
+    """Defect: ``VectorIndex(path=...)`` on an existing index raised "already holds an index",
+    so every script failed on its second run."""
+    first = VectorIndex(path=tmp_path / "idx", chunk_size=300)
+    first.insert(CORPUS[:2])
+    first.close()
+    again = VectorIndex(path=tmp_path / "idx")  # the second run of the same script
+    assert len(again) == 2 and again.config.chunk_size == 300
+    again.insert(CORPUS[2:])
+    assert len(again.as_retriever(k=10).retrieve("capital")) == 4
+    with pytest.raises(ConfigurationError, match="chunk_size=300"):
+        VectorIndex(path=tmp_path / "idx", chunk_size=500)
+    with pytest.raises(IndexMismatchError, match="embedder"):
+        VectorIndex(HashingEmbedder(256), path=tmp_path / "idx")
+    again.close()
 
 
-def test_one_writer_many_readers(tmp_path):
+def test_one_writer_process_many_readers(tmp_path):
     writer = VectorIndex(path=tmp_path / "idx")
     writer.insert(CORPUS[:2])
-    with pytest.raises(IndexLockedError, match="read-only"):
-        VectorIndex.load(tmp_path / "idx")
+    # another writer object in this process shares the store; another process is locked out
+    script = "import sys; from rhizome.core import VectorIndex; VectorIndex.load(sys.argv[1])"
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "idx")], capture_output=True, text=True)
+    assert out.returncode != 0 and "read-only" in out.stderr
+    same_process = VectorIndex.load(tmp_path / "idx")
     reader = VectorIndex.load(tmp_path / "idx", readonly=True)
     assert len(reader.as_retriever(k=5).retrieve("capital")) == 2
-    writer.insert(CORPUS[2:])  # the reader does not block the writer
-    # a reader in another process sees the committed state
+    same_process.insert(CORPUS[2:])  # the reader does not block the writer
+    # a reader in another process sees the committed state, and so does the open reader
     script = (
         "import sys; from rhizome.core import load_index;"
         "i = load_index(sys.argv[1], readonly=True); print(len(i.as_retriever(k=10).retrieve('capital')))"
     )
     out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "idx")], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "4"
+    assert len(reader.as_retriever(k=10).retrieve("capital")) == 4
     writer.close()
+    same_process.close()
     reader.close()
-    VectorIndex.load(tmp_path / "idx").close()  # the lock is released on close
+    out = subprocess.run([sys.executable, "-c", script.replace("readonly=True", "readonly=False"), str(tmp_path / "idx")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr  # the lock is released when the last writer closes
 
 
 def test_load_rejects_unknown_options_and_unrebuildable_embedders(tmp_path):

@@ -6,6 +6,7 @@ protocols defined here (``ChatModel``, ``Embedder``, ``Retriever``, ``Index``).
 
 from rhizome.core.answer import Answer, aanswer, answer
 from rhizome.core.cache import ModelCache
+from rhizome.core.config import ExtractionConfig, IndexConfig
 from rhizome.core.documents import coerce_documents, load_path
 from rhizome.core.embeddings import HashingEmbedder, SentenceTransformerEmbedder
 from rhizome.core.errors import (
@@ -24,12 +25,14 @@ from rhizome.core.errors import (
     ModelUnavailableError,
     RhizomeError,
 )
+from rhizome.core.index import BaseIndex, DeleteReport, InsertReport
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Usage
 from rhizome.core.models.fake import FakeChatModel, FakeEmbedder
 from rhizome.core.models.ollama import OllamaChatModel, OllamaEmbedder, check_ollama
 from rhizome.core.models.registry import make_chat_model, make_embedder
-from rhizome.core.naive import DeleteReport, InsertReport, VectorIndex, VectorRetriever
+from rhizome.core.naive import VectorIndex, VectorRetriever
 from rhizome.core.protocols import ChatModel, Completion, Embedder, Index, Retriever
+from rhizome.core.retrieval import BaseRetriever, Retrieval
 from rhizome.core.storage import IndexStore, Manifest, load_index
 from rhizome.core.text import Chunker, count_tokens
 from rhizome.core.types import Chunk, Community, Document, Entity, Hit, Provenance, Relation, Span
@@ -38,6 +41,8 @@ from rhizome.core.vectors import VectorStore
 __all__ = [
     "Answer",
     "BaseChatModel",
+    "BaseIndex",
+    "BaseRetriever",
     "BaseEmbedder",
     "ChatModel",
     "Chunk",
@@ -49,12 +54,14 @@ __all__ = [
     "Document",
     "Embedder",
     "EmptyExtractionError",
+    "ExtractionConfig",
     "Entity",
     "FakeChatModel",
     "FakeEmbedder",
     "HashingEmbedder",
     "Hit",
     "Index",
+    "IndexConfig",
     "IndexFormatError",
     "IndexLockedError",
     "IndexMismatchError",
@@ -74,6 +81,7 @@ __all__ = [
     "OllamaEmbedder",
     "Provenance",
     "Relation",
+    "Retrieval",
     "Retriever",
     "RhizomeError",
     "SentenceTransformerEmbedder",

@@ -8,7 +8,7 @@ import concurrent.futures
 import contextvars
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -92,6 +92,32 @@ class PerLoop(Generic[T]):
             await self._close(item)
 
 
+class WriteLock:
+    """A mutex for async code that holds across threads and event loops.
+
+    ``asyncio.Lock`` binds to one loop, and every sync call (:func:`run_sync`) runs its own loop,
+    so two threads inserting into one index through the sync API would not exclude each other.
+    This lock is a ``threading.Lock`` acquired without blocking the caller's loop: an attempt
+    that finds it held waits a little (1 ms, doubling up to 50 ms) and tries again. It is not
+    re-entrant. A cancelled waiter simply stops trying, so nothing is left locked."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    async def __aenter__(self) -> WriteLock:
+        delay = 0.001
+        while not self._lock.acquire(blocking=False):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 async def gather_limited(
     factories: list[Callable[[], Awaitable[T]]], limit: int
 ) -> list[T]:
@@ -103,3 +129,16 @@ async def gather_limited(
             return await factory()
 
     return list(await asyncio.gather(*(one(f) for f in factories)))
+
+
+async def gather_or_cancel(coros: Sequence[Awaitable[T]]) -> list[T]:
+    """Like ``asyncio.gather`` (results in order), but when one fails the others are cancelled
+    before the error is raised, so no orphaned model calls keep running."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

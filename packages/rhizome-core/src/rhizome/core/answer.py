@@ -1,30 +1,36 @@
-"""Writing an answer from retrieved hits, with citations.
+"""Writing an answer from retrieved hits, with citations: the one answering step of every method.
 
-Answering belongs to the user's chain or agent; this helper is for those who want one call. With
-a chat model it asks for a JSON answer that cites the numbered context passages; without one it
-answers extractively, returning the context sentence that best covers the question's words.
+Answering belongs to the user's chain or agent; this is for those who want one call
+(``index.answer(question, mode=...)``). With a chat model it numbers the context items, packs
+them into a token budget and asks for a JSON answer citing the numbers; without one it answers
+extractively, returning the context sentence that best covers the question's words. Methods
+vary only the words around the context (``system``, ``instructions``) and how an item is shown
+(``render``); hits with a ``section`` in their metadata are grouped under section headers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from rhizome.core.embeddings import hashed_features
+from rhizome.core.extraction.schema import Numbers
 from rhizome.core.text import count_tokens, split_sentences, truncate_tokens
 from rhizome.core.types import Hit
 
 ANSWER_SYSTEM = (
-    "You answer questions using only the numbered context passages you are given. "
-    "If they do not contain the answer, say that you do not know. Keep the answer short."
+    "You answer questions using only the numbered context items you are given. If they do not "
+    "contain the answer, say that you do not know. Cite the numbers of the items you used."
 )
+
+ANSWER_INSTRUCTIONS = "Answer in one to three sentences."
 
 
 class _AnswerSchema(BaseModel):
-    answer: str = Field(description="the answer, in one to three sentences")
-    citations: list[int] = Field(default_factory=list, description="numbers of the passages used")
+    answer: str = Field(description="the answer")
+    citations: Numbers = Field(default_factory=list, description="numbers of the context items used")
 
 
 class Answer(BaseModel):
@@ -35,44 +41,77 @@ class Answer(BaseModel):
     extractive: bool = False
     """True when no model wrote the answer (it is a sentence copied from the context)."""
 
+    @property
+    def chunk_ids(self) -> list[str]:
+        """The chunks the cited hits rest on."""
+        return list(dict.fromkeys(c for hit in self.citations for c in hit.provenance.chunk_ids))
 
-def build_context(hits: Sequence[Hit], max_tokens: int = 3000) -> tuple[str, list[Hit]]:
-    """Numbered passages ``[1] ...`` that fit in ``max_tokens``, and the hits they come from."""
+    @property
+    def document_ids(self) -> list[str]:
+        return list(dict.fromkeys(d for hit in self.citations for d in hit.provenance.document_ids))
+
+
+def render_hit(hit: Hit) -> str:
+    """How a hit is shown in a context: its title or document, then its text."""
+    label = hit.metadata.get("title") or (hit.provenance.document_ids[0] if hit.provenance.document_ids else hit.id)
+    return f"({label}) {' '.join(hit.text.split())}"
+
+
+def build_context(hits: Sequence[Hit], max_tokens: int = 3000, render: Callable[[Hit], str] = render_hit) -> tuple[str, list[Hit]]:
+    """Numbered items ``[1] ...`` that fit in ``max_tokens`` (a first item too long alone is
+    cut), grouped under ``-----section-----`` headers where hits carry a ``section``; and the
+    hits in numbering order."""
     parts: list[str] = []
     used: list[Hit] = []
     budget = max_tokens
+    section = None
     for hit in hits:
-        label = hit.metadata.get("title") or (hit.provenance.document_ids[0] if hit.provenance.document_ids else hit.id)
-        block = f"[{len(used) + 1}] ({label}) {hit.text.strip()}"
-        tokens = count_tokens(block)
+        header = hit.metadata.get("section")
+        block = f"[{len(used) + 1}] {render(hit)}"
+        if header and header != section:
+            block = f"-----{header}-----\n{block}"
+        tokens = count_tokens(block) + 1
         if tokens > budget:
-            if not used and budget > 20:
-                block = truncate_tokens(block, budget)
-            else:
+            if used or budget <= 20:
                 break
+            block, tokens = truncate_tokens(block, budget), budget
+        section = header or section
         parts.append(block)
         used.append(hit)
-        budget -= min(tokens, budget)
-    return "\n\n".join(parts), used
+        budget -= tokens
+    return "\n".join(parts), used
 
 
-async def aanswer(question: str, hits: Sequence[Hit], llm: Any = None, *, max_context_tokens: int = 3000) -> Answer:
-    """Answer ``question`` from ``hits``; with ``llm=None`` the answer is extractive."""
+async def aanswer(
+    question: str,
+    hits: Sequence[Hit],
+    llm: Any = None,
+    *,
+    system: str = ANSWER_SYSTEM,
+    instructions: str = ANSWER_INSTRUCTIONS,
+    render: Callable[[Hit], str] = render_hit,
+    max_context_tokens: int = 3000,
+) -> Answer:
+    """Answer ``question`` from ``hits`` (see the module docstring); with ``llm=None`` the
+    answer is extractive."""
     if not hits:
         return Answer(text="No relevant passages were found.", extractive=llm is None)
     if llm is None:
         return _extractive(question, hits)
-    context, used = build_context(hits, max_context_tokens)
-    prompt = f"Context passages:\n\n{context}\n\nQuestion: {question}\n\nReply as JSON with the answer and the numbers of the passages you used."
-    result = await llm.acomplete_json(prompt, _AnswerSchema, system=ANSWER_SYSTEM)
+    context, used = build_context(hits, max_context_tokens, render)
+    prompt = (
+        f"Context:\n\n{context}\n\nQuestion: {question}\n\n{instructions} Reply as JSON with the "
+        "answer and the numbers of the context items you used."
+    )
+    result = await llm.acomplete_json(prompt, _AnswerSchema, system=system)
     cited = [used[i - 1] for i in dict.fromkeys(result.citations) if 1 <= i <= len(used)]
     return Answer(text=result.answer.strip(), citations=cited)
 
 
-def answer(question: str, hits: Sequence[Hit], llm: Any = None, *, max_context_tokens: int = 3000) -> Answer:
+def answer(question: str, hits: Sequence[Hit], llm: Any = None, **options: Any) -> Answer:
     from rhizome.core.aio import run_sync
 
-    return run_sync(aanswer(question, hits, llm, max_context_tokens=max_context_tokens))
+    return run_sync(aanswer(question, hits, llm, **options))
 
 
 def _extractive(question: str, hits: Sequence[Hit]) -> Answer:
@@ -102,4 +141,4 @@ def _extractive(question: str, hits: Sequence[Hit]) -> Answer:
     return Answer(text=best[1], citations=[best[3]], extractive=True)
 
 
-__all__ = ["Answer", "aanswer", "answer", "build_context"]
+__all__ = ["ANSWER_SYSTEM", "Answer", "aanswer", "answer", "build_context", "render_hit"]

@@ -1,44 +1,64 @@
 """``BaseIndex``: what every method's index shares, so a method package is only its algorithm.
 
-It owns the index directory (:class:`~rhizome.core.storage.IndexStore`), the models, chunking,
+It owns the index directory (:class:`~rhizome.core.storage.IndexStore`), the configuration
+(:mod:`rhizome.core.config`), the models and their call cache, chunking, the extraction choice,
 document identity (content hash: unchanged documents are skipped, changed ones replaced), input
-validation before anything is stored, batched commits that make an interrupted insert resumable,
-``persist`` / ``load`` / ``close``, and the sync wrappers. A method subclass sets ``method``
-(and ``modes``) and implements a few hooks:
+validation before anything is stored, batched commits that make an interrupted insert
+resumable, a writer lock that serialises inserts and deletes across threads and event loops,
+``persist`` / ``load`` / ``close``, answering, and the sync wrappers.
 
-- ``async _prepare(batch)`` — the slow work for a batch of new documents, outside any
+A method subclass sets ``method``, ``modes`` and ``config_class`` and implements a few hooks:
+
+- ``_setup()`` — declare record tables and build helpers (called at the end of ``__init__``);
+- ``async _prepare(batch, stats)`` — the slow work for a batch of new documents, outside any
   transaction (embedding, extraction); returns whatever ``_write`` needs;
 - ``_write(db, batch, prepared)`` — store it, inside the batch's transaction;
+- ``async _prepare_delete(document_ids, stats)`` / ``_write_delete(db, document_ids, prepared)``
+  — the same two steps for a delete (optional);
 - ``_remove_document(db, document_id)`` — remove what only this document supported (call
   ``super()`` to remove its chunks and chunk vectors);
-- ``async _after_change(inserted, removed)`` — work on the whole index after an insert or
-  delete (re-clustering, regenerating summaries), optional;
-- ``as_retriever(k, mode)`` — the retrievers.
+- ``async _after_change(inserted, removed, stats)`` — work on the whole index after documents
+  changed (re-clustering, summaries); an interrupted one is finished by the next call;
+- ``_retriever(mode, k, **options)`` — the retriever of one mode
+  (a :class:`~rhizome.core.retrieval.BaseRetriever`);
+- ``_answer(question, retrieval)`` — optional: the method's own answering step.
 
-Constructor parameters of a subclass are keyword arguments whose values are stored in the
-manifest's ``parameters`` (pass them to ``super().__init__(parameters=...)``); ``load`` calls
-the constructor again with them, so an index reopens with the settings it was built with.
+``stats`` is a plain dict of counters that ends up in the call's report.
+
+Opening. ``SomeIndex(path=d)`` creates an index in ``d``, or opens the one there: of the same
+method, with the same embedder (rebuilt from the manifest when none is given) and its stored
+configuration (a setting passed explicitly must agree with it). ``SomeIndex.load(d)`` also
+rebuilds the chat model from the manifest; ``readonly=True`` opens for queries beside a writer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from rhizome.core.aio import run_sync
+from rhizome.core.config import IndexConfig, build_config
 from rhizome.core.documents import coerce_documents
-from rhizome.core.errors import ConfigurationError, IndexMismatchError
+from rhizome.core.errors import ConfigurationError, IndexFormatError, IndexMismatchError
+from rhizome.core.models.base import usage_scope
 from rhizome.core.progress import Progress, ProgressArg
-from rhizome.core.storage import IndexStore, Manifest, read_manifest
+from rhizome.core.storage import MANIFEST, IndexStore, Manifest, read_manifest
 from rhizome.core.text import Chunker
 from rhizome.core.types import Chunk, Document
 
 Batch = list[tuple[Document, list[Chunk]]]
+Stats = dict[str, Any]
+
+CACHE_FILE = "model-calls.sqlite"
+RUNTIME_OPTIONS = ("batch_size", "progress", "cache", "extraction")
+"""What ``load()`` accepts besides the models: settings of this session, not of the index
+(``extraction`` only to pass an extractor object again)."""
 
 
 class InsertReport(BaseModel):
@@ -49,12 +69,16 @@ class InsertReport(BaseModel):
     skipped: list[str] = Field(default_factory=list)
     chunks: int = 0
     tokens: int = 0
+    stats: Stats = Field(default_factory=dict)
+    """Counters of the call: the models' (``model_calls``, ``prompt_tokens``...) and the
+    method's (entities written, summaries, reports...)."""
 
 
 class DeleteReport(BaseModel):
     deleted: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     chunks: int = 0
+    stats: Stats = Field(default_factory=dict)
 
 
 def document_hash(document: Document) -> str:
@@ -97,12 +121,51 @@ def resolve_llm(llm: Any) -> Any:
     return wrap_chat_model(llm)
 
 
+def default_cache(path: Path | None, readonly: bool) -> Any:
+    """The model-call cache an index uses unless told otherwise: ``$RHIZOME_CACHE_DIR``, else
+    the index directory (writable indexes), else memory."""
+    from rhizome.core.cache import ModelCache
+
+    if os.environ.get("RHIZOME_CACHE_DIR"):
+        return ModelCache(Path(os.environ["RHIZOME_CACHE_DIR"]) / CACHE_FILE)
+    if path is not None and not readonly:
+        return ModelCache(path / CACHE_FILE)
+    return ModelCache(None)
+
+
 class BaseIndex:
-    """Base class of every method's index (see the module docstring for the hooks)."""
+    """Base class of every method's index (see the module docstring for the hooks).
+
+    Parameters
+    ----------
+    embedder:
+        Any embedder (ours, LangChain's or LlamaIndex's) or a spec such as
+        ``"ollama:nomic-embed-text"``; default: the offline hashing embedder, or, for an existing
+        index, the one it was built with.
+    llm:
+        Chat model (object or spec) for the steps that use one; ``None`` runs the offline steps.
+    path:
+        Index directory (created, or opened when it holds an index); ``None`` keeps the index in
+        memory until :meth:`persist`.
+    config:
+        The method's configuration object (or a dict); keyword settings override its fields.
+    cache:
+        ``True`` (default): model calls are cached (see :func:`default_cache`); ``False``: not;
+        or a :class:`~rhizome.core.cache.ModelCache`.
+    batch_size:
+        Chunks prepared and committed per transaction; an interruption loses at most one batch.
+    progress:
+        ``True`` for a progress bar, or a callable ``(stage, done, total)``.
+    readonly:
+        Open an existing index for queries only (beside a writer in another process).
+    **settings:
+        Fields of the method's configuration (e.g. ``chunk_size=600``).
+    """
 
     method: ClassVar[str] = ""
     modes: ClassVar[tuple[str, ...]] = ()
     """Retrieval modes of ``as_retriever(mode=...)``, the default first (empty: one mode)."""
+    config_class: ClassVar[type[IndexConfig]] = IndexConfig
     uses_llm: ClassVar[bool] = True
     """Whether indexing or retrieval calls a chat model (when one is given); the CLI only asks
     for one when this is true."""
@@ -114,30 +177,90 @@ class BaseIndex:
         *,
         llm: Any = None,
         path: str | Path | None = None,
-        chunk_size: int = 1200,
-        chunk_overlap: int = 100,
+        config: IndexConfig | dict[str, Any] | None = None,
+        cache: Any = True,
         batch_size: int = 256,
         progress: ProgressArg = False,
-        parameters: dict[str, Any] | None = None,
-        _store: IndexStore | None = None,
+        readonly: bool = False,
+        **settings: Any,
     ) -> None:
         if not self.method:
             raise ConfigurationError(f"{type(self).__name__} must set the class attribute 'method'")
         if batch_size < 1:
             raise ConfigurationError("batch_size must be at least 1")
+        unknown = set(settings) - set(self.config_class.model_fields)
+        if unknown:
+            raise ConfigurationError(
+                f"{type(self).__name__} got unknown settings {sorted(unknown)}; its settings are "
+                f"{', '.join(self.config_class.model_fields)} (see {self.config_class.__name__})"
+            )
+        existing = read_manifest(path) if path is not None and (Path(path) / MANIFEST).exists() else None
+        if embedder is None and existing is not None:
+            embedder = _rebuild(existing.models.get("embedder"), "embedder", resolve_embedder, path)
         self.embedder = resolve_embedder(embedder)
         self.llm = resolve_llm(llm)
-        self.chunker = Chunker(chunk_size, chunk_overlap)
-        self.batch_size = batch_size
-        self.progress = progress
-        if _store is None:
+        self._extractor = None
+        if "extraction" in settings and not isinstance(settings["extraction"], str):
+            from rhizome.core.extraction.spec import spec_of
+
+            self._extractor = settings["extraction"]
+            settings["extraction"] = spec_of(self._extractor, self.llm)
+        if existing is not None:
+            self.config = self._stored_config(existing, config, settings)
+            self.store = IndexStore.open(path, method=self.method, embedder=self.embedder.name, readonly=readonly)  # type: ignore[arg-type]
+        else:
+            self.config = self._resolved(build_config(self.config_class, config, settings))
             manifest = Manifest(
                 method=self.method,
                 models={"embedder": self.embedder.name, "llm": getattr(self.llm, "name", None)},
-                parameters={"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, **(parameters or {})},
+                config=self.config.model_dump(mode="json"),
             )
-            _store = IndexStore.create(path, manifest)
-        self.store = _store
+            self.store = IndexStore.open_or_create(path, manifest, readonly=readonly)
+        self.chunker = Chunker(self.config.chunk_size, self.config.chunk_overlap)
+        self.batch_size = batch_size
+        self.progress = progress
+        self._attach_cache(cache)
+        self._setup()
+
+    def _resolved(self, config: IndexConfig) -> IndexConfig:
+        """A new index's config with ``extraction="auto"`` resolved against the chat model."""
+        if getattr(config, "extraction", None) == "auto":
+            from rhizome.core.extraction.spec import spec_of
+
+            return config.model_copy(update={"extraction": spec_of("auto", self.llm)})
+        return config
+
+    def _stored_config(self, manifest: Manifest, config: Any, settings: dict[str, Any]) -> IndexConfig:
+        try:
+            stored = self.config_class.model_validate(manifest.config)
+        except ValidationError as exc:
+            raise IndexFormatError(f"the configuration stored in this {self.method} index is not valid: {exc}") from exc
+        given = {**(config.model_dump() if isinstance(config, BaseModel) else dict(config or {})), **settings}
+        asked = self._resolved(build_config(self.config_class, stored, given))
+        differ = [
+            f"{name}={getattr(stored, name)!r} (asked {getattr(asked, name)!r})"
+            for name in given
+            if getattr(asked, name) != getattr(stored, name) and not (name == "extraction" and given[name] == "auto")
+        ]
+        if differ:
+            raise ConfigurationError(
+                f"this {self.method} index was built with {', '.join(differ)}; open it without "
+                "those settings, or build a new index in another directory"
+            )
+        return stored
+
+    def _attach_cache(self, cache: Any) -> None:
+        if cache is False or cache is None:
+            return
+        if cache is True:
+            models = [m for m in (self.llm, self.embedder) if getattr(m, "cache", False) is None and getattr(m, "cacheable", True)]
+            if not models:
+                return
+            cache = default_cache(self.store.path, self.store.readonly)
+        else:
+            models = [m for m in (self.llm, self.embedder) if hasattr(m, "cache") and getattr(m, "cacheable", True)]
+        for model in models:
+            model.cache = cache
 
     # -- properties ----------------------------------------------------------------------------
     @property
@@ -153,13 +276,41 @@ class BaseIndex:
         """Number of stored chunks."""
         return self.store.count("chunks")
 
+    @property
+    def extractor(self) -> Any:
+        """The extractor of ``config.extraction`` (methods that extract)."""
+        if self._extractor is None:
+            from rhizome.core.extraction.spec import make_extractor
+
+            spec = getattr(self.config, "extraction", None)
+            if spec is None:
+                raise ConfigurationError(f"a {self.method} index does not extract entities")
+            self._extractor = make_extractor(spec, self.llm, **self.extractor_options())
+        return self._extractor
+
+    def extractor_options(self) -> dict[str, Any]:
+        """``llm_options`` and ``offline_options`` for :func:`~rhizome.core.extraction.spec.make_extractor`."""
+        options = getattr(self.config, "llm_extractor_options", None)
+        return {"llm_options": options() if options else {}}
+
     # -- hooks ---------------------------------------------------------------------------------
-    async def _prepare(self, batch: Batch) -> Any:
+    def _setup(self) -> None:
+        """Declare record tables and build helpers; called at the end of ``__init__``."""
+
+    async def _prepare(self, batch: Batch, stats: Stats) -> Any:
         """Slow per-batch work outside any transaction; the result goes to :meth:`_write`."""
         return None
 
     def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
         """Store a prepared batch inside its transaction (documents and chunks are stored already)."""
+
+    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> Any:
+        """Slow work before a delete's transaction; the result goes to :meth:`_write_delete`."""
+        return None
+
+    def _write_delete(self, db: Any, document_ids: list[str], prepared: Any) -> None:
+        """Store the consequences of a delete, inside its transaction, after the documents'
+        :meth:`_remove_document`."""
 
     def _remove_document(self, db: Any, document_id: str) -> int:
         """Remove a document's chunks, their vectors and the document row; returns the number of
@@ -171,8 +322,11 @@ class BaseIndex:
         db.execute("DELETE FROM documents WHERE id = ?", (document_id,))
         return len(chunk_ids)
 
-    async def _after_change(self, inserted: list[str], removed: list[str]) -> None:
+    async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
         """Whole-index work after documents were inserted, replaced or deleted."""
+
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+        raise NotImplementedError
 
     # -- helpers for subclasses ----------------------------------------------------------------
     async def embed(self, texts: Sequence[str]) -> Any:
@@ -194,46 +348,50 @@ class BaseIndex:
                 f"{dimension}; use the embedder the index was built with"
             )
 
+    @property
+    def _tracks_changes(self) -> bool:
+        return type(self)._after_change is not BaseIndex._after_change
+
     # -- writing -------------------------------------------------------------------------------
     async def ainsert(self, documents: Sequence[Any] | Any) -> InsertReport:
         """Add documents. Unchanged documents are skipped; a known id whose text or metadata
         changed replaces the old version. All input is validated first, so a bad batch stores
         nothing; each batch of ``batch_size`` chunks commits on its own, so an interrupted run
-        resumes where it stopped."""
+        resumes where it stopped. Inserts and deletes on one index are serialised."""
         docs = coerce_documents(documents)
         report = InsertReport()
-        todo: list[tuple[Document, str, bool]] = []
-        for doc in docs:
-            digest = document_hash(doc)
-            state = self.store.document_state(doc.id)
-            if state is not None and state[0] == digest and state[1] == "done":
-                report.skipped.append(doc.id)
-            else:
-                todo.append((doc, digest, state is not None))
-        pending: list[tuple[Document, str, bool, list[Chunk]]] = []
-        n_pending = 0
-        with Progress(self.progress, f"indexing ({self.method})", 0, unit="chunk") as bar:
-            for doc, digest, existed in todo:
-                chunks = self.chunker.chunk(doc)
-                pending.append((doc, digest, existed, chunks))
-                n_pending += len(chunks)
-                if n_pending >= self.batch_size:
-                    await self._commit(pending, report, bar)
-                    pending, n_pending = [], 0
-            if pending:
-                await self._commit(pending, report, bar)
-        if report.inserted or report.replaced:
-            await self._after_change(report.inserted + report.replaced, report.replaced)
-        self.store.save_snapshots()
+        async with self.store.write_lock:
+            with usage_scope() as usage:
+                todo: list[tuple[Document, str, bool]] = []
+                for doc in docs:
+                    digest = document_hash(doc)
+                    state = self.store.document_state(doc.id)
+                    if state is not None and state[0] == digest and state[1] == "done":
+                        report.skipped.append(doc.id)
+                    else:
+                        todo.append((doc, digest, state is not None))
+                pending: list[tuple[Document, str, bool, list[Chunk]]] = []
+                n_pending = 0
+                with Progress(self.progress, f"indexing ({self.method})", 0, unit="chunk") as bar:
+                    for doc, digest, existed in todo:
+                        chunks = self.chunker.chunk(doc)
+                        pending.append((doc, digest, existed, chunks))
+                        n_pending += len(chunks)
+                        if n_pending >= self.batch_size:
+                            await self._commit(pending, report, bar)
+                            pending, n_pending = [], 0
+                    if pending:
+                        await self._commit(pending, report, bar)
+                await self._finish_change(report.inserted + report.replaced, report.replaced, report.stats)
+                self.store.save_snapshots()
+            report.stats.update(usage.stats())
         return report
 
-    async def _commit(
-        self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport, bar: Progress
-    ) -> None:
+    async def _commit(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport, bar: Progress) -> None:
         batch: Batch = [(doc, chunks) for doc, _, _, chunks in pending]
         n_chunks = sum(len(c) for _, c in batch)
         bar.total += n_chunks
-        prepared = await self._prepare(batch)
+        prepared = await self._prepare(batch, report.stats)
         with self.store.transaction() as db:
             for doc, digest, existed, chunks in pending:
                 if existed:
@@ -242,31 +400,60 @@ class BaseIndex:
                 IndexStore.put_chunks(db, chunks)
                 (report.replaced if existed else report.inserted).append(doc.id)
             self._write(db, batch, prepared)
+            if self._tracks_changes:
+                IndexStore.set_meta(db, "pending_change", True)
         report.chunks += n_chunks
         report.tokens += sum(c.n_tokens for _, cs in batch for c in cs)
         bar.advance(n_chunks)
+
+    async def _finish_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
+        """Run :meth:`_after_change` when documents changed now or an earlier run was cut short."""
+        if not self._tracks_changes or not (inserted or removed or self.store.get_meta("pending_change", False)):
+            return
+        await self._after_change(inserted, removed, stats)
+        with self.store.transaction() as db:
+            IndexStore.set_meta(db, "pending_change", False)
 
     async def adelete(self, document_ids: Sequence[str] | str) -> DeleteReport:
         """Remove documents and what only they supported. Unknown ids are reported, not raised."""
         ids = [document_ids] if isinstance(document_ids, str) else list(document_ids)
         report = DeleteReport()
-        with self.store.transaction() as db:
-            for doc_id in dict.fromkeys(ids):
-                if self.store.document_state(doc_id) is None:
-                    report.missing.append(doc_id)
-                    continue
-                report.chunks += self._remove_document(db, doc_id)
-                report.deleted.append(doc_id)
-        if report.deleted:
-            await self._after_change([], report.deleted)
-        self.store.save_snapshots()
+        async with self.store.write_lock:
+            with usage_scope() as usage:
+                present = []
+                for doc_id in dict.fromkeys(ids):
+                    (present if self.store.document_state(doc_id) is not None else report.missing).append(doc_id)
+                if present:
+                    prepared = await self._prepare_delete(present, report.stats)
+                    with self.store.transaction() as db:
+                        for doc_id in present:
+                            report.chunks += self._remove_document(db, doc_id)
+                            report.deleted.append(doc_id)
+                        self._write_delete(db, present, prepared)
+                        if self._tracks_changes:
+                            IndexStore.set_meta(db, "pending_change", True)
+                await self._finish_change([], report.deleted, report.stats)
+                self.store.save_snapshots()
+            report.stats.update(usage.stats())
         return report
+
+    async def arefresh(self) -> Stats:
+        """Finish whole-index work an interrupted insert or delete left undone (nothing to do when
+        the index is up to date); returns the counters of what it did."""
+        stats: Stats = {}
+        async with self.store.write_lock:
+            await self._finish_change([], [], stats)
+            self.store.save_snapshots()
+        return stats
 
     def insert(self, documents: Sequence[Any] | Any) -> InsertReport:
         return run_sync(self.ainsert(documents))
 
     def delete(self, document_ids: Sequence[str] | str) -> DeleteReport:
         return run_sync(self.adelete(document_ids))
+
+    def refresh(self) -> Stats:
+        return run_sync(self.arefresh())
 
     # -- persistence ---------------------------------------------------------------------------
     def persist(self, path: str | Path | None = None) -> Path:
@@ -281,13 +468,12 @@ class BaseIndex:
         if self.store.path is not None and target.resolve() == self.store.path.resolve():
             self.store.save_snapshots()
             return target
-        if self.store.manifest.embedding_dimension is not None:
-            self.store.collection(self.CHUNK_COLLECTION)
         self.store.copy_to(target)
         if self.store.path is None:
             old = self.store
             self.store = IndexStore.open(target, method=self.method)
             old.close()
+            self._setup()
         return target
 
     @classmethod
@@ -304,18 +490,22 @@ class BaseIndex:
         """Open an index directory. Without ``embedder`` the one named in the manifest is rebuilt
         (with one, it must be the model the index was built with); the chat model is rebuilt from
         the manifest too unless ``llm`` is given, or ``offline=True`` asks for the offline steps
-        (no chat model). ``options``: ``batch_size``, ``progress``."""
-        unknown = set(options) - {"batch_size", "progress"}
+        (no chat model). ``options``: ``batch_size``, ``progress``, ``cache``, and
+        ``extraction`` to pass a custom extractor object again."""
+        unknown = set(options) - set(RUNTIME_OPTIONS)
         if unknown:
             raise ConfigurationError(
                 f"{cls.__name__}.load() got unknown options {sorted(unknown)}; it accepts embedder, "
-                "llm, offline, readonly, batch_size and progress"
+                f"llm, offline, readonly and {', '.join(RUNTIME_OPTIONS)}"
             )
         manifest = read_manifest(path)
-        resolved = _rebuild(embedder, manifest.models.get("embedder"), "embedder", resolve_embedder, path)
-        chat = None if offline else _rebuild(llm, manifest.models.get("llm"), "llm", resolve_llm, path)
-        store = IndexStore.open(path, method=cls.method, embedder=resolved.name, readonly=readonly)
-        return cls(resolved, llm=chat, _store=store, **store.manifest.parameters, **options)
+        if manifest.method != cls.method:
+            raise IndexMismatchError(
+                f"{path} is a {manifest.method!r} index, not {cls.method!r}; open it with "
+                f"rhizome.core.storage.load_index() or the {manifest.method} package"
+            )
+        chat = None if offline else (llm if llm is not None else _rebuild(manifest.models.get("llm"), "llm", resolve_llm, path))
+        return cls(embedder, llm=chat, path=path, readonly=readonly, **options)
 
     def close(self) -> None:
         self.store.close()
@@ -327,21 +517,6 @@ class BaseIndex:
         self.close()
 
     # -- reading -------------------------------------------------------------------------------
-    def as_retriever(self, k: int = 4, mode: str | None = None, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    async def aanswer(self, question: str, *, mode: str | None = None, k: int = 4) -> Any:
-        """Retrieve with ``mode`` and write an answer that cites its sources (an
-        :class:`~rhizome.core.answer.Answer`), with the index's chat model or, without one,
-        extractively. Methods with their own answering step (GraphRAG's reduce) override it."""
-        from rhizome.core.answer import aanswer
-
-        hits = await self.as_retriever(k=k, mode=mode).aretrieve(question)
-        return await aanswer(question, hits, self.llm)
-
-    def answer(self, question: str, *, mode: str | None = None, k: int = 4) -> Any:
-        return run_sync(self.aanswer(question, mode=mode, k=k))
-
     def check_mode(self, mode: str | None) -> str | None:
         """The mode to use: ``None`` means the default; an unknown mode raises."""
         if mode is None:
@@ -351,10 +526,32 @@ class BaseIndex:
             raise ConfigurationError(f"unknown mode {mode!r} for a {self.method} index; modes: {choices}")
         return mode
 
+    def as_retriever(self, k: int | None = None, mode: str | None = None, **options: Any) -> Any:
+        """The retriever of ``mode`` (default: the first of ``modes``), returning ``k`` hits;
+        ``options`` are the mode's own settings."""
+        mode = self.check_mode(mode)
+        try:
+            return self._retriever(mode, k, **options)
+        except TypeError as exc:
+            raise ConfigurationError(f"bad option for the {self.method} {mode or ''} retriever: {exc}") from exc
 
-def _rebuild(given: Any, spec: str | None, what: str, resolve: Any, path: Any) -> Any:
-    if given is not None:
-        return resolve(given)
+    async def aanswer(self, question: str, *, mode: str | None = None, k: int | None = None, **options: Any) -> Any:
+        """Retrieve with ``mode`` and write an answer that cites its sources (an
+        :class:`~rhizome.core.answer.Answer`), with the index's chat model or, without one,
+        extractively. ``options`` go to the retriever."""
+        retrieval = await self.as_retriever(k=k, mode=mode, **options).asearch(question)
+        return await self._answer(question, retrieval)
+
+    async def _answer(self, question: str, retrieval: Any) -> Any:
+        from rhizome.core.answer import aanswer
+
+        return await aanswer(question, retrieval.context or retrieval.hits, self.llm)
+
+    def answer(self, question: str, *, mode: str | None = None, k: int | None = None, **options: Any) -> Any:
+        return run_sync(self.aanswer(question, mode=mode, k=k, **options))
+
+
+def _rebuild(spec: str | None, what: str, resolve: Any, path: Any) -> Any:
     if spec is None:
         return resolve(None)
     try:
@@ -371,6 +568,8 @@ __all__ = [
     "BaseIndex",
     "DeleteReport",
     "InsertReport",
+    "Stats",
+    "default_cache",
     "document_hash",
     "resolve_embedder",
     "resolve_llm",

@@ -2,8 +2,9 @@
 
 ```
 my-index/
-  manifest.json        format version, method, model names, embedding dimension, parameters
-  records.sqlite       documents, chunks, vectors (as blobs) and method-specific tables (WAL mode)
+  manifest.json        format version, method, model names, embedding dimension, configuration
+  records.sqlite       documents, chunks, vectors (as blobs), stage results and the method's
+                       record tables (WAL mode)
   vectors/<name>.npz   faiss snapshot of one vector collection, rebuilt from SQLite when stale
   .writer.lock         held by the one process allowed to write
 ```
@@ -12,7 +13,12 @@ SQLite is the source of truth: every insert commits documents, chunks and vector
 transaction per batch, so an interrupted run loses at most the batch in flight and a re-run
 resumes without duplicates. The faiss files are a fast-loading snapshot; each records the
 generation of its collection, and a snapshot older than the database is rebuilt on open.
-Readers open the database read-only and never block the writer (WAL).
+Readers open the database read-only, never block the writer (WAL), and pick up the newest
+committed generation of a collection on their next search.
+
+Within one process, every writable open of the same directory shares one store (and its
+writer lock), so ``persist(d)`` followed by ``load(d)`` or ``from_persist_dir(d)`` works; a
+second *process* gets :class:`~rhizome.core.errors.IndexLockedError`.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import json
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +38,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
+from rhizome.core.aio import WriteLock
 from rhizome.core.errors import (
     IndexFormatError,
     IndexLockedError,
@@ -38,10 +46,12 @@ from rhizome.core.errors import (
     IndexNotFoundError,
     InvalidInputError,
 )
+from rhizome.core.records import RecordTable, batches
 from rhizome.core.types import Chunk, Document
 from rhizome.core.vectors import VectorStore
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: configuration objects, typed record tables and stage results (1: method key-value rows)."""
 MANIFEST = "manifest.json"
 RECORDS = "records.sqlite"
 
@@ -73,7 +83,8 @@ class Manifest(BaseModel):
     models: dict[str, str | None] = Field(default_factory=dict)
     """Model specs, e.g. ``{"embedder": "ollama:nomic-embed-text", "llm": "ollama:qwen2.5:7b"}``."""
     embedding_dimension: int | None = None
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The method's configuration object as JSON (see :mod:`rhizome.core.config`)."""
     stats: dict[str, int] = Field(default_factory=dict)
 
 
@@ -88,9 +99,13 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, idx);
 CREATE TABLE IF NOT EXISTS vectors (
     collection TEXT NOT NULL, id TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (collection, id));
-CREATE TABLE IF NOT EXISTS kv (
-    namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (namespace, key));
+CREATE TABLE IF NOT EXISTS stage_results (
+    stage TEXT NOT NULL, digest TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stage, digest));
 """
+
+_OPEN: weakref.WeakValueDictionary[str, IndexStore] = weakref.WeakValueDictionary()
+"""Writable stores open in this process, by resolved directory (shared by every open)."""
+_OPEN_LOCK = threading.Lock()
 
 
 class IndexStore:
@@ -106,8 +121,15 @@ class IndexStore:
         self._lock = threading.RLock()
         self._lock_file: Any = None
         self._collections: dict[str, VectorStore] = {}
+        self._loaded: dict[str, int] = {}
+        """Generation of each collection held in memory (checked by readers before a search)."""
         self._saved: dict[str, int] = {}
         """Generation of each collection's snapshot file, when known to match the database."""
+        self._tables: dict[str, RecordTable[Any]] = {}
+        self._users = 1
+        self.write_lock = WriteLock()
+        """Serialises inserts and deletes of every index object on this store, across threads
+        and event loops."""
         if path is None:
             self.db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         else:
@@ -134,9 +156,21 @@ class IndexStore:
                 "another directory"
             )
         path.mkdir(parents=True, exist_ok=True)
-        store = cls(path, manifest)
-        store.write_manifest()
+        with _OPEN_LOCK:
+            store = cls(path, manifest)
+            store.write_manifest()
+            _OPEN[str(path.resolve())] = store
         return store
+
+    @classmethod
+    def open_or_create(cls, path: str | Path | None, manifest: Manifest, *, readonly: bool = False) -> IndexStore:
+        """Open the index at ``path`` when there is one (it must be of ``manifest.method`` and,
+        when the manifest names one, of its embedder), else create it."""
+        if path is not None and (Path(path) / MANIFEST).exists():
+            return cls.open(path, method=manifest.method, embedder=manifest.models.get("embedder"), readonly=readonly)
+        if readonly:
+            raise IndexNotFoundError(f"no Rhizome index at {path} to open read-only; build one first")
+        return cls.create(path, manifest)
 
     @classmethod
     def open(
@@ -148,30 +182,39 @@ class IndexStore:
         dimension: int | None = None,
         readonly: bool = False,
     ) -> IndexStore:
-        """Open an existing index, checking format version, method and embedding model."""
-        manifest = read_manifest(path)
-        if method is not None and manifest.method != method:
-            raise IndexMismatchError(
-                f"{path} is a {manifest.method!r} index, not {method!r}; open it with "
-                f"rhizome.core.storage.load_index() or the {manifest.method} package"
-            )
-        built_with = manifest.models.get("embedder")
-        if embedder is not None and built_with is not None and embedder != built_with:
-            raise IndexMismatchError(
-                f"{path} was built with the embedder {built_with!r}, not {embedder!r}; vectors of "
-                f"different models cannot be compared. Query it with {built_with!r}, or re-index "
-                "into a new directory with the new embedder"
-            )
-        if (
-            dimension is not None
-            and manifest.embedding_dimension is not None
-            and dimension != manifest.embedding_dimension
-        ):
-            raise IndexMismatchError(
-                f"{path} holds {manifest.embedding_dimension}-dimensional vectors but the embedder "
-                f"gives {dimension}; use the embedder the index was built with ({built_with})"
-            )
-        return cls(Path(path), manifest, readonly=readonly)
+        """Open an existing index, checking format version, method and embedding model. A
+        writable open of a directory this process already has open shares that store."""
+        with _OPEN_LOCK:
+            shared = None if readonly else _OPEN.get(str(Path(path).resolve()))
+            manifest = shared.manifest if shared is not None and not shared.closed else read_manifest(path)
+            if method is not None and manifest.method != method:
+                raise IndexMismatchError(
+                    f"{path} is a {manifest.method!r} index, not {method!r}; open it with "
+                    f"rhizome.core.storage.load_index() or the {manifest.method} package"
+                )
+            built_with = manifest.models.get("embedder")
+            if embedder is not None and built_with is not None and embedder != built_with:
+                raise IndexMismatchError(
+                    f"{path} was built with the embedder {built_with!r}, not {embedder!r}; vectors of "
+                    f"different models cannot be compared. Query it with {built_with!r}, or re-index "
+                    "into a new directory with the new embedder"
+                )
+            if (
+                dimension is not None
+                and manifest.embedding_dimension is not None
+                and dimension != manifest.embedding_dimension
+            ):
+                raise IndexMismatchError(
+                    f"{path} holds {manifest.embedding_dimension}-dimensional vectors but the embedder "
+                    f"gives {dimension}; use the embedder the index was built with ({built_with})"
+                )
+            if shared is not None and not shared.closed:
+                shared._users += 1
+                return shared
+            store = cls(Path(path), manifest, readonly=readonly)
+            if not readonly:
+                _OPEN[str(Path(path).resolve())] = store
+            return store
 
     def _acquire_writer_lock(self) -> None:
         assert self.path is not None
@@ -189,7 +232,20 @@ class IndexStore:
             ) from exc
         self._lock_file = handle
 
+    @property
+    def closed(self) -> bool:
+        return self._users <= 0
+
     def close(self) -> None:
+        """Close this handle; the store closes (and releases the writer lock) when the last
+        index object sharing it closes."""
+        with _OPEN_LOCK:
+            self._users -= 1
+            if self._users > 0:
+                return
+        self._close()
+
+    def _close(self) -> None:
         with self._lock:
             self.db.close()
             if self._lock_file is not None:
@@ -200,7 +256,7 @@ class IndexStore:
 
     def __del__(self) -> None:  # release the writer lock if the user forgot close()
         with contextlib.suppress(Exception):
-            self.close()
+            self._close()
 
     def write_manifest(self) -> None:
         if self.path is None or self.readonly:
@@ -222,6 +278,7 @@ class IndexStore:
                 self.db.execute("ROLLBACK")
                 # faiss mirrors may hold vectors of the rolled-back batch: rebuild them on demand
                 self._collections.clear()
+                self._loaded.clear()
                 raise
             else:
                 self.db.execute("COMMIT")
@@ -244,7 +301,7 @@ class IndexStore:
     def documents_metadata(self, document_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = list(dict.fromkeys(document_ids))
         out: dict[str, dict[str, Any]] = {}
-        for part in _batches(ids, 500):
+        for part in batches(ids):
             marks = ",".join("?" * len(part))
             for doc_id, metadata in self.query(f"SELECT id, metadata FROM documents WHERE id IN ({marks})", part):
                 out[doc_id] = json.loads(metadata)
@@ -272,7 +329,7 @@ class IndexStore:
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Stored chunks by id (unknown ids are absent from the result)."""
         out: dict[str, Chunk] = {}
-        for part in _batches(list(chunk_ids), 500):
+        for part in batches(list(chunk_ids)):
             marks = ",".join("?" * len(part))
             rows = self.query(
                 f'SELECT id, document_id, idx, text, start, "end", n_tokens, metadata FROM chunks WHERE id IN ({marks})',
@@ -290,24 +347,58 @@ class IndexStore:
         )
         return [_chunk(r) for r in rows]
 
+    def chunk_ids(self, document_ids: Sequence[str] | None = None) -> list[str]:
+        """Ids of the stored chunks (of ``document_ids``, or all), in the order they were stored."""
+        if document_ids is None:
+            return [r[0] for r in self.query("SELECT id FROM chunks ORDER BY rowid")]
+        out: list[str] = []
+        for part in batches(list(dict.fromkeys(document_ids))):
+            marks = ",".join("?" * len(part))
+            out += [r[0] for r in self.query(f"SELECT id FROM chunks WHERE document_id IN ({marks}) ORDER BY rowid", part)]
+        return out
+
     def count(self, table: str) -> int:
-        if table not in ("documents", "chunks", "vectors", "kv"):
+        if table not in ("documents", "chunks", "vectors"):
             raise ValueError(table)
         return int(self.query(f"SELECT COUNT(*) FROM {table}")[0][0])
 
-    # -- vectors -------------------------------------------------------------------------------
-    def _generation(self, collection: str) -> int:
-        rows = self.query("SELECT value FROM meta WHERE key = ?", (f"generation:{collection}",))
+    # -- generations, meta values and record tables -------------------------------------------
+    def generation(self, name: str) -> int:
+        """How often ``name`` (a vector collection or record table) was written."""
+        rows = self.query("SELECT value FROM meta WHERE key = ?", (f"generation:{name}",))
         return int(rows[0][0]) if rows else 0
 
     @staticmethod
-    def _bump(db: sqlite3.Connection, collection: str) -> None:
+    def bump(db: sqlite3.Connection, name: str) -> None:
+        """Record, inside a transaction, that ``name`` changed."""
         db.execute(
             "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET"
             " value = CAST(value AS INTEGER) + 1",
-            (f"generation:{collection}",),
+            (f"generation:{name}",),
         )
 
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else default
+
+    @staticmethod
+    def set_meta(db: sqlite3.Connection, key: str, value: Any) -> None:
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def table(self, name: str, model: type[Any], *, key: str = "id", lookups: Sequence[str] = ()) -> RecordTable[Any]:
+        """The record table ``name`` of ``model`` records (created on first use; see
+        :mod:`rhizome.core.records`)."""
+        with self._lock:
+            table = self._tables.get(name)
+            if table is None:
+                table = RecordTable(self, name, model, key=key, lookups=lookups)
+                if not self.readonly:
+                    with self.transaction() as db:
+                        table.create(db)
+                self._tables[name] = table
+            return table
+
+    # -- vectors -------------------------------------------------------------------------------
     def put_vectors(self, db: sqlite3.Connection, collection: str, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Store vectors inside a :meth:`transaction` and mirror them into the faiss collection."""
         array = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -315,15 +406,15 @@ class IndexStore:
             "INSERT OR REPLACE INTO vectors (collection, id, vector) VALUES (?, ?, ?)",
             [(collection, key, array[i].tobytes()) for i, key in enumerate(ids)],
         )
-        self._bump(db, collection)
+        self.bump(db, _vectors(collection))
         if len(ids):
             self.collection(collection, array.shape[1]).add(list(ids), array)
 
     def delete_vectors(self, db: sqlite3.Connection, collection: str, ids: Sequence[str]) -> None:
-        for part in _batches(list(ids), 500):
+        for part in batches(list(ids)):
             marks = ",".join("?" * len(part))
             db.execute(f"DELETE FROM vectors WHERE collection = ? AND id IN ({marks})", [collection, *part])
-        self._bump(db, collection)
+        self.bump(db, _vectors(collection))
         if collection in self._collections:
             self._collections[collection].remove(list(ids))
 
@@ -336,12 +427,14 @@ class IndexStore:
 
     def collection(self, name: str, dimension: int | None = None) -> VectorStore:
         """The faiss collection ``name``: from memory, else its snapshot file if current, else
-        rebuilt from the vectors in SQLite."""
+        rebuilt from the vectors in SQLite. A read-only store reloads a collection that another
+        process changed since it was loaded."""
         with self._lock:
-            if name in self._collections:
+            if name in self._collections and not (self.readonly and self._loaded.get(name) != self.generation(_vectors(name))):
                 return self._collections[name]
+            generation = self.generation(_vectors(name))
             dimension = dimension or self.manifest.embedding_dimension
-            store = self._load_snapshot(name)
+            store = self._load_snapshot(name, generation)
             if store is None:
                 rows = self.query("SELECT id, vector FROM vectors WHERE collection = ?", (name,))
                 if dimension is None:
@@ -353,20 +446,21 @@ class IndexStore:
                     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
                     store.add([r[0] for r in rows], matrix)
             self._collections[name] = store
+            self._loaded[name] = generation
             return store
 
     def _snapshot_path(self, name: str) -> Path:
         assert self.path is not None
         return self.path / "vectors" / f"{name}.npz"
 
-    def _load_snapshot(self, name: str) -> VectorStore | None:
+    def _load_snapshot(self, name: str, generation: int) -> VectorStore | None:
         if self.path is None or not self._snapshot_path(name).exists():
             return None
         try:
             store, meta = VectorStore.load(self._snapshot_path(name))
         except IndexFormatError:
             return None  # damaged snapshot: rebuild from the database
-        if meta.get("generation") != self._generation(name):
+        if meta.get("generation") != generation:
             return None
         self._saved[name] = int(meta["generation"])
         return store
@@ -378,7 +472,8 @@ class IndexStore:
             return
         with self._lock:
             for name, store in self._collections.items():
-                generation = self._generation(name)
+                generation = self.generation(_vectors(name))
+                self._loaded[name] = generation
                 if self._saved.get(name) == generation:
                     continue
                 store.save(self._snapshot_path(name), meta={"generation": generation})
@@ -397,12 +492,14 @@ class IndexStore:
             raise InvalidInputError(f"{target} already holds an index; choose an empty directory")
         target.mkdir(parents=True, exist_ok=True)
         with self._lock:
+            for (name,) in self.query("SELECT DISTINCT collection FROM vectors"):
+                self.collection(name)
             tmp = target / (RECORDS + ".tmp")
             with contextlib.closing(sqlite3.connect(tmp)) as out:
                 self.db.backup(out)
             os.replace(tmp, target / RECORDS)
             for name, store in self._collections.items():
-                store.save(target / "vectors" / f"{name}.npz", meta={"generation": self._generation(name)})
+                store.save(target / "vectors" / f"{name}.npz", meta={"generation": self.generation(_vectors(name))})
             manifest = self.manifest.model_copy(deep=True)
             manifest.updated = _now()
             manifest.stats = {"documents": self.count("documents"), "chunks": self.count("chunks")}
@@ -416,9 +513,9 @@ def _chunk(row: tuple) -> Chunk:
     )
 
 
-def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+def _vectors(collection: str) -> str:
+    """The generation name of a vector collection."""
+    return f"vectors/{collection}"
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -2,13 +2,17 @@
 
 Three interchangeable sources produce the same per-chunk :class:`Extraction` records:
 
-- :class:`LLMExtractor` — a chat model fills a small JSON schema, with gleaning passes;
+- :class:`LLMExtractor` — a chat model fills a small JSON schema, with gleaning rounds and
+  optional packing of short chunks into one call;
 - :class:`OfflineExtractor` — rule-based names and co-occurrence, no model at all;
-- :func:`import_openie` — precomputed OpenIE triples in HippoRAG's JSON layout.
+- :class:`OpenIEExtractor` / :func:`import_openie` — precomputed OpenIE triples in HippoRAG's
+  JSON layout.
 
+An index chooses one with an extraction spec (:mod:`rhizome.core.extraction.spec`);
 :func:`merge_extractions` then combines the records across chunks (and into an existing graph).
 """
 
+from rhizome.core.extraction.keywords import add_keywords, content_keywords, content_words
 from rhizome.core.extraction.llm import DEFAULT_ENTITY_TYPES, LLMExtractor, Progress
 from rhizome.core.extraction.merge import (
     COOCCURRENCE,
@@ -29,6 +33,7 @@ from rhizome.core.extraction.schema import (
     relation_id,
     relation_key,
 )
+from rhizome.core.extraction.spec import make_extractor, spec_of
 
 __all__ = [
     "COOCCURRENCE",
@@ -45,12 +50,17 @@ __all__ = [
     "OfflineExtractor",
     "OpenIEExtractor",
     "Progress",
+    "add_keywords",
     "clean_name",
+    "content_keywords",
+    "content_words",
     "cooccurrence_pmi",
     "entity_key",
     "import_openie",
+    "make_extractor",
     "merge_extractions",
     "relation_id",
     "relation_key",
+    "spec_of",
     "split_sentences",
 ]

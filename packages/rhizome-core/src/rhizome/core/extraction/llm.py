@@ -1,36 +1,36 @@
-"""Entity and relation extraction with a chat model, with optional gleaning passes."""
+"""Entity and relation extraction with a chat model: packs of passages, gleaning rounds."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from rhizome.core.aio import run_sync
+from rhizome.core.aio import gather_or_cancel, run_sync
 from rhizome.core.errors import ConfigurationError, EmptyExtractionError, ModelOutputError
 from rhizome.core.extraction.prompts import EXTRACTION_SYSTEM, extraction_prompt, gleaning_prompt
 from rhizome.core.extraction.schema import (
     Extraction,
     ExtractionOutput,
+    KeywordExtractionOutput,
     check_chunks,
     clean_name,
     entity_key,
     new_entity,
     new_relation,
+    normalise_type,
 )
 from rhizome.core.protocols import ChatModel
 from rhizome.core.types import Chunk, Entity, Relation
 
-DEFAULT_ENTITY_TYPES: tuple[str, ...] = ("PERSON", "ORGANIZATION", "LOCATION", "EVENT", "CONCEPT")
-"""Person, organisation, place and event are GraphRAG's default types (it spells place "geo");
-``CONCEPT`` is added so technical text has somewhere to put ideas and methods."""
+DEFAULT_ENTITY_TYPES: tuple[str, ...] = ("ORGANIZATION", "PERSON", "GEO", "EVENT")
+"""The entity types of the GraphRAG and LightRAG papers (GraphRAG ``extract_graph.entity_types``,
+LightRAG's extraction prompt): organisation, person, geo (a place), event."""
 
 Progress = Callable[[int, int], None]
 
 _HAS_WORD = re.compile(r"\w")
-
-T = TypeVar("T")
 
 
 def has_real_text(text: str) -> bool:
@@ -38,28 +38,39 @@ def has_real_text(text: str) -> bool:
     return bool(_HAS_WORD.search(text))
 
 
+def _title(chunk: Chunk) -> str | None:
+    """The document title, shown to the model unless the text already starts with it."""
+    title = chunk.metadata.get("title")
+    if not title:
+        return None
+    title = str(title).strip()
+    return None if chunk.text.lstrip().startswith(title) else title
+
+
 class LLMExtractor:
     """Extracts entities and relations from chunks with a chat model.
 
-    Each chunk gets one extraction call, then up to ``gleaning`` follow-up calls that show the
-    model the chunk again with a compact list of the names (and name pairs) found so far and ask
-    only for what was missed. Gleaning stops early as soon as a round adds nothing new, so it
-    costs one extra call on a chunk that was fully extracted the first time. A first pass that
-    keeps returning invalid JSON fails the chunk with
-    :class:`~rhizome.core.errors.ModelOutputError`; a gleaning pass that does only ends
-    gleaning (the error is kept in ``metadata["gleaning_error"]``).
+    Each pack of chunks gets one extraction call, then up to ``gleaning`` follow-up calls that
+    show the model the passages again with the names (and name pairs) found so far and ask only
+    for what was missed. Gleaning stops as soon as a round adds nothing new. A first call that
+    keeps returning invalid JSON fails its chunks with
+    :class:`~rhizome.core.errors.ModelOutputError`; a gleaning call that does only ends gleaning
+    (the error is kept in ``metadata["gleaning_error"]``).
 
-    Relations whose endpoint is not among the extracted entities keep the relation and add the
-    missing endpoint as an entity with an empty type and no description: small models often
-    name an endpoint without listing it, and dropping the relation would lose a fact the text
-    states. When entities are merged across chunks, a real type seen elsewhere wins over the
-    empty one. Relations from an entity to itself and relations with a blank endpoint are
-    dropped.
+    Packing. GraphRAG and LightRAG extract each 1,200-token chunk in its own call. A corpus of
+    short passages (HotpotQA's average about 130 tokens) then pays the fixed prompt once per
+    passage, and the gleaning round pays it again. With ``pack_tokens`` > 0, consecutive chunks
+    share one call while their tokens add up to at most ``pack_tokens`` (so the model never reads
+    more text per call than one full chunk), each passage numbered; the model names the passages
+    each item comes from (items it does not place go to the passages whose text contains their
+    names), and records stay per chunk. ``pack_tokens=0`` extracts each chunk alone.
 
-    Names are cleaned for display (surrounding whitespace and quotes removed, inner whitespace
-    collapsed) and keyed case-insensitively; the first spelling seen in a chunk is the display
-    name. Types are upper-cased. Relation weight is the model's ``strength`` (1–10), which the
-    merge step sums across chunks, as GraphRAG does.
+    Records. Names are cleaned for display and keyed case-insensitively; the first spelling
+    seen is the display name. Types are upper-cased. A relation is undirected, keyed by its pair
+    of names within a chunk (a repeated pair adds its description and keywords and keeps the
+    larger strength, which becomes the relation's weight). A relation whose endpoint was not
+    listed keeps the relation and adds the endpoint as an entity with no type: small models
+    often name an endpoint without listing it. Relations from a name to itself are dropped.
 
     Parameters
     ----------
@@ -67,20 +78,25 @@ class LLMExtractor:
         Any :class:`~rhizome.core.protocols.ChatModel`; validation and retries of its JSON come
         from the model layer (``max_retries``), and so does its concurrency limit.
     entity_types:
-        Types the model may assign. The default adds ``CONCEPT`` to GraphRAG's four.
+        Types the model may assign (default: the papers' organization, person, geo, event).
     gleaning:
-        Maximum follow-up passes per chunk (GraphRAG's and LightRAG's default is 1; 0 disables).
+        Follow-up calls per pack (GraphRAG's and LightRAG's default is 1; 0 disables).
+    pack_tokens, max_pack_passages:
+        Most chunk tokens and chunks per call (see above); 0 tokens: one call per chunk.
+    keywords:
+        Also ask for each passage's content keywords (LightRAG's extraction prompt does).
     max_concurrency:
-        Chunks in flight at once from this extractor, on top of the model's own limit
-        (``None``: only the model's limit applies).
+        Packs in flight at once from this extractor, on top of the model's own limit.
     language:
         Language of the descriptions the model writes; names stay as written in the text.
     allow_empty:
-        Accept chunks with text in which the model found no entity, instead of raising
+        Accept a pack of real text in which the model found no entity at all, instead of raising
         :class:`~rhizome.core.errors.EmptyExtractionError`.
     progress:
-        Called as ``progress(done, total)`` after each chunk finishes.
+        Called as ``progress(done, total)`` after each pack finishes.
     """
+
+    spec = "llm"
 
     def __init__(
         self,
@@ -88,190 +104,217 @@ class LLMExtractor:
         *,
         entity_types: Sequence[str] = DEFAULT_ENTITY_TYPES,
         gleaning: int = 1,
+        pack_tokens: int = 0,
+        max_pack_passages: int = 12,
+        keywords: bool = False,
         max_concurrency: int | None = None,
         language: str = "English",
         allow_empty: bool = False,
         progress: Progress | None = None,
     ) -> None:
         if gleaning < 0:
-            raise ConfigurationError(f"gleaning must be 0 or more follow-up passes, got {gleaning}")
+            raise ConfigurationError(f"gleaning must be 0 or more follow-up calls, got {gleaning}")
+        if pack_tokens < 0 or max_pack_passages < 1:
+            raise ConfigurationError("pack_tokens must be >= 0 and max_pack_passages >= 1")
         if max_concurrency is not None and max_concurrency < 1:
-            raise ConfigurationError(
-                f"max_concurrency must be at least 1 or None, got {max_concurrency}"
-            )
+            raise ConfigurationError(f"max_concurrency must be at least 1 or None, got {max_concurrency}")
         if isinstance(entity_types, str):
             raise ConfigurationError("entity_types must be a list of type names, not one string")
         self.model = model
-        self.entity_types = tuple(t.strip().upper() for t in entity_types if t.strip())
+        self.entity_types = tuple(normalise_type(t) for t in entity_types if str(t).strip())
         self.gleaning = gleaning
+        self.pack_tokens = pack_tokens
+        self.max_pack_passages = max_pack_passages
+        self.keywords = keywords
         self.max_concurrency = max_concurrency
         self.language = language
         self.allow_empty = allow_empty
         self.progress = progress
 
-    # -- one chunk -------------------------------------------------------------------------------
-    async def _ask(self, prompt: str) -> ExtractionOutput:
-        return await self.model.acomplete_json(prompt, ExtractionOutput, system=EXTRACTION_SYSTEM)
+    def packs(self, chunks: Sequence[Chunk]) -> list[list[Chunk]]:
+        """Consecutive chunks grouped so that each group has at most ``pack_tokens`` tokens and
+        ``max_pack_passages`` chunks (a larger chunk is alone)."""
+        packs: list[list[Chunk]] = []
+        current: list[Chunk] = []
+        used = 0
+        for chunk in chunks:
+            if current and (
+                self.pack_tokens == 0 or used + chunk.n_tokens > self.pack_tokens or len(current) >= self.max_pack_passages
+            ):
+                packs.append(current)
+                current, used = [], 0
+            current.append(chunk)
+            used += chunk.n_tokens
+        if current:
+            packs.append(current)
+        return packs
 
-    async def aextract_chunk(self, chunk: Chunk) -> Extraction:
-        """Extract one chunk (first pass plus gleaning)."""
-        metadata: dict[str, Any] = {
-            "extractor": "llm",
-            "model": getattr(self.model, "name", ""),
-            "calls": 0,
-        }
-        if not has_real_text(chunk.text):
-            return Extraction(chunk_id=chunk.id, metadata=metadata)
-        collected = _Collected(chunk.id)
-        answer = await self._ask(extraction_prompt(chunk.text, self.entity_types, self.language))
-        metadata["calls"] = 1
-        collected.add(answer)
-        rounds = 0
-        for _ in range(self.gleaning):
-            prompt = gleaning_prompt(
-                chunk.text,
-                self.entity_types,
-                collected.entity_names,
-                collected.pair_names,
-                self.language,
-            )
-            rounds += 1
-            try:
-                extra = await self._ask(prompt)
-            except ModelOutputError as exc:
-                # an optional pass that keeps failing must not cost the chunk what it has
-                metadata["gleaning_error"] = str(exc)
-                break
-            finally:
-                metadata["calls"] += 1
-            answer = extra
-            if not collected.add(extra):
-                break
-        metadata["gleaning_rounds"] = rounds
-        entities, relations = collected.records()
-        if not entities and not self.allow_empty:
-            raise EmptyExtractionError(
-                f"{getattr(self.model, 'name', 'the model')} found no entities in chunk "
-                f"{chunk.id!r} ({len(chunk.text)} characters of text). Small models often return "
-                "empty lists for long or unusual passages: try a bigger instruction-tuned model, "
-                "smaller chunks or a larger context window (num_ctx), or pass allow_empty=True to "
-                "keep empty chunks.",
-                last_output=answer.model_dump_json(),
-            )
-        return Extraction(
-            chunk_id=chunk.id, entities=entities, relations=relations, metadata=metadata
-        )
-
-    # -- many chunks -----------------------------------------------------------------------------
     async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
-        """Extract every chunk concurrently; results are in input order. The first failure
-        cancels the chunks still running and is raised."""
+        """One record per chunk, in input order. The first failing pack cancels the others."""
         chunks = check_chunks(chunks)
-        total = len(chunks)
-        done = 0
+        packs = self.packs(chunks)
         limit = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
+        done = 0
 
-        async def one(chunk: Chunk) -> Extraction:
+        async def one(pack: list[Chunk]) -> list[Extraction]:
             nonlocal done
             if limit is None:
-                result = await self.aextract_chunk(chunk)
+                result = await self.aextract_pack(pack)
             else:
                 async with limit:
-                    result = await self.aextract_chunk(chunk)
+                    result = await self.aextract_pack(pack)
             done += 1
             if self.progress is not None:
-                self.progress(done, total)
+                self.progress(done, len(packs))
             return result
 
-        return await gather_or_cancel([one(c) for c in chunks])
+        results = await gather_or_cancel([one(p) for p in packs])
+        return [record for pack in results for record in pack]
 
     def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         """Synchronous :meth:`aextract`."""
         return run_sync(self.aextract(chunks))
 
+    async def aextract_pack(self, pack: Sequence[Chunk]) -> list[Extraction]:
+        """Extract one pack: the first call, then up to ``gleaning`` rounds."""
+        pack = list(pack)
+        metadata: dict[str, Any] = {"extractor": "llm", "model": getattr(self.model, "name", ""), "pack": len(pack)}
+        live = [c for c in pack if has_real_text(c.text)]
+        if not live:
+            return [Extraction(chunk_id=c.id, metadata={**metadata, "calls": 0}) for c in pack]
+        passages = [(_title(c), c.text) for c in live]
+        collected = _Collected(live)
+        schema = KeywordExtractionOutput if self.keywords else ExtractionOutput
+        first = await self.model.acomplete_json(
+            extraction_prompt(passages, self.entity_types, self.language, keywords=self.keywords), schema, system=EXTRACTION_SYSTEM
+        )
+        calls, rounds = 1, 0
+        collected.add(first)
+        for item in getattr(first, "content_keywords", []):
+            index = item.passage - 1 if 1 <= item.passage <= len(live) else (0 if len(live) == 1 else -1)
+            if index >= 0:
+                collected.keywords[index].extend(item.keywords)
+        for _ in range(self.gleaning):
+            rounds += 1
+            calls += 1
+            prompt = gleaning_prompt(passages, self.entity_types, collected.entity_names(), collected.pair_names(), self.language)
+            try:
+                extra = await self.model.acomplete_json(prompt, ExtractionOutput, system=EXTRACTION_SYSTEM)
+            except ModelOutputError as exc:  # an optional call must not cost the pack what it has
+                metadata["gleaning_error"] = str(exc)
+                break
+            if not collected.add(extra):
+                break
+        metadata.update(calls=calls, gleaning_rounds=rounds)
+        records = collected.records(metadata)
+        if not self.allow_empty and not any(r.entities for r in records):
+            raise EmptyExtractionError(
+                f"{getattr(self.model, 'name', 'the model')} found no entities in chunk(s) "
+                f"{', '.join(c.id for c in live)}. Small models often return empty lists: try a "
+                "bigger instruction-tuned model, a larger context window (num_ctx), smaller chunks "
+                "or pack_tokens, or allow_empty=True to keep such chunks without entities.",
+                last_output=first.model_dump_json(),
+            )
+        by_id = {r.chunk_id: r for r in records}
+        return [by_id.get(c.id) or Extraction(chunk_id=c.id, metadata=dict(metadata)) for c in pack]
+
     def __repr__(self) -> str:
-        return f"LLMExtractor(model={self.model!r}, gleaning={self.gleaning})"
+        return f"LLMExtractor(model={self.model!r}, gleaning={self.gleaning}, pack_tokens={self.pack_tokens})"
 
 
 class _Collected:
-    """Entities and relations gathered over the passes of one chunk, with the keys already seen
-    so a gleaning pass can tell whether it found anything new."""
+    """Entities and relations gathered over the calls of one pack, per passage, with the names
+    already seen so a gleaning call can tell whether it found anything new."""
 
-    def __init__(self, chunk_id: str) -> None:
-        self.chunk_id = chunk_id
-        self.entities: dict[str, Entity] = {}
-        self.relations: list[Relation] = []
-        self.pairs: dict[tuple[str, str], Relation] = {}
-        self.pair_display: list[tuple[str, str]] = []
-        self.endpoints: dict[str, str] = {}
-        """Display names of relation endpoints that were not listed as entities."""
+    def __init__(self, chunks: list[Chunk]) -> None:
+        self.chunks = chunks
+        self.texts = [c.text.casefold() for c in chunks]
+        self.entities: list[dict[str, Entity]] = [{} for _ in chunks]
+        self.relations: list[dict[tuple[str, str], Relation]] = [{} for _ in chunks]
+        self.keywords: list[list[str]] = [[] for _ in chunks]
+        self.seen_entities: dict[str, str] = {}
+        self.seen_pairs: dict[tuple[str, str], tuple[str, str]] = {}
 
-    @property
     def entity_names(self) -> list[str]:
-        names = [e.name for e in self.entities.values()]
-        names += [n for k, n in self.endpoints.items() if k not in self.entities]
-        return names
+        return list(self.seen_entities.values())
 
-    @property
     def pair_names(self) -> list[tuple[str, str]]:
-        return list(self.pair_display)
+        return list(self.seen_pairs.values())
+
+    def _where(self, numbers: list[int], names: list[str]) -> list[int]:
+        """The passages an item belongs to: the ones it names, else those containing all (then
+        any) of its names, else all of them."""
+        n = len(self.chunks)
+        valid = [k - 1 for k in dict.fromkeys(numbers) if 1 <= k <= n]
+        if valid:
+            return valid
+        if n == 1:
+            return [0]
+        lowered = [name.casefold() for name in names]
+        for test in (all, any):
+            found = [i for i, text in enumerate(self.texts) if test(name in text for name in lowered)]
+            if found:
+                return found
+        return list(range(n))
 
     def add(self, answer: ExtractionOutput) -> bool:
-        """Add one answer; returns whether it contributed an entity or relation not seen before.
-        A repeated name or pair is folded into the record already held (its description is
-        added, a missing type filled in, the larger strength kept) and does not count as new."""
+        """Add one answer; returns whether it brought an entity or relation not seen before. A
+        name or pair seen before in the same passage is folded into the record held there."""
         new = False
         for item in answer.entities:
             name = clean_name(item.name)
             key = entity_key(name)
             if not key:
                 continue
-            found = self.entities.get(key)
-            if found is None:
-                self.entities[key] = new_entity(
-                    name, self.chunk_id, type=item.type, description=item.description
-                )
+            if key not in self.seen_entities:
+                self.seen_entities[key] = name
                 new = True
-                continue
-            extra = new_entity(name, self.chunk_id, type=item.type, description=item.description)
-            if not found.type:
-                found.type = extra.type
-            _fold(found.descriptions, extra.descriptions)
+            for i in self._where(item.passages, [name]):
+                found = self.entities[i].get(key)
+                fresh = new_entity(name, self.chunks[i].id, type=item.type, description=item.description)
+                if found is None:
+                    self.entities[i][key] = fresh
+                else:
+                    found.type = found.type or fresh.type
+                    _fold(found.descriptions, fresh.descriptions)
         for item in answer.relations:
             source, target = clean_name(item.source), clean_name(item.target)
             skey, tkey = entity_key(source), entity_key(target)
             if not skey or not tkey or skey == tkey:
                 continue
-            relation = new_relation(
-                skey,
-                tkey,
-                self.chunk_id,
-                description=item.description,
-                keywords=item.keywords,
-                weight=float(item.strength),
-                directed=False,
-            )
-            pair = (relation.source, relation.target)
-            held = self.pairs.get(pair)
-            if held is not None:
-                _fold(held.descriptions, relation.descriptions)
-                _fold(held.keywords, relation.keywords)
-                held.weight = max(held.weight, relation.weight)
-                continue
-            self.pairs[pair] = relation
-            self.pair_display.append((source, target))
-            for key, name in ((skey, source), (tkey, target)):
-                self.endpoints.setdefault(key, name)
-            self.relations.append(relation)
-            new = True
+            pair = (skey, tkey) if skey < tkey else (tkey, skey)
+            if pair not in self.seen_pairs:
+                self.seen_pairs[pair] = (source, target)
+                new = True
+            for i in self._where(item.passages, [source, target]):
+                relation = new_relation(
+                    skey, tkey, self.chunks[i].id, description=item.description, keywords=item.keywords,
+                    weight=float(item.strength), directed=False,
+                )
+                held = self.relations[i].get(pair)
+                if held is None:
+                    self.relations[i][pair] = relation
+                    for key, display in ((skey, source), (tkey, target)):
+                        if key not in self.entities[i]:
+                            self.entities[i][key] = new_entity(display, self.chunks[i].id)
+                else:
+                    _fold(held.descriptions, relation.descriptions)
+                    _fold(held.keywords, relation.keywords)
+                    held.weight = max(held.weight, relation.weight)
         return new
 
-    def records(self) -> tuple[list[Entity], list[Relation]]:
-        entities = list(self.entities.values())
-        for key, name in self.endpoints.items():
-            if key not in self.entities:
-                entities.append(new_entity(name, self.chunk_id))
-        return entities, list(self.relations)
+    def records(self, metadata: dict[str, Any]) -> list[Extraction]:
+        out = []
+        for i, chunk in enumerate(self.chunks):
+            relations = list(self.relations[i].values())
+            for relation in relations:
+                relation.description = relation.descriptions[0] if relation.descriptions else ""
+            entities = list(self.entities[i].values())
+            for entity in entities:
+                entity.description = entity.descriptions[0] if entity.descriptions else ""
+            keywords = list(dict.fromkeys(k for k in (clean_name(w) for w in self.keywords[i]) if k))
+            out.append(Extraction(chunk_id=chunk.id, entities=entities, relations=relations, keywords=keywords, metadata=dict(metadata)))
+        return out
 
 
 def _fold(into: list[str], values: list[str]) -> None:
@@ -280,17 +323,4 @@ def _fold(into: list[str], values: list[str]) -> None:
             into.append(value)
 
 
-async def gather_or_cancel(coros: Sequence[Awaitable[T]]) -> list[T]:
-    """Like ``asyncio.gather`` (results in order), but when one fails the others are cancelled
-    before the error is raised, so no orphaned model calls keep running."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-
-
-__all__ = ["DEFAULT_ENTITY_TYPES", "LLMExtractor", "Progress", "gather_or_cancel", "has_real_text"]
+__all__ = ["DEFAULT_ENTITY_TYPES", "LLMExtractor", "Progress", "has_real_text"]

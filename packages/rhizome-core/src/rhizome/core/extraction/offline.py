@@ -291,6 +291,10 @@ class OfflineExtractor:
         Also extract lower-case noun-phrase-like runs (lower weight, noisy).
     max_description_sentences:
         Sentences kept per entity and per relation in each chunk.
+    per_document:
+        Judge the chunks of each document on their own (the evidence about sentence-initial
+        capitals comes from the texts of one call): a document's records then do not depend on
+        which other documents share its insert batch.
     progress:
         Called as ``progress(done, total)`` after each chunk.
     """
@@ -303,6 +307,7 @@ class OfflineExtractor:
         *,
         common_phrases: bool = False,
         max_description_sentences: int = 3,
+        per_document: bool = False,
         progress: Progress | None = None,
     ) -> None:
         if min_frequency < 1:
@@ -318,13 +323,23 @@ class OfflineExtractor:
         self.window: Window = window
         self.common_phrases = common_phrases
         self.max_description_sentences = max_description_sentences
+        self.per_document = per_document
         self.progress = progress
 
     # -- public API ------------------------------------------------------------------------------
+    spec = "offline"
+
     async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         """Extract every chunk; results are in input order. (The work is CPU-bound and quick, so
         it runs inline; the coroutine exists for interface parity with the LLM extractor.)"""
-        return self._extract(check_chunks(chunks))
+        chunks = check_chunks(chunks)
+        if not self.per_document:
+            return self._extract(chunks)
+        groups: dict[str, list[Chunk]] = defaultdict(list)
+        for chunk in chunks:
+            groups[chunk.document_id].append(chunk)
+        found = {e.chunk_id: e for group in groups.values() for e in self._extract(group)}
+        return [found[c.id] for c in chunks]
 
     def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         """Synchronous :meth:`aextract`."""

@@ -236,17 +236,18 @@ def import_openie(
 class OpenIEExtractor:
     """Precomputed OpenIE triples used in place of an extractor: ``aextract(chunks)`` returns,
     for each chunk, the triples of the passage whose text matches it (an empty extraction when
-    none does). The file is read and validated once, on construction.
-    """
+    none does). The file is read and validated once, on construction. Built from a file, its
+    ``spec`` is ``"openie:<absolute path>"``, so an index records it and reopens with it."""
 
     def __init__(self, path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> None:
         self.data = _load(path_or_dict)
         import_openie(self.data)  # validate now: a bad file fails before indexing starts
+        self.spec = None if isinstance(path_or_dict, Mapping) else f"openie:{os.path.abspath(path_or_dict)}"
 
     async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         chunks = list(chunks)
-        found = {e.chunk_id: e for e in import_openie(self.data, chunks)}
-        return [found.get(c.id) or Extraction(chunk_id=c.id, metadata={"extractor": "openie", "matched": False}) for c in chunks]
+        found = {e.chunk_id: e for e in import_openie(self.data, chunks) if e.metadata.get("matched_chunk")}
+        return [found.get(c.id) or Extraction(chunk_id=c.id, metadata={"extractor": "openie", "matched_chunk": False}) for c in chunks]
 
     def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         from rhizome.core.aio import run_sync

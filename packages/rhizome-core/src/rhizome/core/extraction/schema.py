@@ -1,9 +1,11 @@
 """What extraction produces: the small JSON schema a chat model fills in, the per-chunk
 :class:`Extraction` record every extractor returns, and the name keys used to merge.
 
-The model-facing schema is deliberately flat and short (three string fields per entity, four
-fields and a number per relation): 3–8B local models follow it far more reliably than nested or
-optional-heavy schemas, and Ollama turns it into a decoding grammar through ``format``.
+The model-facing schema is deliberately flat and short (strings, string lists, one number):
+3–8B local models follow it far more reliably than nested or optional-heavy schemas, and Ollama
+turns it into a decoding grammar through ``format``. Lenient validators accept the usual near
+misses ("a, b" for a list, "7" or 7.5 for a strength, "P2" for a passage number) instead of
+spending a retry.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from rhizome.core.errors import InvalidInputError
 from rhizome.core.models.lenient import TextList, clamped
@@ -91,34 +93,76 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+_NUMBER = re.compile(r"\d+")
+
+
+def _passage_numbers(value: Any) -> Any:
+    if value is None:
+        return []
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        value = [value]
+    if isinstance(value, list):
+        out = []
+        for item in value:
+            if isinstance(item, bool):
+                continue
+            if isinstance(item, (int, float)):
+                out.append(int(item))
+            elif isinstance(item, str):
+                out.extend(int(m) for m in _NUMBER.findall(item))
+        return out
+    return value
+
+
+Numbers = Annotated[list[int], BeforeValidator(_passage_numbers)]
+"""Passage, pair or citation numbers: ``3``, ``"P2"``, ``"1, 4"`` or a list of those."""
+
+Strength = clamped(1, 10, default=1.0)
+"""A strength that is not a number falls back to 1; numbers are clamped to 1..10."""
+
+
 class ExtractedEntity(_Strict):
     """One entity as the model reports it."""
 
-    name: str = Field(description="the name as written in the text")
+    name: str = Field(description="the name as written in the passage")
     type: str = Field(description="one of the allowed entity types")
-    description: str = Field(description="one or two sentences about it, based only on the text")
-
-
-Strength = clamped(1, 10, integer=True)
+    description: str = Field(description="what the passages say about it")
+    passages: Numbers = Field(default_factory=list, description="numbers of the passages it comes from")
 
 
 class ExtractedRelation(_Strict):
     """One relation between two entity names as the model reports it."""
 
-    source: str = Field(description="name of the first entity")
-    target: str = Field(description="name of the second entity")
-    description: str = Field(description="how the two are related, according to the text")
-    keywords: TextList = Field(description="a few short words or phrases naming the relation")
-    strength: Strength = Field(
-        description="how strong the relation is, from 1 (weak) to 10 (strong)"
-    )
+    source: str = Field(description="name of one entity")
+    target: str = Field(description="name of the other entity")
+    description: str = Field(description="how the passages connect them")
+    keywords: TextList = Field(default_factory=list, description="1-3 phrases naming the theme of the link")
+    strength: Strength = Field(default=1.0, description="1 (loose) to 10 (tight)")  # type: ignore[valid-type]
+    passages: Numbers = Field(default_factory=list, description="numbers of the passages it comes from")
 
 
 class ExtractionOutput(_Strict):
-    """What one extraction call returns: every entity and relation found in one text."""
+    """What one extraction (or gleaning) call returns."""
 
-    entities: list[ExtractedEntity] = Field(description="entities found in the text")
+    entities: list[ExtractedEntity] = Field(description="entities found")
     relations: list[ExtractedRelation] = Field(description="relations between those entities")
+
+
+class PassageKeywords(_Strict):
+    passage: int = Field(description="the passage number")
+    keywords: TextList = Field(description="its main topics")
+
+    @field_validator("passage", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        numbers = _passage_numbers(value)
+        return numbers[0] if isinstance(numbers, list) and numbers else value
+
+
+class KeywordExtractionOutput(ExtractionOutput):
+    """An extraction call that also asks for each passage's content keywords."""
+
+    content_keywords: list[PassageKeywords] = Field(default_factory=list, description="main topics of each passage")
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,6 +185,8 @@ class Extraction(BaseModel):
     chunk_id: str
     entities: list[Entity] = Field(default_factory=list)
     relations: list[Relation] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+    """Content keywords of the chunk (the main topics), when the extractor gives them."""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -150,7 +196,12 @@ class Extraction(BaseModel):
 
 @runtime_checkable
 class Extractor(Protocol):
-    """Anything that turns chunks into one :class:`Extraction` per chunk, in input order."""
+    """Anything that turns chunks into one :class:`Extraction` per chunk, in input order.
+
+    ``spec`` names how to rebuild it (``"llm"``, ``"offline"``, ``"openie:PATH"``): an index
+    records it and reopens with the same extraction (see :mod:`rhizome.core.extraction.spec`)."""
+
+    spec: str
 
     async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]: ...
 
@@ -228,6 +279,9 @@ __all__ = [
     "Extraction",
     "ExtractionOutput",
     "Extractor",
+    "KeywordExtractionOutput",
+    "Numbers",
+    "PassageKeywords",
     "check_chunks",
     "clean_name",
     "entity_key",

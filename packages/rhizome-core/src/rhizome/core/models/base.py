@@ -8,11 +8,13 @@ embeddings — and inherits the rest, so Ollama, LangChain and LlamaIndex models
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -44,6 +46,10 @@ class Usage:
     """Texts embedded (embedders only)."""
     by_model: dict[str, int] = field(default_factory=dict)
 
+    def add(self, **counts: int) -> None:
+        for name, value in counts.items():
+            setattr(self, name, getattr(self, name) + value)
+
     def snapshot(self) -> dict[str, int]:
         return {
             "calls": self.calls,
@@ -53,6 +59,50 @@ class Usage:
             "retries": self.retries,
             "texts": self.texts,
         }
+
+
+@dataclass
+class ScopeUsage:
+    """What the models did inside one :func:`usage_scope`: chat calls and embedding calls."""
+
+    chat: Usage = field(default_factory=Usage)
+    embed: Usage = field(default_factory=Usage)
+
+    def stats(self) -> dict[str, int]:
+        """The counters as the flat ``stats`` of reports and retrievals."""
+        return {
+            "model_calls": self.chat.calls,
+            "prompt_tokens": self.chat.prompt_tokens,
+            "completion_tokens": self.chat.completion_tokens,
+            "cache_hits": self.chat.cache_hits + self.embed.cache_hits,
+            "retries": self.chat.retries,
+            "embed_calls": self.embed.calls,
+            "embedded_texts": self.embed.texts,
+        }
+
+
+_SCOPES: contextvars.ContextVar[tuple[ScopeUsage, ...]] = contextvars.ContextVar("rhizome_usage_scopes", default=())
+
+
+@contextlib.contextmanager
+def usage_scope() -> Iterator[ScopeUsage]:
+    """Count what every model does inside the block, in this context only: the calls of one
+    insert or one query, even while other threads or tasks use the same model objects
+    (asyncio tasks and :func:`~rhizome.core.aio.run_sync` threads inherit the scope)."""
+    usage = ScopeUsage()
+    token = _SCOPES.set((*_SCOPES.get(), usage))
+    try:
+        yield usage
+    finally:
+        _SCOPES.reset(token)
+
+
+def _record(own: Usage, kind: str, **counts: int) -> None:
+    """Add ``counts`` to a model's own usage and to every :func:`usage_scope` around the call
+    (``kind``: ``"chat"`` or ``"embed"``)."""
+    own.add(**counts)
+    for scope in _SCOPES.get():
+        getattr(scope, kind).add(**counts)
 
 
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
@@ -144,13 +194,17 @@ class BaseChatModel(ABC):
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self.usage.cache_hits += 1
+                _record(self.usage, "chat", cache_hits=1)
                 return Completion(text=hit["text"], cached=True), None
         async with self._semaphore.get():
             completion = await self._achat(messages, json_schema)
-        self.usage.calls += 1
-        self.usage.prompt_tokens += completion.prompt_tokens
-        self.usage.completion_tokens += completion.completion_tokens
+        _record(
+            self.usage,
+            "chat",
+            calls=1,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
         return completion, key
 
     def _key(self, messages: list[Message], json_schema: dict[str, Any] | None) -> str | None:
@@ -185,7 +239,7 @@ class BaseChatModel(ABC):
         last_text, last_error = "", ""
         for attempt in range(self.max_retries + 1):
             if attempt:
-                self.usage.retries += 1
+                _record(self.usage, "chat", retries=1)
             completion, key = await self._call(messages, json_schema)
             try:
                 value = schema.model_validate(extract_json(completion.text))
@@ -300,8 +354,7 @@ class BaseEmbedder(ABC):
                 vectors = await self._aembed_query_batch(texts)
             else:
                 vectors = await self._aembed_batch([self.document_prefix + t for t in texts])
-        self.usage.calls += 1
-        self.usage.texts += len(texts)
+        _record(self.usage, "embed", calls=1, texts=len(texts))
         array = np.asarray(vectors, dtype=np.float32)
         if array.ndim != 2 or array.shape[0] != len(texts):
             raise ModelOutputError(
@@ -333,7 +386,7 @@ class BaseEmbedder(ABC):
                 keys[i] = cache_key({"embedder": self.name, "query": query, "prefix": prefix, "text": text})
                 hit = self.cache.get(keys[i])  # type: ignore[arg-type]
                 if hit is not None:
-                    self.usage.cache_hits += 1
+                    _record(self.usage, "embed", cache_hits=1)
                     result[i] = np.asarray(hit, dtype=np.float32)
                     continue
             todo.append(i)
@@ -377,4 +430,4 @@ class BaseEmbedder(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-__all__ = ["BaseChatModel", "BaseEmbedder", "Message", "Usage", "extract_json"]
+__all__ = ["BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "extract_json", "usage_scope"]

@@ -1,0 +1,118 @@
+"""Configuration objects: every setting of a method in one validated pydantic model.
+
+Each method declares ``config_class``: a subclass of :class:`IndexConfig` (or of
+:class:`ExtractionConfig` for methods that extract a graph) whose fields carry the paper's
+defaults and a docstring naming their source. An index is built from its config; the config is
+stored in the manifest, reopening the index restores it, and ``rhizome status IDX`` prints it.
+One name means one thing across methods (``gleaning``, ``summary_max_tokens``,
+``entity_types``...).
+
+Constructors take the fields as keyword arguments (``GraphRAGIndex(max_cluster_size=5)``) or
+a config object (``GraphRAGIndex(config=GraphRAGConfig(...))``), like scikit-learn estimators.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from rhizome.core.errors import ConfigurationError
+from rhizome.core.extraction.llm import DEFAULT_ENTITY_TYPES
+from rhizome.core.extraction.spec import check_spec
+
+
+class IndexConfig(BaseModel):
+    """What every index is built with: how documents are cut into chunks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    chunk_size: int = Field(1200, ge=16)
+    """Tokens per chunk: 1,200, as GraphRAG (``chunks.size``) and LightRAG
+    (``chunk_token_size``), so every method and the naive baseline see the same text units."""
+
+    chunk_overlap: int = Field(100, ge=0)
+    """Tokens shared by neighbouring chunks: 100 (GraphRAG ``chunks.overlap``, LightRAG
+    ``chunk_overlap_token_size``)."""
+
+    @model_validator(mode="after")
+    def _overlap_fits(self) -> IndexConfig:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError("chunk_overlap must be smaller than chunk_size")
+        return self
+
+
+class ExtractionConfig(IndexConfig):
+    """What the methods that extract an entity graph share."""
+
+    extraction: str = "auto"
+    """How chunks become entities and relations: ``auto`` (the chat model when one is given,
+    else offline), ``llm``, ``offline`` or ``openie:PATH`` (see
+    :mod:`rhizome.core.extraction.spec`); stored resolved, so reopening extracts the same way."""
+
+    entity_types: tuple[str, ...] = DEFAULT_ENTITY_TYPES
+    """Entity types the model may assign: organization, person, geo, event (GraphRAG
+    ``extract_graph.entity_types``; LightRAG's extraction prompt)."""
+
+    gleaning: int = Field(1, ge=0)
+    """Follow-up extraction calls asking for what was missed (GraphRAG ``max_gleanings`` 1,
+    LightRAG ``entity_extract_max_gleaning`` 1)."""
+
+    summary_max_tokens: int = Field(500, ge=16)
+    """Length of a merged entity or relation description summary, and the length up to which
+    descriptions are joined without a model call (GraphRAG ``summarize_descriptions.max_length``
+    500; LightRAG's summary trigger)."""
+
+    summary_max_input_tokens: int = Field(4000, ge=16)
+    """Description tokens per summarisation call; more are summarised in groups first (GraphRAG
+    ``max_input_tokens`` 4,000; sized for an 8k-context local model)."""
+
+    language: str = "English"
+    """Language of generated descriptions, summaries and reports."""
+
+    @field_validator("extraction")
+    @classmethod
+    def _spec(cls, value: str) -> str:
+        return check_spec(value)
+
+    @field_validator("entity_types", mode="before")
+    @classmethod
+    def _types(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError("entity_types must be a list of type names, not one string")
+        return value
+
+    @model_validator(mode="after")
+    def _summary_budget(self) -> ExtractionConfig:
+        if self.summary_max_input_tokens < self.summary_max_tokens:
+            raise ValueError("summary_max_input_tokens must be at least summary_max_tokens")
+        return self
+
+    def llm_extractor_options(self) -> dict[str, Any]:
+        """The settings of :class:`~rhizome.core.extraction.llm.LLMExtractor` this config
+        implies (methods add their own, e.g. packing)."""
+        return {"entity_types": self.entity_types, "gleaning": self.gleaning, "language": self.language}
+
+
+def build_config(config_class: type[IndexConfig], base: IndexConfig | dict[str, Any] | None, overrides: dict[str, Any]) -> IndexConfig:
+    """``config_class`` from a config object or dict plus keyword overrides, or a
+    :class:`ConfigurationError` naming the bad fields."""
+    values = base.model_dump() if isinstance(base, BaseModel) else dict(base or {})
+    values.update(overrides)
+    try:
+        return config_class.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors())
+        raise ConfigurationError(f"invalid {config_class.__name__}: {problems}") from None
+
+
+def describe(config: IndexConfig) -> list[tuple[str, Any, str]]:
+    """``(field, value, docstring)`` of every setting, for ``rhizome status``."""
+    out = []
+    for name, field in type(config).model_fields.items():
+        doc = " ".join((field.description or "").split())
+        out.append((name, getattr(config, name), doc))
+    return out
+
+
+__all__ = ["ExtractionConfig", "IndexConfig", "build_config", "describe"]

@@ -1,0 +1,224 @@
+"""Hierarchies of groups and their summaries, written bottom-up, level by level.
+
+GraphRAG's communities, ArchRAG's attributed-community layers and RAPTOR's tree are the same
+shape: groups of members at several levels, each group with a parent and children, each with a
+summary written from its members — or, when they do not fit, from its children's summaries.
+This module holds that shape once:
+
+- :func:`cluster_hierarchy` — hierarchical Leiden over a networkx graph, as
+  :class:`~rhizome.core.types.Community` records whose ids derive from their level and
+  members, so a group that keeps its members keeps its id (and its summary) across re-clustering;
+- :class:`Hierarchy` — the groups of one index as a record table plus one vector collection per
+  level;
+- :class:`GroupSummarizer` — writes the summaries of chosen groups, deepest level first, each
+  level concurrently, through a resumable stage (:mod:`rhizome.core.stages`): a group whose input
+  is unchanged reuses its summary, each new summary is committed as it arrives, and eager
+  (every group at build time) and lazy (only the groups a query needs) are the same call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from rhizome.core.graph import hierarchical_leiden
+from rhizome.core.retrieval import vector_search
+from rhizome.core.stages import arun_stage, digest, stored_results
+from rhizome.core.types import Community
+
+
+def community_key(level: int, members: Sequence[str]) -> str:
+    """Stable id of a group: its level and a hash of its sorted member ids."""
+    blob = json.dumps([level, sorted(members)], ensure_ascii=False).encode("utf-8")
+    return f"comm-{level}-{hashlib.sha256(blob).hexdigest()[:16]}"
+
+
+def cluster_hierarchy(graph: nx.Graph, *, max_cluster_size: int, seed: int, max_levels: int = 10) -> list[Community]:
+    """Hierarchical Leiden groups of ``graph`` (level 0 = coarsest), without summaries. Each
+    group's ``metadata`` holds its hierarchy label (``"L0-C3"``) and size."""
+    if graph.number_of_nodes() == 0:
+        return []
+    hierarchy = hierarchical_leiden(graph, max_cluster_size=max_cluster_size, seed=seed, max_levels=max_levels)
+    ids = {c.id: community_key(c.level, [str(n) for n in c.nodes]) for c in hierarchy}
+    return [
+        Community(
+            id=ids[c.id],
+            level=c.level,
+            entity_ids=[str(n) for n in c.nodes],
+            parent=ids[c.parent] if c.parent else None,
+            children=[ids[x] for x in c.children],
+            metadata={"label": c.id, "size": c.size},
+        )
+        for c in hierarchy
+    ]
+
+
+def has_summary(group: Community) -> bool:
+    return bool(group.title and group.metadata.get("summary_by"))
+
+
+class Hierarchy:
+    """The groups of one index (a record table of :class:`Community`) and their vectors (one
+    collection per level, ``<name>_L<level>``)."""
+
+    def __init__(self, store: Any, name: str) -> None:
+        self.store = store
+        self.name = name
+        self.groups = store.table(name, Community, lookups=("level",))
+
+    def collection(self, level: int) -> str:
+        return f"{self.name}_L{level}"
+
+    def all(self) -> dict[str, Community]:
+        return {g.id: g for g in self.groups.all()}
+
+    def levels(self) -> list[int]:
+        return sorted({g.level for g in self.groups.all()})
+
+    def put(self, db: Any, groups: Sequence[Community]) -> None:
+        self.groups.put(db, groups)
+
+    def delete(self, db: Any, groups: Sequence[Community]) -> None:
+        """Remove groups and their vectors."""
+        self.groups.delete(db, [g.id for g in groups])
+        for level in {g.level for g in groups}:
+            self.store.delete_vectors(db, self.collection(level), [g.id for g in groups if g.level == level])
+
+    def put_vectors(self, db: Any, groups: Sequence[Community], vectors: np.ndarray) -> None:
+        for level in sorted({g.level for g in groups}):
+            rows = [i for i, g in enumerate(groups) if g.level == level]
+            self.store.put_vectors(db, self.collection(level), [groups[i].id for i in rows], vectors[rows])
+
+    def search(self, vector: np.ndarray | None, k: int, levels: Sequence[int] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` groups most similar to ``vector`` over the given levels (default all)."""
+        found = []
+        for level in self.levels() if levels is None else levels:
+            found += vector_search(self.store, self.collection(level), vector, k)
+        return sorted(found, key=lambda x: -x[1])[:k]
+
+
+@dataclass
+class GroupInput:
+    """What one group's summary is written from: the context ``text`` (its members, or its
+    children's summaries where the members do not fit) and the children it used."""
+
+    group: Community
+    text: str
+    children: list[Community] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Anything else the writer needs (e.g. the members it packed)."""
+
+
+SummaryFields = dict[str, Any]
+"""What a writer returns: ``title``, ``summary``, ``rating``, ``findings`` and any metadata."""
+
+
+class GroupSummarizer:
+    """Writes group summaries bottom-up (see the module docstring).
+
+    Parameters
+    ----------
+    store:
+        The index store (the stage results live there).
+    stage:
+        Name of the resumable stage, e.g. ``"graphrag.report"``.
+    build_input:
+        ``(group, groups so far by id) -> GroupInput``: the context of one group, given the
+        groups already summarised (children come before parents).
+    write:
+        ``async (GroupInput) -> SummaryFields``: the model (or offline) writer.
+    identity:
+        What besides the input decides a summary (writer kind, model name, language, length):
+        part of every digest, so changing it rewrites the summaries.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        stage: str,
+        *,
+        build_input: Callable[[Community, Mapping[str, Community]], GroupInput],
+        write: Callable[[GroupInput], Awaitable[SummaryFields]],
+        identity: Any,
+    ) -> None:
+        self.store = store
+        self.stage = stage
+        self.build_input = build_input
+        self.write = write
+        self.identity = identity
+
+    def input_digest(self, data: GroupInput) -> str:
+        return digest(self.identity, data.text)
+
+    async def asummarize(
+        self, groups: Sequence[Community], *, only: set[str] | None = None, stored_only: bool = False
+    ) -> tuple[dict[str, Community], dict[str, int]]:
+        """``groups`` by id with summaries for those in ``only`` (default all), deepest level
+        first; with ``stored_only`` nothing is written, held summaries are attached where their
+        input matches. Returns the groups and ``{"written": n, "reused": n}``."""
+        result: dict[str, Community] = {g.id: _bare(g) for g in groups}
+        counts = {"written": 0, "reused": 0}
+        by_level: dict[int, list[Community]] = {}
+        for g in groups:
+            by_level.setdefault(g.level, []).append(g)
+        for level in sorted(by_level, reverse=True):
+            jobs: dict[str, tuple[str, Callable[[], Awaitable[Any]]]] = {}
+            inputs: dict[str, GroupInput] = {}
+            for g in by_level[level]:
+                data = self.build_input(result[g.id], result)
+                inputs[g.id] = data
+                wanted = (only is None or g.id in only) and not stored_only
+                if wanted:
+                    jobs[g.id] = (self.input_digest(data), lambda data=data: self.write(data))
+            held = _held(self.store, self.stage, {gid: self.input_digest(d) for gid, d in inputs.items() if gid not in jobs})
+            for gid, fields in held.items():
+                result[gid] = _with(result[gid], fields, inputs[gid], self.input_digest(inputs[gid]))
+                counts["reused"] += 1
+            if jobs:
+                done, fresh = await arun_stage(self.store, self.stage, jobs)
+                counts["written"] += fresh
+                counts["reused"] += len(jobs) - fresh
+                for gid, fields in done.items():
+                    result[gid] = _with(result[gid], fields, inputs[gid], jobs[gid][0])
+        return result, counts
+
+
+def _held(store: Any, stage: str, digests: Mapping[str, str]) -> dict[str, Any]:
+    found = stored_results(store, stage, digests.values())
+    return {gid: found[d] for gid, d in digests.items() if d in found}
+
+
+def _bare(group: Community) -> Community:
+    """The group without a summary (its structure and label only)."""
+    return Community(
+        id=group.id, level=group.level, entity_ids=list(group.entity_ids), parent=group.parent,
+        children=list(group.children), metadata={k: v for k, v in group.metadata.items() if k in ("label", "size")},
+    )
+
+
+def _with(group: Community, fields: SummaryFields, data: GroupInput, input_digest: str) -> Community:
+    out = group.model_copy(deep=True)
+    out.title = str(fields.get("title", ""))
+    out.summary = str(fields.get("summary", ""))
+    out.rating = float(fields["rating"]) if fields.get("rating") is not None else None
+    out.findings = list(fields.get("findings", []))
+    out.metadata.update(fields.get("metadata", {}))
+    out.metadata.update(summary_by=fields.get("by", "model"), input_digest=input_digest, from_children=[c.id for c in data.children])
+    return out
+
+
+__all__ = [
+    "GroupInput",
+    "GroupSummarizer",
+    "Hierarchy",
+    "SummaryFields",
+    "cluster_hierarchy",
+    "community_key",
+    "has_summary",
+]

@@ -1,0 +1,169 @@
+"""Typed record tables: how a method stores its own records without writing SQL.
+
+A method declares each kind of record it keeps — a pydantic model, the field that is its key,
+and the fields it looks records up by — and reads and writes them through a
+:class:`RecordTable`::
+
+    self.relations = self.store.table("lightrag_relations", Relation, lookups=("source", "target"))
+    with self.store.transaction() as db:
+        self.relations.put(db, [relation])
+    edges = self.relations.find("source", ["acme"])
+
+Each table is one SQLite table in the index's ``records.sqlite``: the key, one indexed column per
+lookup field and the record as JSON. Every write bumps the table's *generation*, so a reader can
+cache what it derived from a table and notice cheaply when it changed (:meth:`generation`).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from rhizome.core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from rhizome.core.storage import IndexStore
+
+R = TypeVar("R", bound=BaseModel)
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+BATCH = 500
+"""Most SQL parameters per statement (SQLite's default limit is 999)."""
+
+
+def batches(items: Sequence[Any], size: int = BATCH) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class RecordTable(Generic[R]):
+    """The records of one kind, stored as JSON rows keyed by ``key`` (see the module docstring).
+
+    Use :meth:`IndexStore.table` to get one; reads see committed data, writes take the
+    connection of the caller's :meth:`IndexStore.transaction`.
+    """
+
+    def __init__(self, store: IndexStore, name: str, model: type[R], *, key: str = "id", lookups: Sequence[str] = ()) -> None:
+        for part in (name, key, *lookups):
+            if not _NAME.match(part):
+                raise ConfigurationError(f"record table and field names must be snake_case identifiers, got {part!r}")
+        self.store = store
+        self.name = name
+        self.model = model
+        self.key = key
+        self.lookups = tuple(lookups)
+        self.sql = f"rec_{name}"
+
+    def create(self, db: sqlite3.Connection) -> None:
+        columns = "".join(f", f_{f} TEXT NOT NULL" for f in self.lookups)
+        db.execute(f"CREATE TABLE IF NOT EXISTS {self.sql} (key TEXT PRIMARY KEY{columns}, data TEXT NOT NULL)")
+        for field in self.lookups:
+            db.execute(f"CREATE INDEX IF NOT EXISTS {self.sql}_{field} ON {self.sql}(f_{field})")
+
+    # -- reading -------------------------------------------------------------------------------
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        try:
+            return self.store.query(sql, params)
+        except sqlite3.OperationalError as exc:  # a reader opened before the table existed
+            if "no such table" in str(exc):
+                return []
+            raise
+
+    def _decode(self, rows: Iterable[tuple]) -> list[R]:
+        return [self.model.model_validate_json(row[-1]) for row in rows]
+
+    def get(self, keys: Iterable[str]) -> dict[str, R]:
+        """Records by key (unknown keys are absent), in the order of ``keys``."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, R] = {}
+        for part in batches(wanted):
+            marks = ",".join("?" * len(part))
+            for row in self._rows(f"SELECT key, data FROM {self.sql} WHERE key IN ({marks})", part):
+                found[row[0]] = self.model.model_validate_json(row[1])
+        return {k: found[k] for k in wanted if k in found}
+
+    def one(self, key: str) -> R | None:
+        return self.get([key]).get(key)
+
+    def all(self) -> list[R]:
+        """Every record, ordered by key."""
+        return self._decode(self._rows(f"SELECT data FROM {self.sql} ORDER BY key"))
+
+    def keys(self) -> list[str]:
+        return [r[0] for r in self._rows(f"SELECT key FROM {self.sql} ORDER BY key")]
+
+    def find(self, field: str, values: Iterable[str]) -> list[R]:
+        """Records whose lookup ``field`` takes one of ``values``, oldest write first."""
+        column = self._lookup(field)
+        wanted = [v for v in dict.fromkeys(values) if v is not None]
+        rows: list[tuple] = []
+        for part in batches(wanted):
+            marks = ",".join("?" * len(part))
+            rows += self._rows(f"SELECT rowid, data FROM {self.sql} WHERE {column} IN ({marks})", part)
+        rows.sort(key=lambda r: r[0])  # a row has one value per field, so it matches at most once
+        return self._decode(rows)
+
+    def count(self) -> int:
+        rows = self._rows(f"SELECT COUNT(*) FROM {self.sql}")
+        return int(rows[0][0]) if rows else 0
+
+    def count_by(self, field: str, values: Iterable[str]) -> dict[str, int]:
+        """How many records have each of ``values`` in lookup ``field`` (absent values: 0)."""
+        column = self._lookup(field)
+        wanted = list(dict.fromkeys(values))
+        out = dict.fromkeys(wanted, 0)
+        for part in batches(wanted):
+            marks = ",".join("?" * len(part))
+            for value, n in self._rows(f"SELECT {column}, COUNT(*) FROM {self.sql} WHERE {column} IN ({marks}) GROUP BY {column}", part):
+                out[value] = int(n)
+        return out
+
+    def generation(self) -> int:
+        """A number that changes whenever the table is written (see the module docstring)."""
+        return self.store.generation(self.sql)
+
+    # -- writing (inside a transaction) --------------------------------------------------------
+    def put(self, db: sqlite3.Connection, records: Iterable[R]) -> None:
+        """Insert or replace records (by key)."""
+        rows = [
+            (str(getattr(r, self.key)), *(str(getattr(r, f)) for f in self.lookups), r.model_dump_json())
+            for r in records
+        ]
+        if not rows:
+            return
+        columns = "".join(f", f_{f}" for f in self.lookups)
+        marks = ",".join("?" * (2 + len(self.lookups)))
+        db.executemany(f"INSERT OR REPLACE INTO {self.sql} (key{columns}, data) VALUES ({marks})", rows)
+        self.store.bump(db, self.sql)
+
+    def delete(self, db: sqlite3.Connection, keys: Iterable[str]) -> None:
+        self._delete(db, "key", list(dict.fromkeys(keys)))
+
+    def delete_by(self, db: sqlite3.Connection, field: str, values: Iterable[str]) -> None:
+        """Delete the records whose lookup ``field`` takes one of ``values``."""
+        self._delete(db, self._lookup(field), list(dict.fromkeys(values)))
+
+    def _delete(self, db: sqlite3.Connection, column: str, values: list[str]) -> None:
+        if not values:
+            return
+        for part in batches(values):
+            db.execute(f"DELETE FROM {self.sql} WHERE {column} IN ({','.join('?' * len(part))})", list(part))
+        self.store.bump(db, self.sql)
+
+    def _lookup(self, field: str) -> str:
+        if field not in self.lookups:
+            raise ConfigurationError(
+                f"{self.name} has no lookup field {field!r}; declare it with lookups=(...) "
+                f"(declared: {', '.join(self.lookups) or 'none'})"
+            )
+        return f"f_{field}"
+
+    def __repr__(self) -> str:
+        return f"RecordTable({self.name!r}, {self.model.__name__})"
+
+
+__all__ = ["RecordTable", "batches"]

@@ -1,0 +1,277 @@
+"""The retrieval contract and the toolkit every retrieval mode is written with.
+
+**The contract**, enforced here for every method and mode: ``retrieve(query, k)`` returns at
+most ``k`` hits — exactly ``k`` when the index has that many — ordered by a score that means
+"more relevant", each with provenance down to passages; the context a mode assembles beyond its
+hits (entity profiles, community reports, the packed context of GraphRAG's local search) comes
+from :meth:`BaseRetriever.asearch` as :attr:`Retrieval.context`; and a retriever holds no
+per-call state, so one object serves many threads and event loops at once (what a call cost
+comes back with it, in :attr:`Retrieval.stats`).
+
+A mode is a subclass of :class:`BaseRetriever` that implements one coroutine,
+``_asearch(query, k) -> Retrieval``; the base class checks the query and ``k``, counts the model
+calls, and cuts, de-duplicates and orders the hits.
+
+**The toolkit**: :func:`query_vector` and :func:`vector_search` (with the embedder check),
+:func:`provenance` (one way to cite chunks), :func:`chunk_hits`, :func:`pack` (the one
+token-budget packer), :func:`dedupe`, :func:`round_robin` and :func:`by_rank`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from rhizome.core.aio import run_sync
+from rhizome.core.errors import ConfigurationError, IndexMismatchError, InvalidInputError
+from rhizome.core.models.base import usage_scope
+from rhizome.core.text import count_tokens, truncate_tokens
+from rhizome.core.types import Chunk, Hit, Provenance
+
+T = TypeVar("T")
+
+MAX_PROVENANCE_CHUNKS = 20
+"""Most chunks one hit cites (an entity, relation or report supported by many chunks cites the
+first 20, best-supported first where the method ranks them)."""
+
+
+class Retrieval(BaseModel):
+    """What one search returns: the ``k`` best hits, the context the mode assembled (in
+    context order; empty when the hits are the context), and what the call cost."""
+
+    query: str
+    mode: str | None = None
+    hits: list[Hit] = Field(default_factory=list)
+    context: list[Hit] = Field(default_factory=list)
+    stats: dict[str, Any] = Field(default_factory=dict)
+    """Counters of this call: ``model_calls``, ``prompt_tokens``, ``completion_tokens``,
+    ``cache_hits``, ``embed_calls`` and the mode's own (e.g. ``rating_calls``)."""
+
+
+# -- checks ------------------------------------------------------------------------------------
+def check_query(query: Any) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInputError("the query must be a non-empty string")
+    return query
+
+
+def check_k(k: Any, default: int | None = None) -> int:
+    """``k`` (or ``default`` when ``k`` is ``None``) as a positive integer."""
+    if k is None and default is not None:
+        k = default
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+    return k
+
+
+def check_positive(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def check_share(name: str, value: Any) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
+        raise ConfigurationError(f"{name} must be a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+# -- vectors -----------------------------------------------------------------------------------
+async def query_vector(index: Any, text: str) -> np.ndarray | None:
+    """The query embedding of ``text`` with the index's embedder, or ``None`` when the index
+    holds no vectors yet; an embedder of another dimension is an :class:`IndexMismatchError`."""
+    known = index.store.manifest.embedding_dimension
+    if known is None:
+        return None
+    vector = await index.embedder.aembed_query([text])
+    if vector.shape[1] != known:
+        raise IndexMismatchError(
+            f"the index holds {known}-dimensional vectors but {index.embedder.name} gives "
+            f"{vector.shape[1]}; query with the embedder the index was built with"
+        )
+    return vector
+
+
+def vector_search(store: Any, collection: str, vector: np.ndarray | None, k: int, min_score: float | None = None) -> list[tuple[str, float]]:
+    """The ``k`` nearest ids of ``collection`` in ``store`` as ``(id, cosine)``, best first;
+    nothing for an empty collection or a missing vector; scores below ``min_score`` dropped."""
+    if vector is None or k < 1 or not store.has_collection(collection):
+        return []
+    found = store.collection(collection, vector.shape[1]).search(vector, k)[0]
+    return found if min_score is None else [(key, score) for key, score in found if score >= min_score]
+
+
+# -- hits --------------------------------------------------------------------------------------
+def provenance(chunks: dict[str, Chunk], chunk_ids: Iterable[str], limit: int = MAX_PROVENANCE_CHUNKS) -> Provenance:
+    """Merged provenance of the first ``limit`` stored chunks among ``chunk_ids`` (``chunks``:
+    the stored chunks by id, e.g. from ``store.chunks(...)``; missing ids are skipped)."""
+    documents: list[str] = []
+    cited: list[str] = []
+    spans = []
+    sources: list[str] = []
+    for cid in dict.fromkeys(chunk_ids):
+        chunk = chunks.get(cid)
+        if chunk is None:
+            continue
+        one = chunk.provenance()
+        documents += one.document_ids
+        cited.append(cid)
+        spans += one.spans
+        sources += one.sources
+        if len(cited) >= limit:
+            break
+    return Provenance(
+        document_ids=list(dict.fromkeys(documents)), chunk_ids=cited, spans=spans, sources=list(dict.fromkeys(sources))
+    )
+
+
+def chunk_hit(chunk: Chunk, score: float, text: str | None = None, **metadata: Any) -> Hit:
+    """A ``chunk`` hit for a stored chunk (``text``: a cut version, whose span is then cut too)."""
+    meta: dict[str, Any] = {"document_id": chunk.document_id, "chunk_index": chunk.index}
+    for key in ("title", "source"):
+        if key in chunk.metadata:
+            meta[key] = chunk.metadata[key]
+    meta.update(metadata)
+    cited = chunk.provenance()
+    if text is not None and text != chunk.text:
+        cited.spans[0] = cited.spans[0].model_copy(update={"end": chunk.start + len(text)})
+    return Hit(id=chunk.id, text=chunk.text if text is None else text, score=float(score), kind="chunk", provenance=cited, metadata=meta)
+
+
+def chunk_hits(index: Any, ranked: Sequence[tuple[str, float]], **metadata: Any) -> list[Hit]:
+    """Chunk hits for ranked ``(chunk id, score)`` pairs (chunks deleted since are skipped)."""
+    chunks = index.store.chunks([cid for cid, _ in ranked])
+    return [chunk_hit(chunks[cid], score, **metadata) for cid, score in ranked if cid in chunks]
+
+
+def pack(items: Sequence[T], budget: int, text: Callable[[T], str], *, cut_first: bool = True) -> list[tuple[T, str]]:
+    """The items, in order, whose texts fit in ``budget`` tokens together, with their texts: the
+    first item that does not fit ends the packing. With ``cut_first``, a first item that is
+    alone too long is cut to the budget instead of returning nothing."""
+    out: list[tuple[T, str]] = []
+    for item in items:
+        body = text(item)
+        tokens = count_tokens(body)
+        if tokens > budget:
+            if cut_first and not out and budget > 20:
+                out.append((item, truncate_tokens(body, budget)))
+            break
+        out.append((item, body))
+        budget -= tokens
+    return out
+
+
+def dedupe(hits: Iterable[Hit]) -> list[Hit]:
+    """The hits without repeats of the same kind and id (the first is kept)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for hit in hits:
+        if (hit.kind, hit.id) not in seen:
+            seen.add((hit.kind, hit.id))
+            out.append(hit)
+    return out
+
+
+def round_robin(*lists: Sequence[T], key: Callable[[T], Any] = lambda x: x) -> list[T]:
+    """The lists interleaved (first of each, then second of each...), repeats (by ``key``) dropped."""
+    out, seen = [], set()
+    for i in range(max((len(x) for x in lists), default=0)):
+        for items in lists:
+            if i < len(items):
+                tag = key(items[i])
+                if tag not in seen:
+                    seen.add(tag)
+                    out.append(items[i])
+    return out
+
+
+def by_rank(hits: Sequence[Hit]) -> list[Hit]:
+    """The hits re-scored by position (``1 / (1 + rank)``): for lists whose order is the ranking
+    but whose scores come from different scales (fused lists, mixed kinds)."""
+    return [h.model_copy(update={"score": 1.0 / (1 + i)}) for i, h in enumerate(hits)]
+
+
+# -- retrievers --------------------------------------------------------------------------------
+class BaseRetriever:
+    """Base class of every retrieval mode (see the module docstring).
+
+    Parameters
+    ----------
+    index:
+        The index to search.
+    k:
+        Hits returned when a call does not pass its own ``k`` (default: the class's
+        ``default_k``).
+    """
+
+    default_k: ClassVar[int] = 4
+    mode: str | None = None
+    """The mode name (reported in :attr:`Retrieval.mode`)."""
+
+    def __init__(self, index: Any, k: int | None = None) -> None:
+        self.index = index
+        self.k = check_k(k, self.default_k)
+
+    @property
+    def embedder(self) -> Any:
+        return self.index.embedder
+
+    async def _asearch(self, query: str, k: int) -> Retrieval:
+        raise NotImplementedError
+
+    async def asearch(self, query: str, k: int | None = None) -> Retrieval:
+        """Hits, context and stats of one search."""
+        query = check_query(query)
+        k = check_k(k, self.k)
+        with usage_scope() as usage:
+            result = await self._asearch(query, k)
+        ordered = sorted(dedupe(result.hits), key=lambda h: -h.score)  # stable: ties keep the mode's order
+        result.hits = ordered[:k]
+        result.mode = self.mode
+        result.stats = {**usage.stats(), **result.stats}
+        return result
+
+    async def aretrieve(self, query: str, k: int | None = None) -> list[Hit]:
+        """The ``k`` best hits for ``query``."""
+        return (await self.asearch(query, k)).hits
+
+    async def acontext(self, query: str, k: int | None = None) -> list[Hit]:
+        """The context this mode assembles for answering ``query`` (its hits when it assembles
+        nothing more)."""
+        result = await self.asearch(query, k)
+        return result.context or result.hits
+
+    def search(self, query: str, k: int | None = None) -> Retrieval:
+        return run_sync(self.asearch(query, k))
+
+    def retrieve(self, query: str, k: int | None = None) -> list[Hit]:
+        return run_sync(self.aretrieve(query, k))
+
+    def context(self, query: str, k: int | None = None) -> list[Hit]:
+        return run_sync(self.acontext(query, k))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(method={getattr(self.index, 'method', '?')!r}, mode={self.mode!r}, k={self.k})"
+
+
+__all__ = [
+    "MAX_PROVENANCE_CHUNKS",
+    "BaseRetriever",
+    "Retrieval",
+    "by_rank",
+    "check_k",
+    "check_positive",
+    "check_query",
+    "check_share",
+    "chunk_hit",
+    "chunk_hits",
+    "dedupe",
+    "pack",
+    "provenance",
+    "query_vector",
+    "round_robin",
+    "vector_search",
+]

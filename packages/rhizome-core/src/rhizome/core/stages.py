@@ -1,0 +1,76 @@
+"""Resumable stages: expensive results committed as they are produced, keyed by their input.
+
+A stage is a named step whose results are worth keeping — a description summary, a community
+report, a cluster summary, a per-document context. :func:`arun_stage` takes jobs keyed by a
+digest of everything their result depends on (the input text, the model, the settings); a digest
+the index already holds is answered from the ``stage_results`` table without a model call, and
+every new result is committed on its own the moment it arrives. So an interrupted build loses
+only the calls in flight, and a re-run — or a rebuild after an insert that left an input
+unchanged — pays for nothing twice. :func:`prune_stage` drops the results no longer in use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from rhizome.core.aio import gather_or_cancel
+from rhizome.core.records import batches
+
+Job = tuple[str, Callable[[], Awaitable[Any]]]
+"""``(digest, make the result)``: the result must be JSON-serialisable."""
+
+
+def digest(*parts: Any) -> str:
+    """A stable digest of JSON-serialisable ``parts``."""
+    blob = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
+
+
+def stored_results(store: Any, stage: str, digests: Iterable[str]) -> dict[str, Any]:
+    """Results of ``stage`` already held, by digest."""
+    out: dict[str, Any] = {}
+    for part in batches(list(dict.fromkeys(digests))):
+        marks = ",".join("?" * len(part))
+        for key, value in store.query(f"SELECT digest, value FROM stage_results WHERE stage = ? AND digest IN ({marks})", [stage, *part]):
+            out[key] = json.loads(value)
+    return out
+
+
+async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job]) -> tuple[dict[str, Any], int]:
+    """Results of ``jobs`` (``{key: (digest, factory)}``) by key, and how many were computed now.
+
+    Held digests are reused; jobs sharing a digest run once; each new result is committed in its
+    own transaction as soon as it is ready (a read-only store keeps them in memory only). The
+    first failure cancels the jobs still running and is raised; what was committed stays."""
+    held = stored_results(store, stage, (d for d, _ in jobs.values()))
+    todo: dict[str, Callable[[], Awaitable[Any]]] = {}
+    for d, factory in jobs.values():
+        if d not in held:
+            todo.setdefault(d, factory)
+
+    async def one(d: str, factory: Callable[[], Awaitable[Any]]) -> None:
+        value = await factory()
+        if not store.readonly:
+            with store.transaction() as db:
+                db.execute(
+                    "INSERT OR REPLACE INTO stage_results (stage, digest, value) VALUES (?, ?, ?)",
+                    (stage, d, json.dumps(value, ensure_ascii=False)),
+                )
+        held[d] = value
+
+    await gather_or_cancel([one(d, f) for d, f in todo.items()])
+    return {key: held[d] for key, (d, _) in jobs.items()}, len(todo)
+
+
+def prune_stage(db: Any, stage: str, keep: Iterable[str]) -> None:
+    """Inside a transaction: drop the results of ``stage`` whose digest is not in ``keep``."""
+    kept = set(keep)
+    stale = [d for (d,) in db.execute("SELECT digest FROM stage_results WHERE stage = ?", (stage,)) if d not in kept]
+    for part in batches(stale):
+        db.execute(f"DELETE FROM stage_results WHERE stage = ? AND digest IN ({','.join('?' * len(part))})", [stage, *part])
+
+
+__all__ = ["Job", "arun_stage", "digest", "prune_stage", "stored_results"]
