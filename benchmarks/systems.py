@@ -4,7 +4,6 @@ harness code."""
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,19 +41,14 @@ def systems(methods: list[str] | None = None) -> list[System]:
 
 
 def build_index(method: str, embedder: Any, *, llm: Any = None, openie: str | None = None, **params: Any) -> Any:
-    """A fresh in-memory index of ``method``. With ``openie`` (a HippoRAG OpenIE JSON file) the
-    method uses those triples instead of extracting: through an ``extractor`` object or an
-    ``extraction="openie:PATH"`` setting, whichever its constructor takes."""
+    """A fresh in-memory index of ``method``. With ``openie`` (a HippoRAG OpenIE JSON file) a
+    method that extracts uses those triples (``extraction="openie:PATH"``) instead of extracting.
+    ``params`` the method's configuration does not know (or runtime options) are left out."""
     cls = index_class(method)
-    accepted = inspect.signature(cls).parameters
-    kwargs = {k: v for k, v in params.items() if k in accepted}
+    known = set(cls.config_class.model_fields) | {"batch_size", "progress", "cache"}
+    kwargs = {k: v for k, v in params.items() if k in known}
     if openie is not None:
-        if "extractor" in accepted:
-            from rhizome.core.extraction.openie import OpenIEExtractor
-
-            kwargs["extractor"] = OpenIEExtractor(openie)
-        elif "extraction" in accepted:
-            kwargs["extraction"] = f"openie:{openie}"
-        else:
+        if "extraction" not in cls.config_class.model_fields:
             raise SystemExit(f"{method} cannot use imported extractions; drop --openie or --methods {method}")
+        kwargs["extraction"] = f"openie:{openie}"
     return cls(embedder, llm=llm, **kwargs)

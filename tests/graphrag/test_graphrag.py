@@ -20,6 +20,9 @@ from rhizome.core import (
     load_index,
 )
 from rhizome.core.aio import run_sync
+from rhizome.core.answer import aanswer
+from rhizome.core.hierarchy import cluster_hierarchy
+from rhizome.core.text import count_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag import (
     GlobalSearch,
@@ -27,9 +30,8 @@ from rhizome.graphrag import (
     GraphRAGIndex,
     LocalSearch,
     ReportWriter,
-    aanswer,
+    build_graph,
     build_input,
-    cluster,
 )
 from rhizome.graphrag.prompts import MAP_SYSTEM, RATE_SYSTEM, REPORT_SYSTEM
 
@@ -132,11 +134,11 @@ def test_leiden_recovers_planted_partition():
     for g in range(4):  # one weak bridge between neighbouring groups
         u, v = groups[g][0], groups[(g + 1) % 4][1]
         relations[f"{u}|{v}"] = Relation(id=f"{u}|{v}", source=u, target=v, weight=1.0)
-    communities = cluster(entities, relations, max_cluster_size=10, seed=0xDEADBEEF)
+    communities = cluster_hierarchy(build_graph(entities, relations), max_cluster_size=10, seed=0xDEADBEEF)
     level0 = [c for c in communities if c.level == 0]
     assert sorted(sorted(c.entity_ids) for c in level0) == sorted(sorted(g) for g in groups)
     # stable ids: the same graph gives the same ids, whatever the insertion order
-    again = cluster(dict(reversed(entities.items())), dict(reversed(relations.items())), max_cluster_size=10, seed=0xDEADBEEF)
+    again = cluster_hierarchy(build_graph(dict(reversed(entities.items())), dict(reversed(relations.items()))), max_cluster_size=10, seed=0xDEADBEEF)
     assert {c.id for c in again} == {c.id for c in communities}
 
 
@@ -144,7 +146,7 @@ def test_hierarchy_splits_communities_above_max_cluster_size():
     graph = nx.planted_partition_graph(3, 12, 0.9, 0.01, seed=3)
     entities = {str(n): Entity(id=str(n), name=f"n{n}") for n in graph.nodes}
     relations = {f"{u}-{v}": Relation(id=f"{u}-{v}", source=str(u), target=str(v)) for u, v in graph.edges}
-    communities = cluster(entities, relations, max_cluster_size=5, seed=1)
+    communities = cluster_hierarchy(build_graph(entities, relations), max_cluster_size=5, seed=1)
     by_id = {c.id: c for c in communities}
     assert any(c.level >= 1 for c in communities)
     for c in communities:
@@ -173,7 +175,7 @@ async def test_report_json_is_validated_and_retried():
     writer = ReportWriter(bad_then_good)
     data = build_input(community, graph, {}, 8000)
     report = await writer.awrite(data, graph)
-    assert report.title.startswith("About") and report.findings and report.rating == 5.0
+    assert report["title"].startswith("About") and report["findings"] and report["rating"] == 5.0
     assert bad_then_good.usage.calls == 2 and bad_then_good.usage.retries == 1
     assert "could not be used" in bad_then_good.requests[1][-1]["content"]
     with pytest.raises(ModelOutputError):
@@ -183,13 +185,13 @@ async def test_report_json_is_validated_and_retried():
 def test_report_context_uses_child_reports_when_raw_data_is_too_long():
     entities = {f"e{i}": Entity(id=f"e{i}", name=f"Entity {i}", description="word " * 80) for i in range(12)}
     relations = {f"r{i}": Relation(id=f"r{i}", source=f"e{i}", target=f"e{i + 1}", description="linked") for i in range(11)}
-    child_a = Community(id="ca", level=1, entity_ids=[f"e{i}" for i in range(6)], parent="p", title="Child A", summary="first half", metadata={"report": "model"})
-    child_b = Community(id="cb", level=1, entity_ids=[f"e{i}" for i in range(6, 12)], parent="p", title="Child B", summary="second half", metadata={"report": "model"})
+    child_a = Community(id="ca", level=1, entity_ids=[f"e{i}" for i in range(6)], parent="p", title="Child A", summary="first half", metadata={"summary_by": "model"})
+    child_b = Community(id="cb", level=1, entity_ids=[f"e{i}" for i in range(6, 12)], parent="p", title="Child B", summary="second half", metadata={"summary_by": "model"})
     parent = Community(id="p", level=0, entity_ids=list(entities), children=["ca", "cb"])
     graph = GraphData.build(entities, relations, {c.id: c for c in (parent, child_a, child_b)})
     data = build_input(parent, graph, {"ca": child_a, "cb": child_b}, 600)
     assert [c.id for c in data.children] == ["ca", "cb"] and "Child A" in data.text
-    assert data.tokens <= 600
+    assert count_tokens(data.text) <= 600
     roomy = build_input(parent, graph, {"ca": child_a, "cb": child_b}, 8000)
     assert roomy.children == [] and "Entity 11" in roomy.text
 
@@ -204,14 +206,15 @@ def test_local_context_respects_the_budget_and_proportions():
         search = LocalSearch(index, max_tokens=budget)
         context = run_sync(search.abuild("Who leads the Orion Project at NASA?"))
         sections: dict[str, int] = {}
-        for hit in context.hits:
-            sections[hit.metadata["section"]] = sections.get(hit.metadata["section"], 0) + hit.metadata["tokens"]
+        for hit in context:
+            sections[hit.metadata["section"]] = sections.get(hit.metadata["section"], 0) + count_tokens(hit.text) + 2
         assert sections.get("reports", 0) <= int(budget * 0.15)
         assert sections.get("entities", 0) + sections.get("relationships", 0) <= budget - int(budget * 0.15) - int(budget * 0.5)
         assert sections.get("chunks", 0) <= int(budget * 0.5)
         assert sum(sections.values()) <= budget
-    hits = index.as_retriever(mode="local", k=3).retrieve("Who leads the Orion Project at NASA?")
-    assert {h.kind for h in hits} >= {"entity", "chunk"}
+    result = index.as_retriever(mode="local", k=3).search("Who leads the Orion Project at NASA?")
+    hits = result.hits
+    assert len(hits) == 3 and {h.kind for h in result.context} >= {"entity", "chunk", "relation"}
     chunks = [h for h in hits if h.kind == "chunk"]
     assert chunks[0].provenance.document_ids[0].startswith("space")
     assert all(h.provenance.chunk_ids for h in hits)
@@ -228,9 +231,11 @@ def test_global_map_reduce_with_a_fake_model_scores_filters_and_ranks():
     n_reports = len(index.graph().communities)
     assert responder.counts["report"] == n_reports
     search = index.as_retriever(mode="global", dynamic=False, map_max_tokens=600)
-    hits = search.retrieve("What is the Orion Project?")
-    assert search.last_stats["map_calls"] >= 1
-    assert all(h.kind == "point" for h in hits)
+    found = search.search("What is the Orion Project?")
+    hits = [h for h in found.hits if h.kind == "point"]
+    assert found.stats["map_calls"] >= 1 and found.stats["model_calls"] == found.stats["map_calls"]
+    # fewer points than k: the nearest chunks fill the rest, after every point
+    assert found.hits[: len(hits)] == hits and all(h.metadata["via"] == "fill" for h in found.hits[len(hits) :])
     assert "Useless point" not in [h.text for h in hits]  # score 0 is filtered out
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert hits[0].metadata["importance"] == 80 and hits[0].metadata["report_ids"]
@@ -238,7 +243,7 @@ def test_global_map_reduce_with_a_fake_model_scores_filters_and_ranks():
     minor = [h for h in hits if h.text == "Minor point"]
     assert minor and len(minor[0].metadata["report_ids"]) >= 1  # no ids cited: the batch's reports
     result = index.answer("What is the Orion Project?", mode="global", dynamic=False)
-    assert "Carol White" in result.text and result.report_ids and result.chunk_ids
+    assert "Carol White" in result.text and result.citations[0].metadata["report_ids"] and result.chunk_ids
 
 
 def test_global_offline_points_score_by_query_overlap():
@@ -257,7 +262,7 @@ def _tree_index(llm: Any) -> Any:
     def add(cid: str, level: int, members: list[str], parent: str | None, children: list[str], title: str) -> None:
         communities[cid] = Community(
             id=cid, level=level, entity_ids=members, parent=parent, children=children, title=title,
-            summary=title, rating=5.0, findings=[{"summary": title, "explanation": title}], metadata={"report": "model"},
+            summary=title, rating=5.0, findings=[{"summary": title, "explanation": title}], metadata={"summary_by": "model"},
         )
 
     add("r1", 0, ["e0", "e1", "e2", "e3"], None, ["c1", "c2"], "Orion space programme")
@@ -272,25 +277,24 @@ def _tree_index(llm: Any) -> Any:
         return {i: graph.communities[i] for i in ids}
 
     store = SimpleNamespace(manifest=SimpleNamespace(embedding_dimension=None), chunks=lambda ids: {})
-    return SimpleNamespace(graph=lambda: graph, llm=llm, store=store, areports=areports, language="English", COMMUNITY_COLLECTION="x")
+    return SimpleNamespace(graph=lambda: graph, llm=llm, store=store, areports=areports, config=SimpleNamespace(language="English"))
 
 
 def test_dynamic_selection_prunes_irrelevant_subtrees():
     responder = Responder()
     llm = FakeChatModel(responder)
     search = GlobalSearch(_tree_index(llm), dynamic=True)
-    selected = run_sync(search.aselect("Tell me about Orion"))
+    selected, stats = run_sync(search.aselect("Tell me about Orion"))
     assert [c.id for c in selected] == ["c1"]  # parent r1 replaced by its relevant child
     # rated: the two roots and the children of the relevant root only; r2's subtree never rated
-    assert set(search.last_stats["ratings"]) == {"r1", "r2", "c1", "c2"}
-    assert search.last_stats["rating_calls"] == 4 == responder.counts["rate"]
-    kept = run_sync(GlobalSearch(_tree_index(llm), keep_parent=True).aselect("Tell me about Orion"))
+    assert set(stats["ratings"]) == {"r1", "r2", "c1", "c2"}
+    assert stats["rating_calls"] == 4 == responder.counts["rate"]
+    kept, _ = run_sync(GlobalSearch(_tree_index(llm), keep_parent=True).aselect("Tell me about Orion"))
     assert {c.id for c in kept} == {"r1", "c1"}
-    static = run_sync(GlobalSearch(_tree_index(llm), dynamic=False, level=1).aselect("Tell me about Orion"))
+    static, _ = run_sync(GlobalSearch(_tree_index(llm), dynamic=False, level=1).aselect("Tell me about Orion"))
     assert {c.id for c in static} == {"c1", "c2", "c3", "c4"}
     budget = GlobalSearch(_tree_index(FakeChatModel(Responder())), max_rating_calls=1)
-    run_sync(budget.aselect("Tell me about Orion"))
-    assert budget.last_stats["rating_calls"] == 1
+    assert run_sync(budget.aselect("Tell me about Orion"))[1]["rating_calls"] == 1
 
 
 # -- incremental updates ----------------------------------------------------------------------
@@ -303,17 +307,17 @@ def test_incremental_insert_regenerates_only_affected_reports():
     first = responder.counts["report"]
     assert first == len(index.graph().communities) >= 2
     before = {c.id: c.title for c in index.graph().communities.values()}
-    index.insert(topic_docs("music"))  # a disjoint topic: only its own communities are new
+    report = index.insert(topic_docs("music"))  # a disjoint topic: only its own communities are new
     new = {c.id for c in index.graph().communities.values()} - set(before)
     assert responder.counts["report"] - first == len(new) >= 1
-    assert index.last_update["reports_written"] == len(new)
+    assert report.stats["reports_written"] == len(new) == report.stats["model_calls"]
     count = responder.counts["report"]
     index.insert(topic_docs("space", "business", "music"))  # nothing changed: nothing written
     assert responder.counts["report"] == count
     # a document that touches only the space topic rewrites only the space communities
-    index.insert([Document(id="space-extra", text="Carol White and Dave Brown visited Houston again.")])
+    report = index.insert([Document(id="space-extra", text="Carol White and Dave Brown visited Houston again.")])
     space = [c for c in index.graph().communities.values() if "carol white" in c.entity_ids]
-    assert responder.counts["report"] - count == len(space) == index.last_update["reports_written"]
+    assert responder.counts["report"] - count == len(space) == report.stats["reports_written"]
 
 
 def test_failed_report_generation_loses_nothing_and_resumes():
@@ -323,27 +327,25 @@ def test_failed_report_generation_loses_nothing_and_resumes():
     responder.fail_reports = True
     with pytest.raises(ModelOutputError):
         index.insert(topic_docs("music"))
-    assert index.is_dirty()
+    assert index.needs_refresh
     assert set(index.store.document_ids()) == {"space-0", "space-1", "music-0", "music-1"}
     responder.fail_reports = False
     index.refresh()
-    assert not index.is_dirty()
+    assert not index.needs_refresh
     assert any("elena rossi" in c.entity_ids for c in index.graph().communities.values())
 
 
 def _records(index: GraphRAGIndex) -> dict[str, Any]:
-    def rows(ns: str) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in index.store.query("SELECT key, value FROM kv WHERE namespace = ?", (ns,))}
-
     vectors: dict[str, set[str]] = {}
     for collection, key in index.store.query("SELECT collection, id FROM vectors"):
+        collection = "graphrag_communities" if collection.startswith("graphrag_communities_L") else collection
         vectors.setdefault(collection, set()).add(key)
     return {
         "chunks": {r[0] for r in index.store.query("SELECT id FROM chunks")},
-        "extractions": rows("graphrag.extraction"),
-        "entities": rows("graphrag.entity"),
-        "relations": rows("graphrag.relation"),
-        "communities": rows("graphrag.community"),
+        "extractions": {e.chunk_id: e.model_dump() for e in index.extractions.all()},
+        "entities": {e.id: e.model_dump() for e in index.entity_table.all()},
+        "relations": {r.id: r.model_dump() for r in index.relation_table.all()},
+        "communities": {c.id: c.model_dump() for c in index.communities.groups.all()},
         "vectors": vectors,
     }
 
@@ -409,16 +411,17 @@ def test_drift_primer_then_local_follow_ups():
     index = offline_index(llm=llm, extraction="offline")
     index.insert(topic_docs("space", "business"))
     search = index.as_retriever(mode="drift", primer_folds=2, n_depth=2)
-    hits = search.retrieve("Who leads the Orion Project?")
+    found = search.search("Who leads the Orion Project?", k=30)
+    hits = found.hits
     kinds = {h.kind for h in hits}
     assert {"point", "community", "chunk"} <= kinds
-    assert search.last_stats["follow_ups"] >= 2  # one round from the primer, one deeper
+    assert found.stats["follow_ups"] >= 2  # one round from the primer, one deeper
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     offline = offline_index()
     offline.insert(topic_docs("space", "business"))
     hits = offline.as_retriever(mode="drift").retrieve("Who leads the Orion Project?")
     assert hits and any(h.kind == "chunk" and h.provenance.document_ids[0].startswith("space") for h in hits)
-    basic = offline.as_retriever(mode="basic", k=2).retrieve("Orion Project NASA")
+    basic = offline.as_retriever(mode="naive", k=2).retrieve("Orion Project NASA")
     assert len(basic) == 2 and basic[0].provenance.document_ids[0].startswith("space")
 
 
@@ -433,7 +436,7 @@ async def test_local_answer_cites_reports_and_chunks():
     assert result.text and result.citations
     offline = offline_index()
     await offline.ainsert(topic_docs("space", "business"))
-    hits = await offline.as_retriever().aretrieve("Who founded Acme Industries?")
+    hits = await offline.as_retriever().acontext("Who founded Acme Industries?")
     answer = await aanswer("Who founded Acme Industries?", hits)
     assert answer.extractive and "Alice Smith" in answer.text and answer.chunk_ids
 
@@ -449,7 +452,7 @@ def test_persist_and_load_round_trip(tmp_path):
     index.close()
     loaded = load_index(tmp_path / "idx")
     assert isinstance(loaded, GraphRAGIndex)
-    assert loaded.report_mode == "lazy" and loaded.max_cluster_size == 7 and loaded.extraction == "offline"
+    assert loaded.config.reports == "lazy" and loaded.config.max_cluster_size == 7 and loaded.config.extraction == "offline"
     assert [(h.kind, h.id) for h in loaded.as_retriever(mode="local").retrieve("Orion Project")] == before
     loaded.insert(topic_docs("music"))
     assert any("elena rossi" in c.entity_ids for c in loaded.graph().communities.values())
@@ -461,7 +464,7 @@ def test_persist_and_load_round_trip(tmp_path):
     memory.insert(topic_docs("sport"))
     memory.persist(tmp_path / "copy")
     with sqlite3.connect(tmp_path / "copy" / "records.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM kv WHERE namespace = 'graphrag.entity'").fetchone()[0] > 0
+        assert db.execute("SELECT COUNT(*) FROM rec_graphrag_entities").fetchone()[0] > 0
 
 
 def test_framework_retrievers_work_through_the_generic_adapters():
@@ -482,7 +485,7 @@ def test_cli_index_and_query_modes(tmp_path, capsys):
     out = tmp_path / "g"
     assert main(["index", str(sample_corpus()), "--out", str(out), "--method", "graphrag", "--offline", "-q"]) == 0
     capsys.readouterr()
-    for mode in ("local", "global", "drift", "basic"):
+    for mode in ("local", "global", "drift", "naive"):
         assert main(["query", str(out), "Who led the closure of the Mire Banks?", "--mode", mode, "--json", "--offline"]) == 0
         payload = json.loads(capsys.readouterr().out)
         assert payload["hits"], mode

@@ -28,8 +28,14 @@ def kernel_rows(index) -> dict[str, list]:
     }
 
 
+def graph_rows(index) -> dict[str, list]:
+    """Every LightRAG record, sorted: equal snapshots mean equal graph records."""
+    tables = (index.entity_table, index.relation_table, index.extraction_table, index.mentions)
+    return {t.name: sorted(r.model_dump_json() for r in t.all()) for t in tables}
+
+
 def everything(index) -> dict[str, list]:
-    return {**kernel_rows(index), **index.graph.snapshot()}
+    return {**kernel_rows(index), **graph_rows(index)}
 
 
 def test_offline_index_builds_profiles_and_graph():
@@ -40,7 +46,7 @@ def test_offline_index_builds_profiles_and_graph():
     assert curie is not None and curie.source_chunk_ids == ["curie:0"]
     paris = index.entity("paris")
     assert paris.source_chunk_ids == ["curie:0", "paris:0"]  # deduplicated across documents
-    assert index.n_relations > 0
+    assert index.relation_table.count() > 0
     for relation in index.relations():
         assert relation.keywords, "every relation has theme keywords (its keys)"
     for collection in (index.ENTITY_COLLECTION, index.RELATION_COLLECTION, index.CHUNK_COLLECTION):
@@ -58,7 +64,7 @@ def test_llm_extraction_with_packing_and_gleaning():
     stockholm = index.entity("Stockholm")
     assert stockholm.source_chunk_ids == ["nobel:0"]
     assert index.entity("Gleaned 3") is not None  # what gleaning found is kept
-    rows = index.graph.extractions(["paris:0"])
+    rows = index.extraction_table.get(["paris:0"])
     assert rows["paris:0"].content_keywords == ["topic"]
 
 
@@ -128,7 +134,7 @@ def test_persist_load_and_readonly_query(tmp_path):
     hits = [(h.kind, h.id) for h in index.as_retriever(k=6).retrieve("Where did Marie Curie work?")]
     index.close()
     reopened = load_index(tmp_path / "idx", readonly=True)
-    assert isinstance(reopened, LightRAGIndex) and reopened.store.manifest.parameters["gleaning"] == 0
+    assert isinstance(reopened, LightRAGIndex) and reopened.config.gleaning == 0
     assert [(h.kind, h.id) for h in reopened.as_retriever(k=6).retrieve("Where did Marie Curie work?")] == hits
     reopened.close()
     writable = LightRAGIndex.load(tmp_path / "idx")
@@ -140,19 +146,18 @@ def test_persist_load_and_readonly_query(tmp_path):
 def test_in_memory_index_persists_to_a_directory(tmp_path):
     index = LightRAGIndex(chunk_size=64, chunk_overlap=8)
     index.insert(CORPUS)
-    before = index.graph.snapshot()
+    before = graph_rows(index)
     index.persist(tmp_path / "copy")
     index.close()
     with LightRAGIndex.load(tmp_path / "copy", readonly=True) as loaded:
-        assert loaded.graph.snapshot() == before
+        assert graph_rows(loaded) == before
 
 
 def test_empty_extraction_raises_and_keeps_what_was_stored():
-    index = LightRAGIndex(llm=FakeChatModel([{"entities": [], "relations": []}]), chunk_size=64, chunk_overlap=8, batch_size=1)
     model, _ = fake_model()
-    index.llm = index.llm_extractor.model = model
+    index = LightRAGIndex(llm=model, chunk_size=64, chunk_overlap=8, batch_size=1)
     index.insert(CORPUS[:1])
-    index.llm_extractor.model = FakeChatModel([{"entities": [], "relations": []}])
+    index.extractor.model = FakeChatModel([{"entities": [], "relations": []}])
     with pytest.raises(EmptyExtractionError, match="allow_empty"):
         index.insert(CORPUS[1:])
     assert index.store.document_ids() == ["curie"] and index.entity("Marie Curie") is not None
@@ -188,4 +193,4 @@ def test_records_live_in_the_index_database(tmp_path):
     index.insert(CORPUS)
     index.close()
     with sqlite3.connect(tmp_path / "idx" / "records.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM lightrag_extractions").fetchone()[0] == 3
+        assert db.execute("SELECT COUNT(*) FROM rec_lightrag_extractions").fetchone()[0] == 3

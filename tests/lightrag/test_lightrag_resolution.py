@@ -8,8 +8,9 @@ from _lightrag_fakes import fake_model
 
 from rhizome.core import Document
 from rhizome.core.models.base import BaseEmbedder
-from rhizome.lightrag import EntityResolver, LightRAGIndex, normalise_name, resolve_names
-from rhizome.lightrag.resolution import initials, is_acronym
+from rhizome.core.resolution import EntityResolver, normalise_name, resolve_names
+from rhizome.lightrag import LightRAGIndex
+from rhizome.core.resolution import initials, is_acronym
 
 # (name, type, group): names of one group are one entity; different groups must stay apart
 LABELLED = [

@@ -55,6 +55,9 @@ class HashingEmbedder(BaseEmbedder):
         embedders does not change memory use.
     """
 
+    cacheable = False
+    """Computing a vector is cheaper than looking it up: indexes attach no call cache."""
+
     def __init__(self, dimension: int = 384, **kwargs: Any) -> None:
         if dimension < 8:
             raise ConfigurationError("HashingEmbedder needs a dimension of at least 8")

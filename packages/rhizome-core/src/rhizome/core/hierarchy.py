@@ -90,11 +90,6 @@ class Hierarchy:
         for level in {g.level for g in groups}:
             self.store.delete_vectors(db, self.collection(level), [g.id for g in groups if g.level == level])
 
-    def put_vectors(self, db: Any, groups: Sequence[Community], vectors: np.ndarray) -> None:
-        for level in sorted({g.level for g in groups}):
-            rows = [i for i, g in enumerate(groups) if g.level == level]
-            self.store.put_vectors(db, self.collection(level), [groups[i].id for i in rows], vectors[rows])
-
     def search(self, vector: np.ndarray | None, k: int, levels: Sequence[int] | None = None) -> list[tuple[str, float]]:
         """The ``k`` groups most similar to ``vector`` over the given levels (default all)."""
         found = []
@@ -175,10 +170,13 @@ class GroupSummarizer:
                 inputs[g.id] = data
                 wanted = (only is None or g.id in only) and not stored_only
                 if wanted:
-                    jobs[g.id] = (self.input_digest(data), lambda data=data: self.write(data))
-            held = _held(self.store, self.stage, {gid: self.input_digest(d) for gid, d in inputs.items() if gid not in jobs})
+                    jobs[g.id] = (self.input_digest(data), lambda data=data: self.write(data))  # type: ignore[misc]
+            digests = {gid: self.input_digest(d) for gid, d in inputs.items()}
+            for gid, d in digests.items():
+                result[gid].metadata["input_digest"] = d  # also on groups left without a summary
+            held = _held(self.store, self.stage, {gid: d for gid, d in digests.items() if gid not in jobs})
             for gid, fields in held.items():
-                result[gid] = _with(result[gid], fields, inputs[gid], self.input_digest(inputs[gid]))
+                result[gid] = _with(result[gid], fields, inputs[gid], digests[gid])
                 counts["reused"] += 1
             if jobs:
                 done, fresh = await arun_stage(self.store, self.stage, jobs)

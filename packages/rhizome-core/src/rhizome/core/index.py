@@ -36,7 +36,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -59,6 +60,24 @@ CACHE_FILE = "model-calls.sqlite"
 RUNTIME_OPTIONS = ("batch_size", "progress", "cache", "extraction")
 """What ``load()`` accepts besides the models: settings of this session, not of the index
 (``extraction`` only to pass an extractor object again)."""
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+@dataclass
+class VectorBatch:
+    """Vectors to store in one collection (see :meth:`BaseIndex.embed_changed`)."""
+
+    collection: str
+    ids: list[str]
+    vectors: Any
+    digests: list[str]
+
+    def write(self, db: Any, store: IndexStore) -> None:
+        if self.ids:
+            store.put_vectors(db, self.collection, self.ids, self.vectors, self.digests)
 
 
 class InsertReport(BaseModel):
@@ -277,6 +296,12 @@ class BaseIndex:
         return self.store.count("chunks")
 
     @property
+    def needs_refresh(self) -> bool:
+        """True when an insert or delete was cut short before its whole-index work finished
+        (the next insert, delete or :meth:`refresh` finishes it)."""
+        return bool(self.store.get_meta("pending_change", False))
+
+    @property
     def extractor(self) -> Any:
         """The extractor of ``config.extraction`` (methods that extract)."""
         if self._extractor is None:
@@ -347,6 +372,14 @@ class BaseIndex:
                 f"the index holds {known}-dimensional vectors but {self.embedder.name} gives "
                 f"{dimension}; use the embedder the index was built with"
             )
+
+    async def embed_changed(self, collection: str, texts: Mapping[str, str]) -> VectorBatch:
+        """Vectors for the ``texts`` (by id) whose stored vector in ``collection`` was made from
+        other text or is missing: only what changed is embedded again."""
+        held = self.store.vector_digests(collection, texts)
+        ids = [key for key, text in texts.items() if held.get(key) != text_digest(text)]
+        vectors = await self.embed([texts[i] for i in ids]) if ids else None
+        return VectorBatch(collection, ids, vectors, [text_digest(texts[i]) for i in ids])
 
     @property
     def _tracks_changes(self) -> bool:
@@ -569,6 +602,7 @@ __all__ = [
     "DeleteReport",
     "InsertReport",
     "Stats",
+    "VectorBatch",
     "default_cache",
     "document_hash",
     "resolve_embedder",

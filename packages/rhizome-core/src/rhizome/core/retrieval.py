@@ -10,7 +10,10 @@ comes back with it, in :attr:`Retrieval.stats`).
 
 A mode is a subclass of :class:`BaseRetriever` that implements one coroutine,
 ``_asearch(query, k) -> Retrieval``; the base class checks the query and ``k``, counts the model
-calls, and cuts, de-duplicates and orders the hits.
+calls, and cuts, de-duplicates and orders the hits. When a mode's own evidence runs out before
+``k`` hits (few entities matched, few points mapped) while the index holds more passages, the
+nearest chunks by vector similarity fill the rest (``metadata["via"] == "fill"``), so ``k`` is
+always the number of hits when the index has them.
 
 **The toolkit**: :func:`query_vector` and :func:`vector_search` (with the embedder check),
 :func:`provenance` (one way to cite chunks), :func:`chunk_hits`, :func:`pack` (the one
@@ -147,14 +150,15 @@ def chunk_hits(index: Any, ranked: Sequence[tuple[str, float]], **metadata: Any)
     return [chunk_hit(chunks[cid], score, **metadata) for cid, score in ranked if cid in chunks]
 
 
-def pack(items: Sequence[T], budget: int, text: Callable[[T], str], *, cut_first: bool = True) -> list[tuple[T, str]]:
-    """The items, in order, whose texts fit in ``budget`` tokens together, with their texts: the
-    first item that does not fit ends the packing. With ``cut_first``, a first item that is
-    alone too long is cut to the budget instead of returning nothing."""
+def pack(items: Sequence[T], budget: int, text: Callable[[T], str], *, overhead: int = 0, cut_first: bool = True) -> list[tuple[T, str]]:
+    """The items, in order, whose texts (plus ``overhead`` tokens each, for separators) fit in
+    ``budget`` tokens together, with their texts: the first item that does not fit ends the
+    packing. With ``cut_first``, a first item that is alone too long is cut to the budget
+    instead of returning nothing."""
     out: list[tuple[T, str]] = []
     for item in items:
         body = text(item)
-        tokens = count_tokens(body)
+        tokens = count_tokens(body) + overhead
         if tokens > budget:
             if cut_first and not out and budget > 20:
                 out.append((item, truncate_tokens(body, budget)))
@@ -208,6 +212,8 @@ class BaseRetriever:
     """
 
     default_k: ClassVar[int] = 4
+    fill: ClassVar[bool] = True
+    """Top up with the nearest chunks when the mode's own hits run out before ``k``."""
     mode: str | None = None
     """The mode name (reported in :attr:`Retrieval.mode`)."""
 
@@ -228,11 +234,21 @@ class BaseRetriever:
         k = check_k(k, self.k)
         with usage_scope() as usage:
             result = await self._asearch(query, k)
-        ordered = sorted(dedupe(result.hits), key=lambda h: -h.score)  # stable: ties keep the mode's order
-        result.hits = ordered[:k]
+            hits = sorted(dedupe(result.hits), key=lambda h: -h.score)[:k]  # stable: ties keep the mode's order
+            if len(hits) < k and self.fill:
+                fill = await self._nearest_chunks(query, k, {h.id for h in hits if h.kind == "chunk"})
+                if fill:
+                    result.stats["filled"] = len(fill[: k - len(hits)])
+                    hits = by_rank(hits + fill[: k - len(hits)])
+        result.hits = hits
         result.mode = self.mode
         result.stats = {**usage.stats(), **result.stats}
         return result
+
+    async def _nearest_chunks(self, query: str, k: int, exclude: set[str]) -> list[Hit]:
+        vector = await query_vector(self.index, query)
+        ranked = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, k + len(exclude))
+        return chunk_hits(self.index, [(cid, score) for cid, score in ranked if cid not in exclude], via="fill")
 
     async def aretrieve(self, query: str, k: int | None = None) -> list[Hit]:
         """The ``k`` best hits for ``query``."""

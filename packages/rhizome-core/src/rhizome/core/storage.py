@@ -98,7 +98,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     start INTEGER NOT NULL, "end" INTEGER NOT NULL, n_tokens INTEGER NOT NULL, metadata TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, idx);
 CREATE TABLE IF NOT EXISTS vectors (
-    collection TEXT NOT NULL, id TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (collection, id));
+    collection TEXT NOT NULL, id TEXT NOT NULL, vector BLOB NOT NULL, digest TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (collection, id));
 CREATE TABLE IF NOT EXISTS stage_results (
     stage TEXT NOT NULL, digest TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stage, digest));
 """
@@ -399,16 +400,31 @@ class IndexStore:
             return table
 
     # -- vectors -------------------------------------------------------------------------------
-    def put_vectors(self, db: sqlite3.Connection, collection: str, ids: Sequence[str], vectors: np.ndarray) -> None:
-        """Store vectors inside a :meth:`transaction` and mirror them into the faiss collection."""
+    def put_vectors(
+        self, db: sqlite3.Connection, collection: str, ids: Sequence[str], vectors: np.ndarray, digests: Sequence[str] | None = None
+    ) -> None:
+        """Store vectors inside a :meth:`transaction` and mirror them into the faiss collection.
+        ``digests``: a digest of the text each vector was made from (see :meth:`vector_digests`)."""
         array = np.ascontiguousarray(vectors, dtype=np.float32)
+        marks = digests if digests is not None else [""] * len(ids)
         db.executemany(
-            "INSERT OR REPLACE INTO vectors (collection, id, vector) VALUES (?, ?, ?)",
-            [(collection, key, array[i].tobytes()) for i, key in enumerate(ids)],
+            "INSERT OR REPLACE INTO vectors (collection, id, vector, digest) VALUES (?, ?, ?, ?)",
+            [(collection, key, array[i].tobytes(), marks[i]) for i, key in enumerate(ids)],
         )
         self.bump(db, _vectors(collection))
         if len(ids):
             self.collection(collection, array.shape[1]).add(list(ids), array)
+
+    def vector_digests(self, collection: str, ids: Iterable[str]) -> dict[str, str]:
+        """The text digests stored with the vectors of ``ids`` (ids without a vector are absent)."""
+        out: dict[str, str] = {}
+        for part in batches(list(dict.fromkeys(ids))):
+            marks = ",".join("?" * len(part))
+            out.update(self.query(f"SELECT id, digest FROM vectors WHERE collection = ? AND id IN ({marks})", [collection, *part]))
+        return out
+
+    def vector_ids(self, collection: str) -> list[str]:
+        return [r[0] for r in self.query("SELECT id FROM vectors WHERE collection = ?", (collection,))]
 
     def delete_vectors(self, db: sqlite3.Connection, collection: str, ids: Sequence[str]) -> None:
         for part in batches(list(ids)):

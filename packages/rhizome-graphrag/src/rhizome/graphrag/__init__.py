@@ -1,5 +1,5 @@
 """rhizome.graphrag — a GraphRAG-style index: entity graph, hierarchical Leiden communities,
-community reports; local, global (map with dynamic community selection), DRIFT and basic search.
+community reports; local, global (map with dynamic community selection), DRIFT and naive search.
 
     from rhizome.graphrag import GraphRAGIndex
 
@@ -9,40 +9,21 @@ community reports; local, global (map with dynamic community selection), DRIFT a
     print(index.answer("What are the main themes?", mode="global").text)
 """
 
-from rhizome.graphrag.answer import GraphRAGAnswer, aanswer, answer
-from rhizome.graphrag.graph import GraphData, build_graph, cluster
-from rhizome.graphrag.index import (
-    GRAPHRAG_ENTITY_TYPES,
-    GraphRAGIndex,
-    OpenIEExtractor,
-    UpdateReport,
-)
+from rhizome.graphrag.config import GraphRAGConfig
+from rhizome.graphrag.graph import GraphData, build_graph
+from rhizome.graphrag.index import GraphRAGIndex
 from rhizome.graphrag.reports import ReportWriter, build_input, full_content
-from rhizome.graphrag.search import (
-    BasicSearch,
-    DriftSearch,
-    GlobalSearch,
-    LocalContext,
-    LocalSearch,
-)
+from rhizome.graphrag.search import DriftSearch, GlobalSearch, LocalSearch
 
 __all__ = [
-    "GRAPHRAG_ENTITY_TYPES",
-    "BasicSearch",
     "DriftSearch",
     "GlobalSearch",
     "GraphData",
-    "GraphRAGAnswer",
+    "GraphRAGConfig",
     "GraphRAGIndex",
-    "LocalContext",
     "LocalSearch",
-    "OpenIEExtractor",
     "ReportWriter",
-    "UpdateReport",
-    "aanswer",
-    "answer",
     "build_graph",
     "build_input",
-    "cluster",
     "full_content",
 ]

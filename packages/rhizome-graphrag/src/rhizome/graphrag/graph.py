@@ -1,30 +1,20 @@
-"""The entity graph as the searches see it, and its hierarchical Leiden communities.
+"""The entity graph as the searches see it.
 
 :class:`GraphData` is an in-memory view of the merged entities, relations and communities of an
 index, with the lookups every search needs (degrees, relations per entity, communities per
-entity, entities per chunk). :func:`cluster` turns the graph into GraphRAG's community hierarchy
-with ids derived from the membership, so a community that keeps its members keeps its id (and
-its report) when the graph is re-clustered after an insert or a delete.
+entity, entities per chunk). :func:`build_graph` is the weighted graph Leiden clusters (with the
+kernel's :func:`~rhizome.core.hierarchy.cluster_hierarchy`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
 
-from rhizome.core.graph import hierarchical_leiden
 from rhizome.core.types import Community, Entity, Relation
-
-
-def community_key(level: int, members: list[str] | tuple[str, ...]) -> str:
-    """Stable id of a community: its level and a hash of its sorted member ids."""
-    digest = hashlib.sha256(json.dumps([level, sorted(members)], ensure_ascii=False).encode("utf-8"))
-    return f"comm-{level}-{digest.hexdigest()[:16]}"
 
 
 def build_graph(entities: Mapping[str, Entity], relations: Mapping[str, Relation]) -> nx.Graph:
@@ -42,36 +32,6 @@ def build_graph(entities: Mapping[str, Entity], relations: Mapping[str, Relation
         else:
             graph.add_edge(u, v, weight=weight)
     return graph
-
-
-def cluster(
-    entities: Mapping[str, Entity],
-    relations: Mapping[str, Relation],
-    *,
-    max_cluster_size: int,
-    seed: int,
-    max_levels: int = 10,
-) -> list[Community]:
-    """Hierarchical Leiden communities (level 0 = coarsest), without reports. Each community's
-    ``metadata`` holds its hierarchy label (``"L0-C3"``) and size."""
-    graph = build_graph(entities, relations)
-    if graph.number_of_nodes() == 0:
-        return []
-    hierarchy = hierarchical_leiden(graph, max_cluster_size=max_cluster_size, seed=seed, max_levels=max_levels)
-    ids = {c.id: community_key(c.level, [str(n) for n in c.nodes]) for c in hierarchy}
-    out = []
-    for c in hierarchy:
-        out.append(
-            Community(
-                id=ids[c.id],
-                level=c.level,
-                entity_ids=[str(n) for n in c.nodes],
-                parent=ids[c.parent] if c.parent else None,
-                children=[ids[x] for x in c.children],
-                metadata={"label": c.id, "size": c.size},
-            )
-        )
-    return out
 
 
 @dataclass
@@ -145,4 +105,4 @@ class GraphData:
         return sorted(counts, key=lambda c: (-counts[c], c))
 
 
-__all__ = ["GraphData", "build_graph", "cluster", "community_key"]
+__all__ = ["GraphData", "build_graph"]

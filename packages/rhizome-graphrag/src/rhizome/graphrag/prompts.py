@@ -69,27 +69,17 @@ REDUCE_SYSTEM = (
     "those points and say plainly when they do not contain the answer."
 )
 
-REDUCE_PROMPT = """Question: {question}
-
-Key points, most important first (each with its number and importance score):
-{points}
-
-Write the answer in {language} ({response_type}). Merge overlapping points, keep what matters most, and
-cite the numbers of the points you used. Reply with one JSON object with the keys "answer" and "citations"."""
+REDUCE_INSTRUCTIONS = """Write the answer in {language} ({response_type}) from the key points above (each
+with its importance), most important first. Merge overlapping points, keep what matters most and
+cite the numbers of the points you used."""
 
 LOCAL_SYSTEM = (
     "You answer questions from a data context of reports, entities, relationships and source "
     "passages, each with a number. You use only that context and cite the numbers you used."
 )
 
-LOCAL_PROMPT = """Data context:
-{context}
-
-Question: {question}
-
-Write the answer in {language} ({response_type}), citing the numbers of the items you used.
-If the context does not contain the answer, say so. Reply with one JSON object with the keys
-"answer" and "citations"."""
+LOCAL_INSTRUCTIONS = """Write the answer in {language} ({response_type}), citing the numbers of the items you
+used. If the context does not contain the answer, say so."""
 
 DRIFT_SYSTEM = (
     "You explore a knowledge base step by step. From the context you are given you write what "
@@ -126,13 +116,13 @@ __all__ = [
     "DRIFT_FOLLOWUP_PROMPT",
     "DRIFT_PRIMER_PROMPT",
     "DRIFT_SYSTEM",
-    "LOCAL_PROMPT",
+    "LOCAL_INSTRUCTIONS",
     "LOCAL_SYSTEM",
     "MAP_PROMPT",
     "MAP_SYSTEM",
     "RATE_PROMPT",
     "RATE_SYSTEM",
-    "REDUCE_PROMPT",
+    "REDUCE_INSTRUCTIONS",
     "REDUCE_SYSTEM",
     "REPORT_PROMPT",
     "REPORT_SYSTEM",

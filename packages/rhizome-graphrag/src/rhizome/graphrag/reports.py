@@ -1,5 +1,6 @@
-"""Community reports: the context a report is written from, the model or offline writer, and the
-bottom-up scheduler that regenerates only reports whose input changed.
+"""Community reports: the context a report is written from, and the model or offline writer.
+The kernel's :class:`~rhizome.core.hierarchy.GroupSummarizer` schedules them bottom-up and
+reuses every report whose input did not change.
 
 Context (as GraphRAG builds it). A community's raw data is its entities (name, description,
 degree) and the relationships between its members (ranked by the combined degree of their
@@ -17,13 +18,11 @@ relation weight.
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from rhizome.core.hierarchy import GroupInput, SummaryFields, has_summary
 from rhizome.core.summarize import extractive_summary
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
@@ -35,19 +34,6 @@ from rhizome.graphrag.schemas import ReportOutput
 def _cell(text: str, limit: int = 0) -> str:
     text = " ".join(str(text).split()).replace("|", "/")
     return truncate_tokens(text, limit) if limit else text
-
-
-@dataclass
-class ReportInput:
-    """What one report is written from."""
-
-    community: Community
-    text: str
-    tokens: int
-    entities: list[Entity] = field(default_factory=list)
-    relations: list[Relation] = field(default_factory=list)
-    children: list[Community] = field(default_factory=list)
-    digest: str = ""
 
 
 def full_content(community: Community) -> str:
@@ -62,10 +48,6 @@ def short_content(community: Community, max_tokens: int = 500) -> str:
     """Title, summary and finding headlines, for relevance rating."""
     lines = [community.title, community.summary] + [f"- {f.get('summary', '')}" for f in community.findings]
     return truncate_tokens("\n".join(x for x in lines if x), max_tokens)
-
-
-def has_report(community: Community) -> bool:
-    return bool(community.title and community.metadata.get("report"))
 
 
 def community_card(community: Community, graph: GraphData, max_tokens: int = 300) -> str:
@@ -85,7 +67,7 @@ def build_input(
     graph: GraphData,
     reports: Mapping[str, Community],
     max_input_tokens: int,
-) -> ReportInput:
+) -> GroupInput:
     """The context of one community's report (see the module docstring)."""
     member_set = set(community.entity_ids)
     entities = sorted(
@@ -102,7 +84,7 @@ def build_input(
         key=lambda r: (-graph.combined_degree(r), -r.weight, r.id),
     )
     raw_entities, raw_relations, raw_tokens = _pack_raw(entities, internal, graph, max_input_tokens, exhaustive=True)
-    children = [reports[c] for c in community.children if c in reports and has_report(reports[c])]
+    children = [reports[c] for c in community.children if c in reports and has_summary(reports[c])]
     use_children = raw_tokens > max_input_tokens and bool(children)
     chosen_children: list[Community] = []
     if not use_children:
@@ -122,16 +104,7 @@ def build_input(
         rest_relations = [r for r in internal if r.source not in covered or r.target not in covered]
         raw_entities, raw_relations, _ = _pack_raw(rest_entities, rest_relations, graph, max(0, budget - 40))
         text = _render(raw_entities, raw_relations, chosen_children, graph)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return ReportInput(
-        community=community,
-        text=text,
-        tokens=count_tokens(text),
-        entities=raw_entities,
-        relations=raw_relations,
-        children=chosen_children,
-        digest=digest,
-    )
+    return GroupInput(group=community, text=text, children=chosen_children, extra={"relations": raw_relations})
 
 
 def _entity_row(entity: Entity, graph: GraphData) -> str:
@@ -209,118 +182,41 @@ class ReportWriter:
         Chat model, or ``None`` for offline reports.
     max_tokens:
         Length the model is asked to keep a report within (GraphRAG ``max_length`` 2,000).
-    max_input_tokens:
-        Budget of a report's context (GraphRAG ``max_input_length`` 8,000).
     language:
         Language of the reports.
     """
 
-    def __init__(
-        self, llm: Any = None, *, max_tokens: int = 2000, max_input_tokens: int = 8000, language: str = "English"
-    ) -> None:
+    def __init__(self, llm: Any = None, *, max_tokens: int = 2000, language: str = "English") -> None:
         self.llm = llm
         self.max_tokens = max_tokens
-        self.max_input_tokens = max_input_tokens
         self.language = language
 
     @property
-    def kind(self) -> str:
-        return "offline" if self.llm is None else "model"
+    def identity(self) -> list[Any]:
+        """What besides its context decides a report (part of its stage digest)."""
+        return ["offline" if self.llm is None else "model", getattr(self.llm, "name", ""), self.language, self.max_tokens]
 
-    def input_digest(self, data: ReportInput) -> str:
-        """What a stored report must match to be reused: its context and how it is written."""
-        key = f"{self.kind}|{getattr(self.llm, 'name', '')}|{self.language}|{self.max_tokens}|{data.digest}"
-        return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
-
-    async def awrite(self, data: ReportInput, graph: GraphData) -> Community:
-        """The community with its report fields filled in."""
+    async def awrite(self, data: GroupInput, graph: GraphData) -> SummaryFields:
+        """The report fields of one community."""
         if self.llm is None:
-            fields = offline_report(data, graph)
-        else:
-            prompt = REPORT_PROMPT.format(
-                children_note=CHILDREN_NOTE if data.children else "",
-                language=self.language,
-                context=data.text,
-            ) + f"\nKeep the whole report within about {self.max_tokens} tokens."
-            out = await self.llm.acomplete_json(prompt, ReportOutput, system=REPORT_SYSTEM)
-            fields = {
-                "title": out.title,
-                "summary": out.summary,
-                "rating": out.rating,
-                "rating_explanation": out.rating_explanation,
-                "findings": [{"summary": f.summary, "explanation": f.explanation} for f in out.findings],
-            }
-        community = data.community.model_copy(deep=True)
-        community.title = fields["title"]
-        community.summary = fields["summary"]
-        community.rating = float(fields["rating"])
-        community.findings = fields["findings"]
-        community.metadata.update(
-            report=self.kind,
-            rating_explanation=fields["rating_explanation"],
-            input_digest=self.input_digest(data),
-            from_children=[c.id for c in data.children],
-        )
-        return community
-
-    async def aschedule(
-        self,
-        communities: Sequence[Community],
-        graph: GraphData,
-        previous: Mapping[str, Community],
-        *,
-        only: set[str] | None = None,
-    ) -> tuple[dict[str, Community], int]:
-        """Reports for ``communities`` (all of them, or those in ``only``), deepest level first,
-        each level concurrently. A previous report whose input digest still matches is reused.
-        Returns the communities by id (with reports where written or reused; others unchanged)
-        and the number of reports written."""
-        result: dict[str, Community] = {c.id: c for c in communities}
-        for cid, old in previous.items():
-            if cid in result and has_report(old):
-                result[cid] = old  # candidate for reuse, checked below
-        by_level: dict[int, list[Community]] = {}
-        for c in communities:
-            by_level.setdefault(c.level, []).append(c)
-        written = 0
-        for level in sorted(by_level, reverse=True):
-            todo: list[ReportInput] = []
-            for c in by_level[level]:
-                if only is not None and c.id not in only:
-                    if not (has_report(result[c.id]) and self._still_valid(c, result, graph)):
-                        result[c.id] = c
-                    continue
-                data = build_input(c, graph, result, self.max_input_tokens)
-                old = previous.get(c.id)
-                if old is not None and has_report(old) and old.metadata.get("input_digest") == self.input_digest(data):
-                    result[c.id] = _with_structure(old, c)
-                    continue
-                result[c.id] = c
-                todo.append(data)
-            if todo:
-                written += len(todo)
-                for community in await asyncio.gather(*(self.awrite(d, graph) for d in todo)):
-                    result[community.id] = community
-        return result, written
-
-    def _still_valid(self, community: Community, reports: Mapping[str, Community], graph: GraphData) -> bool:
-        old = reports[community.id]
-        data = build_input(community, graph, reports, self.max_input_tokens)
-        return old.metadata.get("input_digest") == self.input_digest(data)
+            return offline_report(data, graph)
+        prompt = REPORT_PROMPT.format(
+            children_note=CHILDREN_NOTE if data.children else "", language=self.language, context=data.text
+        ) + f"\nKeep the whole report within about {self.max_tokens} tokens."
+        out = await self.llm.acomplete_json(prompt, ReportOutput, system=REPORT_SYSTEM)
+        return {
+            "title": out.title,
+            "summary": out.summary,
+            "rating": out.rating,
+            "findings": [{"summary": f.summary, "explanation": f.explanation} for f in out.findings],
+            "metadata": {"rating_explanation": out.rating_explanation},
+            "by": "model",
+        }
 
 
-def _with_structure(report: Community, structure: Community) -> Community:
-    """A reused report carrying the current hierarchy links and label."""
-    copy = report.model_copy(deep=True)
-    copy.parent = structure.parent
-    copy.children = list(structure.children)
-    copy.metadata.update({k: v for k, v in structure.metadata.items() if k in ("label", "size")})
-    return copy
-
-
-def offline_report(data: ReportInput, graph: GraphData) -> dict[str, Any]:
+def offline_report(data: GroupInput, graph: GraphData) -> SummaryFields:
     """An extractive report from a community's context (no model)."""
-    community = data.community
+    community = data.group
     members = sorted(
         (graph.entities[e] for e in community.entity_ids if e in graph.entities),
         key=lambda e: (-graph.degree.get(e.id, 0), e.id),
@@ -347,7 +243,7 @@ def offline_report(data: ReportInput, graph: GraphData) -> dict[str, Any]:
     findings: list[dict[str, str]] = []
     for child in data.children[:4]:
         findings.append({"summary": child.title, "explanation": _cell(child.summary, 120)})
-    for relation in sorted(data.relations, key=lambda r: (-r.weight, -graph.combined_degree(r), r.id)):
+    for relation in sorted(data.extra["relations"], key=lambda r: (-r.weight, -graph.combined_degree(r), r.id)):
         if len(findings) >= 8:
             break
         source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
@@ -366,18 +262,10 @@ def offline_report(data: ReportInput, graph: GraphData) -> dict[str, Any]:
         "title": title,
         "summary": summary,
         "rating": rating,
-        "rating_explanation": f"{len(members)} entities with an internal relation weight of {weight:g}.",
         "findings": findings,
+        "metadata": {"rating_explanation": f"{len(members)} entities with an internal relation weight of {weight:g}."},
+        "by": "offline",
     }
 
 
-__all__ = [
-    "ReportInput",
-    "ReportWriter",
-    "build_input",
-    "community_card",
-    "full_content",
-    "has_report",
-    "offline_report",
-    "short_content",
-]
+__all__ = ["ReportWriter", "build_input", "community_card", "full_content", "offline_report", "short_content"]

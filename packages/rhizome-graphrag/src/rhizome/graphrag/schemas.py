@@ -1,5 +1,5 @@
 """The JSON shapes the chat model fills in: community reports, map points, relevance ratings,
-DRIFT steps and answers. Flat and short, so that small local models follow them; validators
+and DRIFT steps. Flat and short, so that small local models follow them; validators
 accept the harmless variants small models produce (a number as a string, a rating out of range)
 and reject what cannot be used, which makes the model layer retry with the error shown."""
 
@@ -81,13 +81,7 @@ class DriftStep(_Lenient):
         return value
 
 
-class AnswerOutput(_Lenient):
-    answer: str = Field(description="the answer")
-    citations: list[int] = Field(default_factory=list, description="numbers of the items used")
-
-
 __all__ = [
-    "AnswerOutput",
     "DriftStep",
     "Finding",
     "MapOutput",

@@ -2,11 +2,17 @@
 insert and delete.
 
 Index = Dedupe ∘ Prof(∪ Recog(chunk)): chunks (1,200 / 100 tokens) → extraction with one
-gleaning round → per-chunk records stored as they are → entity resolution → entity and relation
-profiles (entity key = its name, relation keys = its theme keywords, values = merged
-descriptions, summarised past a budget) → three vector collections (entities, relations,
-chunks) and the graph (the relation table). See docs/lightrag.md for every choice the paper
-leaves open.
+gleaning round (the kernel's extractor, short chunks packed into one call) → per-chunk records
+stored as they are → entity resolution → entity and relation profiles (entity key = its name,
+relation keys = its theme keywords, values = merged descriptions, summarised past a budget) →
+three vector collections (entities, relations, chunks) and the graph (the relation table). See
+docs/lightrag.md for every choice the paper leaves open.
+
+Records (kernel record tables): ``lightrag_entities`` and ``lightrag_relations`` (the profiles;
+relations looked up by either endpoint: the graph's edge list), ``lightrag_extractions`` (each
+chunk's raw extraction, resolved to entity ids, so a delete rebuilds shared profiles without
+extracting again) and ``lightrag_mentions`` (one row per chunk and surface name, with the keys
+entity resolution looks names up by).
 
 Insert: documents are identified by content hash (a repeat is skipped with no model call);
 only new chunks are extracted; their records are folded onto the stored profiles they touch,
@@ -17,28 +23,30 @@ stored records (no extraction), giving exactly the records the index held withou
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from rhizome.core.aio import PerLoop
-from rhizome.core.errors import ConfigurationError, RhizomeError
+from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.extraction.schema import clean_name, entity_key
-from rhizome.core.index import BaseIndex, Batch, DeleteReport, InsertReport
-from rhizome.core.progress import ProgressArg
-from rhizome.core.summarize import DescriptionSummarizer
-from rhizome.core.types import Entity, Relation
-from rhizome.lightrag.extraction import (
-    DEFAULT_ENTITY_TYPES,
-    LightRAGExtractor,
-    OfflineLightRAGExtractor,
-    from_kernel_extractions,
+from rhizome.core.index import BaseIndex, Batch, Stats
+from rhizome.core.resolution import (
+    EntityResolver,
+    Known,
+    Lookup,
+    NameItem,
+    acronym_key,
+    initials,
+    normalise_name,
 )
+from rhizome.core.stages import arun_stage, digest
+from rhizome.core.summarize import DescriptionSummarizer
+from rhizome.core.types import Chunk, Entity, Relation
+from rhizome.lightrag.config import LightRAGConfig
 from rhizome.lightrag.profiles import (
+    chunk_record,
     copy_entity,
     copy_relation,
     entity_text,
@@ -50,17 +58,9 @@ from rhizome.lightrag.profiles import (
     relation_id_for,
     relation_text,
 )
-from rhizome.lightrag.resolution import (
-    EntityResolver,
-    Known,
-    Lookup,
-    NameItem,
-    acronym_key,
-    initials,
-    normalise_name,
-)
-from rhizome.lightrag.schema import ChunkExtraction, EntityMention
-from rhizome.lightrag.store import GraphRecords
+from rhizome.lightrag.schema import ChunkExtraction, EntityMention, Mention
+
+SUMMARY_STAGE = "lightrag.summary"
 
 
 @dataclass
@@ -69,12 +69,11 @@ class _Plan:
 
     removed: set[str] = field(default_factory=set)
     records: list[tuple[str, ChunkExtraction]] = field(default_factory=list)
-    mentions: list[tuple[str, str, str, str, str, str, str]] = field(default_factory=list)
+    mentions: list[Mention] = field(default_factory=list)
     entities: dict[str, Entity] = field(default_factory=dict)
     relations: dict[str, Relation] = field(default_factory=dict)
     deleted_entities: list[str] = field(default_factory=list)
     deleted_relations: list[str] = field(default_factory=list)
-    degree_refresh: set[str] = field(default_factory=set)
     entity_vectors: tuple[list[str], Any] = ((), None)  # type: ignore[assignment]
     relation_vectors: tuple[list[str], Any] = ((), None)  # type: ignore[assignment]
     name_vectors: tuple[list[str], Any] = ((), None)  # type: ignore[assignment]
@@ -85,275 +84,114 @@ class _Plan:
 class LightRAGIndex(BaseIndex):
     """LightRAG: entity and relation profiles with dual-level (low/high keyword) retrieval.
 
-    Parameters
-    ----------
-    embedder:
-        Any embedder or spec (default: the offline :class:`~rhizome.core.embeddings.HashingEmbedder`).
-    llm:
-        Chat model for extraction, summaries, resolution checks and query keywords; ``None``
-        runs every step offline (rule-based extraction, extractive summaries, rule-based query
-        keywords).
-    path:
-        Index directory; ``None`` keeps it in memory until :meth:`persist`.
-    entity_types:
-        Types the model may assign (paper: organization, person, geo, event).
-    gleaning:
-        Extra extraction rounds asking for what was missed (paper: 1).
-    pack_tokens, max_pack_passages:
-        Short chunks share one extraction call up to this many tokens / chunks (0 tokens: one
-        call per chunk, as in the paper). See :mod:`rhizome.lightrag.extraction`.
-    summary_max_tokens:
-        Merged descriptions longer than this are summarised (the reference code's 500-token
-        trigger), and summaries aim at this length.
-    force_summary_fragments:
-        Summarise once an entity or relation has this many distinct descriptions even when they
-        fit (reference code ``force_llm_summary_on_merge``: 8); ``None`` disables.
-    summary_input_tokens:
-        Most description tokens per summary call (map-reduce beyond), sized for an 8k context
-        (the reference code's 12,000 assumes 32k models).
-    language:
-        Language of descriptions and summaries.
-    resolution:
-        Resolve entity names beyond the exact name (see :mod:`rhizome.lightrag.resolution`);
-        ``False`` keeps the paper's exact-name merge.
-    resolution_threshold, resolution_acronyms, resolution_confirm:
-        Name-embedding similarity that makes two names a candidate; whether acronyms match
-        initials; whether the chat model confirms candidates (when there is one).
-    allow_empty:
-        Accept extraction calls that find no entity in real text instead of raising.
-    extractor:
-        A kernel extractor (e.g. imported OpenIE triples) used instead of the model / offline
-        step. Not stored in the manifest: pass it again after :meth:`load` to keep using it.
-    chunk_size, chunk_overlap:
-        1,200 / 100 tokens (paper and reference code).
-    batch_size:
-        Chunks per committed batch; an interruption loses at most one batch.
-    progress:
-        ``True`` for a progress bar, or a callable ``(stage, done, total)``.
+    Settings: :class:`~rhizome.lightrag.config.LightRAGConfig` (as keyword arguments or
+    ``config=``); the other parameters are :class:`~rhizome.core.index.BaseIndex`'s. ``llm``
+    extracts, summarises, confirms resolution candidates and writes query keywords; without one
+    every step runs offline (rule-based extraction, extractive summaries, rule-based keywords).
     """
 
     method: ClassVar[str] = "lightrag"
     modes: ClassVar[tuple[str, ...]] = ("hybrid", "local", "global", "mix", "naive")
-    uses_llm: ClassVar[bool] = True
+    config_class = LightRAGConfig
+    config: LightRAGConfig
     ENTITY_COLLECTION: ClassVar[str] = "lightrag_entities"
     RELATION_COLLECTION: ClassVar[str] = "lightrag_relations"
     NAME_COLLECTION: ClassVar[str] = "lightrag_names"
 
-    def __init__(
-        self,
-        embedder: Any = None,
-        *,
-        llm: Any = None,
-        path: str | Path | None = None,
-        entity_types: Sequence[str] = DEFAULT_ENTITY_TYPES,
-        gleaning: int = 1,
-        pack_tokens: int = 1200,
-        max_pack_passages: int = 12,
-        summary_max_tokens: int = 500,
-        force_summary_fragments: int | None = 8,
-        summary_input_tokens: int = 4000,
-        language: str = "English",
-        resolution: bool = True,
-        resolution_threshold: float = 0.9,
-        resolution_acronyms: bool = True,
-        resolution_confirm: bool = True,
-        allow_empty: bool = False,
-        extractor: Any = None,
-        chunk_size: int = 1200,
-        chunk_overlap: int = 100,
-        batch_size: int = 256,
-        progress: ProgressArg = False,
-        _store: Any = None,
-    ) -> None:
-        if isinstance(entity_types, str):
-            raise ConfigurationError("entity_types must be a list of type names, not one string")
-        if not 0.0 < resolution_threshold <= 1.0:
-            raise ConfigurationError(f"resolution_threshold must be in (0, 1], got {resolution_threshold}")
-        if extractor is not None and not callable(getattr(extractor, "aextract", None)):
-            raise ConfigurationError("extractor must have an async aextract(chunks) method (a kernel Extractor)")
-        super().__init__(
-            embedder,
-            llm=llm,
-            path=path,
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
-            batch_size=batch_size,
-            progress=progress,
-            parameters={
-                "entity_types": list(entity_types),
-                "gleaning": gleaning,
-                "pack_tokens": pack_tokens,
-                "max_pack_passages": max_pack_passages,
-                "summary_max_tokens": summary_max_tokens,
-                "force_summary_fragments": force_summary_fragments,
-                "summary_input_tokens": summary_input_tokens,
-                "language": language,
-                "resolution": resolution,
-                "resolution_threshold": resolution_threshold,
-                "resolution_acronyms": resolution_acronyms,
-                "resolution_confirm": resolution_confirm,
-                "allow_empty": allow_empty,
-            },
-            _store=_store,
-        )
-        self.entity_types = tuple(entity_types)
-        self.language = language
-        self.resolution = resolution
-        self.extractor = extractor
-        self.llm_extractor = (
-            LightRAGExtractor(
-                self.llm,
-                entity_types=self.entity_types,
-                gleaning=gleaning,
-                pack_tokens=pack_tokens,
-                max_pack_passages=max_pack_passages,
-                language=language,
-                allow_empty=allow_empty,
-            )
-            if self.llm is not None
-            else None
-        )
-        self.offline_extractor = OfflineLightRAGExtractor()
+    def _setup(self) -> None:
+        self.entity_table = self.store.table("lightrag_entities", Entity)
+        self.relation_table = self.store.table("lightrag_relations", Relation, lookups=("source", "target"))
+        self.extraction_table = self.store.table("lightrag_extractions", ChunkExtraction, key="chunk_id")
+        self.mentions = self.store.table("lightrag_mentions", Mention, lookups=("chunk_id", "key", "norm", "initials", "acronym"))
+        c = self.config
         self.summarizer = DescriptionSummarizer(
-            self.llm,
-            max_tokens=summary_max_tokens,
-            min_fragments=force_summary_fragments,
-            max_input_tokens=summary_input_tokens,
-            language=language,
+            self.llm, max_tokens=c.summary_max_tokens, min_fragments=c.force_summary_fragments,
+            max_input_tokens=c.summary_max_input_tokens, language=c.language,
         )
         self.resolver = EntityResolver(
-            threshold=resolution_threshold,
-            acronyms=resolution_acronyms,
-            llm=self.llm,
-            confirm=resolution_confirm,
+            threshold=c.resolution_threshold, acronyms=c.resolution_acronyms, llm=self.llm, confirm=c.resolution_confirm
         )
-        self.graph = GraphRecords(self.store)
-        self.graph.ensure_schema()
-        self._write_lock: PerLoop[asyncio.Lock] = PerLoop(asyncio.Lock)
-        self._planned: set[str] = set()
-        self.last_plan_stats: dict[str, int] = {}
 
-    # -- counts ----------------------------------------------------------------------------------
-    @property
-    def n_entities(self) -> int:
-        return self.graph.count("lightrag_entities")
+    def extractor_options(self) -> dict[str, Any]:
+        # the offline rules judge one document at a time, so a document's records do not depend
+        # on which other documents share its insert batch
+        return {"llm_options": self.config.llm_extractor_options(), "offline_options": {"window": "sentence", "per_document": True}}
 
-    @property
-    def n_relations(self) -> int:
-        return self.graph.count("lightrag_relations")
-
+    # -- reading the graph -----------------------------------------------------------------------
     def entities(self) -> list[Entity]:
         """Every entity profile (sorted by id)."""
-        return self.graph.all_entities()
+        return self.entity_table.all()
 
     def relations(self) -> list[Relation]:
         """Every relation profile (sorted by id)."""
-        return self.graph.all_relations()
+        return self.relation_table.all()
 
     def entity(self, name: str) -> Entity | None:
         """The profile a name resolves to (exact surface form or entity id), or ``None``."""
         key = entity_key(name)
-        found = dict(self.graph.mention_entities("key", [key]))
-        found_id = found.get(key, key)
-        return self.graph.entities([found_id]).get(found_id)
+        found = self.mentions.find("key", [key])
+        return self.entity_table.one(found[0].entity_id if found else key)
 
-    # -- writing ---------------------------------------------------------------------------------
-    async def ainsert(self, documents: Sequence[Any] | Any) -> InsertReport:
-        async with self._write_lock.get():
-            return await super().ainsert(documents)
+    def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        """Relations per entity (the degree LightRAG ranks by)."""
+        out = self.relation_table.count_by("source", entity_ids)
+        for eid, n in self.relation_table.count_by("target", entity_ids).items():
+            out[eid] = out.get(eid, 0) + n
+        return out
 
-    async def adelete(self, document_ids: Sequence[str] | str) -> DeleteReport:
-        """Remove documents: their chunks, the entities and relations only they supported, and
-        their share of every other profile, rebuilt from the remaining chunks' stored records.
-        Unknown ids are reported in ``missing``."""
-        ids = [document_ids] if isinstance(document_ids, str) else list(document_ids)
-        report = DeleteReport()
-        async with self._write_lock.get():
-            present = []
-            for doc_id in dict.fromkeys(ids):
-                if self.store.document_state(doc_id) is None:
-                    report.missing.append(doc_id)
-                else:
-                    present.append(doc_id)
-            if present:
-                removed = [c for d in present for c in self.graph.chunk_ids_of(d)]
-                plan = await self._plan(removed, [])
-                self._planned.update(removed)
-                try:
-                    with self.store.transaction() as db:
-                        for doc_id in present:
-                            report.chunks += self._remove_document(db, doc_id)
-                            report.deleted.append(doc_id)
-                        self._apply(db, plan)
-                finally:
-                    self._planned.difference_update(removed)
-                await self._after_change([], report.deleted)
-            self.store.save_snapshots()
-        return report
-
-    async def _prepare(self, batch: Batch) -> _Plan:
+    # -- BaseIndex hooks -------------------------------------------------------------------------
+    async def _prepare(self, batch: Batch, stats: Stats) -> _Plan:
         chunks = [c for _, cs in batch for c in cs]
-        removed: list[str] = []
-        for doc, _ in batch:
-            if self.store.document_state(doc.id) is not None:  # a changed document is replaced
-                removed.extend(self.graph.chunk_ids_of(doc.id))
+        replaced = [doc.id for doc, _ in batch if self.store.document_state(doc.id) is not None]
         records = await self._extract(chunks)
         documents = {c.id: c.document_id for c in chunks}
-        plan = await self._plan(removed, [(documents[r.chunk_id], r) for r in records])
+        plan = await self._plan(self.store.chunk_ids(replaced), [(documents[r.chunk_id], r) for r in records], stats)
         if chunks:
             plan.chunk_vectors = ([c.id for c in chunks], await self.embed([c.text for c in chunks]))
-        self._planned.update(removed)
         return plan
 
     def _write(self, db: Any, batch: Batch, prepared: _Plan) -> None:
-        try:
-            self._apply(db, prepared)
-        finally:
-            self._planned.difference_update(prepared.removed)
+        self._apply(db, prepared)
+
+    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> _Plan:
+        return await self._plan(self.store.chunk_ids(document_ids), [], stats)
+
+    def _write_delete(self, db: Any, document_ids: list[str], prepared: _Plan) -> None:
+        self._apply(db, prepared)
 
     def _remove_document(self, db: Any, document_id: str) -> int:
-        chunk_ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))]
-        if not set(chunk_ids) <= self._planned:
-            raise RhizomeError(
-                f"internal: the removal of {document_id!r} was not planned; remove documents with "
-                "delete()/adelete() or replace them with insert()"
-            )
-        GraphRecords.delete_rows(db, "lightrag_extractions", "chunk_id", chunk_ids)
-        GraphRecords.delete_rows(db, "lightrag_mentions", "chunk_id", chunk_ids)
+        chunk_ids = self.store.chunk_ids([document_id])
+        self.extraction_table.delete(db, chunk_ids)
+        self.mentions.delete_by(db, "chunk_id", chunk_ids)
         return super()._remove_document(db, document_id)
 
-    # -- extraction ------------------------------------------------------------------------------
-    async def _extract(self, chunks: list[Any]) -> list[ChunkExtraction]:
+    async def _extract(self, chunks: list[Chunk]) -> list[ChunkExtraction]:
         if not chunks:
             return []
-        if self.extractor is not None:
-            return await from_kernel_extractions(self.extractor, chunks)
-        if self.llm_extractor is not None:
-            return await self.llm_extractor.aextract(chunks)
-        return await self.offline_extractor.aextract(chunks)
+        found = {e.chunk_id: e for e in await self.extractor.aextract(chunks)}
+        return [chunk_record(add_keywords(found.get(c.id) or Extraction(chunk_id=c.id), c)) for c in chunks]
 
     # -- resolution ------------------------------------------------------------------------------
     def _lookup(self) -> Lookup:
-        graph = self.graph
         with_descriptions = self.llm is not None and self.resolver.confirm
 
-        def known(pairs: list[tuple[str, str]]) -> dict[str, list[Known]]:
-            rows = graph.entity_rows([e for _, e in pairs])
-            profiles = graph.entities([e for _, e in pairs]) if with_descriptions else {}
+        def known(field: str, values: list[str]) -> dict[str, list[Known]]:
+            mentions = self.mentions.find(field, [v for v in values if v])
+            profiles = self.entity_table.get(m.entity_id for m in mentions)
             out: dict[str, list[Known]] = {}
-            for value, eid in pairs:
-                if eid not in rows:
+            for m in mentions:
+                entity = profiles.get(m.entity_id)
+                if entity is None:
                     continue
-                bucket = out.setdefault(value, [])
-                if all(k.id != eid for k in bucket):
-                    description = profiles[eid].description if eid in profiles else ""
-                    bucket.append(Known(eid, rows[eid][0], rows[eid][1], description))
+                bucket = out.setdefault(getattr(m, field), [])
+                if all(k.id != entity.id for k in bucket):
+                    bucket.append(Known(entity.id, entity.name, entity.type, entity.description if with_descriptions else ""))
             return out
 
         def by_key(keys: list[str]) -> dict[str, str]:
             out: dict[str, str] = {}
-            for key, eid in graph.mention_entities("key", keys):
-                out.setdefault(key, eid)
+            for m in self.mentions.find("key", keys):
+                out.setdefault(m.key, m.entity_id)
             return out
 
         def by_vector(vectors: np.ndarray, k: int) -> list[list[tuple[Known, float]]]:
@@ -364,25 +202,21 @@ class LightRAGIndex(BaseIndex):
             if not len(collection):
                 return empty
             results = collection.search(vectors, k)
-            ids = [eid for row in results for eid, _ in row]
-            rows = graph.entity_rows(ids)
-            profiles = graph.entities(ids) if with_descriptions else {}
-            out = []
-            for row in results:
-                out.append(
-                    [
-                        (Known(eid, rows[eid][0], rows[eid][1], profiles[eid].description if eid in profiles else ""), score)
-                        for eid, score in row
-                        if eid in rows
-                    ]
-                )
-            return out
+            profiles = self.entity_table.get(eid for row in results for eid, _ in row)
+            return [
+                [
+                    (Known(eid, profiles[eid].name, profiles[eid].type, profiles[eid].description if with_descriptions else ""), score)
+                    for eid, score in row
+                    if eid in profiles
+                ]
+                for row in results
+            ]
 
         return Lookup(
             by_key=by_key,
-            by_norm=lambda norms: known(graph.mention_entities("norm", norms)),
-            by_initials=lambda letters: known(graph.mention_entities("initials", letters)),
-            by_acronym=lambda inits: known(graph.mention_entities("acronym", inits)),
+            by_norm=lambda norms: known("norm", norms),
+            by_initials=lambda letters: known("initials", letters),
+            by_acronym=lambda inits: known("acronym", inits),
             by_vector=by_vector,
         )
 
@@ -407,7 +241,7 @@ class LightRAGIndex(BaseIndex):
                     item.description = item.description or m.description
         ordered = list(items.values())
         vectors: dict[str, np.ndarray] = {}
-        if not self.resolution or not ordered:
+        if not self.config.resolution or not ordered:
             mapping = {it.key: it.key for it in ordered}
             if ordered:
                 known = self._lookup().by_key([it.key for it in ordered])
@@ -444,22 +278,25 @@ class LightRAGIndex(BaseIndex):
                     continue
                 seen.add(key)
                 plan.mentions.append(
-                    (record.chunk_id, key, m.name, normalise_name(m.name), initials(m.name), acronym_key(m.name), m.id)
+                    Mention(
+                        id=f"{record.chunk_id}\x1f{key}", chunk_id=record.chunk_id, key=key, name=m.name,
+                        norm=normalise_name(m.name), initials=initials(m.name), acronym=acronym_key(m.name), entity_id=m.id,
+                    )
                 )
             plan.records.append((document_id, record))
         return vectors
 
     # -- planning --------------------------------------------------------------------------------
-    async def _plan(self, removed: Sequence[str], records: list[tuple[str, ChunkExtraction]]) -> _Plan:
+    async def _plan(self, removed: Sequence[str], records: list[tuple[str, ChunkExtraction]], stats: Stats) -> _Plan:
         plan = _Plan(removed=set(removed))
         name_vectors = await self._resolve(records, plan)
-        old = self.graph.extractions(list(removed))
+        old = self.extraction_table.get(removed)
         lost_e = list(dict.fromkeys(m.id for r in old.values() for m in r.entities))
         lost_r = list(dict.fromkeys(relation_id_for(x.source_id, x.target_id) for r in old.values() for x in r.relations))
         new_e = list(dict.fromkeys(m.id for _, r in records for m in r.entities))
         new_r = list(dict.fromkeys(relation_id_for(x.source_id, x.target_id) for _, r in records for x in r.relations))
-        before_e = self.graph.entities(lost_e + new_e)
-        before_r = self.graph.relations(lost_r + new_r)
+        before_e = self.entity_table.get(lost_e + new_e)
+        before_r = self.relation_table.get(lost_r + new_r)
 
         entities: dict[str, Entity] = {}
         relations: dict[str, Relation] = {}
@@ -472,7 +309,7 @@ class LightRAGIndex(BaseIndex):
             for c in rec.source_chunk_ids
             if c not in plan.removed
         }
-        stored = self.graph.extractions(sorted(remaining))
+        stored = self.extraction_table.get(sorted(remaining))
         for eid in rebuild_e:
             entity = new_entity(eid, "")
             for chunk_id in before_e[eid].source_chunk_ids:
@@ -527,21 +364,25 @@ class LightRAGIndex(BaseIndex):
             if not relation.source_chunk_ids:
                 if before is not None:
                     plan.deleted_relations.append(rid)
-                    plan.degree_refresh.update((relation.source, relation.target))
                 continue
-            if before is None:
-                plan.degree_refresh.update((relation.source, relation.target))
             if before is not None and before.descriptions == relation.descriptions:
                 relation.description = before.description
             else:
                 jobs.append((relation, "", relation.descriptions))
         names = {eid: e.name for eid, e in entities.items() if e.source_chunk_ids}
         missing = {x for r in relations.values() for x in (r.source, r.target) if x not in names}
-        names.update({eid: row[0] for eid, row in self.graph.entity_rows(missing).items()})
-        subjects = [s or f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}" for rec, s, _ in jobs]
-        summaries = await asyncio.gather(*(self.summarizer.asummarize(subject, list(fragments)) for subject, (_, _, fragments) in zip(subjects, jobs)))
-        for (rec, _, _), text in zip(jobs, summaries):
-            rec.description = text
+        names.update({eid: e.name for eid, e in self.entity_table.get(missing).items()})
+        summary_jobs = {}
+        for number, (rec, subject, fragments) in enumerate(jobs):
+            subject = subject or f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
+            if self.summarizer.needs_summary(fragments):
+                key = digest(subject, fragments, self.summarizer.max_tokens, self.config.language, getattr(self.llm, "name", None))
+                summary_jobs[number] = (key, lambda s=subject, f=list(fragments): self.summarizer.asummarize(s, f))
+            else:
+                rec.description = await self.summarizer.asummarize(subject, list(fragments))
+        summaries, written = await arun_stage(self.store, SUMMARY_STAGE, summary_jobs)
+        for number, text in summaries.items():
+            jobs[number][0].description = text
 
         deleted_e = set(plan.deleted_entities)
         deleted_r = set(plan.deleted_relations)
@@ -553,9 +394,10 @@ class LightRAGIndex(BaseIndex):
         embed_e = [e for eid, e in plan.entities.items() if eid not in before_e or entity_text(before_e[eid]) != entity_text(e)]
         rel_ids = set(plan.relations)
         if renamed & set(before_e):
-            extra = [row[0] for row in self.graph.incident(renamed & set(before_e)) if row[0] not in rel_ids and row[0] not in deleted_r]
-            for rid, rel in self.graph.relations(extra).items():
-                plan.relations.setdefault(rid, rel)
+            touched = renamed & set(before_e)
+            for rel in self.relation_table.find("source", touched) + self.relation_table.find("target", touched):
+                if rel.id not in rel_ids and rel.id not in deleted_r:
+                    plan.relations.setdefault(rel.id, rel)
         embed_r = []
         for rid, rel in plan.relations.items():
             before = before_r.get(rid)
@@ -581,30 +423,26 @@ class LightRAGIndex(BaseIndex):
                 fresh = await self.embed([plan.entities[e].name for e in rest])
                 known.update({e: fresh[i] for i, e in enumerate(rest)})
             plan.name_vectors = (ordered, np.vstack([known[e] for e in ordered]) if todo else None)
-        plan.degree_refresh.update(e for e in plan.entities if e not in before_e)
-        self.last_plan_stats = {
+        for key, value in {
             "chunks_added": len(records),
             "chunks_removed": len(plan.removed),
             "entities_written": len(plan.entities),
             "relations_written": len(plan.relations),
             "entities_deleted": len(plan.deleted_entities),
             "relations_deleted": len(plan.deleted_relations),
-            "summaries": len(jobs),
+            "summaries_written": written,
             "resolution_merges": plan.merges,
-        }
+        }.items():
+            stats[key] = stats.get(key, 0) + value
         return plan
 
     def _apply(self, db: Any, plan: _Plan) -> None:
-        for document_id, record in plan.records:
-            GraphRecords.put_extraction(db, document_id, record)
-        GraphRecords.put_mentions(db, plan.mentions)
-        GraphRecords.delete_rows(db, "lightrag_relations", "id", plan.deleted_relations)
-        GraphRecords.delete_rows(db, "lightrag_entities", "id", plan.deleted_entities)
-        for entity in plan.entities.values():
-            GraphRecords.put_entity(db, entity)
-        for relation in plan.relations.values():
-            GraphRecords.put_relation(db, relation)
-        GraphRecords.refresh_degrees(db, [e for e in plan.degree_refresh if e not in set(plan.deleted_entities)])
+        self.extraction_table.put(db, [record for _, record in plan.records])
+        self.mentions.put(db, plan.mentions)
+        self.relation_table.delete(db, plan.deleted_relations)
+        self.entity_table.delete(db, plan.deleted_entities)
+        self.entity_table.put(db, plan.entities.values())
+        self.relation_table.put(db, plan.relations.values())
         if self.store.manifest.embedding_dimension is not None:
             if plan.deleted_entities:
                 self.store.delete_vectors(db, self.ENTITY_COLLECTION, plan.deleted_entities)
@@ -621,25 +459,21 @@ class LightRAGIndex(BaseIndex):
                 self.store.put_vectors(db, collection, list(ids), vectors)
 
     # -- reading ---------------------------------------------------------------------------------
-    def as_retriever(self, k: int = 4, mode: str | None = None, **kwargs: Any) -> Any:
-        """A :class:`~rhizome.lightrag.query.LightRAGRetriever`; ``kwargs`` are its options
-        (``top_k``, ``cosine_threshold``, token budgets, ``kinds``...)."""
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
         from rhizome.lightrag.query import LightRAGRetriever
 
-        return LightRAGRetriever(self, k=k, mode=self.check_mode(mode) or "hybrid", **kwargs)
+        return LightRAGRetriever(self, k, mode=mode or "hybrid", **options)
 
-    async def aanswer(self, question: str, *, mode: str | None = None, k: int = 4) -> Any:
-        """Retrieve with ``mode`` and answer over LightRAG's three-block context (entities,
-        relations, chunks), citing the items used; extractive without a chat model."""
-        from rhizome.lightrag.answer import aanswer
+    async def _answer(self, question: str, retrieval: Any) -> Any:
+        """Answer over LightRAG's three-block context (entities, relations, sources), citing
+        the items used; extractive over the sources without a chat model."""
+        from rhizome.core.answer import aanswer
+        from rhizome.lightrag.prompts import ANSWER_INSTRUCTIONS, ANSWER_SYSTEM
 
-        return await aanswer(self.as_retriever(k=k, mode=mode), question, self.llm)
-
-    def persist(self, path: str | Path | None = None) -> Path:
-        if path is not None and self.store.manifest.embedding_dimension is not None:
-            for name in (self.ENTITY_COLLECTION, self.RELATION_COLLECTION, self.NAME_COLLECTION):
-                self.store.collection(name)
-        return super().persist(path)
+        context = retrieval.context or retrieval.hits
+        if self.llm is None:
+            context = [h for h in context if h.kind == "chunk"] or context
+        return await aanswer(question, context, self.llm, system=ANSWER_SYSTEM, instructions=ANSWER_INSTRUCTIONS, max_context_tokens=8000)
 
 
 __all__ = ["LightRAGIndex"]

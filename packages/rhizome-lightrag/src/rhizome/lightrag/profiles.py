@@ -20,9 +20,31 @@ exceed the summary budget (see :class:`~rhizome.core.summarize.DescriptionSummar
 
 from __future__ import annotations
 
-from rhizome.core.extraction.schema import relation_id, relation_key
+from rhizome.core.extraction.schema import Extraction, relation_id, relation_key
 from rhizome.core.types import Entity, Relation
-from rhizome.lightrag.schema import EntityMention, RelationMention
+from rhizome.lightrag.schema import ChunkExtraction, EntityMention, RelationMention
+
+
+def chunk_record(extraction: Extraction) -> ChunkExtraction:
+    """A kernel extraction (any extractor's, with keywords filled in) as the per-chunk record the
+    index keeps: mentions by display name; a relation's weight becomes its strength."""
+    names = {e.id: e.name for e in extraction.entities}
+    return ChunkExtraction(
+        chunk_id=extraction.chunk_id,
+        entities=[EntityMention(name=e.name, type=e.type, description=e.description.strip()) for e in extraction.entities],
+        relations=[
+            RelationMention(
+                source=names.get(r.source, r.source),
+                target=names.get(r.target, r.target),
+                description=r.description.strip(),
+                keywords=list(r.keywords),
+                strength=float(max(r.weight, 0.0)) or 1.0,
+            )
+            for r in extraction.relations
+        ],
+        content_keywords=list(extraction.keywords),
+        metadata={"extractor": str(extraction.metadata.get("extractor", "imported"))},
+    )
 
 
 def pair_id(a: str, b: str) -> tuple[str, str, str]:
@@ -116,6 +138,7 @@ def relation_text(relation: Relation, source_name: str, target_name: str) -> str
 
 
 __all__ = [
+    "chunk_record",
     "copy_entity",
     "copy_relation",
     "entity_text",

@@ -12,34 +12,61 @@ high-level keywords (themes); offline, rule-based keywords stand in. Then, per m
 ``naive``   only the vector search over chunks (the baseline).
 
 The context keeps LightRAG's three blocks — entity profiles, relation profiles, source chunks —
-each cut to its token budget. :meth:`LightRAGRetriever.acontext` returns all three;
-:meth:`LightRAGRetriever.aretrieve` returns ``k`` hits: the source chunks first (the text
-evidence, with provenance), then the profiles, interleaved.
+each cut to its token budget (:meth:`LightRAGRetriever.ablocks`; as
+:attr:`~rhizome.core.retrieval.Retrieval.context`, each hit tagged with its ``section``). The
+``k`` hits are the source chunks first (the text evidence, with provenance), then the profiles,
+interleaved, scored by that rank.
+
+Offline query keywords: the low-level keywords are the names and quoted phrases the query
+contains (the rule-based mention finder of the kernel's offline extractor), the high-level
+keywords its remaining content words.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rhizome.core.aio import run_sync
-from rhizome.core.errors import (
-    ConfigurationError,
-    IndexMismatchError,
-    InvalidInputError,
-    ModelOutputError,
+from rhizome.core.errors import ConfigurationError, ModelOutputError
+from rhizome.core.extraction import OfflineExtractor, content_words
+from rhizome.core.extraction.keywords import QUESTION_WORDS
+from rhizome.core.retrieval import (
+    BaseRetriever,
+    Retrieval,
+    by_rank,
+    check_query,
+    chunk_hit,
+    pack,
+    provenance,
+    query_vector,
+    round_robin,
+    vector_search,
 )
-from rhizome.core.text import count_tokens, truncate_tokens
-from rhizome.core.types import Hit, Provenance, Span
-from rhizome.lightrag.keywords import offline_query_keywords
+from rhizome.core.text import count_tokens
+from rhizome.core.types import Hit
 from rhizome.lightrag.prompts import KEYWORDS_SYSTEM, keywords_prompt
 from rhizome.lightrag.schema import QueryKeywords
 
 KINDS = ("chunk", "relation", "entity")
-PROVENANCE_CHUNKS = 20
-"""Most source chunks listed in the provenance of one entity or relation hit."""
+_QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")
+_FINDER = OfflineExtractor(window="sentence")
+
+
+def offline_query_keywords(query: str) -> QueryKeywords:
+    """Low-level keywords: names and quoted phrases of the query; high-level keywords: its other
+    content words. With no name in the query both levels use the content words; with no content
+    word at all both use the query itself."""
+    low: list[str] = [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(query)]
+    low += [display for display, _type, kind in _FINDER.find_mentions(query) if kind != "phrase" and display.lower() not in QUESTION_WORDS]
+    low = list(dict.fromkeys(k for k in low if k))
+    in_names = {w for name in low for w in content_words(name)}
+    high = list(dict.fromkeys(w for w in content_words(query) if w not in in_names))
+    low, high = low or list(high), high or list(low)
+    if not low and not high:
+        low = high = [query.strip()]
+    return QueryKeywords(high_level_keywords=high, low_level_keywords=low)
 
 
 @dataclass
@@ -56,25 +83,13 @@ class QueryContext:
     chunks: list[Hit] = field(default_factory=list)
 
 
-def _round_robin(*lists: Sequence[Any], key: Any = lambda x: x) -> list[Any]:
-    out, seen = [], set()
-    for i in range(max((len(x) for x in lists), default=0)):
-        for items in lists:
-            if i < len(items):
-                tag = key(items[i])
-                if tag not in seen:
-                    seen.add(tag)
-                    out.append(items[i])
-    return out
-
-
-class LightRAGRetriever:
+class LightRAGRetriever(BaseRetriever):
     """Retrieval over a :class:`~rhizome.lightrag.index.LightRAGIndex`.
 
     Parameters
     ----------
     k:
-        Hits returned by :meth:`aretrieve` (source chunks first, then profiles).
+        Hits returned (source chunks first, then profiles; default 4).
     mode:
         ``hybrid`` (default, the paper's LightRAG), ``local``, ``global``, ``mix`` or ``naive``.
     top_k:
@@ -98,7 +113,7 @@ class LightRAGRetriever:
     def __init__(
         self,
         index: Any,
-        k: int = 4,
+        k: int | None = None,
         mode: str = "hybrid",
         *,
         top_k: int = 60,
@@ -110,7 +125,7 @@ class LightRAGRetriever:
         max_total_tokens: int = 6000,
         kinds: Sequence[str] = KINDS,
     ) -> None:
-        _check_k(k)
+        super().__init__(index, k)
         if mode not in index.modes:
             raise ConfigurationError(f"unknown mode {mode!r}; modes: {', '.join(index.modes)}")
         if top_k < 1 or chunk_top_k < 1 or related_chunks < 1:
@@ -120,8 +135,6 @@ class LightRAGRetriever:
         unknown = set(kinds) - set(KINDS)
         if unknown or not kinds:
             raise ConfigurationError(f"kinds must be a non-empty subset of {KINDS}, got {list(kinds)}")
-        self.index = index
-        self.k = k
         self.mode = mode
         self.top_k = top_k
         self.chunk_top_k = chunk_top_k
@@ -132,10 +145,6 @@ class LightRAGRetriever:
         self.max_total_tokens = max_total_tokens
         self.kinds = tuple(kinds)
 
-    @property
-    def embedder(self) -> Any:
-        return self.index.embedder
-
     # -- keywords --------------------------------------------------------------------------------
     async def akeywords(self, query: str) -> tuple[QueryKeywords, str]:
         """Low- and high-level keywords of ``query`` and where they came from. With a model: one
@@ -143,29 +152,27 @@ class LightRAGRetriever:
         lists come back empty, the offline keywords are used instead of returning nothing."""
         llm = self.index.llm
         if llm is None:
-            return offline_query_keywords(query, self.index.offline_extractor.inner), "offline"
+            return offline_query_keywords(query), "offline"
         try:
             answer = await llm.acomplete_json(keywords_prompt(query), QueryKeywords, system=KEYWORDS_SYSTEM)
         except ModelOutputError:
-            return offline_query_keywords(query, self.index.offline_extractor.inner), "offline-fallback"
+            return offline_query_keywords(query), "offline-fallback"
         low = [k.strip() for k in answer.low_level_keywords if k and k.strip()]
         high = [k.strip() for k in answer.high_level_keywords if k and k.strip()]
         if not low and not high:
-            return offline_query_keywords(query, self.index.offline_extractor.inner), "offline-fallback"
+            return offline_query_keywords(query), "offline-fallback"
         return QueryKeywords(low_level_keywords=low, high_level_keywords=high), "llm"
 
     # -- the search ------------------------------------------------------------------------------
-    async def acontext(self, query: str, *, keywords: QueryKeywords | None = None) -> QueryContext:
+    async def ablocks(self, query: str, *, keywords: QueryKeywords | None = None) -> QueryContext:
         """The three context blocks for ``query`` (``keywords`` skips the keyword call)."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("the query must be a non-empty string")
+        check_query(query)
         source = "given"
         if keywords is None and self.mode != "naive":
             keywords, source = await self.akeywords(query)
         keywords = keywords or QueryKeywords(low_level_keywords=[], high_level_keywords=[])
         context = QueryContext(query=query, mode=self.mode, keywords=keywords, keyword_source=source)
-        store = self.index.store
-        if store.manifest.embedding_dimension is None:
+        if self.index.store.manifest.embedding_dimension is None:
             return context
         low, high = keywords.low_level_keywords, keywords.high_level_keywords
         if self.mode == "local" and not low:
@@ -179,69 +186,54 @@ class LightRAGRetriever:
         if self.mode in ("mix", "naive"):
             vector_chunks = await self._chunk_search(query)
 
-        entities = _round_robin(local[0], glob[0], key=lambda x: x[0])
-        relations = _round_robin(glob[1], local[1], key=lambda x: x[0])
-        chunks = _round_robin(vector_chunks, local[2], glob[2], key=lambda x: x[0])
+        entities = round_robin(local[0], glob[0], key=lambda x: x[0])
+        relations = round_robin(glob[1], local[1], key=lambda x: x[0])
+        chunks = round_robin(vector_chunks, local[2], glob[2], key=lambda x: x[0])
         context.entities = self._entity_hits(entities)
         context.relations = self._relation_hits(relations)
         used = sum(count_tokens(h.text) for h in context.entities + context.relations)
         context.chunks = self._chunk_hits(chunks, max(0, self.max_total_tokens - used))
         return context
 
-    async def aretrieve(self, query: str, k: int | None = None) -> list[Hit]:
-        """``k`` hits: source chunks first, then relation and entity profiles in turn (entities
-        first in ``local`` mode), restricted to ``kinds``."""
-        k = _check_k(self.k if k is None else k)
-        context = await self.acontext(query)
-        chunks = context.chunks if "chunk" in self.kinds else []
-        relations = context.relations if "relation" in self.kinds else []
-        entities = context.entities if "entity" in self.kinds else []
-        profiles = _round_robin(entities, relations, key=lambda h: (h.kind, h.id)) if self.mode == "local" else _round_robin(
-            relations, entities, key=lambda h: (h.kind, h.id)
-        )
-        return (chunks + profiles)[:k]
+    async def _asearch(self, query: str, k: int) -> Retrieval:
+        """Source chunks first, then relation and entity profiles in turn (entities first in
+        ``local`` mode), restricted to ``kinds``."""
+        blocks = await self.ablocks(query)
+        chunks = blocks.chunks if "chunk" in self.kinds else []
+        relations = blocks.relations if "relation" in self.kinds else []
+        entities = blocks.entities if "entity" in self.kinds else []
+        first, second = (entities, relations) if self.mode == "local" else (relations, entities)
+        hits = by_rank(chunks + round_robin(first, second, key=lambda h: (h.kind, h.id)))
+        stats = {
+            "keyword_source": blocks.keyword_source,
+            "low_level_keywords": blocks.keywords.low_level_keywords,
+            "high_level_keywords": blocks.keywords.high_level_keywords,
+        }
+        return Retrieval(query=query, hits=hits[:k], context=blocks.entities + blocks.relations + blocks.chunks, stats=stats)
 
-    def retrieve(self, query: str, k: int | None = None) -> list[Hit]:
-        return run_sync(self.aretrieve(query, k))
-
-    def context(self, query: str, *, keywords: QueryKeywords | None = None) -> QueryContext:
-        return run_sync(self.acontext(query, keywords=keywords))
-
-    async def _query_vector(self, text: str) -> Any:
-        vector = await self.embedder.aembed_query([text])
-        known = self.index.store.manifest.embedding_dimension
-        if known is not None and known != vector.shape[1]:
-            raise IndexMismatchError(
-                f"the index holds {known}-dimensional vectors but {self.embedder.name} gives "
-                f"{vector.shape[1]}; query with the embedder the index was built with"
-            )
-        return vector
-
-    def _search(self, collection: str, vector: Any, k: int) -> list[tuple[str, float]]:
-        store = self.index.store
-        found = store.collection(collection, vector.shape[1]).search(vector, k)[0]
-        return [(key, score) for key, score in found if score >= self.cosine_threshold]
+    async def _search(self, collection: str, text: str, k: int) -> list[tuple[str, float]]:
+        vector = await query_vector(self.index, text)
+        return vector_search(self.index.store, collection, vector, k, self.cosine_threshold)
 
     async def _local(self, text: str) -> tuple[list, list, list]:
-        graph = self.index.graph
-        found = self._search(self.index.ENTITY_COLLECTION, await self._query_vector(text), self.top_k)
-        profiles = graph.entities([e for e, _ in found])
+        index = self.index
+        found = await self._search(index.ENTITY_COLLECTION, text, self.top_k)
+        profiles = index.entity_table.get(e for e, _ in found)
         ents = [(e, s) for e, s in found if e in profiles]
         if not ents:
             return [], [], []
         score_of = dict(ents)
-        edges = graph.incident(score_of)
-        degree = {eid: row[2] for eid, row in graph.entity_rows({x for r in edges for x in (r[1], r[2])} | set(score_of)).items()}
-        edges.sort(key=lambda r: (-(degree.get(r[1], 0) + degree.get(r[2], 0)), -r[3], r[0]))
+        edges = list({r.id: r for r in index.relation_table.find("source", score_of) + index.relation_table.find("target", score_of)}.values())
+        degree = index.degrees(list({x for r in edges for x in (r.source, r.target)} | set(score_of)))
+        edges.sort(key=lambda r: (-(degree.get(r.source, 0) + degree.get(r.target, 0)), -r.weight, r.id))
         edges = edges[: self.top_k]
-        rel_profiles = graph.relations([r[0] for r in edges])
-        relations = [(r[0], score_of.get(r[1], score_of.get(r[2], 0.0)), rel_profiles[r[0]]) for r in edges if r[0] in rel_profiles]
+        relations = [(r.id, score_of.get(r.source, score_of.get(r.target, 0.0)), r) for r in edges]
         # neighbours of each entity (through the kept relations) and the chunks they cite
         neighbours: dict[str, set[str]] = {}
-        for _, source, target, _ in edges:
-            neighbours.setdefault(source, set()).add(target)
-            neighbours.setdefault(target, set()).add(source)
-        others = graph.entities({n for ns in neighbours.values() for n in ns} - set(profiles))
+        for r in edges:
+            neighbours.setdefault(r.source, set()).add(r.target)
+            neighbours.setdefault(r.target, set()).add(r.source)
+        others = index.entity_table.get({n for ns in neighbours.values() for n in ns} - set(profiles))
         cited = {eid: set(e.source_chunk_ids) for eid, e in {**others, **profiles}.items()}
         chunks: list[tuple[str, float, str]] = []
         for eid, score in ents:
@@ -254,15 +246,15 @@ class LightRAGRetriever:
         return entities, relations, chunks
 
     async def _global(self, text: str) -> tuple[list, list, list]:
-        graph = self.index.graph
-        found = self._search(self.index.RELATION_COLLECTION, await self._query_vector(text), self.top_k)
-        profiles = graph.relations([r for r, _ in found])
+        index = self.index
+        found = await self._search(index.RELATION_COLLECTION, text, self.top_k)
+        profiles = index.relation_table.get(r for r, _ in found)
         rels = [(r, s, profiles[r]) for r, s in found if r in profiles]
         if not rels:
             return [], [], []
         endpoint_ids = list(dict.fromkeys(x for _, _, rel in rels for x in (rel.source, rel.target)))
-        ent_profiles = graph.entities(endpoint_ids)
-        degree = {eid: row[2] for eid, row in graph.entity_rows(endpoint_ids).items()}
+        ent_profiles = index.entity_table.get(endpoint_ids)
+        degree = index.degrees(endpoint_ids)
         entities = []
         for _, score, rel in rels:
             for x in (rel.source, rel.target):
@@ -272,121 +264,59 @@ class LightRAGRetriever:
         return entities, rels, chunks
 
     async def _chunk_search(self, query: str) -> list[tuple[str, float, str]]:
-        found = self._search(self.index.CHUNK_COLLECTION, await self._query_vector(query), max(self.chunk_top_k, self.k))
+        found = await self._search(self.index.CHUNK_COLLECTION, query, max(self.chunk_top_k, self.k))
         return [(c, s, "vector") for c, s in found]
 
     # -- hits ------------------------------------------------------------------------------------
-    def _provenance(self, chunk_ids: Sequence[str]) -> Provenance:
-        ids = list(chunk_ids)[:PROVENANCE_CHUNKS]
-        if not ids:
-            return Provenance()
-        marks = ",".join("?" * len(ids))
-        rows = self.index.store.query(
-            f'SELECT id, document_id, start, "end", metadata FROM chunks WHERE id IN ({marks})', ids
-        )
-        by_id = {r[0]: r for r in rows}
-        documents, chunks, spans, sources = [], [], [], []
-        for cid in ids:
-            row = by_id.get(cid)
-            if row is None:
-                continue
-            chunks.append(cid)
-            documents.append(row[1])
-            spans.append(Span(document_id=row[1], chunk_id=cid, start=row[2], end=row[3]))
-            source = json.loads(row[4]).get("source")
-            if source:
-                sources.append(str(source))
-        return Provenance(
-            document_ids=list(dict.fromkeys(documents)),
-            chunk_ids=chunks,
-            spans=spans,
-            sources=list(dict.fromkeys(sources)),
-        )
-
-    def _budgeted(self, items: list[tuple[Any, str]], budget: int) -> list[tuple[Any, str]]:
-        out = []
-        for item, text in items:
-            tokens = count_tokens(text)
-            if tokens > budget:
-                if not out and budget > 20:
-                    out.append((item, truncate_tokens(text, budget)))
-                break
-            out.append((item, text))
-            budget -= tokens
-        return out
+    def _cited(self, records: Sequence[Any]) -> dict[str, Any]:
+        return self.index.store.chunks(list(dict.fromkeys(c for r in records for c in r.source_chunk_ids[:20])))
 
     def _entity_hits(self, entities: list[tuple]) -> list[Hit]:
-        texts = [((eid, score, e, degree), f"{e.name} ({e.type or 'entity'}): {e.description}".strip()) for eid, score, e, degree in entities]
-        hits = []
-        for (eid, score, e, degree), text in self._budgeted(texts, self.max_entity_tokens):
-            hits.append(
-                Hit(
-                    id=eid,
-                    text=text,
-                    score=float(score),
-                    kind="entity",
-                    provenance=self._provenance(e.source_chunk_ids),
-                    metadata={"name": e.name, "type": e.type, "degree": degree, "level": "low", "n_sources": len(e.source_chunk_ids)},
-                )
+        packed = pack(entities, self.max_entity_tokens, lambda x: f"{x[2].name} ({x[2].type or 'entity'}): {x[2].description}".strip())
+        chunks = self._cited([x[2] for x, _ in packed])
+        return [
+            Hit(
+                id=eid, text=text, score=float(score), kind="entity", provenance=provenance(chunks, e.source_chunk_ids),
+                metadata={"section": "Entities", "name": e.name, "type": e.type, "degree": degree, "level": "low", "n_sources": len(e.source_chunk_ids)},
             )
-        return hits
+            for (eid, score, e, degree), text in packed
+        ]
 
     def _relation_hits(self, relations: list[tuple]) -> list[Hit]:
-        graph = self.index.graph
-        names = {eid: row[0] for eid, row in graph.entity_rows({x for _, _, r in relations for x in (r.source, r.target)}).items()}
-        texts = []
-        for rid, score, rel in relations:
-            a, b = names.get(rel.source, rel.source), names.get(rel.target, rel.target)
+        names = {eid: e.name for eid, e in self.index.entity_table.get({x for _, _, r in relations for x in (r.source, r.target)}).items()}
+
+        def text(item: tuple) -> str:
+            rel = item[2]
             keywords = f" [{', '.join(rel.keywords)}]" if rel.keywords else ""
-            texts.append(((rid, score, rel, a, b), f"{a} — {b}{keywords}: {rel.description}".strip()))
-        hits = []
-        for (rid, score, rel, a, b), text in self._budgeted(texts, self.max_relation_tokens):
-            hits.append(
-                Hit(
-                    id=rid,
-                    text=text,
-                    score=float(score),
-                    kind="relation",
-                    provenance=self._provenance(rel.source_chunk_ids),
-                    metadata={
-                        "source": a,
-                        "target": b,
-                        "keywords": list(rel.keywords),
-                        "weight": rel.weight,
-                        "level": "high",
-                        "n_sources": len(rel.source_chunk_ids),
-                    },
-                )
+            return f"{names.get(rel.source, rel.source)} — {names.get(rel.target, rel.target)}{keywords}: {rel.description}".strip()
+
+        packed = pack(relations, self.max_relation_tokens, text)
+        chunks = self._cited([x[2] for x, _ in packed])
+        return [
+            Hit(
+                id=rid, text=body, score=float(score), kind="relation", provenance=provenance(chunks, rel.source_chunk_ids),
+                metadata={
+                    "section": "Relations", "source": names.get(rel.source, rel.source), "target": names.get(rel.target, rel.target),
+                    "keywords": list(rel.keywords), "weight": rel.weight, "level": "high", "n_sources": len(rel.source_chunk_ids),
+                },
             )
-        return hits
+            for (rid, score, rel), body in packed
+        ]
 
     def _chunk_hits(self, chunks: list[tuple[str, float, str]], budget: int) -> list[Hit]:
         stored = self.index.store.chunks([c for c, _, _ in chunks])
         via: dict[str, list[str]] = {}
         for cid, _, reason in chunks:
             via.setdefault(cid, []).append(reason)
-        items = []
-        for cid, score, _ in chunks:
-            chunk = stored.get(cid)
-            if chunk is not None and all(item[0][0] != cid for item in items):
-                items.append(((cid, score, chunk), chunk.text))
-        hits = []
-        for (cid, score, chunk), text in self._budgeted(items, budget):
-            metadata: dict[str, Any] = {"document_id": chunk.document_id, "chunk_index": chunk.index, "via": via[cid]}
-            for key in ("title", "source"):
-                if key in chunk.metadata:
-                    metadata[key] = chunk.metadata[key]
-            provenance = chunk.provenance()
-            if text != chunk.text:  # cut to the budget: the span covers what is returned
-                provenance.spans[0] = Span(document_id=chunk.document_id, chunk_id=cid, start=chunk.start, end=chunk.start + len(text))
-            hits.append(Hit(id=cid, text=text, score=float(score), kind="chunk", provenance=provenance, metadata=metadata))
-        return hits
+        items, seen = [], set()
+        for cid, score, _ in chunks:  # the first (best-fused) place of each chunk
+            if cid in stored and cid not in seen:
+                seen.add(cid)
+                items.append((stored[cid], score))
+        return [
+            chunk_hit(chunk, score, text=text, section="Sources", via=via[chunk.id])
+            for (chunk, score), text in pack(items, budget, lambda x: x[0].text)
+        ]
 
 
-def _check_k(k: int) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise InvalidInputError(f"k must be a positive integer, got {k!r}")
-    return k
-
-
-__all__ = ["KINDS", "LightRAGRetriever", "QueryContext"]
+__all__ = ["KINDS", "LightRAGRetriever", "QueryContext", "offline_query_keywords"]

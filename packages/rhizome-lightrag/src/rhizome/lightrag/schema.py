@@ -1,116 +1,21 @@
-"""JSON schemas the model fills in, and the per-chunk extraction record the index keeps.
-
-The model-facing schemas are flat (strings, string lists, one number) because 3-8B local models
-follow flat schemas far more reliably. Lenient validators accept the usual near misses ("a, b"
-for a list, "7" or 7.5 for a strength, "P2" for a passage number) instead of spending a retry.
-"""
+"""The records LightRAG keeps per chunk and per name, and the query keywords a model fills in."""
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from rhizome.core.models.lenient import TextList, clamped
-
-_NUMBER = re.compile(r"\d+")
+from rhizome.core.models.lenient import TextList
 
 
-def _passage_numbers(value: Any) -> Any:
-    if value is None:
-        return []
-    if isinstance(value, (int, str)) and not isinstance(value, bool):
-        value = [value]
-    if isinstance(value, list):
-        out = []
-        for item in value:
-            if isinstance(item, bool):
-                continue
-            if isinstance(item, (int, float)):
-                out.append(int(item))
-            elif isinstance(item, str):
-                out.extend(int(m) for m in _NUMBER.findall(item))
-        return out
-    return value
-
-
-Strength = clamped(1, 10, default=1.0)
-"""The paper's spec: a strength that is not a number falls back to 1; numbers are clamped to 1..10."""
-
-
-Numbers = Annotated[list[int], BeforeValidator(_passage_numbers)]
-"""Passage, pair or citation numbers: ``3``, ``"P2"``, ``"1, 4"`` or a list of those."""
-
-
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class PassageEntity(_Lenient):
-    name: str = Field(description="the name as written in the passage")
-    type: str = Field(description="one of the allowed entity types")
-    description: str = Field(description="what the passages say about it")
-    passages: Numbers = Field(default_factory=list, description="numbers of the passages it comes from")
-
-
-class PassageRelation(_Lenient):
-    source: str = Field(description="name of one entity")
-    target: str = Field(description="name of the other entity")
-    description: str = Field(description="how the passages connect them")
-    keywords: TextList = Field(default_factory=list, description="1-3 phrases naming the theme of the link")
-    strength: Strength = Field(default=1.0, description="1 (loose) to 10 (tight)")
-    passages: Numbers = Field(default_factory=list, description="numbers of the passages it comes from")
-
-
-class PassageKeywords(_Lenient):
-    passage: int = Field(description="the passage number")
-    keywords: TextList = Field(description="its main topics")
-
-    @field_validator("passage", mode="before")
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        numbers = _passage_numbers(value)
-        return numbers[0] if isinstance(numbers, list) and numbers else value
-
-
-class PackExtraction(_Lenient):
-    """The answer to one extraction call over a pack of numbered passages."""
-
-    entities: list[PassageEntity] = Field(description="entities found")
-    relations: list[PassageRelation] = Field(description="relations between those entities")
-    content_keywords: list[PassageKeywords] = Field(
-        default_factory=list, description="main topics of each passage"
-    )
-
-
-class Gleaning(_Lenient):
-    """The answer to a gleaning call: only what the first call missed."""
-
-    entities: list[PassageEntity] = Field(description="entities that were missed")
-    relations: list[PassageRelation] = Field(description="relations that were missed")
-
-
-class QueryKeywords(_Lenient):
+class QueryKeywords(BaseModel):
     """The paper's keyword JSON (Fig. 5)."""
+
+    model_config = ConfigDict(extra="ignore")
 
     high_level_keywords: TextList = Field(description="broad themes and concepts")
     low_level_keywords: TextList = Field(description="specific entities and details")
-
-
-class SamePairs(_Lenient):
-    same: Numbers = Field(description="numbers of the pairs that name the same entity")
-
-
-class AnswerOutput(_Lenient):
-    answer: str = Field(description="the answer")
-    citations: Numbers = Field(default_factory=list, description="numbers of the context items used")
-
-
-
-# --------------------------------------------------------------------------------------------
-# what the index keeps per chunk
-# --------------------------------------------------------------------------------------------
 
 
 class EntityMention(BaseModel):
@@ -153,16 +58,18 @@ class ChunkExtraction(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-__all__ = [
-    "AnswerOutput",
-    "ChunkExtraction",
-    "EntityMention",
-    "Gleaning",
-    "PackExtraction",
-    "PassageEntity",
-    "PassageKeywords",
-    "PassageRelation",
-    "QueryKeywords",
-    "RelationMention",
-    "SamePairs",
-]
+class Mention(BaseModel):
+    """One surface name in one chunk, with the keys entity resolution looks names up by, and
+    the entity it was resolved to."""
+
+    id: str
+    chunk_id: str
+    key: str
+    name: str
+    norm: str
+    initials: str
+    acronym: str
+    entity_id: str
+
+
+__all__ = ["ChunkExtraction", "EntityMention", "Mention", "QueryKeywords", "RelationMention"]

@@ -12,7 +12,7 @@ Offline there is no model to ask questions: the follow-ups are the query joined 
 of each of the best primer reports (its most connected entities), one round deep.
 
 Hits: the intermediate answers (``point`` hits citing their reports and chunks), then the local
-hits of the follow-ups interleaved round-robin (chunks first), then the primer reports;
+context of the follow-ups interleaved round-robin (chunks first), then the primer reports;
 de-duplicated and scored by their position.
 """
 
@@ -23,23 +23,20 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from rhizome.core.retrieval import (
+    BaseRetriever,
+    Retrieval,
+    by_rank,
+    check_positive,
+    dedupe,
+    provenance,
+    query_vector,
+)
 from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Hit
 from rhizome.graphrag.prompts import DRIFT_FOLLOWUP_PROMPT, DRIFT_PRIMER_PROMPT, DRIFT_SYSTEM
 from rhizome.graphrag.reports import full_content
 from rhizome.graphrag.schemas import DriftStep
-from rhizome.graphrag.search._common import (
-    SyncRetrieve,
-    check_k,
-    check_positive,
-    check_query,
-    dedupe,
-    provenance,
-    query_vector,
-    search_collection,
-    usage_delta,
-    usage_of,
-)
 from rhizome.graphrag.search.local import LocalSearch
 
 
@@ -50,13 +47,13 @@ class _Action:
     depth: int = field(compare=False)
 
 
-class DriftSearch(SyncRetrieve):
+class DriftSearch(BaseRetriever):
     """DRIFT search over a :class:`~rhizome.graphrag.index.GraphRAGIndex`.
 
     Parameters
     ----------
     k:
-        Hits returned (default 20).
+        Hits returned (default 4).
     primer_k:
         Reports read by the primer (GraphRAG ``drift_k_followups`` 20).
     primer_folds:
@@ -65,11 +62,13 @@ class DriftSearch(SyncRetrieve):
         Rounds of follow-ups (GraphRAG ``n_depth`` 3).
     followups_per_depth:
         Follow-up questions run per round (not fixed by GraphRAG; 3).
-    local_k, local_max_tokens, local_text_unit_prop, local_community_prop:
+    local_top_k_entities, local_max_tokens, local_text_unit_prop, local_community_prop:
         DRIFT's local search settings (GraphRAG: 10 entities, 12,000 tokens, 0.9, 0.1).
     context_max_tokens:
         Tokens of a follow-up's local context shown to the model (8,000).
     """
+
+    mode = "drift"
 
     def __init__(
         self,
@@ -80,14 +79,13 @@ class DriftSearch(SyncRetrieve):
         primer_folds: int = 5,
         n_depth: int = 3,
         followups_per_depth: int = 3,
-        local_k: int = 10,
+        local_top_k_entities: int = 10,
         local_max_tokens: int = 12000,
         local_text_unit_prop: float = 0.9,
         local_community_prop: float = 0.1,
         context_max_tokens: int = 8000,
     ) -> None:
-        self.index = index
-        self.k = check_k(k, 20)
+        super().__init__(index, k)
         self.primer_k = check_positive("primer_k", primer_k)
         self.primer_folds = check_positive("primer_folds", primer_folds)
         self.n_depth = check_positive("n_depth", n_depth)
@@ -95,21 +93,18 @@ class DriftSearch(SyncRetrieve):
         self.context_max_tokens = check_positive("context_max_tokens", context_max_tokens)
         self.local = LocalSearch(
             index,
-            k=local_k,
+            top_k_entities=local_top_k_entities,
             max_tokens=local_max_tokens,
             text_unit_prop=local_text_unit_prop,
             community_prop=local_community_prop,
         )
-        self.last_stats: dict[str, Any] = {}
 
-    async def aretrieve(self, query: str, k: int | None = None) -> list[Hit]:
-        check_query(query)
-        k = check_k(k, self.k)
-        before = usage_of(self.index.llm)
+    async def _asearch(self, query: str, k: int) -> Retrieval:
         graph = self.index.graph()
         llm = self.index.llm
+        language = self.index.config.language
         vector = await query_vector(self.index, query)
-        ranked = search_collection(self.index, self.index.COMMUNITY_COLLECTION, vector, self.primer_k)
+        ranked = self.index.communities.search(vector, self.primer_k) if vector is not None else []
         ids = [cid for cid, _ in ranked if cid in graph.communities]
         similarity = dict(ranked)
         reports = await self.index.areports(ids)
@@ -126,7 +121,7 @@ class DriftSearch(SyncRetrieve):
                 prompt = DRIFT_PRIMER_PROMPT.format(
                     question=query,
                     context=truncate_tokens(context, self.context_max_tokens),
-                    language=self.index.language,
+                    language=language,
                     n_followups=self.followups_per_depth,
                 )
                 return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
@@ -157,8 +152,7 @@ class DriftSearch(SyncRetrieve):
                 break
             contexts = await asyncio.gather(*(self.local.abuild(a.question) for a in todo))
             steps += len(todo)
-            for context in contexts:
-                local_lists.append(context.hits)
+            local_lists.extend(contexts)
             if llm is None or depth == self.n_depth:
                 continue
 
@@ -168,15 +162,15 @@ class DriftSearch(SyncRetrieve):
                     question=query,
                     sub_question=action.question,
                     context=truncate_tokens(text, self.context_max_tokens),
-                    language=self.index.language,
+                    language=language,
                     n_followups=self.followups_per_depth,
                 )
                 return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
 
-            answers = await asyncio.gather(*(follow(a, c.hits) for a, c in zip(todo, contexts)))
+            answers = await asyncio.gather(*(follow(a, c) for a, c in zip(todo, contexts)))
             for context, step in zip(contexts, answers):
-                chunk_ids = [x for h in context.hits for x in h.provenance.chunk_ids][:10]
-                report_ids = [h.id for h in context.hits if h.kind == "community"]
+                chunk_ids = [x for h in context for x in h.provenance.chunk_ids][:10]
+                report_ids = [h.id for h in context if h.kind == "community"]
                 if step.answer.strip():
                     points.append((step.score, step.answer.strip(), report_ids, chunk_ids))
                 actions += [_Action(-step.score, q.strip(), depth + 1) for q in step.follow_ups if q.strip()]
@@ -217,10 +211,8 @@ class DriftSearch(SyncRetrieve):
                     metadata={"title": community.title, "level": community.level, "rating": community.rating, "section": "primer"},
                 )
             )
-        ordered = dedupe(ordered)[:k]
-        result = [h.model_copy(update={"score": 1.0 / (1 + i)}) for i, h in enumerate(ordered)]
-        self.last_stats = {"primer_reports": len(primer), "follow_ups": steps, **usage_delta(before, usage_of(llm))}
-        return result
+        hits = by_rank(dedupe(ordered))
+        return Retrieval(query=query, hits=hits[:k], context=hits, stats={"primer_reports": len(primer), "follow_ups": steps})
 
 
 __all__ = ["DriftSearch"]

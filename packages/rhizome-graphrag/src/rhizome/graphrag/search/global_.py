@@ -26,37 +26,43 @@ import hashlib
 import random
 from typing import Any
 
+from rhizome.core.embeddings import hashed_features
 from rhizome.core.errors import ConfigurationError
+from rhizome.core.hierarchy import has_summary
+from rhizome.core.retrieval import (
+    BaseRetriever,
+    Retrieval,
+    check_positive,
+    provenance,
+    query_vector,
+)
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import Community, Hit
 from rhizome.graphrag.prompts import MAP_PROMPT, MAP_SYSTEM, RATE_PROMPT, RATE_SYSTEM
-from rhizome.graphrag.reports import community_card, full_content, has_report, short_content
+from rhizome.graphrag.reports import community_card, full_content, short_content
 from rhizome.graphrag.schemas import MapOutput, RatingOutput
-from rhizome.graphrag.search._common import (
-    SyncRetrieve,
-    check_k,
-    check_positive,
-    check_query,
-    content_words,
-    coverage,
-    provenance,
-    query_vector,
-    search_collection,
-    usage_delta,
-    usage_of,
-)
 
 MAP_OVERHEAD_TOKENS = 400
 """Tokens kept free in a map batch for the prompt around the reports."""
 
 
-class GlobalSearch(SyncRetrieve):
+def content_words(text: str) -> set[str]:
+    """Normalised content words (no stopwords), the unit of offline relevance."""
+    return {f for f in hashed_features(text) if " " not in f}
+
+
+def coverage(query_words: set[str], text: str) -> float:
+    """Share of the query's content words that occur in ``text`` (0..1)."""
+    return len(query_words & content_words(text)) / len(query_words) if query_words else 0.0
+
+
+class GlobalSearch(BaseRetriever):
     """GraphRAG global search (map step) with optional dynamic community selection.
 
     Parameters
     ----------
     k:
-        Most points returned (default 50).
+        Points returned (default 50: the points are what the reduce step answers from).
     level:
         Community level mapped when ``dynamic`` is off (GraphRAG's query default 2).
     dynamic:
@@ -89,6 +95,9 @@ class GlobalSearch(SyncRetrieve):
         spirit of LazyGraphRAG's relevance-test budget; 8).
     """
 
+    default_k = 50
+    mode = "global"
+
     def __init__(
         self,
         index: Any,
@@ -108,8 +117,7 @@ class GlobalSearch(SyncRetrieve):
         seed: int = 86,
         max_new_reports: int = 8,
     ) -> None:
-        self.index = index
-        self.k = check_k(k, 50)
+        super().__init__(index, k)
         if not isinstance(level, int) or level < 0 or not isinstance(max_level, int) or max_level < 0:
             raise ConfigurationError("level and max_level must be integers >= 0")
         if not 0 <= threshold <= 5:
@@ -129,23 +137,21 @@ class GlobalSearch(SyncRetrieve):
         self.min_score = float(min_score)
         self.seed = seed
         self.max_new_reports = check_positive("max_new_reports", max_new_reports)
-        self.last_stats: dict[str, Any] = {}
 
     # -- selection -------------------------------------------------------------------------------
-    async def aselect(self, query: str) -> list[Community]:
-        """The communities whose reports the map step reads."""
+    async def aselect(self, query: str) -> tuple[list[Community], dict[str, Any]]:
+        """The communities whose reports the map step reads, and what choosing them cost
+        (``rating_calls``, ``rated``, ``pruned``, ``ratings`` and ``similarity`` by id)."""
         graph = self.index.graph()
-        self.last_stats.update(rating_calls=0, rated=0, pruned=0)
+        stats: dict[str, Any] = {"rating_calls": 0, "rated": 0, "pruned": 0, "ratings": {}, "similarity": {}}
         if not self.dynamic:
-            return sorted(graph.frontier(self.level), key=lambda c: (c.level, c.id))
+            return sorted(graph.frontier(self.level), key=lambda c: (c.level, c.id)), stats
         llm = self.index.llm
         query_words = content_words(query)
         vector = await query_vector(self.index, query)
-        similarity: dict[str, float] = {}
         if vector is not None and graph.communities:
-            ranked = search_collection(self.index, self.index.COMMUNITY_COLLECTION, vector, len(graph.communities))
-            similarity = dict(ranked)
-        self.last_stats["similarity"] = similarity
+            stats["similarity"] = dict(self.index.communities.search(vector, len(graph.communities)))
+        similarity = stats["similarity"]
         selected: list[Community] = []
         parents: set[str] = set()
         step = sorted(graph.roots(), key=lambda c: c.id)
@@ -154,25 +160,25 @@ class GlobalSearch(SyncRetrieve):
             step = sorted(step, key=lambda c: (-similarity.get(c.id, 0.0), c.id))
             limit = min(self.candidate_limit, self.max_rating_calls - calls) if llm is not None else len(step)
             rated_now, skipped = step[: max(0, limit)], step[max(0, limit) :]
-            self.last_stats["pruned"] += len(skipped)
+            stats["pruned"] += len(skipped)
 
             async def rate(c: Community) -> int:
                 if llm is None:
-                    text = full_content(c) if has_report(c) else community_card(c, graph)
+                    text = full_content(c) if has_summary(c) else community_card(c, graph)
                     return int(5 * coverage(query_words, text) + 0.5)
-                text = short_content(c, self.rate_max_tokens) if has_report(c) else community_card(c, graph, self.rate_max_tokens)
+                text = short_content(c, self.rate_max_tokens) if has_summary(c) else community_card(c, graph, self.rate_max_tokens)
                 out = await llm.acomplete_json(RATE_PROMPT.format(question=query, report=text), RatingOutput, system=RATE_SYSTEM)
                 return out.rating
 
             ratings = await asyncio.gather(*(rate(c) for c in rated_now))
             if llm is not None:
                 calls += len(rated_now)
-            self.last_stats["rated"] += len(rated_now)
+            stats["rated"] += len(rated_now)
             nxt: list[Community] = []
             for community, rating in zip(rated_now, ratings):
-                self.last_stats.setdefault("ratings", {})[community.id] = rating
+                stats["ratings"][community.id] = rating
                 if rating < self.threshold:
-                    self.last_stats["pruned"] += 1
+                    stats["pruned"] += 1
                     continue
                 selected.append(community)
                 children = [graph.communities[c] for c in community.children if c in graph.communities]
@@ -180,81 +186,60 @@ class GlobalSearch(SyncRetrieve):
                     nxt.extend(children)
                     parents.add(community.id)
             step = nxt
-        self.last_stats["rating_calls"] = calls
+        stats["rating_calls"] = calls
         # a relevant parent is replaced by its relevant children (unless keep_parent); it stays
         # when none of its children turned out relevant
         chosen = {c.id for c in selected}
-        return [
-            c
-            for c in selected
-            if self.keep_parent or c.id not in parents or not any(x in chosen for x in c.children)
-        ]
+        kept = [c for c in selected if self.keep_parent or c.id not in parents or not any(x in chosen for x in c.children)]
+        return kept, stats
 
     # -- map -------------------------------------------------------------------------------------
-    async def aretrieve(self, query: str, k: int | None = None) -> list[Hit]:
-        check_query(query)
-        k = check_k(k, self.k)
-        before = usage_of(self.index.llm)
-        self.last_stats = {}
+    async def _asearch(self, query: str, k: int) -> Retrieval:
         graph = self.index.graph()
         if not graph.communities:
-            return []
-        selected = await self.aselect(query)
-        missing = [c for c in selected if not has_report(c)]
+            return Retrieval(query=query)
+        selected, stats = await self.aselect(query)
+        missing = [c for c in selected if not has_summary(c)]
         if len(missing) > self.max_new_reports:
-            ratings = self.last_stats.get("ratings", {})
-            similarity = self.last_stats.get("similarity", {})
+            ratings, similarity = stats["ratings"], stats["similarity"]
             missing.sort(key=lambda c: (-ratings.get(c.id, 0), -similarity.get(c.id, 0.0), c.id))
             dropped = {c.id for c in missing[self.max_new_reports :]}
             selected = [c for c in selected if c.id not in dropped]
-            self.last_stats["over_report_budget"] = len(dropped)
+            stats["over_report_budget"] = len(dropped)
         reports = await self.index.areports([c.id for c in selected])
         communities = [reports[c.id] for c in selected if c.id in reports and reports[c.id].title]
-        self.last_stats["communities"] = len(communities)
+        stats["communities"] = len(communities)
         if self.index.llm is None:
-            points = self._offline_points(query, communities)
-            self.last_stats["map_calls"] = 0
+            points, stats["map_calls"] = self._offline_points(query, communities), 0
         else:
-            points = await self._model_points(query, communities)
+            points, stats["map_calls"] = await self._model_points(query, communities)
         points = [p for p in points if p["score"] > self.min_score]
         points.sort(key=lambda p: (-p["score"], -p["rating"], p["order"]))
         seen: set[str] = set()
         unique = []
-        for p in points:
+        for p in points:  # the same point from two batches counts once
             key = " ".join(p["description"].lower().split())
             if key not in seen:
                 seen.add(key)
                 unique.append(p)
         unique = unique[:k]
-        cited_chunks: set[str] = set()
-        for p in unique:
-            for cid in p["reports"]:
-                cited_chunks.update(graph.community_chunks(reports[cid])[:20] if cid in reports else [])
-        chunks = self.index.store.chunks(sorted(cited_chunks))
+        cited = {cid: graph.community_chunks(reports[cid])[:20] for p in unique for cid in p["reports"] if cid in reports}
+        chunks = self.index.store.chunks(sorted({x for ids in cited.values() for x in ids}))
         hits = []
         for p in unique:
-            chunk_ids: list[str] = []
-            for cid in p["reports"]:
-                if cid in reports:
-                    chunk_ids.extend(graph.community_chunks(reports[cid])[:20])
-            digest = hashlib.sha256((p["description"] + "|".join(p["reports"])).encode("utf-8")).hexdigest()[:16]
+            key = hashlib.sha256((p["description"] + "|".join(p["reports"])).encode("utf-8")).hexdigest()[:16]
             hits.append(
                 Hit(
-                    id=f"point-{digest}",
+                    id=f"point-{key}",
                     text=p["description"],
                     score=p["score"] / 100.0,
                     kind="point",
-                    provenance=provenance(chunks, chunk_ids),
-                    metadata={
-                        "importance": p["score"],
-                        "report_ids": p["reports"],
-                        "titles": [reports[c].title for c in p["reports"] if c in reports],
-                    },
+                    provenance=provenance(chunks, [x for cid in p["reports"] for x in cited.get(cid, [])]),
+                    metadata={"importance": p["score"], "report_ids": p["reports"], "titles": [reports[c].title for c in p["reports"] if c in reports]},
                 )
             )
-        self.last_stats.pop("similarity", None)
-        self.last_stats.update(points=len(hits), **usage_delta(before, usage_of(self.index.llm)))
-        return hits
+        stats.pop("similarity")
+        return Retrieval(query=query, hits=hits, stats={"points": len(hits), **stats})
 
     def _offline_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
         words = content_words(query)
@@ -300,16 +285,15 @@ class GlobalSearch(SyncRetrieve):
             used += tokens
         return [b for b in out if b]
 
-    async def _model_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
+    async def _model_points(self, query: str, communities: list[Community]) -> tuple[list[dict[str, Any]], int]:
         llm = self.index.llm
         batches = self.batches(communities)
-        self.last_stats["map_calls"] = len(batches)
 
         async def one(batch: list[tuple[Community, str]]) -> MapOutput:
             prompt = MAP_PROMPT.format(
                 question=query,
                 reports="\n\n".join(text for _, text in batch),
-                language=self.index.language,
+                language=self.index.config.language,
                 max_points=self.max_points,
             )
             return await llm.acomplete_json(prompt, MapOutput, system=MAP_SYSTEM)
@@ -332,7 +316,7 @@ class GlobalSearch(SyncRetrieve):
                     }
                 )
                 order += 1
-        return [p for p in points if p["description"]]
+        return [p for p in points if p["description"]], len(batches)
 
 
 __all__ = ["GlobalSearch"]

@@ -1,9 +1,9 @@
-"""Entity resolution beyond exact names.
+"""Entity resolution beyond exact names: a shared service of the methods that merge entities.
 
-The paper merges only *identical* entities (its reference code: the same upper-cased name), so
-"IBM", "I.B.M." and "International Business Machines" become three nodes — a frequent complaint
-about the reference implementation. Here a new name joins an entity when one of these holds, in
-this order:
+GraphRAG and LightRAG merge only *identical* names (LightRAG's reference code: the same
+upper-cased name), so "IBM", "I.B.M." and "International Business Machines" become three nodes —
+a frequent complaint about the reference implementations. Here a new name joins an entity when
+one of these holds, in this order:
 
 1. **Same surface form** (case-insensitive, the kernel's :func:`entity_key`) as a name seen
    before: it is that entity, whatever the type (the paper's rule).
@@ -29,10 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
-from rhizome.core.extraction.schema import clean_name, entity_key, normalise_type
-from rhizome.lightrag.prompts import RESOLUTION_SYSTEM, resolution_prompt
-from rhizome.lightrag.schema import SamePairs
+from rhizome.core.extraction.schema import Numbers, clean_name, entity_key, normalise_type
 
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _INNER_DOT = re.compile(r"(?<=\w)\.(?=\w)")
@@ -117,6 +116,31 @@ def canonical_type(value: str) -> str:
 def types_compatible(a: str, b: str) -> bool:
     a, b = canonical_type(a), canonical_type(b)
     return a == b or a in CATCH_ALL_TYPES or b in CATCH_ALL_TYPES
+
+
+RESOLUTION_SYSTEM = "You decide whether two names refer to the same real-world entity. Answer with JSON only."
+
+_RESOLUTION = """For each numbered pair below, say whether both names refer to the same
+real-world entity (the same person, organisation, place, event or thing). Spelling variants,
+abbreviations and full names of one entity are the same; related but different entities (a
+company and its founder, a city and its football club) are not.
+
+{pairs}
+
+Reply with one JSON object: "same" is the list of the numbers of the pairs that are the same."""
+
+
+def resolution_prompt(pairs: Sequence[tuple[str, str, str, str]]) -> str:
+    """``pairs``: ``(name a, note a, name b, note b)``, notes being a type and a short
+    description."""
+    lines = [f"{i}. {a} ({na}) | {b} ({nb})" for i, (a, na, b, nb) in enumerate(pairs, start=1)]
+    return _RESOLUTION.format(pairs="\n".join(lines))
+
+
+class SamePairs(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    same: Numbers = Field(description="numbers of the pairs that name the same entity")
 
 
 @dataclass
@@ -398,11 +422,13 @@ __all__ = [
     "Lookup",
     "NameItem",
     "Resolution",
+    "SamePairs",
     "acronym_key",
     "canonical_type",
     "initials",
     "is_acronym",
     "normalise_name",
+    "resolution_prompt",
     "resolve_names",
     "types_compatible",
 ]
