@@ -59,13 +59,13 @@ async def quality(quick: bool) -> dict[str, Any]:
             "questions": len(questions),
             "index_seconds": round(build, 2),
             "indexed_tokens": report.tokens,
-            **{k: v for k, v in index.last_update.items()},
+            **report.stats,
         }
     }
     modes = {
         "local": index.as_retriever(mode="local"),
         "drift": index.as_retriever(mode="drift"),
-        "basic": index.as_retriever(mode="basic", k=5),
+        "naive": index.as_retriever(mode="naive", k=5),
     }
     for name, retriever in modes.items():
         r2 = r5 = 0.0
@@ -93,11 +93,11 @@ async def quality(quick: bool) -> dict[str, Any]:
         "index_seconds": round(time.perf_counter() - t, 2),
         "indexed_tokens": mreport.tokens,
         "budget_tokens": MEDICAL_BUDGET,
-        **{k: v for k, v in mindex.last_update.items()},
+        **mreport.stats,
     }
     retrievers = {
         "local": mindex.as_retriever(mode="local", max_tokens=MEDICAL_BUDGET),
-        "basic": mindex.as_retriever(mode="basic", k=10),
+        "naive": mindex.as_retriever(mode="naive", k=10),
         "global": mindex.as_retriever(mode="global"),
     }
     for name, retriever in retrievers.items():
@@ -173,7 +173,7 @@ async def cost(quick: bool) -> dict[str, Any]:
     async def build(mode: str) -> tuple[GraphRAGIndex, CountingResponder, FakeChatModel, int]:
         responder = CountingResponder()
         llm = FakeChatModel(responder, max_concurrency=16)
-        index = GraphRAGIndex(HashingEmbedder(), llm=llm, extraction="offline", reports=mode)  # type: ignore[arg-type]
+        index = GraphRAGIndex(HashingEmbedder(), llm=llm, extraction="offline", reports=mode, cache=False)  # type: ignore[arg-type]
         report = await index.ainsert(docs)
         return index, responder, llm, report.tokens
 
@@ -203,7 +203,7 @@ async def cost(quick: bool) -> dict[str, Any]:
             for q in questions:
                 before = llm.usage.snapshot()
                 kinds_before = json.loads(json.dumps(responder.kinds))
-                await search.aretrieve(q.question)
+                found = await search.asearch(q.question)
                 after = llm.usage.snapshot()
                 by_kind = {
                     k: responder.kinds[k]["calls"] - kinds_before.get(k, {"calls": 0})["calls"] for k in responder.kinds
@@ -215,7 +215,7 @@ async def cost(quick: bool) -> dict[str, Any]:
                         "map_calls": by_kind.get("map", 0),
                         "rating_calls": by_kind.get("rate", 0),
                         "report_calls": by_kind.get("report", 0),
-                        "communities": search.last_stats.get("communities", 0),
+                        "communities": found.stats.get("communities", 0),
                     }
                 )
             mean = {k: round(sum(r[k] for r in rows) / len(rows), 1) for k in rows[0]}
@@ -307,12 +307,12 @@ async def scale(quick: bool) -> list[dict[str, Any]]:
 def markdown(results: dict[str, Any]) -> str:
     q = results["quality"]
     lines = ["### Retrieval quality (offline)", "", "| data | mode | Recall@2 | Recall@5 | ms/query |", "|---|---|---|---|---|"]
-    for mode in ("local", "drift", "basic"):
+    for mode in ("local", "drift", "naive"):
         r = q["hotpotqa"][mode]
         lines.append(f"| hotpotqa-100 | {mode} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {r['ms_per_query']} |")
     lines += ["", f"Medical proxy (answer content words in the first {MEDICAL_BUDGET} tokens, {q['medical']['questions']} questions):", "",
               "| mode | proxy |", "|---|---|"]
-    for mode in ("local", "basic", "global"):
+    for mode in ("local", "naive", "global"):
         lines.append(f"| {mode} | {q['medical'][mode]:.3f} |")
     c = results["cost"]
     lines += ["", "### Indexing cost (counting fake model)", "",

@@ -135,7 +135,7 @@ async def cost(selected: list[System], passages: int = 100, queries: int = 20) -
     rows = []
     for method, group in _by_method(selected).items():
         llm = CountingChatModel(FakeChatModel(SchemaResponder()))
-        index = build_index(method, embedder_for("hashing"), llm=llm)
+        index = build_index(method, embedder_for("hashing"), llm=llm, cache=False)  # count every call
         if not getattr(type(index), "uses_llm", False):
             index.llm = None
         await index.ainsert(documents)

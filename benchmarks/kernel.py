@@ -106,7 +106,7 @@ async def retrieval(n_chunks: int, queries: int = 200) -> dict[str, Any]:
         assert len(index) == n_chunks
         questions = [synthetic_text(rng, 1) for _ in range(queries)]
         vectors = await embedder.aembed(questions)
-        collection = index.store.collection(VectorIndex.COLLECTION)
+        collection = index.store.collection(VectorIndex.CHUNK_COLLECTION)
         search_ms, full_ms = [], []
         for q, vector in zip(questions, vectors):
             t0 = time.perf_counter()
@@ -119,7 +119,7 @@ async def retrieval(n_chunks: int, queries: int = 200) -> dict[str, Any]:
         index.close()
         t0 = time.perf_counter()
         reopened = VectorIndex.load(Path(tmp) / "idx", readonly=True)
-        reopened.store.collection(VectorIndex.COLLECTION)
+        reopened.store.collection(VectorIndex.CHUNK_COLLECTION)
         load_s = time.perf_counter() - t0
         reopened.close()
     return {

@@ -37,11 +37,10 @@ import numpy as np
 
 from benchmarks import data, metrics
 from rhizome.core import Document, FakeChatModel, HashingEmbedder, VectorIndex
-from rhizome.core.extraction import OfflineExtractor
+from rhizome.core.extraction import LLMExtractor, OfflineExtractor
 from rhizome.core.models.counting import CountingChatModel
 from rhizome.core.text import count_tokens
 from rhizome.lightrag import LightRAGIndex
-from rhizome.lightrag.extraction import LightRAGExtractor
 
 RESULTS = Path(__file__).parent / "results"
 MODES = ("hybrid", "local", "global", "mix", "naive")
@@ -144,7 +143,7 @@ def counting_model() -> TimedCountingModel:
 # -- 1./2. cost and indexing time --------------------------------------------------------------
 async def build(documents: list[Document], *, pack_tokens: int = 1200, path: Path | None = None) -> tuple[LightRAGIndex, dict[str, Any]]:
     model, embedder = counting_model(), TimedEmbedder()
-    index = LightRAGIndex(embedder, llm=model, pack_tokens=pack_tokens, path=path, allow_empty=True)
+    index = LightRAGIndex(embedder, llm=model, pack_tokens=pack_tokens, path=path, allow_empty=True, cache=False)
     start = time.perf_counter()
     report = await index.ainsert(documents)
     wall = time.perf_counter() - start
@@ -155,8 +154,8 @@ async def build(documents: list[Document], *, pack_tokens: int = 1200, path: Pat
         "documents": len(documents),
         "chunks": report.chunks,
         "corpus_tokens": corpus_tokens,
-        "entities": index.n_entities,
-        "relations": index.n_relations,
+        "entities": index.entity_table.count(),
+        "relations": index.relation_table.count(),
         "calls": usage["calls"],
         "calls_per_1k": round(usage["calls"] * per_1k, 3),
         "prompt_tokens_per_1k": round(usage["prompt_tokens"] * per_1k),
@@ -207,14 +206,14 @@ async def single_insert(documents: list[Document]) -> dict[str, Any]:
         model.seconds = 0.0
         new = documents[-1]
         start = time.perf_counter()
-        await index.ainsert(new)
+        report = await index.ainsert(new)
         wall = time.perf_counter() - start
         usage = model.usage.snapshot()
-        stats = dict(index.last_plan_stats)
+        stats = dict(report.stats)
         index.close()
     alone = counting_model()
     chunks = LightRAGIndex().chunker.chunk(new)
-    await LightRAGExtractor(alone, allow_empty=True).aextract(chunks)
+    await LLMExtractor(alone, **{**LightRAGIndex().config.llm_extractor_options(), "allow_empty": True}).aextract(chunks)
     return {
         "index_documents": len(documents) - 1,
         "document_tokens": count_tokens(new.text),
@@ -258,7 +257,7 @@ async def latency(n_entities: int, queries: int = 100) -> dict[str, Any]:
     await index.ainsert(documents)
     index_s = time.perf_counter() - start
     rng = random.Random(11)
-    out: dict[str, Any] = {"entities": index.n_entities, "relations": index.n_relations, "documents": len(documents), "index_seconds": round(index_s, 1)}
+    out: dict[str, Any] = {"entities": index.entity_table.count(), "relations": index.relation_table.count(), "documents": len(documents), "index_seconds": round(index_s, 1)}
     for mode in MODES:
         retriever = index.as_retriever(k=10, mode=mode)
         times = []
@@ -293,7 +292,7 @@ async def recall(documents: list[Document], questions: list[data.Question]) -> d
             r2.append(metrics.recall_at(ranked, q.supporting, 2))
             r5.append(metrics.recall_at(ranked, q.supporting, 5))
         rows[name] = {"recall@2": round(statistics.fmean(r2), 3), "recall@5": round(statistics.fmean(r5), 3)}
-    out = {"offline_index_seconds": round(build_s, 1), "entities": index.n_entities, "relations": index.n_relations, "rows": rows}
+    out = {"offline_index_seconds": round(build_s, 1), "entities": index.entity_table.count(), "relations": index.relation_table.count(), "rows": rows}
     index.close()
     naive.close()
     print(f"recall: {out}")
@@ -315,7 +314,7 @@ async def proxy(limit: int, budget: int = 2000) -> dict[str, Any]:
             by_type.setdefault(q.type, []).append(score)
             by_type.setdefault("all", []).append(score)
         rows[name] = {t: round(statistics.fmean(v), 3) for t, v in by_type.items()}
-    out = {"questions": len(questions), "budget_tokens": budget, "chunks": len(index), "entities": index.n_entities, "rows": rows}
+    out = {"questions": len(questions), "budget_tokens": budget, "chunks": len(index), "entities": index.entity_table.count(), "rows": rows}
     index.close()
     naive.close()
     print(f"proxy: {out}")

@@ -140,7 +140,7 @@ async def run_ours(method: str, mode: str | None, docs: list, questions: list) -
     from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 
     llm = CountingChatModel(FakeChatModel(SchemaResponder(max_items=ENTITIES)))
-    index = build_index(method, HashingEmbedder(), llm=llm if method != "naive" else None)
+    index = build_index(method, HashingEmbedder(), llm=llm if method != "naive" else None, cache=False)
     start = time.perf_counter()
     await index.ainsert(docs)
     index_s = time.perf_counter() - start
