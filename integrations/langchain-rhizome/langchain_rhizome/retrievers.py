@@ -19,6 +19,7 @@ from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from pydantic import Field, field_validator
 
 from rhizome.core.models.adapters import using_callbacks, wrap_model
+from rhizome.core.storage import split_load_options
 from rhizome.core.types import Hit
 
 # Keyword arguments that ``BaseRetriever.invoke`` itself understands and forwards anyway.
@@ -88,17 +89,19 @@ class RhizomeRetriever(BaseRetriever):
 
     @classmethod
     def from_persist_dir(
-        cls, persist_dir: str | Path, k: int = 4, **models: Any
+        cls, persist_dir: str | Path, k: int = 4, **kwargs: Any
     ) -> RhizomeRetriever:
         """Open the index stored in ``persist_dir`` (any method) and retrieve from it.
 
-        ``models`` go to the method's loader, e.g. ``embedder=``; LangChain chat models and
-        embeddings are wrapped for Rhizome automatically.
+        Keyword arguments the loader takes (``embedder``, ``llm``, ``offline``, ``readonly``...)
+        open the index, LangChain chat models and embeddings wrapped for Rhizome automatically;
+        the others (``mode`` and the mode's settings) go to ``index.as_retriever``.
         """
         from rhizome.core.storage import load_index
 
+        models, options = split_load_options(kwargs)
         index = load_index(persist_dir, **{key: wrap_model(value) for key, value in models.items()})
-        return cls.from_index(index, k=k)
+        return cls.from_index(index, k=k, **options)
 
     # -- LangChain hooks -----------------------------------------------------------------------
     def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:

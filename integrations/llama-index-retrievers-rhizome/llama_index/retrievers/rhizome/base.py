@@ -147,29 +147,33 @@ class RhizomeRetriever(BaseRetriever):
         *,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
-        **models: Any,
+        **kwargs: Any,
     ) -> RhizomeRetriever:
         """Reopen the index stored in ``persist_dir`` — whichever Rhizome method built it — and
         retrieve from it.
 
-        ``models`` go to the method's loader (e.g. ``embedder=``, ``llm=``; LlamaIndex's usual
-        ``embed_model=`` is accepted as ``embedder=``); LlamaIndex and LangChain models are
-        wrapped for Rhizome automatically. Models left out are rebuilt from the specs recorded
-        in the index manifest, which works for Rhizome's own models (Ollama, hashing) but not for
-        framework models: pass those again.
+        Keyword arguments the loader takes (``embedder=``, ``llm=``, ``offline=``,
+        ``readonly=``...; LlamaIndex's usual ``embed_model=`` is accepted as ``embedder=``) open
+        the index, LlamaIndex and LangChain models wrapped for Rhizome automatically; models left
+        out are rebuilt from the specs recorded in the manifest, which works for Rhizome's own
+        models (Ollama, hashing) but not for framework models: pass those again. The other
+        keyword arguments (``mode`` and the mode's settings) go to ``index.as_retriever``. Within
+        one process this works right after :meth:`persist`: both share the index's store.
         """
-        from rhizome.core.storage import load_index
+        from rhizome.core.storage import load_index, split_load_options
 
-        if "embed_model" in models:
-            if "embedder" in models:
+        if "embed_model" in kwargs:
+            if "embedder" in kwargs:
                 raise TypeError("pass either embedder= or embed_model=, not both")
-            models["embedder"] = models.pop("embed_model")
+            kwargs["embedder"] = kwargs.pop("embed_model")
+        models, options = split_load_options(kwargs)
         index = load_index(persist_dir, **{key: wrap_model(value) for key, value in models.items()})
         return cls.from_index(
             index,
             similarity_top_k=similarity_top_k,
             callback_manager=callback_manager,
             verbose=verbose,
+            **options,
         )
 
     # -- persistence ---------------------------------------------------------------------------

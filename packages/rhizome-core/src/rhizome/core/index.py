@@ -59,7 +59,8 @@ Stats = dict[str, Any]
 CACHE_FILE = "model-calls.sqlite"
 RUNTIME_OPTIONS = ("batch_size", "progress", "cache", "extraction")
 """What ``load()`` accepts besides the models: settings of this session, not of the index
-(``extraction`` only to pass an extractor object again)."""
+(``extraction`` only to pass an extractor object again); see also
+:data:`~rhizome.core.storage.LOAD_OPTIONS`."""
 
 
 def text_digest(text: str) -> str:

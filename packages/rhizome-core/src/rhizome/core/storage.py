@@ -576,6 +576,16 @@ def method_registry() -> dict[str, Any]:
     return registry
 
 
+LOAD_OPTIONS = frozenset({"embedder", "llm", "offline", "readonly", "batch_size", "progress", "cache", "extraction"})
+"""Keyword arguments of ``load()`` / :func:`load_index` (models and session options)."""
+
+
+def split_load_options(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``kwargs`` split into what opens an index (:data:`LOAD_OPTIONS`) and the rest (a mode and
+    its retriever settings), for helpers that open an index and build a retriever in one call."""
+    return {k: v for k, v in kwargs.items() if k in LOAD_OPTIONS}, {k: v for k, v in kwargs.items() if k not in LOAD_OPTIONS}
+
+
 def load_index(path: str | Path, **models: Any) -> Any:
     """Open any method's index directory: reads the manifest and dispatches to the method's
     ``load(path, **models)``. Models not given are rebuilt from the specs in the manifest."""
@@ -595,5 +605,6 @@ __all__ = [
     "Manifest",
     "load_index",
     "method_registry",
+    "split_load_options",
     "read_manifest",
 ]

@@ -31,6 +31,9 @@ def stable_int_id(key: str) -> int:
 # takes 0.3 ms on one thread against 1.3 ms p50 / 9 ms p95 on two). See docs/benchmarks.md.
 SINGLE_THREAD_BELOW = 16
 
+TIE_MARGIN = 16
+"""Extra neighbours fetched so that ties at the ``k``-th place are broken by id, not by faiss."""
+
 
 def _search(index: Any, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     import faiss
@@ -102,15 +105,19 @@ class VectorStore:
         return len(present)
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
-        """The ``k`` nearest stored vectors of each query, best first, as ``(id, cosine)``."""
+        """The ``k`` nearest stored vectors of each query, best first, as ``(id, cosine)``.
+        Equal scores (to 6 decimals) are ordered by id, so results do not depend on the order
+        vectors were added in (faiss breaks ties by its internal position)."""
         array = self._check(queries)
         if not self._ids or k < 1:
             return [[] for _ in range(array.shape[0])]
-        scores, int_ids = _search(self._index, array, min(k, len(self._ids)))
-        return [
-            [(self._ids[int(i)], float(s)) for s, i in zip(row_s, row_i) if int(i) != -1]
-            for row_s, row_i in zip(scores, int_ids)
-        ]
+        scores, int_ids = _search(self._index, array, min(k + TIE_MARGIN, len(self._ids)))
+        out = []
+        for row_s, row_i in zip(scores, int_ids):
+            pairs = [(self._ids[int(i)], float(s)) for s, i in zip(row_s, row_i) if int(i) != -1]
+            pairs.sort(key=lambda p: (-round(p[1], 6), p[0]))
+            out.append(pairs[:k])
+        return out
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""

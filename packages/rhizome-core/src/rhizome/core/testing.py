@@ -1,0 +1,289 @@
+"""The conformance kit: what every Rhizome method must do, checked the same way for each.
+
+Like ``langchain-tests``, it is a pytest base class. The project's own suite runs it over every
+method registered under the ``rhizome.methods`` entry points (``tests/conformance``), so a new
+method is checked as soon as it is installed; a method package may also subclass it in its own
+tests::
+
+    import pytest
+    from rhizome.core.testing import IndexConformance
+
+    class TestMyMethod(IndexConformance):
+        @pytest.fixture
+        def method(self) -> str:
+            return "my-method"
+
+Each test builds small indexes from :data:`CORPUS` (offline: the hashing embedder, and a fake
+chat model that answers every JSON schema, for methods that use one) and checks, in every mode:
+
+- the retrieval contract: ``k`` hits (exactly ``k`` when the index holds that many passages),
+  ordered by score, each citing stored passages; a bad query or ``k`` is a typed error;
+- insert and delete: a deleted document is never cited again, re-inserting restores the results,
+  an unchanged document costs nothing;
+- reopening: the same results after ``close()`` and ``load()``, read-only too, and right after
+  ``persist()`` in the same process;
+- resuming: a build interrupted by a failing model finishes on the next call, ends equal to a
+  clean build, and pays no model call twice;
+- concurrency: one retriever serving many threads and event loops gives the serial results and
+  keeps no per-call state; inserts from two threads both land; a read-only reader sees
+  documents committed after it opened.
+
+It needs pytest (a test dependency, not a runtime one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rhizome.core.embeddings import HashingEmbedder
+from rhizome.core.errors import InvalidInputError, ModelUnavailableError
+from rhizome.core.models.fake import FakeChatModel, SchemaResponder
+from rhizome.core.storage import method_registry
+from rhizome.core.types import Document, Hit
+
+CORPUS = [
+    Document(id="harbour", text="Captain Mira Holt runs the Tarn Harbour ferry. The ferry crosses to Gull Island twice a day.", metadata={"title": "Tarn Harbour"}),
+    Document(id="island", text="Gull Island has a lighthouse kept by Osric Vane. Osric Vane learned the trade from Mira Holt.", metadata={"title": "Gull Island"}),
+    Document(id="guild", text="The Salt Guild of Tarn buys fish from the island boats. Petra Lind chairs the Salt Guild.", metadata={"title": "Salt Guild"}),
+    Document(id="school", text="Petra Lind founded the Tarn Sea School, where Osric Vane teaches navigation.", metadata={"title": "Sea School"}),
+    Document(id="storm", text="The Great Storm of 1911 sank three boats of the Salt Guild near Gull Island.", metadata={"title": "Great Storm"}),
+    Document(id="market", text="The Tarn fish market opens at dawn; the Salt Guild sets the day's prices there.", metadata={"title": "Fish Market"}),
+    Document(id="chapel", text="A chapel on Gull Island remembers the sailors lost in the Great Storm.", metadata={"title": "Chapel"}),
+    Document(id="survey", text="Hanna Crest mapped the reefs around Gull Island for the Tarn Sea School.", metadata={"title": "Reef Survey"}),
+]
+"""Eight short documents about a fictional harbour town, written for this kit: names that
+recur across documents, so every method builds a connected graph from them."""
+
+QUERIES = ["Who keeps the lighthouse on Gull Island?", "What does the Salt Guild do?", "Who founded the Tarn Sea School?"]
+
+
+def registered_methods() -> list[str]:
+    """Every installed method (the ``rhizome.methods`` entry points), sorted."""
+    return sorted(method_registry())
+
+
+def index_class(method: str) -> Any:
+    return method_registry()[method].load()
+
+
+def modes_of(method: str) -> tuple[str | None, ...]:
+    return tuple(index_class(method).modes) or (None,)
+
+
+class FailingChatModel(FakeChatModel):
+    """The schema-answering fake, failing like a server that goes away after ``fail_after``
+    calls (``None``: never)."""
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        super().__init__(SchemaResponder(), name="fake:conformance")
+        self.fail_after = fail_after
+
+    async def _achat(self, messages: Any, json_schema: Any) -> Any:
+        if self.fail_after is not None and self.usage.calls >= self.fail_after:
+            raise ModelUnavailableError("the fake model server went away")
+        return await super()._achat(messages, json_schema)
+
+
+def signature(hits: list[Hit]) -> list[tuple[str, str]]:
+    return [(h.kind, h.id) for h in hits]
+
+
+class IndexConformance:
+    """The kit (see the module docstring). Provide a ``method`` fixture naming the method."""
+
+    @pytest.fixture
+    def method(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError("provide a `method` fixture naming the method under test")
+
+    # -- building ------------------------------------------------------------------------------
+    def build(self, method: str, *, path: Path | None = None, llm: Any = "fake", documents: list[Document] = CORPUS, **options: Any) -> Any:
+        cls = index_class(method)
+        settings = {"chunk_size": 200, "chunk_overlap": 20} if "chunk_size" in cls.config_class.model_fields else {}
+        model = FailingChatModel() if llm == "fake" else llm
+        index = cls(HashingEmbedder(), llm=model if cls.uses_llm else None, path=path, **settings, **options)
+        if documents:
+            index.insert(documents)
+        return index
+
+    @staticmethod
+    def model(method: str) -> Any:
+        """A fresh fake chat model for a method that uses one (a fake cannot be rebuilt from
+        its name, so reopening passes it again, as a user passes a framework model again)."""
+        return FailingChatModel() if index_class(method).uses_llm else None
+
+    def results(self, index: Any, k: int = 5) -> dict[Any, list[tuple[str, str]]]:
+        return {(mode, q): signature(index.as_retriever(k=k, mode=mode).retrieve(q)) for mode in modes_of(index.method) for q in QUERIES}
+
+    # -- the retrieval contract ----------------------------------------------------------------
+    def test_k_is_the_number_of_hits(self, method: str) -> None:
+        index = self.build(method)
+        passages = len(index)
+        for mode in modes_of(method):
+            retriever = index.as_retriever(k=3, mode=mode)
+            for query in QUERIES:
+                assert len(retriever.retrieve(query)) == 3, (mode, query)
+                for k in (1, 5, passages + 5):
+                    hits = retriever.retrieve(query, k=k)
+                    assert len(hits) == k if k <= passages else passages <= len(hits) <= k, (mode, k)
+                    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True), mode
+
+    def test_every_hit_cites_stored_passages(self, method: str) -> None:
+        index = self.build(method)
+        for mode in modes_of(method):
+            for query in QUERIES:
+                result = index.as_retriever(k=5, mode=mode).search(query)
+                for hit in [*result.hits, *result.context]:
+                    cited = hit.provenance
+                    assert cited.document_ids and cited.chunk_ids, (mode, hit.kind, hit.id)
+                    stored = index.store.chunks(cited.chunk_ids)
+                    assert set(stored) == set(cited.chunk_ids), (mode, hit.id)
+                    assert {c.document_id for c in stored.values()} == set(cited.document_ids)
+                    for span in cited.spans:
+                        chunk = stored[span.chunk_id]
+                        assert chunk.start <= span.start <= span.end <= chunk.end
+                assert result.mode == mode or mode is None
+                assert "model_calls" in result.stats
+
+    def test_bad_queries_get_typed_errors(self, method: str) -> None:
+        index = self.build(method, documents=CORPUS[:2])
+        for mode in modes_of(method):
+            retriever = index.as_retriever(mode=mode)
+            for query, k in (("   ", 2), ("fine", 0), ("fine", -1)):
+                with pytest.raises(InvalidInputError):
+                    retriever.retrieve(query, k=k)
+
+    # -- insert and delete ---------------------------------------------------------------------
+    def test_insert_delete_round_trip(self, method: str) -> None:
+        index = self.build(method, documents=CORPUS[:-1])
+        before = self.results(index)
+        extra = index.insert(CORPUS)
+        assert extra.inserted == [CORPUS[-1].id] and sorted(extra.skipped) == sorted(d.id for d in CORPUS[:-1])
+        again = index.insert(CORPUS)
+        assert not again.inserted and again.stats.get("model_calls", 0) == 0
+        report = index.delete([CORPUS[-1].id, "nowhere"])
+        assert report.deleted == [CORPUS[-1].id] and report.missing == ["nowhere"]
+        for mode in modes_of(method):
+            for query in QUERIES:
+                result = index.as_retriever(k=8, mode=mode).search(query)
+                for hit in [*result.hits, *result.context]:
+                    assert CORPUS[-1].id not in hit.provenance.document_ids, (mode, hit.id)
+        assert self.results(index) == before, "insert then delete must give back the index held before"
+
+    # -- reopening -----------------------------------------------------------------------------
+    def test_reopen_gives_the_same_results(self, method: str, tmp_path: Path) -> None:
+        index = self.build(method, path=tmp_path / "idx")
+        before = self.results(index)
+        index.close()
+        cls = index_class(method)
+        again = cls(path=tmp_path / "idx", llm=self.model(method))  # open-or-create
+        assert self.results(again) == before
+        again.close()
+        reader = cls.load(tmp_path / "idx", readonly=True, llm=self.model(method))
+        assert self.results(reader) == before
+        reader.close()
+
+    def test_persist_then_load_in_one_process(self, method: str, tmp_path: Path) -> None:
+        from rhizome.core.storage import load_index
+
+        index = self.build(method)
+        before = self.results(index)
+        index.persist(tmp_path / "copy")
+        loaded = load_index(tmp_path / "copy", llm=self.model(method))  # while the first object has it open
+        assert self.results(loaded) == before
+        loaded.close()
+        index.close()
+
+    # -- resuming ------------------------------------------------------------------------------
+    def test_resume_after_an_interruption(self, method: str, tmp_path: Path) -> None:
+        clean_model = FailingChatModel()
+        clean = self.build(method, llm=clean_model, cache=False, batch_size=2)
+        full_price = clean_model.usage.calls  # the model calls of a whole build
+        expected = self.results(clean)
+        clean.close()
+        cls = index_class(method)
+        if not cls.uses_llm or full_price < 2:
+            return  # nothing that a failing model could interrupt
+        failing = FailingChatModel(fail_after=full_price // 2)
+        with pytest.raises(ModelUnavailableError):
+            self.build(method, llm=failing, path=tmp_path / "idx", batch_size=2)
+        healthy = FailingChatModel()
+        resumed = cls.load(tmp_path / "idx", llm=healthy, batch_size=2)
+        resumed.insert(CORPUS)
+        assert not resumed.needs_refresh
+        assert failing.usage.calls + healthy.usage.calls <= full_price, "a model call was paid twice"
+        assert self.results(resumed) == expected
+        resumed.close()
+
+    # -- concurrency ---------------------------------------------------------------------------
+    def test_one_retriever_serves_threads_and_loops(self, method: str) -> None:
+        index = self.build(method)
+        for mode in modes_of(method):
+            retriever = index.as_retriever(k=4, mode=mode)
+            state = _state(retriever)
+            serial = {q: signature(retriever.retrieve(q)) for q in QUERIES}
+            with ThreadPoolExecutor(max_workers=6) as pool:
+                threaded = list(pool.map(lambda q: (q, signature(retriever.retrieve(q))), QUERIES * 4))
+            assert all(serial[q] == hits for q, hits in threaded), mode
+
+            async def together() -> list[list[Hit]]:
+                return list(await asyncio.gather(*(retriever.aretrieve(q) for q in QUERIES * 2)))
+
+            gathered = asyncio.run(together())
+            assert [signature(h) for h in gathered] == [serial[q] for q in QUERIES * 2], mode
+            assert _state(retriever) == state, f"{mode}: per-call state"
+
+    def test_inserts_from_two_threads_both_land(self, method: str) -> None:
+        index = self.build(method, documents=[])
+        errors: list[BaseException] = []
+
+        def insert(documents: list[Document]) -> None:
+            try:
+                index.insert(documents)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=insert, args=(half,)) for half in (CORPUS[::2], CORPUS[1::2])]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors
+        # nothing lost: equal to one serial insert of the documents in the order they landed
+        order = list(dict.fromkeys(c.rsplit(":", 1)[0] for c in index.store.chunk_ids()))
+        by_id = {d.id: d for d in CORPUS}
+        assert sorted(order) == sorted(by_id)
+        assert self.results(index) == self.results(self.build(method, documents=[by_id[d] for d in order]))
+
+    def test_reader_sees_documents_committed_after_it_opened(self, method: str, tmp_path: Path) -> None:
+        writer = self.build(method, path=tmp_path / "idx", documents=CORPUS[:4])
+        reader = index_class(method).load(tmp_path / "idx", readonly=True, llm=self.model(method))
+        seen = {d for h in reader.as_retriever(k=20).retrieve("Great Storm chapel sailors") for d in h.provenance.document_ids}
+        assert not {"storm", "chapel"} & seen
+        writer.insert(CORPUS[4:])
+        cited = {d for h in reader.as_retriever(k=20).retrieve("Great Storm chapel sailors") for d in h.provenance.document_ids}
+        assert {"storm", "chapel"} & cited, "the reader does not see the new documents"
+        reader.close()
+        writer.close()
+
+
+def _state(obj: Any) -> dict[str, Any]:
+    """An object's attributes: plain values as they are, objects by identity."""
+    plain = (int, float, str, bool, bytes, tuple, frozenset, type(None))
+    return {k: v if isinstance(v, plain) else id(v) for k, v in vars(obj).items()}
+
+
+def cases() -> Iterator[tuple[str, str | None]]:
+    """Every registered ``(method, mode)``."""
+    for method in registered_methods():
+        for mode in modes_of(method):
+            yield method, mode
+
+
+__all__ = ["CORPUS", "QUERIES", "FailingChatModel", "IndexConformance", "cases", "modes_of", "registered_methods", "signature"]

@@ -1,0 +1,17 @@
+"""The conformance kit (rhizome.core.testing) over every registered method, in every mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from rhizome.core.testing import IndexConformance, registered_methods
+
+
+class TestEveryMethod(IndexConformance):
+    @pytest.fixture(params=registered_methods())
+    def method(self, request: pytest.FixtureRequest) -> str:
+        return request.param
+
+
+def test_the_kit_covers_the_methods_we_ship():
+    assert {"naive", "graphrag", "lightrag"} <= set(registered_methods())
