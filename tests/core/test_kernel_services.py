@@ -1,0 +1,286 @@
+"""The method-facing kernel: record tables, resumable stages, group summaries, configuration,
+the extraction spec, per-call usage, the writer lock and the default call cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import pytest
+from pydantic import BaseModel
+
+from rhizome.core import ConfigurationError, Document, FakeChatModel, HashingEmbedder, VectorIndex
+from rhizome.core.aio import WriteLock, run_sync
+from rhizome.core.config import describe
+from rhizome.core.hierarchy import GroupInput, GroupSummarizer, cluster_hierarchy, has_summary
+from rhizome.core.models.base import usage_scope
+from rhizome.core.models.fake import SchemaResponder
+from rhizome.core.stages import arun_stage, prune_stage, stored_results
+from rhizome.core.types import Community
+from rhizome.graphrag import GraphRAGIndex
+from rhizome.lightrag import LightRAGIndex
+
+
+class Edge(BaseModel):
+    id: str
+    source: str
+    target: str
+    weight: float = 1.0
+
+
+def test_record_tables_store_typed_records_and_look_them_up():
+    index = VectorIndex()
+    edges = index.store.table("test_edges", Edge, lookups=("source", "target"))
+    before = edges.generation()
+    with index.store.transaction() as db:
+        edges.put(db, [Edge(id="ab", source="a", target="b"), Edge(id="ac", source="a", target="c"), Edge(id="bc", source="b", target="c")])
+    assert edges.generation() > before
+    assert edges.get(["bc", "zz", "ab"]) == {"bc": Edge(id="bc", source="b", target="c"), "ab": Edge(id="ab", source="a", target="b")}
+    assert [e.id for e in edges.find("source", ["a"])] == ["ab", "ac"]
+    assert edges.count_by("target", ["b", "c", "d"]) == {"b": 1, "c": 2, "d": 0}
+    assert edges.count() == 3 and edges.keys() == ["ab", "ac", "bc"]
+    with index.store.transaction() as db:
+        edges.delete_by(db, "source", ["a"])
+    assert [e.id for e in edges.all()] == ["bc"]
+    with pytest.raises(ConfigurationError, match="lookups"):
+        edges.find("weight", ["1"])
+    with pytest.raises(ConfigurationError, match="snake_case"):
+        index.store.table("Bad Name", Edge)
+
+
+async def test_a_stage_commits_each_result_as_it_arrives_and_reuses_it():
+    index = VectorIndex()
+    calls: list[str] = []
+
+    def job(name: str, fail: bool = False):
+        async def run() -> str:
+            await asyncio.sleep(0.01 if not fail else 0.05)
+            calls.append(name)
+            if fail:
+                raise RuntimeError("server went away")
+            return f"summary of {name}"
+
+        return run
+
+    with pytest.raises(RuntimeError):
+        await arun_stage(index.store, "test.summary", {"a": ("d-a", job("a")), "b": ("d-b", job("b")), "c": ("d-c", job("c", fail=True))})
+    assert set(stored_results(index.store, "test.summary", ["d-a", "d-b", "d-c"])) == {"d-a", "d-b"}  # finished work survives
+    calls.clear()
+    results, fresh = await arun_stage(index.store, "test.summary", {"a": ("d-a", job("a")), "b": ("d-b", job("b")), "c": ("d-c", job("c")), "c2": ("d-c", job("c"))})
+    assert calls == ["c"] and fresh == 1  # only the interrupted job runs, once for two keys with one digest
+    assert results == {"a": "summary of a", "b": "summary of b", "c": "summary of c", "c2": "summary of c"}
+    with index.store.transaction() as db:
+        prune_stage(db, "test.summary", ["d-c"])
+    assert set(stored_results(index.store, "test.summary", ["d-a", "d-b", "d-c"])) == {"d-c"}
+
+
+async def test_group_summaries_run_bottom_up_and_reuse_unchanged_input():
+    import networkx as nx
+
+    graph = nx.relabel_nodes(nx.planted_partition_graph(3, 12, 0.9, 0.01, seed=3), str)
+    groups = cluster_hierarchy(graph, max_cluster_size=5, seed=1)
+    assert any(g.level == 1 for g in groups)
+    index = VectorIndex()
+    written: list[str] = []
+
+    async def write(data: GroupInput):
+        written.append(data.group.id)
+        return {"title": f"about {len(data.group.entity_ids)} members", "summary": data.text[:40], "rating": 1, "findings": []}
+
+    def build(group: Community, done):
+        children = [done[c] for c in group.children if has_summary(done[c])]
+        text = " | ".join(c.title for c in children) or ", ".join(group.entity_ids)
+        return GroupInput(group=group, text=text, children=children)
+
+    summarizer = GroupSummarizer(index.store, "test.report", build_input=build, write=write, identity="v1")
+    result, counts = await summarizer.asummarize(groups)
+    by_id = {g.id: g for g in groups}
+    assert counts["written"] + counts["reused"] == len(groups) and counts["written"] == len(set(written)) >= len(groups) - 2
+    assert max(by_id[g].level for g in written[: len(written) // 2]) >= min(by_id[g].level for g in written)  # deepest first
+    parents = [g for g in groups if g.children]
+    assert all(result[p.id].metadata["from_children"] == p.children for p in parents)
+    written.clear()
+    again, counts = await summarizer.asummarize(groups)
+    assert written == [] and counts == {"written": 0, "reused": len(groups)} and again == result
+    lazy, counts = await summarizer.asummarize(groups, only=set())
+    assert written == [] and all(has_summary(g) for g in lazy.values())  # held summaries come back
+
+
+def test_configuration_is_validated_stored_and_described(tmp_path):
+    with pytest.raises(ConfigurationError, match="max_gleanings"):
+        GraphRAGIndex(max_gleanings=2)  # one name across methods: gleaning
+    with pytest.raises(ConfigurationError, match="chunk_overlap"):
+        VectorIndex(chunk_size=100, chunk_overlap=100)
+    index = LightRAGIndex(path=tmp_path / "idx", gleaning=0, summary_max_input_tokens=3000)
+    index.close()
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    assert manifest["config"]["gleaning"] == 0 and manifest["config"]["extraction"] == "offline"
+    assert GraphRAGIndex().config.entity_types == LightRAGIndex().config.entity_types
+    rows = {name: (value, doc) for name, value, doc in describe(LightRAGIndex.load(tmp_path / "idx").config)}
+    assert rows["gleaning"][0] == 0 and "LightRAG" in rows["gleaning"][1]
+
+
+def _openie(tmp_path, documents):
+    docs = [
+        {"idx": i, "passage": d.text, "extracted_entities": [d.id.title(), "Tarn"], "extracted_triples": [[d.id.title(), "lies near", "Tarn"]]}
+        for i, d in enumerate(documents)
+    ]
+    path = tmp_path / "openie.json"
+    path.write_text(json.dumps({"docs": docs}))
+    return path
+
+
+def test_extraction_spec_is_recorded_and_rebuilt_on_reopen(tmp_path):
+    """Defect: a LightRAG index built from imported triples silently switched to offline
+    extraction after reopening."""
+    documents = [Document(id=name, text=f"{name.title()} is a village on the coast.") for name in ("holm", "vik", "ness")]
+    path = _openie(tmp_path, documents)
+    for cls in (LightRAGIndex, GraphRAGIndex):
+        target = tmp_path / cls.method
+        index = cls(path=target, extraction=f"openie:{path}")
+        index.insert(documents[:2])
+        index.close()
+        reopened = cls.load(target)
+        assert reopened.config.extraction == f"openie:{path}"
+        reopened.insert(documents[2:])
+        names = {e.name for e in (reopened.entity_table.all())}
+        assert {"Holm", "Vik", "Ness", "Tarn"} <= names, cls.method  # the triples, not the offline rules
+        reopened.close()
+
+
+def test_a_custom_extractor_is_recorded_and_asked_for_again(tmp_path):
+    class Mine:
+        async def aextract(self, chunks):
+            from rhizome.core.extraction import Extraction
+
+            return [Extraction(chunk_id=c.id) for c in chunks]
+
+    index = LightRAGIndex(path=tmp_path / "idx", extraction=Mine())
+    index.insert(["Some text about Tarn."])
+    assert index.config.extraction.startswith("custom:") and index.config.extraction.endswith("Mine")
+    index.close()
+    reopened = LightRAGIndex.load(tmp_path / "idx")
+    assert reopened.as_retriever().retrieve("Tarn")  # queries need no extractor
+    with pytest.raises(ConfigurationError, match="pass the same extractor"):
+        reopened.insert(["More text."])
+    reopened.close()
+    again = LightRAGIndex.load(tmp_path / "idx", extraction=Mine())
+    again.insert(["More text."])
+    again.close()
+
+
+def test_usage_is_counted_per_call_even_when_models_are_shared():
+    model = FakeChatModel(SchemaResponder())
+    results: dict[int, dict] = {}
+
+    def work(n: int) -> None:
+        with usage_scope() as usage:
+            for _ in range(n):
+                model.complete_json("Name a Harbour.", Community)
+        results[n] = usage.stats()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (1, 2, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {n: r["model_calls"] for n, r in results.items()} == {1: 1, 2: 2, 3: 3}
+    assert model.usage.calls == 6
+
+
+def test_the_write_lock_holds_across_threads_and_event_loops():
+    lock = WriteLock()
+    inside: list[int] = []
+    overlaps: list[bool] = []
+
+    async def critical(n: int) -> None:
+        async with lock:
+            overlaps.append(bool(inside))
+            inside.append(n)
+            await asyncio.sleep(0.01)
+            inside.remove(n)
+
+    threads = [threading.Thread(target=run_sync, args=(critical(n),)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps == [False] * 6
+
+
+def test_model_calls_are_cached_by_default_and_can_be_turned_off(tmp_path):
+    """Defect: the library API had no model-call cache by default (only the CLI had one)."""
+    documents = [Document(id=f"d{i}", text=f"Harbour master {name} keeps the Tarn ledger with {other}.") for i, (name, other) in enumerate([("Mira", "Osric"), ("Petra", "Hanna")])]
+    first = FakeChatModel(SchemaResponder())
+    GraphRAGIndex(HashingEmbedder(), llm=first, path=tmp_path / "a").insert(documents)
+    assert first.usage.calls > 0 and (tmp_path / "a" / "model-calls.sqlite").exists() is False  # tests set RHIZOME_CACHE_DIR
+    second = FakeChatModel(SchemaResponder())
+    report = GraphRAGIndex(HashingEmbedder(), llm=second, path=tmp_path / "b").insert(documents)
+    assert second.usage.calls == 0 and report.stats["cache_hits"] > 0  # the same calls, answered from the cache
+    third = FakeChatModel(SchemaResponder())
+    GraphRAGIndex(HashingEmbedder(), llm=third, path=tmp_path / "c", cache=False).insert(documents)
+    assert third.usage.calls == first.usage.calls
+
+
+def test_cache_lives_in_the_index_directory_without_rhizome_cache_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("RHIZOME_CACHE_DIR")
+    model = FakeChatModel(SchemaResponder())
+    GraphRAGIndex(HashingEmbedder(), llm=model, path=tmp_path / "idx").insert(["Captain Mira Holt sails to Gull Island."])
+    assert (tmp_path / "idx" / "model-calls.sqlite").exists()
+
+
+def test_graphrag_reports_interrupted_midway_are_not_paid_again():
+    """Defect: GraphRAG committed summaries and reports once, at the end: interrupted after 2 of
+    4 reports, all 4 were paid again."""
+    from rhizome.core.errors import ModelUnavailableError
+    from rhizome.graphrag.prompts import REPORT_SYSTEM
+
+    counts = {"report": 0}
+    fail_at: list[int] = [3]
+
+    class Reports(SchemaResponder):
+        def __call__(self, messages, schema):
+            if messages[0]["content"] == REPORT_SYSTEM:
+                counts["report"] += 1
+                if counts["report"] == fail_at[0]:
+                    raise ModelUnavailableError("the server went away")
+            return super().__call__(messages, schema)
+
+    topics = [
+        "Mira Holt sails the Tarn ferry with Osric Vane.",
+        "Petra Lind chairs the Salt Guild with Hanna Crest.",
+        "Ivo Brand trains the Gull Island choir with Lena Frey.",
+        "Tomas Berg coaches Falcon United with Nils Holm.",
+    ]
+    index = GraphRAGIndex(HashingEmbedder(), llm=FakeChatModel(Reports(), max_retries=0, max_concurrency=1), extraction="offline", cache=False)
+    with pytest.raises(ModelUnavailableError):
+        index.insert(topics)
+    paid = counts["report"]  # the third failed; a fourth may have finished meanwhile
+    assert index.needs_refresh and paid in (3, 4)
+    fail_at[0] = -1
+    stats = index.refresh()
+    total = len(index.graph().communities)
+    assert total == 4 and stats["reports_written"] == total - (paid - 1)  # every finished report was kept
+    assert counts["report"] == paid + stats["reports_written"] and not index.needs_refresh
+
+
+def test_retrievers_report_what_each_call_cost():
+    index = GraphRAGIndex(HashingEmbedder(), llm=FakeChatModel(SchemaResponder()), extraction="offline")
+    index.insert(["Mira Holt sails the Tarn ferry with Osric Vane.", "Petra Lind chairs the Salt Guild with Hanna Crest."])
+    retriever = index.as_retriever(mode="global")
+    first = retriever.search("Who sails the ferry?")
+    second = retriever.search("Who chairs the guild?")
+    assert first.stats["model_calls"] > 0 and second.stats["model_calls"] > 0
+    assert "last_stats" not in vars(retriever)
+
+
+def test_sync_wrappers_are_safe_inside_a_running_loop():
+    async def inside() -> int:
+        index = VectorIndex()
+        index.insert(["one text", "another text"])  # a sync call from async code
+        return len(index.as_retriever(k=2).retrieve("text"))
+
+    assert asyncio.run(inside()) == 2
+    time.sleep(0)
