@@ -31,10 +31,13 @@ from typing import Any
 from benchmarks import data, metrics
 from rhizome.core import Chunk, FakeChatModel, HashingEmbedder
 from rhizome.core.embeddings import hashed_features
+from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.extraction import LLMExtractor
+from rhizome.core.hierarchy import GroupSummarizer, cluster_hierarchy
+from rhizome.core.storage import IndexStore, Manifest
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Entity, Relation
-from rhizome.graphrag import GraphData, GraphRAGIndex, ReportWriter, cluster
+from rhizome.graphrag import GraphRAGIndex, ReportWriter, build_input
 from rhizome.graphrag.prompts import MAP_SYSTEM, RATE_SYSTEM, REPORT_SYSTEM
 
 RESULTS = Path(__file__).parent / "results"
@@ -271,16 +274,29 @@ def planted(n: int, seed: int = 5) -> tuple[dict[str, Entity], dict[str, Relatio
     return entities, relations
 
 
+async def schedule_reports(writer: ReportWriter, communities: list[Any], graph: EntityGraph) -> tuple[Any, int]:
+    """Every report written bottom-up by the kernel's group summariser, on a fresh in-memory store."""
+    summarizer = GroupSummarizer(
+        IndexStore.create(None, Manifest(method="bench")),
+        "bench.report",
+        build_input=lambda c, done: build_input(c, graph, done, 8000),
+        write=lambda data: writer.awrite(data, graph),
+        identity=writer.identity,
+    )
+    reports, counts = await summarizer.asummarize(communities)
+    return reports, counts["written"]
+
+
 async def scale(quick: bool) -> list[dict[str, Any]]:
     rows = []
     for n in (2_000, 10_000) if quick else (10_000, 100_000):
         entities, relations = planted(n)
         t = time.perf_counter()
-        communities = cluster(entities, relations, max_cluster_size=10, seed=0xDEADBEEF)
+        communities = cluster_hierarchy(EntityGraph.build(entities, relations).weighted(), max_cluster_size=10, seed=0xDEADBEEF)
         leiden = time.perf_counter() - t
-        graph = GraphData.build(entities, relations, {c.id: c for c in communities})
+        graph = EntityGraph.build(entities, relations, {c.id: c for c in communities})
         t = time.perf_counter()
-        _, written = await ReportWriter(None).aschedule(communities, graph, {})
+        _, written = await schedule_reports(ReportWriter(None), communities, graph)
         offline = time.perf_counter() - t
         row = {
             "entities": n,
@@ -294,7 +310,7 @@ async def scale(quick: bool) -> list[dict[str, Any]]:
         if n <= 10_000:
             llm = FakeChatModel(CountingResponder(), max_concurrency=16)
             t = time.perf_counter()
-            await ReportWriter(llm).aschedule(communities, graph, {})
+            await schedule_reports(ReportWriter(llm), communities, graph)
             row["fake_model_reports_seconds"] = round(time.perf_counter() - t, 2)
             row["fake_model_calls"] = llm.usage.calls
         rows.append(row)

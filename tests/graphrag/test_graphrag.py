@@ -21,16 +21,15 @@ from rhizome.core import (
 )
 from rhizome.core.aio import run_sync
 from rhizome.core.answer import aanswer
+from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.hierarchy import cluster_hierarchy
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag import (
     GlobalSearch,
-    GraphData,
     GraphRAGIndex,
     LocalSearch,
     ReportWriter,
-    build_graph,
     build_input,
 )
 from rhizome.graphrag.prompts import MAP_SYSTEM, RATE_SYSTEM, REPORT_SYSTEM
@@ -134,11 +133,11 @@ def test_leiden_recovers_planted_partition():
     for g in range(4):  # one weak bridge between neighbouring groups
         u, v = groups[g][0], groups[(g + 1) % 4][1]
         relations[f"{u}|{v}"] = Relation(id=f"{u}|{v}", source=u, target=v, weight=1.0)
-    communities = cluster_hierarchy(build_graph(entities, relations), max_cluster_size=10, seed=0xDEADBEEF)
+    communities = cluster_hierarchy(EntityGraph.build(entities, relations).weighted(), max_cluster_size=10, seed=0xDEADBEEF)
     level0 = [c for c in communities if c.level == 0]
     assert sorted(sorted(c.entity_ids) for c in level0) == sorted(sorted(g) for g in groups)
     # stable ids: the same graph gives the same ids, whatever the insertion order
-    again = cluster_hierarchy(build_graph(dict(reversed(entities.items())), dict(reversed(relations.items()))), max_cluster_size=10, seed=0xDEADBEEF)
+    again = cluster_hierarchy(EntityGraph.build(dict(reversed(entities.items())), dict(reversed(relations.items()))).weighted(), max_cluster_size=10, seed=0xDEADBEEF)
     assert {c.id for c in again} == {c.id for c in communities}
 
 
@@ -146,7 +145,7 @@ def test_hierarchy_splits_communities_above_max_cluster_size():
     graph = nx.planted_partition_graph(3, 12, 0.9, 0.01, seed=3)
     entities = {str(n): Entity(id=str(n), name=f"n{n}") for n in graph.nodes}
     relations = {f"{u}-{v}": Relation(id=f"{u}-{v}", source=str(u), target=str(v)) for u, v in graph.edges}
-    communities = cluster_hierarchy(build_graph(entities, relations), max_cluster_size=5, seed=1)
+    communities = cluster_hierarchy(EntityGraph.build(entities, relations).weighted(), max_cluster_size=5, seed=1)
     by_id = {c.id: c for c in communities}
     assert any(c.level >= 1 for c in communities)
     for c in communities:
@@ -158,14 +157,14 @@ def test_hierarchy_splits_communities_above_max_cluster_size():
 # -- reports ----------------------------------------------------------------------------------
 
 
-def _small_graph() -> tuple[GraphData, Community]:
+def _small_graph() -> tuple[EntityGraph, Community]:
     entities = {n: Entity(id=n, name=n.title(), description=f"{n.title()} is a thing.") for n in ("a", "b", "c")}
     relations = {
         "ab": Relation(id="ab", source="a", target="b", description="A knows B", weight=2),
         "bc": Relation(id="bc", source="b", target="c", description="B knows C", weight=1),
     }
     community = Community(id="comm-0-x", level=0, entity_ids=["a", "b", "c"])
-    return GraphData.build(entities, relations, {community.id: community}), community
+    return EntityGraph.build(entities, relations, {community.id: community}), community
 
 
 async def test_report_json_is_validated_and_retried():
@@ -188,7 +187,7 @@ def test_report_context_uses_child_reports_when_raw_data_is_too_long():
     child_a = Community(id="ca", level=1, entity_ids=[f"e{i}" for i in range(6)], parent="p", title="Child A", summary="first half", metadata={"summary_by": "model"})
     child_b = Community(id="cb", level=1, entity_ids=[f"e{i}" for i in range(6, 12)], parent="p", title="Child B", summary="second half", metadata={"summary_by": "model"})
     parent = Community(id="p", level=0, entity_ids=list(entities), children=["ca", "cb"])
-    graph = GraphData.build(entities, relations, {c.id: c for c in (parent, child_a, child_b)})
+    graph = EntityGraph.build(entities, relations, {c.id: c for c in (parent, child_a, child_b)})
     data = build_input(parent, graph, {"ca": child_a, "cb": child_b}, 600)
     assert [c.id for c in data.children] == ["ca", "cb"] and "Child A" in data.text
     assert count_tokens(data.text) <= 600
@@ -271,7 +270,7 @@ def _tree_index(llm: Any) -> Any:
     add("r2", 0, ["e4", "e5", "e6", "e7"], None, ["c3", "c4"], "Football league")
     add("c3", 1, ["e4", "e5"], "r2", [], "Falcon United")
     add("c4", 1, ["e6", "e7"], "r2", [], "Bergen stadium")
-    graph = GraphData.build(entities, {}, communities)
+    graph = EntityGraph.build(entities, {}, communities)
 
     async def areports(ids):
         return {i: graph.communities[i] for i in ids}

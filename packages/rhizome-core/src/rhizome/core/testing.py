@@ -229,13 +229,13 @@ class IndexConformance:
             state = _state(retriever)
             serial = {q: signature(retriever.retrieve(q)) for q in QUERIES}
             with ThreadPoolExecutor(max_workers=6) as pool:
-                threaded = list(pool.map(lambda q: (q, signature(retriever.retrieve(q))), QUERIES * 4))
+                threaded = list(pool.map(lambda q, r=retriever: (q, signature(r.retrieve(q))), QUERIES * 4))
             assert all(serial[q] == hits for q, hits in threaded), mode
 
-            async def together() -> list[list[Hit]]:
-                return list(await asyncio.gather(*(retriever.aretrieve(q) for q in QUERIES * 2)))
+            async def together(r: Any) -> list[list[Hit]]:
+                return list(await asyncio.gather(*(r.aretrieve(q) for q in QUERIES * 2)))
 
-            gathered = asyncio.run(together())
+            gathered = asyncio.run(together(retriever))
             assert [signature(h) for h in gathered] == [serial[q] for q in QUERIES * 2], mode
             assert _state(retriever) == state, f"{mode}: per-call state"
 

@@ -10,7 +10,6 @@ community reports; local, global (map with dynamic community selection), DRIFT a
 """
 
 from rhizome.graphrag.config import GraphRAGConfig
-from rhizome.graphrag.graph import GraphData, build_graph
 from rhizome.graphrag.index import GraphRAGIndex
 from rhizome.graphrag.reports import ReportWriter, build_input, full_content
 from rhizome.graphrag.search import DriftSearch, GlobalSearch, LocalSearch
@@ -18,12 +17,10 @@ from rhizome.graphrag.search import DriftSearch, GlobalSearch, LocalSearch
 __all__ = [
     "DriftSearch",
     "GlobalSearch",
-    "GraphData",
     "GraphRAGConfig",
     "GraphRAGIndex",
     "LocalSearch",
     "ReportWriter",
-    "build_graph",
     "build_input",
     "full_content",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.extraction import Extraction, merge_extractions
 from rhizome.core.graph import leiden_library_versions
 from rhizome.core.hierarchy import GroupSummarizer, Hierarchy, cluster_hierarchy, has_summary
@@ -32,7 +33,6 @@ from rhizome.core.stages import arun_stage, digest, prune_stage
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.config import GraphRAGConfig
-from rhizome.graphrag.graph import GraphData, build_graph
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
 
 SUMMARY_STAGE = "graphrag.summary"
@@ -65,7 +65,7 @@ class GraphRAGIndex(BaseIndex):
             self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
         )
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
-        self._graph_cache: tuple[tuple[int, ...], GraphData] | None = None
+        self._graph_cache: tuple[tuple[int, ...], EntityGraph] | None = None
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
@@ -87,18 +87,18 @@ class GraphRAGIndex(BaseIndex):
         await self._rebuild(stats)
 
     # -- the graph -----------------------------------------------------------------------------
-    def graph(self) -> GraphData:
+    def graph(self) -> EntityGraph:
         """The current entities, relations and communities (cached until the next change)."""
         key = (self.entity_table.generation(), self.relation_table.generation(), self.communities.groups.generation())
         cached = self._graph_cache
         if cached is None or cached[0] != key:
-            data = GraphData.build(
+            data = EntityGraph.build(
                 {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
             )
             self._graph_cache = cached = (key, data)
         return cached[1]
 
-    def _reports(self, graph: GraphData) -> GroupSummarizer:
+    def _reports(self, graph: EntityGraph) -> GroupSummarizer:
         return GroupSummarizer(
             self.store,
             REPORT_STAGE,
@@ -130,10 +130,11 @@ class GraphRAGIndex(BaseIndex):
         for key, text in summaries.items():
             records[key].description = text
 
+        c = self.config
         structure = cluster_hierarchy(
-            build_graph(entities, relations), max_cluster_size=self.config.max_cluster_size, seed=self.config.leiden_seed, max_levels=self.config.max_levels
+            EntityGraph.build(entities, relations).weighted(), max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels
         )
-        graph = GraphData.build(entities, relations, {c.id: c for c in structure})
+        graph = EntityGraph.build(entities, relations, {c.id: c for c in structure})
         reports, counts = await self._reports(graph).asummarize(structure, only=set() if self.config.reports == "lazy" else None)
         graph.communities = reports
 
@@ -169,7 +170,7 @@ class GraphRAGIndex(BaseIndex):
             community_embeddings=sum(len(b.ids) for b in community_vectors),
         )
 
-    def _community_text(self, community: Community, graph: GraphData) -> str:
+    def _community_text(self, community: Community, graph: EntityGraph) -> str:
         return full_content(community) if has_summary(community) else community_card(community, graph)
 
     async def areports(self, community_ids: Sequence[str]) -> dict[str, Community]:

@@ -22,11 +22,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.hierarchy import GroupInput, SummaryFields, has_summary
 from rhizome.core.summarize import extractive_summary
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
-from rhizome.graphrag.graph import GraphData
 from rhizome.graphrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 from rhizome.graphrag.schemas import ReportOutput
 
@@ -50,7 +50,7 @@ def short_content(community: Community, max_tokens: int = 500) -> str:
     return truncate_tokens("\n".join(x for x in lines if x), max_tokens)
 
 
-def community_card(community: Community, graph: GraphData, max_tokens: int = 300) -> str:
+def community_card(community: Community, graph: EntityGraph, max_tokens: int = 300) -> str:
     """A report-less description of a community (its most connected members and what is said
     about them): what lazy mode embeds and rates before any report exists."""
     members = sorted(community.entity_ids, key=lambda e: (-graph.degree.get(e, 0), e))
@@ -64,7 +64,7 @@ def community_card(community: Community, graph: GraphData, max_tokens: int = 300
 
 def build_input(
     community: Community,
-    graph: GraphData,
+    graph: EntityGraph,
     reports: Mapping[str, Community],
     max_input_tokens: int,
 ) -> GroupInput:
@@ -107,11 +107,11 @@ def build_input(
     return GroupInput(group=community, text=text, children=chosen_children, extra={"relations": raw_relations})
 
 
-def _entity_row(entity: Entity, graph: GraphData) -> str:
+def _entity_row(entity: Entity, graph: EntityGraph) -> str:
     return f"{entity.name}|{_cell(entity.type)}|{_cell(entity.description, 300)}|{graph.degree.get(entity.id, 0)}"
 
 
-def _relation_row(relation: Relation, graph: GraphData) -> str:
+def _relation_row(relation: Relation, graph: EntityGraph) -> str:
     source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
     target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
     description = relation.description or relation.predicate or ", ".join(relation.keywords)
@@ -125,7 +125,7 @@ def _child_row(child: Community) -> str:
 def _pack_raw(
     entities: Sequence[Entity],
     relations: Sequence[Relation],
-    graph: GraphData,
+    graph: EntityGraph,
     budget: int,
     *,
     exhaustive: bool = False,
@@ -161,7 +161,7 @@ def _pack_raw(
     return ordered, chosen_relations, used
 
 
-def _render(entities: list[Entity], relations: list[Relation], children: list[Community], graph: GraphData) -> str:
+def _render(entities: list[Entity], relations: list[Relation], children: list[Community], graph: EntityGraph) -> str:
     parts = []
     if children:
         parts += ["-----Sub-community reports-----", "id|title|summary|rating"]
@@ -196,7 +196,7 @@ class ReportWriter:
         """What besides its context decides a report (part of its stage digest)."""
         return ["offline" if self.llm is None else "model", getattr(self.llm, "name", ""), self.language, self.max_tokens]
 
-    async def awrite(self, data: GroupInput, graph: GraphData) -> SummaryFields:
+    async def awrite(self, data: GroupInput, graph: EntityGraph) -> SummaryFields:
         """The report fields of one community."""
         if self.llm is None:
             return offline_report(data, graph)
@@ -214,7 +214,7 @@ class ReportWriter:
         }
 
 
-def offline_report(data: GroupInput, graph: GraphData) -> SummaryFields:
+def offline_report(data: GroupInput, graph: EntityGraph) -> SummaryFields:
     """An extractive report from a community's context (no model)."""
     community = data.group
     members = sorted(

@@ -1,9 +1,10 @@
-"""The entity graph as the searches see it.
+"""An entity graph as a method's searches see it.
 
-:class:`GraphData` is an in-memory view of the merged entities, relations and communities of an
-index, with the lookups every search needs (degrees, relations per entity, communities per
-entity, entities per chunk). :func:`build_graph` is the weighted graph Leiden clusters (with the
-kernel's :func:`~rhizome.core.hierarchy.cluster_hierarchy`).
+:class:`EntityGraph` is an in-memory view of the merged entities, relations and communities of
+an index, with the lookups graph searches need (degrees, relations per entity, communities per
+entity, entities per chunk); :meth:`EntityGraph.weighted` is the undirected weighted graph that
+Leiden clusters (:func:`~rhizome.core.hierarchy.cluster_hierarchy`). GraphRAG builds on it;
+ArchRAG and HippoRAG, which also cluster or walk an entity graph, can too.
 """
 
 from __future__ import annotations
@@ -17,25 +18,8 @@ import networkx as nx
 from rhizome.core.types import Community, Entity, Relation
 
 
-def build_graph(entities: Mapping[str, Entity], relations: Mapping[str, Relation]) -> nx.Graph:
-    """The undirected weighted graph Leiden runs on: one node per entity that has at least one
-    relation to another entity (GraphRAG clusters its edge list, so isolated entities belong to
-    no community), edge weight = the summed weights of every relation between the two."""
-    graph = nx.Graph()
-    for relation in relations.values():
-        u, v = relation.source, relation.target
-        if u == v or u not in entities or v not in entities:
-            continue
-        weight = max(float(relation.weight), 0.0) or 1.0
-        if graph.has_edge(u, v):
-            graph[u][v]["weight"] += weight
-        else:
-            graph.add_edge(u, v, weight=weight)
-    return graph
-
-
 @dataclass
-class GraphData:
+class EntityGraph:
     """Entities, relations and communities of an index, with derived lookups."""
 
     entities: dict[str, Entity] = field(default_factory=dict)
@@ -52,7 +36,7 @@ class GraphData:
         entities: Mapping[str, Entity],
         relations: Mapping[str, Relation],
         communities: Mapping[str, Community] | None = None,
-    ) -> GraphData:
+    ) -> EntityGraph:
         data = cls(dict(entities), dict(relations), dict(communities or {}))
         neighbours: dict[str, set[str]] = defaultdict(set)
         relations_of: dict[str, list[str]] = defaultdict(list)
@@ -75,6 +59,23 @@ class GraphData:
                 chunks[cid].append(eid)
         data.entities_of_chunk = dict(chunks)
         return data
+
+    def weighted(self) -> nx.Graph:
+        """The undirected weighted graph Leiden runs on: one node per entity that has at least
+        one relation to another entity (GraphRAG clusters its edge list, so isolated entities
+        belong to no community), edge weight = the summed weights of every relation between
+        the two."""
+        graph = nx.Graph()
+        for relation in self.relations.values():
+            u, v = relation.source, relation.target
+            if u == v or u not in self.entities or v not in self.entities:
+                continue
+            weight = max(float(relation.weight), 0.0) or 1.0
+            if graph.has_edge(u, v):
+                graph[u][v]["weight"] += weight
+            else:
+                graph.add_edge(u, v, weight=weight)
+        return graph
 
     def combined_degree(self, relation: Relation) -> int:
         return self.degree.get(relation.source, 0) + self.degree.get(relation.target, 0)
@@ -105,4 +106,4 @@ class GraphData:
         return sorted(counts, key=lambda c: (-counts[c], c))
 
 
-__all__ = ["GraphData", "build_graph"]
+__all__ = ["EntityGraph"]
