@@ -10,12 +10,11 @@ import sys
 import pytest
 
 from rhizome.core import (
+    ConfigurationError,
     Document,
     FakeEmbedder,
-    ConfigurationError,
     HashingEmbedder,
     IndexFormatError,
-    IndexLockedError,
     IndexMismatchError,
     IndexNotFoundError,
     InvalidInputError,

@@ -8,9 +8,14 @@ from _lightrag_fakes import fake_model
 
 from rhizome.core import Document
 from rhizome.core.models.base import BaseEmbedder
-from rhizome.core.resolution import EntityResolver, normalise_name, resolve_names
+from rhizome.core.resolution import (
+    EntityResolver,
+    initials,
+    is_acronym,
+    normalise_name,
+    resolve_names,
+)
 from rhizome.lightrag import LightRAGIndex
-from rhizome.core.resolution import initials, is_acronym
 
 # (name, type, group): names of one group are one entity; different groups must stay apart
 LABELLED = [
