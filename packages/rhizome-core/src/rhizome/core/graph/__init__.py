@@ -1,0 +1,67 @@
+"""Graph algorithms shared by the graph-based methods, one module per job.
+
+* :mod:`~rhizome.core.graph.leiden` — community detection: :func:`leiden` (one seeded level of
+  the Leiden algorithm) and :func:`hierarchical_leiden` (GraphRAG-style recursive re-clustering
+  of communities larger than ``max_cluster_size``).
+* :mod:`~rhizome.core.graph.pagerank` — :func:`personalized_pagerank` by power iteration on a
+  scipy sparse matrix, as HippoRAG spreads query-entity scores over its graph, with
+  :func:`graph_to_csr` and :func:`pagerank_scores` for networkx graphs.
+* :mod:`~rhizome.core.graph.similarity` — :func:`knn_similarity_pairs`: pairs of items among
+  each other's k nearest neighbours above a cosine threshold (HippoRAG's synonymy edges, entity
+  resolution candidates), by a batched faiss search.
+
+Every function gives the same answer for the same input on the same library versions; the
+graph functions treat *node order* (:func:`ordered_nodes`) as canonical. Import from this
+package: ``from rhizome.core.graph import leiden, pagerank_scores, knn_similarity_pairs``.
+"""
+
+from __future__ import annotations
+
+from rhizome.core.graph._common import NodeId, ordered_nodes
+from rhizome.core.graph.leiden import (
+    DEFAULT_LEIDEN_SEED,
+    DEFAULT_MAX_CLUSTER_SIZE,
+    DEFAULT_MAX_LEVELS,
+    DEFAULT_RESOLUTION,
+    CommunityHierarchy,
+    HierarchyCommunity,
+    communities_from_membership,
+    community_id,
+    hierarchical_leiden,
+    leiden,
+    leiden_library_versions,
+)
+from rhizome.core.graph.pagerank import (
+    DEFAULT_PPR_DAMPING,
+    graph_to_csr,
+    pagerank_scores,
+    personalized_pagerank,
+)
+from rhizome.core.graph.similarity import (
+    DEFAULT_SIMILARITY_THRESHOLD,
+    DEFAULT_SIMILARITY_TOP_K,
+    knn_similarity_pairs,
+)
+
+__all__ = [
+    "DEFAULT_LEIDEN_SEED",
+    "DEFAULT_MAX_CLUSTER_SIZE",
+    "DEFAULT_MAX_LEVELS",
+    "DEFAULT_PPR_DAMPING",
+    "DEFAULT_RESOLUTION",
+    "DEFAULT_SIMILARITY_THRESHOLD",
+    "DEFAULT_SIMILARITY_TOP_K",
+    "CommunityHierarchy",
+    "HierarchyCommunity",
+    "NodeId",
+    "communities_from_membership",
+    "community_id",
+    "graph_to_csr",
+    "hierarchical_leiden",
+    "knn_similarity_pairs",
+    "leiden",
+    "leiden_library_versions",
+    "ordered_nodes",
+    "pagerank_scores",
+    "personalized_pagerank",
+]

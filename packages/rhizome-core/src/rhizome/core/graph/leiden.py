@@ -1,0 +1,594 @@
+"""Community detection: seeded Leiden and GraphRAG-style hierarchical Leiden.
+
+:func:`leiden` runs one seeded level of the Leiden algorithm (``leidenalg`` on an ``igraph`` copy
+of a networkx graph). :func:`hierarchical_leiden` builds a GraphRAG-style hierarchy on top of it:
+cluster the whole graph, then re-cluster every community that is larger than
+``max_cluster_size`` inside its own induced subgraph, level after level.
+
+Determinism. Every function here gives the same answer for the same input on the same library
+versions, whatever order the nodes and edges were inserted in:
+
+* the nodes are handed to igraph in *node order* (sorted when the node ids can be compared with
+  each other, otherwise sorted by type name and ``repr``), and the edges in sorted order;
+* Leiden is seeded (default :data:`DEFAULT_LEIDEN_SEED`, GraphRAG's ``0xDEADBEEF``);
+* community numbers are canonical: largest community first, ties broken by the node that comes
+  first in node order.
+
+Leiden's output can still change between ``leidenalg``/``igraph`` releases (GraphRAG pins its
+Leiden library for this reason), so index builders should store :func:`leiden_library_versions`
+next to the communities they persist.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from rhizome.core.errors import ConfigurationError
+from rhizome.core.graph._common import (
+    NodeId,
+    _check_graph,
+    _check_positive_int,
+    _edge_weight,
+    ordered_nodes,
+)
+
+DEFAULT_LEIDEN_SEED = 0xDEADBEEF
+"""Leiden's random seed; GraphRAG's clustering default (``graphrag/config/defaults.py``)."""
+
+DEFAULT_RESOLUTION = 1.0
+"""Leiden resolution; 1.0 is plain modularity, which is what GraphRAG's clustering optimises."""
+
+DEFAULT_MAX_CLUSTER_SIZE = 10
+"""Largest leaf community :func:`hierarchical_leiden` aims for; GraphRAG's default."""
+
+DEFAULT_MAX_LEVELS = 10
+"""Safety cap on the depth of :func:`hierarchical_leiden` (level 0 counts as one level)."""
+
+_MAX_SEED = 2**63 - 1  # leidenalg converts the seed to a C ssize_t
+
+
+def _check_seed(seed: int) -> int:
+    try:
+        value = operator.index(seed)
+    except TypeError:
+        raise ConfigurationError(f"seed must be an integer, got {seed!r}.") from None
+    if isinstance(seed, bool) or not 0 <= value <= _MAX_SEED:
+        raise ConfigurationError(
+            f"seed must be an integer between 0 and 2**63 - 1, got {seed!r}. "
+            f"The default is {DEFAULT_LEIDEN_SEED:#x} (GraphRAG's)."
+        )
+    return value
+
+
+def _check_resolution(resolution: float) -> float:
+    try:
+        value = float(resolution)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"resolution must be a number, got {resolution!r}.") from None
+    if not math.isfinite(value) or value < 0:
+        raise ConfigurationError(
+            f"resolution must be a finite number >= 0, got {resolution!r}. Use 1.0 for plain "
+            f"modularity; larger values give smaller communities."
+        )
+    return value
+
+
+def _check_n_iterations(n_iterations: int) -> int:
+    try:
+        value = operator.index(n_iterations)
+    except TypeError:
+        raise ConfigurationError(
+            f"n_iterations must be an integer, got {n_iterations!r}."
+        ) from None
+    if value == 0:
+        raise ConfigurationError(
+            "n_iterations must be positive, or negative to iterate until the partition stops "
+            "improving (the default, -1); 0 would return every node on its own."
+        )
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Leiden
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Edges:
+    """An undirected weighted edge list over vertex indices ``0..n-1``; ``src <= dst``."""
+
+    n: int
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+
+
+def _collapse(graph: nx.Graph, weight: str | None) -> tuple[list[NodeId], _Edges]:
+    """Node order plus an undirected, simple, positively weighted copy of ``graph``.
+
+    Reciprocal directed edges and parallel multigraph edges are merged by summing their weights;
+    self-loops are kept; zero-weight edges are dropped (they add nothing to modularity).
+    """
+    nodes = ordered_nodes(graph.nodes)
+    index = {node: i for i, node in enumerate(nodes)}
+    summed: dict[tuple[int, int], float] = {}
+    for u, v, data in graph.edges(data=True):
+        w = _edge_weight(data, weight, u, v)
+        i, j = index[u], index[v]
+        key = (i, j) if i <= j else (j, i)
+        summed[key] = summed.get(key, 0.0) + w
+    keys = sorted(k for k, w in summed.items() if w > 0)
+    src = np.fromiter((k[0] for k in keys), dtype=np.int64, count=len(keys))
+    dst = np.fromiter((k[1] for k in keys), dtype=np.int64, count=len(keys))
+    wts = np.fromiter((summed[k] for k in keys), dtype=np.float64, count=len(keys))
+    return nodes, _Edges(len(nodes), src, dst, wts)
+
+
+def _canonical_labels(membership: np.ndarray) -> np.ndarray:
+    """Renumber labels: largest community first, ties by the smallest vertex index."""
+    if membership.size == 0:
+        return membership.astype(np.int64)
+    labels, first, counts = np.unique(membership, return_index=True, return_counts=True)
+    order = np.lexsort((first, -counts))
+    remap = np.empty(int(labels.max()) + 1, dtype=np.int64)
+    remap[labels[order]] = np.arange(len(labels), dtype=np.int64)
+    return remap[membership]
+
+
+def _run_leiden(edges: _Edges, resolution: float, seed: int, n_iterations: int) -> np.ndarray:
+    """Canonical Leiden membership (one label per vertex) of an :class:`_Edges` graph."""
+    if edges.n == 0:
+        return np.empty(0, dtype=np.int64)
+    if edges.src.size == 0:
+        return np.arange(edges.n, dtype=np.int64)  # no edges: every vertex is alone
+    import igraph as ig
+    import leidenalg as la
+
+    g = ig.Graph(n=edges.n, edges=np.column_stack((edges.src, edges.dst)).tolist())
+    partition = la.find_partition(
+        g,
+        la.RBConfigurationVertexPartition,
+        weights=edges.weight.tolist(),
+        resolution_parameter=resolution,
+        n_iterations=n_iterations,
+        seed=seed,
+    )
+    return _canonical_labels(np.asarray(partition.membership, dtype=np.int64))
+
+
+def leiden(
+    graph: nx.Graph,
+    *,
+    resolution: float = DEFAULT_RESOLUTION,
+    seed: int = DEFAULT_LEIDEN_SEED,
+    weight: str | None = "weight",
+    n_iterations: int = -1,
+) -> dict[NodeId, int]:
+    """Partition ``graph`` into communities with one seeded run of the Leiden algorithm.
+
+    The quality function is ``leidenalg.RBConfigurationVertexPartition`` (Reichardt–Bornholdt
+    with the configuration null model) for every resolution. At ``resolution=1.0`` it ranks
+    partitions exactly like Newman's modularity, which is what GraphRAG optimises; higher values
+    favour smaller communities, lower values larger ones. Using one class for all resolutions
+    keeps results continuous in ``resolution``.
+
+    How the graph is read:
+
+    * Directed graphs are clustered as undirected: ``u -> v`` and ``v -> u`` become one edge whose
+      weight is their sum. Parallel edges of multigraphs are summed the same way.
+    * A missing weight attribute counts as 1.0; ``weight=None`` ignores weights altogether.
+      Weights must be finite and non-negative; zero-weight edges are ignored.
+    * Self-loops are kept (they make a node more likely to stay with itself).
+    * Isolated nodes each form their own community; an empty graph gives ``{}``.
+
+    Args:
+        graph: Any networkx graph. Node ids can be any hashable values.
+        resolution: Resolution parameter (>= 0). Default 1.0 (modularity), as in GraphRAG.
+        seed: Seed of Leiden's random number generator, 0 to 2**63 - 1. Default ``0xDEADBEEF``,
+            GraphRAG's. The same seed, graph and library versions give the same partition.
+        weight: Edge attribute holding the weight, or None for an unweighted graph.
+        n_iterations: Leiden iterations; negative (default -1) repeats until the partition stops
+            improving. leidenalg's own default is 2.
+
+    Returns:
+        ``{node: community}`` in node order (see :func:`ordered_nodes`). Communities are numbered
+        ``0..k-1`` from the largest down; equal sizes are ordered by their first node.
+
+    Raises:
+        InvalidInputError: ``graph`` is not a networkx graph, or an edge weight is unusable.
+        ConfigurationError: ``resolution``, ``seed`` or ``n_iterations`` is out of range.
+    """
+    _check_graph(graph)
+    resolution = _check_resolution(resolution)
+    seed = _check_seed(seed)
+    n_iterations = _check_n_iterations(n_iterations)
+    nodes, edges = _collapse(graph, weight)
+    labels = _run_leiden(edges, resolution, seed, n_iterations)
+    return {node: int(label) for node, label in zip(nodes, labels, strict=True)}
+
+
+def communities_from_membership(membership: Mapping[NodeId, int]) -> list[list[NodeId]]:
+    """Turn ``{node: community}`` into a list of communities, each a list of its nodes.
+
+    The list is indexed by community number (so ``result[c]`` are the nodes of community ``c``
+    when communities are numbered ``0..k-1``, as :func:`leiden` does); nodes keep node order.
+    """
+    groups: dict[int, list[NodeId]] = {}
+    for node in ordered_nodes(membership):
+        groups.setdefault(int(membership[node]), []).append(node)
+    return [groups[c] for c in sorted(groups)]
+
+
+def leiden_library_versions() -> dict[str, str]:
+    """Installed versions of ``leidenalg`` and ``igraph``, to store beside persisted communities.
+
+    Leiden results can change between releases of these libraries; recording the versions lets
+    an index explain why re-clustering the same graph gives different communities.
+    """
+    versions: dict[str, str] = {}
+    for name in ("leidenalg", "igraph"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+# --------------------------------------------------------------------------------------------
+# Hierarchical Leiden
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HierarchyCommunity:
+    """One community of a :class:`CommunityHierarchy`.
+
+    Attributes:
+        id: Stable identifier ``"L{level}-C{index}"``, e.g. ``"L1-C3"``.
+        level: Depth in the hierarchy; level-0 communities partition the whole graph.
+        index: Position among the communities of the same level (``0..k-1``). Level-0
+            communities are numbered largest first; deeper levels are numbered parent by parent
+            (in parent order), and within one parent largest first.
+        nodes: The member nodes in node order (see :func:`ordered_nodes`).
+        parent: Id of the community this one was split from; None at level 0.
+        children: Ids of the communities this one was split into; empty for a leaf.
+    """
+
+    id: str
+    level: int
+    index: int
+    nodes: tuple[NodeId, ...]
+    parent: str | None
+    children: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        """Number of member nodes."""
+        return len(self.nodes)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True when the community was not split any further."""
+        return not self.children
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict (tuples become lists; node ids are kept as they are)."""
+        return {
+            "id": self.id,
+            "level": self.level,
+            "index": self.index,
+            "nodes": list(self.nodes),
+            "parent": self.parent,
+            "children": list(self.children),
+        }
+
+
+def community_id(level: int, index: int) -> str:
+    """The id :func:`hierarchical_leiden` gives the ``index``-th community of ``level``."""
+    return f"L{level}-C{index}"
+
+
+@dataclass(frozen=True)
+class CommunityHierarchy:
+    """The result of :func:`hierarchical_leiden`: communities nested level by level.
+
+    Every node belongs to exactly one level-0 community and to exactly one leaf. A community at
+    level ``L + 1`` exists only where a level-``L`` community was too large and could be split,
+    so leaves sit at different depths and deeper levels cover only part of the graph.
+
+    Attributes:
+        communities: All communities, ordered by level and then index.
+        max_cluster_size: The size limit the hierarchy was built with.
+        resolution: The Leiden resolution used at every level.
+        seed: The Leiden seed used at every level.
+    """
+
+    communities: tuple[HierarchyCommunity, ...]
+    max_cluster_size: int
+    resolution: float
+    seed: int
+    _by_id: dict[str, HierarchyCommunity] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {c.id: c for c in self.communities})
+
+    def __len__(self) -> int:
+        return len(self.communities)
+
+    def __iter__(self) -> Iterator[HierarchyCommunity]:
+        return iter(self.communities)
+
+    def __contains__(self, community_id: object) -> bool:
+        return community_id in self._by_id
+
+    def __getitem__(self, community_id: str) -> HierarchyCommunity:
+        try:
+            return self._by_id[community_id]
+        except KeyError:
+            raise KeyError(
+                f"no community {community_id!r} in this hierarchy "
+                f"({len(self.communities)} communities, levels 0..{self.num_levels - 1})"
+            ) from None
+
+    @property
+    def num_levels(self) -> int:
+        """Number of levels (0 for an empty graph)."""
+        return self.communities[-1].level + 1 if self.communities else 0
+
+    @property
+    def levels(self) -> list[list[HierarchyCommunity]]:
+        """``levels[L]`` lists the communities created at level ``L``, in index order."""
+        result: list[list[HierarchyCommunity]] = [[] for _ in range(self.num_levels)]
+        for community in self.communities:
+            result[community.level].append(community)
+        return result
+
+    def at_level(self, level: int) -> list[HierarchyCommunity]:
+        """The communities created at ``level`` (empty when the hierarchy is not that deep)."""
+        return [c for c in self.communities if c.level == level]
+
+    def leaves(self) -> list[HierarchyCommunity]:
+        """The communities that were not split; together they partition the graph's nodes."""
+        return [c for c in self.communities if c.is_leaf]
+
+    def oversized_leaves(self) -> list[HierarchyCommunity]:
+        """Leaves larger than ``max_cluster_size``: Leiden could not split them (or the depth
+        cap was reached). Empty when every leaf fits."""
+        return [c for c in self.leaves() if c.size > self.max_cluster_size]
+
+    def membership(self, level: int, *, carry_leaves: bool = False) -> dict[NodeId, str]:
+        """``{node: community id}`` at ``level``.
+
+        With ``carry_leaves=False`` only nodes inside a level-``level`` community appear. With
+        ``carry_leaves=True`` every node appears: nodes whose leaf sits above ``level`` map to
+        that leaf, which gives a full partition of the graph at any depth.
+        """
+        result: dict[NodeId, str] = {}
+        for community in self.communities:
+            if community.level == level or (
+                carry_leaves and community.is_leaf and community.level < level
+            ):
+                for node in community.nodes:
+                    result[node] = community.id
+        return result
+
+    def memberships(self, *, carry_leaves: bool = False) -> list[dict[NodeId, str]]:
+        """:meth:`membership` for every level: ``result[L][node]`` is the node's community id."""
+        return [self.membership(L, carry_leaves=carry_leaves) for L in range(self.num_levels)]
+
+    def leaf_membership(self) -> dict[NodeId, str]:
+        """``{node: id of its leaf community}`` for every node."""
+        result: dict[NodeId, str] = {}
+        for community in self.leaves():
+            for node in community.nodes:
+                result[node] = community.id
+        return result
+
+    def path(self, node: NodeId) -> list[str]:
+        """Ids of the communities containing ``node``, from level 0 down to its leaf."""
+        for community in self.leaves():
+            if node in community.nodes:
+                chain = [community.id]
+                while (parent := self._by_id[chain[-1]].parent) is not None:
+                    chain.append(parent)
+                return chain[::-1]
+        raise KeyError(f"node {node!r} is not in this hierarchy")
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Every community as :meth:`HierarchyCommunity.to_dict`, in level/index order."""
+        return [c.to_dict() for c in self.communities]
+
+
+@dataclass
+class _Pending:
+    """A community waiting to be split, with its edges re-indexed to its own members."""
+
+    index: int  # position in the scratch list
+    members: np.ndarray  # global vertex indices, ascending
+    edges: _Edges
+
+
+def _split(
+    members: np.ndarray, edges: _Edges, resolution: float, seed: int, n_iterations: int
+) -> list[tuple[np.ndarray, _Edges]]:
+    """Leiden on one (sub)graph: its parts as (global members, part-local edges).
+
+    Vertices and internal edges are grouped by part with stable sorts, so this costs
+    O((n + m) log(n + m)) however many parts there are, and both keep their ascending order
+    (node order for vertices, lexicographic order for edges) inside each part.
+    """
+    labels = _run_leiden(edges, resolution, seed, n_iterations)
+    if labels.size == 0:
+        return []
+    k = int(labels.max()) + 1
+    vertex_order = np.argsort(labels, kind="stable")
+    vertex_counts = np.bincount(labels, minlength=k)
+    vertex_bounds = np.concatenate(([0], np.cumsum(vertex_counts)))
+    local = np.empty(edges.n, dtype=np.int64)
+    local[vertex_order] = np.arange(edges.n, dtype=np.int64) - np.repeat(
+        vertex_bounds[:-1], vertex_counts
+    )
+
+    internal = labels[edges.src] == labels[edges.dst]
+    src, dst, weight = edges.src[internal], edges.dst[internal], edges.weight[internal]
+    edge_labels = labels[src]
+    edge_order = np.argsort(edge_labels, kind="stable")
+    edge_bounds = np.concatenate(([0], np.cumsum(np.bincount(edge_labels, minlength=k))))
+
+    parts: list[tuple[np.ndarray, _Edges]] = []
+    for c in range(k):
+        positions = vertex_order[vertex_bounds[c] : vertex_bounds[c + 1]]
+        chosen = edge_order[edge_bounds[c] : edge_bounds[c + 1]]
+        part_edges = _Edges(
+            n=positions.size,
+            src=local[src[chosen]],
+            dst=local[dst[chosen]],
+            weight=weight[chosen],
+        )
+        parts.append((members[positions], part_edges))
+    return parts
+
+
+def hierarchical_leiden(
+    graph: nx.Graph,
+    *,
+    max_cluster_size: int = DEFAULT_MAX_CLUSTER_SIZE,
+    resolution: float = DEFAULT_RESOLUTION,
+    seed: int = DEFAULT_LEIDEN_SEED,
+    weight: str | None = "weight",
+    max_levels: int = DEFAULT_MAX_LEVELS,
+    n_iterations: int = -1,
+) -> CommunityHierarchy:
+    """Cluster ``graph`` into a hierarchy of communities, GraphRAG-style.
+
+    Level 0 is one :func:`leiden` run on the whole graph. Then, level after level, every
+    community with more than ``max_cluster_size`` nodes is clustered again with Leiden on its own
+    induced subgraph (the edges between its members only); the parts become its children on the
+    next level. This mirrors GraphRAG's use of ``graspologic``'s ``hierarchical_leiden``.
+
+    When splitting stops:
+
+    * a community with at most ``max_cluster_size`` nodes is a leaf;
+    * a community that Leiden leaves in one piece (for instance a clique such as K_30, for which
+      no split improves modularity) is a leaf **even though it is larger than the limit**;
+    * communities on level ``max_levels - 1`` are leaves, whatever their size.
+
+    So leaves exceed ``max_cluster_size`` only when they cannot be split (or the depth cap was
+    hit); :meth:`CommunityHierarchy.oversized_leaves` lists them. Every split makes communities
+    strictly smaller, so the recursion always ends.
+
+    GraphRAG keeps only the largest connected component before clustering (``use_lcc=True``);
+    this function clusters whatever graph it is given, so callers that want that behaviour
+    should pass the component themselves. Graph handling (direction, multi-edges, weights,
+    self-loops, isolated nodes) is the same as :func:`leiden`.
+
+    Args:
+        graph: Any networkx graph.
+        max_cluster_size: Largest leaf community wanted (>= 1). Default 10, GraphRAG's.
+        resolution: Leiden resolution at every level. Default 1.0 (modularity), GraphRAG's.
+        seed: Leiden seed at every level. Default ``0xDEADBEEF``, GraphRAG's.
+        weight: Edge attribute holding the weight, or None for an unweighted graph.
+        max_levels: Maximum number of levels, level 0 included (>= 1). Default 10.
+        n_iterations: Leiden iterations per run; negative (default) means until stable.
+
+    Returns:
+        A :class:`CommunityHierarchy`; empty for an empty graph.
+
+    Raises:
+        InvalidInputError: ``graph`` is not a networkx graph, or an edge weight is unusable.
+        ConfigurationError: A parameter is out of range.
+    """
+    _check_graph(graph)
+    resolution = _check_resolution(resolution)
+    seed = _check_seed(seed)
+    n_iterations = _check_n_iterations(n_iterations)
+    max_cluster_size = _check_positive_int("max_cluster_size", max_cluster_size)
+    max_levels = _check_positive_int("max_levels", max_levels)
+
+    nodes, edges = _collapse(graph, weight)
+    # Scratch records: level, index, members, parent scratch position, children positions.
+    levels: list[int] = []
+    indices: list[int] = []
+    member_sets: list[np.ndarray] = []
+    parents: list[int | None] = []
+    children: list[list[int]] = []
+
+    def add(level: int, index: int, members: np.ndarray, parent: int | None) -> int:
+        levels.append(level)
+        indices.append(index)
+        member_sets.append(members)
+        parents.append(parent)
+        children.append([])
+        if parent is not None:
+            children[parent].append(len(levels) - 1)
+        return len(levels) - 1
+
+    pending: list[_Pending] = []
+    if edges.n:
+        root_parts = _split(np.arange(edges.n), edges, resolution, seed, n_iterations)
+        for index, (members, part_edges) in enumerate(root_parts):
+            position = add(0, index, members, None)
+            if members.size > max_cluster_size:
+                pending.append(_Pending(position, members, part_edges))
+
+    level = 1
+    while pending and level < max_levels:
+        next_pending: list[_Pending] = []
+        index = 0
+        for item in pending:
+            parts = _split(item.members, item.edges, resolution, seed, n_iterations)
+            if len(parts) < 2:
+                continue  # Leiden cannot split it: it stays a leaf
+            for members, part_edges in parts:
+                position = add(level, index, members, item.index)
+                index += 1
+                if members.size > max_cluster_size:
+                    next_pending.append(_Pending(position, members, part_edges))
+        pending = next_pending
+        level += 1
+
+    ids = [community_id(lv, ix) for lv, ix in zip(levels, indices, strict=True)]
+    communities: list[HierarchyCommunity] = []
+    for i, parent_position in enumerate(parents):
+        communities.append(
+            HierarchyCommunity(
+                id=ids[i],
+                level=levels[i],
+                index=indices[i],
+                nodes=tuple(nodes[j] for j in member_sets[i]),
+                parent=None if parent_position is None else ids[parent_position],
+                children=tuple(ids[c] for c in children[i]),
+            )
+        )
+    # Scratch order is already level by level (BFS) and index order within a level.
+    return CommunityHierarchy(
+        communities=tuple(communities),
+        max_cluster_size=max_cluster_size,
+        resolution=resolution,
+        seed=seed,
+    )
+
+
+__all__ = [
+    "DEFAULT_LEIDEN_SEED",
+    "DEFAULT_MAX_CLUSTER_SIZE",
+    "DEFAULT_MAX_LEVELS",
+    "DEFAULT_RESOLUTION",
+    "CommunityHierarchy",
+    "HierarchyCommunity",
+    "communities_from_membership",
+    "community_id",
+    "hierarchical_leiden",
+    "leiden",
+    "leiden_library_versions",
+]
