@@ -69,11 +69,12 @@ def registered_methods() -> list[str]:
     return sorted(method_registry())
 
 
-def index_class(method: str) -> Any:
-    return method_registry()[method].load()
+def index_class(method: Any) -> Any:
+    """The index class of a registered method name (or the class itself)."""
+    return method_registry()[method].load() if isinstance(method, str) else method
 
 
-def modes_of(method: str) -> tuple[str | None, ...]:
+def modes_of(method: Any) -> tuple[str | None, ...]:
     return tuple(index_class(method).modes) or (None,)
 
 
@@ -96,14 +97,15 @@ def signature(hits: list[Hit]) -> list[tuple[str, str]]:
 
 
 class IndexConformance:
-    """The kit (see the module docstring). Provide a ``method`` fixture naming the method."""
+    """The kit (see the module docstring). Provide a ``method`` fixture: a registered method's
+    name, or an index class (a method under development, not installed yet)."""
 
     @pytest.fixture
-    def method(self) -> str:  # pragma: no cover - overridden
+    def method(self) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError("provide a `method` fixture naming the method under test")
 
     # -- building ------------------------------------------------------------------------------
-    def build(self, method: str, *, path: Path | None = None, llm: Any = "fake", documents: list[Document] = CORPUS, **options: Any) -> Any:
+    def build(self, method: Any, *, path: Path | None = None, llm: Any = "fake", documents: list[Document] = CORPUS, **options: Any) -> Any:
         cls = index_class(method)
         settings = {"chunk_size": 200, "chunk_overlap": 20} if "chunk_size" in cls.config_class.model_fields else {}
         model = FailingChatModel() if llm == "fake" else llm
@@ -113,16 +115,16 @@ class IndexConformance:
         return index
 
     @staticmethod
-    def model(method: str) -> Any:
+    def model(method: Any) -> Any:
         """A fresh fake chat model for a method that uses one (a fake cannot be rebuilt from
         its name, so reopening passes it again, as a user passes a framework model again)."""
         return FailingChatModel() if index_class(method).uses_llm else None
 
     def results(self, index: Any, k: int = 5) -> dict[Any, list[tuple[str, str]]]:
-        return {(mode, q): signature(index.as_retriever(k=k, mode=mode).retrieve(q)) for mode in modes_of(index.method) for q in QUERIES}
+        return {(mode, q): signature(index.as_retriever(k=k, mode=mode).retrieve(q)) for mode in modes_of(type(index)) for q in QUERIES}
 
     # -- the retrieval contract ----------------------------------------------------------------
-    def test_k_is_the_number_of_hits(self, method: str) -> None:
+    def test_k_is_the_number_of_hits(self, method: Any) -> None:
         index = self.build(method)
         passages = len(index)
         for mode in modes_of(method):
@@ -134,7 +136,7 @@ class IndexConformance:
                     assert len(hits) == k if k <= passages else passages <= len(hits) <= k, (mode, k)
                     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True), mode
 
-    def test_every_hit_cites_stored_passages(self, method: str) -> None:
+    def test_every_hit_cites_stored_passages(self, method: Any) -> None:
         index = self.build(method)
         for mode in modes_of(method):
             for query in QUERIES:
@@ -151,7 +153,7 @@ class IndexConformance:
                 assert result.mode == mode or mode is None
                 assert "model_calls" in result.stats
 
-    def test_bad_queries_get_typed_errors(self, method: str) -> None:
+    def test_bad_queries_get_typed_errors(self, method: Any) -> None:
         index = self.build(method, documents=CORPUS[:2])
         for mode in modes_of(method):
             retriever = index.as_retriever(mode=mode)
@@ -160,7 +162,7 @@ class IndexConformance:
                     retriever.retrieve(query, k=k)
 
     # -- insert and delete ---------------------------------------------------------------------
-    def test_insert_delete_round_trip(self, method: str) -> None:
+    def test_insert_delete_round_trip(self, method: Any) -> None:
         index = self.build(method, documents=CORPUS[:-1])
         before = self.results(index)
         extra = index.insert(CORPUS)
@@ -177,7 +179,7 @@ class IndexConformance:
         assert self.results(index) == before, "insert then delete must give back the index held before"
 
     # -- reopening -----------------------------------------------------------------------------
-    def test_reopen_gives_the_same_results(self, method: str, tmp_path: Path) -> None:
+    def test_reopen_gives_the_same_results(self, method: Any, tmp_path: Path) -> None:
         index = self.build(method, path=tmp_path / "idx")
         before = self.results(index)
         index.close()
@@ -189,19 +191,17 @@ class IndexConformance:
         assert self.results(reader) == before
         reader.close()
 
-    def test_persist_then_load_in_one_process(self, method: str, tmp_path: Path) -> None:
-        from rhizome.core.storage import load_index
-
+    def test_persist_then_load_in_one_process(self, method: Any, tmp_path: Path) -> None:
         index = self.build(method)
         before = self.results(index)
         index.persist(tmp_path / "copy")
-        loaded = load_index(tmp_path / "copy", llm=self.model(method))  # while the first object has it open
+        loaded = index_class(method).load(tmp_path / "copy", llm=self.model(method))  # while the first object has it open
         assert self.results(loaded) == before
         loaded.close()
         index.close()
 
     # -- resuming ------------------------------------------------------------------------------
-    def test_resume_after_an_interruption(self, method: str, tmp_path: Path) -> None:
+    def test_resume_after_an_interruption(self, method: Any, tmp_path: Path) -> None:
         clean_model = FailingChatModel()
         clean = self.build(method, llm=clean_model, cache=False, batch_size=2)
         full_price = clean_model.usage.calls  # the model calls of a whole build
@@ -222,7 +222,7 @@ class IndexConformance:
         resumed.close()
 
     # -- concurrency ---------------------------------------------------------------------------
-    def test_one_retriever_serves_threads_and_loops(self, method: str) -> None:
+    def test_one_retriever_serves_threads_and_loops(self, method: Any) -> None:
         index = self.build(method)
         for mode in modes_of(method):
             retriever = index.as_retriever(k=4, mode=mode)
@@ -239,7 +239,7 @@ class IndexConformance:
             assert [signature(h) for h in gathered] == [serial[q] for q in QUERIES * 2], mode
             assert _state(retriever) == state, f"{mode}: per-call state"
 
-    def test_inserts_from_two_threads_both_land(self, method: str) -> None:
+    def test_inserts_from_two_threads_both_land(self, method: Any) -> None:
         index = self.build(method, documents=[])
         errors: list[BaseException] = []
 
@@ -261,7 +261,7 @@ class IndexConformance:
         assert sorted(order) == sorted(by_id)
         assert self.results(index) == self.results(self.build(method, documents=[by_id[d] for d in order]))
 
-    def test_reader_sees_documents_committed_after_it_opened(self, method: str, tmp_path: Path) -> None:
+    def test_reader_sees_documents_committed_after_it_opened(self, method: Any, tmp_path: Path) -> None:
         writer = self.build(method, path=tmp_path / "idx", documents=CORPUS[:4])
         reader = index_class(method).load(tmp_path / "idx", readonly=True, llm=self.model(method))
         seen = {d for h in reader.as_retriever(k=20).retrieve("Great Storm chapel sailors") for d in h.provenance.document_ids}
