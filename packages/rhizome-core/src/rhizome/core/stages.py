@@ -30,8 +30,10 @@ def digest(*parts: Any) -> str:
 
 
 def stored_results(store: Any, stage: str, digests: Iterable[str]) -> dict[str, Any]:
-    """Results of ``stage`` already held, by digest."""
-    out: dict[str, Any] = {}
+    """Results of ``stage`` already held, by digest (in the index, or in the memory of a
+    read-only store)."""
+    digests = list(digests)
+    out: dict[str, Any] = {d: store.memo[(stage, d)] for d in digests if (stage, d) in store.memo}
     for part in batches(list(dict.fromkeys(digests))):
         marks = ",".join("?" * len(part))
         for key, value in store.query(f"SELECT digest, value FROM stage_results WHERE stage = ? AND digest IN ({marks})", [stage, *part]):
@@ -43,7 +45,7 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job]) -> tuple[d
     """Results of ``jobs`` (``{key: (digest, factory)}``) by key, and how many were computed now.
 
     Held digests are reused; jobs sharing a digest run once; each new result is committed in its
-    own transaction as soon as it is ready (a read-only store keeps them in memory only). The
+    own transaction as soon as it is ready (a read-only store keeps them in its memory). The
     first failure cancels the jobs still running and is raised; what was committed stays."""
     held = stored_results(store, stage, (d for d, _ in jobs.values()))
     todo: dict[str, Callable[[], Awaitable[Any]]] = {}
@@ -53,7 +55,9 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job]) -> tuple[d
 
     async def one(d: str, factory: Callable[[], Awaitable[Any]]) -> None:
         value = await factory()
-        if not store.readonly:
+        if store.readonly:
+            store.memo[(stage, d)] = value
+        else:
             with store.transaction() as db:
                 db.execute(
                     "INSERT OR REPLACE INTO stage_results (stage, digest, value) VALUES (?, ?, ?)",

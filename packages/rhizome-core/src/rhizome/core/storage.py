@@ -128,6 +128,8 @@ class IndexStore:
         """Generation of each collection's snapshot file, when known to match the database."""
         self._tables: dict[str, RecordTable[Any]] = {}
         self._users = 1
+        self.memo: dict[tuple[str, str], Any] = {}
+        """Stage results a read-only store computed (it cannot write them to the database)."""
         self.write_lock = WriteLock()
         """Serialises inserts and deletes of every index object on this store, across threads
         and event loops."""

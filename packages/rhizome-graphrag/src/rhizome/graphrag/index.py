@@ -176,7 +176,7 @@ class GraphRAGIndex(BaseIndex):
     async def areports(self, community_ids: Sequence[str]) -> dict[str, Community]:
         """The communities ``community_ids`` with their reports, writing the missing ones now
         (lazy mode; in eager mode every report already exists). Reports written here are stored
-        when the index is writable, and kept in memory for this call otherwise."""
+        when the index is writable, and kept in the store's memory when it is read-only."""
         graph = self.graph()
         wanted = [graph.communities[c] for c in dict.fromkeys(community_ids) if c in graph.communities]
         missing = {c.id for c in wanted if not has_summary(c)}
