@@ -7,6 +7,7 @@
     uv run python -m benchmarks classify --shots 1 5      # gorag-wos rounds (benchmarks/gorag.py)
     .venv-bench/bin/python -m benchmarks retrieval --embed minilm   # real embeddings (benchmarks/setup.sh)
     .venv-bench/bin/python -m benchmarks peers            # lightrag-hku, nano-graphrag side by side
+    uv run python -m benchmarks compare OLD.json NEW.json # two retrieval results, question by question
 
 Each run writes benchmarks/results/<suite>-<variant>.json; with --write-docs its table replaces
 the matching section of docs/benchmarks.md.
@@ -47,6 +48,10 @@ def save(name: str, result: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["compare"]:
+        old, new = (json.loads(Path(p).read_text(encoding="utf-8")) for p in argv[1:3])
+        print(harness.compare(old, new, {"graphrag:basic": "graphrag:naive"}))
+        return 0
     if argv[:1] == ["classify"]:  # its options are benchmarks/gorag.py's own
         from benchmarks import gorag
 

@@ -73,6 +73,7 @@ async def retrieval(selected: list[System], embed: str, limit: int | None = None
                 "recall@5": statistics.fmean(metrics.recall_at(r, q.supporting, 5) for r, q in zip(ranked, questions)),
                 "index_seconds": round(build_s, 2),
                 "query_ms": round(query_s * 1000, 2),
+                "ranked": {q.id: r[:HITS] for q, r in zip(questions, ranked)},
             })
         index.close()
     return {"suite": "retrieval", "data": "hotpotqa-100", "embedder": embed, "questions": len(questions),
@@ -88,6 +89,26 @@ def retrieval_table(result: dict[str, Any]) -> str:
     ]
     for r in result["rows"]:
         lines.append(f"| {r['system']} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {r['index_seconds']} | {r['query_ms']} |")
+    return "\n".join(lines)
+
+
+def compare(old: dict[str, Any], new: dict[str, Any], renamed: dict[str, str] | None = None) -> str:
+    """Two retrieval results question by question: how many questions keep the same top-2 and
+    top-5 passages, and the recalls before and after (``renamed``: old system name → new)."""
+    renamed = renamed or {}
+    lines = ["| system | same top-2 | same top-5 | Recall@2 before → after | Recall@5 before → after |", "|---|---|---|---|---|"]
+    after = {r["system"]: r for r in new["rows"]}
+    for row in old["rows"]:
+        name = renamed.get(row["system"], row["system"])
+        now = after.get(name)
+        if now is None or "ranked" not in row or "ranked" not in now:
+            continue
+        same = {n: sum(row["ranked"][q][:n] == now["ranked"].get(q, [])[:n] for q in row["ranked"]) for n in (2, 5)}
+        total = len(row["ranked"])
+        lines.append(
+            f"| {name} | {same[2]}/{total} | {same[5]}/{total} | {row['recall@2']:.3f} → {now['recall@2']:.3f} | "
+            f"{row['recall@5']:.3f} → {now['recall@5']:.3f} |"
+        )
     return "\n".join(lines)
 
 
