@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rhizome.core.cli import choose_models, model_flags
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 
 
@@ -38,7 +39,6 @@ def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[st
 
 def cmd_classify(args: argparse.Namespace) -> int:
     from rhizome.gorag.classifier import GORAGClassifier
-    from rhizome.rag.cli import choose_models
 
     if not args.train and not args.classifier:
         raise ConfigurationError("nothing to classify with: pass --train FILE (one per round) and/or --classifier DIR")
@@ -87,8 +87,6 @@ def _note(args: argparse.Namespace, text: str) -> None:
 
 def register(subparsers: Any) -> None:
     """Add ``classify`` to the ``rhizome`` command line."""
-    from rhizome.rag.cli import model_flags
-
     p = subparsers.add_parser(
         "classify",
         help="label texts with a GORAG classifier trained on few labelled texts per round",

@@ -13,23 +13,28 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from rhizome.core.aio import run_sync
 from rhizome.core.answer import Answer, aanswer
-from rhizome.core.cache import ModelCache
+from rhizome.core.cli import (
+    OFFLINE_EMBED,
+    Models,
+    choose_models,
+    is_ollama,
+    model_cache,
+    model_flags,
+    ollama_model,
+)
 from rhizome.core.documents import load_path
 from rhizome.core.errors import (
     ConfigurationError,
-    ModelNotFoundError,
     ModelUnavailableError,
     RhizomeError,
 )
 from rhizome.core.models.registry import (
-    DEFAULT_OLLAMA_EMBED,
     DEFAULT_OLLAMA_LLM,
     make_chat_model,
     make_embedder,
@@ -37,83 +42,11 @@ from rhizome.core.models.registry import (
 from rhizome.core.storage import load_index, method_registry, read_manifest
 from rhizome.core.types import Hit
 
-OFFLINE_EMBED = "hashing:384"
-
 DEMO_QUESTIONS = [
     "Who was the first keeper of the Oskel lighthouse, and who drew the map that led to it?",
     "Which Speaker led the closure of the Mire Banks, and when did they reopen?",
     "Which building houses the Vell Islands Museum?",
 ]
-
-
-def _default_cache_path() -> Path:
-    base = os.environ.get("RHIZOME_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rhizome"
-    )
-    return Path(base) / "model-calls.sqlite"
-
-
-def _cache(args: argparse.Namespace) -> ModelCache | None:
-    if getattr(args, "no_cache", False):
-        return None
-    return ModelCache(Path(args.cache) if getattr(args, "cache", None) else _default_cache_path())
-
-
-@dataclass
-class Models:
-    embed_spec: str
-    llm: Any = None
-    notices: list[str] = field(default_factory=list)
-
-
-def _is_ollama(spec: str | None) -> bool:
-    return bool(spec) and spec.split(":", 1)[0].lower() == "ollama"  # type: ignore[union-attr]
-
-
-def _ollama_model(spec: str) -> str:
-    return spec.split(":", 1)[1] if ":" in spec else ""
-
-
-def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) -> Models:
-    """Pick the embedder spec and chat model from flags and environment.
-
-    With ``fall_back`` (the demo) an unreachable Ollama or a missing model becomes a notice and
-    the offline steps are used; otherwise it is an error that says what to do.
-    """
-    if args.offline:
-        return Models(OFFLINE_EMBED)
-    embed_spec = args.embed or os.environ.get("RHIZOME_EMBED") or f"ollama:{DEFAULT_OLLAMA_EMBED}"
-    llm_spec = (args.llm or os.environ.get("RHIZOME_LLM") or f"ollama:{DEFAULT_OLLAMA_LLM}") if want_llm else None
-    models = Models(embed_spec)
-    if _is_ollama(embed_spec) or _is_ollama(llm_spec):
-        from rhizome.core.models.ollama import check_ollama, require_model
-
-        status = check_ollama()
-        if not status.reachable:
-            error = ModelUnavailableError(
-                f"Ollama is not reachable at {status.host} — start it with `ollama serve`, or pass --offline"
-            )
-            if not fall_back:
-                raise error
-            models.notices.append(f"{error}. Running offline.")
-            return Models(OFFLINE_EMBED, notices=models.notices)
-        for spec in (embed_spec, llm_spec):
-            if not _is_ollama(spec):
-                continue
-            try:
-                require_model(status, _ollama_model(spec))  # type: ignore[arg-type]
-            except ModelNotFoundError as exc:
-                if not fall_back:
-                    raise
-                if spec == embed_spec:
-                    models.embed_spec = OFFLINE_EMBED
-                    models.notices.append(f"{exc}; using the offline embedder meanwhile.")
-                else:
-                    llm_spec = None
-                    models.notices.append(f"{exc}; answers are extractive meanwhile.")
-    if llm_spec:
-        models.llm = make_chat_model(llm_spec, cache=_cache(args))
-    return models
 
 
 def _index_class(method: str) -> Any:
@@ -127,7 +60,7 @@ def _index_class(method: str) -> Any:
 
 def _open_or_create(method: str, out: Path, models: Models, args: argparse.Namespace) -> Any:
     cls = _index_class(method)
-    embedder = make_embedder(models.embed_spec, cache=_cache(args))
+    embedder = make_embedder(models.embed_spec, cache=model_cache(args))
     if (out / "manifest.json").exists():
         manifest = read_manifest(out)
         if manifest.method != method:
@@ -183,27 +116,27 @@ def cmd_query(args: argparse.Namespace) -> int:
         llm_spec = args.llm or manifest.models.get("llm")
         if llm_spec is None and args.answer:
             llm_spec = os.environ.get("RHIZOME_LLM") or f"ollama:{DEFAULT_OLLAMA_LLM}"
-    if _is_ollama(embed_spec) or _is_ollama(llm_spec):
+    if is_ollama(embed_spec) or is_ollama(llm_spec):
         from rhizome.core.models.ollama import check_ollama, require_model
 
         status = check_ollama()
         if not status.reachable:
             why = (
                 "an index can only be queried with the embedder that built it"
-                if _is_ollama(embed_spec)
+                if is_ollama(embed_spec)
                 else f"this index queries {llm_spec}; pass --offline to use the offline steps instead"
             )
             raise ModelUnavailableError(
                 f"Ollama is not reachable at {status.host} — start it with `ollama serve` ({why})"
             )
         for spec in (embed_spec, llm_spec):
-            if _is_ollama(spec):
-                require_model(status, _ollama_model(spec))  # type: ignore[arg-type]
-    models: dict[str, Any] = {"embedder": make_embedder(embed_spec, cache=_cache(args)), "readonly": True}
+            if is_ollama(spec):
+                require_model(status, ollama_model(spec))  # type: ignore[arg-type]
+    models: dict[str, Any] = {"embedder": make_embedder(embed_spec, cache=model_cache(args)), "readonly": True}
     if args.offline:
         models["offline"] = True
     elif llm_spec:
-        models["llm"] = make_chat_model(llm_spec, cache=_cache(args))
+        models["llm"] = make_chat_model(llm_spec, cache=model_cache(args))
     index = load_index(args.index, **models)
     try:
         hits = index.as_retriever(k=args.k, mode=args.mode).retrieve(args.question)
@@ -277,16 +210,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 def _say(args: argparse.Namespace, text: str) -> None:
     if not getattr(args, "quiet", False):
         print(text)
-
-
-def model_flags(parser: argparse.ArgumentParser) -> None:
-    """The model flags every command shares (--llm, --embed, --offline, --cache, --no-cache);
-    plugin commands use it too, together with :func:`choose_models`."""
-    parser.add_argument("--llm", help="chat model spec, e.g. ollama:qwen2.5:7b-instruct (env RHIZOME_LLM)")
-    parser.add_argument("--embed", help="embedder spec: ollama:MODEL, hashing[:DIM], sentence-transformers:NAME (env RHIZOME_EMBED)")
-    parser.add_argument("--offline", action="store_true", help="use only offline steps (no model server)")
-    parser.add_argument("--cache", help=f"model-call cache file (default {_default_cache_path()})")
-    parser.add_argument("--no-cache", action="store_true", help="do not cache model calls")
 
 
 def build_parser() -> argparse.ArgumentParser:
