@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def imported_by(code: str) -> list[str]:
     """The modules a fresh interpreter has loaded after running ``code``."""
@@ -26,3 +28,55 @@ def test_method_commands_do_not_import_the_umbrella():
 def test_kernel_cli_imports_no_method_package():
     modules = imported_by("import rhizome.core.cli")
     assert not [m for m in modules if m.startswith("rhizome.") and not m.startswith("rhizome.core")]
+
+
+# What `rhizome --help` must not load: the model client, the numeric and graph libraries,
+# tokenisers, and the method packages' own code. (Times are measured by hand, not asserted:
+# `python -X importtime -c "from rhizome.rag.cli import build_parser; build_parser()"`.)
+HEAVY = ("numpy", "ollama", "tiktoken", "sklearn", "faiss", "networkx", "scipy", "httpx")
+METHOD_CODE = ("rhizome.gorag.classifier", "rhizome.gorag.steiner", "rhizome.gorag.text",
+               "rhizome.graphrag", "rhizome.lightrag")
+# rhizome/core/__init__.py imports the whole kernel when any rhizome.core submodule is
+# imported (rhizome.core.cli, rhizome.core.errors), and with it these:
+KERNEL_INIT = ("numpy", "ollama", "httpx")
+
+HELP = """
+from rhizome.rag.cli import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+"""
+
+
+def heavy(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return sorted({m for m in modules for n in names if m == n or m.startswith(n + ".")})
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["classify", "--help"], ["index", "--help"]])
+def test_help_loads_no_method_code_or_library_beyond_the_kernel_init(argv):
+    modules = imported_by(HELP.format(argv=argv))
+    assert "rhizome.gorag.cli" in modules  # the plugin command was registered
+    assert heavy(modules, METHOD_CODE) == []
+    assert heavy(modules, tuple(n for n in HEAVY if n not in KERNEL_INIT)) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="rhizome/core/__init__.py imports numpy, ollama and httpx eagerly; "
+    "make its exports lazy (PEP 562) and remove this mark",
+)
+@pytest.mark.parametrize("argv", [["--help"], ["classify", "--help"]])
+def test_help_loads_nothing_heavy(argv):
+    modules = imported_by(HELP.format(argv=argv))
+    assert heavy(modules, HEAVY) == []
+
+
+def test_gorag_exports_resolve_on_first_use():
+    modules = imported_by(
+        "import rhizome.gorag as g\n"
+        "assert all(callable(getattr(g, n)) for n in g.__all__)\n"
+        "from rhizome.gorag import *\n"
+        "assert GORAGClassifier is g.GORAGClassifier and set(g.__all__) <= set(dir(g))"
+    )
+    assert "rhizome.gorag.classifier" in modules

@@ -1,16 +1,55 @@
 """rhizome.gorag — GORAG (Wang et al. 2025): a dynamic few-shot text classifier on a
 keyword–label graph with TF-IDF edge weights, Steiner-tree candidate retrieval and online
-indexing across rounds. Runs with a chat model or fully offline."""
+indexing across rounds. Runs with a chat model or fully offline.
 
-from rhizome.gorag.classifier import (
-    Classification,
-    GORAGClassifier,
-    LabelInfo,
-    RoundReport,
-    SteinerTreeInfo,
-)
-from rhizome.gorag.steiner import SteinerResult, SteinerSolver, steiner_tree
-from rhizome.gorag.text import correlation_score, normalize_keyword, tokenize
+The names below are imported on first use (PEP 562), so that loading a submodule such as
+``rhizome.gorag.cli`` — which ``rhizome --help`` does — does not load scikit-learn, scipy and
+the classifier. ``from rhizome.gorag import GORAGClassifier`` works as always.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rhizome.gorag.classifier import (
+        Classification,
+        GORAGClassifier,
+        LabelInfo,
+        RoundReport,
+        SteinerTreeInfo,
+    )
+    from rhizome.gorag.steiner import SteinerResult, SteinerSolver, steiner_tree
+    from rhizome.gorag.text import correlation_score, normalize_keyword, tokenize
+
+_EXPORTS = {
+    "Classification": "rhizome.gorag.classifier",
+    "GORAGClassifier": "rhizome.gorag.classifier",
+    "LabelInfo": "rhizome.gorag.classifier",
+    "RoundReport": "rhizome.gorag.classifier",
+    "SteinerTreeInfo": "rhizome.gorag.classifier",
+    "SteinerResult": "rhizome.gorag.steiner",
+    "SteinerSolver": "rhizome.gorag.steiner",
+    "steiner_tree": "rhizome.gorag.steiner",
+    "correlation_score": "rhizome.gorag.text",
+    "normalize_keyword": "rhizome.gorag.text",
+    "tokenize": "rhizome.gorag.text",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "Classification",

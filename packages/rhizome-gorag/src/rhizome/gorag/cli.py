@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# Only argparse and the kernel's light CLI helpers at module level: `rhizome --help` loads this
+# module (the `rhizome.commands` entry point), so the classifier, scikit-learn and the models are
+# imported inside cmd_classify.
 from rhizome.core.cli import choose_models, model_flags
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 

@@ -15,10 +15,10 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rhizome.core.aio import run_sync
-from rhizome.core.answer import Answer, aanswer
+# Only what argparse needs at module level, so that `rhizome --help` loads no models, numpy or
+# method packages: the kernel and the methods are imported inside the commands.
 from rhizome.core.cli import (
     OFFLINE_EMBED,
     Models,
@@ -28,19 +28,11 @@ from rhizome.core.cli import (
     model_flags,
     ollama_model,
 )
-from rhizome.core.documents import load_path
-from rhizome.core.errors import (
-    ConfigurationError,
-    ModelUnavailableError,
-    RhizomeError,
-)
-from rhizome.core.models.registry import (
-    DEFAULT_OLLAMA_LLM,
-    make_chat_model,
-    make_embedder,
-)
-from rhizome.core.storage import load_index, method_registry, read_manifest
-from rhizome.core.types import Hit
+from rhizome.core.errors import ConfigurationError, ModelUnavailableError, RhizomeError
+
+if TYPE_CHECKING:
+    from rhizome.core.answer import Answer
+    from rhizome.core.types import Hit
 
 DEMO_QUESTIONS = [
     "Who was the first keeper of the Oskel lighthouse, and who drew the map that led to it?",
@@ -50,6 +42,8 @@ DEMO_QUESTIONS = [
 
 
 def _index_class(method: str) -> Any:
+    from rhizome.core.storage import method_registry
+
     registry = method_registry()
     if method not in registry:
         raise ConfigurationError(
@@ -59,6 +53,9 @@ def _index_class(method: str) -> Any:
 
 
 def _open_or_create(method: str, out: Path, models: Models, args: argparse.Namespace) -> Any:
+    from rhizome.core.models.registry import make_embedder
+    from rhizome.core.storage import read_manifest
+
     cls = _index_class(method)
     embedder = make_embedder(models.embed_spec, cache=model_cache(args))
     if (out / "manifest.json").exists():
@@ -75,6 +72,8 @@ def _open_or_create(method: str, out: Path, models: Models, args: argparse.Names
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from rhizome.core.documents import load_path
+
     documents = load_path(args.path)
     models = choose_models(args, want_llm=getattr(_index_class(args.method), "uses_llm", False), fall_back=False)
     index = _open_or_create(args.method, Path(args.out), models, args)
@@ -107,6 +106,9 @@ def _print_answer(answer: Answer) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    from rhizome.core.models.registry import DEFAULT_OLLAMA_LLM, make_chat_model, make_embedder
+    from rhizome.core.storage import load_index, read_manifest
+
     manifest = read_manifest(args.index)
     embed_spec = manifest.models.get("embedder") or OFFLINE_EMBED
     # the chat model: --llm, else the one the index was built with, else (to write an answer)
@@ -161,6 +163,11 @@ def sample_corpus() -> Path:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from rhizome.core.aio import run_sync
+    from rhizome.core.answer import aanswer
+    from rhizome.core.documents import load_path
+    from rhizome.core.storage import read_manifest
+
     print("Rhizome demo: index a small corpus about the (fictional) Vell Islands and ask questions.\n")
     models = choose_models(args, want_llm=True, fall_back=True)
     for notice in models.notices:
@@ -197,6 +204,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from rhizome.core.models.ollama import check_ollama
+    from rhizome.core.storage import method_registry
 
     status = check_ollama()
     if status.reachable:
