@@ -284,3 +284,11 @@ def test_sync_wrappers_are_safe_inside_a_running_loop():
 
     assert asyncio.run(inside()) == 2
     time.sleep(0)
+
+
+def test_a_directory_of_another_method_is_refused_clearly(tmp_path):
+    from rhizome.core import IndexMismatchError
+
+    VectorIndex(path=tmp_path / "idx").close()
+    with pytest.raises(IndexMismatchError, match="'naive' index"):
+        GraphRAGIndex(path=tmp_path / "idx")

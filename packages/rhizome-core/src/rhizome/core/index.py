@@ -215,6 +215,11 @@ class BaseIndex:
                 f"{', '.join(self.config_class.model_fields)} (see {self.config_class.__name__})"
             )
         existing = read_manifest(path) if path is not None and (Path(path) / MANIFEST).exists() else None
+        if existing is not None and existing.method != self.method:
+            raise IndexMismatchError(
+                f"{path} holds a {existing.method!r} index, not a {self.method!r} one; open it with "
+                "rhizome.core.storage.load_index(), or choose another directory"
+            )
         if embedder is None and existing is not None:
             embedder = _rebuild(existing.models.get("embedder"), "embedder", resolve_embedder, path)
         self.embedder = resolve_embedder(embedder)
