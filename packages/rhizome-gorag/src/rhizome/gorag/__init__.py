@@ -13,22 +13,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rhizome.gorag.classifier import (
-        Classification,
-        GORAGClassifier,
-        LabelInfo,
-        RoundReport,
-        SteinerTreeInfo,
-    )
+    from rhizome.gorag.classifier import GORAGClassifier
+    from rhizome.gorag.results import Classification, LabelInfo, RoundReport, SteinerTreeInfo
     from rhizome.gorag.steiner import SteinerResult, SteinerSolver, steiner_tree
     from rhizome.gorag.text import correlation_score, normalize_keyword, tokenize
 
 _EXPORTS = {
-    "Classification": "rhizome.gorag.classifier",
+    "Classification": "rhizome.gorag.results",
     "GORAGClassifier": "rhizome.gorag.classifier",
-    "LabelInfo": "rhizome.gorag.classifier",
-    "RoundReport": "rhizome.gorag.classifier",
-    "SteinerTreeInfo": "rhizome.gorag.classifier",
+    "LabelInfo": "rhizome.gorag.results",
+    "RoundReport": "rhizome.gorag.results",
+    "SteinerTreeInfo": "rhizome.gorag.results",
     "SteinerResult": "rhizome.gorag.steiner",
     "SteinerSolver": "rhizome.gorag.steiner",
     "steiner_tree": "rhizome.gorag.steiner",

@@ -4,128 +4,38 @@ retrieval, and a label chosen by a model or, offline, by the graph itself.
 Paper: Wang, Li, Teng, Chen, "GORAG: Graph-based Online RAG for Dynamic Few-shot Text
 Classification" (2025). Every place where the paper is silent is resolved as the project's
 spec recommends; docs/gorag.md lists each choice.
+
+This module is the public class; it composes the package's parts and holds the state and the
+lock. The parts: ``keywords`` (what a text yields: keywords, label descriptions), ``graph`` (the
+keyword–label graph and its weights), ``candidates`` (the Steiner tree and the candidate
+labels), ``choice`` (one label: the model's answer or the graph's choice), ``persistence``
+(``classifier.json``) and ``results`` (what the classifier reports).
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
-import importlib.metadata
-import inspect
-import json
-import math
-import os
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import networkx as nx
-import numpy as np
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel
 
 from rhizome.core.aio import gather_limited, run_sync
-from rhizome.core.errors import (
-    ConfigurationError,
-    IndexFormatError,
-    IndexNotFoundError,
-    InvalidInputError,
-    ModelOutputError,
-)
+from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.index import resolve_llm
-from rhizome.core.text import truncate_tokens
-from rhizome.gorag import prompts
+from rhizome.gorag import candidates as _candidates
+from rhizome.gorag import choice as _choice
+from rhizome.gorag import graph as _graph
+from rhizome.gorag import keywords as _keywords
+from rhizome.gorag import persistence as _persistence
+from rhizome.gorag.graph import LABEL_EDGE_MODES, label_node
+from rhizome.gorag.keywords import KeywordFunction
+from rhizome.gorag.results import Classification, LabelInfo, RoundReport, SteinerTreeInfo
 from rhizome.gorag.steiner import STEINER_METHODS, SteinerSolver
-from rhizome.gorag.text import (
-    TermStats,
-    content_ngrams,
-    correlation_score,
-    normalize_keyword,
-    phrase_count,
-    tokenize,
-)
-
-FORMAT = "rhizome-gorag-classifier"
-FORMAT_VERSION = 1
-STATE_FILE = "classifier.json"
-
-KeywordFunction = Callable[[str], "Sequence[str] | Awaitable[Sequence[str]]"]
-LABEL_EDGE_MODES = ("printed", "mean")
-_KW, _LABEL = "kw:", "label:"
-
-
-def _kw(v: str) -> str:
-    return _KW + v
-
-
-def _label(y: str) -> str:
-    return _LABEL + y
-
-
-class LabelInfo(BaseModel):
-    """One label: the round that added it, its description (model-written, given, or the label
-    name offline) and how many labelled texts it came with."""
-
-    name: str
-    round: int
-    description: str | None = None
-    n_texts: int = 0
-
-
-class SteinerTreeInfo(BaseModel):
-    """The retrieved subgraph: the query's terminals (``kw:...`` / ``label:...`` node ids), the
-    tree's edges ``(u, v, weight)`` and their total weight."""
-
-    terminals: list[str] = Field(default_factory=list)
-    edges: list[tuple[str, str, float]] = Field(default_factory=list)
-    cost: float = 0.0
-    method: str = "mehlhorn"
-
-
-class Classification(BaseModel):
-    """What :meth:`GORAGClassifier.classify` returns. ``label`` is always a known label."""
-
-    label: str
-    candidates: list[str]
-    """Labels of the Steiner tree (or the fallback's), best graph cost first."""
-    keywords: list[str]
-    """The query's keywords, normalised."""
-    evidence: list[str]
-    """Query keywords of the graph that are linked to ``label`` by an edge, strongest first."""
-    tree: SteinerTreeInfo
-    new_keywords: list[str] = Field(default_factory=list)
-    """Query keywords the graph did not have (``V_notexist``)."""
-    indexed: list[str] = Field(default_factory=list)
-    """Keywords added to the graph under ``label`` by online indexing."""
-    costs: dict[str, float] = Field(default_factory=dict)
-    """Per candidate: total shortest-path cost from the terminals that reach it."""
-    unreachable: dict[str, int] = Field(default_factory=dict)
-    """Per candidate: terminals with no path to it (another component)."""
-    chosen_by: Literal["model", "graph"] = "graph"
-    fallback: Literal["no_terminals", "nearest_label"] | None = None
-    hallucinated: bool = False
-    """The model answered something that is not a known label (then ``label`` is the graph's
-    choice and nothing is indexed)."""
-    model_answer: str | None = None
-    strict_match: bool | None = None
-    """Whether the model's answer was, character for character, one of the candidates."""
-    round: int = 0
-
-
-class RoundReport(BaseModel):
-    """What :meth:`GORAGClassifier.fit_round` did."""
-
-    round: int
-    new_labels: list[str]
-    texts: int
-    keywords: int
-    """Keyword occurrences turned into edges."""
-    keyword_edges: int
-    label_edges: int
-    empty_extractions: list[int] = Field(default_factory=list)
-    """Positions of texts that yielded no keyword (they add nothing to the graph)."""
-    nodes: int
-    edges: int
+from rhizome.gorag.text import TermStats, display_name, normalize_keyword, tokenize
 
 
 class GORAGClassifier:
@@ -304,50 +214,19 @@ class GORAGClassifier:
             }
 
     # -- keywords --------------------------------------------------------------------------------
-    def _clean(self, keywords: Sequence[str]) -> list[str]:
-        out: list[str] = []
-        for keyword in keywords:
-            if not isinstance(keyword, str):
-                continue
-            v = normalize_keyword(keyword)
-            if v and v not in out:
-                out.append(v)
-        return out[: self.max_keywords]
-
     def _tfidf_keywords(self, tokens: Sequence[str], *, virtual: bool) -> list[str]:
-        """Top content n-grams of a text by tf · smoothed idf over ``T`` (counting the text
-        itself when it is not in ``T`` yet). Smoothing (``ln((1+N)/(1+df)) + 1``, as in
-        scikit-learn) keeps every candidate's score positive, so even a first, lone text yields
-        keywords; the edge weights use the paper's unsmoothed CS."""
-        grams = content_ngrams(tokens, self.max_ngram)
-        if not grams:
-            return []
-        extra = 1 if virtual else 0
-        n = self.stats.n_texts + extra
-        length = len(tokens)
-        scored = []
-        for gram, count in grams.items():
-            df = self.stats.df(gram) + extra
-            idf = math.log((1 + n) / (1 + df)) + 1.0
-            scored.append((-(count / length) * idf, -gram.count(" "), gram))
-        scored.sort()
-        return [gram for _, _, gram in scored[: self.max_keywords]]
+        return _keywords.tfidf_keywords(
+            self.stats, tokens, max_ngram=self.max_ngram, max_keywords=self.max_keywords, virtual=virtual
+        )
 
     async def _model_keywords(self, text: str) -> list[str]:
-        if self._keyword_function is not None:
-            value = self._keyword_function(text)
-            if inspect.isawaitable(value):
-                value = await value
-            if isinstance(value, str) or not isinstance(value, Sequence):
-                raise InvalidInputError(
-                    f"the keyword function must return a list of strings, got {type(value).__name__}"
-                )
-            return self._clean(list(value))
-        prompt = prompts.EXTRACT.format(
-            max_keywords=self.max_keywords, text=truncate_tokens(text, self.max_text_tokens)
+        return await _keywords.model_keywords(
+            text,
+            function=self._keyword_function,
+            llm=self.llm,
+            max_keywords=self.max_keywords,
+            max_text_tokens=self.max_text_tokens,
         )
-        answer = await self.llm.acomplete_json(prompt, prompts.KeywordList, system=prompts.EXTRACT_SYSTEM)
-        return self._clean(answer.keywords)
 
     @property
     def _model_extracts(self) -> bool:
@@ -365,16 +244,6 @@ class GORAGClassifier:
         return run_sync(self.akeywords(text))
 
     # -- building rounds -------------------------------------------------------------------------
-    async def _describe(self, label: str, examples: list[str]) -> str:
-        shown = ""
-        if examples:
-            shown = prompts.DESCRIBE_EXAMPLES.format(
-                examples="\n".join(f"- {truncate_tokens(' '.join(e.split()), self.example_tokens)}" for e in examples)
-            )
-        prompt = prompts.DESCRIBE.format(name=_display_name(label), examples=shown)
-        answer = await self.llm.acomplete_json(prompt, prompts.LabelDescription, system=prompts.DESCRIBE_SYSTEM)
-        return answer.description.strip()
-
     async def afit_round(
         self,
         texts: Sequence[str],
@@ -410,11 +279,16 @@ class GORAGClassifier:
         to_describe = [y for y in new if y not in descriptions]
         if self.llm is not None and self.describe_labels and self.label_names and to_describe:
             examples = {y: [t for t, lab in zip(texts, labels) if lab == y][: self.description_examples] for y in to_describe}
-            written = await asyncio.gather(*(self._describe(y, examples[y]) for y in to_describe))
+            written = await asyncio.gather(
+                *(
+                    _keywords.describe_label(self.llm, y, examples[y], example_tokens=self.example_tokens)
+                    for y in to_describe
+                )
+            )
             descriptions.update(zip(to_describe, written))
         elif self.label_names and self.name_keywords:
             for y in to_describe:
-                descriptions[y] = _display_name(y)
+                descriptions[y] = display_name(y)
         desc_items = [(descriptions[y], y) for y in new if descriptions.get(y)]
         documents = [*zip(texts, labels), *desc_items]
         model_keywords: list[list[str]] | None = None
@@ -426,7 +300,7 @@ class GORAGClassifier:
             old = list(self.labels)
             for y in new:
                 self.labels[y] = LabelInfo(name=y, round=self.round, description=descriptions.get(y))
-                self.graph.add_node(_label(y), kind="label", round=self.round, name=y)
+                self.graph.add_node(label_node(y), kind="label", round=self.round, name=y)
                 if self.label_names:
                     self._names.setdefault(normalize_keyword(y), y)
             for y in descriptions:
@@ -440,23 +314,35 @@ class GORAGClassifier:
                 model_keywords = [self._tfidf_keywords(tok, virtual=False) for tok in tokens]
             for position, keywords in zip(positions, model_keywords):
                 self.stats.add_yielded(position, keywords)
-            n_texts = self.stats.n_texts
             occurrences = 0
             empty: list[int] = []
             edges_before = self.graph.number_of_edges()
+
+            def is_label_name(v: str) -> bool:
+                # a label's name: the label node itself stands for it
+                return self.label_names and v in self._names
+
             for i, ((_, label), tok, position, keywords) in enumerate(zip(documents, tokens, positions, model_keywords)):
                 if not keywords and i < len(texts):
                     empty.append(i)
-                padded = self.stats.texts[position]
-                for v in keywords:
-                    if self.label_names and v in self._names:
-                        continue  # a label's name: the label node itself stands for it
-                    count = max(1, phrase_count(v, padded))
-                    cs = correlation_score(count, len(tok), n_texts, self.stats.df(v), self.epsilon)
-                    self._add_keyword_edge(v, label, cs)
-                    occurrences += 1
+                linked = _graph.add_text_keywords(
+                    self.graph,
+                    self.stats,
+                    position=position,
+                    length=len(tok),
+                    keywords=keywords,
+                    label=label,
+                    skip=is_label_name,
+                    epsilon=self.epsilon,
+                    round=self.round,
+                )
+                occurrences += len(linked)
             keyword_edges = self.graph.number_of_edges() - edges_before
-            label_edges = self._add_label_edges(new, old) if old else 0
+            label_edges = (
+                _graph.add_label_edges(self.graph, new, old, mode=self.label_edge_mode, epsilon=self.epsilon)
+                if old
+                else 0
+            )
             self._solver = None
             self._choice_schema = None
             return RoundReport(
@@ -481,146 +367,20 @@ class GORAGClassifier:
     ) -> RoundReport:
         return run_sync(self.afit_round(texts, labels, new_labels=new_labels, descriptions=descriptions))
 
-    def _add_keyword_edge(self, v: str, y: str, cs: float) -> None:
-        """Edge (v, y) with weight = mean over the texts of y that yielded v of 1 − CS (Eq. 5);
-        the sum and count are kept so the mean updates incrementally."""
-        node, label = _kw(v), _label(y)
-        if node not in self.graph:
-            self.graph.add_node(node, kind="keyword", round=self.round, name=v)
-        data = self.graph.get_edge_data(node, label)
-        if data is None:
-            self.graph.add_edge(node, label, kind="keyword", cost_sum=1.0 - cs, n=1, weight=1.0 - cs)
-        else:
-            data["cost_sum"] += 1.0 - cs
-            data["n"] += 1
-            data["weight"] = data["cost_sum"] / data["n"]
-
-    def _mean_keyword_weight(self, y: str) -> float:
-        weights = [d["weight"] for _, _, d in self.graph.edges(_label(y), data=True) if d.get("kind") == "keyword"]
-        return sum(weights) / len(weights) if weights else 1.0
-
-    def _add_label_edges(self, new: list[str], old: list[str]) -> int:
-        """Connect every new label to every older label (Eqs. 7–8), weights fixed at merge time
-        (spec §9 #15). Printed: (m(y_n) + m(y_o)) / 4; mean: / 2."""
-        divisor = 4.0 if self.label_edge_mode == "printed" else 2.0
-        means = {y: self._mean_keyword_weight(y) for y in [*new, *old]}
-        added = 0
-        for y_new in new:
-            for y_old in old:
-                weight = max((means[y_new] + means[y_old]) / divisor, self.epsilon)
-                self.graph.add_edge(_label(y_new), _label(y_old), kind="label", weight=weight)
-                added += 1
-        return added
-
     # -- retrieval -------------------------------------------------------------------------------
     def _solver_now(self) -> SteinerSolver:
         if self._solver is None:
             self._solver = SteinerSolver(
-                self.graph, method=self.steiner, keep=[_label(y) for y in self.labels]
+                self.graph, method=self.steiner, keep=[label_node(y) for y in self.labels]
             )
         return self._solver
 
     def _terminal(self, v: str) -> str | None:
-        if self.label_names and v in self._names:
-            return _label(self._names[v])
-        node = _kw(v)
-        return node if node in self.graph else None
+        return _graph.terminal(self.graph, v, self._names if self.label_names else None)
 
     def _retrieve(self, keywords: list[str]) -> dict[str, Any]:
         """Terminals, Steiner tree, candidate labels and their graph costs (caller holds the lock)."""
-        terminals: list[str] = []
-        new_keywords: list[str] = []
-        for v in keywords:
-            node = self._terminal(v)
-            if node is None:
-                new_keywords.append(v)
-            elif node not in terminals:
-                terminals.append(node)
-        order = list(self.labels)
-        if not terminals:
-            return {
-                "terminals": [], "new_keywords": new_keywords, "edges": [], "candidates": order,
-                "costs": {}, "unreachable": {}, "fallback": "no_terminals",
-            }
-        solver = self._solver_now()
-        result = solver.solve(terminals)
-        edges = list(result.edges)
-        # distances from every terminal to every label, through the core
-        mapped = [solver.map_terminal(t) for t in terminals]
-        sources = list(dict.fromkeys(i for i, _ in mapped))
-        row = {i: r for r, i in enumerate(sources)}
-        dist, pred = solver.distances(sources)
-        label_idx = np.array([solver.index[_label(y)] for y in order], dtype=np.int64)
-        offsets = np.array([0.0 if e is None else e[2] for _, e in mapped])
-        term_to_label = dist[[row[i] for i, _ in mapped]][:, label_idx] + offsets[:, None]
-        in_tree = {n[len(_LABEL):] for n in result.nodes if isinstance(n, str) and n.startswith(_LABEL)}
-        fallback = None
-        for group in result.groups:
-            if len(group) != 1:
-                continue
-            core = solver.map_terminal(group[0])[0]
-            if solver.nodes[core].startswith(_LABEL):
-                in_tree.add(solver.nodes[core][len(_LABEL):])
-                continue
-            d = dist[row[core]][label_idx]
-            finite = np.isfinite(d)
-            if not finite.any():
-                continue
-            best = d[finite].min()
-            fallback = "nearest_label"
-            for k in np.nonzero(finite & (d <= best + 1e-12))[0]:
-                in_tree.add(order[k])
-                x = int(label_idx[k])
-                while pred[row[core]][x] >= 0:
-                    p = int(pred[row[core]][x])
-                    edges.append((solver.nodes[p], solver.nodes[x], float(solver.matrix[p, x])))
-                    x = p
-        edges = list(dict.fromkeys(edges))
-        costs: dict[str, float] = {}
-        unreachable: dict[str, int] = {}
-        for k, y in enumerate(order):
-            if y not in in_tree:
-                continue
-            column = term_to_label[:, k]
-            finite = np.isfinite(column)
-            costs[y] = float(column[finite].sum())
-            unreachable[y] = int((~finite).sum())
-        candidates = sorted(costs, key=lambda y: (unreachable[y], costs[y], order.index(y)))
-        return {
-            "terminals": terminals, "new_keywords": new_keywords, "edges": edges,
-            "candidates": candidates, "costs": costs, "unreachable": unreachable, "fallback": fallback,
-        }
-
-    def _graph_choice(self, retrieved: dict[str, Any], tokens: Sequence[str]) -> str:
-        """Offline label choice, in the model's place: among the Steiner-tree candidates, the
-        label most strongly tied to the query's keywords — the largest sum of correlation scores
-        (1 - edge weight) over the terminals directly linked to it; ties go to the candidate
-        order (fewest unreachable terminals, then least shortest-path cost). With no terminal
-        at all: the label whose name shares most words with the text, then the one with most
-        keyword edges.
-
-        Measured on gorag-wos (300 test texts a round), this beats choosing by least total
-        path cost alone by 4-13 points of cumulative accuracy (docs/gorag.md)."""
-        if retrieved["costs"]:
-            candidates = retrieved["candidates"]
-
-            def strength(y: str) -> float:
-                node = _label(y)
-                return sum(
-                    1.0 - self.graph[t][node]["weight"]
-                    for t in retrieved["terminals"]
-                    if self.graph.has_edge(t, node)
-                )
-
-            return max(candidates, key=lambda y: (strength(y), -candidates.index(y)))
-        words = set(tokens)
-        order = list(self.labels)
-
-        def key(y: str) -> tuple[int, int, int]:
-            overlap = len(set(tokenize(y)) & words)
-            return (-overlap, -self.graph.degree(_label(y)), order.index(y))
-
-        return min(retrieved["candidates"], key=key)
+        return _candidates.retrieve(keywords, labels=list(self.labels), terminal=self._terminal, solver=self._solver_now)
 
     async def aretrieve_candidates(self, text: str) -> dict[str, Any]:
         """Keywords, terminals, Steiner tree and candidate labels of ``text``, without choosing."""
@@ -638,47 +398,16 @@ class GORAGClassifier:
             raise ConfigurationError("the classifier has no labels yet; call fit_round(texts, labels) first")
 
     def _schema(self) -> type[BaseModel]:
+        """The answer schema of the classification request, rebuilt when the labels change."""
         labels = tuple(self.labels)
         if self._choice_schema is None or self._choice_schema[0] != labels:
-            extra = {"enum": list(labels)} if self.constrain_labels else None
-            model = create_model(
-                "LabelChoice",
-                label=(str, Field(description="one label, spelled exactly as listed", json_schema_extra=extra)),
-            )
-            self._choice_schema = (labels, model)
+            self._choice_schema = (labels, _choice.choice_schema(labels, constrain=self.constrain_labels))
         return self._choice_schema[1]
 
     def match_label(self, answer: str) -> str | None:
         """The known label a model answer names (case, spacing, quotes and ``_``/``-`` vs space
         ignored), or ``None``."""
-        cleaned = answer.strip().strip("\"'`“”‘’ .").strip()
-        if cleaned in self.labels:
-            return cleaned
-        folded = cleaned.casefold()
-        for y in self.labels:
-            if y.casefold() == folded:
-                return y
-        norm = normalize_keyword(cleaned)
-        for y in self.labels:
-            if normalize_keyword(y) == norm and norm:
-                return y
-        return None
-
-    async def _model_choice(self, text: str, keywords: list[str], candidates: list[str]) -> tuple[str | None, str]:
-        lines = []
-        for y in candidates:
-            description = self.labels[y].description
-            lines.append(f"- {y}: {' '.join(description.split())}" if description and description != _display_name(y) else f"- {y}")
-        prompt = prompts.CLASSIFY.format(
-            text=truncate_tokens(text, self.max_text_tokens),
-            keywords=", ".join(keywords) or "(none)",
-            candidates="\n".join(lines),
-        )
-        try:
-            answer = await self.llm.acomplete_json(prompt, self._schema(), system=prompts.CLASSIFY_SYSTEM)
-        except ModelOutputError as exc:
-            return None, exc.last_output or ""
-        return self.match_label(answer.label), answer.label
+        return _choice.match_label(self.labels, answer)
 
     async def _aclassify(self, text: str, online: bool, keywords: list[str] | None = None) -> Classification:
         if keywords is None and self._model_extracts:
@@ -689,12 +418,20 @@ class GORAGClassifier:
                 keywords = self._tfidf_keywords(tokens, virtual=True)
             retrieved = self._retrieve(keywords)
             round_ = self.round
-            graph_label = self._graph_choice(retrieved, tokens)
+            graph_label = _choice.graph_choice(self.graph, retrieved, tokens, list(self.labels))
         candidates: list[str] = retrieved["candidates"]
         label, chosen_by = graph_label, "graph"
         hallucinated, answer, strict = False, None, None
         if self.label_choice == "model":
-            matched, answer = await self._model_choice(text, keywords, candidates)
+            matched, answer = await _choice.model_choice(
+                self.llm,
+                self.labels,
+                text,
+                keywords,
+                candidates,
+                schema=self._schema(),
+                max_text_tokens=self.max_text_tokens,
+            )
             strict = answer in candidates
             if matched is None:
                 hallucinated = True
@@ -704,7 +441,7 @@ class GORAGClassifier:
         with self._lock:
             if online and not hallucinated:
                 indexed = self._index_online(tokens, keywords, label)
-            evidence = self._evidence(retrieved["terminals"], label)
+            evidence = _graph.evidence(self.graph, retrieved["terminals"], label)
         tree = SteinerTreeInfo(
             terminals=retrieved["terminals"],
             edges=[(str(u), str(v), float(w)) for u, v, w in retrieved["edges"]],
@@ -712,39 +449,40 @@ class GORAGClassifier:
             method=self.steiner,
         )
         return Classification(
-            label=label, candidates=candidates, keywords=keywords, evidence=evidence, tree=tree,
-            new_keywords=retrieved["new_keywords"], indexed=indexed, costs=retrieved["costs"],
-            unreachable=retrieved["unreachable"], chosen_by=chosen_by, fallback=retrieved["fallback"],
-            hallucinated=hallucinated, model_answer=answer, strict_match=strict, round=round_,
+            label=label,
+            candidates=candidates,
+            keywords=keywords,
+            evidence=evidence,
+            tree=tree,
+            new_keywords=retrieved["new_keywords"],
+            indexed=indexed,
+            costs=retrieved["costs"],
+            unreachable=retrieved["unreachable"],
+            chosen_by=chosen_by,
+            fallback=retrieved["fallback"],
+            hallucinated=hallucinated,
+            model_answer=answer,
+            strict_match=strict,
+            round=round_,
         )
-
-    def _evidence(self, terminals: list[str], label: str) -> list[str]:
-        node = _label(label)
-        found = []
-        for t in terminals:
-            if t == node:
-                found.append((0.0, normalize_keyword(label)))
-            elif self.graph.has_edge(t, node) and t.startswith(_KW):
-                found.append((self.graph[t][node]["weight"], t[len(_KW):]))
-        return [v for _, v in sorted(found)]
 
     def _index_online(self, tokens: list[str], keywords: list[str], label: str) -> list[str]:
         """Eq. 14: the query joins ``T``; each of its keywords the graph lacks becomes a node
         linked to the predicted label, weighted by Eq. 5 with the query as a text of that label.
-        Keywords already in the graph get no new edge."""
+        Keywords already in the graph get no new edge (caller holds the lock)."""
         position = self.stats.add_text(tokens)
         self.stats.add_yielded(position, keywords)
-        padded = self.stats.texts[position]
-        n_texts = self.stats.n_texts
-        added = []
-        for v in keywords:
-            if self._terminal(v) is not None:
-                continue
-            count = max(1, phrase_count(v, padded))
-            cs = correlation_score(count, len(tokens), n_texts, self.stats.df(v), self.epsilon)
-            self._add_keyword_edge(v, label, cs)
-            added.append(v)
-        return added
+        return _graph.add_text_keywords(
+            self.graph,
+            self.stats,
+            position=position,
+            length=len(tokens),
+            keywords=keywords,
+            label=label,
+            skip=lambda v: self._terminal(v) is not None,
+            epsilon=self.epsilon,
+            round=self.round,
+        )
 
     async def aclassify(self, text: str, *, online: bool | None = None) -> Classification:
         """Classify ``text`` among every label seen so far; with online indexing (default: the
@@ -784,32 +522,7 @@ class GORAGClassifier:
         """Write the classifier to the directory ``path`` as one JSON file (``classifier.json``),
         atomically: a crash leaves the previous version intact. Models are not stored; pass them
         again to :meth:`load`."""
-        directory = Path(path)
-        directory.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            payload = {
-                "format": FORMAT,
-                "format_version": FORMAT_VERSION,
-                "rhizome_gorag_version": _version(),
-                "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "models": {"llm": getattr(self.llm, "name", None)},
-                "parameters": self.parameters(),
-                "round": self.round,
-                "labels": [info.model_dump() for info in self.labels.values()],
-                "nodes": [[n, d] for n, d in self.graph.nodes(data=True)],
-                "edges": [[u, v, d] for u, v, d in self.graph.edges(data=True)],
-                "corpus": self.stats.to_json(),
-                "stats": self.stats_summary(),
-            }
-            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-        target = directory / STATE_FILE
-        tmp = target.with_name(target.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-        return directory
+        return _persistence.save(self, path)
 
     @classmethod
     def load(
@@ -823,62 +536,7 @@ class GORAGClassifier:
         """Open a classifier written by :meth:`persist`. Pass the chat model again when it was
         built with one; ``keyword_source`` and other parameters may be overridden (e.g.
         ``online=False``)."""
-        target = Path(path) / STATE_FILE
-        if not target.exists():
-            raise IndexNotFoundError(
-                f"no GORAG classifier at {path} (missing {STATE_FILE}); build one with "
-                "GORAGClassifier().fit_round(texts, labels) and save it with persist(path)"
-            )
-        try:
-            data = json.loads(target.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"cannot read {target}: {exc}; the file is damaged, rebuild the classifier") from exc
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise IndexFormatError(f"{target} is not a GORAG classifier file")
-        if data.get("format_version") != FORMAT_VERSION:
-            raise IndexFormatError(
-                f"{target} uses GORAG classifier format {data.get('format_version')}, this version reads "
-                f"{FORMAT_VERSION}; rebuild it, or install the rhizome-gorag version that wrote it"
-            )
-        params = dict(data["parameters"])
-        stored_source = params.pop("keyword_source")
-        stored_choice = params.pop("label_choice")
-        built_with = data.get("models", {}).get("llm")
-        if keyword_source is None:
-            if stored_source == "function":
-                raise ConfigurationError(
-                    f"{path} was built with a custom keyword function; pass it again as keyword_source=..."
-                )
-            if stored_source == "llm" and llm is None:
-                raise ConfigurationError(
-                    f"{path} was built with keywords from the model {built_with}; pass llm=... (the same "
-                    "model for consistent keywords), or keyword_source='tfidf' to query it offline"
-                )
-            keyword_source = stored_source
-        if "label_choice" not in overrides:
-            overrides["label_choice"] = stored_choice if (stored_choice == "graph" or llm is not None) else "graph"
-        params.update(overrides)
-        try:
-            classifier = cls(llm, keyword_source=keyword_source, **params)
-            classifier.round = int(data["round"])
-            for info in data["labels"]:
-                label = LabelInfo.model_validate(info)
-                classifier.labels[label.name] = label
-                if classifier.label_names:
-                    classifier._names.setdefault(normalize_keyword(label.name), label.name)
-            classifier.graph.add_nodes_from((n, d) for n, d in data["nodes"])
-            classifier.graph.add_edges_from((u, v, d) for u, v, d in data["edges"])
-            classifier.stats = TermStats.from_json(data["corpus"])
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, ConfigurationError):
-                raise
-            raise IndexFormatError(f"{target} is damaged ({exc!r}); rebuild the classifier") from exc
-        return classifier
-
-
-def _display_name(label: str) -> str:
-    """A label as words: ``machine_learning`` → ``machine learning``."""
-    return " ".join(label.replace("_", " ").split())
+        return _persistence.load(cls, path, llm, keyword_source=keyword_source, **overrides)
 
 
 def _check_text(text: Any) -> None:
@@ -891,13 +549,6 @@ def _check_text(text: Any) -> None:
 def _check_label(label: Any) -> None:
     if not isinstance(label, str) or not label.strip():
         raise InvalidInputError(f"labels must be non-empty strings, got {label!r}")
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("rhizome-gorag")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-        return "0"
 
 
 __all__ = [

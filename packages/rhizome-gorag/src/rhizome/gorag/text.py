@@ -42,6 +42,11 @@ def normalize_keyword(keyword: str) -> str:
     return " ".join(tokenize(keyword))
 
 
+def display_name(label: str) -> str:
+    """A label as words: ``machine_learning`` → ``machine learning``."""
+    return " ".join(label.replace("_", " ").split())
+
+
 def is_content_token(token: str) -> bool:
     """A token that may start, end or sit inside an offline keyword: not a stop word, at least
     two characters, not a bare number."""
@@ -160,6 +165,7 @@ __all__ = [
     "TermStats",
     "content_ngrams",
     "correlation_score",
+    "display_name",
     "is_content_token",
     "normalize_keyword",
     "phrase_count",

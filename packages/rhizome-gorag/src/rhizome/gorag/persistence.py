@@ -1,0 +1,126 @@
+"""A classifier on disk: a directory with one ``classifier.json`` — format name and version,
+parameters, labels, the graph's nodes and edges, and the texts of ``T`` — written atomically
+(temporary file, fsync, rename). Models are not stored: they are passed again on load."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rhizome.core.errors import ConfigurationError, IndexFormatError, IndexNotFoundError
+from rhizome.gorag.results import LabelInfo
+from rhizome.gorag.text import TermStats, normalize_keyword
+
+if TYPE_CHECKING:
+    from rhizome.gorag.classifier import GORAGClassifier
+
+FORMAT = "rhizome-gorag-classifier"
+FORMAT_VERSION = 1
+STATE_FILE = "classifier.json"
+
+
+def save(classifier: GORAGClassifier, path: str | Path) -> Path:
+    """Write ``classifier`` to the directory ``path`` (see :meth:`GORAGClassifier.persist`)."""
+    directory = Path(path)
+    directory.mkdir(parents=True, exist_ok=True)
+    with classifier._lock:
+        payload = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "rhizome_gorag_version": _version(),
+            "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "models": {"llm": getattr(classifier.llm, "name", None)},
+            "parameters": classifier.parameters(),
+            "round": classifier.round,
+            "labels": [info.model_dump() for info in classifier.labels.values()],
+            "nodes": [[n, d] for n, d in classifier.graph.nodes(data=True)],
+            "edges": [[u, v, d] for u, v, d in classifier.graph.edges(data=True)],
+            "corpus": classifier.stats.to_json(),
+            "stats": classifier.stats_summary(),
+        }
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    target = directory / STATE_FILE
+    tmp = target.with_name(target.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, target)
+    return directory
+
+
+def load(
+    cls: type[GORAGClassifier],
+    path: str | Path,
+    llm: Any = None,
+    *,
+    keyword_source: Any = None,
+    **overrides: Any,
+) -> GORAGClassifier:
+    """Open a classifier written by :func:`save` as an instance of ``cls`` (see
+    :meth:`GORAGClassifier.load`)."""
+    target = Path(path) / STATE_FILE
+    if not target.exists():
+        raise IndexNotFoundError(
+            f"no GORAG classifier at {path} (missing {STATE_FILE}); build one with "
+            "GORAGClassifier().fit_round(texts, labels) and save it with persist(path)"
+        )
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise IndexFormatError(f"cannot read {target}: {exc}; the file is damaged, rebuild the classifier") from exc
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise IndexFormatError(f"{target} is not a GORAG classifier file")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"{target} uses GORAG classifier format {data.get('format_version')}, this version reads "
+            f"{FORMAT_VERSION}; rebuild it, or install the rhizome-gorag version that wrote it"
+        )
+    params = dict(data["parameters"])
+    stored_source = params.pop("keyword_source")
+    stored_choice = params.pop("label_choice")
+    built_with = data.get("models", {}).get("llm")
+    if keyword_source is None:
+        if stored_source == "function":
+            raise ConfigurationError(
+                f"{path} was built with a custom keyword function; pass it again as keyword_source=..."
+            )
+        if stored_source == "llm" and llm is None:
+            raise ConfigurationError(
+                f"{path} was built with keywords from the model {built_with}; pass llm=... (the same "
+                "model for consistent keywords), or keyword_source='tfidf' to query it offline"
+            )
+        keyword_source = stored_source
+    if "label_choice" not in overrides:
+        overrides["label_choice"] = stored_choice if (stored_choice == "graph" or llm is not None) else "graph"
+    params.update(overrides)
+    try:
+        classifier = cls(llm, keyword_source=keyword_source, **params)
+        classifier.round = int(data["round"])
+        for info in data["labels"]:
+            label = LabelInfo.model_validate(info)
+            classifier.labels[label.name] = label
+            if classifier.label_names:
+                classifier._names.setdefault(normalize_keyword(label.name), label.name)
+        classifier.graph.add_nodes_from((n, d) for n, d in data["nodes"])
+        classifier.graph.add_edges_from((u, v, d) for u, v, d in data["edges"])
+        classifier.stats = TermStats.from_json(data["corpus"])
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigurationError):
+            raise
+        raise IndexFormatError(f"{target} is damaged ({exc!r}); rebuild the classifier") from exc
+    return classifier
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("rhizome-gorag")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+        return "0"
+
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "STATE_FILE", "load", "save"]
