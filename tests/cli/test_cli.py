@@ -135,3 +135,44 @@ def test_graph_methods_index_query_and_answer_offline(tmp_path, capsys, method, 
     assert payload["hits"] and payload["answer"]["text"]
     cited_docs = {d for h in payload["hits"] for d in h["provenance"]["document_ids"]}
     assert cited_docs <= {p.name for p in sample_corpus().iterdir()}
+
+
+def _docs(tmp_path: Path, n: int) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir(exist_ok=True)
+    names = ["Mira Holt sails the Tarn ferry.", "Osric Vane keeps the Gull Island light.", "Petra Lind chairs the Salt Guild."]
+    for i, text in enumerate(names[:n]):
+        (folder / f"d{i}.txt").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_reopening_an_index_honours_offline_and_refuses_another_embedder(tmp_path, capsys, monkeypatch):
+    """Defect: `rhizome index --offline` on an existing index ignored the flag (the chat model
+    it was built with was rebuilt from the manifest)."""
+    from rhizome.core.models.fake import SchemaResponder
+
+    responder = SchemaResponder()
+    out = tmp_path / "i"
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        stub.reply_fn = lambda body: responder([{"role": "user", "content": body["messages"][-1]["content"]}], body.get("format"))
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, _, err = run(capsys, "index", str(_docs(tmp_path, 2)), "--method", "lightrag", "--out", str(out),
+                           "--embed", "hashing:384", "--llm", "ollama:qwen2.5:7b-instruct", "--no-cache", "-q")
+        assert code == 0, err
+        built_with_model = len(stub.calls("/api/chat"))
+    assert built_with_model > 0
+    # the server is gone: --offline must not reach for it, and says which flag new documents need
+    code, _, err = run(capsys, "index", str(_docs(tmp_path, 3)), "--method", "lightrag", "--out", str(out), "--offline", "-q")
+    assert code == 2 and "--llm" in err and "not reachable" not in err
+    code, _, err = run(capsys, "index", str(_docs(tmp_path, 3)), "--method", "lightrag", "--out", str(out), "--embed", "hashing:256", "-q")
+    assert code == 2 and "built with the embedder 'hashing:384'" in err
+
+
+def test_status_describes_an_index(tmp_path, capsys):
+    out = tmp_path / "g"
+    assert run(capsys, "index", str(_docs(tmp_path, 3)), "--method", "graphrag", "--out", str(out), "--offline", "-q")[0] == 0
+    code, printed, _ = run(capsys, "status", str(out))
+    assert code == 0
+    assert "method: graphrag" in printed and "documents: 3; chunks: 3" in printed
+    assert "settings (GraphRAGConfig):" in printed and "gleaning = 1" in printed and "max_gleanings" in printed
+    assert "extraction = offline" in printed and "unfinished" not in printed

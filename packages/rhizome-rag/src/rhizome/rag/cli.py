@@ -52,31 +52,54 @@ def _index_class(method: str) -> Any:
     return registry[method].load()
 
 
-def _open_or_create(method: str, out: Path, models: Models, args: argparse.Namespace) -> Any:
+def _open_or_create(
+    method: str, out: Path, args: argparse.Namespace, *, fall_back: bool = False, want_llm: bool | None = None
+) -> tuple[Any, Models]:
+    """The index in ``out`` (created when there is none) and the models it runs with.
+
+    Reopening an index takes the models it was built with unless a flag says otherwise:
+    ``--llm`` replaces the chat model, ``--offline`` drops it (the index then uses its offline
+    steps, or says which flag it needs); an embedder other than the index's — ``--embed``,
+    ``RHIZOME_EMBED`` or ``--offline``'s hashing embedder — is an error, never ignored.
+    ``want_llm``: ask for a chat model even if the method does not use one (the demo answers)."""
+    from rhizome.core.errors import IndexMismatchError
     from rhizome.core.models.registry import make_embedder
     from rhizome.core.storage import read_manifest
 
     cls = _index_class(method)
-    embedder = make_embedder(models.embed_spec, cache=model_cache(args))
-    if (out / "manifest.json").exists():
-        manifest = read_manifest(out)
+    forced = want_llm is not None
+    want_llm = getattr(cls, "uses_llm", False) if want_llm is None else want_llm
+    manifest = read_manifest(out) if (out / "manifest.json").exists() else None
+    if manifest is not None:
         if manifest.method != method:
             raise ConfigurationError(f"{out} holds a {manifest.method!r} index; choose another --out for {method!r}")
-        return cls.load(out, embedder=embedder, progress=not args.quiet)
+        built = manifest.models.get("embedder") or OFFLINE_EMBED
+        asked = OFFLINE_EMBED if args.offline else (args.embed or os.environ.get("RHIZOME_EMBED"))
+        if asked and asked != built:
+            flag = "--offline uses" if args.offline else "--embed asks for"
+            raise IndexMismatchError(
+                f"{out} was built with the embedder {built!r}, but {flag} {asked!r}; vectors of different "
+                f"models cannot be compared. Drop the flag to use {built!r}, or index into a new --out"
+            )
+        args.embed = built
+        if not (args.offline or args.llm or os.environ.get("RHIZOME_LLM")):
+            args.llm = manifest.models.get("llm")  # built offline: stays offline unless a flag says
+            want_llm = want_llm and (args.llm is not None or forced)
+    models = choose_models(args, want_llm=want_llm, fall_back=fall_back)
     kwargs: dict[str, Any] = {"path": out, "progress": not args.quiet, "llm": models.llm}
-    if args.chunk_size is not None:
-        kwargs["chunk_size"] = args.chunk_size
-    if args.chunk_overlap is not None:
-        kwargs["chunk_overlap"] = args.chunk_overlap
-    return cls(embedder, **kwargs)
+    if getattr(args, "no_cache", False):
+        kwargs["cache"] = False
+    for name in ("chunk_size", "chunk_overlap"):
+        if getattr(args, name, None) is not None:
+            kwargs[name] = getattr(args, name)
+    return cls(make_embedder(models.embed_spec, cache=model_cache(args)), **kwargs), models
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     from rhizome.core.documents import load_path
 
     documents = load_path(args.path)
-    models = choose_models(args, want_llm=getattr(_index_class(args.method), "uses_llm", False), fall_back=False)
-    index = _open_or_create(args.method, Path(args.out), models, args)
+    index, models = _open_or_create(args.method, Path(args.out), args)
     try:
         report = index.insert(documents)
     finally:
@@ -84,6 +107,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     _say(args, f"indexed {args.path} into {args.out} ({args.method}, embedder {models.embed_spec})")
     for key, value in report.model_dump().items():
         shown = len(value) if isinstance(value, list) else value
+        if key == "stats":
+            shown = ", ".join(f"{k} {v}" for k, v in value.items() if v) or "-"
         _say(args, f"  {key}: {shown}")
     return 0
 
@@ -166,25 +191,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from rhizome.core.aio import run_sync
     from rhizome.core.answer import aanswer
     from rhizome.core.documents import load_path
-    from rhizome.core.storage import read_manifest
 
     print("Rhizome demo: index a small corpus about the (fictional) Vell Islands and ask questions.\n")
-    models = choose_models(args, want_llm=True, fall_back=True)
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rhizome-demo-")) / "index"
+    args.chunk_size, args.chunk_overlap = 200, 20
+    index, models = _open_or_create("naive", out, args, fall_back=True, want_llm=True)  # a model writes the answers
     for notice in models.notices:
         print(f"note: {notice}")
     mode = "offline (hashing embedder, extractive answers)" if models.embed_spec == OFFLINE_EMBED and models.llm is None else (
         f"embedder {models.embed_spec}, model {models.llm.name if models.llm else 'none (extractive answers)'}"
     )
     print(f"mode: {mode}\n")
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rhizome-demo-")) / "index"
-    if (out / "manifest.json").exists():
-        manifest = read_manifest(out)
-        if manifest.models.get("embedder") != models.embed_spec:
-            raise ConfigurationError(
-                f"{out} was built with {manifest.models.get('embedder')}; pass another --out for {models.embed_spec}"
-            )
-    args.chunk_size, args.chunk_overlap = 200, 20
-    index = _open_or_create("naive", out, models, args)
     try:
         report = index.insert(load_path(sample_corpus()))
         print(f"indexed {len(report.inserted) + len(report.replaced)} new documents, skipped {len(report.skipped)} "
@@ -206,12 +223,45 @@ def cmd_status(args: argparse.Namespace) -> int:
     from rhizome.core.models.ollama import check_ollama
     from rhizome.core.storage import method_registry
 
+    if args.index:
+        return _index_status(Path(args.index))
     status = check_ollama()
     if status.reachable:
         print(f"Ollama at {status.host}: {len(status.models)} models: {', '.join(status.models) or '-'}")
     else:
         print(f"Ollama is not reachable at {status.host} ({status.error}); start it with `ollama serve`")
     print(f"methods: {', '.join(sorted(method_registry()))}")
+    return 0
+
+
+def _index_status(path: Path) -> int:
+    """What an index directory holds: method, models, counts, unfinished work and settings."""
+    from rhizome.core.config import describe
+    from rhizome.core.storage import IndexStore, method_registry, read_manifest
+
+    manifest = read_manifest(path)
+    print(f"index: {path}")
+    print(f"method: {manifest.method} (format {manifest.format_version}, written by rhizome-core {manifest.rhizome_version}, updated {manifest.updated})")
+    print(f"embedder: {manifest.models.get('embedder')} ({manifest.embedding_dimension or '?'} dimensions); chat model: {manifest.models.get('llm') or 'none'}")
+    store = IndexStore.open(path, readonly=True)
+    try:
+        pending = store.get_meta("pending_change", False)
+        print(f"documents: {store.count('documents')}; chunks: {store.count('chunks')}")
+    finally:
+        store.close()
+    if pending:
+        print("unfinished: an insert or delete was interrupted before its whole-index work; run `rhizome index` again to finish it")
+    registry = method_registry()
+    if manifest.method not in registry:
+        print(f"settings (install rhizome-{manifest.method} for their descriptions): {json.dumps(manifest.config)}")
+        return 0
+    config_class = registry[manifest.method].load().config_class
+    print(f"settings ({config_class.__name__}):")
+    for name, value, doc in describe(config_class.model_validate(manifest.config)):
+        shown = ", ".join(value) if isinstance(value, tuple) else value
+        print(f"  {name} = {shown}")
+        if doc:
+            print(f"      {doc}")
     return 0
 
 
@@ -250,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     model_flags(p)
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed")
+    p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed, or describe an index")
+    p.add_argument("index", nargs="?", help="an index directory: its method, models, counts and settings")
     p.set_defaults(func=cmd_status)
 
     # method packages add their own subcommands (e.g. `rhizome classify` from rhizome-gorag)
