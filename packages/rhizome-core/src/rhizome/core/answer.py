@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field
 
 from rhizome.core.embeddings import hashed_features
 from rhizome.core.extraction.schema import Numbers
-from rhizome.core.text import count_tokens, split_sentences, truncate_tokens
+from rhizome.core.retrieval import pack
+from rhizome.core.text import split_sentences
 from rhizome.core.types import Hit
 
 ANSWER_SYSTEM = (
@@ -61,25 +62,17 @@ def build_context(hits: Sequence[Hit], max_tokens: int = 3000, render: Callable[
     """Numbered items ``[1] ...`` that fit in ``max_tokens`` (a first item too long alone is
     cut), grouped under ``-----section-----`` headers where hits carry a ``section``; and the
     hits in numbering order."""
-    parts: list[str] = []
-    used: list[Hit] = []
-    budget = max_tokens
+    blocks: list[tuple[Hit, str]] = []
     section = None
-    for hit in hits:
+    for number, hit in enumerate(hits, start=1):
         header = hit.metadata.get("section")
-        block = f"[{len(used) + 1}] {render(hit)}"
+        block = f"[{number}] {render(hit)}"
         if header and header != section:
             block = f"-----{header}-----\n{block}"
-        tokens = count_tokens(block) + 1
-        if tokens > budget:
-            if used or budget <= 20:
-                break
-            block, tokens = truncate_tokens(block, budget), budget
         section = header or section
-        parts.append(block)
-        used.append(hit)
-        budget -= tokens
-    return "\n".join(parts), used
+        blocks.append((hit, block))
+    packed = pack(blocks, max_tokens, lambda item: item[1], overhead=1)
+    return "\n".join(text for _, text in packed), [hit for (hit, _), _ in packed]
 
 
 async def aanswer(
