@@ -299,6 +299,8 @@ class OfflineExtractor:
         Called as ``progress(done, total)`` after each chunk.
     """
 
+    spec = "offline"
+
     def __init__(
         self,
         min_frequency: int = 1,
@@ -327,8 +329,6 @@ class OfflineExtractor:
         self.progress = progress
 
     # -- public API ------------------------------------------------------------------------------
-    spec = "offline"
-
     async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         """Extract every chunk; results are in input order. (The work is CPU-bound and quick, so
         it runs inline; the coroutine exists for interface parity with the LLM extractor.)"""

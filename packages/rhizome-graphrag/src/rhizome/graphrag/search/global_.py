@@ -46,14 +46,14 @@ MAP_OVERHEAD_TOKENS = 400
 """Tokens kept free in a map batch for the prompt around the reports."""
 
 
-def content_words(text: str) -> set[str]:
+def relevance_words(text: str) -> set[str]:
     """Normalised content words (no stopwords), the unit of offline relevance."""
     return {f for f in hashed_features(text) if " " not in f}
 
 
 def coverage(query_words: set[str], text: str) -> float:
     """Share of the query's content words that occur in ``text`` (0..1)."""
-    return len(query_words & content_words(text)) / len(query_words) if query_words else 0.0
+    return len(query_words & relevance_words(text)) / len(query_words) if query_words else 0.0
 
 
 class GlobalSearch(BaseRetriever):
@@ -147,7 +147,7 @@ class GlobalSearch(BaseRetriever):
         if not self.dynamic:
             return sorted(graph.frontier(self.level), key=lambda c: (c.level, c.id)), stats
         llm = self.index.llm
-        query_words = content_words(query)
+        query_words = relevance_words(query)
         vector = await query_vector(self.index, query)
         if vector is not None and graph.communities:
             stats["similarity"] = dict(self.index.communities.search(vector, len(graph.communities)))
@@ -242,7 +242,7 @@ class GlobalSearch(BaseRetriever):
         return Retrieval(query=query, hits=hits, stats={"points": len(hits), **stats})
 
     def _offline_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
-        words = content_words(query)
+        words = relevance_words(query)
         points = []
         order = 0
         for community in communities:
