@@ -11,8 +11,7 @@ VectorIndex`` works as always.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rhizome.core.lazy import lazy_exports
 
 _EXPORTS = {
     "Answer": "rhizome.core.answer",
@@ -78,18 +77,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
-
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 
 __all__ = [
     "Answer",
