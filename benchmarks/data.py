@@ -55,6 +55,27 @@ def hotpotqa() -> tuple[list[Document], list[Question]]:
 
 
 @lru_cache(maxsize=2)
+def musique() -> tuple[list[Document], list[Question]]:
+    """The 1,890 musique-dev passages (document id = passage id, text = title line + text, as the
+    OpenIE file's ``passage`` field) and the 47 questions (supporting = gold passage ids)."""
+    base = data_dir() / "musique-dev"
+    corpus = json.loads((base / "corpus.json").read_text(encoding="utf-8"))
+    documents = [
+        Document(id=row["id"], text=f"{row['title']}\n{row['text']}", metadata={"title": row["title"]}) for row in corpus
+    ]
+    questions = [
+        Question(row["id"], row["question"], row["answer"], row["id"].split("__")[0], tuple(row["gold"]))
+        for row in json.loads((base / "questions.json").read_text(encoding="utf-8"))
+    ]
+    return documents, questions
+
+
+def musique_openie() -> Path:
+    """The GPT-3.5-turbo-1106 OpenIE file (HippoRAG's format) of every musique-dev passage."""
+    return data_dir() / "musique-dev" / "openie-gpt-3.5-turbo-1106.json"
+
+
+@lru_cache(maxsize=2)
 def medical() -> tuple[list[Document], list[Question]]:
     """The GraphRAG-Bench medical corpus (one long document) and its 2,062 questions."""
     base = data_dir() / "graphrag-bench-medical"
