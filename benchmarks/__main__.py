@@ -1,6 +1,7 @@
 """Command line of the benchmark harness.
 
     uv run python -m benchmarks retrieval                 # hotpotqa-100 recall, every method and mode
+    uv run python -m benchmarks retrieval --data musique  # musique-dev recall, imported OpenIE triples
     uv run python -m benchmarks proxy --limit 300         # medical answer-content proxy
     uv run python -m benchmarks cost                      # calls and tokens with a counting fake model
     uv run python -m benchmarks scale --sizes 1000 10000  # speed and memory at growing sizes
@@ -9,8 +10,8 @@
     .venv-bench/bin/python -m benchmarks peers            # lightrag-hku, nano-graphrag side by side
     uv run python -m benchmarks compare OLD.json NEW.json # two retrieval results, question by question
 
-Each run writes benchmarks/results/<suite>-<variant>.json; with --write-docs its table replaces
-the matching section of docs/benchmarks.md.
+Each run writes benchmarks/results/<suite>-<variant>.json (retrieval: [musique-]<embed>[-openie]);
+with --write-docs its table replaces the matching section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--embed", default="hashing", help="hashing (offline) or minilm (needs benchmarks/setup.sh)")
             p.add_argument("--limit", type=int, help="number of questions (default: all)")
         if name == "retrieval":
-            p.add_argument("--openie", help="HippoRAG OpenIE JSON to use instead of offline extraction")
+            p.add_argument("--data", choices=sorted(harness.DATASETS), default="hotpotqa",
+                           help="hotpotqa (offline extraction) or musique (its imported OpenIE triples)")
+            p.add_argument("--openie", help="HippoRAG OpenIE JSON to use instead of the data set's default extraction")
         if name == "cost":
             p.add_argument("--passages", type=int, default=100)
             p.add_argument("--queries", type=int, default=20)
@@ -98,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
 
     selected = systems(args.methods)
     if args.suite == "retrieval":
-        result = asyncio.run(harness.retrieval(selected, args.embed, args.limit, args.openie))
-        variant = f"{args.embed}{'-openie' if args.openie else ''}"
-        table, title = harness.retrieval_table(result), f"Retrieval quality: hotpotqa-100 ({variant})"
+        result = asyncio.run(harness.retrieval(selected, args.embed, args.limit, args.openie, args.data))
+        variant = f"{'' if args.data == 'hotpotqa' else args.data + '-'}{args.embed}{'-openie' if args.openie else ''}"
+        table, title = harness.retrieval_table(result), f"Retrieval quality: {result['data']} ({variant})"
     elif args.suite == "proxy":
         result = asyncio.run(harness.proxy(selected, args.embed, args.limit))
         variant = args.embed

@@ -1,6 +1,8 @@
 """The suites of the benchmark harness. Each returns a JSON-able result and a markdown table.
 
-- ``retrieval``: hotpotqa-100 Recall@2 / Recall@5 of supporting passages, every system;
+- ``retrieval``: Recall@2 / Recall@5 of gold passages on hotpotqa-100 or musique-dev, every
+  system, with paired wins/losses and bootstrap intervals against the dense baseline (``naive``)
+  and per-query latency;
 - ``proxy``: graphrag-bench-medical, share of reference-answer content words in the retrieved
   context under a token budget, per question type, every system;
 - ``cost``: model calls and prompt/completion tokens per indexed 1k corpus tokens and per query,
@@ -20,12 +22,13 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks import data, metrics
-from benchmarks.systems import System, build_index
+from benchmarks.systems import System, available_methods, build_index
 from rhizome.core.models.counting import CountingChatModel
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 from rhizome.core.models.registry import make_embedder
@@ -47,48 +50,113 @@ def _by_method(selected: list[System]) -> dict[str, list[System]]:
     return grouped
 
 
-async def _retrieve_all(index: Any, system: System, questions: list[data.Question], k: int) -> list[list[Any]]:
+async def _retrieve_all(index: Any, system: System, questions: list[data.Question], k: int) -> tuple[list[list[Any]], list[float]]:
+    """Every question's hits and the milliseconds of each ``aretrieve`` call on its own."""
     retriever = index.as_retriever(k=k, mode=system.mode)
-    return [await retriever.aretrieve(q.question) for q in questions]
+    results, ms = [], []
+    for q in questions:
+        t0 = time.perf_counter()
+        results.append(await retriever.aretrieve(q.question))
+        ms.append((time.perf_counter() - t0) * 1000)
+    return results, ms
 
 
 # -- retrieval -------------------------------------------------------------------------------
-async def retrieval(selected: list[System], embed: str, limit: int | None = None, openie: str | None = None) -> dict[str, Any]:
-    documents, questions = data.hotpotqa()
+DATASETS = {"hotpotqa": "hotpotqa-100", "musique": "musique-dev"}
+DENSE = System("naive", None)  # the dense baseline of every retrieval run
+
+
+def retrieval_command(selected: list[System], embed: str, limit: int | None, openie: str | None, dataset: str) -> str:
+    """The command line that reproduces a retrieval run."""
+    python = "uv run python" if embed == "hashing" else ".venv-bench/bin/python"
+    parts = [python, "-m benchmarks retrieval"]
+    if dataset != "hotpotqa":
+        parts.append(f"--data {dataset}")
+    parts.append(f"--embed {embed}")
+    methods = list(dict.fromkeys(s.method for s in selected))
+    if methods != available_methods():
+        parts.append(f"--methods {' '.join(methods)}")
+    if limit:
+        parts.append(f"--limit {limit}")
+    if openie:
+        parts.append(f"--openie {openie}")
+    return " ".join(parts)
+
+
+async def retrieval(
+    selected: list[System], embed: str, limit: int | None = None, openie: str | None = None, dataset: str = "hotpotqa"
+) -> dict[str, Any]:
+    """Recall of gold passages on ``dataset`` (``hotpotqa``: offline extraction unless ``openie``;
+    ``musique``: the data set's imported OpenIE triples unless ``openie``), each system compared
+    question by question with the dense baseline, which runs even when not selected."""
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown data set {dataset!r} (known: {', '.join(DATASETS)})")
+    command = retrieval_command(selected, embed, limit, openie, dataset)
+    documents, questions = getattr(data, dataset)()
     questions = questions[:limit] if limit else questions
-    rows = []
-    for method, group in _by_method(selected).items():
+    if openie is None and dataset == "musique":
+        openie = str(data.musique_openie())
+    runs = {}
+    for method, group in _by_method(selected if DENSE in selected else [DENSE, *selected]).items():
         start = time.perf_counter()
         index = build_index(method, embedder_for(embed), openie=None if method == "naive" else openie)
         await index.ainsert(documents)
         build_s = time.perf_counter() - start
         for system in group:
-            t0 = time.perf_counter()
-            results = await _retrieve_all(index, system, questions, HITS)
-            query_s = (time.perf_counter() - t0) / max(1, len(questions))
+            results, ms = await _retrieve_all(index, system, questions, HITS)
             ranked = [metrics.ranked_documents(hits) for hits in results]
-            rows.append({
-                "system": system.name,
-                "recall@2": statistics.fmean(metrics.recall_at(r, q.supporting, 2) for r, q in zip(ranked, questions)),
-                "recall@5": statistics.fmean(metrics.recall_at(r, q.supporting, 5) for r, q in zip(ranked, questions)),
-                "index_seconds": round(build_s, 2),
-                "query_ms": round(query_s * 1000, 2),
-                "ranked": {q.id: r[:HITS] for q, r in zip(questions, ranked)},
-            })
+            recall = {k: [metrics.recall_at(r, q.supporting, k) for r, q in zip(ranked, questions)] for k in (2, 5)}
+            runs[system.name] = {"recall": recall, "ms": ms, "index_seconds": round(build_s, 2),
+                                 "ranked": {q.id: r[:HITS] for q, r in zip(questions, ranked)}}
         index.close()
-    return {"suite": "retrieval", "data": "hotpotqa-100", "embedder": embed, "questions": len(questions),
-            "extraction": "imported OpenIE" if openie else "offline", "rows": rows}
+    dense = runs[DENSE.name]
+    rows = [_retrieval_row(name, run, dense) for name, run in runs.items()]
+    return {"suite": "retrieval", "data": DATASETS[dataset], "dataset": dataset, "embedder": embed, "questions": len(questions),
+            "extraction": "imported OpenIE" if openie else "offline", "openie": Path(openie).name if openie else None,
+            "command": command, "rows": rows}
+
+
+def _retrieval_row(name: str, run: dict[str, Any], dense: dict[str, Any]) -> dict[str, Any]:
+    r5, delta = run["recall"][5], np.subtract(run["recall"][5], dense["recall"][5])
+    p50 = statistics.median(run["ms"])
+    return {
+        "system": name,
+        "baseline": name == DENSE.name,
+        "recall@2": statistics.fmean(run["recall"][2]),
+        "recall@5": statistics.fmean(r5),
+        "recall@5_ci": [round(x, 4) for x in metrics.bootstrap_ci(r5)],
+        "delta_recall@5": round(float(delta.mean()), 4),
+        "delta_recall@5_ci": [round(x, 4) for x in metrics.bootstrap_ci(delta)],
+        "vs_dense": {f"recall@{k}": metrics.paired_counts(run["recall"][k], dense["recall"][k]) for k in (2, 5)},
+        "query_p50_ms": round(p50, 2),
+        "query_p95_ms": round(float(np.percentile(run["ms"], 95)), 2),
+        "p50_x_dense": round(p50 / statistics.median(dense["ms"]), 2),
+        "index_seconds": run["index_seconds"],
+        "ranked": run["ranked"],
+    }
 
 
 def retrieval_table(result: dict[str, Any]) -> str:
+    extraction = result["extraction"] + (f" (`{result['openie']}`)" if result.get("openie") else "")
     lines = [
-        f"hotpotqa-100, {result['questions']} questions, embedder `{result['embedder']}`, {result['extraction']} extraction, no chat model.",
+        f"{result['data']}, {result['questions']} questions, embedder `{result['embedder']}`, {extraction} extraction, "
+        f"no chat model. Dense baseline: `naive`. Reproduce: `{result['command']}`",
         "",
-        "| system | Recall@2 | Recall@5 | index (s) | query (ms) |",
-        "|---|---|---|---|---|",
+        "| system | R@2 | R@5 | R@5 95% CI | ΔR@5 vs dense (95% CI) | W/L/T vs dense | p50 ms | p50 × dense | index s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
-        lines.append(f"| {r['system']} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {r['index_seconds']} | {r['query_ms']} |")
+        lo, hi = r["recall@5_ci"]
+        if r["baseline"]:
+            name, delta, wlt = f"{r['system']} (dense baseline)", "–", "–"
+        else:
+            dlo, dhi = r["delta_recall@5_ci"]
+            delta = f"{r['delta_recall@5']:+.3f} ({dlo:+.3f}, {dhi:+.3f})"
+            name, wlt = r["system"], "/".join(str(r["vs_dense"]["recall@5"][x]) for x in ("wins", "losses", "ties"))
+        lines.append(
+            f"| {name} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {lo:.3f}–{hi:.3f} | {delta} | {wlt} | "
+            f"{r['query_p50_ms']} | {r['p50_x_dense']:.2f} | {r['index_seconds']} |"
+        )
     return "\n".join(lines)
 
 
@@ -122,7 +190,7 @@ async def proxy(selected: list[System], embed: str, limit: int | None = None, bu
         index = build_index(method, embedder_for(embed))
         await index.ainsert(documents)
         for system in group:
-            results = await _retrieve_all(index, system, questions, HITS)
+            results, _ = await _retrieve_all(index, system, questions, HITS)
             per_type: dict[str, list[float]] = defaultdict(list)
             for hits, q in zip(results, questions):
                 context = metrics.budgeted_context(hits, budget)

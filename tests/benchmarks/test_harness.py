@@ -27,12 +27,27 @@ def hit(doc_ids: list[str], text: str = "t", kind: str = "chunk") -> Hit:
 def test_recall_counts_passages_in_citation_order():
     ranked = metrics.ranked_documents([hit(["A", "B"]), hit(["B"]), hit(["C"])])
     assert ranked == ["A", "B", "C"]
-    # passages returned as chunks rank before those merely cited by an entity or a community
+    # every hit puts all the passages it cites at its rank, whatever its kind: a community
+    # report ranked first pushes the chunks behind it
     mixed = [hit(["X", "Y", "Z"], kind="community"), hit(["C"]), hit(["Y"], kind="entity"), hit(["A"])]
-    assert metrics.ranked_documents(mixed) == ["C", "A", "X", "Y", "Z"]
+    assert metrics.ranked_documents(mixed) == ["X", "Y", "Z", "C", "A"]
+    assert metrics.recall_at(metrics.ranked_documents(mixed), ["C", "A"], 2) == 0.0
     assert metrics.recall_at(ranked, ["B", "C"], 2) == 0.5
     assert metrics.recall_at(ranked, ["B", "C"], 5) == 1.0
     assert metrics.recall_at(ranked, [], 5) == 0.0
+
+
+def test_paired_counts_against_the_baseline():
+    assert metrics.paired_counts([1.0, 0.5, 0.0, 1.0, 0.5], [0.5, 0.5, 1.0, 1.0, 0.0]) == {"wins": 2, "losses": 1, "ties": 2}
+
+
+def test_bootstrap_interval_is_seeded_and_contains_the_mean():
+    values = [(i * 37 % 101) / 100 for i in range(30)]
+    low, high = metrics.bootstrap_ci(values)
+    assert low < sum(values) / len(values) < high and low >= 0.0 and high <= 1.0
+    assert metrics.bootstrap_ci(values) == (low, high)  # fixed seed: the same interval every run
+    assert metrics.bootstrap_ci(values, seed=1) != (low, high)
+    assert metrics.bootstrap_ci([0.5] * 7) == (0.5, 0.5)
 
 
 def test_answer_coverage_and_budget():
@@ -61,8 +76,13 @@ def test_loaders_read_the_shared_data():
 async def test_retrieval_and_cost_suites_on_a_slice():
     result = await harness.retrieval([System("naive", None)], "hashing", limit=5)
     row = result["rows"][0]
-    assert row["system"] == "naive" and 0.0 <= row["recall@2"] <= row["recall@5"] <= 1.0
-    assert "| naive |" in harness.retrieval_table(result)
+    assert row["system"] == "naive" and row["baseline"] and 0.0 <= row["recall@2"] <= row["recall@5"] <= 1.0
+    assert row["vs_dense"]["recall@5"] == {"wins": 0, "losses": 0, "ties": 5} and row["p50_x_dense"] == 1.0
+    assert row["recall@5_ci"][0] <= row["recall@5"] <= row["recall@5_ci"][1]
+    assert row["query_p50_ms"] <= row["query_p95_ms"]
+    table = harness.retrieval_table(result)
+    assert "| naive (dense baseline) |" in table
+    assert "`uv run python -m benchmarks retrieval --embed hashing --methods naive --limit 5`" in table
     cost = await harness.cost([System("naive", None)], passages=10, queries=2)
     assert cost["rows"][0]["index_calls_per_1k"] == 0  # naive RAG never calls a chat model
 
@@ -80,8 +100,22 @@ def test_command_line_writes_results(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "RESULTS", tmp_path)
     assert main(["retrieval", "--methods", "naive", "--limit", "3"]) == 0
     saved = json.loads((tmp_path / "retrieval-hashing.json").read_text())
-    assert saved["questions"] == 3
-    assert "Recall@2" in capsys.readouterr().out
+    assert saved["questions"] == 3 and saved["data"] == "hotpotqa-100"
+    assert "| system | R@2 | R@5 |" in capsys.readouterr().out
+
+
+@needs_data
+def test_command_line_runs_musique(tmp_path, monkeypatch, capsys):
+    import benchmarks.__main__ as cli
+
+    monkeypatch.setattr(cli, "RESULTS", tmp_path)
+    assert main(["retrieval", "--data", "musique", "--limit", "3", "--methods", "naive"]) == 0
+    saved = json.loads((tmp_path / "retrieval-musique-hashing.json").read_text())
+    assert saved["data"] == "musique-dev" and saved["questions"] == 3
+    assert saved["openie"] == data.musique_openie().name  # the graph methods would import its triples
+    _, questions = data.musique()
+    assert set(saved["rows"][0]["ranked"]) == {q.id for q in questions[:3]}
+    assert "--data musique" in capsys.readouterr().out
 
 
 @needs_data
@@ -105,4 +139,8 @@ async def test_imported_openie_reaches_every_graph_method(tmp_path, monkeypatch)
     selected = [s for s in systems() if s.method in ("graphrag", "lightrag")]
     result = await harness.retrieval(selected, "hashing", openie=str(path))
     assert result["extraction"] == "imported OpenIE"
-    assert {r["system"].split(":")[0] for r in result["rows"]} == {"graphrag", "lightrag"}
+    rows = {r["system"]: r for r in result["rows"]}
+    assert {name.split(":")[0] for name in rows} == {"naive", "graphrag", "lightrag"}
+    assert rows["naive"]["baseline"] and not rows["lightrag:mix"]["baseline"]  # the dense baseline runs unasked
+    wlt = rows["lightrag:mix"]["vs_dense"]["recall@5"]
+    assert sum(wlt.values()) == len(questions)
