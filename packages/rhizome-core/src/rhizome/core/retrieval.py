@@ -76,6 +76,12 @@ def check_positive(name: str, value: Any) -> int:
     return value
 
 
+def check_non_negative(name: str, value: Any) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+        raise ConfigurationError(f"{name} must be a number of at least 0, got {value!r}")
+    return float(value)
+
+
 def check_share(name: str, value: Any) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
         raise ConfigurationError(f"{name} must be a number between 0 and 1, got {value!r}")
@@ -279,6 +285,7 @@ __all__ = [
     "Retrieval",
     "by_rank",
     "check_k",
+    "check_non_negative",
     "check_positive",
     "check_query",
     "check_share",

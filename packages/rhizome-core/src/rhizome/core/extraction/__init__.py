@@ -12,7 +12,12 @@ An index chooses one with an extraction spec (:mod:`rhizome.core.extraction.spec
 :func:`merge_extractions` then combines the records across chunks (and into an existing graph).
 """
 
-from rhizome.core.extraction.keywords import add_keywords, content_keywords, content_words
+from rhizome.core.extraction.keywords import (
+    add_keywords,
+    content_keywords,
+    content_words,
+    query_names,
+)
 from rhizome.core.extraction.llm import DEFAULT_ENTITY_TYPES, LLMExtractor, Progress
 from rhizome.core.extraction.merge import (
     COOCCURRENCE,
@@ -53,6 +58,7 @@ __all__ = [
     "add_keywords",
     "clean_name",
     "content_keywords",
+    "query_names",
     "content_words",
     "cooccurrence_pmi",
     "entity_key",

@@ -3,7 +3,9 @@
 - :func:`content_keywords` — the most frequent content words of a text: a chunk's content
   keywords, a relation's theme keywords when its extractor gave none;
 - :func:`add_keywords` — fills those in on an extraction (what LightRAG's relation vectors need,
-  whatever extractor produced the relations: a model, the offline rules, imported triples).
+  whatever extractor produced the relations: a model, the offline rules, imported triples);
+- :func:`query_names` — the names and quoted phrases a query mentions, which retrievers link to
+  entities (the offline extractor's mention finder, question words left out).
 
 Plain term frequency, no IDF: a stored keyword must not change when other documents are added or
 removed, or an insert followed by a delete would not give back the records held before.
@@ -16,9 +18,12 @@ from collections import Counter
 
 from rhizome.core.embeddings import STOPWORDS as EMBED_STOPWORDS
 from rhizome.core.extraction.offline import STOPWORDS as NAME_STOPWORDS
+from rhizome.core.extraction.offline import OfflineExtractor
 from rhizome.core.extraction.schema import Extraction
 from rhizome.core.types import Chunk
 
+_QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")
+_FINDER = OfflineExtractor(window="sentence")
 _WORD = re.compile(r"[^\W\d_][^\W_]*(?:['’\-][^\W_]+)*", re.UNICODE)
 
 QUESTION_WORDS = frozenset(
@@ -37,6 +42,14 @@ def content_words(text: str) -> list[str]:
         if len(word) >= 3 and word not in STOPWORDS:
             out.append(word)
     return out
+
+
+def query_names(query: str) -> list[str]:
+    """The quoted phrases and the names (capitalised spans, acronyms, numbers with units) that
+    ``query`` mentions, in order, without repeats and without question words."""
+    names = [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(query)]
+    names += [display for display, _type, kind in _FINDER.find_mentions(query) if kind != "phrase" and display.lower() not in QUESTION_WORDS]
+    return list(dict.fromkeys(n for n in names if n))
 
 
 def content_keywords(text: str, limit: int = 5, *, exclude: set[str] | frozenset[str] = frozenset()) -> list[str]:

@@ -1,0 +1,206 @@
+"""Graph evidence for ranking passages: link the query to entities, walk to their passages,
+fuse with dense retrieval.
+
+A graph retriever earns its place when it finds the passage of a question's second hop, which
+shares no words with the question but is connected to the first hop through an entity. The
+pieces here do that for every method that has entities with source chunks:
+
+- :class:`EvidenceGraph` holds entities and passages (chunks) in one sparse graph: entity–entity
+  edges from relations (weight: the relation's weight) and entity–passage edges from the chunks
+  each entity was extracted from (weight 1). It is built once per index state and cached by the
+  method.
+- :func:`link_entities` links texts to entities by embedding: the nearest entity vectors, the
+  best score per entity; :func:`link_query` links a query and each name it mentions.
+- :meth:`EvidenceGraph.rank` runs personalized PageRank (damping 0.5, HippoRAG's) from the
+  linked entities, each weighted by its link score divided by the number of passages it occurs
+  in (HippoRAG's node specificity: a rare entity says more than one in every passage), and from
+  the dense hits as passage seeds at a small weight (``passage_seed``, 0.05 as in HippoRAG 2),
+  so mass flows from the linked entities to their passages, to the entities those passages
+  mention, and on to the passages of the second hop.
+- :func:`fuse` merges rankings by weighted reciprocal rank fusion; :func:`rank_passages` puts it
+  together — the graph ranking fused with the dense ranking, so what dense retrieval ranks first
+  stays near the top while the graph adds the passages similarity alone misses.
+
+Scores are comparable within one ranking only; retrievers re-score hits by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from rhizome.core.extraction.keywords import query_names
+from rhizome.core.graph import DEFAULT_PPR_DAMPING, personalized_pagerank
+from rhizome.core.types import Entity, Relation
+
+DEFAULT_PASSAGE_SEED = 0.05
+"""Weight of the dense passage seeds against the entity seeds (HippoRAG 2's passage node weight)."""
+
+DEFAULT_LINK_K = 5
+"""Entities linked per text (the query, each name it mentions)."""
+
+DEFAULT_RRF_K = 60
+"""The constant of reciprocal rank fusion (Cormack et al. 2009)."""
+
+
+class EvidenceGraph:
+    """Entities and passages in one undirected weighted graph, for personalized PageRank.
+
+    Parameters
+    ----------
+    entity_chunks:
+        The chunks each entity occurs in (entity id → chunk ids).
+    relations:
+        ``(source entity, target entity, weight)`` edges; endpoints that are not entities, self
+        loops and non-positive weights are left out; repeated pairs add up.
+    """
+
+    def __init__(self, entity_chunks: Mapping[str, Sequence[str]], relations: Iterable[tuple[str, str, float]]) -> None:
+        self.entity_ids = sorted(entity_chunks)
+        self.chunk_ids = sorted({c for chunks in entity_chunks.values() for c in chunks})
+        n_e = len(self.entity_ids)
+        self._entity = {e: i for i, e in enumerate(self.entity_ids)}
+        self._chunk = {c: n_e + i for i, c in enumerate(self.chunk_ids)}
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[float] = []
+        for eid, chunks in entity_chunks.items():
+            i = self._entity[eid]
+            for cid in set(chunks):
+                rows += [i, self._chunk[cid]]
+                cols += [self._chunk[cid], i]
+                vals += [1.0, 1.0]
+        for source, target, weight in relations:
+            i, j = self._entity.get(source), self._entity.get(target)
+            if i is None or j is None or i == j or not weight > 0:
+                continue
+            rows += [i, j]
+            cols += [j, i]
+            vals += [float(weight), float(weight)]
+        n = n_e + len(self.chunk_ids)
+        self.matrix = sp.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)  # duplicates add up
+        self.passages_of = {e: len(set(chunks)) for e, chunks in entity_chunks.items()}
+
+    @classmethod
+    def from_records(cls, entities: Iterable[Entity], relations: Iterable[Relation]) -> EvidenceGraph:
+        """The graph of stored entity and relation records (their ``source_chunk_ids`` and
+        ``weight``)."""
+        return cls(
+            {e.id: e.source_chunk_ids for e in entities if e.source_chunk_ids},
+            ((r.source, r.target, r.weight or 1.0) for r in relations),
+        )
+
+    def __len__(self) -> int:
+        return self.matrix.shape[0]
+
+    def rank(
+        self,
+        entity_seeds: Mapping[str, float],
+        passage_seeds: Mapping[str, float] | None = None,
+        *,
+        passage_seed: float = DEFAULT_PASSAGE_SEED,
+        damping: float = DEFAULT_PPR_DAMPING,
+    ) -> list[tuple[str, float]]:
+        """Passages by personalized PageRank from the seeds, best first (passages the walk
+        never reaches are left out).
+
+        ``entity_seeds``: link scores of entities (weighted here by node specificity);
+        ``passage_seeds``: dense scores of passages (min-max normalised here, times
+        ``passage_seed``). Seeds that are not in the graph are ignored; with no seed in the
+        graph the ranking is empty.
+        """
+        if not len(self):
+            return []
+        restart = np.zeros(len(self), dtype=np.float64)
+        for eid, score in entity_seeds.items():
+            i = self._entity.get(eid)
+            if i is not None and score > 0:
+                restart[i] += score / max(1, self.passages_of.get(eid, 1))
+        dense = {c: s for c, s in (passage_seeds or {}).items() if c in self._chunk}
+        if dense and passage_seed > 0:
+            low, high = min(dense.values()), max(dense.values())
+            spread = high - low
+            for cid, score in dense.items():
+                restart[self._chunk[cid]] += passage_seed * ((score - low) / spread if spread > 0 else 1.0)
+        if not restart.any():
+            return []
+        scores = personalized_pagerank(self.matrix, restart, damping=damping)
+        n_e = len(self.entity_ids)
+        # rounded so that scores equal but for the order of float additions tie, and ties go
+        # to the passage id: the ranking does not depend on the order records were stored in
+        passage = np.round(scores[n_e:], 12)
+        order = np.argsort(-passage, kind="stable")  # chunk ids are sorted: ties by id
+        return [(self.chunk_ids[i], float(passage[i])) for i in order if passage[i] > 0]
+
+
+def fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = DEFAULT_RRF_K) -> list[tuple[str, float]]:
+    """Weighted reciprocal rank fusion: each id scores ``sum(weight / (k + rank))`` over the
+    rankings it appears in (rank from 1); best first, ties in first-seen order."""
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for rank, key in enumerate(dict.fromkeys(ranking), start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: -item[1])
+
+
+async def link_entities(
+    index: Any, collection: str, vectors: np.ndarray | None, k: int, min_score: float | None = None
+) -> dict[str, float]:
+    """Entities of ``collection`` nearest to each row of ``vectors`` (``k`` per row, at least
+    ``min_score``), with the best similarity each reached."""
+    if vectors is None or not index.store.has_collection(collection):
+        return {}
+    found = index.store.collection(collection, vectors.shape[1]).search(vectors, k)
+    linked: dict[str, float] = {}
+    for row in found:
+        for key, score in row:
+            if min_score is None or score >= min_score:
+                linked[key] = max(score, linked.get(key, float("-inf")))
+    return linked
+
+
+async def link_query(
+    index: Any, collection: str, query: str, vector: np.ndarray, k: int = DEFAULT_LINK_K, names: Sequence[str] | None = None
+) -> dict[str, float]:
+    """Entities of ``collection`` linked to ``query``: the ``k`` nearest to the query's own
+    ``vector`` and the ``k`` nearest to each name it mentions (``names``; default: the quoted
+    phrases and names found by :func:`~rhizome.core.extraction.query_names`), embedded in one
+    call. Names reach the entity of a hop the whole question only mentions in passing."""
+    names = query_names(query) if names is None else [n for n in names if n.strip()]
+    vectors = np.vstack([vector, await index.embedder.aembed_query(list(names))]) if names else vector
+    return await link_entities(index, collection, vectors, k)
+
+
+def rank_passages(
+    graph: EvidenceGraph,
+    entity_seeds: Mapping[str, float],
+    dense: Sequence[tuple[str, float]],
+    *,
+    passage_seed: float = DEFAULT_PASSAGE_SEED,
+    dense_weight: float = 1.0,
+    damping: float = DEFAULT_PPR_DAMPING,
+) -> list[tuple[str, float]]:
+    """The graph ranking (personalized PageRank from ``entity_seeds`` with the ``dense`` hits
+    as passage seeds) fused with the ``dense`` ranking itself (weight ``dense_weight``; 0 keeps
+    the graph ranking alone). Dense hits the graph does not hold (passages without entities)
+    still take part through the fusion."""
+    walked = graph.rank(entity_seeds, dict(dense), passage_seed=passage_seed, damping=damping)
+    if dense_weight <= 0:
+        return walked or list(dense)
+    return fuse([[c for c, _ in walked], [c for c, _ in dense]], [1.0, dense_weight])
+
+
+__all__ = [
+    "DEFAULT_LINK_K",
+    "DEFAULT_PASSAGE_SEED",
+    "DEFAULT_RRF_K",
+    "EvidenceGraph",
+    "fuse",
+    "link_entities",
+    "link_query",
+    "rank_passages",
+]
