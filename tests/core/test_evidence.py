@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rhizome.core.naive import VectorIndex
 from rhizome.core.embeddings import HashingEmbedder
-from rhizome.core.evidence import EvidenceGraph, fuse, link_entities, link_query, rank_passages
+from rhizome.core.evidence import EvidenceGraph, fuse, link_entities, rank_passages
+from rhizome.core.extraction import query_names
+from rhizome.core.naive import VectorIndex
 from rhizome.core.types import Entity, Relation
 
 
@@ -33,6 +34,7 @@ def test_the_walk_reaches_the_second_hop_and_not_unrelated_passages():
     assert [c for c, _ in ranked] == ["c1", "c2"]  # c3 is not connected to a
     assert ranked[0][1] > ranked[1][1] > 0
     assert graph.rank({"unknown": 1.0}) == [] and graph.rank({}) == []
+    assert graph.rank({"a": 1.0}, limit=1) == ranked[:1]
 
 
 def test_seeds_are_weighted_by_specificity():
@@ -66,17 +68,16 @@ def test_rank_passages_keeps_dense_hits_the_graph_does_not_hold():
     assert rank_passages(EvidenceGraph({}, []), {}, dense, dense_weight=0.0) == dense
 
 
-async def test_link_query_links_the_query_and_each_name_it_mentions():
+async def test_link_entities_links_each_text_and_keeps_the_best_score():
     index = VectorIndex(HashingEmbedder(dimension=256))
     store = index.store
     names = ["Marie Curie", "Warsaw", "Nobel Prize", "Stockholm"]
-    vectors = await index.embedder.aembed(names)
     with store.transaction() as db:
-        store.put_vectors(db, "entities", [n.lower() for n in names], vectors)
+        store.put_vectors(db, "entities", [n.lower() for n in names], await index.embedder.aembed(names))
     query = "Where was the spouse of Marie Curie born?"
-    vector = await index.embedder.aembed_query([query])
-    linked = await link_query(index, "entities", query, vector, k=1)
+    vectors = await index.embedder.aembed_query([query, *query_names(query)])
+    linked = await link_entities(index, "entities", vectors, 1)
+    assert query_names(query) == ["Marie Curie"]
     assert max(linked, key=linked.get) == "marie curie" and linked["marie curie"] == pytest.approx(1.0, abs=1e-6)
-    only_query = await link_entities(index, "entities", vector, 1)
-    assert len(only_query) == 1
-    assert await link_entities(index, "missing", vector, 3) == {}
+    assert len(await link_entities(index, "entities", vectors[:1], 1)) == 1
+    assert await link_entities(index, "missing", vectors, 3) == {}

@@ -9,8 +9,9 @@ pieces here do that for every method that has entities with source chunks:
   edges from relations (weight: the relation's weight) and entity–passage edges from the chunks
   each entity was extracted from (weight 1). It is built once per index state and cached by the
   method.
-- :func:`link_entities` links texts to entities by embedding: the nearest entity vectors, the
-  best score per entity; :func:`link_query` links a query and each name it mentions.
+- :func:`link_entities` links texts (the query, each name it mentions:
+  :func:`~rhizome.core.extraction.query_names`) to entities by embedding: the nearest entity
+  vectors of each, the best score per entity.
 - :meth:`EvidenceGraph.rank` runs personalized PageRank (damping 0.5, HippoRAG's) from the
   linked entities, each weighted by its link score divided by the number of passages it occurs
   in (HippoRAG's node specificity: a rare entity says more than one in every passage), and from
@@ -32,15 +33,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from rhizome.core.extraction.keywords import query_names
-from rhizome.core.graph import DEFAULT_PPR_DAMPING, personalized_pagerank
+from rhizome.core.graph import DEFAULT_PPR_DAMPING, Transition, personalized_pagerank
 from rhizome.core.types import Entity, Relation
 
 DEFAULT_PASSAGE_SEED = 0.05
 """Weight of the dense passage seeds against the entity seeds (HippoRAG 2's passage node weight)."""
 
 DEFAULT_LINK_K = 5
-"""Entities linked per text (the query, each name it mentions)."""
+"""Entities linked per text (the query, each name or keyword it mentions)."""
 
 DEFAULT_RRF_K = 60
 """The constant of reciprocal rank fusion (Cormack et al. 2009)."""
@@ -82,6 +82,7 @@ class EvidenceGraph:
             vals += [float(weight), float(weight)]
         n = n_e + len(self.chunk_ids)
         self.matrix = sp.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)  # duplicates add up
+        self.walk = Transition.of(self.matrix)
         self.passages_of = {e: len(set(chunks)) for e, chunks in entity_chunks.items()}
 
     @classmethod
@@ -103,9 +104,10 @@ class EvidenceGraph:
         *,
         passage_seed: float = DEFAULT_PASSAGE_SEED,
         damping: float = DEFAULT_PPR_DAMPING,
+        limit: int | None = None,
     ) -> list[tuple[str, float]]:
-        """Passages by personalized PageRank from the seeds, best first (passages the walk
-        never reaches are left out).
+        """Passages by personalized PageRank from the seeds, best first, at most ``limit``
+        (passages the walk never reaches are left out).
 
         ``entity_seeds``: link scores of entities (weighted here by node specificity);
         ``passage_seeds``: dense scores of passages (min-max normalised here, times
@@ -127,13 +129,16 @@ class EvidenceGraph:
                 restart[self._chunk[cid]] += passage_seed * ((score - low) / spread if spread > 0 else 1.0)
         if not restart.any():
             return []
-        scores = personalized_pagerank(self.matrix, restart, damping=damping)
+        scores = personalized_pagerank(self.walk, restart, damping=damping)
         n_e = len(self.entity_ids)
         # rounded so that scores equal but for the order of float additions tie, and ties go
         # to the passage id: the ranking does not depend on the order records were stored in
         passage = np.round(scores[n_e:], 12)
-        order = np.argsort(-passage, kind="stable")  # chunk ids are sorted: ties by id
-        return [(self.chunk_ids[i], float(passage[i])) for i in order if passage[i] > 0]
+        reached = np.flatnonzero(passage > 0)
+        if limit is not None and len(reached) > limit:
+            reached = reached[np.argpartition(-passage[reached], limit - 1)[:limit]]
+        order = reached[np.lexsort((reached, -passage[reached]))]  # chunk ids are sorted: ties by id
+        return [(self.chunk_ids[i], float(passage[i])) for i in order]
 
 
 def fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = DEFAULT_RRF_K) -> list[tuple[str, float]]:
@@ -163,18 +168,6 @@ async def link_entities(
     return linked
 
 
-async def link_query(
-    index: Any, collection: str, query: str, vector: np.ndarray, k: int = DEFAULT_LINK_K, names: Sequence[str] | None = None
-) -> dict[str, float]:
-    """Entities of ``collection`` linked to ``query``: the ``k`` nearest to the query's own
-    ``vector`` and the ``k`` nearest to each name it mentions (``names``; default: the quoted
-    phrases and names found by :func:`~rhizome.core.extraction.query_names`), embedded in one
-    call. Names reach the entity of a hop the whole question only mentions in passing."""
-    names = query_names(query) if names is None else [n for n in names if n.strip()]
-    vectors = np.vstack([vector, await index.embedder.aembed_query(list(names))]) if names else vector
-    return await link_entities(index, collection, vectors, k)
-
-
 def rank_passages(
     graph: EvidenceGraph,
     entity_seeds: Mapping[str, float],
@@ -183,12 +176,14 @@ def rank_passages(
     passage_seed: float = DEFAULT_PASSAGE_SEED,
     dense_weight: float = 1.0,
     damping: float = DEFAULT_PPR_DAMPING,
+    limit: int | None = None,
 ) -> list[tuple[str, float]]:
     """The graph ranking (personalized PageRank from ``entity_seeds`` with the ``dense`` hits
     as passage seeds) fused with the ``dense`` ranking itself (weight ``dense_weight``; 0 keeps
     the graph ranking alone). Dense hits the graph does not hold (passages without entities)
-    still take part through the fusion."""
-    walked = graph.rank(entity_seeds, dict(dense), passage_seed=passage_seed, damping=damping)
+    still take part through the fusion. ``limit``: the length of the walk's ranking taken
+    into the fusion (default: the whole of it)."""
+    walked = graph.rank(entity_seeds, dict(dense), passage_seed=passage_seed, damping=damping, limit=limit)
     if dense_weight <= 0:
         return walked or list(dense)
     return fuse([[c for c, _ in walked], [c for c, _ in dense]], [1.0, dense_weight])
@@ -201,6 +196,5 @@ __all__ = [
     "EvidenceGraph",
     "fuse",
     "link_entities",
-    "link_query",
     "rank_passages",
 ]

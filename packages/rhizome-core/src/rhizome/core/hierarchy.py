@@ -79,7 +79,7 @@ class Hierarchy:
         return {g.id: g for g in self.groups.all()}
 
     def levels(self) -> list[int]:
-        return sorted({g.level for g in self.groups.all()})
+        return sorted(int(level) for level in self.groups.distinct("level"))
 
     def put(self, db: Any, groups: Sequence[Community]) -> None:
         self.groups.put(db, groups)

@@ -111,6 +111,11 @@ class RecordTable(Generic[R]):
         rows = self._rows(f"SELECT COUNT(*) FROM {self.sql}")
         return int(rows[0][0]) if rows else 0
 
+    def distinct(self, field: str) -> list[str]:
+        """The values lookup ``field`` takes, sorted (as stored: text)."""
+        column = self._lookup(field)
+        return [r[0] for r in self._rows(f"SELECT DISTINCT {column} FROM {self.sql} ORDER BY {column}")]
+
     def count_by(self, field: str, values: Iterable[str]) -> dict[str, int]:
         """How many records have each of ``values`` in lookup ``field`` (absent values: 0)."""
         column = self._lookup(field)

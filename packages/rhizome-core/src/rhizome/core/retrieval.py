@@ -89,13 +89,14 @@ def check_share(name: str, value: Any) -> float:
 
 
 # -- vectors -----------------------------------------------------------------------------------
-async def query_vector(index: Any, text: str) -> np.ndarray | None:
-    """The query embedding of ``text`` with the index's embedder, or ``None`` when the index
-    holds no vectors yet; an embedder of another dimension is an :class:`IndexMismatchError`."""
+async def query_vector(index: Any, text: str, extra: Sequence[str] = ()) -> np.ndarray | None:
+    """The query embedding of ``text`` with the index's embedder (one row; with ``extra``
+    texts, one row each after it, embedded in the same call), or ``None`` when the index holds
+    no vectors yet; an embedder of another dimension is an :class:`IndexMismatchError`."""
     known = index.store.manifest.embedding_dimension
     if known is None:
         return None
-    vector = await index.embedder.aembed_query([text])
+    vector = await index.embedder.aembed_query([text, *extra])
     if vector.shape[1] != known:
         raise IndexMismatchError(
             f"the index holds {known}-dimensional vectors but {index.embedder.name} gives "
@@ -234,12 +235,21 @@ class BaseRetriever:
     async def _asearch(self, query: str, k: int) -> Retrieval:
         raise NotImplementedError
 
+    async def _ahits(self, query: str, k: int) -> Retrieval:
+        """The search :meth:`aretrieve` runs: only its hits are used, so a mode whose context
+        costs more than its hits may override this to skip the context (default:
+        :meth:`_asearch`)."""
+        return await self._asearch(query, k)
+
     async def asearch(self, query: str, k: int | None = None) -> Retrieval:
         """Hits, context and stats of one search."""
+        return await self._finish(self._asearch, query, k)
+
+    async def _finish(self, search: Any, query: str, k: int | None) -> Retrieval:
         query = check_query(query)
         k = check_k(k, self.k)
         with usage_scope() as usage:
-            result = await self._asearch(query, k)
+            result = await search(query, k)
             hits = sorted(dedupe(result.hits), key=lambda h: -h.score)[:k]  # stable: ties keep the mode's order
             if len(hits) < k and self.fill:
                 fill = await self._nearest_chunks(query, k, {h.id for h in hits if h.kind == "chunk"})
@@ -258,7 +268,7 @@ class BaseRetriever:
 
     async def aretrieve(self, query: str, k: int | None = None) -> list[Hit]:
         """The ``k`` best hits for ``query``."""
-        return (await self.asearch(query, k)).hits
+        return (await self._finish(self._ahits, query, k)).hits
 
     async def acontext(self, query: str, k: int | None = None) -> list[Hit]:
         """The context this mode assembles for answering ``query`` (its hits when it assembles

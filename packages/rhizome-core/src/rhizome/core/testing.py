@@ -136,6 +136,14 @@ class IndexConformance:
                     assert len(hits) == k if k <= passages else passages <= len(hits) <= k, (mode, k)
                     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True), mode
 
+    def test_retrieve_returns_the_hits_of_search(self, method: Any) -> None:
+        # a mode may skip its context when only the hits are asked for; the hits stay the same
+        index = self.build(method)
+        for mode in modes_of(method):
+            retriever = index.as_retriever(k=4, mode=mode)
+            for query in QUERIES:
+                assert signature(retriever.retrieve(query)) == signature(retriever.search(query).hits), (mode, query)
+
     def test_every_hit_cites_stored_passages(self, method: Any) -> None:
         index = self.build(method)
         for mode in modes_of(method):

@@ -33,6 +33,7 @@ from rhizome.core.graph.leiden import (
 )
 from rhizome.core.graph.pagerank import (
     DEFAULT_PPR_DAMPING,
+    Transition,
     graph_to_csr,
     pagerank_scores,
     personalized_pagerank,
@@ -54,6 +55,7 @@ __all__ = [
     "CommunityHierarchy",
     "HierarchyCommunity",
     "NodeId",
+    "Transition",
     "communities_from_membership",
     "community_id",
     "graph_to_csr",

@@ -151,6 +151,28 @@ def _normalised_personalization(personalization: Any, n: int) -> np.ndarray:
     return p / total
 
 
+class Transition:
+    """The random walk of a weighted graph, prepared once for many personalized PageRank runs
+    (pass it to :func:`personalized_pagerank` in place of the adjacency matrix)."""
+
+    def __init__(self, matrix_t: sp.csr_matrix, dangling: np.ndarray) -> None:
+        self.matrix_t = matrix_t
+        """The transposed row-normalised adjacency: column-stochastic on non-dangling columns."""
+        self.dangling = dangling
+        """The nodes without out-edges."""
+
+    @classmethod
+    def of(cls, matrix: Any) -> Transition:
+        """The walk of an ``n x n`` weighted adjacency (validated as for
+        :func:`personalized_pagerank`)."""
+        adjacency = _as_transition_source(matrix)
+        out_weight = np.asarray(adjacency.sum(axis=1)).ravel()
+        dangling = out_weight <= 0
+        inverse = np.zeros(adjacency.shape[0], dtype=np.float64)
+        inverse[~dangling] = 1.0 / out_weight[~dangling]
+        return cls((sp.diags(inverse) @ adjacency).T.tocsr(), dangling)
+
+
 def personalized_pagerank(
     matrix: Any,
     personalization: Any,
@@ -181,7 +203,8 @@ def personalized_pagerank(
 
     Args:
         matrix: ``n x n`` weighted adjacency (scipy sparse or dense), rows are edge sources.
-            Entries must be finite and non-negative; self-loops are ordinary edges.
+            Entries must be finite and non-negative; self-loops are ordinary edges. A
+            :class:`Transition` made from it once serves many runs.
         personalization: ``n`` non-negative restart weights; normalised to sum to 1 here.
         damping: Probability of following an edge, in [0, 1). Default 0.5, HippoRAG's.
         tol: Convergence threshold on the L1 change between iterations (> 0).
@@ -199,15 +222,9 @@ def personalized_pagerank(
     if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
         raise ConfigurationError(f"tol must be a positive number, got {tol!r}.")
     max_iter = _check_positive_int("max_iter", max_iter)
-    adjacency = _as_transition_source(matrix)
-    n = adjacency.shape[0]
-    p = _normalised_personalization(personalization, n)
-
-    out_weight = np.asarray(adjacency.sum(axis=1)).ravel()
-    dangling = out_weight <= 0
-    inverse = np.zeros(n, dtype=np.float64)
-    inverse[~dangling] = 1.0 / out_weight[~dangling]
-    transition_t = (sp.diags(inverse) @ adjacency).T.tocsr()  # column-stochastic on live columns
+    walk = matrix if isinstance(matrix, Transition) else Transition.of(matrix)
+    transition_t, dangling = walk.matrix_t, walk.dangling
+    p = _normalised_personalization(personalization, transition_t.shape[0])
 
     teleport = (1.0 - damping) * p
     x = p.copy()
