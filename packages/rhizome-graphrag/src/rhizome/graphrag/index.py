@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from rhizome.core.entity_graph import EntityGraph
+from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.extraction import Extraction, merge_extractions
 from rhizome.core.graph import leiden_library_versions
 from rhizome.core.hierarchy import GroupSummarizer, Hierarchy, cluster_hierarchy, has_summary
@@ -66,6 +67,7 @@ class GraphRAGIndex(BaseIndex):
         )
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
         self._graph_cache: tuple[tuple[int, ...], EntityGraph] | None = None
+        self._evidence: tuple[EntityGraph, EvidenceGraph] | None = None
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
@@ -97,6 +99,13 @@ class GraphRAGIndex(BaseIndex):
             )
             self._graph_cache = cached = (key, data)
         return cached[1]
+
+    def evidence(self) -> EvidenceGraph:
+        """The entity–passage graph local search walks (cached with :meth:`graph`)."""
+        graph = self.graph()
+        if self._evidence is None or self._evidence[0] is not graph:
+            self._evidence = (graph, EvidenceGraph.from_records(graph.entities.values(), graph.relations.values()))
+        return self._evidence[1]
 
     def _reports(self, graph: EntityGraph) -> GroupSummarizer:
         return GroupSummarizer(

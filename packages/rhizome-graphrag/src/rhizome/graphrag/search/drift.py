@@ -11,9 +11,13 @@
 Offline there is no model to ask questions: the follow-ups are the query joined with the title
 of each of the best primer reports (its most connected entities), one round deep.
 
-Hits: the intermediate answers (``point`` hits citing their reports and chunks), then the local
-context of the follow-ups interleaved round-robin (chunks first), then the primer reports;
-de-duplicated and scored by their position.
+Hits: passages. The question's own local search (its passage ranking: a walk from the matched
+entities fused with dense retrieval, see :class:`LocalSearch`) and each follow-up's are fused by
+reciprocal rank, the question's at weight 1 and each follow-up's at ``followup_weight``, so the
+follow-ups add the passages the question alone does not reach without pushing out what it
+finds first. The context (:meth:`asearch`) holds the intermediate answers (``point`` hits citing
+their reports and chunks), then the local contexts interleaved round-robin (chunks first), then
+the primer reports.
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from rhizome.core.evidence import fuse
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
     by_rank,
+    check_non_negative,
     check_positive,
+    chunk_hits,
     dedupe,
     provenance,
     query_vector,
@@ -66,6 +73,10 @@ class DriftSearch(BaseRetriever):
         DRIFT's local search settings (GraphRAG: 10 entities, 12,000 tokens, 0.9, 0.1).
     context_max_tokens:
         Tokens of a follow-up's local context shown to the model (8,000).
+    pool:
+        Passages taken from each local search's ranking into the fusion (50).
+    followup_weight:
+        Weight of each follow-up's ranking against the question's own (0.5).
     """
 
     mode = "drift"
@@ -84,6 +95,8 @@ class DriftSearch(BaseRetriever):
         local_text_unit_prop: float = 0.9,
         local_community_prop: float = 0.1,
         context_max_tokens: int = 8000,
+        pool: int = 50,
+        followup_weight: float = 0.5,
     ) -> None:
         super().__init__(index, k)
         self.primer_k = check_positive("primer_k", primer_k)
@@ -91,6 +104,8 @@ class DriftSearch(BaseRetriever):
         self.n_depth = check_positive("n_depth", n_depth)
         self.followups_per_depth = check_positive("followups_per_depth", followups_per_depth)
         self.context_max_tokens = check_positive("context_max_tokens", context_max_tokens)
+        self.pool = check_positive("pool", pool)
+        self.followup_weight = check_non_negative("followup_weight", followup_weight)
         self.local = LocalSearch(
             index,
             top_k_entities=local_top_k_entities,
@@ -100,6 +115,21 @@ class DriftSearch(BaseRetriever):
         )
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
+        return await self._drift(query, k, context=True)
+
+    async def _ahits(self, query: str, k: int) -> Retrieval:
+        # offline, no step reads the local contexts: only their passage rankings are needed
+        return await self._drift(query, k, context=self.index.llm is not None)
+
+    async def _local_search(self, question: str, context: bool) -> tuple[list[Hit], list[str]]:
+        """One local search's context (when wanted) and its ranked passages."""
+        if context:
+            found = await self.local.asearch(question, self.pool)
+            return found.context, [h.id for h in found.hits]
+        ranked, _ = await self.local.arank(question, self.pool)
+        return [], [c for c, _ in ranked]
+
+    async def _drift(self, query: str, k: int, *, context: bool) -> Retrieval:
         graph = self.index.graph()
         llm = self.index.llm
         language = self.index.config.language
@@ -135,8 +165,10 @@ class DriftSearch(BaseRetriever):
             for rank, community in enumerate(primer[: self.followups_per_depth]):
                 actions.append(_Action(float(rank), f"{query} {community.title}", 1))
 
-        local_lists: list[list[Hit]] = []
-        done: set[str] = set()
+        own_context, own_ranking = await self._local_search(query, context)  # the question's own local search leads
+        local_lists: list[list[Hit]] = [own_context]
+        rankings: list[list[str]] = [own_ranking]
+        done: set[str] = {query.lower()}
         steps = 0
         for depth in range(1, self.n_depth + 1):
             pending = sorted(a for a in actions if a.depth == depth and a.question.lower() not in done)
@@ -150,7 +182,9 @@ class DriftSearch(BaseRetriever):
                     break
             if not todo:
                 break
-            contexts = await asyncio.gather(*(self.local.abuild(a.question) for a in todo))
+            found = await asyncio.gather(*(self._local_search(a.question, context) for a in todo))
+            contexts = [c for c, _ in found]
+            rankings += [r for _, r in found]
             steps += len(todo)
             local_lists.extend(contexts)
             if llm is None or depth == self.n_depth:
@@ -211,8 +245,10 @@ class DriftSearch(BaseRetriever):
                     metadata={"title": community.title, "level": community.level, "rating": community.rating, "section": "primer"},
                 )
             )
-        hits = by_rank(dedupe(ordered))
-        return Retrieval(query=query, hits=hits[:k], context=hits, stats={"primer_reports": len(primer), "follow_ups": steps})
+        ranked = fuse(rankings, [1.0] + [self.followup_weight] * (len(rankings) - 1))
+        hits = by_rank(chunk_hits(self.index, ranked[:k]))
+        stats = {"primer_reports": len(primer), "follow_ups": steps, "points": len(points)}
+        return Retrieval(query=query, hits=hits, context=dedupe(ordered), stats=stats)
 
 
 __all__ = ["DriftSearch"]

@@ -23,14 +23,18 @@ from collections import Counter
 from typing import Any
 
 from rhizome.core.errors import ConfigurationError
+from rhizome.core.evidence import DEFAULT_LINK_K, DEFAULT_PASSAGE_SEED, link_entities, rank_passages
+from rhizome.core.extraction import query_names
 from rhizome.core.hierarchy import has_summary
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
     by_rank,
+    check_non_negative,
     check_positive,
     check_share,
     chunk_hit,
+    chunk_hits,
     pack,
     provenance,
     query_vector,
@@ -64,6 +68,14 @@ class LocalSearch(BaseRetriever):
     oversample:
         Entity candidates fetched per wanted entity before filtering (GraphRAG fetches twice as
         many, 2).
+    link_k:
+        Entities linked to the query and to each name it mentions, where the walk starts (5).
+    dense_k:
+        Nearest chunks by vector similarity that seed the walk and are fused with it (100).
+    passage_seed, dense_weight:
+        Weight of those chunks as walk seeds against the matched entities (0.05, HippoRAG 2's)
+        and of the dense ranking in the fusion with the walk (1.0; 0 ranks by the walk alone);
+        see :func:`~rhizome.core.evidence.rank_passages`.
     """
 
     mode = "local"
@@ -79,6 +91,10 @@ class LocalSearch(BaseRetriever):
         community_prop: float = 0.15,
         top_k_relationships: int = 10,
         oversample: int = 2,
+        link_k: int = DEFAULT_LINK_K,
+        dense_k: int = 100,
+        passage_seed: float = DEFAULT_PASSAGE_SEED,
+        dense_weight: float = 1.0,
     ) -> None:
         super().__init__(index, k)
         self.top_k_entities = check_positive("top_k_entities", top_k_entities)
@@ -89,25 +105,55 @@ class LocalSearch(BaseRetriever):
             raise ConfigurationError("text_unit_prop + community_prop must not exceed 1")
         self.top_k_relationships = check_positive("top_k_relationships", top_k_relationships)
         self.oversample = check_positive("oversample", oversample)
+        self.link_k = check_positive("link_k", link_k)
+        self.dense_k = check_positive("dense_k", dense_k)
+        self.passage_seed = check_non_negative("passage_seed", passage_seed)
+        self.dense_weight = check_non_negative("dense_weight", dense_weight)
 
-    async def match_entities(self, query: str) -> list[tuple[Entity, float]]:
+    async def match_entities(self, query: str, vector: Any = None) -> list[tuple[Entity, float]]:
+        """The ``top_k_entities`` entities whose description vectors are nearest the query."""
         graph = self.index.graph()
-        vector = await query_vector(self.index, query)
+        vector = await query_vector(self.index, query) if vector is None else vector
         ranked = vector_search(self.index.store, self.index.ENTITY_COLLECTION, vector, self.top_k_entities * self.oversample)
         return [(graph.entities[eid], score) for eid, score in ranked if eid in graph.entities][: self.top_k_entities]
 
+    async def arank(self, query: str, limit: int | None = None) -> tuple[list[tuple[str, float]], Any]:
+        """The passages (chunk ids) ranked for ``query``, at most ``limit`` (default
+        ``dense_k``), and the query vector: a walk over the entity–passage graph from the
+        entities linked to the query and to each name it mentions, fused with the dense ranking
+        (:func:`~rhizome.core.evidence.rank_passages`)."""
+        names = query_names(query)
+        vectors = await query_vector(self.index, query, names)
+        if vectors is None:
+            return [], None
+        vector = vectors[:1]
+        dense = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, self.dense_k)
+        seeds = await link_entities(self.index, self.index.ENTITY_COLLECTION, vectors, self.link_k)
+        limit = limit or self.dense_k
+        ranked = rank_passages(
+            self.index.evidence(), seeds, dense, passage_seed=self.passage_seed, dense_weight=self.dense_weight, limit=limit
+        )
+        return ranked[:limit], vector
+
+    async def _ahits(self, query: str, k: int) -> Retrieval:
+        ranked, _ = await self.arank(query, max(k, self.dense_k))
+        return Retrieval(query=query, hits=by_rank(chunk_hits(self.index, ranked[:k])))
+
     async def _asearch(self, query: str, k: int) -> Retrieval:
-        context = await self.abuild(query)
-        by_section = {s: [h for h in context if h.metadata["section"] == s] for s in SECTIONS}
-        hits = by_rank([h for s in SECTIONS for h in by_section[s]])
-        return Retrieval(query=query, hits=hits[:k], context=context, stats={f"{s}_in_context": len(by_section[s]) for s in SECTIONS})
+        found, ranked = await self._alocal(query, max(k, self.dense_k))
+        stats = {f"{s}_in_context": sum(1 for h in found if h.metadata["section"] == s) for s in SECTIONS}
+        return Retrieval(query=query, hits=by_rank(chunk_hits(self.index, ranked[:k])), context=found, stats=stats)
 
     async def abuild(self, query: str) -> list[Hit]:
         """The packed context, in context order: reports, entities, relationships, chunks."""
+        return (await self._alocal(query))[0]
+
+    async def _alocal(self, query: str, limit: int | None = None) -> tuple[list[Hit], list[tuple[str, float]]]:
+        passages, vector = await self.arank(query, limit)
         graph = self.index.graph()
-        matched = await self.match_entities(query) if graph.entities else []
+        matched = await self.match_entities(query, vector) if graph.entities and vector is not None else []
         if not matched:
-            return []
+            return [], passages
         selected = [e for e, _ in matched]
         similarity = {e.id: s for e, s in matched}
         selected_ids = set(similarity)
@@ -146,15 +192,8 @@ class LocalSearch(BaseRetriever):
         )[: self.top_k_relationships * len(selected)]
         relation_rows = pack(ordered_in + ordered_out, local_budget - used, lambda r: _relation_text(r, graph), overhead=2, cut_first=False)
 
-        # -- source chunks ------------------------------------------------------------------
-        order: dict[str, tuple[int, int]] = {}
-        for position, entity in enumerate(selected):
-            relation_chunks: Counter[str] = Counter()
-            for rid in graph.relations_of.get(entity.id, ()):
-                relation_chunks.update(graph.relations[rid].source_chunk_ids)
-            for cid in entity.source_chunk_ids:
-                order.setdefault(cid, (position, -relation_chunks[cid]))
-        chunk_ids = sorted(order, key=lambda c: (order[c], c))
+        # -- source chunks, in the order of the passage ranking ------------------------------
+        chunk_ids = [cid for cid, _ in passages]
         cited = set(chunk_ids)  # every chunk any hit may cite
         for community, _ in reports:
             cited.update(graph.community_chunks(community)[:20])
@@ -189,7 +228,7 @@ class LocalSearch(BaseRetriever):
             for rank, (r, _) in enumerate(relation_rows)
         ]
         context += [chunk_hit(c, 1.0 / (1 + rank), section="chunks") for rank, (c, _) in enumerate(chunk_rows)]
-        return context
+        return context, passages
 
 
 def _entity_text(entity: Entity) -> str:
