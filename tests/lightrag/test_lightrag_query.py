@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 from _lightrag_fakes import CORPUS, fake_model
 
 from rhizome.core import FakeChatModel
@@ -58,17 +61,24 @@ async def test_dual_level_routes_low_to_entities_and_high_to_relations():
     index = LightRAGIndex(llm=model, chunk_size=64, chunk_overlap=8)
     await index.ainsert(CORPUS)
     retriever = index.as_retriever(k=8, mode="hybrid")
-    searched: list[tuple[str, str]] = []
+    searched: list[tuple[str, Any]] = []
     original = retriever._search
 
-    def spy(collection, text, k):
-        searched.append((collection, text))
-        return original(collection, text, k)
+    def spy(collection, vector, k):
+        searched.append((collection, vector))
+        return original(collection, vector, k)
 
     retriever._search = spy
     context = await retriever.ablocks("Where did Marie Curie win awards?")
-    routes = dict(searched)
-    assert routes == {index.ENTITY_COLLECTION: "Marie Curie, Paris", index.RELATION_COLLECTION: "awards, link"}
+    routes = {collection: vector for collection, vector in searched}
+    expected = {
+        index.ENTITY_COLLECTION: "Marie Curie, Paris",
+        index.RELATION_COLLECTION: "awards, link",
+        index.CHUNK_COLLECTION: "Where did Marie Curie win awards?",  # the dense ranking the walk is fused with
+    }
+    assert set(routes) == set(expected)
+    for collection, text in expected.items():
+        assert np.allclose(routes[collection], await index.embedder.aembed_query([text]), atol=1e-6), collection
     assert context.keyword_source == "llm"
     assert context.entities and all(h.kind == "entity" for h in context.entities)
     assert context.relations and all(h.kind == "relation" for h in context.relations)
@@ -79,9 +89,9 @@ async def test_modes_search_the_right_stores():
     index = LightRAGIndex(chunk_size=64, chunk_overlap=8)
     await index.ainsert(CORPUS)
     expected = {
-        "local": {index.ENTITY_COLLECTION},
-        "global": {index.RELATION_COLLECTION},
-        "hybrid": {index.ENTITY_COLLECTION, index.RELATION_COLLECTION},
+        "local": {index.ENTITY_COLLECTION, index.CHUNK_COLLECTION},
+        "global": {index.RELATION_COLLECTION, index.CHUNK_COLLECTION},
+        "hybrid": {index.ENTITY_COLLECTION, index.RELATION_COLLECTION, index.CHUNK_COLLECTION},
         "mix": {index.ENTITY_COLLECTION, index.RELATION_COLLECTION, index.CHUNK_COLLECTION},
         "naive": {index.CHUNK_COLLECTION},
     }
@@ -89,7 +99,7 @@ async def test_modes_search_the_right_stores():
         retriever = index.as_retriever(k=5, mode=mode)
         seen = set()
         original = retriever._search
-        retriever._search = lambda c, t, k, _o=original, _s=seen: (_s.add(c), _o(c, t, k))[1]
+        retriever._search = lambda c, v, k, _o=original, _s=seen: (_s.add(c), _o(c, v, k))[1]
         hits = await retriever.aretrieve("Marie Curie Nobel Prize Paris")
         assert seen == stores, mode
         assert len(hits) == (3 if mode == "naive" else 5), mode  # k hits when the index has them (3 chunks)

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.extraction.schema import clean_name, entity_key
 from rhizome.core.index import BaseIndex, Batch, Stats
@@ -103,6 +104,7 @@ class LightRAGIndex(BaseIndex):
         self.relation_table = self.store.table("lightrag_relations", Relation, lookups=("source", "target"))
         self.extraction_table = self.store.table("lightrag_extractions", ChunkExtraction, key="chunk_id")
         self.mentions = self.store.table("lightrag_mentions", Mention, lookups=("chunk_id", "key", "norm", "initials", "acronym"))
+        self._evidence: tuple[tuple[int, int], EvidenceGraph] | None = None
         c = self.config
         self.summarizer = DescriptionSummarizer(
             self.llm, max_tokens=c.summary_max_tokens, min_fragments=c.force_summary_fragments,
@@ -131,6 +133,13 @@ class LightRAGIndex(BaseIndex):
         key = entity_key(name)
         found = self.mentions.find("key", [key])
         return self.entity_table.one(found[0].entity_id if found else key)
+
+    def evidence(self) -> EvidenceGraph:
+        """The entity–passage graph the searches walk (cached until the next change)."""
+        key = (self.entity_table.generation(), self.relation_table.generation())
+        if self._evidence is None or self._evidence[0] != key:
+            self._evidence = (key, EvidenceGraph.from_records(self.entity_table.all(), self.relation_table.all()))
+        return self._evidence[1]
 
     def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
         """Relations per entity (the degree LightRAG ranks by)."""

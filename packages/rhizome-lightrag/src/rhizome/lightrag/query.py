@@ -24,20 +24,24 @@ keywords its remaining content words.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from rhizome.core.errors import ConfigurationError, ModelOutputError
-from rhizome.core.extraction import OfflineExtractor, content_words
-from rhizome.core.extraction.keywords import QUESTION_WORDS
+from rhizome.core.evidence import DEFAULT_LINK_K, DEFAULT_PASSAGE_SEED, link_entities, rank_passages
+from rhizome.core.extraction import content_words, query_names
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
     by_rank,
+    check_non_negative,
+    check_positive,
     check_query,
     chunk_hit,
+    chunk_hits,
     pack,
     provenance,
     query_vector,
@@ -50,17 +54,13 @@ from rhizome.lightrag.prompts import KEYWORDS_SYSTEM, keywords_prompt
 from rhizome.lightrag.schema import QueryKeywords
 
 KINDS = ("chunk", "relation", "entity")
-_QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")
-_FINDER = OfflineExtractor(window="sentence")
 
 
 def offline_query_keywords(query: str) -> QueryKeywords:
     """Low-level keywords: names and quoted phrases of the query; high-level keywords: its other
     content words. With no name in the query both levels use the content words; with no content
     word at all both use the query itself."""
-    low: list[str] = [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(query)]
-    low += [display for display, _type, kind in _FINDER.find_mentions(query) if kind != "phrase" and display.lower() not in QUESTION_WORDS]
-    low = list(dict.fromkeys(k for k in low if k))
+    low = query_names(query)
     in_names = {w for name in low for w in content_words(name)}
     high = list(dict.fromkeys(w for w in content_words(query) if w not in in_names))
     low, high = low or list(high), high or list(low)
@@ -81,6 +81,9 @@ class QueryContext:
     entities: list[Hit] = field(default_factory=list)
     relations: list[Hit] = field(default_factory=list)
     chunks: list[Hit] = field(default_factory=list)
+    ranked: list[tuple[str, float, list[str]]] = field(default_factory=list)
+    """Every passage ranked for the query, best first: ``(chunk id, score, via)``, ``via`` the
+    rankings it came from (``graph``, ``vector``). The chunk block is its head, cut to budget."""
 
 
 class LightRAGRetriever(BaseRetriever):
@@ -95,12 +98,18 @@ class LightRAGRetriever(BaseRetriever):
     top_k:
         Entities (local) and relations (global) taken from the vector search (reference code:
         60 when the paper was published; 40 today).
-    chunk_top_k:
-        Chunks taken from the chunk vector search in ``mix`` and ``naive`` (at least ``k``).
     cosine_threshold:
         Vector hits below this similarity are dropped (reference code: 0.2).
-    related_chunks:
-        Source chunks taken per entity or relation (reference code: 5).
+    link_k:
+        Entities linked per low-level keyword, and facts per query text, where the walk over
+        the entity–passage graph starts (5).
+    dense_k:
+        Nearest chunks by vector similarity taken into the passage ranking (100; the whole
+        ranking in ``naive`` mode).
+    passage_seed, dense_weight:
+        Weight of those chunks as seeds of the walk against the linked entities (0.05, HippoRAG
+        2's) and of the dense ranking in the fusion with the walk (1.0; 0 ranks by the walk
+        alone); see :func:`~rhizome.core.evidence.rank_passages`.
     max_entity_tokens, max_relation_tokens, max_total_tokens:
         Token budgets of the entity block, the relation block and the whole context; the chunk
         block gets what the first two leave of the total. Defaults 1,000 / 1,500 / 6,000 leave
@@ -117,9 +126,11 @@ class LightRAGRetriever(BaseRetriever):
         mode: str = "hybrid",
         *,
         top_k: int = 60,
-        chunk_top_k: int = 10,
         cosine_threshold: float = 0.2,
-        related_chunks: int = 5,
+        link_k: int = DEFAULT_LINK_K,
+        dense_k: int = 100,
+        passage_seed: float = DEFAULT_PASSAGE_SEED,
+        dense_weight: float = 1.0,
         max_entity_tokens: int = 1000,
         max_relation_tokens: int = 1500,
         max_total_tokens: int = 6000,
@@ -128,8 +139,8 @@ class LightRAGRetriever(BaseRetriever):
         super().__init__(index, k)
         if mode not in index.modes:
             raise ConfigurationError(f"unknown mode {mode!r}; modes: {', '.join(index.modes)}")
-        if top_k < 1 or chunk_top_k < 1 or related_chunks < 1:
-            raise ConfigurationError("top_k, chunk_top_k and related_chunks must be at least 1")
+        check_positive("top_k", top_k)
+        check_positive("dense_k", dense_k)
         if min(max_entity_tokens, max_relation_tokens) < 0 or max_total_tokens < 1:
             raise ConfigurationError("token budgets must be positive")
         unknown = set(kinds) - set(KINDS)
@@ -137,9 +148,11 @@ class LightRAGRetriever(BaseRetriever):
             raise ConfigurationError(f"kinds must be a non-empty subset of {KINDS}, got {list(kinds)}")
         self.mode = mode
         self.top_k = top_k
-        self.chunk_top_k = chunk_top_k
         self.cosine_threshold = cosine_threshold
-        self.related_chunks = related_chunks
+        self.link_k = check_positive("link_k", link_k)
+        self.dense_k = dense_k
+        self.passage_seed = check_non_negative("passage_seed", passage_seed)
+        self.dense_weight = check_non_negative("dense_weight", dense_weight)
         self.max_entity_tokens = max_entity_tokens
         self.max_relation_tokens = max_relation_tokens
         self.max_total_tokens = max_total_tokens
@@ -165,93 +178,132 @@ class LightRAGRetriever(BaseRetriever):
 
     # -- the search ------------------------------------------------------------------------------
     async def ablocks(self, query: str, *, keywords: QueryKeywords | None = None) -> QueryContext:
-        """The three context blocks for ``query`` (``keywords`` skips the keyword call)."""
+        """The three context blocks for ``query`` and its ranked passages (``keywords`` skips
+        the keyword call)."""
+        context, vectors = await self._aranked(query, keywords)
+        self._blocks(context, vectors)
+        return context
+
+    async def _aranked(self, query: str, keywords: QueryKeywords | None) -> tuple[QueryContext, dict[str, Any]]:
+        """The keywords and the passage ranking of ``query`` (blocks left empty), and the query
+        vectors (every text of the query embedded in one call)."""
         check_query(query)
         source = "given"
         if keywords is None and self.mode != "naive":
             keywords, source = await self.akeywords(query)
         keywords = keywords or QueryKeywords(low_level_keywords=[], high_level_keywords=[])
         context = QueryContext(query=query, mode=self.mode, keywords=keywords, keyword_source=source)
-        if self.index.store.manifest.embedding_dimension is None:
-            return context
         low, high = keywords.low_level_keywords, keywords.high_level_keywords
         if self.mode == "local" and not low:
             low = high
         if self.mode == "global" and not high:
             high = low
+        low = low if self.mode in ("local", "hybrid", "mix") else []
+        high = high if self.mode in ("global", "hybrid", "mix") else []
+        texts = [", ".join(low)] if low else []
+        texts += [", ".join(high)] if high else []
+        matrix = await query_vector(self.index, query, texts + low)
+        if matrix is None:
+            return context, {}
+        vectors = {"query": matrix[:1], "low": matrix[1:2] if low else None}
+        vectors["high"] = matrix[len(texts) : len(texts) + 1] if high else None
+        vectors["names"] = matrix[1 + len(texts) :] if low else None
+        dense = self._search(self.index.CHUNK_COLLECTION, vectors["query"], self.dense_k)
+        if self.mode == "naive":
+            context.ranked = [(c, s, ["vector"]) for c, s in dense]
+            return context, vectors
+        dense_ids = {c for c, _ in dense}
+        walked = rank_passages(
+            self.index.evidence(), await self._seeds(vectors), dense,
+            passage_seed=self.passage_seed, dense_weight=self.dense_weight, limit=self.dense_k,
+        )
+        context.ranked = [(c, s, ["graph", "vector"] if c in dense_ids else ["graph"]) for c, s in walked[: self.dense_k]]
+        return context, vectors
 
-        local = ([], [], []) if self.mode not in ("local", "hybrid", "mix") or not low else await self._local(", ".join(low))
-        glob = ([], [], []) if self.mode not in ("global", "hybrid", "mix") or not high else await self._global(", ".join(high))
-        vector_chunks: list[tuple[str, float, str]] = []
-        if self.mode in ("mix", "naive"):
-            vector_chunks = await self._chunk_search(query)
-
-        entities = round_robin(local[0], glob[0], key=lambda x: x[0])
-        relations = round_robin(glob[1], local[1], key=lambda x: x[0])
-        chunks = round_robin(vector_chunks, local[2], glob[2], key=lambda x: x[0])
-        context.entities = self._entity_hits(entities)
-        context.relations = self._relation_hits(relations)
+    def _blocks(self, context: QueryContext, vectors: dict[str, Any]) -> None:
+        """Fill in the entity, relation and chunk blocks of ``context``."""
+        if not vectors:
+            return
+        local = self._local(vectors["low"]) if vectors["low"] is not None else ([], [])
+        glob = self._global(vectors["high"]) if vectors["high"] is not None else ([], [])
+        context.entities = self._entity_hits(round_robin(local[0], glob[0], key=lambda x: x[0]))
+        context.relations = self._relation_hits(round_robin(glob[1], local[1], key=lambda x: x[0]))
         used = sum(count_tokens(h.text) for h in context.entities + context.relations)
-        context.chunks = self._chunk_hits(chunks, max(0, self.max_total_tokens - used))
-        return context
+        context.chunks = self._chunk_hits(context.ranked, max(0, self.max_total_tokens - used))
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
-        """Source chunks first, then relation and entity profiles in turn (entities first in
-        ``local`` mode), restricted to ``kinds``."""
-        blocks = await self.ablocks(query)
-        chunks = blocks.chunks if "chunk" in self.kinds else []
-        relations = blocks.relations if "relation" in self.kinds else []
-        entities = blocks.entities if "entity" in self.kinds else []
+        return await self._search_blocks(query, k, context=True)
+
+    async def _ahits(self, query: str, k: int) -> Retrieval:
+        return await self._search_blocks(query, k, context=False)
+
+    async def _search_blocks(self, query: str, k: int, *, context: bool) -> Retrieval:
+        """The ranked passages first, then relation and entity profiles in turn (entities first
+        in ``local`` mode), restricted to ``kinds``. The blocks are assembled only for the
+        context, or when the passages are fewer than ``k``."""
+        found, vectors = await self._aranked(query, None)
+        chunks = []
+        if "chunk" in self.kinds:
+            head = found.ranked[:k]
+            via = {c: v for c, _, v in head}
+            chunks = [h.model_copy(update={"metadata": {**h.metadata, "via": via[h.id]}}) for h in chunk_hits(self.index, [(c, s) for c, s, _ in head])]
+        if context or len(chunks) < k:
+            self._blocks(found, vectors)
+        relations = found.relations if "relation" in self.kinds else []
+        entities = found.entities if "entity" in self.kinds else []
         first, second = (entities, relations) if self.mode == "local" else (relations, entities)
         hits = by_rank(chunks + round_robin(first, second, key=lambda h: (h.kind, h.id)))
         stats = {
-            "keyword_source": blocks.keyword_source,
-            "low_level_keywords": blocks.keywords.low_level_keywords,
-            "high_level_keywords": blocks.keywords.high_level_keywords,
+            "keyword_source": found.keyword_source,
+            "low_level_keywords": found.keywords.low_level_keywords,
+            "high_level_keywords": found.keywords.high_level_keywords,
         }
-        return Retrieval(query=query, hits=hits[:k], context=blocks.entities + blocks.relations + blocks.chunks, stats=stats)
+        return Retrieval(query=query, hits=hits[:k], context=found.entities + found.relations + found.chunks, stats=stats)
 
-    async def _search(self, collection: str, text: str, k: int) -> list[tuple[str, float]]:
-        vector = await query_vector(self.index, text)
+    async def _seeds(self, vectors: dict[str, Any]) -> dict[str, float]:
+        """Where the walk starts: the entities the low-level keywords name, each keyword linked
+        on its own to the entity names (``local``), and the endpoints of the facts (relations)
+        nearest to the query and to its high-level keywords (``global``); both in ``hybrid``;
+        in ``mix`` also the entity names nearest to the whole query."""
+        index = self.index
+        seeds: dict[str, float] = {}
+        names = [v for v in (vectors["query"] if self.mode == "mix" else None, vectors["names"]) if v is not None]
+        if names:
+            seeds.update(await link_entities(index, index.NAME_COLLECTION, np.vstack(names), self.link_k))
+        if self.mode in ("global", "hybrid", "mix"):
+            texts = vectors["query"] if vectors["high"] is None else np.vstack([vectors["query"], vectors["high"]])
+            facts = await link_entities(index, index.RELATION_COLLECTION, texts, self.link_k)
+            for relation in index.relation_table.get(facts).values():
+                for eid in (relation.source, relation.target):
+                    seeds[eid] = max(facts[relation.id], seeds.get(eid, 0.0))
+        return seeds
+
+    def _search(self, collection: str, vector: Any, k: int) -> list[tuple[str, float]]:
         return vector_search(self.index.store, collection, vector, k, self.cosine_threshold)
 
-    async def _local(self, text: str) -> tuple[list, list, list]:
+    def _local(self, vector: Any) -> tuple[list, list]:
         index = self.index
-        found = await self._search(index.ENTITY_COLLECTION, text, self.top_k)
+        found = self._search(index.ENTITY_COLLECTION, vector, self.top_k)
         profiles = index.entity_table.get(e for e, _ in found)
         ents = [(e, s) for e, s in found if e in profiles]
         if not ents:
-            return [], [], []
+            return [], []
         score_of = dict(ents)
         edges = list({r.id: r for r in index.relation_table.find("source", score_of) + index.relation_table.find("target", score_of)}.values())
         degree = index.degrees(list({x for r in edges for x in (r.source, r.target)} | set(score_of)))
         edges.sort(key=lambda r: (-(degree.get(r.source, 0) + degree.get(r.target, 0)), -r.weight, r.id))
         edges = edges[: self.top_k]
         relations = [(r.id, score_of.get(r.source, score_of.get(r.target, 0.0)), r) for r in edges]
-        # neighbours of each entity (through the kept relations) and the chunks they cite
-        neighbours: dict[str, set[str]] = {}
-        for r in edges:
-            neighbours.setdefault(r.source, set()).add(r.target)
-            neighbours.setdefault(r.target, set()).add(r.source)
-        others = index.entity_table.get({n for ns in neighbours.values() for n in ns} - set(profiles))
-        cited = {eid: set(e.source_chunk_ids) for eid, e in {**others, **profiles}.items()}
-        chunks: list[tuple[str, float, str]] = []
-        for eid, score in ents:
-            sources = profiles[eid].source_chunk_ids
-            counts = {c: sum(1 for n in neighbours.get(eid, ()) if c in cited.get(n, ())) for c in sources}
-            position = {c: i for i, c in enumerate(sources)}
-            ranked = sorted(sources, key=lambda c: (-counts[c], position[c]))[: self.related_chunks]
-            chunks.extend((c, score, eid) for c in ranked)
         entities = [(e, s, profiles[e], degree.get(e, 0)) for e, s in ents]
-        return entities, relations, chunks
+        return entities, relations
 
-    async def _global(self, text: str) -> tuple[list, list, list]:
+    def _global(self, vector: Any) -> tuple[list, list]:
         index = self.index
-        found = await self._search(index.RELATION_COLLECTION, text, self.top_k)
+        found = self._search(index.RELATION_COLLECTION, vector, self.top_k)
         profiles = index.relation_table.get(r for r, _ in found)
         rels = [(r, s, profiles[r]) for r, s in found if r in profiles]
         if not rels:
-            return [], [], []
+            return [], []
         endpoint_ids = list(dict.fromkeys(x for _, _, rel in rels for x in (rel.source, rel.target)))
         ent_profiles = index.entity_table.get(endpoint_ids)
         degree = index.degrees(endpoint_ids)
@@ -260,12 +312,7 @@ class LightRAGRetriever(BaseRetriever):
             for x in (rel.source, rel.target):
                 if x in ent_profiles:
                     entities.append((x, score, ent_profiles[x], degree.get(x, 0)))
-        chunks = [(c, score, rid) for rid, score, rel in rels for c in rel.source_chunk_ids[: self.related_chunks]]
-        return entities, rels, chunks
-
-    async def _chunk_search(self, query: str) -> list[tuple[str, float, str]]:
-        found = await self._search(self.index.CHUNK_COLLECTION, query, max(self.chunk_top_k, self.k))
-        return [(c, s, "vector") for c, s in found]
+        return entities, rels
 
     # -- hits ------------------------------------------------------------------------------------
     def _cited(self, records: Sequence[Any]) -> dict[str, Any]:
@@ -303,19 +350,12 @@ class LightRAGRetriever(BaseRetriever):
             for (rid, score, rel), body in packed
         ]
 
-    def _chunk_hits(self, chunks: list[tuple[str, float, str]], budget: int) -> list[Hit]:
+    def _chunk_hits(self, chunks: list[tuple[str, float, list[str]]], budget: int) -> list[Hit]:
         stored = self.index.store.chunks([c for c, _, _ in chunks])
-        via: dict[str, list[str]] = {}
-        for cid, _, reason in chunks:
-            via.setdefault(cid, []).append(reason)
-        items, seen = [], set()
-        for cid, score, _ in chunks:  # the first (best-fused) place of each chunk
-            if cid in stored and cid not in seen:
-                seen.add(cid)
-                items.append((stored[cid], score))
+        items = [(stored[cid], score, via) for cid, score, via in chunks if cid in stored]
         return [
-            chunk_hit(chunk, score, text=text, section="Sources", via=via[chunk.id])
-            for (chunk, score), text in pack(items, budget, lambda x: x[0].text)
+            chunk_hit(chunk, score, text=text, section="Sources", via=via)
+            for (chunk, score, via), text in pack(items, budget, lambda x: x[0].text)
         ]
 
 
