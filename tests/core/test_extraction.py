@@ -677,3 +677,17 @@ def test_openie_extractor_serves_triples_for_matching_chunks():
     assert result[1].entities == [] and result[1].metadata["matched_chunk"] is False
     with pytest.raises(InvalidInputError):
         OpenIEExtractor({"not": "openie"})
+
+
+def test_openie_extractor_batches_do_not_report_other_batches_passages(caplog):
+    from rhizome.core.extraction import OpenIEExtractor
+    from rhizome.core.types import Chunk
+
+    texts = ["Ilse Varn mapped Oskel.", "Oskel lies  in Tarn."]
+    data = {"docs": [{"idx": i, "passage": t, "extracted_entities": [t.split()[0]], "extracted_triples": []} for i, t in enumerate(texts)]}
+    extractor = OpenIEExtractor(data)
+    chunks = [Chunk(id=f"d{i}:0", document_id=f"d{i}", text=" ".join(t.split()), index=0, start=0, end=len(t), n_tokens=5) for i, t in enumerate(texts)]
+    with caplog.at_level("WARNING"):
+        first, second = extractor.extract(chunks[:1]), extractor.extract(chunks[1:])
+    assert "matched no given chunk" not in caplog.text  # each batch holds its own passages only
+    assert first[0].entities[0].name == "Ilse" and second[0].entities[0].source_chunk_ids == ["d1:0"]  # whitespace-insensitive match

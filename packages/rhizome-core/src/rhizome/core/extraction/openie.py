@@ -243,10 +243,20 @@ class OpenIEExtractor:
         self.data = _load(path_or_dict)
         import_openie(self.data)  # validate now: a bad file fails before indexing starts
         self.spec = None if isinstance(path_or_dict, Mapping) else f"openie:{os.path.abspath(path_or_dict)}"
+        self._exact: dict[str, Mapping[str, Any]] = {}
+        self._squashed: dict[str, Mapping[str, Any]] = {}
+        for doc in self.data["docs"]:
+            if isinstance(doc.get("passage"), str):
+                self._exact.setdefault(doc["passage"], doc)
+                self._squashed.setdefault(_squash(doc["passage"]), doc)
 
     async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         chunks = list(chunks)
-        found = {e.chunk_id: e for e in import_openie(self.data, chunks) if e.metadata.get("matched_chunk")}
+        # only the passages of this batch are imported: the cost follows the batch, and the
+        # passages of other batches are not reported as unmatched
+        docs = [self._exact.get(c.text) or self._squashed.get(_squash(c.text)) for c in chunks]
+        batch = list({id(d): d for d in docs if d is not None}.values())
+        found = {e.chunk_id: e for e in import_openie({"docs": batch}, chunks) if e.metadata.get("matched_chunk")}
         return [found.get(c.id) or Extraction(chunk_id=c.id, metadata={"extractor": "openie", "matched_chunk": False}) for c in chunks]
 
     def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
