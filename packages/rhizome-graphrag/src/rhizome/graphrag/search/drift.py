@@ -11,13 +11,14 @@
 Offline there is no model to ask questions: the follow-ups are the query joined with the title
 of each of the best primer reports (its most connected entities), one round deep.
 
-Hits: passages. The question's own local search (its passage ranking: a walk from the matched
-entities fused with dense retrieval, see :class:`LocalSearch`) and each follow-up's are fused by
-reciprocal rank, the question's at weight 1 and each follow-up's at ``followup_weight``, so the
-follow-ups add the passages the question alone does not reach without pushing out what it
-finds first. The context (:meth:`asearch`) holds the intermediate answers (``point`` hits citing
-their reports and chunks), then the local contexts interleaved round-robin (chunks first), then
-the primer reports.
+Hits: passages, ranked as local search ranks them (a walk over the entity–passage graph fused
+with dense retrieval, see :class:`LocalSearch`) with the entities linked to every follow-up
+question added to the question's own as seeds, each at ``followup_weight``: the follow-ups add
+the passages the question alone does not reach, and the fusion with the question's dense
+ranking keeps what it finds first. The context (:meth:`asearch`) holds the intermediate answers
+(``point`` hits citing their reports and chunks), then the local contexts of the question and
+its follow-ups interleaved round-robin (chunks first), then the primer reports; offline,
+:meth:`aretrieve` skips those contexts, which no model step reads.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from rhizome.core.evidence import fuse
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
@@ -74,9 +74,9 @@ class DriftSearch(BaseRetriever):
     context_max_tokens:
         Tokens of a follow-up's local context shown to the model (8,000).
     pool:
-        Passages taken from each local search's ranking into the fusion (50).
+        Passages ranked before the cut to ``k`` (50).
     followup_weight:
-        Weight of each follow-up's ranking against the question's own (0.5).
+        Weight of the entities linked to each follow-up against the question's own (0.5).
     """
 
     mode = "drift"
@@ -118,16 +118,8 @@ class DriftSearch(BaseRetriever):
         return await self._drift(query, k, context=True)
 
     async def _ahits(self, query: str, k: int) -> Retrieval:
-        # offline, no step reads the local contexts: only their passage rankings are needed
+        # offline, no step reads the local contexts: only the questions asked are needed
         return await self._drift(query, k, context=self.index.llm is not None)
-
-    async def _local_search(self, question: str, context: bool) -> tuple[list[Hit], list[str]]:
-        """One local search's context (when wanted) and its ranked passages."""
-        if context:
-            found = await self.local.asearch(question, self.pool)
-            return found.context, [h.id for h in found.hits]
-        ranked, _ = await self.local.arank(question, self.pool)
-        return [], [c for c, _ in ranked]
 
     async def _drift(self, query: str, k: int, *, context: bool) -> Retrieval:
         graph = self.index.graph()
@@ -165,9 +157,8 @@ class DriftSearch(BaseRetriever):
             for rank, community in enumerate(primer[: self.followups_per_depth]):
                 actions.append(_Action(float(rank), f"{query} {community.title}", 1))
 
-        own_context, own_ranking = await self._local_search(query, context)  # the question's own local search leads
-        local_lists: list[list[Hit]] = [own_context]
-        rankings: list[list[str]] = [own_ranking]
+        local_lists: list[list[Hit]] = [await self.local.abuild(query)] if context else []
+        asked: list[str] = []
         done: set[str] = {query.lower()}
         steps = 0
         for depth in range(1, self.n_depth + 1):
@@ -182,9 +173,8 @@ class DriftSearch(BaseRetriever):
                     break
             if not todo:
                 break
-            found = await asyncio.gather(*(self._local_search(a.question, context) for a in todo))
-            contexts = [c for c, _ in found]
-            rankings += [r for _, r in found]
+            asked += [a.question for a in todo]
+            contexts = list(await asyncio.gather(*(self.local.abuild(a.question) for a in todo))) if context else []
             steps += len(todo)
             local_lists.extend(contexts)
             if llm is None or depth == self.n_depth:
@@ -202,9 +192,9 @@ class DriftSearch(BaseRetriever):
                 return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
 
             answers = await asyncio.gather(*(follow(a, c) for a, c in zip(todo, contexts)))
-            for context, step in zip(contexts, answers):
-                chunk_ids = [x for h in context for x in h.provenance.chunk_ids][:10]
-                report_ids = [h.id for h in context if h.kind == "community"]
+            for found, step in zip(contexts, answers):
+                chunk_ids = [x for h in found for x in h.provenance.chunk_ids][:10]
+                report_ids = [h.id for h in found if h.kind == "community"]
                 if step.answer.strip():
                     points.append((step.score, step.answer.strip(), report_ids, chunk_ids))
                 actions += [_Action(-step.score, q.strip(), depth + 1) for q in step.follow_ups if q.strip()]
@@ -245,7 +235,7 @@ class DriftSearch(BaseRetriever):
                     metadata={"title": community.title, "level": community.level, "rating": community.rating, "section": "primer"},
                 )
             )
-        ranked = fuse(rankings, [1.0] + [self.followup_weight] * (len(rankings) - 1))
+        ranked, _ = await self.local.arank(query, max(k, self.pool), followups=asked, followup_weight=self.followup_weight)
         hits = by_rank(chunk_hits(self.index, ranked[:k]))
         stats = {"primer_reports": len(primer), "follow_ups": steps, "points": len(points)}
         return Retrieval(query=query, hits=hits, context=dedupe(ordered), stats=stats)

@@ -20,6 +20,7 @@ chunks first, then its entities, relationships and reports, scored by that rank.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from rhizome.core.errors import ConfigurationError
@@ -117,18 +118,26 @@ class LocalSearch(BaseRetriever):
         ranked = vector_search(self.index.store, self.index.ENTITY_COLLECTION, vector, self.top_k_entities * self.oversample)
         return [(graph.entities[eid], score) for eid, score in ranked if eid in graph.entities][: self.top_k_entities]
 
-    async def arank(self, query: str, limit: int | None = None) -> tuple[list[tuple[str, float]], Any]:
+    async def arank(
+        self, query: str, limit: int | None = None, *, followups: Sequence[str] = (), followup_weight: float = 1.0
+    ) -> tuple[list[tuple[str, float]], Any]:
         """The passages (chunk ids) ranked for ``query``, at most ``limit`` (default
         ``dense_k``), and the query vector: a walk over the entity–passage graph from the
         entities linked to the query and to each name it mentions, fused with the dense ranking
-        (:func:`~rhizome.core.evidence.rank_passages`)."""
+        (:func:`~rhizome.core.evidence.rank_passages`). ``followups`` (DRIFT's questions) add
+        the entities linked to them and their names as seeds, at ``followup_weight``; as the
+        walk is linear in its seeds, that is one walk for the weighted sum of their walks."""
         names = query_names(query)
-        vectors = await query_vector(self.index, query, names)
+        extra = [*names, *(t for f in followups for t in (f, *query_names(f)))]
+        vectors = await query_vector(self.index, query, extra)
         if vectors is None:
             return [], None
-        vector = vectors[:1]
+        vector, own = vectors[:1], 1 + len(names)
         dense = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, self.dense_k)
-        seeds = await link_entities(self.index, self.index.ENTITY_COLLECTION, vectors, self.link_k)
+        seeds = await link_entities(self.index, self.index.ENTITY_COLLECTION, vectors[:own], self.link_k)
+        if len(vectors) > own:
+            for eid, score in (await link_entities(self.index, self.index.ENTITY_COLLECTION, vectors[own:], self.link_k)).items():
+                seeds[eid] = seeds.get(eid, 0.0) + followup_weight * score
         limit = limit or self.dense_k
         ranked = rank_passages(
             self.index.evidence(), seeds, dense, passage_seed=self.passage_seed, dense_weight=self.dense_weight, limit=limit
