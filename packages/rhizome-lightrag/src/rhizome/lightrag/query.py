@@ -1,25 +1,32 @@
-"""Dual-level retrieval ψ of LightRAG.
+"""Dual-level retrieval ψ of LightRAG, with passages ranked by graph evidence.
 
 One model call turns the query into low-level keywords (specific entities and details) and
-high-level keywords (themes); offline, rule-based keywords stand in. Then, per mode:
+high-level keywords (themes); offline, rule-based keywords stand in. The context is LightRAG's,
+per mode:
 
 ``local``   low-level keywords → entity vectors (the entities' name keys) → their relations
-            (one hop) → the chunks the entities came from;
+            (one hop);
 ``global``  high-level keywords → relation vectors (the relations' theme keys) → their endpoint
-            entities (one hop) → the chunks the relations came from;
+            entities (one hop);
 ``hybrid``  both, merged in turn (the paper's full LightRAG, and the default);
-``mix``     hybrid plus a vector search over the chunks (the reference code's ``mix``);
+``mix``     as hybrid (the reference code's ``mix`` adds vector-searched chunks; here every
+            graph mode ranks its passages with them, below);
 ``naive``   only the vector search over chunks (the baseline).
+
+The passages (source chunks) are ranked by a walk over the entity–passage graph
+(:func:`~rhizome.core.evidence.rank_passages`) fused with the dense ranking. The walk starts
+at the entity names nearest each low-level keyword (``local``), at the endpoints of the facts
+nearest the query and its high-level keywords (``global``), at both (``hybrid``), and at both
+plus the entity names nearest the whole query (``mix``); the nearest chunks are passage seeds.
 
 The context keeps LightRAG's three blocks — entity profiles, relation profiles, source chunks —
 each cut to its token budget (:meth:`LightRAGRetriever.ablocks`; as
 :attr:`~rhizome.core.retrieval.Retrieval.context`, each hit tagged with its ``section``). The
-``k`` hits are the source chunks first (the text evidence, with provenance), then the profiles,
-interleaved, scored by that rank.
+``k`` hits are the ranked passages, then (only when they run out) the profiles, interleaved.
 
 Offline query keywords: the low-level keywords are the names and quoted phrases the query
-contains (the rule-based mention finder of the kernel's offline extractor), the high-level
-keywords its remaining content words.
+contains (:func:`~rhizome.core.extraction.query_names`), the high-level keywords its remaining
+content words.
 """
 
 from __future__ import annotations
@@ -82,8 +89,9 @@ class QueryContext:
     relations: list[Hit] = field(default_factory=list)
     chunks: list[Hit] = field(default_factory=list)
     ranked: list[tuple[str, float, list[str]]] = field(default_factory=list)
-    """Every passage ranked for the query, best first: ``(chunk id, score, via)``, ``via`` the
-    rankings it came from (``graph``, ``vector``). The chunk block is its head, cut to budget."""
+    """The passages ranked for the query (at most ``dense_k``), best first: ``(chunk id, score,
+    via)``, ``via`` the rankings it came from (``graph``, ``vector``). The chunk block is its
+    head, cut to budget."""
 
 
 class LightRAGRetriever(BaseRetriever):

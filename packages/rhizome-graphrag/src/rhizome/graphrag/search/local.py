@@ -1,6 +1,13 @@
-"""Local search: entities matched to the query and their neighbourhood, packed into a budget.
+"""Local search: passages ranked by graph evidence, and GraphRAG's packed local context.
 
-As GraphRAG's mixed local context: the query is embedded and matched to entity description
+The hits are passages. The query and each name it mentions are linked to entities by embedding
+(``link_k`` each); a personalized PageRank walk over the entity–passage graph starts there, with
+the ``dense_k`` nearest chunks as small passage seeds, and its ranking is fused with the dense
+ranking (:func:`~rhizome.core.evidence.rank_passages`). The walk reaches the passage of a
+question's second hop through the entities the first-hop passage mentions; the fusion keeps
+what dense retrieval ranks first.
+
+The context is GraphRAG's mixed local context: the query is matched to entity description
 vectors (``top_k_entities``); then three sections share ``max_tokens``:
 
 - community reports (``community_prop``, 15%): reports of the communities containing the matched
@@ -8,13 +15,12 @@ vectors (``top_k_entities``); then three sections share ``max_tokens``:
 - entities and relationships (the rest, 35%): the matched entities, then relationships among
   them, then relationships to outside entities linked to many matched entities (at most
   ``top_k_relationships`` per matched entity);
-- source chunks (``text_unit_prop``, 50%): the chunks the matched entities come from, in the
-  order of the entities, chunks carrying more of the entity's relationships first.
+- source chunks (``text_unit_prop``, 50%): the ranked passages, best first.
 
 Each section adds rows in rank order until the next one would overflow its share. The whole
 packed context is :attr:`~rhizome.core.retrieval.Retrieval.context` (reports, entities,
-relationships, chunks, each hit tagged with its ``section``); the ``k`` hits are its source
-chunks first, then its entities, relationships and reports, scored by that rank.
+relationships, chunks, each hit tagged with its ``section``); :meth:`LocalSearch.aretrieve`
+ranks the passages without assembling it.
 """
 
 from __future__ import annotations
