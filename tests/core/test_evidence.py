@@ -66,6 +66,9 @@ def test_rank_passages_keeps_dense_hits_the_graph_does_not_hold():
     walk_only = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, dense_weight=0.0)]
     assert "c9" not in walk_only and walk_only[0] == "c1"
     assert rank_passages(EvidenceGraph({}, []), {}, dense, dense_weight=0.0) == dense
+    # another text's nearest passages join the fusion at their weight
+    more = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, more_dense=[[("c7", 0.8)]], more_weight=0.5)]
+    assert "c7" in more and more.index("c7") > more.index("c9")
 
 
 async def test_link_entities_links_each_text_and_keeps_the_best_score():
@@ -80,4 +83,6 @@ async def test_link_entities_links_each_text_and_keeps_the_best_score():
     assert query_names(query) == ["Marie Curie"]
     assert max(linked, key=linked.get) == "marie curie" and linked["marie curie"] == pytest.approx(1.0, abs=1e-6)
     assert len(await link_entities(index, "entities", vectors[:1], 1)) == 1
+    halved = await link_entities(index, "entities", vectors, 1, weights=[1.0, 0.5])
+    assert halved["marie curie"] == pytest.approx(max(linked["marie curie"] * 0.5, (await link_entities(index, "entities", vectors[:1], 1)).get("marie curie", 0)))
     assert await link_entities(index, "missing", vectors, 3) == {}

@@ -153,18 +153,25 @@ def fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = No
 
 
 async def link_entities(
-    index: Any, collection: str, vectors: np.ndarray | None, k: int, min_score: float | None = None
+    index: Any,
+    collection: str,
+    vectors: np.ndarray | None,
+    k: int,
+    min_score: float | None = None,
+    weights: Sequence[float] | None = None,
 ) -> dict[str, float]:
     """Entities of ``collection`` nearest to each row of ``vectors`` (``k`` per row, at least
-    ``min_score``), with the best similarity each reached."""
+    ``min_score``), with the best similarity each reached — times its row's weight when
+    ``weights`` (one per row) are given. All rows go in one search."""
     if vectors is None or not index.store.has_collection(collection):
         return {}
     found = index.store.collection(collection, vectors.shape[1]).search(vectors, k)
     linked: dict[str, float] = {}
-    for row in found:
+    for i, row in enumerate(found):
+        weight = 1.0 if weights is None else weights[i]
         for key, score in row:
             if min_score is None or score >= min_score:
-                linked[key] = max(score, linked.get(key, float("-inf")))
+                linked[key] = max(weight * score, linked.get(key, float("-inf")))
     return linked
 
 
@@ -177,16 +184,21 @@ def rank_passages(
     dense_weight: float = 1.0,
     damping: float = DEFAULT_PPR_DAMPING,
     limit: int | None = None,
+    more_dense: Sequence[Sequence[tuple[str, float]]] = (),
+    more_weight: float = 1.0,
 ) -> list[tuple[str, float]]:
     """The graph ranking (personalized PageRank from ``entity_seeds`` with the ``dense`` hits
     as passage seeds) fused with the ``dense`` ranking itself (weight ``dense_weight``; 0 keeps
-    the graph ranking alone). Dense hits the graph does not hold (passages without entities)
-    still take part through the fusion. ``limit``: the length of the walk's ranking taken
-    into the fusion (default: the whole of it)."""
+    the graph ranking alone) and with ``more_dense`` rankings (other texts' nearest passages,
+    e.g. DRIFT's follow-up questions; weight ``more_weight`` × ``dense_weight`` each). Dense
+    hits the graph does not hold (passages without entities) still take part through the
+    fusion. ``limit``: the length of the walk's ranking taken into the fusion (default: the
+    whole of it)."""
     walked = graph.rank(entity_seeds, dict(dense), passage_seed=passage_seed, damping=damping, limit=limit)
     if dense_weight <= 0:
         return walked or list(dense)
-    return fuse([[c for c, _ in walked], [c for c, _ in dense]], [1.0, dense_weight])
+    rankings = [[c for c, _ in r] for r in (walked, dense, *more_dense)]
+    return fuse(rankings, [1.0, dense_weight] + [more_weight * dense_weight] * len(more_dense))
 
 
 __all__ = [

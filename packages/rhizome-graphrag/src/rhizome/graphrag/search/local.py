@@ -30,7 +30,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.evidence import DEFAULT_LINK_K, DEFAULT_PASSAGE_SEED, link_entities, rank_passages
+from rhizome.core.evidence import (
+    DEFAULT_LINK_K,
+    DEFAULT_PASSAGE_SEED,
+    link_entities,
+    rank_passages,
+)
 from rhizome.core.extraction import query_names
 from rhizome.core.hierarchy import has_summary
 from rhizome.core.retrieval import (
@@ -130,25 +135,32 @@ class LocalSearch(BaseRetriever):
         """The passages (chunk ids) ranked for ``query``, at most ``limit`` (default
         ``dense_k``), and the query vector: a walk over the entity–passage graph from the
         entities linked to the query and to each name it mentions, fused with the dense ranking
-        (:func:`~rhizome.core.evidence.rank_passages`). ``followups`` (DRIFT's questions) add
-        the entities linked to them and their names as seeds, at ``followup_weight``; as the
-        walk is linear in its seeds, that is one walk for the weighted sum of their walks."""
+        (:func:`~rhizome.core.evidence.rank_passages`).
+
+        ``followups`` (DRIFT's questions) take part at ``followup_weight``: the entities linked
+        to each and to the names it adds are walk seeds (the walk is linear in its seeds, so one
+        walk stands for the weighted sum of one walk per follow-up), and each one's dense
+        ranking joins the fusion. All texts are embedded in one call and linked in one search."""
         names = query_names(query)
-        extra = [*names, *(t for f in followups for t in (f, *query_names(f)))]
-        vectors = await query_vector(self.index, query, extra)
+        asked = list(dict.fromkeys(f for f in followups if f != query))
+        added = list(dict.fromkeys(n for f in asked for n in query_names(f) if n not in names))
+        vectors = await query_vector(self.index, query, [*names, *asked, *added])
         if vectors is None:
             return [], None
-        vector, own = vectors[:1], 1 + len(names)
-        dense = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, self.dense_k)
-        seeds = await link_entities(self.index, self.index.ENTITY_COLLECTION, vectors[:own], self.link_k)
-        if len(vectors) > own:
-            for eid, score in (await link_entities(self.index, self.index.ENTITY_COLLECTION, vectors[own:], self.link_k)).items():
-                seeds[eid] = seeds.get(eid, 0.0) + followup_weight * score
+        own = 1 + len(names)
+        weights = [1.0] * own + [followup_weight] * (len(vectors) - own)
+        seeds = await link_entities(self.index, self.index.ENTITY_COLLECTION, vectors, self.link_k, weights=weights)
+        # the nearest chunks of the question and of each follow-up
+        dense, *more = [
+            vector_search(self.index.store, self.index.CHUNK_COLLECTION, row, self.dense_k)
+            for row in (vectors[:1], *(vectors[i : i + 1] for i in range(own, own + len(asked))))
+        ]
         limit = limit or self.dense_k
         ranked = rank_passages(
-            self.index.evidence(), seeds, dense, passage_seed=self.passage_seed, dense_weight=self.dense_weight, limit=limit
+            self.index.evidence(), seeds, dense, passage_seed=self.passage_seed, dense_weight=self.dense_weight, limit=limit,
+            more_dense=more, more_weight=followup_weight,
         )
-        return ranked[:limit], vector
+        return ranked[:limit], vectors[:1]
 
     async def _ahits(self, query: str, k: int) -> Retrieval:
         ranked, _ = await self.arank(query, max(k, self.dense_k))
