@@ -1,0 +1,92 @@
+"""Query latency of every retrieval mode against the naive index, measured interleaved.
+
+The retrieval suite times each mode in turn, so a mode measured while something else loads the
+machine looks slower than one measured a minute later. Here every question is asked of every
+system in turn (naive first, then each mode), with the embedding cache off, so whatever load
+the machine carries falls on all systems alike; the p50 of each is then compared with the
+naive index's. Indexes are built once into ``--indexes DIR`` (one sub-folder per method) and
+reopened read-only on later runs.
+
+    .venv-bench/bin/python -m benchmarks.latency --data musique --embed minilm --indexes /tmp/rhizome-latency
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import data
+from benchmarks.harness import DATASETS, embedder_for
+from benchmarks.systems import available_methods, index_class, systems
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def open_index(method: str, embed: str, dataset: str, folder: Path) -> Any:
+    """The index of ``method`` in ``folder / method``, built there first when missing."""
+    cls = index_class(method)
+    path = folder / method
+    options = {"cache": False}
+    if method != "naive" and dataset == "musique" and "extraction" in cls.config_class.model_fields:
+        options["extraction"] = f"openie:{data.musique_openie()}"
+    if not (path / "manifest.json").exists():
+        documents, _ = data.musique() if dataset == "musique" else data.hotpotqa()
+        index = cls(embedder_for(embed), path=path, **options)
+        index.insert(documents)
+        index.close()
+    return cls(embedder_for(embed), path=path, readonly=True, cache=False)
+
+
+async def measure(dataset: str, embed: str, folder: Path, methods: list[str], k: int = 10) -> dict[str, Any]:
+    _, questions = data.musique() if dataset == "musique" else data.hotpotqa()
+    indexes = {m: open_index(m, embed, dataset, folder) for m in dict.fromkeys(["naive", *methods])}
+    retrievers = {s.name: indexes[s.method].as_retriever(k=k, mode=s.mode) for s in systems(list(indexes))}
+    for retriever in retrievers.values():  # load graphs and vectors before timing
+        await retriever.aretrieve(questions[0].question)
+    times: dict[str, list[float]] = {name: [] for name in retrievers}
+    for q in questions:
+        for name, retriever in retrievers.items():
+            start = time.perf_counter()
+            await retriever.aretrieve(q.question)
+            times[name].append((time.perf_counter() - start) * 1000)
+    base = statistics.median(times["naive"])
+    rows = [
+        {"system": name, "p50_ms": round(statistics.median(t), 2), "p95_ms": round(sorted(t)[int(0.95 * (len(t) - 1))], 2),
+         "p50_x_naive": round(statistics.median(t) / base, 2)}
+        for name, t in times.items()
+    ]
+    return {"suite": "latency", "data": dataset, "embedder": embed, "questions": len(questions), "k": k, "rows": rows}
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [
+        f"{result['data']}, {result['questions']} questions asked of every system in turn, embedder `{result['embedder']}`, "
+        f"no embedding cache, k = {result['k']}, no chat model.",
+        "",
+        "| system | p50 ms | p95 ms | p50 × naive |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {r['system']} | {r['p50_ms']} | {r['p95_ms']} | {r['p50_x_naive']} |" for r in result["rows"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.latency", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", choices=DATASETS, default="musique")
+    parser.add_argument("--embed", default="minilm")
+    parser.add_argument("--indexes", type=Path, required=True, help="folder the indexes are built in (and reopened from)")
+    parser.add_argument("--methods", nargs="*", default=[m for m in available_methods() if m != "naive"])
+    args = parser.parse_args(argv)
+    result = asyncio.run(measure(args.data, args.embed, args.indexes, args.methods))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"latency-{args.data}-{args.embed}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    print(table(result))
+
+
+if __name__ == "__main__":
+    main()
