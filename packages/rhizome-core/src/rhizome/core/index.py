@@ -36,10 +36,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -52,6 +52,8 @@ from rhizome.core.progress import Progress, ProgressArg
 from rhizome.core.storage import MANIFEST, IndexStore, Manifest, read_manifest
 from rhizome.core.text import Chunker
 from rhizome.core.types import Chunk, Document
+
+T = TypeVar("T")
 
 Batch = list[tuple[Document, list[Chunk]]]
 Stats = dict[str, Any]
@@ -245,6 +247,7 @@ class BaseIndex:
         self.batch_size = batch_size
         self.progress = progress
         self._attach_cache(cache)
+        self._derived: dict[str, tuple[Hashable, Any]] = {}
         self._setup()
 
     def _resolved(self, config: IndexConfig) -> IndexConfig:
@@ -366,6 +369,14 @@ class BaseIndex:
         if len(texts):
             self.check_dimension(int(vectors.shape[1]))
         return vectors
+
+    def derived(self, name: str, key: Hashable, build: Callable[[], T]) -> T:
+        """A value a method builds from its stored records (an in-memory graph, a matrix),
+        kept until ``key`` changes: pass the generations of the tables it is built from."""
+        held = self._derived.get(name)
+        if held is None or held[0] != key:
+            held = self._derived[name] = (key, build())
+        return held[1]
 
     def check_dimension(self, dimension: int) -> None:
         known = self.store.manifest.embedding_dimension
@@ -512,6 +523,7 @@ class BaseIndex:
             old = self.store
             self.store = IndexStore.open(target, method=self.method)
             old.close()
+            self._derived = {}
             self._setup()
         return target
 

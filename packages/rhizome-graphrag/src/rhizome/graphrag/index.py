@@ -66,8 +66,6 @@ class GraphRAGIndex(BaseIndex):
             self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
         )
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
-        self._graph_cache: tuple[tuple[int, ...], EntityGraph] | None = None
-        self._evidence: tuple[EntityGraph, EvidenceGraph] | None = None
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
@@ -91,21 +89,23 @@ class GraphRAGIndex(BaseIndex):
     # -- the graph -----------------------------------------------------------------------------
     def graph(self) -> EntityGraph:
         """The current entities, relations and communities (cached until the next change)."""
-        key = (self.entity_table.generation(), self.relation_table.generation(), self.communities.groups.generation())
-        cached = self._graph_cache
-        if cached is None or cached[0] != key:
-            data = EntityGraph.build(
+        return self.derived(
+            "graph",
+            (*self._record_generations(), self.communities.groups.generation()),
+            lambda: EntityGraph.build(
                 {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
-            )
-            self._graph_cache = cached = (key, data)
-        return cached[1]
+            ),
+        )
 
     def evidence(self) -> EvidenceGraph:
-        """The entity–passage graph local search walks (cached with :meth:`graph`)."""
+        """The entity–passage graph local search walks (cached until the next change)."""
         graph = self.graph()
-        if self._evidence is None or self._evidence[0] is not graph:
-            self._evidence = (graph, EvidenceGraph.from_records(graph.entities.values(), graph.relations.values()))
-        return self._evidence[1]
+        return self.derived(
+            "evidence", self._record_generations(), lambda: EvidenceGraph.from_records(graph.entities.values(), graph.relations.values())
+        )
+
+    def _record_generations(self) -> tuple[int, int]:
+        return self.entity_table.generation(), self.relation_table.generation()
 
     def _reports(self, graph: EntityGraph) -> GroupSummarizer:
         return GroupSummarizer(

@@ -104,7 +104,6 @@ class LightRAGIndex(BaseIndex):
         self.relation_table = self.store.table("lightrag_relations", Relation, lookups=("source", "target"))
         self.extraction_table = self.store.table("lightrag_extractions", ChunkExtraction, key="chunk_id")
         self.mentions = self.store.table("lightrag_mentions", Mention, lookups=("chunk_id", "key", "norm", "initials", "acronym"))
-        self._evidence: tuple[tuple[int, int], EvidenceGraph] | None = None
         c = self.config
         self.summarizer = DescriptionSummarizer(
             self.llm, max_tokens=c.summary_max_tokens, min_fragments=c.force_summary_fragments,
@@ -136,10 +135,11 @@ class LightRAGIndex(BaseIndex):
 
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph the searches walk (cached until the next change)."""
-        key = (self.entity_table.generation(), self.relation_table.generation())
-        if self._evidence is None or self._evidence[0] != key:
-            self._evidence = (key, EvidenceGraph.from_records(self.entity_table.all(), self.relation_table.all()))
-        return self._evidence[1]
+        return self.derived(
+            "evidence",
+            (self.entity_table.generation(), self.relation_table.generation()),
+            lambda: EvidenceGraph.from_records(self.entity_table.all(), self.relation_table.all()),
+        )
 
     def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
         """Relations per entity (the degree LightRAG ranks by)."""

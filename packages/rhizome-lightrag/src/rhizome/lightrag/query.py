@@ -48,7 +48,6 @@ from rhizome.core.retrieval import (
     check_positive,
     check_query,
     chunk_hit,
-    chunk_hits,
     pack,
     provenance,
     query_vector,
@@ -148,7 +147,6 @@ class LightRAGRetriever(BaseRetriever):
         if mode not in index.modes:
             raise ConfigurationError(f"unknown mode {mode!r}; modes: {', '.join(index.modes)}")
         check_positive("top_k", top_k)
-        check_positive("dense_k", dense_k)
         if min(max_entity_tokens, max_relation_tokens) < 0 or max_total_tokens < 1:
             raise ConfigurationError("token budgets must be positive")
         unknown = set(kinds) - set(KINDS)
@@ -158,7 +156,7 @@ class LightRAGRetriever(BaseRetriever):
         self.top_k = top_k
         self.cosine_threshold = cosine_threshold
         self.link_k = check_positive("link_k", link_k)
-        self.dense_k = dense_k
+        self.dense_k = check_positive("dense_k", dense_k)
         self.passage_seed = check_non_negative("passage_seed", passage_seed)
         self.dense_weight = check_non_negative("dense_weight", dense_weight)
         self.max_entity_tokens = max_entity_tokens
@@ -253,8 +251,8 @@ class LightRAGRetriever(BaseRetriever):
         chunks = []
         if "chunk" in self.kinds:
             head = found.ranked[:k]
-            via = {c: v for c, _, v in head}
-            chunks = [h.model_copy(update={"metadata": {**h.metadata, "via": via[h.id]}}) for h in chunk_hits(self.index, [(c, s) for c, s, _ in head])]
+            stored = self.index.store.chunks([c for c, _, _ in head])
+            chunks = [chunk_hit(stored[c], score, via=via) for c, score, via in head if c in stored]
         if context or len(chunks) < k:
             self._blocks(found, vectors)
         relations = found.relations if "relation" in self.kinds else []
