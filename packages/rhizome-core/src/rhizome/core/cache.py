@@ -24,6 +24,25 @@ def cache_key(payload: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+BUSY_TIMEOUT = 30.0
+"""Seconds a connection waits for another process's lock on the cache file."""
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode. While another process is switching the same new file, SQLite
+    answers "database is locked" at once instead of waiting for the busy timeout, so retry
+    until that timeout has passed."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class ModelCache:
     """A persistent key–value store of model answers, safe across threads and processes.
 
@@ -53,8 +72,8 @@ class ModelCache:
             return self._memory_conn
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
+            _switch_to_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
