@@ -95,6 +95,11 @@ class EntityGraph:
     def roots(self) -> list[Community]:
         return [c for c in self.communities.values() if c.parent is None]
 
+    def members(self, community: Community) -> list[Entity]:
+        """A community's entities, most connected first (ties by id)."""
+        found = (self.entities[e] for e in community.entity_ids if e in self.entities)
+        return sorted(found, key=lambda e: (-self.degree.get(e.id, 0), e.id))
+
     def community_chunks(self, community: Community) -> list[str]:
         """Chunk ids supporting a community's entities, most-cited first."""
         counts: dict[str, int] = defaultdict(int)

@@ -53,12 +53,7 @@ def short_content(community: Community, max_tokens: int = 500) -> str:
 def community_card(community: Community, graph: EntityGraph, max_tokens: int = 300) -> str:
     """A report-less description of a community (its most connected members and what is said
     about them): what lazy mode embeds and rates before any report exists."""
-    members = sorted(community.entity_ids, key=lambda e: (-graph.degree.get(e, 0), e))
-    lines = []
-    for eid in members:
-        entity = graph.entities.get(eid)
-        if entity is not None:
-            lines.append(f"{entity.name}: {_cell(entity.description, 60)}")
+    lines = [f"{entity.name}: {_cell(entity.description, 60)}" for entity in graph.members(community)]
     return truncate_tokens("\n".join(lines), max_tokens)
 
 
@@ -70,10 +65,7 @@ def build_input(
 ) -> GroupInput:
     """The context of one community's report (see the module docstring)."""
     member_set = set(community.entity_ids)
-    entities = sorted(
-        (graph.entities[e] for e in community.entity_ids if e in graph.entities),
-        key=lambda e: (-graph.degree.get(e.id, 0), e.id),
-    )
+    entities = graph.members(community)
     internal = sorted(
         {
             rid: graph.relations[rid]
@@ -217,10 +209,7 @@ class ReportWriter:
 def offline_report(data: GroupInput, graph: EntityGraph) -> SummaryFields:
     """An extractive report from a community's context (no model)."""
     community = data.group
-    members = sorted(
-        (graph.entities[e] for e in community.entity_ids if e in graph.entities),
-        key=lambda e: (-graph.degree.get(e.id, 0), e.id),
-    )
+    members = graph.members(community)
     names = [e.name for e in members[:3]]
     if len(names) > 1:
         title = ", ".join(names[:-1]) + " and " + names[-1]
