@@ -16,7 +16,9 @@ scoring above ``min_score`` are ranked by score and returned as ``point`` hits. 
 (the reduce step) is :func:`rhizome.graphrag.answer.aanswer`.
 
 Offline (no model): ratings and point scores are the share of the query's content words found
-in the report (or point) text; the points of a report are its summary and its findings.
+in the report (or point) text; the points of a report are its summary and its findings. With
+ratings that cheap, every community on the way down is rated (no candidate limit, so no query
+embedding), and the words of each report and point are kept until the graph changes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+from collections.abc import Set
 from typing import Any
 
 from rhizome.core.embeddings import hashed_features
@@ -51,9 +54,9 @@ def relevance_words(text: str) -> set[str]:
     return {f for f in hashed_features(text) if " " not in f}
 
 
-def coverage(query_words: set[str], text: str) -> float:
-    """Share of the query's content words that occur in ``text`` (0..1)."""
-    return len(query_words & relevance_words(text)) / len(query_words) if query_words else 0.0
+def share(query_words: Set[str], words: Set[str]) -> float:
+    """Share of the query's content words among ``words`` (0..1)."""
+    return len(query_words & words) / len(query_words) if query_words else 0.0
 
 
 class GlobalSearch(BaseRetriever):
@@ -138,19 +141,41 @@ class GlobalSearch(BaseRetriever):
         self.seed = seed
         self.max_new_reports = check_positive("max_new_reports", max_new_reports)
 
+    def _offline_profile(self, community: Community, graph: Any) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
+        """Offline: the content words of a community's report (or card) and its points, each
+        with its words. Kept until the graph changes: every query reads the same reports."""
+        cache = self.index.derived("global-offline-profiles", id(graph), dict)
+        key = (community.id, has_summary(community))
+        found = cache.get(key)
+        if found is None:
+            if not key[1]:
+                found = (frozenset(relevance_words(community_card(community, graph))), [])
+            else:
+                candidates = [community.summary] + [f"{f.get('summary', '')}: {f.get('explanation', '')}" for f in community.findings]
+                points = [(t.strip(), frozenset(relevance_words(t))) for t in candidates if t.strip()]
+                found = (frozenset(relevance_words(full_content(community))), points)
+            cache[key] = found
+        return found
+
+    async def _similarity(self, query: str) -> dict[str, float]:
+        """Cosine similarity of the query to every community's embedded report (or card)."""
+        vector = await query_vector(self.index, query)
+        size = len(self.index.graph().communities)
+        return dict(self.index.communities.search(vector, size)) if vector is not None and size else {}
+
     # -- selection -------------------------------------------------------------------------------
     async def aselect(self, query: str) -> tuple[list[Community], dict[str, Any]]:
         """The communities whose reports the map step reads, and what choosing them cost
-        (``rating_calls``, ``rated``, ``pruned``, ``ratings`` and ``similarity`` by id)."""
+        (``rating_calls``, ``rated``, ``pruned``, ``ratings`` and, with a model, ``similarity``
+        by id). Offline every community on the way down is rated, so no similarity is needed."""
         graph = self.index.graph()
         stats: dict[str, Any] = {"rating_calls": 0, "rated": 0, "pruned": 0, "ratings": {}, "similarity": {}}
         if not self.dynamic:
             return sorted(graph.frontier(self.level), key=lambda c: (c.level, c.id)), stats
         llm = self.index.llm
         query_words = relevance_words(query)
-        vector = await query_vector(self.index, query)
-        if vector is not None and graph.communities:
-            stats["similarity"] = dict(self.index.communities.search(vector, len(graph.communities)))
+        if llm is not None:
+            stats["similarity"] = await self._similarity(query)
         similarity = stats["similarity"]
         selected: list[Community] = []
         parents: set[str] = set()
@@ -163,15 +188,14 @@ class GlobalSearch(BaseRetriever):
             stats["pruned"] += len(skipped)
 
             async def rate(c: Community) -> int:
-                if llm is None:
-                    text = full_content(c) if has_summary(c) else community_card(c, graph)
-                    return int(5 * coverage(query_words, text) + 0.5)
                 text = short_content(c, self.rate_max_tokens) if has_summary(c) else community_card(c, graph, self.rate_max_tokens)
                 out = await llm.acomplete_json(RATE_PROMPT.format(question=query, report=text), RatingOutput, system=RATE_SYSTEM)
                 return out.rating
 
-            ratings = await asyncio.gather(*(rate(c) for c in rated_now))
-            if llm is not None:
+            if llm is None:
+                ratings = [int(5 * share(query_words, self._offline_profile(c, graph)[0]) + 0.5) for c in rated_now]
+            else:
+                ratings = await asyncio.gather(*(rate(c) for c in rated_now))
                 calls += len(rated_now)
             stats["rated"] += len(rated_now)
             nxt: list[Community] = []
@@ -201,7 +225,7 @@ class GlobalSearch(BaseRetriever):
         selected, stats = await self.aselect(query)
         missing = [c for c in selected if not has_summary(c)]
         if len(missing) > self.max_new_reports:
-            ratings, similarity = stats["ratings"], stats["similarity"]
+            ratings, similarity = stats["ratings"], stats["similarity"] or await self._similarity(query)
             missing.sort(key=lambda c: (-ratings.get(c.id, 0), -similarity.get(c.id, 0.0), c.id))
             dropped = {c.id for c in missing[self.max_new_reports :]}
             selected = [c for c in selected if c.id not in dropped]
@@ -242,27 +266,19 @@ class GlobalSearch(BaseRetriever):
         return Retrieval(query=query, hits=hits, stats={"points": len(hits), **stats})
 
     def _offline_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
-        words = relevance_words(query)
+        query_words, graph = relevance_words(query), self.index.graph()
         points = []
-        order = 0
         for community in communities:
-            candidates = [community.summary] + [
-                f"{f.get('summary', '')}: {f.get('explanation', '')}" for f in community.findings
-            ]
-            for text in candidates:
-                if not text.strip():
-                    continue
-                score = round(100.0 * coverage(words, text), 1)
+            for text, words in self._offline_profile(community, graph)[1]:
                 points.append(
                     {
-                        "description": text.strip(),
-                        "score": score,
+                        "description": text,
+                        "score": round(100.0 * share(query_words, words), 1),
                         "reports": [community.id],
                         "rating": community.rating or 0.0,
-                        "order": order,
+                        "order": len(points),
                     }
                 )
-                order += 1
         return points
 
     def batches(self, communities: list[Community]) -> list[list[tuple[Community, str]]]:
