@@ -23,6 +23,7 @@ from rhizome.core.aio import run_sync
 from rhizome.core.answer import aanswer
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.hierarchy import cluster_hierarchy
+from rhizome.core.models.base import usage_scope
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag import (
@@ -423,6 +424,32 @@ def test_drift_primer_then_local_follow_ups():
     assert hits and any(h.kind == "chunk" and h.provenance.document_ids[0].startswith("space") for h in hits)
     basic = offline.as_retriever(mode="naive", k=2).retrieve("Orion Project NASA")
     assert len(basic) == 2 and basic[0].provenance.document_ids[0].startswith("space")
+
+
+def test_offline_drift_turns_to_the_primer_communities_members_without_embedding_more():
+    index = offline_index(cache=False)
+    index.insert(topic_docs("space", "business", "music"))
+    drift = index.as_retriever(mode="drift", followups_per_depth=2, followup_weight=0.4)
+    asked: dict[str, Any] = {}
+    arank = drift.local.arank
+
+    async def spy(query: str, limit: int | None = None, **options: Any) -> Any:
+        asked.update(options)
+        return await arank(query, limit, **options)
+
+    drift.local.arank = spy
+    question = "Who leads the Orion Project?"
+    with usage_scope() as used:
+        hits = drift.retrieve(question)
+    with usage_scope() as local:
+        index.as_retriever(mode="local").retrieve(question)
+    graph = index.graph()
+    primer = [c for c, _ in index.communities.search(run_sync(index.embed([question])), 20) if c in graph.communities]
+    focus = {e.id for c in primer[:2] for e in graph.members(graph.communities[c])[:3]}
+    assert hits and asked["followups"] == [] and asked["entities"]
+    assert set(asked["entities"]) == focus and set(asked["entities"].values()) == {0.4}
+    # the follow-ups add no text to embed, and the question is embedded once, for primer and walk
+    assert used.embed.texts == local.embed.texts
 
 
 # -- answers ----------------------------------------------------------------------------------

@@ -8,14 +8,16 @@
    with a model, one call per follow-up reads that context and answers it, possibly asking
    further questions. This repeats ``n_depth`` times.
 
-Offline there is no model to ask questions: the follow-ups are the query joined with the title
-of each of the best primer reports (its most connected entities), one round deep.
+Offline there is no model to ask questions: each of the best primer reports gives one follow-up,
+the question turned to that community's three most connected members (the ones its title
+names), one round deep.
 
 Hits: passages, ranked as local search ranks them (a walk over the entity–passage graph fused
-with dense retrieval, see :class:`LocalSearch`) with the entities linked to every follow-up
-question added to the question's own as seeds, each at ``followup_weight``: the follow-ups add
-the passages the question alone does not reach, and the fusion with the question's dense
-ranking keeps what it finds first. The context (:meth:`asearch`) holds the intermediate answers
+with dense retrieval, see :class:`LocalSearch`) with further walk seeds at ``followup_weight``:
+the entities linked to every follow-up question (and that question's own dense ranking in the
+fusion), or offline the members each follow-up turns to, which need no embedding. The
+follow-ups add the passages the question alone does not reach; the fusion with the question's
+dense ranking keeps what it finds first. The context (:meth:`asearch`) holds the intermediate answers
 (``point`` hits citing their reports and chunks), then the local contexts of the question and
 its follow-ups interleaved round-robin (chunks first), then the primer reports; offline,
 :meth:`aretrieve` skips those contexts, which no model step reads.
@@ -28,6 +30,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from rhizome.core.extraction import query_names
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
@@ -47,11 +50,17 @@ from rhizome.graphrag.schemas import DriftStep
 from rhizome.graphrag.search.local import LocalSearch
 
 
+FOCUS_MEMBERS = 3
+"""Members of a primer community an offline follow-up turns to (the ones its title names)."""
+
+
 @dataclass(order=True)
 class _Action:
     priority: float
     question: str = field(compare=False)
     depth: int = field(compare=False)
+    entities: tuple[str, ...] = field(default=(), compare=False)
+    """Offline: the members of the primer community the follow-up turns to (walk seeds)."""
 
 
 class DriftSearch(BaseRetriever):
@@ -125,8 +134,10 @@ class DriftSearch(BaseRetriever):
         graph = self.index.graph()
         llm = self.index.llm
         language = self.index.config.language
-        vector = await query_vector(self.index, query)
-        ranked = self.index.communities.search(vector, self.primer_k) if vector is not None else []
+        names = query_names(query)  # embedded with the question, for the walk's linking
+        vectors = await query_vector(self.index, query, names)
+        embedded = dict(zip([query, *names], vectors)) if vectors is not None else {}
+        ranked = self.index.communities.search(vectors[:1], self.primer_k) if vectors is not None else []
         ids = [cid for cid, _ in ranked if cid in graph.communities]
         similarity = dict(ranked)
         reports = await self.index.areports(ids)
@@ -155,10 +166,11 @@ class DriftSearch(BaseRetriever):
                 actions += [_Action(-step.score, q.strip(), 1) for q in step.follow_ups if q.strip()]
         else:
             for rank, community in enumerate(primer[: self.followups_per_depth]):
-                actions.append(_Action(float(rank), f"{query} {community.title}", 1))
+                focus = tuple(e.id for e in graph.members(community)[:FOCUS_MEMBERS])
+                actions.append(_Action(float(rank), f"{query} {community.title}", 1, focus))
 
         local_lists: list[list[Hit]] = [await self.local.abuild(query)] if context else []
-        asked: list[str] = []
+        asked: list[_Action] = []
         done: set[str] = {query.lower()}
         steps = 0
         for depth in range(1, self.n_depth + 1):
@@ -173,7 +185,7 @@ class DriftSearch(BaseRetriever):
                     break
             if not todo:
                 break
-            asked += [a.question for a in todo]
+            asked += todo
             contexts = list(await asyncio.gather(*(self.local.abuild(a.question) for a in todo))) if context else []
             steps += len(todo)
             local_lists.extend(contexts)
@@ -199,6 +211,18 @@ class DriftSearch(BaseRetriever):
                     points.append((step.score, step.answer.strip(), report_ids, chunk_ids))
                 actions += [_Action(-step.score, q.strip(), depth + 1) for q in step.follow_ups if q.strip()]
 
+        # the follow-ups with a question are linked and searched by it; the offline ones seed the
+        # walk with the members of their community directly, with no text to embed
+        seeds = {e: self.followup_weight for a in asked for e in a.entities}
+        texts = [a.question for a in asked if not a.entities]
+        ranked, _ = await self.local.arank(
+            query, max(k, self.pool), followups=texts, followup_weight=self.followup_weight, entities=seeds, embedded=embedded
+        )
+        hits = by_rank(chunk_hits(self.index, ranked[:k]))
+        stats = {"primer_reports": len(primer), "follow_ups": steps, "points": len(points)}
+        if not context:
+            return Retrieval(query=query, hits=hits, stats=stats)
+
         chunk_pool = {x for _, _, _, ids in points for x in ids}
         chunk_pool.update(x for c in primer for x in graph.community_chunks(c)[:20])
         chunks = self.index.store.chunks(sorted(chunk_pool))
@@ -217,12 +241,10 @@ class DriftSearch(BaseRetriever):
             )
         # interleave the follow-ups' local hits, chunks and entities first
         priority = {"chunk": 0, "entity": 1, "relation": 2, "community": 3}
-        lists = [sorted(hits, key=lambda h: priority.get(h.kind, 4)) for hits in local_lists]
+        lists = [sorted(found, key=lambda h: priority.get(h.kind, 4)) for found in local_lists]
         position = 0
         while any(position < len(x) for x in lists):
-            for hits in lists:
-                if position < len(hits):
-                    ordered.append(hits[position])
+            ordered += [found[position] for found in lists if position < len(found)]
             position += 1
         for community in primer:
             ordered.append(
@@ -235,9 +257,6 @@ class DriftSearch(BaseRetriever):
                     metadata={"title": community.title, "level": community.level, "rating": community.rating, "section": "primer"},
                 )
             )
-        ranked, _ = await self.local.arank(query, max(k, self.pool), followups=asked, followup_weight=self.followup_weight)
-        hits = by_rank(chunk_hits(self.index, ranked[:k]))
-        stats = {"primer_reports": len(primer), "follow_ups": steps, "points": len(points)}
         return Retrieval(query=query, hits=hits, context=dedupe(ordered), stats=stats)
 
 

@@ -26,8 +26,10 @@ ranks the passages without assembling it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.evidence import (
@@ -130,7 +132,14 @@ class LocalSearch(BaseRetriever):
         return [(graph.entities[eid], score) for eid, score in ranked if eid in graph.entities][: self.top_k_entities]
 
     async def arank(
-        self, query: str, limit: int | None = None, *, followups: Sequence[str] = (), followup_weight: float = 1.0
+        self,
+        query: str,
+        limit: int | None = None,
+        *,
+        followups: Sequence[str] = (),
+        followup_weight: float = 1.0,
+        entities: Mapping[str, float] | None = None,
+        embedded: Mapping[str, np.ndarray] | None = None,
     ) -> tuple[list[tuple[str, float]], Any]:
         """The passages (chunk ids) ranked for ``query``, at most ``limit`` (default
         ``dense_k``), and the query vector: a walk over the entity–passage graph from the
@@ -140,16 +149,27 @@ class LocalSearch(BaseRetriever):
         ``followups`` (DRIFT's questions) take part at ``followup_weight``: the entities linked
         to each and to the names it adds are walk seeds (the walk is linear in its seeds, so one
         walk stands for the weighted sum of one walk per follow-up), and each one's dense
-        ranking joins the fusion. All texts are embedded in one call and linked in one search."""
+        ranking joins the fusion. All texts are embedded in one call and linked in one search.
+        ``entities`` (entity id → weight) are further walk seeds known without linking, such as
+        the members of the communities DRIFT's offline follow-ups turn to. ``embedded``: vectors
+        the caller already has, by text (DRIFT embeds the question and its names up front)."""
         names = query_names(query)
         asked = list(dict.fromkeys(f for f in followups if f != query))
         added = list(dict.fromkeys(n for f in asked for n in query_names(f) if n not in names))
-        vectors = await query_vector(self.index, query, [*names, *asked, *added])
-        if vectors is None:
-            return [], None
+        texts = [query, *names, *asked, *added]
+        known = dict(embedded or {})
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:
+            found = await query_vector(self.index, missing[0], missing[1:])
+            if found is None:
+                return [], None
+            known.update(zip(missing, found))
+        vectors = np.stack([known[t] for t in texts])
         own = 1 + len(names)
         weights = [1.0] * own + [followup_weight] * (len(vectors) - own)
         seeds = await link_entities(self.index, self.index.ENTITY_COLLECTION, vectors, self.link_k, weights=weights)
+        for key, weight in (entities or {}).items():
+            seeds[key] = max(weight, seeds.get(key, float("-inf")))
         # the nearest chunks of the question and of each follow-up
         dense, *more = [
             vector_search(self.index.store, self.index.CHUNK_COLLECTION, row, self.dense_k)
