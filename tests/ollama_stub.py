@@ -1,8 +1,9 @@
 """A scriptable stand-in for an Ollama server, listening on 127.0.0.1 only.
 
-It answers the endpoints Rhizome uses — ``POST /api/chat`` (non-streaming), ``POST /api/embed``
-and ``GET /api/tags`` — with bodies shaped like the real server's, and records every request so
-tests can check what went over the wire.
+It answers the endpoints Rhizome and the framework Ollama clients use — ``POST /api/chat``
+(one JSON body with ``"stream": false``, else newline-delimited JSON chunks, as the real server
+streams by default), ``POST /api/embed``, ``POST /api/show`` and ``GET /api/tags`` — with bodies shaped like the
+real server's, and records every request so tests can check what went over the wire.
 
 Scripting, per test:
 
@@ -17,6 +18,7 @@ Scripting, per test:
 * ``delay``: seconds to wait before answering any request (to provoke client timeouts).
 * ``no_think_models``: models that reject the ``think`` parameter with HTTP 400, as servers do
   for models without thinking support.
+* ``context_length``: the model's trained context window reported by ``POST /api/show``.
 
 Use it as a context manager or call :meth:`start` / :meth:`stop`; :func:`ollama_stub` is a
 ready-made pytest fixture.
@@ -48,6 +50,13 @@ class StubError:
 
 class StubDrop:
     """A scripted chat answer that closes the connection without answering at all."""
+
+
+@dataclass
+class Stream:
+    """A streamed answer: JSON objects sent one per line (``application/x-ndjson``)."""
+
+    lines: list[dict[str, Any]]
 
 
 @dataclass
@@ -94,6 +103,7 @@ class OllamaStub:
         )
         self.delay = 0.0
         self.no_think_models: set[str] = set()
+        self.context_length = 32768
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -175,13 +185,15 @@ class OllamaStub:
             return 200, {"models": [self._tag(name) for name in self.models]}
         if method == "GET" and path == "/":
             return 200, "Ollama is running"
-        if method == "POST" and path in ("/api/chat", "/api/embed"):
+        if method == "POST" and path in ("/api/chat", "/api/embed", "/api/show"):
             body = body or {}
-            model = str(body.get("model", ""))
+            model = str(body.get("model") or body.get("name") or "")
             if not self.has(model):
                 return 404, {"error": f'model "{model}" not found, try pulling it first'}
             if path == "/api/chat":
                 return self._chat(model, body)
+            if path == "/api/show":
+                return 200, self._show(model)
             return self._embed(model, body)
         return 404, "404 page not found"
 
@@ -197,7 +209,7 @@ class OllamaStub:
         prompt_tokens = sum(
             len(str(m.get("content", "")).split()) for m in body.get("messages", [])
         )
-        return 200, {
+        final = {
             "model": model,
             "created_at": _now(),
             "message": {"role": "assistant", "content": content},
@@ -210,6 +222,16 @@ class OllamaStub:
             "eval_count": max(1, len(content.split())),
             "eval_duration": 200_000,
         }
+        if body.get("stream") is False:
+            return 200, final
+        # streamed: the content in word-sized pieces, then a last chunk with the counts
+        pieces = [p for p in content.split(" ")]
+        lines = [
+            {"model": model, "created_at": _now(), "message": {"role": "assistant", "content": p + (" " if i < len(pieces) - 1 else "")}, "done": False}
+            for i, p in enumerate(pieces)
+        ]
+        lines.append({**final, "message": {"role": "assistant", "content": ""}})
+        return 200, Stream(lines)
 
     def _embed(self, model: str, body: dict[str, Any]) -> tuple[int, Any]:
         texts = body.get("input", [])
@@ -221,6 +243,16 @@ class OllamaStub:
             "total_duration": 1_000_000,
             "load_duration": 10_000,
             "prompt_eval_count": sum(len(t.split()) for t in texts),
+        }
+
+    def _show(self, model: str) -> dict[str, Any]:
+        return {
+            "modelfile": f"FROM {model}",
+            "parameters": "",
+            "template": "{{ .Prompt }}",
+            "details": self._tag(model)["details"],
+            "model_info": {"general.architecture": "qwen2", "qwen2.context_length": self.context_length},
+            "capabilities": ["completion", "embedding" if "embed" in model else "tools"],
         }
 
     @staticmethod
@@ -265,7 +297,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, payload)
 
     def _send(self, status: int, payload: Any) -> None:
-        if isinstance(payload, str):
+        if isinstance(payload, Stream):
+            data = "".join(json.dumps(line) + "\n" for line in payload.lines).encode("utf-8")
+            kind = "application/x-ndjson"
+        elif isinstance(payload, str):
             data, kind = payload.encode("utf-8"), "text/plain; charset=utf-8"
         else:
             data, kind = json.dumps(payload).encode("utf-8"), "application/json; charset=utf-8"

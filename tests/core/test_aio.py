@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 
 from rhizome.core.aio import PerLoop, release_loop_resources, run_sync
 
@@ -50,3 +52,43 @@ async def test_release_loop_resources_for_code_that_owns_its_loop():
     await release_loop_resources()
     assert item.closed
     assert per_loop.get() is not item  # made anew on next use
+
+
+def test_home_loop_runs_every_call_on_one_loop_with_the_callers_context():
+    import contextvars
+
+    from rhizome.core.aio import HomeLoop
+
+    home = HomeLoop("test-home-loop")
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+
+    async def where() -> tuple[asyncio.AbstractEventLoop, str]:
+        return asyncio.get_running_loop(), marker.get()
+
+    async def call(value: str) -> tuple[asyncio.AbstractEventLoop, str]:
+        marker.set(value)
+        return await home.run(where())
+
+    first, second = run_sync(call("a")), asyncio.run(call("b"))
+    assert first[0] is second[0] is home.loop() and (first[1], second[1]) == ("a", "b")
+
+
+def test_cancelling_the_caller_cancels_the_call_on_the_home_loop():
+    from rhizome.core.aio import HomeLoop
+
+    home = HomeLoop("test-home-loop")
+    stopped = threading.Event()
+
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+
+    async def caller() -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(home.run(slow()), 0.1)
+
+    asyncio.run(caller())
+    assert stopped.wait(5)

@@ -1,5 +1,6 @@
-"""Small async helpers: sync wrappers that work inside or outside a running loop, and
-per-event-loop resources (semaphores and HTTP clients must not cross loops)."""
+"""Small async helpers: sync wrappers that work inside or outside a running loop, per-event-loop
+resources (semaphores and HTTP clients must not cross loops), and one long-lived home loop for
+third-party objects that cannot follow a caller from loop to loop."""
 
 from __future__ import annotations
 
@@ -90,6 +91,46 @@ class PerLoop(Generic[T]):
             item = self._items.pop(loop, None)
         if item is not None and self._close is not None:
             await self._close(item)
+
+
+class HomeLoop:
+    """One long-lived event loop in a daemon thread, for objects that bind to the loop they first
+    run on and cannot be told to use another (the async HTTP clients inside LangChain and
+    LlamaIndex models).
+
+    Every sync call of Rhizome runs on a loop of its own (:func:`run_sync`); a framework model
+    awaited there would keep a connection of the first loop and fail on the next call with
+    "Event loop is closed". :meth:`run` instead runs the coroutine on this one loop, whatever
+    loop or thread awaits it, with the caller's context variables; cancelling the caller cancels
+    it. The thread starts on first use and lives as long as the process.
+    """
+
+    def __init__(self, name: str = "rhizome-home-loop") -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name=self._name, daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the home loop (directly when already on it)."""
+        loop = self.loop()
+        try:
+            if asyncio.get_running_loop() is loop:
+                return await coro
+        except RuntimeError:
+            pass
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+
+home_loop = HomeLoop()
+"""The process's :class:`HomeLoop`, where every framework model call runs."""
 
 
 class WriteLock:

@@ -5,6 +5,9 @@ LlamaIndex LLM or embedding, wherever it expects a :class:`~rhizome.core.protoco
 Each adapter implements the single primitive of its base class (``_achat`` or ``_aembed_batch``)
 by calling the wrapped object's async API, so JSON validation with retries, the call cache,
 concurrency limits and usage counters behave exactly as they do for the built-in Ollama models.
+Those calls run on Rhizome's home loop (:data:`rhizome.core.aio.home_loop`): the frameworks'
+async HTTP clients bind to the first loop they use, and Rhizome's sync API runs each call on a
+new one, so awaiting them on the caller's loop breaks every second sync call.
 
 Neither LangChain nor LlamaIndex is imported when this module loads: the frameworks are
 recognised by duck typing, and their message classes are imported only inside a call, when the
@@ -25,6 +28,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from rhizome.core.aio import home_loop
 from rhizome.core.cache import ModelCache
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
@@ -235,10 +239,10 @@ class LangChainChatModel(BaseChatModel):
         if json_schema is not None:
             runnable = self._structured_runnable(json_schema)
             if runnable is not None:
-                result = await runnable.ainvoke(_langchain_messages(messages), **kwargs)
+                result = await home_loop.run(runnable.ainvoke(_langchain_messages(messages), **kwargs))
                 return _structured_completion(result)
             messages = _with_schema_instruction(messages, json_schema)
-        answer = await self.model.ainvoke(_langchain_messages(messages), **kwargs)
+        answer = await home_loop.run(self.model.ainvoke(_langchain_messages(messages), **kwargs))
         return Completion(text=_message_text(answer), **_langchain_usage(answer))
 
 
@@ -293,11 +297,11 @@ class LangChainEmbedder(BaseEmbedder):
         self.embeddings = embeddings
 
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
-        return list(await self.embeddings.aembed_documents(texts))
+        return list(await home_loop.run(self.embeddings.aembed_documents(texts)))
 
     async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
         # LangChain embeddings embed queries their own way (instructions, prefixes)
-        return [list(await self.embeddings.aembed_query(self.query_prefix + t)) for t in texts]
+        return [list(await home_loop.run(self.embeddings.aembed_query(self.query_prefix + t))) for t in texts]
 
 
 # -- LlamaIndex --------------------------------------------------------------------------------
@@ -365,7 +369,7 @@ class LlamaIndexLLM(BaseChatModel):
         if json_schema is not None:
             messages = _with_schema_instruction(messages, json_schema)
         chat = [ChatMessage(role=m["role"], content=m["content"]) for m in messages]
-        response = await self.llm.achat(chat)
+        response = await home_loop.run(self.llm.achat(chat))
         text = getattr(getattr(response, "message", None), "content", None)
         return Completion(text=text or "", **_llama_index_usage(response))
 
@@ -404,11 +408,11 @@ class LlamaIndexEmbedder(BaseEmbedder):
         self.embed_model = embed_model
 
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
-        return list(await self.embed_model.aget_text_embedding_batch(texts))
+        return list(await home_loop.run(self.embed_model.aget_text_embedding_batch(texts)))
 
     async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
         # LlamaIndex embeddings embed queries their own way (query instructions)
-        return [list(await self.embed_model.aget_query_embedding(self.query_prefix + t)) for t in texts]
+        return [list(await home_loop.run(self.embed_model.aget_query_embedding(self.query_prefix + t))) for t in texts]
 
 
 # -- recognising foreign models ----------------------------------------------------------------

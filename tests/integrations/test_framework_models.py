@@ -1,0 +1,82 @@
+"""Real LangChain and LlamaIndex Ollama model objects, used through Rhizome's sync and async
+APIs against the loopback Ollama stub.
+
+Their async HTTP clients bind to the first event loop they run on; every sync call of Rhizome
+runs on a loop of its own, so without care the second sync call fails with "Event loop is
+closed". Each test alternates 20 sync calls (and async ones) through the same object."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from ollama_stub import ollama_stub_fixture  # noqa: F401  (fixture)
+
+from rhizome.core.naive import VectorIndex as NaiveIndex
+from rhizome.core.models.adapters import wrap_chat_model, wrap_embedder
+
+langchain_ollama = pytest.importorskip("langchain_ollama")
+llama_ollama = pytest.importorskip("llama_index.llms.ollama")
+llama_ollama_embed = pytest.importorskip("llama_index.embeddings.ollama")
+
+CHAT, EMBED = "qwen2.5:7b", "nomic-embed-text:latest"
+
+
+def _chat_models(url: str) -> dict[str, object]:
+    return {
+        "langchain": langchain_ollama.ChatOllama(model=CHAT, base_url=url),
+        "llama_index": llama_ollama.Ollama(model=CHAT, base_url=url, request_timeout=10),
+    }
+
+
+def _embedders(url: str) -> dict[str, object]:
+    return {
+        "langchain": langchain_ollama.OllamaEmbeddings(model=EMBED, base_url=url),
+        "llama_index": llama_ollama_embed.OllamaEmbedding(model_name=EMBED, base_url=url),
+    }
+
+
+@pytest.mark.parametrize("kind", ["langchain", "llama_index"])
+def test_framework_chat_models_answer_20_sync_calls_in_a_row(ollama_stub, kind):
+    ollama_stub.default_reply = "the answer"
+    model = wrap_chat_model(_chat_models(ollama_stub.url)[kind])
+    for i in range(20):
+        assert model.complete(f"question {i}").text == "the answer"
+        if i % 5 == 0:  # async calls on the caller's own loop in between
+            assert asyncio.run(model.acomplete(f"async question {i}")).text == "the answer"
+
+
+@pytest.mark.parametrize("kind", ["langchain", "llama_index"])
+def test_framework_embedders_serve_an_index_through_20_sync_queries(ollama_stub, kind):
+    index = NaiveIndex(wrap_embedder(_embedders(ollama_stub.url)[kind]), cache=False)
+    index.insert(["Orion is a NASA project.", "Acme sells anvils."])
+    for i in range(20):
+        assert len(index.as_retriever(k=2).retrieve(f"who runs Orion {i}")) == 2
+
+
+def test_a_langchain_retriever_with_framework_models_survives_invoke_batch_and_threads(ollama_stub):
+    from langchain_rhizome import RhizomeRetriever
+
+    index = NaiveIndex(wrap_embedder(_embedders(ollama_stub.url)["langchain"]), cache=False)
+    index.insert(["Orion is a NASA project.", "Acme sells anvils."])
+    retriever = RhizomeRetriever.from_index(index, k=1)
+    for i in range(20):
+        assert len(retriever.invoke(f"Orion {i}")) == 1
+    assert [len(d) for d in retriever.batch([f"Acme {i}" for i in range(8)])] == [1] * 8
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(lambda q: len(retriever.invoke(q)), [f"q{i}" for i in range(8)])) == [1] * 8
+    assert asyncio.run(retriever.ainvoke("Orion")) and retriever.invoke("Orion")
+
+
+def test_framework_models_work_inside_a_running_loop(ollama_stub):
+    """Sync calls from code that already runs a loop (a notebook cell, a LangGraph node)."""
+    ollama_stub.default_reply = "ok"
+    model = wrap_chat_model(_chat_models(ollama_stub.url)["langchain"])
+
+    async def notebook_cell() -> list[str]:
+        return [model.complete(f"q{i}").text for i in range(5)] + [(await model.acomplete("q")).text]
+
+    assert asyncio.run(notebook_cell()) == ["ok"] * 6
+    assert asyncio.run(notebook_cell()) == ["ok"] * 6
