@@ -42,10 +42,12 @@ import pytest
 
 @dataclass
 class StubError:
-    """An HTTP error answer: ``{"error": message}`` with ``status``."""
+    """An HTTP error answer: ``{"error": message}`` with ``status`` (and a ``Retry-After``
+    header of ``retry_after`` seconds when given, as a busy server may send)."""
 
     status: int
     message: str
+    retry_after: float | None = None
 
 
 class StubDrop:
@@ -202,7 +204,7 @@ class OllamaStub:
             return 400, {"error": f'"{model}" does not support thinking'}
         answer = self._next_reply(body)
         if isinstance(answer, StubError):
-            return answer.status, {"error": answer.message}
+            return answer.status, answer
         if isinstance(answer, StubDrop):
             return 0, answer
         content = answer if isinstance(answer, str) else json.dumps(answer)
@@ -297,6 +299,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, payload)
 
     def _send(self, status: int, payload: Any) -> None:
+        headers = {}
+        if isinstance(payload, StubError):
+            if payload.retry_after is not None:
+                headers["Retry-After"] = f"{payload.retry_after:g}"
+            payload = {"error": payload.message}
         if isinstance(payload, Stream):
             data = "".join(json.dumps(line) + "\n" for line in payload.lines).encode("utf-8")
             kind = "application/x-ndjson"
@@ -308,6 +315,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
         except OSError:  # the client gave up (e.g. timed out) before the answer was ready

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -235,6 +236,30 @@ async def test_transient_server_errors_are_retried(ollama_stub: OllamaStub, make
     assert (await model.acomplete("hi")).text == "finally"
     assert len(ollama_stub.calls("/api/chat")) == 3
     assert model.usage.calls == 1
+
+
+async def test_busy_answers_are_retried_after_the_servers_retry_after(
+    ollama_stub: OllamaStub, make_chat
+) -> None:
+    ollama_stub.replies.extend(
+        [StubError(429, "too many requests", retry_after=0.3), StubError(503, "server busy"), StubError(503, "busy"), "done"]
+    )
+    model = make_chat(transport_retries=3, retry_backoff=0.01)
+    start = time.perf_counter()
+
+    assert (await model.acomplete("hi")).text == "done"
+    assert len(ollama_stub.calls("/api/chat")) == 4
+    assert time.perf_counter() - start >= 0.3  # the 429's Retry-After was waited out
+
+
+async def test_a_busy_server_beyond_the_retries_names_the_flags(ollama_stub: OllamaStub, make_chat) -> None:
+    ollama_stub.default_reply = StubError(503, "server busy")
+    model = make_chat(transport_retries=2, retry_backoff=0.01)
+
+    with pytest.raises(ModelError, match="--max-retries") as info:
+        await model.acomplete("hi")
+    assert "server busy" in str(info.value) and "--concurrency" in str(info.value)
+    assert len(ollama_stub.calls("/api/chat")) == 3
 
 
 async def test_transient_errors_give_up_after_bounded_retries(

@@ -11,11 +11,10 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from ollama_stub import ollama_stub_fixture  # noqa: F401  (fixture)
 
-from rhizome.core.naive import VectorIndex as NaiveIndex
 from rhizome.core.models.adapters import wrap_chat_model, wrap_embedder
+from rhizome.core.naive import VectorIndex as NaiveIndex
 
 langchain_ollama = pytest.importorskip("langchain_ollama")
 llama_ollama = pytest.importorskip("llama_index.llms.ollama")

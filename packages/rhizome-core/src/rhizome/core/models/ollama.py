@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -147,15 +149,20 @@ def _map_error(exc: BaseException, *, host: str, model: str, timeout: float) -> 
             )
         error = ModelError(f"Ollama at {host} failed on model '{model}': {reason} (HTTP {status})")
         unretryable = "does not support" in str(reason).lower()
-        if status >= 500 and not unretryable:
-            raise _Transient(error)
+        if (status >= 500 or status == 429) and not unretryable:  # busy, overloaded, restarting
+            raise _Transient(
+                ModelError(
+                    f"{error}; still failing after the retries — raise --max-retries "
+                    "(RHIZOME_MAX_RETRIES, transport_retries=) or lower --concurrency"
+                )
+            )
         return error
     if isinstance(exc, httpx.ConnectTimeout):
         return _unreachable(host)
     if isinstance(exc, httpx.TimeoutException):
         return ModelTimeoutError(
-            f"Ollama did not answer within {timeout:g} s (model '{model}' at {host}) — pass a "
-            "larger timeout=, or use a smaller model or a smaller num_ctx"
+            f"Ollama did not answer within {timeout:g} s (model '{model}' at {host}) — raise "
+            "--timeout (RHIZOME_TIMEOUT, timeout=), or use a smaller model or a smaller --num-ctx"
         )
     if isinstance(
         exc,
@@ -184,6 +191,24 @@ def _map_error(exc: BaseException, *, host: str, model: str, timeout: float) -> 
             f"{host} did not answer like an Ollama server ({exc}) — check the host setting"
         )
     raise exc
+
+
+MAX_RETRY_AFTER = 60.0
+"""Longest wait, in seconds, a server's ``Retry-After`` header gets before the next attempt."""
+
+_RETRY_AFTER: ContextVar[float | None] = ContextVar("rhizome_ollama_retry_after", default=None)
+"""Seconds the last answer of this task asked to wait (``Retry-After``), else ``None``."""
+
+
+async def _note_retry_after(response: httpx.Response) -> None:
+    """httpx response hook: remember a 429/503's ``Retry-After`` (seconds) for :meth:`_send`
+    (the ``ollama`` client's errors do not carry the headers)."""
+    if response.status_code in (429, 503):
+        try:
+            seconds = float(response.headers.get("retry-after", ""))
+        except ValueError:
+            return
+        _RETRY_AFTER.set(min(max(seconds, 0.0), MAX_RETRY_AFTER))
 
 
 class _ClientSlot:
@@ -241,6 +266,7 @@ class _OllamaTransport:
         return ollama.AsyncClient(
             host=self.host,
             timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT)),
+            event_hooks={"response": [_note_retry_after]},
         )
 
     @property
@@ -255,9 +281,15 @@ class _OllamaTransport:
         await self._slots.get().aclose()
 
     async def _send(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Run ``call`` with bounded retries of transient failures and typed errors."""
+        """Run ``call`` with bounded retries of transient failures and typed errors.
+
+        Before another attempt it waits what the server asked for (``Retry-After`` on a 429 or
+        503, at most :data:`MAX_RETRY_AFTER` seconds), else ``retry_backoff`` doubled on each
+        attempt, times a random factor between 0.5 and 1.5 so that concurrent requests do not
+        come back in step."""
         attempt = 0
         while True:
+            _RETRY_AFTER.set(None)
             try:
                 return await call()
             except Exception as exc:
@@ -266,7 +298,9 @@ class _OllamaTransport:
                 except _Transient as transient:
                     if attempt >= self.transport_retries:
                         raise transient.final from exc
-                    await asyncio.sleep(self.retry_backoff * 2**attempt)
+                    asked = _RETRY_AFTER.get()
+                    delay = asked if asked is not None else self.retry_backoff * 2**attempt * random.uniform(0.5, 1.5)
+                    await asyncio.sleep(delay)
                     attempt += 1
                     continue
                 raise error from exc
@@ -302,8 +336,9 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         says the model does not know the ``think`` parameter, the request is repeated without it
         (and later requests omit it).
     transport_retries, retry_backoff:
-        Extra attempts after a dropped connection or a 5xx answer, waiting ``retry_backoff``
-        seconds, doubled on each further attempt.
+        Extra attempts after a dropped connection, a 5xx or a 429 answer, waiting the server's
+        ``Retry-After``, else ``retry_backoff`` seconds doubled on each further attempt, with
+        jitter.
     max_concurrency, max_retries, cache:
         See :class:`BaseChatModel`.
     """
@@ -397,9 +432,6 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
             prompt_tokens=response.prompt_eval_count or 0,
             completion_tokens=response.eval_count or 0,
         )
-
-    # Sync wrappers run on a throwaway loop; close that loop's client before it goes away.
-
 
     def __repr__(self) -> str:
         return f"OllamaChatModel(model={self.model!r}, host={self.host!r}, num_ctx={self.num_ctx})"

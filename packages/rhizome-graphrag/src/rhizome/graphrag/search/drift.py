@@ -49,7 +49,6 @@ from rhizome.graphrag.reports import full_content
 from rhizome.graphrag.schemas import DriftStep
 from rhizome.graphrag.search.local import LocalSearch
 
-
 FOCUS_MEMBERS = 3
 """Members of a primer community an offline follow-up turns to (the ones its title names)."""
 
