@@ -15,7 +15,8 @@ Scripting, per test:
   is closed without an answer) or a callable taking the request body
   and returning any of these. ``reply_fn`` (a callable) takes precedence over both when set.
 * ``embed_fn``: text -> vector; the default is deterministic and deliberately not unit length.
-* ``delay``: seconds to wait before answering any request (to provoke client timeouts).
+* ``delay``: seconds to wait before answering any request (to provoke client timeouts);
+  ``tags_delay``: seconds to wait before answering ``GET /api/tags`` only (a busy server).
 * ``no_think_models``: models that reject the ``think`` parameter with HTTP 400, as servers do
   for models without thinking support.
 * ``context_length``: the model's trained context window reported by ``POST /api/show``.
@@ -104,6 +105,7 @@ class OllamaStub:
             text, self.embed_dimension
         )
         self.delay = 0.0
+        self.tags_delay = 0.0
         self.no_think_models: set[str] = set()
         self.context_length = 32768
         self.requests: list[Request] = []
@@ -184,6 +186,8 @@ class OllamaStub:
         self._record(method, path, body)
         self._wait()
         if method == "GET" and path == "/api/tags":
+            if self.tags_delay:
+                self._stopping.wait(self.tags_delay)
             return 200, {"models": [self._tag(name) for name in self.models]}
         if method == "GET" and path == "/":
             return 200, "Ollama is running"

@@ -58,6 +58,35 @@ def test_demo_uses_ollama_when_it_is_running(capsys, monkeypatch):
     assert stub.calls("/api/embed")
 
 
+def test_model_settings_come_from_flags_then_rhizome_variables(capsys, monkeypatch):
+    with OllamaStub(models=["qwen2.5:7b-instruct", "nomic-embed-text:latest"], embed_dimension=16) as stub:
+        stub.reply_fn = lambda body: {"answer": "ok", "citations": [1]}
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        monkeypatch.setenv("RHIZOME_NUM_CTX", "2048")
+        monkeypatch.setenv("RHIZOME_KEEP_ALIVE", "3m")
+        code, out, _ = run(capsys, "demo", "-q", "--no-cache", "--num-ctx", "4096", "--max-retries", "0", "--concurrency", "1", "--timeout", "30")
+        assert code == 0, out
+        chats = stub.calls("/api/chat")
+        assert {c["options"]["num_ctx"] for c in chats} == {4096} and {c["keep_alive"] for c in chats} == {"3m"}
+        monkeypatch.setenv("RHIZOME_TIMEOUT", "soon")
+        code, _, err = run(capsys, "demo", "-q", "--no-cache")
+    assert code == 2 and "RHIZOME_TIMEOUT='soon'" in err and "--timeout" in err
+    code, _, err = run(capsys, "demo", "-q", "--num-ctx", "0")
+    assert code == 2 and "--num-ctx must be positive" in err
+
+
+def test_a_slow_ollama_is_waited_for_and_reported_as_slow(capsys, monkeypatch):
+    with OllamaStub(models=["qwen2.5:7b-instruct", "nomic-embed-text:latest"], embed_dimension=16) as stub:
+        stub.reply_fn = lambda body: {"answer": "Piet Hale kept the light.", "citations": [1]}
+        stub.tags_delay = 2.5  # longer than the old 2 s check, well within the read timeout
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, out, _ = run(capsys, "demo", "-q", "--no-cache")
+        assert code == 0 and "written by the model" in out and "Running offline" not in out
+        code, out, _ = run(capsys, "demo", "-q", "--timeout", "1")
+    assert code == 0 and "running at" in out and "but did not list its models within 1 s" in out
+    assert "Running offline" in out  # the demo still runs, and says why it went offline
+
+
 def test_demo_falls_back_when_models_are_not_pulled(capsys, monkeypatch):
     with OllamaStub(models=["something-else"]) as stub:
         monkeypatch.setenv("OLLAMA_HOST", stub.url)

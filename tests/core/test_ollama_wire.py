@@ -100,7 +100,9 @@ async def make_embedder(ollama_stub: OllamaStub) -> AsyncIterator[Callable[..., 
 
 
 # -- chat: wire protocol ------------------------------------------------------------------------
-async def test_structured_chat_round_trip(ollama_stub: OllamaStub, make_chat) -> None:
+async def test_structured_chat_round_trip(ollama_stub: OllamaStub, make_chat, monkeypatch) -> None:
+    monkeypatch.delenv("RHIZOME_NUM_CTX", raising=False)
+    monkeypatch.delenv("OLLAMA_CONTEXT_LENGTH", raising=False)
     ollama_stub.replies.append({"name": "Ada", "age": 36})
     model = make_chat(keep_alive="5m")
 
@@ -112,7 +114,7 @@ async def test_structured_chat_round_trip(ollama_stub: OllamaStub, make_chat) ->
     assert body["stream"] is False
     assert body["think"] is False
     assert body["format"] == Person.model_json_schema()
-    assert body["options"] == {"num_ctx": 8192, "temperature": 0.0, "seed": 42}
+    assert body["options"] == {"num_ctx": 32768, "temperature": 0.0, "seed": 42}
     assert body["keep_alive"] == "5m"
     assert body["messages"] == [
         {"role": "system", "content": "Answer in JSON."},
@@ -236,6 +238,17 @@ async def test_transient_server_errors_are_retried(ollama_stub: OllamaStub, make
     assert (await model.acomplete("hi")).text == "finally"
     assert len(ollama_stub.calls("/api/chat")) == 3
     assert model.usage.calls == 1
+
+
+def test_num_ctx_comes_from_the_argument_then_rhizome_then_ollamas_variable(ollama_stub, monkeypatch) -> None:
+    monkeypatch.setenv("OLLAMA_CONTEXT_LENGTH", "16384")
+    assert chat_model(ollama_stub).num_ctx == 16384  # the server's own setting, when we see it
+    monkeypatch.setenv("RHIZOME_NUM_CTX", "4096")
+    assert chat_model(ollama_stub).num_ctx == 4096
+    assert chat_model(ollama_stub, num_ctx=2048).num_ctx == 2048
+    monkeypatch.setenv("RHIZOME_NUM_CTX", "lots")
+    with pytest.raises(ConfigurationError, match="RHIZOME_NUM_CTX"):
+        chat_model(ollama_stub)
 
 
 async def test_busy_answers_are_retried_after_the_servers_retry_after(

@@ -40,6 +40,83 @@ def model_cache(args: argparse.Namespace) -> Any:
     return ModelCache(Path(args.cache) if getattr(args, "cache", None) else default_cache_path())
 
 
+@dataclass(frozen=True)
+class ModelOption:
+    """One model setting the command line takes as a flag or a ``RHIZOME_*`` variable."""
+
+    flag: str
+    env: str
+    parse: Any
+    help: str
+
+
+MODEL_OPTIONS = {
+    "num_ctx": ModelOption("--num-ctx", "RHIZOME_NUM_CTX", int, "context window in tokens sent to Ollama with every chat request (default 32768, or OLLAMA_CONTEXT_LENGTH)"),
+    "timeout": ModelOption("--timeout", "RHIZOME_TIMEOUT", float, "seconds to wait for one model answer (default 180 chat, 60 embeddings)"),
+    "keep_alive": ModelOption("--keep-alive", "RHIZOME_KEEP_ALIVE", str, "how long Ollama keeps the model loaded after a request, e.g. 10m (default: the server's)"),
+    "max_retries": ModelOption("--max-retries", "RHIZOME_MAX_RETRIES", int, "attempts after an invalid answer or a busy/failed request (default 2)"),
+    "concurrency": ModelOption("--concurrency", "RHIZOME_CONCURRENCY", int, "model requests in flight at once (default 4 chat, 2 embeddings)"),
+}
+"""The model settings of every command: attribute name → flag, variable, type and help."""
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The model settings asked for, by :data:`MODEL_OPTIONS` name: a flag wins over its
+    ``RHIZOME_*`` variable; settings given by neither are left out (the model's default)."""
+    from rhizome.core.errors import ConfigurationError
+
+    found: dict[str, Any] = {}
+    for name, option in MODEL_OPTIONS.items():
+        value = getattr(args, name, None)
+        if value is None and os.environ.get(option.env, "").strip():
+            raw = os.environ[option.env].strip()
+            try:
+                value = option.parse(raw)
+            except ValueError:
+                raise ConfigurationError(
+                    f"{option.env}={raw!r} is not a valid {option.parse.__name__}; fix or unset it, or pass {option.flag}"
+                ) from None
+        if value is not None:
+            if option.parse is not str and value < (0 if name == "max_retries" else 1):
+                raise ConfigurationError(f"{option.flag} must be {'>= 0' if name == 'max_retries' else 'positive'}, got {value}")
+            found[name] = value
+    return found
+
+
+def ollama_kwargs(args: argparse.Namespace, *, chat: bool) -> dict[str, Any]:
+    """Keyword arguments of :class:`~rhizome.core.models.ollama.OllamaChatModel` (``chat``) or
+    ``OllamaEmbedder`` for the settings asked for (``--max-retries`` sets both the retries of
+    invalid answers and of failed requests)."""
+    options = model_options(args)
+    kwargs: dict[str, Any] = {}
+    if "num_ctx" in options and chat:
+        kwargs["num_ctx"] = options["num_ctx"]
+    for name in ("timeout", "keep_alive"):
+        if name in options:
+            kwargs[name] = options[name]
+    if "max_retries" in options:
+        kwargs["transport_retries"] = options["max_retries"]
+        if chat:
+            kwargs["max_retries"] = options["max_retries"]
+    if "concurrency" in options:
+        kwargs["max_concurrency"] = options["concurrency"]
+    return kwargs
+
+
+def make_cli_embedder(spec: str, args: argparse.Namespace) -> Any:
+    """The embedder of ``spec`` with the command's cache and model settings."""
+    from rhizome.core.models.registry import make_embedder
+
+    return make_embedder(spec, cache=model_cache(args), **(ollama_kwargs(args, chat=False) if is_ollama(spec) else {}))
+
+
+def make_cli_chat_model(spec: str, args: argparse.Namespace) -> Any:
+    """The chat model of ``spec`` with the command's cache and model settings."""
+    from rhizome.core.models.registry import make_chat_model
+
+    return make_chat_model(spec, cache=model_cache(args), **(ollama_kwargs(args, chat=True) if is_ollama(spec) else {}))
+
+
 @dataclass
 class Models:
     """The models a command runs with: an embedder spec, a chat model (or ``None``) and
@@ -66,12 +143,8 @@ def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) 
     With ``fall_back`` (the demo) an unreachable Ollama or a missing model becomes a notice and
     the offline steps are used; otherwise it is an error that says what to do.
     """
-    from rhizome.core.errors import ModelNotFoundError, ModelUnavailableError
-    from rhizome.core.models.registry import (
-        DEFAULT_OLLAMA_EMBED,
-        DEFAULT_OLLAMA_LLM,
-        make_chat_model,
-    )
+    from rhizome.core.errors import ModelNotFoundError
+    from rhizome.core.models.registry import DEFAULT_OLLAMA_EMBED, DEFAULT_OLLAMA_LLM
 
     if args.offline:
         return Models(OFFLINE_EMBED)
@@ -81,11 +154,9 @@ def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) 
     if is_ollama(embed_spec) or is_ollama(llm_spec):
         from rhizome.core.models.ollama import check_ollama, require_model
 
-        status = check_ollama()
+        status = check_ollama(timeout=model_options(args).get("timeout", 15.0))
         if not status.reachable:
-            error = ModelUnavailableError(
-                f"Ollama is not reachable at {status.host} — start it with `ollama serve`, or pass --offline"
-            )
+            error = status.unavailable()
             if not fall_back:
                 raise error
             models.notices.append(f"{error}. Running offline.")
@@ -105,27 +176,35 @@ def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) 
                     llm_spec = None
                     models.notices.append(f"{exc}; answers are extractive meanwhile.")
     if llm_spec:
-        models.llm = make_chat_model(llm_spec, cache=model_cache(args))
+        models.llm = make_cli_chat_model(llm_spec, args)
     return models
 
 
 def model_flags(parser: argparse.ArgumentParser) -> None:
-    """The model flags every command shares (--llm, --embed, --offline, --cache, --no-cache);
-    plugin commands use it too, together with :func:`choose_models`."""
+    """The model flags every command shares (--llm, --embed, --offline, --cache, --no-cache and
+    the :data:`MODEL_OPTIONS`); plugin commands use it too, with :func:`choose_models`."""
     parser.add_argument("--llm", help="chat model spec, e.g. ollama:qwen2.5:7b-instruct (env RHIZOME_LLM)")
     parser.add_argument("--embed", help="embedder spec: ollama:MODEL, hashing[:DIM], sentence-transformers:NAME (env RHIZOME_EMBED)")
     parser.add_argument("--offline", action="store_true", help="use only offline steps (no model server)")
     parser.add_argument("--cache", help=f"model-call cache file (default {default_cache_path()})")
     parser.add_argument("--no-cache", action="store_true", help="do not cache model calls")
+    for name, option in MODEL_OPTIONS.items():
+        parser.add_argument(option.flag, dest=name, type=option.parse, help=f"{option.help} (env {option.env})")
 
 
 __all__ = [
+    "MODEL_OPTIONS",
     "OFFLINE_EMBED",
+    "ModelOption",
     "Models",
     "choose_models",
     "default_cache_path",
     "is_ollama",
+    "make_cli_chat_model",
+    "make_cli_embedder",
     "model_cache",
     "model_flags",
+    "model_options",
+    "ollama_kwargs",
     "ollama_model",
 ]

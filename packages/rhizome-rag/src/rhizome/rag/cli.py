@@ -24,8 +24,10 @@ from rhizome.core.cli import (
     Models,
     choose_models,
     is_ollama,
-    model_cache,
+    make_cli_chat_model,
+    make_cli_embedder,
     model_flags,
+    model_options,
     ollama_model,
 )
 from rhizome.core.errors import ConfigurationError, ModelUnavailableError, RhizomeError
@@ -63,7 +65,6 @@ def _open_or_create(
     ``RHIZOME_EMBED`` or ``--offline``'s hashing embedder — is an error, never ignored.
     ``want_llm``: ask for a chat model even if the method does not use one (the demo answers)."""
     from rhizome.core.errors import IndexMismatchError
-    from rhizome.core.models.registry import make_embedder
     from rhizome.core.storage import read_manifest
 
     cls = _index_class(method)
@@ -92,7 +93,7 @@ def _open_or_create(
     for name in ("chunk_size", "chunk_overlap"):
         if getattr(args, name, None) is not None:
             kwargs[name] = getattr(args, name)
-    return cls(make_embedder(models.embed_spec, cache=model_cache(args)), **kwargs), models
+    return cls(make_cli_embedder(models.embed_spec, args), **kwargs), models
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -131,7 +132,7 @@ def _print_answer(answer: Answer) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from rhizome.core.models.registry import DEFAULT_OLLAMA_LLM, make_chat_model, make_embedder
+    from rhizome.core.models.registry import DEFAULT_OLLAMA_LLM
     from rhizome.core.storage import load_index, read_manifest
 
     manifest = read_manifest(args.index)
@@ -146,24 +147,22 @@ def cmd_query(args: argparse.Namespace) -> int:
     if is_ollama(embed_spec) or is_ollama(llm_spec):
         from rhizome.core.models.ollama import check_ollama, require_model
 
-        status = check_ollama()
+        status = check_ollama(timeout=model_options(args).get("timeout", 15.0))
         if not status.reachable:
             why = (
                 "an index can only be queried with the embedder that built it"
                 if is_ollama(embed_spec)
                 else f"this index queries {llm_spec}; pass --offline to use the offline steps instead"
             )
-            raise ModelUnavailableError(
-                f"Ollama is not reachable at {status.host} — start it with `ollama serve` ({why})"
-            )
+            raise ModelUnavailableError(f"{status.unavailable()} ({why})")
         for spec in (embed_spec, llm_spec):
             if is_ollama(spec):
                 require_model(status, ollama_model(spec))  # type: ignore[arg-type]
-    models: dict[str, Any] = {"embedder": make_embedder(embed_spec, cache=model_cache(args)), "readonly": True}
+    models: dict[str, Any] = {"embedder": make_cli_embedder(embed_spec, args), "readonly": True}
     if args.offline:
         models["offline"] = True
     elif llm_spec:
-        models["llm"] = make_chat_model(llm_spec, cache=model_cache(args))
+        models["llm"] = make_cli_chat_model(llm_spec, args)
     index = load_index(args.index, **models)
     try:
         hits = index.as_retriever(k=args.k, mode=args.mode).retrieve(args.question)
@@ -228,6 +227,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     status = check_ollama()
     if status.reachable:
         print(f"Ollama at {status.host}: {len(status.models)} models: {', '.join(status.models) or '-'}")
+    elif status.slow:
+        print(status.error)
     else:
         print(f"Ollama is not reachable at {status.host} ({status.error}); start it with `ollama serve`")
     print(f"methods: {', '.join(sorted(method_registry()))}")

@@ -193,6 +193,27 @@ def _map_error(exc: BaseException, *, host: str, model: str, timeout: float) -> 
     raise exc
 
 
+DEFAULT_NUM_CTX = 32768
+"""The context window sent when neither the caller nor the environment names one: what
+LightRAG's server asks of Ollama, and room for GraphRAG's 12,000-token contexts and answers."""
+
+
+def default_num_ctx() -> int:
+    """``RHIZOME_NUM_CTX``, else ``OLLAMA_CONTEXT_LENGTH`` (the server's own setting, when this
+    process sees it), else :data:`DEFAULT_NUM_CTX`."""
+    for name in ("RHIZOME_NUM_CTX", "OLLAMA_CONTEXT_LENGTH"):
+        raw = os.environ.get(name, "").strip()
+        if raw:
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ConfigurationError(f"{name}={raw!r} is not a whole number of tokens; fix or unset it") from None
+            if value < 1:
+                raise ConfigurationError(f"{name} must be a positive number of tokens, got {value}")
+            return value
+    return DEFAULT_NUM_CTX
+
+
 MAX_RETRY_AFTER = 60.0
 """Longest wait, in seconds, a server's ``Retry-After`` header gets before the next attempt."""
 
@@ -321,8 +342,10 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         Server URL; default ``OLLAMA_HOST``, else ``http://localhost:11434``. ``"host:port"``
         without a scheme is accepted.
     num_ctx:
-        Context window in tokens. Always sent: Ollama's own default is small and silently cuts
-        long prompts.
+        Context window in tokens; default :func:`default_num_ctx` (``RHIZOME_NUM_CTX``, else
+        ``OLLAMA_CONTEXT_LENGTH``, else 32,768). Always sent: Ollama's own default is small and
+        silently cuts the front of longer prompts. Prompt builders pack their context to fit it
+        (:meth:`~rhizome.core.models.base.BaseChatModel.prompt_budget`).
     temperature, seed, num_predict:
         Sampling options; the defaults make answers repeatable. ``num_predict=None`` leaves the
         answer length to the server.
@@ -348,7 +371,7 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         model: str,
         *,
         host: str | None = None,
-        num_ctx: int = 8192,
+        num_ctx: int | None = None,
         temperature: float = 0.0,
         seed: int = 42,
         num_predict: int | None = None,
@@ -361,6 +384,7 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         max_retries: int = 2,
         cache: ModelCache | None = None,
     ) -> None:
+        num_ctx = default_num_ctx() if num_ctx is None else num_ctx
         if num_ctx < 1:
             raise ConfigurationError("num_ctx must be a positive number of tokens")
         self._init_transport(model, host, timeout, transport_retries, retry_backoff)
@@ -548,11 +572,19 @@ class OllamaStatus:
     """Names of the installed models, as the server lists them (e.g. ``"qwen2.5:7b"``)."""
     error: str | None = None
     """Why the server could not be used, when ``reachable`` is false."""
+    slow: bool = False
+    """The server accepted the connection but did not answer in time: it runs, but is busy."""
 
     def has_model(self, model: str) -> bool:
         """Whether ``model`` is installed; ``"x"`` and ``"x:latest"`` are the same model."""
         wanted = _model_key(model)
         return any(_model_key(name) == wanted for name in self.models)
+
+    def unavailable(self) -> ModelUnavailableError:
+        """The error that says why the server cannot be used and what to do."""
+        if self.slow and self.error:
+            return ModelUnavailableError(self.error)
+        return _unreachable(self.host)
 
     def require(self, model: str) -> None:
         """Raise unless the server is reachable and has ``model``."""
@@ -563,25 +595,37 @@ def require_model(status: OllamaStatus, model: str) -> None:
     """Raise :class:`ModelUnavailableError` if the server was unreachable, or
     :class:`ModelNotFoundError` if it lacks ``model`` (with or without the ``:latest`` tag)."""
     if not status.reachable:
-        raise _unreachable(status.host)
+        raise status.unavailable()
     if not status.has_model(model):
         raise ModelNotFoundError(f"Ollama has no model '{model}' — run `ollama pull {model}`")
 
 
-async def acheck_ollama(host: str | None = None, timeout: float = 2.0) -> OllamaStatus:
+async def acheck_ollama(host: str | None = None, timeout: float = 15.0, connect_timeout: float = 2.0) -> OllamaStatus:
     """Ask the server for its models (``GET /api/tags``).
 
-    A server that is down, too slow or not Ollama does not raise: the returned status says what
-    went wrong. Only a malformed ``host`` raises :class:`ConfigurationError`."""
+    Connecting gets ``connect_timeout`` seconds (nothing listening answers at once); a server
+    that accepted the connection gets ``timeout`` seconds to answer, since a busy Ollama (loading
+    a model, serving long requests) can take a while. A server that is down, too slow or not
+    Ollama does not raise: the returned status says what went wrong (``slow`` when it is running
+    but did not answer in time). Only a malformed ``host`` raises :class:`ConfigurationError`."""
     base = resolve_host(host)
     headers = {}
     if api_key := os.environ.get("OLLAMA_API_KEY"):  # as the ollama client does
         headers["authorization"] = f"Bearer {api_key}"
+    limits = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
     try:
-        async with httpx.AsyncClient(base_url=base, timeout=timeout, headers=headers) as client:
+        async with httpx.AsyncClient(base_url=base, timeout=limits, headers=headers) as client:
             response = await client.get("/api/tags")
+    except httpx.ConnectTimeout:
+        return OllamaStatus(False, base, error=f"no connection within {connect_timeout:g} s")
     except httpx.TimeoutException:
-        return OllamaStatus(False, base, error=f"no answer within {timeout:g} s")
+        return OllamaStatus(
+            False,
+            base,
+            error=f"Ollama is running at {base} but did not list its models within {timeout:g} s "
+            "(busy, or loading a model); try again, or raise --timeout",
+            slow=True,
+        )
     except (httpx.HTTPError, OSError) as exc:
         return OllamaStatus(False, base, error=str(exc) or type(exc).__name__)
     if response.status_code != 200:
@@ -598,18 +642,20 @@ async def acheck_ollama(host: str | None = None, timeout: float = 2.0) -> Ollama
     return OllamaStatus(True, base, models=names)
 
 
-def check_ollama(host: str | None = None, timeout: float = 2.0) -> OllamaStatus:
+def check_ollama(host: str | None = None, timeout: float = 15.0, connect_timeout: float = 2.0) -> OllamaStatus:
     """Synchronous :func:`acheck_ollama`."""
-    return run_sync(acheck_ollama(host, timeout))
+    return run_sync(acheck_ollama(host, timeout, connect_timeout))
 
 
 __all__ = [
+    "DEFAULT_NUM_CTX",
     "DEFAULT_OLLAMA_HOST",
     "OllamaChatModel",
     "OllamaEmbedder",
     "OllamaStatus",
     "acheck_ollama",
     "check_ollama",
+    "default_num_ctx",
     "require_model",
     "resolve_host",
 ]
