@@ -205,3 +205,42 @@ def test_status_describes_an_index(tmp_path, capsys):
     assert "method: graphrag" in printed and "documents: 3; chunks: 3" in printed
     assert "settings (GraphRAGConfig):" in printed and "gleaning = 1" in printed and "max_gleanings" in printed
     assert "extraction = offline" in printed and "unfinished" not in printed
+
+
+def test_index_goes_on_past_a_document_the_model_cannot_answer(tmp_path, capsys, monkeypatch):
+    from rhizome.core.extraction.prompts import EXTRACTION_SYSTEM
+    from rhizome.core.models.fake import SchemaResponder
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Alice Brown founded the Acme Company in Paris.", encoding="utf-8")
+    (corpus / "b.txt").write_text("Zed Quill sailed the Blue Ketch to Oslo.", encoding="utf-8")
+    (corpus / "c.txt").write_text("The Acme Company hired Carl Dunn in Paris.", encoding="utf-8")
+    out_dir = str(tmp_path / "idx")
+    responder = SchemaResponder()
+    poisoned = {"on": True}
+
+    def reply(body):
+        if poisoned["on"] and any("Zed Quill" in m["content"] for m in body["messages"]):
+            return "I would rather not."
+        return responder(body["messages"], body.get("format"))
+
+    flags = ["--method", "graphrag", "--embed", "hashing:64", "--llm", "ollama:qwen2.5:7b-instruct", "--no-cache", "-q"]
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        stub.reply_fn = reply
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, _, err = run(capsys, "index", str(corpus), "--out", out_dir, *flags, "--max-retries", "1")
+        assert code == 1
+        assert "2 documents done, 1 failed" in err and "b.txt: ModelOutputError" in err and "run the same command again" in err
+        code, out, _ = run(capsys, "status", out_dir)
+        assert code == 0 and "not stored: 1 failed" in out and "b.txt: failed — ModelOutputError" in out
+        poisoned["on"] = False
+        before = len(stub.calls("/api/chat"))
+        code, _, err = run(capsys, "index", str(corpus), "--out", out_dir, *flags)
+        assert code == 0, err
+        calls = stub.calls("/api/chat")
+    code, out, _ = run(capsys, "status", out_dir)
+    assert "not stored" not in out and "documents: 3" in out
+    extracted = [[str(b) for b in part if b["messages"][0]["content"] == EXTRACTION_SYSTEM] for part in (calls[:before], calls[before:])]
+    assert any("Acme" in b for b in extracted[0])
+    assert extracted[1] and all("Zed Quill" in b and "Acme" not in b for b in extracted[1])  # only b is extracted again

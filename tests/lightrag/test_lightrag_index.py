@@ -10,7 +10,6 @@ from _lightrag_fakes import CORPUS, fake_model
 from rhizome.core import (
     ConfigurationError,
     Document,
-    EmptyExtractionError,
     FakeChatModel,
     HashingEmbedder,
     InvalidInputError,
@@ -153,13 +152,14 @@ def test_in_memory_index_persists_to_a_directory(tmp_path):
         assert graph_rows(loaded) == before
 
 
-def test_empty_extraction_raises_and_keeps_what_was_stored():
+def test_empty_extraction_fails_the_documents_and_keeps_what_was_stored():
     model, _ = fake_model()
     index = LightRAGIndex(llm=model, chunk_size=64, chunk_overlap=8, batch_size=1)
     index.insert(CORPUS[:1])
     index.extractor.model = FakeChatModel([{"entities": [], "relations": []}])
-    with pytest.raises(EmptyExtractionError, match="allow_empty"):
-        index.insert(CORPUS[1:])
+    report = index.insert(CORPUS[1:])
+    assert sorted(report.failed) == sorted(d.id for d in CORPUS[1:]) and not report.inserted
+    assert all("EmptyExtractionError" in why and "allow_empty" in why for why in report.failed.values())
     assert index.store.document_ids() == ["curie"] and index.entity("Marie Curie") is not None
 
 

@@ -46,7 +46,14 @@ from pydantic import BaseModel, Field, ValidationError
 from rhizome.core.aio import run_sync
 from rhizome.core.config import IndexConfig, build_config
 from rhizome.core.documents import coerce_documents
-from rhizome.core.errors import ConfigurationError, IndexFormatError, IndexMismatchError
+from rhizome.core.errors import (
+    ConfigurationError,
+    IndexFormatError,
+    IndexMismatchError,
+    ModelError,
+    ModelNotFoundError,
+    ModelUnavailableError,
+)
 from rhizome.core.models.base import usage_scope
 from rhizome.core.progress import Progress, ProgressArg
 from rhizome.core.storage import MANIFEST, IndexStore, Manifest, read_manifest
@@ -89,11 +96,23 @@ class InsertReport(BaseModel):
     inserted: list[str] = Field(default_factory=list)
     replaced: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    failed: dict[str, str] = Field(default_factory=dict)
+    """Documents not stored, by id, with the reason: their model answers stayed invalid, or
+    the server kept failing, after the retries. The rest of the insert went on; inserting them
+    again retries only them."""
     chunks: int = 0
     tokens: int = 0
     stats: Stats = Field(default_factory=dict)
     """Counters of the call: the models' (``model_calls``, ``prompt_tokens``...) and the
     method's (entities written, summaries, reports...)."""
+
+
+def fails_one_document(exc: BaseException) -> bool:
+    """Whether ``exc`` costs one document, not the insert: a model answer that stayed invalid,
+    a call that timed out or a server that kept failing after the retries. A server that cannot
+    be reached or lacks the model is not: every document would fail alike, so the insert stops
+    (and a re-run resumes)."""
+    return isinstance(exc, ModelError) and not isinstance(exc, ModelUnavailableError | ModelNotFoundError)
 
 
 class DeleteReport(BaseModel):
@@ -407,7 +426,9 @@ class BaseIndex:
         """Add documents. Unchanged documents are skipped; a known id whose text or metadata
         changed replaces the old version. All input is validated first, so a bad batch stores
         nothing; each batch of ``batch_size`` chunks commits on its own, so an interrupted run
-        resumes where it stopped. Inserts and deletes on one index are serialised."""
+        resumes where it stopped. A document whose model work fails after the retries is
+        recorded as failed (``report.failed``, :meth:`IndexStore.statuses`) and the others go
+        on; inserting it again retries it. Inserts and deletes on one index are serialised."""
         docs = coerce_documents(documents)
         report = InsertReport()
         async with self.store.write_lock:
@@ -420,6 +441,9 @@ class BaseIndex:
                         report.skipped.append(doc.id)
                     else:
                         todo.append((doc, digest, state is not None))
+                if todo:
+                    with self.store.transaction() as db:
+                        IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _ in todo], "pending")
                 pending: list[tuple[Document, str, bool, list[Chunk]]] = []
                 n_pending = 0
                 with Progress(self.progress, f"indexing ({self.method})", 0, unit="chunk") as bar:
@@ -438,9 +462,32 @@ class BaseIndex:
         return report
 
     async def _commit(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport, bar: Progress) -> None:
-        batch: Batch = [(doc, chunks) for doc, _, _, chunks in pending]
-        n_chunks = sum(len(c) for _, c in batch)
+        """Store one batch. When a document's model work fails after the retries
+        (:func:`fails_one_document`), the batch's documents are taken one at a time (answers
+        already paid for come from the model cache), and those that fail alone are recorded as
+        ``failed`` with the reason; the rest are stored."""
+        n_chunks = sum(len(c) for *_, c in pending)
         bar.total += n_chunks
+        with self.store.transaction() as db:
+            IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _, _ in pending], "processing")
+        try:
+            await self._store(pending, report)
+        except Exception as exc:
+            if not fails_one_document(exc):
+                raise
+            for item in pending if len(pending) > 1 else ():
+                try:
+                    await self._store([item], report)
+                except Exception as alone:
+                    if not fails_one_document(alone):
+                        raise
+                    self._fail(item, alone, report)
+            if len(pending) == 1:
+                self._fail(pending[0], exc, report)
+        bar.advance(n_chunks)
+
+    async def _store(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
+        batch: Batch = [(doc, chunks) for doc, _, _, chunks in pending]
         prepared = await self._prepare(batch, report.stats)
         with self.store.transaction() as db:
             for doc, digest, existed, chunks in pending:
@@ -449,12 +496,19 @@ class BaseIndex:
                 IndexStore.put_document(db, doc, digest, "done", len(chunks))
                 IndexStore.put_chunks(db, chunks)
                 (report.replaced if existed else report.inserted).append(doc.id)
+            IndexStore.clear_status(db, [doc.id for doc, *_ in pending])
             self._write(db, batch, prepared)
             if self._tracks_changes:
                 IndexStore.set_meta(db, "pending_change", True)
-        report.chunks += n_chunks
+        report.chunks += sum(len(c) for _, c in batch)
         report.tokens += sum(c.n_tokens for _, cs in batch for c in cs)
-        bar.advance(n_chunks)
+
+    def _fail(self, item: tuple[Document, str, bool, list[Chunk]], exc: BaseException, report: InsertReport) -> None:
+        doc, digest, _, _ = item
+        reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+        with self.store.transaction() as db:
+            IndexStore.set_status(db, [(doc.id, digest)], "failed", reason)
+        report.failed[doc.id] = reason
 
     async def _finish_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
         """Run :meth:`_after_change` when documents changed now or an earlier run was cut short."""
@@ -473,9 +527,13 @@ class BaseIndex:
                 present = []
                 for doc_id in dict.fromkeys(ids):
                     (present if self.store.document_state(doc_id) is not None else report.missing).append(doc_id)
+                if report.missing:  # a failed or interrupted version leaves only its status
+                    with self.store.transaction() as db:
+                        IndexStore.clear_status(db, report.missing)
                 if present:
                     prepared = await self._prepare_delete(present, report.stats)
                     with self.store.transaction() as db:
+                        IndexStore.clear_status(db, present)
                         for doc_id in present:
                             report.chunks += self._remove_document(db, doc_id)
                             report.deleted.append(doc_id)

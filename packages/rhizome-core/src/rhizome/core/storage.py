@@ -88,11 +88,22 @@ class Manifest(BaseModel):
     stats: dict[str, int] = Field(default_factory=dict)
 
 
+class DocumentStatus(BaseModel):
+    """Where one document stands (see :meth:`IndexStore.statuses`)."""
+
+    id: str
+    status: str
+    error: str | None = None
+    updated: str
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, metadata TEXT NOT NULL,
     status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, updated TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS document_status (
+    id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, status TEXT NOT NULL, error TEXT, updated TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY, document_id TEXT NOT NULL, idx INTEGER NOT NULL, text TEXT NOT NULL,
     start INTEGER NOT NULL, "end" INTEGER NOT NULL, n_tokens INTEGER NOT NULL, metadata TEXT NOT NULL);
@@ -309,6 +320,37 @@ class IndexStore:
             for doc_id, metadata in self.query(f"SELECT id, metadata FROM documents WHERE id IN ({marks})", part):
                 out[doc_id] = json.loads(metadata)
         return out
+
+    def statuses(self) -> list[DocumentStatus]:
+        """Every document the index knows, by id: ``done`` (stored and searchable), or
+        ``pending`` / ``processing`` (an insert holds it, or one was interrupted) or ``failed``
+        (with the reason) for a version that is not stored. A stored document whose new version
+        failed is listed with the failure: the stored version stays searchable meanwhile."""
+        found = {
+            doc_id: DocumentStatus(id=doc_id, status="done", updated=updated)
+            for doc_id, updated in self.query("SELECT id, updated FROM documents WHERE status = 'done'")
+        }
+        try:
+            rows = self.query("SELECT id, status, error, updated FROM document_status")
+        except sqlite3.OperationalError:  # read-only open of an index written before the table
+            rows = []
+        for doc_id, status, error, updated in rows:
+            found[doc_id] = DocumentStatus(id=doc_id, status=status, error=error, updated=updated)
+        return [found[k] for k in sorted(found)]
+
+    @staticmethod
+    def set_status(db: sqlite3.Connection, documents: Iterable[tuple[str, str]], status: str, error: str | None = None) -> None:
+        """Record ``status`` (``pending``, ``processing`` or ``failed``) of documents given as
+        ``(id, content_hash)`` pairs; :meth:`clear_status` removes it once they are stored."""
+        now = _now()
+        db.executemany(
+            "INSERT OR REPLACE INTO document_status (id, content_hash, status, error, updated) VALUES (?, ?, ?, ?, ?)",
+            [(doc_id, digest, status, error, now) for doc_id, digest in documents],
+        )
+
+    @staticmethod
+    def clear_status(db: sqlite3.Connection, document_ids: Iterable[str]) -> None:
+        db.executemany("DELETE FROM document_status WHERE id = ?", [(d,) for d in document_ids])
 
     @staticmethod
     def put_document(db: sqlite3.Connection, document: Document, content_hash: str, status: str, n_chunks: int = 0) -> None:

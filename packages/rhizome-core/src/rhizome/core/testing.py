@@ -24,6 +24,8 @@ chat model that answers every JSON schema, for methods that use one) and checks,
   ``persist()`` in the same process;
 - resuming: a build interrupted by a failing model finishes on the next call, ends equal to a
   clean build, and pays no model call twice;
+- failure isolation: a document whose model answers stay invalid is recorded as failed, with
+  the reason, while the others are stored; inserting again retries only it;
 - concurrency: one retriever serving many threads and event loops gives the serial results and
   keeps no per-call state; inserts from two threads both land; a read-only reader sees
   documents committed after it opened.
@@ -45,6 +47,7 @@ import pytest
 from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import InvalidInputError, ModelUnavailableError
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
+from rhizome.core.protocols import Completion
 from rhizome.core.storage import method_registry
 from rhizome.core.types import Document, Hit
 
@@ -89,6 +92,21 @@ class FailingChatModel(FakeChatModel):
     async def _achat(self, messages: Any, json_schema: Any) -> Any:
         if self.fail_after is not None and self.usage.calls >= self.fail_after:
             raise ModelUnavailableError("the fake model server went away")
+        return await super()._achat(messages, json_schema)
+
+
+class PoisonedChatModel(FailingChatModel):
+    """The schema-answering fake, answering every prompt that contains ``poison`` with text
+    that is not JSON, however often it is asked (one retry, to keep the test short)."""
+
+    def __init__(self, poison: str) -> None:
+        super().__init__()
+        self.poison = poison
+        self.max_retries = 1
+
+    async def _achat(self, messages: Any, json_schema: Any) -> Any:
+        if json_schema is not None and any(self.poison in m["content"] for m in messages):
+            return Completion(text="Sorry, I cannot answer that in JSON.")
         return await super()._achat(messages, json_schema)
 
 
@@ -228,6 +246,28 @@ class IndexConformance:
         assert failing.usage.calls + healthy.usage.calls <= full_price, "a model call was paid twice"
         assert self.results(resumed) == expected
         resumed.close()
+
+    def test_a_document_whose_answers_stay_invalid_fails_alone(self, method: Any, tmp_path: Path) -> None:
+        cls = index_class(method)
+        if not cls.uses_llm:
+            return
+        others = [d.id for d in CORPUS if d.id != "survey"]
+        index = self.build(method, llm=PoisonedChatModel("Hanna Crest"), path=tmp_path / "idx", documents=[], batch_size=4)
+        report = index.insert(CORPUS)  # only "survey" mentions Hanna Crest
+        assert list(report.failed) == ["survey"] and "ModelOutputError" in report.failed["survey"]
+        assert sorted(report.inserted) == sorted(others)
+        statuses = {s.id: (s.status, s.error) for s in index.store.statuses()}
+        assert statuses.pop("survey")[0] == "failed" and set(statuses.values()) == {("done", None)}
+        for (_, question), hits in self.results(index).items():
+            assert hits, question
+        index.close()
+        healthy = FailingChatModel()
+        again = cls.load(tmp_path / "idx", llm=healthy, batch_size=4)
+        report = again.insert(CORPUS)  # retries only what failed
+        assert report.inserted == ["survey"] and sorted(report.skipped) == sorted(others) and not report.failed
+        assert {s.status for s in again.store.statuses()} == {"done"}
+        assert any("survey" in h.provenance.document_ids for h in again.as_retriever(k=8).retrieve("Who mapped the reefs, Hanna Crest?"))
+        again.close()
 
     # -- concurrency ---------------------------------------------------------------------------
     def test_one_retriever_serves_threads_and_loops(self, method: Any) -> None:

@@ -107,11 +107,20 @@ def cmd_index(args: argparse.Namespace) -> int:
         index.close()
     _say(args, f"indexed {args.path} into {args.out} ({args.method}, embedder {models.embed_spec})")
     for key, value in report.model_dump().items():
-        shown = len(value) if isinstance(value, list) else value
+        shown = len(value) if isinstance(value, list | dict) else value
         if key == "stats":
             shown = ", ".join(f"{k} {v}" for k, v in value.items() if v) or "-"
         _say(args, f"  {key}: {shown}")
-    return 0
+    done = len(report.inserted) + len(report.replaced) + len(report.skipped)
+    if not report.failed:
+        _say(args, f"{done} documents done, none failed")
+        return 0
+    print(f"{done} documents done, {len(report.failed)} failed (not stored; the rest is):", file=sys.stderr)
+    for doc_id, reason in report.failed.items():
+        print(f"  {doc_id}: {reason}", file=sys.stderr)
+    print("run the same command again to retry only the failed documents (see --max-retries, --timeout); "
+          f"`rhizome status {args.out}` lists them", file=sys.stderr)
+    return 1
 
 
 def _print_hits(hits: list[Hit]) -> None:
@@ -247,9 +256,17 @@ def _index_status(path: Path) -> int:
     store = IndexStore.open(path, readonly=True)
     try:
         pending = store.get_meta("pending_change", False)
+        statuses = store.statuses()
         print(f"documents: {store.count('documents')}; chunks: {store.count('chunks')}")
     finally:
         store.close()
+    unfinished = [s for s in statuses if s.status != "done"]
+    if unfinished:
+        counts = {name: sum(1 for s in unfinished if s.status == name) for name in ("failed", "processing", "pending")}
+        print("not stored: " + ", ".join(f"{n} {name}" for name, n in counts.items() if n) +
+              " (run `rhizome index` on the same files again to retry them)")
+        for entry in unfinished:
+            print(f"  {entry.id}: {entry.status}{' — ' + entry.error if entry.error else ''} ({entry.updated})")
     if pending:
         print("unfinished: an insert or delete was interrupted before its whole-index work; run `rhizome index` again to finish it")
     registry = method_registry()
