@@ -117,3 +117,31 @@ async def test_queries_and_documents_are_embedded_and_cached_apart():
     assert len(cache) == 2
     again = await embedder.aembed_query(["same text"])
     assert (again == query).all() and embedder.usage.cache_hits == 1
+
+
+def test_a_prompt_that_would_not_fit_the_window_is_refused_before_it_is_sent():
+    from rhizome.core.errors import PromptTooLongError
+    from rhizome.core.models.budget import fit
+
+    model = FakeChatModel(["fine"], context_window=600)
+    assert model.complete("short question").text == "fine"
+    with pytest.raises(PromptTooLongError, match="--num-ctx") as info:
+        model.complete("word " * 500)
+    assert "600-token context window" in str(info.value) and len(model.requests) == 1
+    assert fit(model, 10_000, reply_tokens=100, fixed=["x " * 50]) < 300  # what a builder may pack
+    assert fit(FakeChatModel(["x"]), 10_000, reply_tokens=100) == 10_000  # window unknown: as asked
+
+
+def test_models_know_their_context_window():
+    from langchain_ollama import ChatOllama
+    from llama_index.llms.ollama import Ollama
+
+    from rhizome.core.models.adapters import wrap_chat_model
+    from rhizome.core.models.counting import CountingChatModel
+    from rhizome.core.models.ollama import OllamaChatModel
+
+    assert OllamaChatModel("qwen2.5:7b", num_ctx=8192).context_window == 8192
+    assert wrap_chat_model(ChatOllama(model="qwen2.5:7b", num_ctx=4096)).context_window == 4096
+    assert wrap_chat_model(ChatOllama(model="qwen2.5:7b")).context_window is None  # the server decides
+    assert wrap_chat_model(Ollama(model="qwen2.5:7b", context_window=6000)).context_window == 6000
+    assert CountingChatModel(FakeChatModel(["x"], context_window=1234)).context_window == 1234

@@ -2,7 +2,8 @@
 
 Answering belongs to the user's chain or agent; this is for those who want one call
 (``index.answer(question, mode=...)``). With a chat model it numbers the context items, packs
-them into a token budget and asks for a JSON answer citing the numbers; without one it answers
+them into a token budget (``max_context_tokens``, less when the model's context window holds
+less with room for the answer) and asks for a JSON answer citing the numbers; without one it answers
 extractively, returning the context sentence that best covers the question's words. Methods
 vary only the words around the context (``system``, ``instructions``) and how an item is shown
 (``render``); hits with a ``section`` in their metadata are grouped under section headers.
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from rhizome.core.embeddings import hashed_features
 from rhizome.core.extraction.schema import Numbers
+from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import pack
 from rhizome.core.text import split_sentences
 from rhizome.core.types import Hit
@@ -27,6 +29,9 @@ ANSWER_SYSTEM = (
 )
 
 ANSWER_INSTRUCTIONS = "Answer in one to three sentences."
+
+ANSWER_REPLY_TOKENS = 1000
+"""Tokens kept free in the model's window for the answer (a few paragraphs and citations)."""
 
 
 class _AnswerSchema(BaseModel):
@@ -91,12 +96,16 @@ async def aanswer(
         return Answer(text="No relevant passages were found.", extractive=llm is None)
     if llm is None:
         return _extractive(question, hits)
-    context, used = build_context(hits, max_context_tokens, render)
-    prompt = (
-        f"Context:\n\n{context}\n\nQuestion: {question}\n\n{instructions} Reply as JSON with the "
-        "answer and the numbers of the context items you used."
-    )
-    result = await llm.acomplete_json(prompt, _AnswerSchema, system=system)
+
+    def prompt(context: str) -> str:
+        return (
+            f"Context:\n\n{context}\n\nQuestion: {question}\n\n{instructions} Reply as JSON with the "
+            "answer and the numbers of the context items you used."
+        )
+
+    budget = fit(llm, max_context_tokens, reply_tokens=ANSWER_REPLY_TOKENS, fixed=[system, prompt("")])
+    context, used = build_context(hits, budget, render)
+    result = await llm.acomplete_json(prompt(context), _AnswerSchema, system=system)
     cited = [used[i - 1] for i in dict.fromkeys(result.citations) if 1 <= i <= len(used)]
     return Answer(text=result.answer.strip(), citations=cited)
 

@@ -31,6 +31,11 @@ class ModelTimeoutError(ModelError, TimeoutError):
     """A model call did not finish within its timeout."""
 
 
+class PromptTooLongError(ModelError, ValueError):
+    """A prompt would not fit the model's context window with room for the answer; it is
+    refused before it is sent (a server would silently cut its front)."""
+
+
 class ModelOutputError(ModelError, ValueError):
     """The model kept returning output that does not match the requested schema."""
 

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from rhizome.core.embeddings import hashed_features
-from rhizome.core.errors import ConfigurationError
+from rhizome.core.errors import ConfigurationError, PromptTooLongError
+from rhizome.core.models.budget import fit
 from rhizome.core.text import count_tokens, trimmed_sentences, truncate_tokens
 
 SUMMARY_SYSTEM = (
@@ -53,8 +54,9 @@ class DescriptionSummarizer:
         Summarise once this many distinct descriptions exist even when they fit the budget
         (LightRAG's ``force_llm_summary_on_merge``, 8); ``None`` disables.
     max_input_tokens:
-        Most description tokens sent in one call; more are summarised in groups first, then the
-        group summaries together (sized for an 8k-context local model).
+        Most description tokens sent in one call (less when the model's context window holds
+        less with room for the summary); more are summarised in groups first, then the group
+        summaries together (sized for an 8k-context local model).
     language:
         Language the model writes in.
     """
@@ -95,13 +97,26 @@ class DescriptionSummarizer:
             return extractive_summary(fragments, self.max_tokens)
         return await self._reduce(subject, fragments)
 
-    async def _reduce(self, subject: str, fragments: list[str]) -> str:
+    async def _reduce(self, subject: str, fragments: list[str], depth: int = 0) -> str:
+        # the input budget, less when the model's window holds less with room for the summary
+        limit = fit(
+            self.llm,
+            self.max_input_tokens,
+            reply_tokens=self.max_tokens + 50,
+            fixed=[SUMMARY_SYSTEM, _prompt(subject, [], self.max_tokens, self.language)],
+        )
+        if depth and limit < 2 * (self.max_tokens + 2):  # groups of one summary would never shrink
+            raise PromptTooLongError(
+                f"the context window of {getattr(self.llm, 'name', 'the model')} cannot hold two "
+                f"{self.max_tokens}-token summaries to merge — raise --num-ctx (RHIZOME_NUM_CTX, num_ctx=) or "
+                "lower the summary length"
+            )
         groups: list[list[str]] = [[]]
         used = 0
         for fragment in fragments:
-            fragment = truncate_tokens(fragment, self.max_input_tokens)
-            tokens = count_tokens(fragment)
-            if groups[-1] and used + tokens > self.max_input_tokens:
+            fragment = truncate_tokens(fragment, max(1, limit - 2))
+            tokens = count_tokens(fragment) + 2  # the "- " and line break around it
+            if groups[-1] and used + tokens > limit:
                 groups.append([])
                 used = 0
             groups[-1].append(fragment)
@@ -114,7 +129,7 @@ class DescriptionSummarizer:
             summaries.append(result.summary.strip())
         if len(summaries) == 1:
             return summaries[0]
-        return await self._reduce(subject, summaries)
+        return await self._reduce(subject, summaries, depth + 1)
 
 
 def _distinct(descriptions: Sequence[str]) -> list[str]:

@@ -10,6 +10,7 @@ import networkx as nx
 from pydantic import BaseModel, Field, create_model
 
 from rhizome.core.errors import ModelOutputError
+from rhizome.core.models.budget import fit
 from rhizome.core.text import truncate_tokens
 from rhizome.gorag import prompts
 from rhizome.gorag.graph import label_node
@@ -95,11 +96,12 @@ async def model_choice(
             if description and description != display_name(y)
             else f"- {y}"
         )
-    prompt = prompts.CLASSIFY.format(
-        text=truncate_tokens(text, max_text_tokens),
-        keywords=", ".join(keywords) or "(none)",
-        candidates="\n".join(lines),
-    )
+    def prompt_for(shown: str) -> str:
+        return prompts.CLASSIFY.format(text=shown, keywords=", ".join(keywords) or "(none)", candidates="\n".join(lines))
+
+    # the text is cut to fit what the model's context window leaves beside the rest
+    budget = fit(llm, max_text_tokens, reply_tokens=100, fixed=[prompts.CLASSIFY_SYSTEM, prompt_for("")])
+    prompt = prompt_for(truncate_tokens(text, budget))
     try:
         answer = await llm.acomplete_json(prompt, schema, system=prompts.CLASSIFY_SYSTEM)
     except ModelOutputError as exc:

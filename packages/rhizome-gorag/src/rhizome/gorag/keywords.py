@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from rhizome.core.errors import InvalidInputError
+from rhizome.core.models.budget import fit
 from rhizome.core.text import truncate_tokens
 from rhizome.gorag import prompts
 from rhizome.gorag.text import TermStats, content_ngrams, display_name, normalize_keyword
@@ -70,7 +71,9 @@ async def model_keywords(
                 f"the keyword function must return a list of strings, got {type(value).__name__}"
             )
         return clean_keywords(list(value), max_keywords)
-    prompt = prompts.EXTRACT.format(max_keywords=max_keywords, text=truncate_tokens(text, max_text_tokens))
+    shell = prompts.EXTRACT.format(max_keywords=max_keywords, text="")
+    budget = fit(llm, max_text_tokens, reply_tokens=20 * max_keywords, fixed=[prompts.EXTRACT_SYSTEM, shell])
+    prompt = prompts.EXTRACT.format(max_keywords=max_keywords, text=truncate_tokens(text, budget))
     answer = await llm.acomplete_json(prompt, prompts.KeywordList, system=prompts.EXTRACT_SYSTEM)
     return clean_keywords(answer.keywords, max_keywords)
 

@@ -108,10 +108,11 @@ class GraphRAGIndex(BaseIndex):
         return self.entity_table.generation(), self.relation_table.generation()
 
     def _reports(self, graph: EntityGraph) -> GroupSummarizer:
+        budget = self.report_writer.input_budget(self.config.report_max_input_tokens)
         return GroupSummarizer(
             self.store,
             REPORT_STAGE,
-            build_input=lambda c, done: build_input(c, graph, done, self.config.report_max_input_tokens),
+            build_input=lambda c, done: build_input(c, graph, done, budget),
             write=lambda data: self.report_writer.awrite(data, graph),
             identity=self.report_writer.identity,
         )

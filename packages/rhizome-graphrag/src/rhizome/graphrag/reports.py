@@ -24,6 +24,7 @@ from typing import Any
 
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.hierarchy import GroupInput, SummaryFields, has_summary
+from rhizome.core.models.budget import fit
 from rhizome.core.summarize import extractive_summary
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
@@ -188,13 +189,22 @@ class ReportWriter:
         """What besides its context decides a report (part of its stage digest)."""
         return ["offline" if self.llm is None else "model", getattr(self.llm, "name", ""), self.language, self.max_tokens]
 
+    def _prompt(self, context: str, children: bool) -> str:
+        note = CHILDREN_NOTE if children else ""
+        return REPORT_PROMPT.format(children_note=note, language=self.language, context=context) + (
+            f"\nKeep the whole report within about {self.max_tokens} tokens."
+        )
+
+    def input_budget(self, max_input_tokens: int) -> int:
+        """Tokens of community context a report prompt may hold: ``max_input_tokens``, less
+        when the model's context window holds less with room for the report."""
+        return fit(self.llm, max_input_tokens, reply_tokens=self.max_tokens, fixed=[REPORT_SYSTEM, self._prompt("", True)])
+
     async def awrite(self, data: GroupInput, graph: EntityGraph) -> SummaryFields:
         """The report fields of one community."""
         if self.llm is None:
             return offline_report(data, graph)
-        prompt = REPORT_PROMPT.format(
-            children_note=CHILDREN_NOTE if data.children else "", language=self.language, context=data.text
-        ) + f"\nKeep the whole report within about {self.max_tokens} tokens."
+        prompt = self._prompt(data.text, bool(data.children))
         out = await self.llm.acomplete_json(prompt, ReportOutput, system=REPORT_SYSTEM)
         return {
             "title": out.title,

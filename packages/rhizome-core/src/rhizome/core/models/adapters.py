@@ -148,6 +148,7 @@ def _langchain_messages(messages: list[Message]) -> list[Any]:
 
 
 def _dimension_hint(obj: Any, *attributes: str) -> int | None:
+    """The first positive integer among ``obj``'s ``attributes`` (a vector size, a window)."""
     for attribute in attributes:
         value = getattr(obj, attribute, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -198,6 +199,7 @@ class LangChainChatModel(BaseChatModel):
             max_concurrency=max_concurrency,
             max_retries=max_retries,
             cache=cache,
+            context_window=_dimension_hint(model, "num_ctx"),  # ChatOllama's, when set
         )
         self.model = model
         self.structured_output = structured_output
@@ -353,11 +355,16 @@ class LlamaIndexLLM(BaseChatModel):
         except Exception:  # metadata is a property that some LLMs compute lazily
             label = None
         label = label or _model_label(llm, "model", "model_name")
+        try:
+            window = _dimension_hint(llm.metadata, "context_window")  # what LlamaIndex's Ollama sends as num_ctx
+        except Exception:  # metadata is a property that some LLMs compute lazily
+            window = None
         super().__init__(
             name or _name("llama_index", llm, label),
             max_concurrency=max_concurrency,
             max_retries=max_retries,
             cache=cache,
+            context_window=window,
         )
         self.llm = llm
 

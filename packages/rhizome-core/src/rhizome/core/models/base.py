@@ -23,7 +23,8 @@ from pydantic import BaseModel, ValidationError
 
 from rhizome.core.aio import PerLoop, run_sync
 from rhizome.core.cache import ModelCache, cache_key
-from rhizome.core.errors import ConfigurationError, ModelOutputError
+from rhizome.core.errors import ConfigurationError, ModelOutputError, PromptTooLongError
+from rhizome.core.models.budget import MIN_REPLY_TOKENS, prompt_tokens
 from rhizome.core.protocols import Completion
 
 M = TypeVar("M", bound=BaseModel)
@@ -147,6 +148,11 @@ class BaseChatModel(ABC):
         Identifier recorded in manifests and cache keys, e.g. ``"ollama:qwen2.5:7b"``.
     max_concurrency:
         Requests in flight at once from this instance (per event loop).
+    context_window:
+        Tokens the model sees at once, prompt and answer (``None``: unknown). Prompt builders
+        pack their context to fit it (:func:`rhizome.core.models.budget.fit`), and a request
+        that would not fit with :data:`~rhizome.core.models.budget.MIN_REPLY_TOKENS` to spare
+        is refused with :class:`~rhizome.core.errors.PromptTooLongError` before it is sent.
     max_retries:
         Extra attempts when a structured answer is not valid JSON or fails the schema; each retry
         shows the model its previous answer and the validation error.
@@ -161,9 +167,13 @@ class BaseChatModel(ABC):
         max_concurrency: int = 4,
         max_retries: int = 2,
         cache: ModelCache | None = None,
+        context_window: int | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ConfigurationError("max_concurrency must be at least 1")
+        if context_window is not None and context_window < 1:
+            raise ConfigurationError("context_window must be a positive number of tokens or None")
+        self.context_window = context_window
         if max_retries < 0:
             raise ConfigurationError("max_retries cannot be negative")
         self.name = name
@@ -190,6 +200,7 @@ class BaseChatModel(ABC):
     ) -> tuple[Completion, str | None]:
         """One model call, or its cached answer. Returns the completion and, for a fresh answer,
         the cache key under which :meth:`_remember` may store it once it is known to be valid."""
+        self._check_fits(messages)
         key = self._key(messages, json_schema)
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
@@ -206,6 +217,17 @@ class BaseChatModel(ABC):
             completion_tokens=completion.completion_tokens,
         )
         return completion, key
+
+    def _check_fits(self, messages: list[Message]) -> None:
+        if self.context_window is None:
+            return
+        needed = prompt_tokens(messages)
+        if needed + MIN_REPLY_TOKENS > self.context_window:
+            raise PromptTooLongError(
+                f"a prompt of about {needed} tokens leaves less than {MIN_REPLY_TOKENS} of the "
+                f"{self.context_window}-token context window of {self.name} for the answer — raise "
+                "--num-ctx (RHIZOME_NUM_CTX, num_ctx=), or use smaller chunks or context settings"
+            )
 
     def _key(self, messages: list[Message], json_schema: dict[str, Any] | None) -> str | None:
         if self.cache is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from rhizome.core.models.base import BaseChatModel, M, Message
+from rhizome.core.models.budget import context_window
 from rhizome.core.protocols import Completion
 from rhizome.core.text import count_tokens
 
@@ -28,6 +29,7 @@ class CountingChatModel(BaseChatModel):
     def __init__(self, inner: Any, *, keep_log: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("max_concurrency", getattr(inner, "max_concurrency", 4))
         kwargs.setdefault("max_retries", getattr(inner, "max_retries", 2))
+        kwargs.setdefault("context_window", context_window(inner))
         super().__init__(getattr(inner, "name", type(inner).__name__), **kwargs)
         self.inner = inner
         self.keep_log = keep_log

@@ -394,6 +394,7 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
             max_concurrency=max_concurrency,
             max_retries=max_retries,
             cache=cache,
+            context_window=num_ctx,
         )
         self.num_ctx = num_ctx
         self.temperature = temperature

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rhizome.core.extraction import query_names
+from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
@@ -48,6 +49,9 @@ from rhizome.graphrag.prompts import DRIFT_FOLLOWUP_PROMPT, DRIFT_PRIMER_PROMPT,
 from rhizome.graphrag.reports import full_content
 from rhizome.graphrag.schemas import DriftStep
 from rhizome.graphrag.search.local import LocalSearch
+
+STEP_REPLY_TOKENS = 800
+"""Tokens kept free for one step's answer: a partial answer, follow-up questions, a score."""
 
 FOCUS_MEMBERS = 3
 """Members of a primer community an offline follow-up turns to (the ones its title names)."""
@@ -150,12 +154,12 @@ class DriftSearch(BaseRetriever):
 
             async def prime(fold: list[Community]) -> DriftStep:
                 context = "\n\n".join(f"----- report {c.id} -----\n{full_content(c)}" for c in fold)
-                prompt = DRIFT_PRIMER_PROMPT.format(
-                    question=query,
-                    context=truncate_tokens(context, self.context_max_tokens),
-                    language=language,
-                    n_followups=self.followups_per_depth,
-                )
+
+                def primer_prompt(text: str) -> str:
+                    return DRIFT_PRIMER_PROMPT.format(question=query, context=text, language=language, n_followups=self.followups_per_depth)
+
+                budget = fit(llm, self.context_max_tokens, reply_tokens=STEP_REPLY_TOKENS, fixed=[DRIFT_SYSTEM, primer_prompt("")])
+                prompt = primer_prompt(truncate_tokens(context, budget))
                 return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
 
             for fold, step in zip(folds, await asyncio.gather(*(prime(f) for f in folds))):
@@ -193,13 +197,14 @@ class DriftSearch(BaseRetriever):
 
             async def follow(action: _Action, hits: list[Hit]) -> DriftStep:
                 text = "\n\n".join(f"[{h.kind}] {h.text}" for h in hits)
-                prompt = DRIFT_FOLLOWUP_PROMPT.format(
-                    question=query,
-                    sub_question=action.question,
-                    context=truncate_tokens(text, self.context_max_tokens),
-                    language=language,
-                    n_followups=self.followups_per_depth,
-                )
+
+                def followup_prompt(context: str) -> str:
+                    return DRIFT_FOLLOWUP_PROMPT.format(
+                        question=query, sub_question=action.question, context=context, language=language, n_followups=self.followups_per_depth
+                    )
+
+                budget = fit(llm, self.context_max_tokens, reply_tokens=STEP_REPLY_TOKENS, fixed=[DRIFT_SYSTEM, followup_prompt("")])
+                prompt = followup_prompt(truncate_tokens(text, budget))
                 return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
 
             answers = await asyncio.gather(*(follow(a, c) for a, c in zip(todo, contexts)))

@@ -32,6 +32,7 @@ from typing import Any
 from rhizome.core.embeddings import hashed_features
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.hierarchy import has_summary
+from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
@@ -46,7 +47,10 @@ from rhizome.graphrag.reports import community_card, full_content, short_content
 from rhizome.graphrag.schemas import MapOutput, RatingOutput
 
 MAP_OVERHEAD_TOKENS = 400
-"""Tokens kept free in a map batch for the prompt around the reports."""
+"""Tokens of ``map_max_tokens`` kept for the prompt around the reports."""
+
+POINT_TOKENS = 100
+"""Tokens a map answer needs per point (a sentence or two, a score, report ids)."""
 
 
 def relevance_words(text: str) -> set[str]:
@@ -281,16 +285,25 @@ class GlobalSearch(BaseRetriever):
                 )
         return points
 
-    def batches(self, communities: list[Community]) -> list[list[tuple[Community, str]]]:
-        """Shuffled reports packed into map batches under ``map_max_tokens``."""
+    def _map_prompt(self, query: str, reports: str) -> str:
+        return MAP_PROMPT.format(question=query, reports=reports, language=self.index.config.language, max_points=self.max_points)
+
+    def batches(self, communities: list[Community], query: str = "") -> list[list[tuple[Community, str]]]:
+        """Shuffled reports packed into map batches under ``map_max_tokens`` (less when the
+        model's context window holds less, with room for ``max_points`` points)."""
         shuffled = list(communities)
         random.Random(self.seed).shuffle(shuffled)
-        budget = self.map_max_tokens - MAP_OVERHEAD_TOKENS
+        budget = fit(
+            self.index.llm,
+            self.map_max_tokens - MAP_OVERHEAD_TOKENS,
+            reply_tokens=POINT_TOKENS * self.max_points,
+            fixed=[MAP_SYSTEM, self._map_prompt(query, "")],
+        )
         out: list[list[tuple[Community, str]]] = [[]]
         used = 0
         for community in shuffled:
             text = f"----- report {community.id} -----\n{full_content(community)}"
-            tokens = count_tokens(text)
+            tokens = count_tokens(text) + 2  # and the blank line before the next report
             if tokens > budget:
                 text = truncate_tokens(text, budget)
                 tokens = budget
@@ -303,15 +316,10 @@ class GlobalSearch(BaseRetriever):
 
     async def _model_points(self, query: str, communities: list[Community]) -> tuple[list[dict[str, Any]], int]:
         llm = self.index.llm
-        batches = self.batches(communities)
+        batches = self.batches(communities, query)
 
         async def one(batch: list[tuple[Community, str]]) -> MapOutput:
-            prompt = MAP_PROMPT.format(
-                question=query,
-                reports="\n\n".join(text for _, text in batch),
-                language=self.index.config.language,
-                max_points=self.max_points,
-            )
+            prompt = self._map_prompt(query, "\n\n".join(text for _, text in batch))
             return await llm.acomplete_json(prompt, MapOutput, system=MAP_SYSTEM)
 
         outputs = await asyncio.gather(*(one(b) for b in batches))
