@@ -20,6 +20,8 @@ Scripting, per test:
 * ``no_think_models``: models that reject the ``think`` parameter with HTTP 400, as servers do
   for models without thinking support.
 * ``context_length``: the model's trained context window reported by ``POST /api/show``.
+* ``truncate_streams``: streamed answers stop before the server's last (``done``) chunk, as when
+  a model runner dies mid-answer.
 
 Use it as a context manager or call :meth:`start` / :meth:`stop`; :func:`ollama_stub` is a
 ready-made pytest fixture.
@@ -108,6 +110,7 @@ class OllamaStub:
         self.tags_delay = 0.0
         self.no_think_models: set[str] = set()
         self.context_length = 32768
+        self.truncate_streams = False
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -236,7 +239,10 @@ class OllamaStub:
             {"model": model, "created_at": _now(), "message": {"role": "assistant", "content": p + (" " if i < len(pieces) - 1 else "")}, "done": False}
             for i, p in enumerate(pieces)
         ]
-        lines.append({**final, "message": {"role": "assistant", "content": ""}})
+        if not self.truncate_streams:
+            lines.append({**final, "message": {"role": "assistant", "content": ""}})
+        else:
+            lines = lines[: max(1, len(lines) // 2)]
         return 200, Stream(lines)
 
     def _embed(self, model: str, body: dict[str, Any]) -> tuple[int, Any]:

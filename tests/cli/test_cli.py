@@ -46,14 +46,14 @@ def test_demo_runs_offline_when_ollama_is_down(capsys):
 
 def test_demo_uses_ollama_when_it_is_running(capsys, monkeypatch):
     with OllamaStub(models=["qwen2.5:7b-instruct", "nomic-embed-text:latest"], embed_dimension=16) as stub:
-        stub.reply_fn = lambda body: {"answer": "Piet Hale kept the light.", "citations": [1]}
+        stub.reply_fn = lambda body: "Piet Hale kept the light [1]."
         monkeypatch.setenv("OLLAMA_HOST", stub.url)
         code, out, _ = run(capsys, "demo", "-q")
     assert code == 0, out
-    assert "written by the model" in out and "Piet Hale kept the light." in out
+    assert "answer (written by the model): Piet Hale kept the light [1]." in out
     chats = stub.calls("/api/chat")
     assert len(chats) == 3
-    assert chats[0]["format"]["type"] == "object"  # schema-constrained answer
+    assert chats[0]["stream"] is True and "format" not in chats[0]  # streamed, citing [n] inline
     assert chats[0]["options"]["num_ctx"] >= 2048
     assert stub.calls("/api/embed")
 
@@ -244,3 +244,13 @@ def test_index_goes_on_past_a_document_the_model_cannot_answer(tmp_path, capsys,
     extracted = [[str(b) for b in part if b["messages"][0]["content"] == EXTRACTION_SYSTEM] for part in (calls[:before], calls[before:])]
     assert any("Acme" in b for b in extracted[0])
     assert extracted[1] and all("Zed Quill" in b and "Acme" not in b for b in extracted[1])  # only b is extracted again
+
+
+def test_query_prints_the_answer_as_the_model_streams_it(tmp_path, capsys, monkeypatch):
+    run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"), "--offline", "-q")
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        stub.default_reply = "Agnes Brodd drew the map [2]."
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, out, _ = run(capsys, "query", str(tmp_path / "i"), "Who drew the map?", "--answer", "--llm", "ollama:qwen2.5:7b-instruct", "--no-cache")
+    assert code == 0 and "answer (written by the model): Agnes Brodd drew the map [2]." in out
+    assert stub.calls("/api/chat")[-1]["stream"] is True

@@ -92,3 +92,26 @@ def test_cancelling_the_caller_cancels_the_call_on_the_home_loop():
 
     asyncio.run(caller())
     assert stopped.wait(5)
+
+
+def test_iterate_sync_hands_over_each_item_and_the_error():
+    import pytest
+
+    from rhizome.core.aio import iterate_sync
+
+    async def pieces():
+        yield "a"
+        await asyncio.sleep(0.01)
+        yield "b"
+        raise ValueError("the stream broke")
+
+    items = iterate_sync(pieces())
+    assert next(items) == "a" and next(items) == "b"
+    with pytest.raises(ValueError, match="the stream broke"):
+        next(items)
+    assert list(iterate_sync(_count(3))) == [0, 1, 2]
+
+
+async def _count(n: int):
+    for i in range(n):
+        yield i

@@ -492,3 +492,36 @@ async def test_nomic_embed_text_gets_its_query_and_document_prefixes(ollama_stub
     assert (plain.query_prefix, plain.document_prefix) == ("", "")
     custom = OllamaEmbedder(EMBED, host=ollama_stub.url, query_prefix="", document_prefix="")
     assert (custom.query_prefix, custom.document_prefix) == ("", "")
+
+
+# -- streaming ----------------------------------------------------------------------------------
+async def test_an_answer_streams_in_pieces_and_is_cached_whole(ollama_stub: OllamaStub, make_chat, tmp_path) -> None:
+    from rhizome.core.cache import ModelCache
+
+    ollama_stub.default_reply = "Piet Hale kept the light for forty years."
+    model = make_chat(cache=ModelCache(tmp_path / "calls.sqlite"))
+
+    pieces = [p async for p in model.astream("Who kept the light?", system="Be brief.")]
+    assert len(pieces) > 3 and "".join(pieces) == ollama_stub.default_reply
+    (body,) = ollama_stub.calls("/api/chat")
+    assert body["stream"] is True and body["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert model.usage.calls == 1 and model.usage.completion_tokens > 0
+    again = [p async for p in model.astream("Who kept the light?", system="Be brief.")]
+    assert again == [ollama_stub.default_reply] and len(ollama_stub.calls("/api/chat")) == 1
+
+
+async def test_a_stream_that_stops_early_is_an_error(ollama_stub: OllamaStub, make_chat) -> None:
+    ollama_stub.default_reply = "one two three four five six"
+    ollama_stub.truncate_streams = True
+    model = make_chat()
+    seen = []
+    with pytest.raises(ModelError, match="ended the answer stream"):
+        async for piece in model.astream("count"):
+            seen.append(piece)
+    assert seen  # what came before the break was shown
+
+
+async def test_a_busy_server_is_retried_before_the_stream_starts(ollama_stub: OllamaStub, make_chat) -> None:
+    ollama_stub.replies.extend([StubError(503, "busy", retry_after=0), "after the wait"])
+    model = make_chat(transport_retries=1)
+    assert "".join([p async for p in model.astream("q")]) == "after the wait"

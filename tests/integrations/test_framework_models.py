@@ -79,3 +79,34 @@ def test_framework_models_work_inside_a_running_loop(ollama_stub):
 
     assert asyncio.run(notebook_cell()) == ["ok"] * 6
     assert asyncio.run(notebook_cell()) == ["ok"] * 6
+
+
+@pytest.mark.parametrize("kind", ["langchain", "llama_index"])
+def test_framework_chat_models_stream_from_sync_and_async_code(ollama_stub, kind):
+    from rhizome.core.aio import iterate_sync
+
+    ollama_stub.default_reply = "Piet Hale kept the light for forty years."
+    model = wrap_chat_model(_chat_models(ollama_stub.url)[kind])
+    for _ in range(5):
+        pieces = list(iterate_sync(model.astream("Who kept the light?")))
+        assert len(pieces) > 3 and "".join(pieces) == ollama_stub.default_reply
+
+    async def collect() -> str:
+        return "".join([p async for p in model.astream("again?")])
+
+    assert asyncio.run(collect()) == ollama_stub.default_reply
+
+
+def test_index_answers_stream_with_an_ollama_model(ollama_stub):
+    from rhizome.core.models.ollama import OllamaChatModel
+
+    ollama_stub.default_reply = "Mira Holt runs the ferry [1]."
+    index = NaiveIndex(wrap_embedder(_embedders(ollama_stub.url)["langchain"]), llm=OllamaChatModel(CHAT, host=ollama_stub.url), cache=False)
+    index.insert(["Captain Mira Holt runs the Tarn Harbour ferry.", "Acme sells anvils."])
+    pieces = list(index.answer("Who runs the ferry?", stream=True))
+    assert len(pieces) > 2 and "".join(pieces) == ollama_stub.default_reply
+    prompt = ollama_stub.calls("/api/chat")[-1]["messages"][-1]["content"]
+    assert "Mira Holt" in prompt and "[1]" in prompt  # the numbered context, cited inline
+    offline = NaiveIndex(wrap_embedder(_embedders(ollama_stub.url)["langchain"]), cache=False)
+    offline.insert(["Captain Mira Holt runs the Tarn Harbour ferry."])
+    assert list(offline.answer("Who runs the ferry?", stream=True)) == [offline.answer("Who runs the ferry?").text]

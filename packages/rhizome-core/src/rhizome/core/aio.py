@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import queue
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -127,6 +128,84 @@ class HomeLoop:
         except RuntimeError:
             pass
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+
+    def stream(self, items: AsyncIterator[T]) -> AsyncIterator[T]:
+        """Iterate ``items`` (an async generator bound to loop-bound objects) on the home loop,
+        handing each item to the caller's loop as it comes; stopping early stops it."""
+        return _relay(self, items)
+
+
+async def _relay(home: HomeLoop, items: AsyncIterator[T]) -> AsyncIterator[T]:
+    loop, caller = home.loop(), asyncio.get_running_loop()
+    if loop is caller:
+        async for item in items:
+            yield item
+        return
+    inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    def send(kind: str, value: Any) -> None:
+        caller.call_soon_threadsafe(inbox.put_nowait, (kind, value))
+
+    async def pump() -> None:
+        try:
+            async for item in items:
+                send("item", item)
+        except BaseException as exc:  # handed to the caller, cancellation included
+            send("error", exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        else:
+            send("done", None)
+
+    future = asyncio.run_coroutine_threadsafe(pump(), loop)
+    try:
+        while True:
+            kind, value = await inbox.get()
+            if kind == "item":
+                yield value
+            elif kind == "error":
+                raise value
+            else:
+                return
+    finally:
+        future.cancel()
+
+
+def iterate_sync(items: AsyncIterator[T]) -> Iterator[T]:
+    """Iterate an async generator from synchronous code: it runs on a private loop in a worker
+    thread (like :func:`run_sync`) and each item is handed over as soon as it is made, so a
+    caller can print a streamed answer as it arrives. Leaving the loop early stops the generator."""
+    handoff: queue.Queue[tuple[str, Any]] = queue.Queue()
+    stop = threading.Event()
+    context = contextvars.copy_context()
+
+    async def pump() -> None:
+        try:
+            async for item in items:
+                handoff.put(("item", item))
+                if stop.is_set():
+                    break
+        except BaseException as exc:
+            handoff.put(("error", exc))
+        else:
+            handoff.put(("done", None))
+        finally:
+            await items.aclose()  # type: ignore[attr-defined]
+
+    worker = threading.Thread(target=context.run, args=(asyncio.run, _then_release(pump())), daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, value = handoff.get()
+            if kind == "item":
+                yield value
+            elif kind == "error":
+                raise value
+            else:
+                return
+    finally:
+        stop.set()
 
 
 home_loop = HomeLoop()

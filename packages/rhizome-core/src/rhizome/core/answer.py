@@ -7,11 +7,13 @@ less with room for the answer) and asks for a JSON answer citing the numbers; wi
 extractively, returning the context sentence that best covers the question's words. Methods
 vary only the words around the context (``system``, ``instructions``) and how an item is shown
 (``render``); hits with a ``section`` in their metadata are grouped under section headers.
+:func:`astream_answer` gives the model's answer in pieces as it is written (citing ``[n]``
+inline, since a stream cannot be JSON).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -96,18 +98,55 @@ async def aanswer(
         return Answer(text="No relevant passages were found.", extractive=llm is None)
     if llm is None:
         return _extractive(question, hits)
+    prompt, used = _answer_prompt(question, hits, llm, system, instructions, render, max_context_tokens, JSON_REPLY)
+    result = await llm.acomplete_json(prompt, _AnswerSchema, system=system)
+    cited = [used[i - 1] for i in dict.fromkeys(result.citations) if 1 <= i <= len(used)]
+    return Answer(text=result.answer.strip(), citations=cited)
+
+
+JSON_REPLY = "Reply as JSON with the answer and the numbers of the context items you used."
+TEXT_REPLY = "Cite the numbers of the context items you use in square brackets, like [1]."
+
+
+def _answer_prompt(
+    question: str,
+    hits: Sequence[Hit],
+    llm: Any,
+    system: str,
+    instructions: str,
+    render: Callable[[Hit], str],
+    max_context_tokens: int,
+    reply: str,
+) -> tuple[str, list[Hit]]:
+    """The answer prompt, its context packed to fit the model's window, and the hits it numbers."""
 
     def prompt(context: str) -> str:
-        return (
-            f"Context:\n\n{context}\n\nQuestion: {question}\n\n{instructions} Reply as JSON with the "
-            "answer and the numbers of the context items you used."
-        )
+        return f"Context:\n\n{context}\n\nQuestion: {question}\n\n{instructions} {reply}"
 
     budget = fit(llm, max_context_tokens, reply_tokens=ANSWER_REPLY_TOKENS, fixed=[system, prompt("")])
     context, used = build_context(hits, budget, render)
-    result = await llm.acomplete_json(prompt(context), _AnswerSchema, system=system)
-    cited = [used[i - 1] for i in dict.fromkeys(result.citations) if 1 <= i <= len(used)]
-    return Answer(text=result.answer.strip(), citations=cited)
+    return prompt(context), used
+
+
+async def astream_answer(
+    question: str,
+    hits: Sequence[Hit],
+    llm: Any = None,
+    *,
+    system: str = ANSWER_SYSTEM,
+    instructions: str = ANSWER_INSTRUCTIONS,
+    render: Callable[[Hit], str] = render_hit,
+    max_context_tokens: int = 3000,
+) -> AsyncIterator[str]:
+    """The answer of :func:`aanswer` as the model writes it, in pieces of text, citing context
+    items inline as ``[n]`` (a stream cannot be JSON). Without a model, or without hits, the
+    answer :func:`aanswer` gives comes as one piece."""
+    if llm is None or not hits or not hasattr(llm, "astream"):
+        yield (await aanswer(question, hits, llm, system=system, instructions=instructions, render=render, max_context_tokens=max_context_tokens)).text
+        return
+    prompt, _ = _answer_prompt(question, hits, llm, system, instructions, render, max_context_tokens, TEXT_REPLY)
+    async for piece in llm.astream(prompt, system=system):
+        yield piece
 
 
 def answer(question: str, hits: Sequence[Hit], llm: Any = None, **options: Any) -> Answer:
@@ -143,4 +182,4 @@ def _extractive(question: str, hits: Sequence[Hit]) -> Answer:
     return Answer(text=best[1], citations=[best[3]], extractive=True)
 
 
-__all__ = ["ANSWER_SYSTEM", "Answer", "aanswer", "answer", "build_context", "render_hit"]
+__all__ = ["ANSWER_SYSTEM", "Answer", "aanswer", "answer", "astream_answer", "build_context", "render_hit"]

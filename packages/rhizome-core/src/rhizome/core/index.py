@@ -21,7 +21,9 @@ A method subclass sets ``method``, ``modes`` and ``config_class`` and implements
   changed (re-clustering, summaries); an interrupted one is finished by the next call;
 - ``_retriever(mode, k, **options)`` — the retriever of one mode
   (a :class:`~rhizome.core.retrieval.BaseRetriever`);
-- ``_answer(question, retrieval)`` — optional: the method's own answering step.
+- ``_answer_inputs(retrieval)`` — optional: the hits and wording of the method's answers (used
+  by ``answer`` and its streamed form); ``_answer(question, retrieval)`` for an answering step
+  of its own.
 
 ``stats`` is a plain dict of counters that ends up in the call's report.
 
@@ -36,14 +38,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from rhizome.core.aio import run_sync
+from rhizome.core.aio import iterate_sync, run_sync
 from rhizome.core.config import IndexConfig, build_config
 from rhizome.core.documents import coerce_documents
 from rhizome.core.errors import (
@@ -651,12 +653,36 @@ class BaseIndex:
         retrieval = await self.as_retriever(k=k, mode=mode, **options).asearch(question)
         return await self._answer(question, retrieval)
 
+    def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
+        """What the answer is written from: the hits and the options of
+        :func:`~rhizome.core.answer.aanswer` (``system``, ``instructions``, ``render``,
+        ``max_context_tokens``). Methods override it to word their answers their own way."""
+        return list(retrieval.context or retrieval.hits), {}
+
     async def _answer(self, question: str, retrieval: Any) -> Any:
         from rhizome.core.answer import aanswer
 
-        return await aanswer(question, retrieval.context or retrieval.hits, self.llm)
+        hits, options = self._answer_inputs(retrieval)
+        return await aanswer(question, hits, self.llm, **options)
 
-    def answer(self, question: str, *, mode: str | None = None, k: int | None = None, **options: Any) -> Any:
+    async def astream_answer(self, question: str, *, mode: str | None = None, k: int | None = None, **options: Any) -> AsyncIterator[str]:
+        """:meth:`aanswer`, but the model's answer comes in pieces as it is written (citations
+        as ``[n]`` in the text); without a chat model the extractive answer comes as one piece."""
+        from rhizome.core.answer import astream_answer
+
+        retrieval = await self.as_retriever(k=k, mode=mode, **options).asearch(question)
+        if self.llm is None:
+            yield (await self._answer(question, retrieval)).text
+            return
+        hits, settings = self._answer_inputs(retrieval)
+        async for piece in astream_answer(question, hits, self.llm, **settings):
+            yield piece
+
+    def answer(self, question: str, *, mode: str | None = None, k: int | None = None, stream: bool = False, **options: Any) -> Any:
+        """Sync :meth:`aanswer`; with ``stream=True`` an iterator of the answer's pieces
+        (:meth:`astream_answer`), each handed over as soon as the model writes it."""
+        if stream:
+            return iterate_sync(self.astream_answer(question, mode=mode, k=k, **options))
         return run_sync(self.aanswer(question, mode=mode, k=k, **options))
 
 

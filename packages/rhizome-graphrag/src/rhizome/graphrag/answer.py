@@ -42,17 +42,26 @@ async def aanswer(
 ) -> Answer:
     """Answer ``question`` from a GraphRAG search (see the module docstring). ``response_type``
     is GraphRAG's free-text answer-shape hint."""
+    hits, options = answer_inputs(retrieval, language=language, response_type=response_type, max_context_tokens=max_context_tokens)
+    if retrieval.mode == "global" and llm is None:
+        if not hits:
+            return Answer(text="No relevant information was found.", extractive=True)
+        return Answer(text=" ".join(h.text.strip() for h in hits[:3]), citations=hits[:3], extractive=True)
+    return await kernel_answer(question, hits, llm, **options)
+
+
+def answer_inputs(
+    retrieval: Retrieval, *, language: str = "English", response_type: str = "multiple paragraphs", max_context_tokens: int = 12000
+) -> tuple[list[Hit], dict[str, Any]]:
+    """What an answer reads, and its wording: the reduce over the points of a global search,
+    else the packed context of the other modes."""
     if retrieval.mode == "global":
-        points = [h for h in retrieval.hits if h.kind == "point"] or retrieval.hits
-        if llm is None:
-            if not points:
-                return Answer(text="No relevant information was found.", extractive=True)
-            return Answer(text=" ".join(h.text.strip() for h in points[:3]), citations=points[:3], extractive=True)
+        points = [h for h in retrieval.hits if h.kind == "point"] or list(retrieval.hits)
         instructions = REDUCE_INSTRUCTIONS.format(language=language, response_type=response_type)
-        return await kernel_answer(question, points, llm, system=REDUCE_SYSTEM, instructions=instructions, render=_point, max_context_tokens=max_context_tokens)
+        return points, {"system": REDUCE_SYSTEM, "instructions": instructions, "render": _point, "max_context_tokens": max_context_tokens}
     instructions = LOCAL_INSTRUCTIONS.format(language=language, response_type=response_type)
-    context = retrieval.context or retrieval.hits
-    return await kernel_answer(question, context, llm, system=LOCAL_SYSTEM, instructions=instructions, render=_item, max_context_tokens=max_context_tokens)
+    context = list(retrieval.context or retrieval.hits)
+    return context, {"system": LOCAL_SYSTEM, "instructions": instructions, "render": _item, "max_context_tokens": max_context_tokens}
 
 
-__all__ = ["aanswer"]
+__all__ = ["aanswer", "answer_inputs"]

@@ -212,6 +212,11 @@ class GraphRAGIndex(BaseIndex):
         classes = {"local": LocalSearch, "global": GlobalSearch, "drift": DriftSearch, "naive": VectorRetriever}
         return classes[mode or "local"](self, k, **options)
 
+    def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
+        from rhizome.graphrag.answer import answer_inputs
+
+        return answer_inputs(retrieval, language=self.config.language)
+
     async def _answer(self, question: str, retrieval: Any) -> Any:
         from rhizome.graphrag.answer import aanswer
 

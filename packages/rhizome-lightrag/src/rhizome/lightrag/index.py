@@ -473,16 +473,15 @@ class LightRAGIndex(BaseIndex):
 
         return LightRAGRetriever(self, k, mode=mode or "hybrid", **options)
 
-    async def _answer(self, question: str, retrieval: Any) -> Any:
-        """Answer over LightRAG's three-block context (entities, relations, sources), citing
-        the items used; extractive over the sources without a chat model."""
-        from rhizome.core.answer import aanswer
+    def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
+        """Answers read LightRAG's three-block context (entities, relations, sources) and cite
+        the items used; without a chat model they are extractive over the sources."""
         from rhizome.lightrag.prompts import ANSWER_INSTRUCTIONS, ANSWER_SYSTEM
 
-        context = retrieval.context or retrieval.hits
+        context = list(retrieval.context or retrieval.hits)
         if self.llm is None:
             context = [h for h in context if h.kind == "chunk"] or context
-        return await aanswer(question, context, self.llm, system=ANSWER_SYSTEM, instructions=ANSWER_INSTRUCTIONS, max_context_tokens=8000)
+        return context, {"system": ANSWER_SYSTEM, "instructions": ANSWER_INSTRUCTIONS, "max_context_tokens": 8000}
 
 
 __all__ = ["LightRAGIndex"]

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,6 +133,14 @@ def _print_hits(hits: list[Hit]) -> None:
         print(f"    {text[:300]}{'…' if len(text) > 300 else ''}")
 
 
+def _print_stream(pieces: Iterator[str]) -> None:
+    """Print a model's answer piece by piece as it is written."""
+    print("answer (written by the model): ", end="", flush=True)
+    for piece in pieces:
+        print(piece, end="", flush=True)
+    print()
+
+
 def _print_answer(answer: Answer) -> None:
     how = "extractive, no model" if answer.extractive else "written by the model"
     print(f"answer ({how}): {' '.join(answer.text.split())}")
@@ -175,6 +184,10 @@ def cmd_query(args: argparse.Namespace) -> int:
     index = load_index(args.index, **models)
     try:
         hits = index.as_retriever(k=args.k, mode=args.mode).retrieve(args.question)
+        if args.answer and not args.json and index.llm is not None:
+            _print_hits(hits)  # then the answer as the model writes it
+            _print_stream(index.answer(args.question, mode=args.mode, k=args.k, stream=True))
+            return 0
         # the method's own answering step (GraphRAG's reduce, LightRAG's context answer)
         result = index.answer(args.question, mode=args.mode, k=args.k) if args.answer else None
     finally:
@@ -196,8 +209,8 @@ def sample_corpus() -> Path:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from rhizome.core.aio import run_sync
-    from rhizome.core.answer import aanswer
+    from rhizome.core.aio import iterate_sync, run_sync
+    from rhizome.core.answer import aanswer, astream_answer
     from rhizome.core.documents import load_path
 
     print("Rhizome demo: index a small corpus about the (fictional) Vell Islands and ask questions.\n")
@@ -219,7 +232,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"Q: {question}")
             hits = retriever.retrieve(question)
             _print_hits(hits)
-            _print_answer(run_sync(aanswer(question, hits, models.llm)))
+            if models.llm is None:
+                _print_answer(run_sync(aanswer(question, hits, None)))
+            else:
+                _print_stream(iterate_sync(astream_answer(question, hits, models.llm)))
             print()
     finally:
         index.close()

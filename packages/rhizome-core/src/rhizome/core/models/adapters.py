@@ -23,7 +23,7 @@ any other callback handler.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -247,6 +247,17 @@ class LangChainChatModel(BaseChatModel):
         answer = await home_loop.run(self.model.ainvoke(_langchain_messages(messages), **kwargs))
         return Completion(text=_message_text(answer), **_langchain_usage(answer))
 
+    async def _astream(self, messages: list[Message]) -> AsyncIterator[str | Completion]:
+        callbacks = current_callbacks.get()
+        kwargs: dict[str, Any] = {"config": {"callbacks": callbacks}} if callbacks is not None else {}
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        async for chunk in home_loop.stream(self.model.astream(_langchain_messages(messages), **kwargs)):
+            for key, value in _langchain_usage(chunk).items():  # usage arrives on one chunk
+                usage[key] = max(usage[key], value)
+            if text := _message_text(chunk):
+                yield text
+        yield Completion(text="", **usage)
+
 
 def _structured_completion(result: Any) -> Completion:
     """Turn the output of ``with_structured_output(..., include_raw=True)`` into a completion.
@@ -379,6 +390,22 @@ class LlamaIndexLLM(BaseChatModel):
         response = await home_loop.run(self.llm.achat(chat))
         text = getattr(getattr(response, "message", None), "content", None)
         return Completion(text=text or "", **_llama_index_usage(response))
+
+    async def _astream(self, messages: list[Message]) -> AsyncIterator[str | Completion]:
+        from llama_index.core.llms import ChatMessage
+
+        chat = [ChatMessage(role=m["role"], content=m["content"]) for m in messages]
+
+        async def responses() -> AsyncIterator[Any]:
+            async for response in await self.llm.astream_chat(chat):
+                yield response
+
+        last = None
+        async for response in home_loop.stream(responses()):
+            last = response
+            if delta := getattr(response, "delta", None):
+                yield delta
+        yield Completion(text="", **(_llama_index_usage(last) if last is not None else {}))
 
 
 class LlamaIndexEmbedder(BaseEmbedder):

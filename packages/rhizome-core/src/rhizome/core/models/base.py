@@ -14,7 +14,7 @@ import functools
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -286,6 +286,35 @@ class BaseChatModel(ABC):
             f"(last error: {last_error}). Try a larger or instruction-tuned model, or raise max_retries.",
             last_output=last_text,
         )
+
+    async def astream(self, prompt: str, *, system: str | None = None) -> AsyncIterator[str]:
+        """The answer to ``prompt`` in pieces as the model writes them (models without a
+        streaming primitive, and answers from the cache, come as one piece). The whole answer
+        enters the cache once it is complete."""
+        messages = self._messages(prompt, system)
+        self._check_fits(messages)
+        key = self._key(messages, None)
+        if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
+            _record(self.usage, "chat", cache_hits=1)
+            yield hit["text"]
+            return
+        pieces: list[str] = []
+        async with self._semaphore.get():
+            async for piece in self._astream(messages):
+                if isinstance(piece, Completion):  # the primitive's last word: the token counts
+                    _record(self.usage, "chat", calls=1, prompt_tokens=piece.prompt_tokens, completion_tokens=piece.completion_tokens)
+                    break
+                pieces.append(piece)
+                yield piece
+        self._remember(key, Completion(text="".join(pieces)))
+
+    async def _astream(self, messages: list[Message]) -> AsyncIterator[str | Completion]:
+        """Streaming primitive: text pieces, then a :class:`Completion` with the token counts.
+        The default sends one request and yields its answer whole."""
+        completion = await self._achat(messages, None)
+        if completion.text:
+            yield completion.text
+        yield completion
 
     def complete(self, prompt: str, *, system: str | None = None) -> Completion:
         return run_sync(self.acomplete(prompt, system=system))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -426,10 +426,11 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
             "think": self.think,
         }
 
-    async def _achat(
-        self, messages: list[Message], json_schema: dict[str, Any] | None
-    ) -> Completion:
-        async def once(think: bool | None) -> ollama.ChatResponse:
+    async def _request(self, messages: list[Message], json_schema: dict[str, Any] | None, *, stream: bool) -> Any:
+        """One ``/api/chat`` request, sent again without ``think`` when the server says the
+        model does not know it (and without it from then on)."""
+
+        async def once(think: bool | None) -> Any:
             return await self._client.chat(
                 model=self.model,
                 messages=messages,
@@ -437,25 +438,56 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
                 options=self.options(),
                 think=think,
                 keep_alive=self.keep_alive,
-                stream=False,
+                stream=stream,
             )
 
-        async def call() -> ollama.ChatResponse:
-            if not self._send_think:
-                return await once(None)
-            try:
-                return await once(self.think)
-            except ollama.ResponseError as exc:
-                if not _is_think_rejected(exc):
-                    raise
-            self._send_think = False
+        if not self._send_think:
             return await once(None)
+        try:
+            return await once(self.think)
+        except ollama.ResponseError as exc:
+            if not _is_think_rejected(exc):
+                raise
+        self._send_think = False
+        return await once(None)
 
-        response = await self._send(call)
+    async def _achat(
+        self, messages: list[Message], json_schema: dict[str, Any] | None
+    ) -> Completion:
+        response = await self._send(lambda: self._request(messages, json_schema, stream=False))
         return Completion(
             text=response.message.content or "",
             prompt_tokens=response.prompt_eval_count or 0,
             completion_tokens=response.eval_count or 0,
+        )
+
+    async def _astream(self, messages: list[Message]) -> AsyncIterator[str | Completion]:
+        """The answer as Ollama streams it. Failures before the first piece are retried like
+        any request; a stream that breaks or ends before the server's last chunk raises
+        :class:`ModelError` (what was shown cannot be taken back)."""
+
+        async def start() -> tuple[Any, Any]:
+            stream = await self._request(messages, None, stream=True)
+            return stream, await anext(stream, None)
+
+        stream, part = await self._send(start)
+        try:
+            while part is not None:
+                if part.message.content:
+                    yield part.message.content
+                if part.done:
+                    yield Completion(text="", prompt_tokens=part.prompt_eval_count or 0, completion_tokens=part.eval_count or 0)
+                    return
+                part = await anext(stream, None)
+        except Exception as exc:
+            try:
+                error = _map_error(exc, host=self.host, model=self.model, timeout=self.timeout)
+            except _Transient as transient:
+                error = transient.final
+            raise error from exc
+        raise ModelError(
+            f"Ollama at {self.host} ended the answer stream of model '{self.model}' before the answer "
+            "was complete — see the `ollama serve` log; the model may have run out of memory"
         )
 
     def __repr__(self) -> str:
