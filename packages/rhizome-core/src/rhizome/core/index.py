@@ -465,28 +465,29 @@ class BaseIndex:
 
     async def _commit(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport, bar: Progress) -> None:
         """Store one batch. When a document's model work fails after the retries
-        (:func:`fails_one_document`), the batch's documents are taken one at a time (answers
-        already paid for come from the model cache), and those that fail alone are recorded as
-        ``failed`` with the reason; the rest are stored."""
+        (:func:`fails_one_document`), the batch is split in halves, each stored on its own (and
+        split again while it fails; answers already paid for come from the model cache), so a
+        document that fails alone is recorded as ``failed`` with the reason and the rest are
+        stored, at about twice the batch's work rather than once per document."""
         n_chunks = sum(len(c) for *_, c in pending)
         bar.total += n_chunks
         with self.store.transaction() as db:
             IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _, _ in pending], "processing")
+        await self._store_or_split(pending, report)
+        bar.advance(n_chunks)
+
+    async def _store_or_split(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
         try:
             await self._store(pending, report)
         except Exception as exc:
             if not fails_one_document(exc):
                 raise
-            for item in pending if len(pending) > 1 else ():
-                try:
-                    await self._store([item], report)
-                except Exception as alone:
-                    if not fails_one_document(alone):
-                        raise
-                    self._fail(item, alone, report)
             if len(pending) == 1:
                 self._fail(pending[0], exc, report)
-        bar.advance(n_chunks)
+                return
+            half = len(pending) // 2
+            await self._store_or_split(pending[:half], report)
+            await self._store_or_split(pending[half:], report)
 
     async def _store(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
         batch: Batch = [(doc, chunks) for doc, _, _, chunks in pending]
