@@ -110,3 +110,29 @@ def test_index_answers_stream_with_an_ollama_model(ollama_stub):
     offline = NaiveIndex(wrap_embedder(_embedders(ollama_stub.url)["langchain"]), cache=False)
     offline.insert(["Captain Mira Holt runs the Tarn Harbour ferry."])
     assert list(offline.answer("Who runs the ferry?", stream=True)) == [offline.answer("Who runs the ferry?").text]
+
+
+def test_framework_models_inside_langgraph_nodes(ollama_stub):
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    ollama_stub.default_reply = {"answer": "Mira Holt runs it.", "citations": [1]}
+    index = NaiveIndex(wrap_embedder(_embedders(ollama_stub.url)["llama_index"]), llm=_chat_models(ollama_stub.url)["langchain"], cache=False)
+    index.insert(["Captain Mira Holt runs the Tarn Harbour ferry.", "Acme sells anvils."])
+
+    class State(TypedDict, total=False):
+        question: str
+        answer: str
+
+    def answer(state: State) -> State:  # a sync node: Rhizome's sync API inside LangGraph's runner
+        return {"answer": index.answer(state["question"], k=1).text}
+
+    graph = StateGraph(State)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "answer")
+    graph.add_edge("answer", END)
+    app = graph.compile()
+    for i in range(5):
+        assert app.invoke({"question": f"Who runs the ferry? {i}"})["answer"] == "Mira Holt runs it."
+    assert asyncio.run(app.ainvoke({"question": "Who runs the ferry?"}))["answer"] == "Mira Holt runs it."
