@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -128,7 +129,7 @@ class OllamaStub:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> OllamaStub:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        server = _Server(("127.0.0.1", 0), _Handler)
         server.daemon_threads = True
         server.stub = self  # type: ignore[attr-defined]
         self._server = server
@@ -284,6 +285,12 @@ class OllamaStub:
                 "quantization_level": "Q4_K_M",
             },
         }
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client hanging up is not news
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

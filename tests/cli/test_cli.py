@@ -254,3 +254,32 @@ def test_query_prints_the_answer_as_the_model_streams_it(tmp_path, capsys, monke
         code, out, _ = run(capsys, "query", str(tmp_path / "i"), "Who drew the map?", "--answer", "--llm", "ollama:qwen2.5:7b-instruct", "--no-cache")
     assert code == 0 and "answer (written by the model): Agnes Brodd drew the map [2]." in out
     assert stub.calls("/api/chat")[-1]["stream"] is True
+
+
+def test_index_stores_the_documents_when_the_whole_index_work_fails(tmp_path, capsys, monkeypatch):
+    from rhizome.core.models.fake import SchemaResponder
+    from rhizome.graphrag.prompts import REPORT_SYSTEM
+
+    responder = SchemaResponder()
+    poisoned = {"on": True}
+
+    def reply(body):
+        if poisoned["on"] and body["messages"][0]["content"] == REPORT_SYSTEM:
+            return "No report today."
+        return responder(body["messages"], body.get("format"))
+
+    out_dir = str(tmp_path / "idx")
+    flags = ["--method", "graphrag", "--embed", "hashing:64", "--llm", "ollama:qwen2.5:7b-instruct", "--no-cache", "-q", "--max-retries", "0"]
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        stub.reply_fn = reply
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, _, err = run(capsys, "index", str(_docs(tmp_path, 3)), "--out", out_dir, *flags)
+        assert code == 1
+        assert "3 documents done, none failed" in err and "whole-index work after the change did not finish (ModelOutputError" in err
+        code, out, _ = run(capsys, "status", out_dir)
+        assert "documents: 3" in out and "unfinished:" in out
+        poisoned["on"] = False
+        code, _, err = run(capsys, "index", str(_docs(tmp_path, 3)), "--out", out_dir, *flags)
+        assert code == 0, err
+    code, out, _ = run(capsys, "status", out_dir)
+    assert "unfinished" not in out

@@ -325,12 +325,16 @@ def test_failed_report_generation_loses_nothing_and_resumes():
     index = offline_index(llm=FakeChatModel(responder, max_retries=0), extraction="offline")
     index.insert(topic_docs("space"))
     responder.fail_reports = True
-    with pytest.raises(ModelOutputError):
-        index.insert(topic_docs("music"))
+    report = index.insert(topic_docs("music"))  # the documents are stored; the reports are owed
+    assert report.unfinished and report.unfinished.startswith("ModelOutputError") and not report.failed
     assert index.needs_refresh
     assert set(index.store.document_ids()) == {"space-0", "space-1", "music-0", "music-1"}
+    assert index.as_retriever(mode="local", k=3).retrieve("Elena Rossi")  # searchable meanwhile
+    with pytest.raises(ModelOutputError):  # an explicit refresh says why it cannot finish
+        index.refresh()
     responder.fail_reports = False
-    index.refresh()
+    report = index.insert(topic_docs("music"))  # the same insert again finishes the work
+    assert report.skipped == ["music-0", "music-1"] and report.unfinished is None
     assert not index.needs_refresh
     assert any("elena rossi" in c.entity_ids for c in index.graph().communities.values())
 

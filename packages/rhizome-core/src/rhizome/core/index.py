@@ -104,6 +104,11 @@ class InsertReport(BaseModel):
     again retries only them."""
     chunks: int = 0
     tokens: int = 0
+    unfinished: str | None = None
+    """Why the whole-index work after the change (GraphRAG's communities and reports) did not
+    finish, when a model answer in it stayed invalid or the server kept failing: the documents
+    are stored, :attr:`BaseIndex.needs_refresh` is true and the next insert, delete or refresh
+    finishes the work, paying only for what was not yet answered."""
     stats: Stats = Field(default_factory=dict)
     """Counters of the call: the models' (``model_calls``, ``prompt_tokens``...) and the
     method's (entities written, summaries, reports...)."""
@@ -117,10 +122,17 @@ def fails_one_document(exc: BaseException) -> bool:
     return isinstance(exc, ModelError) and not isinstance(exc, ModelUnavailableError | ModelNotFoundError)
 
 
+def failure_reason(exc: BaseException) -> str:
+    """A failure as one line for a report or a status row: the error's type and message."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+
+
 class DeleteReport(BaseModel):
     deleted: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     chunks: int = 0
+    unfinished: str | None = None
+    """As :attr:`InsertReport.unfinished`: the whole-index work after the delete did not finish."""
     stats: Stats = Field(default_factory=dict)
 
 
@@ -458,7 +470,7 @@ class BaseIndex:
                             pending, n_pending = [], 0
                     if pending:
                         await self._commit(pending, report, bar)
-                await self._finish_change(report.inserted + report.replaced, report.replaced, report.stats)
+                report.unfinished = await self._finish_change(report.inserted + report.replaced, report.replaced, report.stats)
                 self.store.save_snapshots()
             report.stats.update(usage.stats())
         return report
@@ -508,18 +520,26 @@ class BaseIndex:
 
     def _fail(self, item: tuple[Document, str, bool, list[Chunk]], exc: BaseException, report: InsertReport) -> None:
         doc, digest, _, _ = item
-        reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+        reason = failure_reason(exc)
         with self.store.transaction() as db:
             IndexStore.set_status(db, [(doc.id, digest)], "failed", reason)
         report.failed[doc.id] = reason
 
-    async def _finish_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
-        """Run :meth:`_after_change` when documents changed now or an earlier run was cut short."""
+    async def _finish_change(self, inserted: list[str], removed: list[str], stats: Stats, *, isolate: bool = True) -> str | None:
+        """Run :meth:`_after_change` when documents changed now or an earlier run was cut short.
+        With ``isolate``, a model failure in it (:func:`fails_one_document`) does not fail the
+        call that stored the documents: the work stays pending and the reason is returned."""
         if not self._tracks_changes or not (inserted or removed or self.store.get_meta("pending_change", False)):
-            return
-        await self._after_change(inserted, removed, stats)
+            return None
+        try:
+            await self._after_change(inserted, removed, stats)
+        except Exception as exc:
+            if not (isolate and fails_one_document(exc)):
+                raise
+            return failure_reason(exc)
         with self.store.transaction() as db:
             IndexStore.set_meta(db, "pending_change", False)
+        return None
 
     async def adelete(self, document_ids: Sequence[str] | str) -> DeleteReport:
         """Remove documents and what only they supported. Unknown ids are reported, not raised."""
@@ -543,7 +563,7 @@ class BaseIndex:
                         self._write_delete(db, present, prepared)
                         if self._tracks_changes:
                             IndexStore.set_meta(db, "pending_change", True)
-                await self._finish_change([], report.deleted, report.stats)
+                report.unfinished = await self._finish_change([], report.deleted, report.stats)
                 self.store.save_snapshots()
             report.stats.update(usage.stats())
         return report
@@ -553,7 +573,7 @@ class BaseIndex:
         the index is up to date); returns the counters of what it did."""
         stats: Stats = {}
         async with self.store.write_lock:
-            await self._finish_change([], [], stats)
+            await self._finish_change([], [], stats, isolate=False)
             self.store.save_snapshots()
         return stats
 

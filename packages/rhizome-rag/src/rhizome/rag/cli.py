@@ -113,14 +113,20 @@ def cmd_index(args: argparse.Namespace) -> int:
             shown = ", ".join(f"{k} {v}" for k, v in value.items() if v) or "-"
         _say(args, f"  {key}: {shown}")
     done = len(report.inserted) + len(report.replaced) + len(report.skipped)
-    if not report.failed:
+    if not (report.failed or report.unfinished):
         _say(args, f"{done} documents done, none failed")
         return 0
-    print(f"{done} documents done, {len(report.failed)} failed (not stored; the rest is):", file=sys.stderr)
-    for doc_id, reason in report.failed.items():
-        print(f"  {doc_id}: {reason}", file=sys.stderr)
-    print("run the same command again to retry only the failed documents (see --max-retries, --timeout); "
-          f"`rhizome status {args.out}` lists them", file=sys.stderr)
+    if report.failed:
+        print(f"{done} documents done, {len(report.failed)} failed (not stored; the rest is):", file=sys.stderr)
+        for doc_id, reason in report.failed.items():
+            print(f"  {doc_id}: {reason}", file=sys.stderr)
+    else:
+        print(f"{done} documents done, none failed", file=sys.stderr)
+    if report.unfinished:
+        print(f"the whole-index work after the change did not finish ({report.unfinished}); the documents are "
+              "stored and searchable, with what that work built before", file=sys.stderr)
+    print("run the same command again to retry only what failed (see --max-retries, --timeout); "
+          f"`rhizome status {args.out}` lists it", file=sys.stderr)
     return 1
 
 
@@ -284,7 +290,8 @@ def _index_status(path: Path) -> int:
         for entry in unfinished:
             print(f"  {entry.id}: {entry.status}{' — ' + entry.error if entry.error else ''} ({entry.updated})")
     if pending:
-        print("unfinished: an insert or delete was interrupted before its whole-index work; run `rhizome index` again to finish it")
+        print("unfinished: an insert or delete was interrupted, or a model failed, before its whole-index work was done; "
+              "run `rhizome index` again to finish it")
     registry = method_registry()
     if manifest.method not in registry:
         print(f"settings (install rhizome-{manifest.method} for their descriptions): {json.dumps(manifest.config)}")

@@ -1,0 +1,152 @@
+"""Indexing through a flaky model server: how much is done after one run and after a re-run,
+and how many model answers the re-run pays for again.
+
+The loopback Ollama stub of the test suite stands in for the server. Each chat request is, at
+random (seeded), answered with text that is not JSON (``--invalid``, default 5 %), refused with
+HTTP 503 "server busy" (``--busy``, 10 %), or answered with a valid instance of the requested
+schema. Rhizome talks to it through its own ``OllamaChatModel`` with the defaults a user gets
+(2 retries of invalid JSON, 2 of failed requests; the backoff is shortened to 20 ms so the run
+is quick) and the model-call cache an index keeps in its directory. The corpus is the 994
+hotpotqa-100 passages, one document each; embeddings are offline (hashing), so only chat calls
+go to the stub.
+
+Measured per method: documents done after the first ``insert``, after a second ``insert`` of
+the same documents (only those not done are retried), and the answers re-paid in the second
+run: requests whose exact messages had already been answered validly in the first.
+
+    uv run python -m benchmarks.robustness --write-docs
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import data
+from benchmarks.systems import index_class
+from rhizome.core.embeddings import HashingEmbedder
+from rhizome.core.models.fake import SchemaResponder
+from rhizome.core.models.ollama import OllamaChatModel
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the test suite's stub
+from ollama_stub import OllamaStub, StubError  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results"
+MODEL = "qwen2.5:7b-instruct"
+
+
+class FlakyServer:
+    """The stub's reply function: invalid, busy or valid at the given rates, and a record of
+    which requests were answered validly (by a digest of their messages and schema)."""
+
+    def __init__(self, invalid: float, busy: float, seed: int = 7) -> None:
+        self.invalid, self.busy = invalid, busy
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.responder = SchemaResponder()
+        self.answered: set[str] = set()
+        self.requests: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        key = hashlib.sha256(json.dumps([body.get("messages"), body.get("format")], sort_keys=True).encode()).hexdigest()
+        with self.lock:
+            self.requests.append(key)
+            draw = self.rng.random()
+            if draw < self.busy:
+                return StubError(503, "server busy")
+            if draw < self.busy + self.invalid:
+                return "Sorry, the answer is not available right now."
+            self.answered.add(key)
+            return self.responder(body["messages"], body.get("format"))
+
+
+def run(method: str, invalid: float, busy: float) -> dict[str, Any]:
+    documents, _ = data.hotpotqa()
+    server = FlakyServer(invalid, busy)
+    with OllamaStub(models=[MODEL]) as stub, tempfile.TemporaryDirectory() as folder:
+        stub.reply_fn = server
+
+        def index() -> Any:
+            llm = OllamaChatModel(MODEL, host=stub.url, retry_backoff=0.02)
+            return index_class(method)(HashingEmbedder(), llm=llm, path=Path(folder) / "idx", progress=False)
+
+        first = index()
+        start = time.perf_counter()
+        report = first.insert(documents)
+        first_seconds = time.perf_counter() - start
+        first_failed, first_unfinished = dict(report.failed), report.unfinished
+        first.close()
+        answered_before, calls_before = set(server.answered), len(server.requests)
+        second = index()
+        report = second.insert(documents)
+        second_failed, second_unfinished = dict(report.failed), report.unfinished
+        statuses = {s.status for s in second.store.statuses()}
+        second.close()
+        again = server.requests[calls_before:]
+    n = len(documents)
+    return {
+        "method": method,
+        "documents": n,
+        "invalid_rate": invalid,
+        "busy_rate": busy,
+        "first_run": {"done": n - len(first_failed), "failed": len(first_failed), "requests": calls_before, "seconds": round(first_seconds, 1),
+                      "reasons": sorted({r.split(":")[0] for r in first_failed.values()}), "index_work_unfinished": first_unfinished},
+        "second_run": {"done": n - len(second_failed), "failed": len(second_failed), "requests": len(again),
+                       "retried_documents": len(first_failed), "statuses": sorted(statuses), "index_work_unfinished": second_unfinished},
+        "repaid_answers": sum(1 for key in again if key in answered_before),
+    }
+
+
+def _work(run: dict[str, Any]) -> str:
+    unfinished = run.get("index_work_unfinished")
+    return "done" if not unfinished else f"pending ({unfinished.split(':')[0]})"
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| method | invalid / busy | done after run 1 | failed in run 1 (why) | whole-index work after run 1 | done after re-run | whole-index work after re-run | requests run 1 / re-run | answers re-paid |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        f, s = r["first_run"], r["second_run"]
+        why = ", ".join(f["reasons"]) or "-"
+        lines.append(
+            f"| {r['method']} | {r['invalid_rate']:.0%} / {r['busy_rate']:.0%} | {f['done'] / r['documents']:.1%} ({f['done']}/{r['documents']}) "
+            f"| {f['failed']} ({why}) | {_work(f)} | {s['done'] / r['documents']:.1%} | {_work(s)} | {f['requests']} / {s['requests']} | {r['repaid_answers']} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.robustness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--methods", nargs="*", default=["lightrag", "graphrag"])
+    parser.add_argument("--invalid", type=float, default=0.05)
+    parser.add_argument("--busy", type=float, default=0.10)
+    parser.add_argument("--write-docs", action="store_true")
+    args = parser.parse_args(argv)
+    results = [run(m, args.invalid, args.busy) for m in args.methods]
+    RESULTS.mkdir(exist_ok=True)
+    name = f"robustness-{int(args.invalid * 100)}-{int(args.busy * 100)}"
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    body = (
+        f"994 hotpotqa-100 passages through the loopback Ollama stub answering {args.invalid:.0%} of chat requests with "
+        f"invalid JSON and {args.busy:.0%} with HTTP 503; `OllamaChatModel` defaults (2 + 2 retries, backoff 20 ms), hashing "
+        f"embeddings. Reproduce: `uv run python -m benchmarks.robustness --invalid {args.invalid} --busy {args.busy}`\n\n{table(results)}"
+    )
+    print(body)
+    if args.write_docs:
+        from benchmarks.__main__ import write_section
+
+        write_section(name, f"Indexing through a flaky server ({args.invalid:.0%} invalid, {args.busy:.0%} busy)", body)
+
+
+if __name__ == "__main__":
+    main()
