@@ -77,6 +77,30 @@ async def test_a_stage_commits_each_result_as_it_arrives_and_reuses_it():
     assert set(stored_results(index.store, "test.summary", ["d-a", "d-b", "d-c"])) == {"d-c"}
 
 
+async def test_a_failed_answer_in_a_stage_lets_the_other_jobs_finish():
+    from rhizome.core.errors import ModelOutputError
+
+    index = VectorIndex()
+    calls: list[str] = []
+
+    def job(name: str, fail: bool = False):
+        async def run() -> str:
+            await asyncio.sleep(0.0 if fail else 0.02)  # the failure comes first
+            calls.append(name)
+            if fail:
+                raise ModelOutputError("invalid JSON three times")
+            return f"summary of {name}"
+
+        return run
+
+    with pytest.raises(ModelOutputError):
+        await arun_stage(index.store, "test.summary", {"a": ("d-a", job("a")), "b": ("d-b", job("b", fail=True)), "c": ("d-c", job("c"))})
+    assert set(stored_results(index.store, "test.summary", ["d-a", "d-b", "d-c"])) == {"d-a", "d-c"}  # not cancelled
+    calls.clear()
+    await arun_stage(index.store, "test.summary", {"a": ("d-a", job("a")), "b": ("d-b", job("b")), "c": ("d-c", job("c"))})
+    assert calls == ["b"]
+
+
 async def test_group_summaries_run_bottom_up_and_reuse_unchanged_input():
     import networkx as nx
 

@@ -68,9 +68,23 @@ class IndexLockedError(IndexStorageError):
     """Another process is writing to this index."""
 
 
+class IndexCorruptError(IndexFormatError):
+    """A file of the index is damaged or does not belong to it (a truncated or garbled
+    database, records of another index, chunk text changed outside Rhizome)."""
+
+
+def fails_alone(exc: BaseException) -> bool:
+    """Whether ``exc`` costs only the item (document, report, summary) whose model call raised
+    it: an answer that stayed invalid, a call that timed out or a server that kept failing after
+    the retries. A server that cannot be reached or lacks the model is not: every item would
+    fail alike, so the work stops (and a re-run resumes)."""
+    return isinstance(exc, ModelError) and not isinstance(exc, ModelUnavailableError | ModelNotFoundError)
+
+
 __all__ = [
     "ConfigurationError",
     "EmptyExtractionError",
+    "IndexCorruptError",
     "IndexFormatError",
     "IndexLockedError",
     "IndexMismatchError",
@@ -82,5 +96,6 @@ __all__ = [
     "ModelOutputError",
     "ModelTimeoutError",
     "ModelUnavailableError",
+    "fails_alone",
     "RhizomeError",
 ]

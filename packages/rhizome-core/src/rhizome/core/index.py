@@ -52,9 +52,7 @@ from rhizome.core.errors import (
     ConfigurationError,
     IndexFormatError,
     IndexMismatchError,
-    ModelError,
-    ModelNotFoundError,
-    ModelUnavailableError,
+    fails_alone,
 )
 from rhizome.core.models.base import usage_scope
 from rhizome.core.progress import Progress, ProgressArg
@@ -112,14 +110,6 @@ class InsertReport(BaseModel):
     stats: Stats = Field(default_factory=dict)
     """Counters of the call: the models' (``model_calls``, ``prompt_tokens``...) and the
     method's (entities written, summaries, reports...)."""
-
-
-def fails_one_document(exc: BaseException) -> bool:
-    """Whether ``exc`` costs one document, not the insert: a model answer that stayed invalid,
-    a call that timed out or a server that kept failing after the retries. A server that cannot
-    be reached or lacks the model is not: every document would fail alike, so the insert stops
-    (and a re-run resumes)."""
-    return isinstance(exc, ModelError) and not isinstance(exc, ModelUnavailableError | ModelNotFoundError)
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -477,7 +467,7 @@ class BaseIndex:
 
     async def _commit(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport, bar: Progress) -> None:
         """Store one batch. When a document's model work fails after the retries
-        (:func:`fails_one_document`), the batch is split in halves, each stored on its own (and
+        (:func:`fails_alone`), the batch is split in halves, each stored on its own (and
         split again while it fails; answers already paid for come from the model cache), so a
         document that fails alone is recorded as ``failed`` with the reason and the rest are
         stored, at about twice the batch's work rather than once per document."""
@@ -492,7 +482,7 @@ class BaseIndex:
         try:
             await self._store(pending, report)
         except Exception as exc:
-            if not fails_one_document(exc):
+            if not fails_alone(exc):
                 raise
             if len(pending) == 1:
                 self._fail(pending[0], exc, report)
@@ -527,14 +517,14 @@ class BaseIndex:
 
     async def _finish_change(self, inserted: list[str], removed: list[str], stats: Stats, *, isolate: bool = True) -> str | None:
         """Run :meth:`_after_change` when documents changed now or an earlier run was cut short.
-        With ``isolate``, a model failure in it (:func:`fails_one_document`) does not fail the
+        With ``isolate``, a model failure in it (:func:`fails_alone`) does not fail the
         call that stored the documents: the work stays pending and the reason is returned."""
         if not self._tracks_changes or not (inserted or removed or self.store.get_meta("pending_change", False)):
             return None
         try:
             await self._after_change(inserted, removed, stats)
         except Exception as exc:
-            if not (isolate and fails_one_document(exc)):
+            if not (isolate and fails_alone(exc)):
                 raise
             return failure_reason(exc)
         with self.store.transaction() as db:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from rhizome.core.aio import gather_or_cancel
+from rhizome.core.errors import fails_alone
 from rhizome.core.records import batches
 
 Job = tuple[str, Callable[[], Awaitable[Any]]]
@@ -45,16 +46,27 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job]) -> tuple[d
     """Results of ``jobs`` (``{key: (digest, factory)}``) by key, and how many were computed now.
 
     Held digests are reused; jobs sharing a digest run once; each new result is committed in its
-    own transaction as soon as it is ready (a read-only store keeps them in its memory). The
-    first failure cancels the jobs still running and is raised; what was committed stays."""
+    own transaction as soon as it is ready (a read-only store keeps them in its memory). A job
+    whose model answer failed after its retries (:func:`~rhizome.core.errors.fails_alone`) lets
+    the others finish and commit, then the first such failure is raised, so the next run pays
+    only for the failed jobs; any other error cancels the jobs still running at once. What was
+    committed stays."""
     held = stored_results(store, stage, (d for d, _ in jobs.values()))
     todo: dict[str, Callable[[], Awaitable[Any]]] = {}
     for d, factory in jobs.values():
         if d not in held:
             todo.setdefault(d, factory)
 
+    failed: list[BaseException] = []
+
     async def one(d: str, factory: Callable[[], Awaitable[Any]]) -> None:
-        value = await factory()
+        try:
+            value = await factory()
+        except Exception as exc:
+            if not fails_alone(exc):
+                raise
+            failed.append(exc)
+            return
         if store.readonly:
             store.memo[(stage, d)] = value
         else:
@@ -66,6 +78,8 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job]) -> tuple[d
         held[d] = value
 
     await gather_or_cancel([one(d, f) for d, f in todo.items()])
+    if failed:
+        raise failed[0]
     return {key: held[d] for key, (d, _) in jobs.items()}, len(todo)
 
 
