@@ -14,6 +14,7 @@ from rhizome.core import (
     Document,
     FakeEmbedder,
     HashingEmbedder,
+    IndexCorruptError,
     IndexFormatError,
     IndexMismatchError,
     IndexNotFoundError,
@@ -226,7 +227,11 @@ def test_format_version_and_missing_index(tmp_path):
     manifest["format_version"] = FORMAT_VERSION
     manifest["method"] = "nonexistent"
     (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(IndexMismatchError, match="nonexistent"):
+    with pytest.raises(IndexCorruptError, match="written by 'naive'"):  # the records know better
+        load_index(tmp_path / "idx")
+    with sqlite3.connect(tmp_path / "idx" / "records.sqlite") as db:  # an index of a method not installed
+        db.execute("UPDATE meta SET value = json_set(value, '$.method', 'nonexistent') WHERE key = 'index'")
+    with pytest.raises(IndexMismatchError, match="install rhizome-nonexistent"):
         load_index(tmp_path / "idx")
 
 

@@ -5,11 +5,14 @@ my-index/
   manifest.json        format version, method, model names, embedding dimension, configuration
   records.sqlite       documents, chunks, vectors (as blobs), stage results and the method's
                        record tables (WAL mode)
-  vectors/<name>.npz   faiss snapshot of one vector collection, rebuilt from SQLite when stale
-  .writer.lock         held by the one process allowed to write
+  vectors/<name>.npz   faiss snapshot of one vector collection, rebuilt from SQLite when it does
+                       not match (generation, index id and id set are checked)
 ```
 
-SQLite is the source of truth: every insert commits documents, chunks and vectors in one
+The directory itself is ``flock``-ed by the one process allowed to write.
+
+SQLite is the source of truth: it holds the index's id and method and a copy of the manifest
+(see :mod:`rhizome.core.integrity` for check and repair); every insert commits documents, chunks and vectors in one
 transaction per batch, so an interrupted run loses at most the batch in flight and a re-run
 resumes without duplicates. The faiss files are a fast-loading snapshot; each records the
 generation of its collection, and a snapshot older than the database is rebuilt on open.
@@ -30,7 +33,9 @@ import json
 import os
 import sqlite3
 import threading
+import uuid
 import weakref
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from rhizome.core.aio import WriteLock
 from rhizome.core.errors import (
+    IndexCorruptError,
     IndexFormatError,
     IndexLockedError,
     IndexMismatchError,
@@ -77,6 +83,9 @@ class Manifest(BaseModel):
 
     format_version: int = FORMAT_VERSION
     method: str
+    index_id: str | None = None
+    """A random id given when the index is created, also stored in its records and snapshots:
+    files of another index are recognised, never adopted (``None``: written before ids)."""
     rhizome_version: str = Field(default_factory=_version)
     created: str = Field(default_factory=_now)
     updated: str = Field(default_factory=_now)
@@ -106,7 +115,8 @@ CREATE TABLE IF NOT EXISTS document_status (
     id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, status TEXT NOT NULL, error TEXT, updated TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY, document_id TEXT NOT NULL, idx INTEGER NOT NULL, text TEXT NOT NULL,
-    start INTEGER NOT NULL, "end" INTEGER NOT NULL, n_tokens INTEGER NOT NULL, metadata TEXT NOT NULL);
+    start INTEGER NOT NULL, "end" INTEGER NOT NULL, n_tokens INTEGER NOT NULL, metadata TEXT NOT NULL,
+    checksum TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, idx);
 CREATE TABLE IF NOT EXISTS vectors (
     collection TEXT NOT NULL, id TEXT NOT NULL, vector BLOB NOT NULL, digest TEXT NOT NULL DEFAULT '',
@@ -126,12 +136,15 @@ class IndexStore:
     Use :meth:`create` or :meth:`open`; every method-specific index builds on one of these.
     """
 
-    def __init__(self, path: Path | None, manifest: Manifest, *, readonly: bool = False) -> None:
+    def __init__(self, path: Path | None, manifest: Manifest, *, readonly: bool = False, new: bool = False) -> None:
         self.path = path
         self.manifest = manifest
         self.readonly = readonly
         self._lock = threading.RLock()
-        self._lock_file: Any = None
+        self._lock_fd: int | None = None
+        self._owned: dict[Path, tuple[int, int]] = {}
+        """(device, inode) of the directory and the records file this writer opened: checked
+        before each commit, so a directory moved or a database replaced under it is noticed."""
         self._collections: dict[str, VectorStore] = {}
         self._loaded: dict[str, int] = {}
         """Generation of each collection held in memory (checked by readers before a search)."""
@@ -147,15 +160,80 @@ class IndexStore:
         if path is None:
             self.db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         else:
+            if not new:
+                _require_records(path)
             if not readonly:
                 self._acquire_writer_lock()
-            uri = f"file:{path / RECORDS}{'?mode=ro' if readonly else ''}"
-            self.db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+            try:
+                with self._errors():
+                    uri = f"file:{path / RECORDS}{'?mode=ro' if readonly else ''}"
+                    self.db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+                    if not readonly:
+                        self.db.execute("PRAGMA journal_mode=WAL")
+                        self.db.execute("PRAGMA synchronous=NORMAL")
+                        if not new:
+                            self._quick_check()
+            except BaseException:
+                self._release_writer_lock()
+                raise
+        with self._errors():
             if not readonly:
-                self.db.execute("PRAGMA journal_mode=WAL")
-                self.db.execute("PRAGMA synchronous=NORMAL")
-        if not readonly:
-            self.db.executescript(_SCHEMA)
+                self.db.executescript(_SCHEMA)
+                self._migrate()
+            self._chunk_columns = _CHUNK_COLUMNS if self._has_column("chunks", "checksum") else _CHUNK_COLUMNS_UNCHECKED
+        if path is not None and not readonly:
+            self._owned = {p: _identity(p) for p in (path, path / RECORDS)}
+        self._check_identity()
+
+    def _migrate(self) -> None:
+        """Bring a database written by an earlier version of this format up to date."""
+        if not self._has_column("chunks", "checksum"):
+            self.db.execute("ALTER TABLE chunks ADD COLUMN checksum TEXT NOT NULL DEFAULT ''")
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(row[1] == column for row in self.db.execute(f"PRAGMA table_info({table})"))
+
+    def _quick_check(self) -> None:
+        """SQLite's own page-level check (``PRAGMA quick_check``), before anything is written
+        into a damaged file."""
+        found = [row[0] for row in self.db.execute("PRAGMA quick_check(5)")]
+        if found != ["ok"]:
+            raise sqlite3.DatabaseError("; ".join(found))
+
+    def _check_identity(self) -> None:
+        """Records and manifest must name the same index and method. An index written before
+        ids gets one on its first writable open."""
+        stored = self.get_meta("index")
+        if stored is None:
+            if self.readonly:
+                return
+            self.manifest.index_id = self.manifest.index_id or uuid.uuid4().hex
+            with self.transaction() as db:
+                self.set_meta(db, "index", {"id": self.manifest.index_id, "method": self.manifest.method})
+            self.write_manifest()
+            return
+        if stored.get("id") != self.manifest.index_id or stored.get("method") != self.manifest.method:
+            raise IndexCorruptError(
+                f"{self.path or 'memory'}: the manifest (index {self.manifest.index_id}, method {self.manifest.method!r}) "
+                f"does not belong to the records (index {stored.get('id')}, method {stored.get('method')!r}); "
+                f"`rhizome repair {self.path}` rewrites the manifest from the records. Nothing was changed"
+            )
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Raise damage to the database file as :class:`IndexCorruptError` naming the file and
+        what to do, not as a raw ``sqlite3`` error."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if not _damaged(exc):
+                raise
+            where = self.path / RECORDS if self.path is not None else "the in-memory database"
+            raise IndexCorruptError(
+                f"{where} is damaged ({exc}); nothing more was written to it. Run `rhizome check "
+                f"{self.path}` for details, then restore the file from a backup or index the documents "
+                "again into a new directory"
+            ) from exc
 
     # -- lifecycle -----------------------------------------------------------------------------
     @classmethod
@@ -169,9 +247,10 @@ class IndexStore:
                 f"{path} already holds an index; open it with load() to add documents, or choose "
                 "another directory"
             )
+        _refuse_orphans(path)
         path.mkdir(parents=True, exist_ok=True)
         with _OPEN_LOCK:
-            store = cls(path, manifest)
+            store = cls(path, manifest, new=True)
             store.write_manifest()
             _OPEN[str(path.resolve())] = store
         return store
@@ -231,20 +310,42 @@ class IndexStore:
             return store
 
     def _acquire_writer_lock(self) -> None:
+        """Take the exclusive ``flock`` on the index directory itself: no file that a user
+        could delete holds it, so it cannot be bypassed."""
         assert self.path is not None
         if fcntl is None:  # pragma: no cover
             return
-        handle = open(self.path / ".writer.lock", "a+")  # noqa: SIM115 - held until close()
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            handle.close()
+            os.close(fd)
             raise IndexLockedError(
                 f"{self.path} is open for writing elsewhere (another process, or another index "
                 "object in this one: close() it first); wait for the writer to finish, or open "
                 "the index read-only (readonly=True) to query it meanwhile"
             ) from exc
-        self._lock_file = handle
+        self._lock_fd = fd
+
+    def _release_writer_lock(self) -> None:
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
+                os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _verify_owner(self) -> None:
+        """Before a commit: the directory and database are still the ones this writer locked."""
+        for owned, identity in self._owned.items():
+            try:
+                now = _identity(owned)
+            except FileNotFoundError:
+                now = None
+            if now != identity:
+                raise IndexLockedError(
+                    f"{owned} was moved, deleted or replaced while this process was writing to {self.path}; "
+                    "the change was not committed. Close the index and open it again"
+                )
 
     @property
     def closed(self) -> bool:
@@ -261,22 +362,24 @@ class IndexStore:
 
     def _close(self) -> None:
         with self._lock:
-            self.db.close()
-            if self._lock_file is not None:
-                with contextlib.suppress(OSError):
-                    fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)  # type: ignore[union-attr]
-                self._lock_file.close()
-                self._lock_file = None
+            if hasattr(self, "db"):
+                self.db.close()
+            self._release_writer_lock()
 
     def __del__(self) -> None:  # release the writer lock if the user forgot close()
         with contextlib.suppress(Exception):
             self._close()
 
     def write_manifest(self) -> None:
-        if self.path is None or self.readonly:
+        """Write ``manifest.json``, and its copy in the records (from which ``repair`` restores it)."""
+        if self.readonly:
             return
         self.manifest.updated = _now()
-        _atomic_write(self.path / MANIFEST, self.manifest.model_dump_json(indent=2))
+        text = self.manifest.model_dump_json(indent=2)
+        with self._lock, self._errors():
+            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('manifest', ?)", (text,))
+        if self.path is not None:
+            _atomic_write(self.path / MANIFEST, text)
 
     # -- transactions --------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -284,10 +387,11 @@ class IndexStore:
         """One atomic write: everything inside commits together or not at all."""
         if self.readonly:
             raise IndexLockedError("this index was opened read-only")
-        with self._lock:
+        with self._lock, self._errors():
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 yield self.db
+                self._verify_owner()
             except BaseException:
                 self.db.execute("ROLLBACK")
                 # faiss mirrors may hold vectors of the rolled-back batch: rebuild them on demand
@@ -298,7 +402,7 @@ class IndexStore:
                 self.db.execute("COMMIT")
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        with self._lock:
+        with self._lock, self._errors():
             return self.db.execute(sql, params).fetchall()
 
     # -- documents and chunks ------------------------------------------------------------------
@@ -363,34 +467,39 @@ class IndexStore:
     @staticmethod
     def put_chunks(db: sqlite3.Connection, chunks: Sequence[Chunk]) -> None:
         db.executemany(
-            'INSERT OR REPLACE INTO chunks (id, document_id, idx, text, start, "end", n_tokens, metadata)'
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            'INSERT OR REPLACE INTO chunks (id, document_id, idx, text, start, "end", n_tokens, metadata, checksum)'
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (c.id, c.document_id, c.index, c.text, c.start, c.end, c.n_tokens, json.dumps(c.metadata, default=str))
+                (c.id, c.document_id, c.index, c.text, c.start, c.end, c.n_tokens, json.dumps(c.metadata, default=str), text_checksum(c.text))
                 for c in chunks
             ],
         )
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
-        """Stored chunks by id (unknown ids are absent from the result)."""
+        """Stored chunks by id (unknown ids are absent from the result). Each text is checked
+        against the checksum stored with it: :class:`IndexCorruptError` when it was changed."""
         out: dict[str, Chunk] = {}
         for part in batches(list(chunk_ids)):
             marks = ",".join("?" * len(part))
-            rows = self.query(
-                f'SELECT id, document_id, idx, text, start, "end", n_tokens, metadata FROM chunks WHERE id IN ({marks})',
-                part,
-            )
-            for row in rows:
-                out[row[0]] = _chunk(row)
+            for row in self.query(f"SELECT {self._chunk_columns} FROM chunks WHERE id IN ({marks})", part):
+                out[row[0]] = self._chunk(row)
         return out
 
     def chunks_of(self, document_id: str) -> list[Chunk]:
-        rows = self.query(
-            'SELECT id, document_id, idx, text, start, "end", n_tokens, metadata FROM chunks'
-            " WHERE document_id = ? ORDER BY idx",
-            (document_id,),
+        rows = self.query(f"SELECT {self._chunk_columns} FROM chunks WHERE document_id = ? ORDER BY idx", (document_id,))
+        return [self._chunk(r) for r in rows]
+
+    def _chunk(self, row: tuple) -> Chunk:
+        if row[8] and row[8] != text_checksum(row[3]):
+            raise IndexCorruptError(
+                f"the stored text of chunk {row[0]} (document {row[1]!r}) in {self.path or 'memory'} does not match "
+                "its checksum: it was changed outside Rhizome. Delete that document and insert it again; "
+                f"`rhizome check {self.path}` lists every such chunk"
+            )
+        return Chunk(
+            id=row[0], document_id=row[1], index=row[2], text=row[3], start=row[4], end=row[5],
+            n_tokens=row[6], metadata=json.loads(row[7]),
         )
-        return [_chunk(r) for r in rows]
 
     def chunk_ids(self, document_ids: Sequence[str] | None = None) -> list[str]:
         """Ids of the stored chunks (of ``document_ids``, or all), in the order they were stored."""
@@ -486,44 +595,87 @@ class IndexStore:
         return bool(self.query("SELECT 1 FROM vectors WHERE collection = ? LIMIT 1", (name,)))
 
     def collection(self, name: str, dimension: int | None = None) -> VectorStore:
-        """The faiss collection ``name``: from memory, else its snapshot file if current, else
-        rebuilt from the vectors in SQLite. A read-only store reloads a collection that another
-        process changed since it was loaded."""
+        """The faiss collection ``name``: from memory, else its snapshot file if it matches the
+        database, else rebuilt from the vectors in SQLite. A read-only store reloads a
+        collection that another process changed since it was loaded."""
         with self._lock:
             if name in self._collections and not (self.readonly and self._loaded.get(name) != self.generation(_vectors(name))):
                 return self._collections[name]
-            generation = self.generation(_vectors(name))
-            dimension = dimension or self.manifest.embedding_dimension
-            store = self._load_snapshot(name, generation)
-            if store is None:
-                rows = self.query("SELECT id, vector FROM vectors WHERE collection = ?", (name,))
-                if dimension is None:
-                    if not rows:
-                        raise IndexFormatError(f"vector collection {name!r} is empty and has no known dimension")
-                    dimension = len(rows[0][1]) // 4
-                store = VectorStore(dimension)
-                if rows:
-                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-                    store.add([r[0] for r in rows], matrix)
+            with self._read():  # the generation, the ids and the vectors of one committed state
+                generation = self.generation(_vectors(name))
+                ids = [r[0] for r in self.query("SELECT id FROM vectors WHERE collection = ?", (name,))]
+                store = self._load_snapshot(name, generation, ids)
+                if store is None:
+                    store = self._rebuild_collection(name, dimension)
             self._collections[name] = store
             self._loaded[name] = generation
             return store
+
+    def _rebuild_collection(self, name: str, dimension: int | None) -> VectorStore:
+        rows = self.query("SELECT id, vector FROM vectors WHERE collection = ?", (name,))
+        dimension = dimension or self.manifest.embedding_dimension
+        if dimension is None:
+            if not rows:
+                raise IndexFormatError(f"vector collection {name!r} is empty and has no known dimension")
+            dimension = len(rows[0][1]) // 4
+        store = VectorStore(dimension)
+        if rows:
+            if any(len(r[1]) != 4 * dimension for r in rows):
+                raise IndexCorruptError(
+                    f"vector collection {name!r} in {self.path or 'memory'} holds vectors of another length than "
+                    f"{dimension} dimensions; the records are damaged: restore them from a backup or re-index"
+                )
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+            store.add([r[0] for r in rows], matrix)
+        return store
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[None]:
+        """One read transaction (nothing to do inside a write transaction, which already is one)."""
+        if self.db.in_transaction:
+            yield
+            return
+        with self._errors():
+            self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("COMMIT")
 
     def _snapshot_path(self, name: str) -> Path:
         assert self.path is not None
         return self.path / "vectors" / f"{name}.npz"
 
-    def _load_snapshot(self, name: str, generation: int) -> VectorStore | None:
+    def _load_snapshot(self, name: str, generation: int, ids: Sequence[str]) -> VectorStore | None:
+        """The snapshot file of a collection, when it is this index's (by id), of the database's
+        generation and holds exactly the ids the database holds; else ``None`` (rebuild)."""
         if self.path is None or not self._snapshot_path(name).exists():
             return None
         try:
             store, meta = VectorStore.load(self._snapshot_path(name))
         except IndexFormatError:
             return None  # damaged snapshot: rebuild from the database
-        if meta.get("generation") != generation:
+        if (
+            meta.get("generation") != generation
+            or meta.get("index_id") != self.manifest.index_id
+            or len(store) != len(ids)
+            or set(store.ids()) != set(ids)
+        ):
             return None
-        self._saved[name] = int(meta["generation"])
+        self._saved[name] = generation
         return store
+
+    def rebuild_snapshots(self) -> list[str]:
+        """Rebuild every vector collection from the records, ignoring its snapshot file, and
+        write the snapshots anew; returns the collections' names (``rhizome repair``)."""
+        with self._lock:
+            names = [r[0] for r in self.query("SELECT DISTINCT collection FROM vectors")]
+            for name in names:
+                self._collections[name] = self._rebuild_collection(name, None)
+                self._saved.pop(name, None)
+            self.save_snapshots()
+        return names
 
     def save_snapshots(self) -> None:
         """Write the faiss snapshot of every loaded collection that changed since its snapshot
@@ -536,7 +688,7 @@ class IndexStore:
                 self._loaded[name] = generation
                 if self._saved.get(name) == generation:
                     continue
-                store.save(self._snapshot_path(name), meta={"generation": generation})
+                store.save(self._snapshot_path(name), meta={"generation": generation, "index_id": self.manifest.index_id})
                 self._saved[name] = generation
             self.manifest.stats = {
                 "documents": self.count("documents"),
@@ -546,31 +698,84 @@ class IndexStore:
 
     # -- copying -------------------------------------------------------------------------------
     def copy_to(self, path: str | Path) -> None:
-        """Write a complete copy of this index (records, snapshots, manifest) to ``path``."""
+        """Write a complete copy of this index (records, snapshots, manifest) to ``path``. The
+        copy is an index of its own, with a new id."""
         target = Path(path)
         if (target / MANIFEST).exists():
             raise InvalidInputError(f"{target} already holds an index; choose an empty directory")
+        _refuse_orphans(target)
         target.mkdir(parents=True, exist_ok=True)
+        manifest = self.manifest.model_copy(deep=True)
+        manifest.index_id = uuid.uuid4().hex
+        manifest.updated = _now()
         with self._lock:
             for (name,) in self.query("SELECT DISTINCT collection FROM vectors"):
                 self.collection(name)
+            manifest.stats = {"documents": self.count("documents"), "chunks": self.count("chunks")}
+            text = manifest.model_dump_json(indent=2)
             tmp = target / (RECORDS + ".tmp")
-            with contextlib.closing(sqlite3.connect(tmp)) as out:
+            with contextlib.closing(sqlite3.connect(tmp, isolation_level=None)) as out:
                 self.db.backup(out)
+                self.set_meta(out, "index", {"id": manifest.index_id, "method": manifest.method})
+                out.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('manifest', ?)", (text,))
             os.replace(tmp, target / RECORDS)
             for name, store in self._collections.items():
-                store.save(target / "vectors" / f"{name}.npz", meta={"generation": self.generation(_vectors(name))})
-            manifest = self.manifest.model_copy(deep=True)
-            manifest.updated = _now()
-            manifest.stats = {"documents": self.count("documents"), "chunks": self.count("chunks")}
-            _atomic_write(target / MANIFEST, manifest.model_dump_json(indent=2))
+                meta = {"generation": self.generation(_vectors(name)), "index_id": manifest.index_id}
+                store.save(target / "vectors" / f"{name}.npz", meta=meta)
+            _atomic_write(target / MANIFEST, text)
 
 
-def _chunk(row: tuple) -> Chunk:
-    return Chunk(
-        id=row[0], document_id=row[1], index=row[2], text=row[3], start=row[4], end=row[5],
-        n_tokens=row[6], metadata=json.loads(row[7]),
+_CHUNK_COLUMNS = 'id, document_id, idx, text, start, "end", n_tokens, metadata, checksum'
+_CHUNK_COLUMNS_UNCHECKED = _CHUNK_COLUMNS.replace("checksum", "''")
+"""A read-only open of a database written before chunk checksums."""
+
+
+def text_checksum(text: str) -> str:
+    """CRC-32 of a chunk's text: cheap enough to verify on every read."""
+    return f"{zlib.crc32(text.encode('utf-8')):08x}"
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Whether a sqlite3 error means the file is damaged or gone (not a locked database, a
+    missing table or a constraint)."""
+    if type(exc) is sqlite3.DatabaseError:  # "file is not a database", "disk image is malformed"
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        w in text for w in ("malformed", "disk i/o error", "not a database", "unable to open database")
     )
+
+
+def _require_records(path: Path) -> None:
+    """An index directory whose database is missing or empty is refused: opening it would
+    start an empty index over the surviving manifest and snapshots."""
+    records = path / RECORDS
+    size = records.stat().st_size if records.exists() else None
+    wal = path / (RECORDS + "-wal")
+    if size is None or (size == 0 and not (wal.exists() and wal.stat().st_size)):
+        state = "missing" if size is None else "empty (0 bytes)"
+        raise IndexCorruptError(
+            f"{records} is {state}, but {path} holds an index ({MANIFEST}"
+            f"{', vector snapshots' if (path / 'vectors').exists() else ''}); the records are its source of truth, "
+            "so it cannot be opened. Nothing was changed: restore the file from a backup, or move the "
+            "directory away and index the documents again"
+        )
+
+
+def _refuse_orphans(path: Path) -> None:
+    """A new index is not created over the records of an index whose manifest is gone."""
+    records = path / RECORDS
+    if records.exists() and records.stat().st_size:
+        raise IndexCorruptError(
+            f"{path} holds the records of an index ({RECORDS}) but no {MANIFEST}; a new index there would "
+            f"mix with them. Run `rhizome repair {path}` to restore the manifest from the records, or choose "
+            "another directory"
+        )
 
 
 def _vectors(collection: str) -> str:
@@ -592,6 +797,7 @@ def read_manifest(path: str | Path) -> Manifest:
     path = Path(path)
     manifest_path = path / MANIFEST
     if not manifest_path.exists():
+        _refuse_orphans(path)
         raise IndexNotFoundError(
             f"no Rhizome index at {path} (missing {MANIFEST}); build one with `rhizome index`"
         )
@@ -607,9 +813,40 @@ def read_manifest(path: str | Path) -> Manifest:
             "version that wrote it"
         )
     try:
-        return Manifest.model_validate(raw)
+        manifest = Manifest.model_validate(raw)
     except ValidationError as exc:
         raise IndexFormatError(f"{manifest_path} is not a valid manifest: {exc}") from exc
+    _verify_records_identity(path, manifest)
+    return manifest
+
+
+def _verify_records_identity(path: Path, manifest: Manifest) -> None:
+    """The manifest must name the index and method its records were written by (one small
+    read): a manifest edited, copied or left from another index is refused before anything
+    is opened with it. Records that cannot be read are left to the open to report."""
+    records = path / RECORDS
+    if not records.exists() or not records.stat().st_size:
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)) as db:
+            rows = db.execute("SELECT value FROM meta WHERE key = 'index'").fetchall()
+    except sqlite3.Error:
+        return
+    stored = json.loads(rows[0][0]) if rows else None
+    if stored is None:
+        return  # written before ids: the first writable open records them
+    if stored.get("id") != manifest.index_id:
+        raise IndexCorruptError(
+            f"{path}: {MANIFEST} and {RECORDS} belong to different indexes (ids {manifest.index_id} and "
+            f"{stored.get('id')}); `rhizome repair {path}` rewrites the manifest from the records, which are "
+            "the source of truth. Nothing was changed"
+        )
+    if stored.get("method") != manifest.method:
+        raise IndexCorruptError(
+            f"{path}: {MANIFEST} says the method is {manifest.method!r} but the records were written by "
+            f"{stored.get('method')!r}; `rhizome repair {path}` rewrites the manifest from the records. "
+            "Nothing was changed"
+        )
 
 
 def method_registry() -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,7 @@ class VectorStore:
             with np.load(path) as data:
                 header = json.loads(data["header"].tobytes().decode())
                 index = faiss.deserialize_index(data["index"])
-        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        except (OSError, ValueError, KeyError, RuntimeError, EOFError, zipfile.BadZipFile) as exc:
             raise IndexFormatError(f"cannot read vector file {path}: {exc}") from exc
         store = cls(int(header["dimension"]))
         store._index = index

@@ -306,6 +306,32 @@ def _index_status(path: Path) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from rhizome.core.integrity import check_index
+
+    return _print_check(check_index(args.index))
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from rhizome.core.integrity import repair_index
+
+    return _print_check(repair_index(args.index))
+
+
+def _print_check(found: Any) -> int:
+    for line in found.repaired:
+        print(f"repaired: {line}")
+    for line in found.problems:
+        print(f"problem: {line}")
+    for line in found.warnings:
+        print(f"warning: {line}")
+    if found.ok:
+        print(f"{found.path}: no problems{f' ({len(found.warnings)} warnings)' if found.warnings else ''}")
+        return 0
+    print(f"{found.path}: {len(found.problems)} problems", file=sys.stderr)
+    return 1
+
+
 def _say(args: argparse.Namespace, text: str) -> None:
     if not getattr(args, "quiet", False):
         print(text)
@@ -344,6 +370,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed, or describe an index")
     p.add_argument("index", nargs="?", help="an index directory: its method, models, counts and settings")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("check", help="verify an index directory: records, checksums, vectors, snapshots (exit 1 on problems)")
+    p.add_argument("index", help="an index directory")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("repair", help="rebuild an index's manifest and vector snapshots from its records (deletes no record)")
+    p.add_argument("index", help="an index directory")
+    p.set_defaults(func=cmd_repair)
 
     # method packages add their own subcommands (e.g. `rhizome classify` from rhizome-gorag)
     # through the `rhizome.commands` entry points: each names a function register(subparsers)

@@ -1,0 +1,239 @@
+"""Check and repair an index directory (``rhizome check IDX``, ``rhizome repair IDX``).
+
+:func:`check_index` reads everything an index holds and reports two kinds of findings:
+
+- *problems*: damage that loses or falsifies data — an unreadable or inconsistent database,
+  records and manifest of different indexes, chunk text changed outside Rhizome, vectors that
+  are not finite or of the wrong length, chunks without their vector;
+- *warnings*: derived state that is out of date and rebuilt without loss — a vector snapshot
+  that does not match the records (opening the index already ignores it), a missing manifest
+  (its copy is in the records), whole-index work left pending, documents that failed.
+
+:func:`repair_index` rebuilds what is derived from the records — the manifest and every vector
+snapshot — and never deletes or changes a record: SQLite is the source of truth. Damage to the
+records themselves cannot be repaired here; the report says to restore a backup or re-index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from rhizome.core.errors import IndexCorruptError, IndexStorageError
+from rhizome.core.storage import (
+    MANIFEST,
+    RECORDS,
+    IndexStore,
+    Manifest,
+    read_manifest,
+    text_checksum,
+)
+from rhizome.core.vectors import VectorStore
+
+LISTED = 20
+"""Most items of one kind named in a report (the count is always given)."""
+
+
+class IndexCheck(BaseModel):
+    """What :func:`check_index` found (and :func:`repair_index` did)."""
+
+    path: str
+    problems: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    repaired: list[str] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No problems (warnings are repairable and lose nothing)."""
+        return not self.problems
+
+
+def check_index(path: str | Path) -> IndexCheck:
+    """Verify an index directory without changing it (it may be open by a writer meanwhile)."""
+    path = Path(path)
+    report = IndexCheck(path=str(path))
+    records = path / RECORDS
+    if not records.exists() or records.stat().st_size == 0:
+        report.problems.append(f"{records} is {'missing' if not records.exists() else 'empty'}: the records are gone; restore a backup or re-index")
+        return report
+    with _connect(records, report) as db:
+        if db is None:
+            return report
+        stored = _meta(db, "manifest")
+        manifest = _check_manifest(path, stored, report)
+        identity = _meta(db, "index")
+        if manifest is not None and identity is not None and (identity.get("id"), identity.get("method")) != (manifest.index_id, manifest.method):
+            report.problems.append(
+                f"{MANIFEST} (index {manifest.index_id}, method {manifest.method!r}) does not belong to the records "
+                f"(index {identity.get('id')}, method {identity.get('method')!r}); `rhizome repair` restores it from the records"
+            )
+        dimension = manifest.embedding_dimension if manifest is not None else None
+        _check_chunks(db, report)
+        _check_vectors(db, dimension, report)
+        if _meta(db, "pending_change"):
+            report.warnings.append("whole-index work of an insert or delete is unfinished: run `rhizome index` again to finish it")
+        failed = _rows(db, "SELECT COUNT(*) FROM document_status WHERE status = 'failed'")
+        if failed and failed[0][0]:
+            report.warnings.append(f"{failed[0][0]} documents failed and are not stored (`rhizome status` lists them)")
+        if manifest is not None:
+            _check_snapshots(path, db, manifest, report)
+    return report
+
+
+def repair_index(path: str | Path) -> IndexCheck:
+    """Rebuild the manifest (from its copy in the records) and every vector snapshot (from the
+    vectors in the records), then check again. Takes the writer lock; deletes no record."""
+    path = Path(path)
+    found = IndexCheck(path=str(path))
+    records = path / RECORDS
+    if not records.exists() or records.stat().st_size == 0:
+        raise IndexCorruptError(f"{records} is missing or empty: nothing to repair from; restore it from a backup or re-index")
+    with _connect(records, found) as db:
+        stored = _meta(db, "manifest") if db is not None else None
+    if found.problems:
+        raise IndexCorruptError(
+            f"{path} cannot be repaired: its records are damaged ({found.problems[0]}); restore {RECORDS} from a "
+            "backup or index the documents again"
+        )
+    repaired: list[str] = []
+    if stored is not None and _manifest_differs(path, stored):
+        with contextlib.suppress(FileNotFoundError):
+            (path / MANIFEST).replace(path / (MANIFEST + ".replaced"))
+            repaired.append(f"kept the old {MANIFEST} as {MANIFEST}.replaced")
+        (path / MANIFEST).write_text(json.dumps(stored, indent=2), encoding="utf-8")
+        repaired.append(f"restored {MANIFEST} from the copy in the records")
+    store = IndexStore.open(path)
+    try:
+        names = store.rebuild_snapshots()
+    finally:
+        store.close()
+    repaired.append(f"rebuilt {len(names)} vector snapshots from the records")
+    for stale in sorted((path / "vectors").glob("*.npz")) if (path / "vectors").exists() else ():
+        if stale.stem not in names:
+            stale.unlink()
+            repaired.append(f"removed the snapshot of a collection the records do not hold: {stale.name}")
+    after = check_index(path)
+    after.repaired = repaired
+    return after
+
+
+# -- the checks ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _connect(records: Path, report: IndexCheck) -> Iterator[sqlite3.Connection | None]:
+    """A read-only connection, after SQLite's full integrity check (``None`` when it fails)."""
+    try:
+        db = sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        report.problems.append(f"{records} cannot be opened: {exc}")
+        yield None
+        return
+    try:
+        found = [r[0] for r in db.execute("PRAGMA integrity_check(20)")]
+        if found != ["ok"]:
+            report.problems += [f"{records}: {line}" for line in found]
+            yield None
+        else:
+            yield db
+    except sqlite3.DatabaseError as exc:
+        report.problems.append(f"{records} is damaged: {exc}; restore a backup or re-index")
+        yield None
+    finally:
+        db.close()
+
+
+def _rows(db: sqlite3.Connection, sql: str, params: tuple = ()) -> list[tuple]:
+    try:
+        return db.execute(sql, params).fetchall()
+    except sqlite3.OperationalError:  # a table an older index does not have
+        return []
+
+
+def _meta(db: sqlite3.Connection, key: str) -> dict | None:
+    rows = _rows(db, "SELECT value FROM meta WHERE key = ?", (key,))
+    return json.loads(rows[0][0]) if rows else None
+
+
+def _check_manifest(path: Path, stored: dict | None, report: IndexCheck) -> Manifest | None:
+    try:
+        return read_manifest(path)
+    except IndexStorageError as exc:
+        fix = "`rhizome repair` restores it from the copy in the records" if stored else "no copy in the records (an index written before copies)"
+        (report.warnings if stored else report.problems).append(f"{MANIFEST}: {exc}; {fix}")
+        return Manifest.model_validate(stored) if stored else None
+
+
+def _manifest_differs(path: Path, stored: dict) -> bool:
+    try:
+        current = read_manifest(path)
+    except IndexStorageError:
+        return True
+    return (current.index_id, current.method) != (stored.get("index_id"), stored.get("method"))
+
+
+def _check_chunks(db: sqlite3.Connection, report: IndexCheck) -> None:
+    columns = {r[1] for r in _rows(db, "PRAGMA table_info(chunks)")}
+    select = "id, text, checksum" if "checksum" in columns else "id, text, ''"
+    changed = [cid for cid, text, checksum in _rows(db, f"SELECT {select} FROM chunks") if checksum and checksum != text_checksum(text)]
+    if changed:
+        report.problems.append(
+            f"{len(changed)} chunks do not match their checksum (text changed outside Rhizome): {', '.join(changed[:LISTED])}; "
+            "delete their documents and insert them again"
+        )
+    counts = _rows(
+        db,
+        "SELECT d.id FROM documents d LEFT JOIN (SELECT document_id, COUNT(*) n FROM chunks GROUP BY document_id) c"
+        " ON c.document_id = d.id WHERE COALESCE(c.n, 0) != d.n_chunks",
+    )
+    if counts:
+        report.problems.append(f"{len(counts)} documents do not have the chunks they were stored with: {', '.join(r[0] for r in counts[:LISTED])}")
+
+
+def _check_vectors(db: sqlite3.Connection, dimension: int | None, report: IndexCheck) -> None:
+    for (name,) in _rows(db, "SELECT DISTINCT collection FROM vectors"):
+        rows = _rows(db, "SELECT id, vector FROM vectors WHERE collection = ?", (name,))
+        size = 4 * dimension if dimension else len(rows[0][1])
+        wrong = [key for key, blob in rows if len(blob) != size]
+        if wrong:
+            report.problems.append(f"collection {name!r}: {len(wrong)} vectors of the wrong length: {', '.join(wrong[:LISTED])}")
+        good = [(key, blob) for key, blob in rows if len(blob) == size]
+        if good:
+            matrix = np.frombuffer(b"".join(b for _, b in good), dtype=np.float32).reshape(len(good), -1)
+            bad = [good[i][0] for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1))]
+            if bad:
+                report.problems.append(f"collection {name!r}: {len(bad)} vectors hold NaN or infinity: {', '.join(bad[:LISTED])}")
+    chunks = {r[0] for r in _rows(db, "SELECT id FROM chunks")}
+    vectors = {r[0] for r in _rows(db, "SELECT id FROM vectors WHERE collection = 'chunks'")}
+    if vectors or dimension:
+        missing, orphans = sorted(chunks - vectors), sorted(vectors - chunks)
+        if missing:
+            report.problems.append(f"{len(missing)} chunks have no vector (they cannot be found): {', '.join(missing[:LISTED])}")
+        if orphans:
+            report.problems.append(f"{len(orphans)} chunk vectors have no chunk: {', '.join(orphans[:LISTED])}")
+
+
+def _check_snapshots(path: Path, db: sqlite3.Connection, manifest: Manifest, report: IndexCheck) -> None:
+    folder = path / "vectors"
+    for file in sorted(folder.glob("*.npz")) if folder.exists() else ():
+        name = file.stem
+        ids = {r[0] for r in _rows(db, "SELECT id FROM vectors WHERE collection = ?", (name,))}
+        generation = _rows(db, "SELECT value FROM meta WHERE key = ?", (f"generation:vectors/{name}",))
+        try:
+            store, meta = VectorStore.load(file)
+        except IndexStorageError as exc:
+            report.warnings.append(f"snapshot {file.name} is unreadable ({exc}); it is rebuilt from the records (`rhizome repair`)")
+            continue
+        if meta.get("index_id") != manifest.index_id:
+            report.warnings.append(f"snapshot {file.name} belongs to another index; it is ignored and rebuilt (`rhizome repair`)")
+        elif set(store.ids()) != ids or (generation and int(generation[0][0]) != meta.get("generation")):
+            report.warnings.append(f"snapshot {file.name} does not match the records; it is ignored and rebuilt (`rhizome repair`)")
+
+
+__all__ = ["IndexCheck", "check_index", "repair_index"]

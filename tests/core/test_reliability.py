@@ -1,0 +1,209 @@
+"""The index directory checks itself: identity, missing or damaged records, snapshots that do
+not match, chunk checksums, the writer lock, `check` and `repair` (docs/reliability.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rhizome.core.errors import IndexCorruptError, IndexLockedError
+from rhizome.core.integrity import check_index, repair_index
+from rhizome.core.naive import VectorIndex
+from rhizome.core.storage import MANIFEST, RECORDS, load_index
+from rhizome.core.types import Document
+
+DOCS = [Document(id=f"d{i}", text=f"Report {i}: the {w} ferry crossed to {p} at dawn.") for i, (w, p) in enumerate(
+    [("red", "Oslo"), ("blue", "Bergen"), ("green", "Tromso"), ("grey", "Alesund"), ("white", "Bodo")]
+)]
+QUERY = "blue ferry Bergen"
+
+
+def build(path: Path) -> list[str]:
+    index = VectorIndex(path=path)
+    index.insert(DOCS)
+    hits = [h.id for h in index.as_retriever(k=3).retrieve(QUERY)]
+    index.close()
+    return hits
+
+
+def search(path: Path, **options) -> list[str]:
+    index = load_index(path, **options)
+    try:
+        return [h.id for h in index.as_retriever(k=3).retrieve(QUERY)]
+    finally:
+        index.close()
+
+
+def files(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("damage", ["missing", "empty"])
+def test_missing_or_empty_records_are_refused_and_nothing_is_overwritten(tmp_path, damage):
+    build(tmp_path / "i")
+    records = tmp_path / "i" / RECORDS
+    records.unlink() if damage == "missing" else records.write_bytes(b"")
+    before = files(tmp_path / "i")
+    for opener in (lambda: load_index(tmp_path / "i"), lambda: load_index(tmp_path / "i", readonly=True), lambda: VectorIndex(path=tmp_path / "i")):
+        with pytest.raises(IndexCorruptError, match="source of truth"):
+            opener()
+    assert files(tmp_path / "i") == before
+
+
+def test_a_garbled_database_is_a_typed_error_and_gets_no_writes(tmp_path):
+    build(tmp_path / "i")
+    records = tmp_path / "i" / RECORDS
+    data = bytearray(records.read_bytes())
+    for offset in range(4096, len(data), 4096):  # every page but the header: its b-tree headers are gone
+        data[offset : offset + 64] = b"\xa5" * 64
+    records.write_bytes(bytes(data))
+    before = files(tmp_path / "i")
+    with pytest.raises(IndexCorruptError, match="is damaged"):
+        VectorIndex(path=tmp_path / "i")
+    assert files(tmp_path / "i") == before
+    found = check_index(tmp_path / "i")
+    assert not found.ok and RECORDS in found.problems[0]
+    with pytest.raises(IndexCorruptError, match="cannot be repaired"):
+        repair_index(tmp_path / "i")
+
+
+def test_without_a_manifest_no_new_index_adopts_the_records_and_repair_restores_it(tmp_path):
+    hits = build(tmp_path / "i")
+    (tmp_path / "i" / MANIFEST).unlink()
+    with pytest.raises(IndexCorruptError, match="rhizome repair"):
+        VectorIndex("hashing:64", path=tmp_path / "i")  # another embedder: its vectors must not mix in
+    with pytest.raises(IndexCorruptError):
+        load_index(tmp_path / "i")
+    found = check_index(tmp_path / "i")
+    assert found.ok and any(MANIFEST in w for w in found.warnings)
+    assert "restored manifest.json from the copy in the records" in repair_index(tmp_path / "i").repaired
+    assert search(tmp_path / "i") == hits
+
+
+def test_a_manifest_naming_another_method_or_index_is_refused(tmp_path):
+    hits = build(tmp_path / "i")
+    manifest = json.loads((tmp_path / "i" / MANIFEST).read_text())
+    (tmp_path / "i" / MANIFEST).write_text(json.dumps({**manifest, "method": "lightrag"}))
+    with pytest.raises(IndexCorruptError, match="written by 'naive'"):
+        load_index(tmp_path / "i")
+    build(tmp_path / "other")
+    (tmp_path / "i" / MANIFEST).write_bytes((tmp_path / "other" / MANIFEST).read_bytes())
+    with pytest.raises(IndexCorruptError, match="different indexes"):
+        load_index(tmp_path / "i")
+    repair_index(tmp_path / "i")
+    assert search(tmp_path / "i") == hits
+
+
+def test_a_truncated_or_foreign_snapshot_is_rebuilt_from_the_records(tmp_path):
+    hits = build(tmp_path / "i")
+    snapshot = tmp_path / "i" / "vectors" / "chunks.npz"
+    snapshot.write_bytes(snapshot.read_bytes()[:200])
+    assert search(tmp_path / "i") == hits
+    assert search(tmp_path / "i", readonly=True) == hits
+    # a snapshot of another index, at the same generation, holding other ids
+    other = VectorIndex(path=tmp_path / "o")
+    other.insert([Document(id=f"x{i}", text=f"Blue ferry Bergen {i}") for i in range(5)])
+    other.close()
+    snapshot.write_bytes((tmp_path / "o" / "vectors" / "chunks.npz").read_bytes())
+    assert any("another index" in w for w in check_index(tmp_path / "i").warnings)
+    assert search(tmp_path / "i") == hits
+    repair_index(tmp_path / "i")
+    assert check_index(tmp_path / "i").warnings == []
+
+
+def test_changed_chunk_text_is_caught_on_read_and_by_check(tmp_path):
+    build(tmp_path / "i")
+    with sqlite3.connect(tmp_path / "i" / RECORDS) as db:
+        db.execute("UPDATE chunks SET text = text || ' (edited)' WHERE document_id = 'd1'")
+    with pytest.raises(IndexCorruptError, match="does not match its checksum"):
+        search(tmp_path / "i")
+    found = check_index(tmp_path / "i")
+    assert not found.ok and "1 chunks do not match their checksum" in found.problems[0]
+
+
+def test_check_finds_vectors_that_are_not_finite_and_chunks_without_vectors(tmp_path):
+    build(tmp_path / "i")
+    with sqlite3.connect(tmp_path / "i" / RECORDS) as db:
+        blob = db.execute("SELECT vector FROM vectors WHERE id = (SELECT id FROM chunks WHERE document_id = 'd0')").fetchone()[0]
+        db.execute("UPDATE vectors SET vector = ? WHERE id = (SELECT id FROM chunks WHERE document_id = 'd0')", (b"\x00\x00\xc0\x7f" * (len(blob) // 4),))
+        db.execute("DELETE FROM vectors WHERE id = (SELECT id FROM chunks WHERE document_id = 'd2')")
+    problems = " | ".join(check_index(tmp_path / "i").problems)
+    assert "1 vectors hold NaN or infinity" in problems and "1 chunks have no vector" in problems
+
+
+def test_a_copy_is_an_index_of_its_own(tmp_path):
+    index = VectorIndex(path=tmp_path / "a")
+    index.insert(DOCS)
+    index.persist(tmp_path / "b")
+    ids = {json.loads((tmp_path / d / MANIFEST).read_text())["index_id"] for d in ("a", "b")}
+    assert len(ids) == 2 and None not in ids
+    index.close()
+    assert check_index(tmp_path / "b").ok and check_index(tmp_path / "b").warnings == []
+
+
+def test_an_index_written_before_ids_and_checksums_is_adopted(tmp_path):
+    hits = build(tmp_path / "i")
+    manifest = json.loads((tmp_path / "i" / MANIFEST).read_text())
+    (tmp_path / "i" / MANIFEST).write_text(json.dumps({k: v for k, v in manifest.items() if k != "index_id"}))
+    with sqlite3.connect(tmp_path / "i" / RECORDS) as db:
+        db.execute("DELETE FROM meta WHERE key IN ('index', 'manifest')")
+        db.execute("ALTER TABLE chunks DROP COLUMN checksum")
+    assert search(tmp_path / "i", readonly=True) == hits
+    assert search(tmp_path / "i") == hits  # the writable open records an id; old chunks carry no checksum
+    assert json.loads((tmp_path / "i" / MANIFEST).read_text())["index_id"]
+    assert check_index(tmp_path / "i").ok
+
+
+LOCK_HOLDER = """
+import sys, time
+from rhizome.core.naive import VectorIndex
+index = VectorIndex(path=sys.argv[1])
+print("open", flush=True)
+time.sleep(30)
+"""
+
+
+def test_the_writer_lock_survives_deleting_files(tmp_path):
+    build(tmp_path / "i")
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(tmp_path / "i")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        for stray in (tmp_path / "i").glob(".writer.lock"):
+            stray.unlink()
+        with pytest.raises(IndexLockedError):
+            VectorIndex(path=tmp_path / "i")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_database_replaced_under_a_writer_is_not_written(tmp_path):
+    index = VectorIndex(path=tmp_path / "i")
+    index.insert(DOCS[:2])
+    records = tmp_path / "i" / RECORDS
+    os.replace(records, tmp_path / "moved.sqlite")
+    records.write_bytes((tmp_path / "moved.sqlite").read_bytes())
+    with pytest.raises(IndexLockedError, match="moved, deleted or replaced"):
+        index.insert(DOCS[2:])
+    index.close()
+
+
+def test_cli_check_and_repair(tmp_path, capsys):
+    from rhizome.rag.cli import main
+
+    build(tmp_path / "i")
+    assert main(["check", str(tmp_path / "i")]) == 0
+    assert "no problems" in capsys.readouterr().out
+    (tmp_path / "i" / MANIFEST).unlink()
+    assert main(["repair", str(tmp_path / "i")]) == 0
+    assert "repaired: restored manifest.json" in capsys.readouterr().out
+    with sqlite3.connect(tmp_path / "i" / RECORDS) as db:
+        db.execute("UPDATE chunks SET text = 'changed' WHERE document_id = 'd3'")
+    assert main(["check", str(tmp_path / "i")]) == 1
+    assert "problem: 1 chunks do not match their checksum" in capsys.readouterr().out
