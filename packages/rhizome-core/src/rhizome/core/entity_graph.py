@@ -10,8 +10,9 @@ ArchRAG and HippoRAG, which also cluster or walk an entity graph, can too.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 
@@ -29,6 +30,8 @@ class EntityGraph:
     relations_of: dict[str, list[str]] = field(default_factory=dict)
     communities_of: dict[str, list[str]] = field(default_factory=dict)
     entities_of_chunk: dict[str, list[str]] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What searches derive from this graph (kept with it, so it goes when the graph changes)."""
 
     @classmethod
     def build(
@@ -59,6 +62,14 @@ class EntityGraph:
                 chunks[cid].append(eid)
         data.entities_of_chunk = dict(chunks)
         return data
+
+    def citing(self, chunk_ids: Iterable[str]) -> tuple[set[str], set[str]]:
+        """Ids of the entities and of the relations that cite one of ``chunk_ids`` (what a
+        removal of those chunks touches)."""
+        chunks = set(chunk_ids)
+        entities = {eid for cid in chunks for eid in self.entities_of_chunk.get(cid, ())}
+        relations = {rid for rid, r in self.relations.items() if not chunks.isdisjoint(r.source_chunk_ids)}
+        return entities, relations
 
     def weighted(self) -> nx.Graph:
         """The undirected weighted graph Leiden runs on: one node per entity that has at least

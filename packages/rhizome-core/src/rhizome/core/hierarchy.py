@@ -10,6 +10,8 @@ This module holds that shape once:
   members, so a group that keeps its members keeps its id (and its summary) across re-clustering;
 - :class:`Hierarchy` — the groups of one index as a record table plus one vector collection per
   level;
+- :func:`prune_groups` — what removing members does to the groups before the next clustering:
+  the groups that held them go (their summaries were written from them), the rest stay reachable;
 - :class:`GroupSummarizer` — writes the summaries of chosen groups, deepest level first, each
   level concurrently, through a resumable stage (:mod:`rhizome.core.stages`): a group whose input
   is unchanged reuses its summary, each new summary is committed as it arrives, and eager
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +59,33 @@ def cluster_hierarchy(graph: nx.Graph, *, max_cluster_size: int, seed: int, max_
         )
         for c in hierarchy
     ]
+
+
+def prune_groups(groups: Mapping[str, Community], members: Iterable[str]) -> tuple[list[Community], list[Community]]:
+    """What removing or changing ``members`` does to a hierarchy until it is clustered again.
+
+    Every group holding one of ``members`` is dropped, with its ancestors (a parent holds its
+    children's members, and its summary may be written from theirs): their summaries and
+    vectors were made from what the members were. The groups left keep their summaries; one
+    whose parent was dropped becomes a root, so every group left is still reached from a root.
+    Returns ``(dropped, changed)``: the groups to delete and the changed copies to store."""
+    wanted = set(members)
+    dropped = {gid for gid, g in groups.items() if not wanted.isdisjoint(g.entity_ids)}
+    todo = list(dropped)
+    while todo:
+        parent = groups[todo.pop()].parent
+        if parent is not None and parent in groups and parent not in dropped:
+            dropped.add(parent)
+            todo.append(parent)
+    changed = []
+    for gid, group in groups.items():
+        if gid in dropped:
+            continue
+        parent = None if group.parent in dropped else group.parent
+        children = [c for c in group.children if c not in dropped]
+        if parent != group.parent or children != group.children:
+            changed.append(group.model_copy(update={"parent": parent, "children": children}))
+    return [groups[gid] for gid in sorted(dropped)], changed
 
 
 def has_summary(group: Community) -> bool:
@@ -219,4 +248,5 @@ __all__ = [
     "cluster_hierarchy",
     "community_key",
     "has_summary",
+    "prune_groups",
 ]

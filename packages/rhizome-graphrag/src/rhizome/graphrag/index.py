@@ -17,27 +17,62 @@ cheap, while the expensive steps are resumable stages keyed by their input: desc
 summaries (by the descriptions), reports (by the context they are written from) and embeddings
 (by the embedded text). So only what changed is paid for, an interrupted rebuild loses only the
 calls in flight, and nothing only a deleted document supported survives.
+
+A delete (or the replacement of a document) does not wait for the rebuild to forget the old
+chunks: its own transaction re-merges the entities and relations citing them from the
+extractions that still support them (those left with none go, with their vectors), and drops
+the communities holding a member it touched, reports and vectors with them. So whatever a search
+reads once the delete commits cites no deleted document, whether or not the rebuild runs; the
+rebuild (or, when it was cut short, the next insert, delete or refresh) re-clusters and writes
+the reports again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.extraction import Extraction, merge_extractions
 from rhizome.core.graph import leiden_library_versions
-from rhizome.core.hierarchy import GroupSummarizer, Hierarchy, cluster_hierarchy, has_summary
-from rhizome.core.index import BaseIndex, Batch, Stats
-from rhizome.core.stages import arun_stage, digest, prune_stage
-from rhizome.core.summarize import DescriptionSummarizer
+from rhizome.core.hierarchy import (
+    GroupSummarizer,
+    Hierarchy,
+    cluster_hierarchy,
+    has_summary,
+    prune_groups,
+)
+from rhizome.core.index import BaseIndex, Batch, Stats, VectorBatch
+from rhizome.core.records import batches
+from rhizome.core.stages import arun_stage, digest, prune_stage, stored_results
+from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
 
 SUMMARY_STAGE = "graphrag.summary"
 REPORT_STAGE = "graphrag.report"
+GLOBAL_METADATA = ("pmi", "npmi")
+"""Relation metadata computed over the whole graph: kept as they are until the rebuild."""
+
+
+@dataclass
+class _Removal:
+    """What removing chunks changes before the rebuild, computed outside the transaction."""
+
+    chunks: set[str] = field(default_factory=set)
+    entities: dict[str, Entity] = field(default_factory=dict)
+    """Entities citing a removed chunk, re-merged from the extractions still supporting them."""
+    relations: dict[str, Relation] = field(default_factory=dict)
+    deleted_entities: list[str] = field(default_factory=list)
+    deleted_relations: list[str] = field(default_factory=list)
+    dropped: list[Community] = field(default_factory=list)
+    """Communities holding a touched entity (their reports were written from what it was)."""
+    changed: list[Community] = field(default_factory=list)
+    """Communities left whose parent was dropped (now roots)."""
+    vectors: VectorBatch | None = None
 
 
 class GraphRAGIndex(BaseIndex):
@@ -71,17 +106,122 @@ class GraphRAGIndex(BaseIndex):
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
         chunks = [c for _, cs in batch for c in cs]
         extractions = await self.extractor.aextract(chunks)
-        return [c.id for c in chunks], await self.embed([c.text for c in chunks]), extractions
+        vectors = await self.embed([c.text for c in chunks])
+        # a replaced document's old chunks stop supporting the graph in the same transaction
+        replaced = [doc.id for doc, _ in batch if self.store.document_state(doc.id) is not None]
+        removal = await self._plan_removal(self.store.chunk_ids(replaced), stats)
+        return [c.id for c in chunks], vectors, extractions, removal
 
     def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
-        ids, vectors, extractions = prepared
+        ids, vectors, extractions, removal = prepared
+        self._apply_removal(db, removal)
         if ids:
             self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
         self.extractions.put(db, extractions)
 
+    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> Any:
+        return await self._plan_removal(self.store.chunk_ids(document_ids), stats)
+
+    def _write_delete(self, db: Any, document_ids: list[str], prepared: Any) -> None:
+        self._apply_removal(db, prepared)
+
     def _remove_document(self, db: Any, document_id: str) -> int:
         self.extractions.delete(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
+
+    async def _plan_removal(self, chunk_ids: Sequence[str], stats: Stats) -> _Removal:
+        """What the graph must lose, in the transaction that removes ``chunk_ids``, so that no
+        search reads them again even if the rebuild never runs: every entity and relation citing
+        one of them is merged again (:func:`merge_extractions`) from the stored extractions of
+        the chunks that still support it — those of its remaining source chunks and, for an
+        entity, of its relations' (which name it) — and goes when none is left; a description
+        whose fragments changed becomes the one the rebuild will hold (joined fragments, or a
+        stored summary of them) or, until a summary is written, an extractive one. The
+        communities holding a touched entity are dropped (:func:`prune_groups`)."""
+        plan = _Removal(chunks=set(chunk_ids))
+        if not plan.chunks:
+            return plan
+        graph = self.graph()
+        touched_entities, touched_relations = graph.citing(plan.chunks)
+        if not touched_entities and not touched_relations:
+            return plan
+        support: set[str] = set()
+        for eid in touched_entities:
+            support.update(graph.entities[eid].source_chunk_ids)
+            for rid in graph.relations_of.get(eid, ()):
+                support.update(graph.relations[rid].source_chunk_ids)
+        for rid in touched_relations:
+            support.update(graph.relations[rid].source_chunk_ids)
+        support -= plan.chunks
+        entities, relations = merge_extractions(list(self.extractions.get(self._stored_order(support)).values()))
+
+        for eid in sorted(touched_entities):
+            if eid in entities:
+                plan.entities[eid] = entities[eid]
+            else:
+                plan.deleted_entities.append(eid)
+        for rid in sorted(touched_relations):
+            if rid in relations:
+                relation, before = relations[rid], graph.relations[rid].metadata
+                relation.metadata.update({k: before[k] for k in GLOBAL_METADATA if k in before})
+                plan.relations[rid] = relation
+            else:
+                plan.deleted_relations.append(rid)
+
+        names = {eid: e.name for eid, e in plan.entities.items()}
+        fresh: dict[str, Entity | Relation] = {}  # records whose description fragments changed
+        for prefix, records, stored in (("e:", plan.entities, graph.entities), ("r:", plan.relations, graph.relations)):
+            for key, record in records.items():
+                if stored[key].descriptions == record.descriptions:
+                    record.description = stored[key].description
+                else:
+                    fresh[prefix + key] = record
+        if fresh:
+            def name(eid: str) -> str:
+                return names.get(eid) or (graph.entities[eid].name if eid in graph.entities else eid)
+
+            digests = {key: self._summary_digest(self._subject(key, record, name), record.descriptions) for key, record in fresh.items()}
+            held = stored_results(self.store, SUMMARY_STAGE, digests.values())
+            for key, record in fresh.items():
+                fragments = list(dict.fromkeys(d.strip() for d in record.descriptions if d and d.strip()))
+                if not self.summarizer.needs_summary(fragments):
+                    record.description = "\n".join(fragments)
+                elif digests[key] in held:
+                    record.description = held[digests[key]]
+                else:  # until the rebuild pays for a summary
+                    record.description = extractive_summary(fragments, self.summarizer.max_tokens)
+
+        plan.vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in plan.entities.items()})
+        touched = touched_entities | {x for rid in touched_relations for x in (graph.relations[rid].source, graph.relations[rid].target)}
+        plan.dropped, plan.changed = prune_groups(graph.communities, touched)
+        for key, value in {
+            "entities_removed": len(plan.deleted_entities),
+            "relations_removed": len(plan.deleted_relations),
+            "communities_dropped": len(plan.dropped),
+        }.items():
+            stats[key] = stats.get(key, 0) + value
+        return plan
+
+    def _stored_order(self, chunk_ids: set[str]) -> list[str]:
+        """``chunk_ids`` in the order the chunks were stored (the order the rebuild merges in)."""
+        rows: list[tuple[int, str]] = []
+        for part in batches(sorted(chunk_ids)):
+            marks = ",".join("?" * len(part))
+            rows += [(r[1], r[0]) for r in self.store.query(f"SELECT id, rowid FROM chunks WHERE id IN ({marks})", part)]
+        return [cid for _, cid in sorted(rows)]
+
+    def _apply_removal(self, db: Any, plan: _Removal) -> None:
+        """Store a :class:`_Removal`, inside the transaction that removes its chunks."""
+        self.relation_table.delete(db, plan.deleted_relations)
+        self.entity_table.delete(db, plan.deleted_entities)
+        if plan.deleted_entities:
+            self.store.delete_vectors(db, self.ENTITY_COLLECTION, plan.deleted_entities)
+        self.entity_table.put(db, plan.entities.values())
+        self.relation_table.put(db, plan.relations.values())
+        if plan.vectors is not None:
+            plan.vectors.write(db, self.store)
+        self.communities.delete(db, plan.dropped)
+        self.communities.put(db, plan.changed)
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
         await self._rebuild(stats)
@@ -130,9 +270,9 @@ class GraphRAGIndex(BaseIndex):
         records.update({f"r:{k}": r for k, r in relations.items()})
         jobs = {}
         for key, record in records.items():
-            subject = record.name if key.startswith("e:") else f"{names.get(record.source, record.source)} — {names.get(record.target, record.target)}"
+            subject = self._subject(key, record, lambda e: names.get(e, e))
             if self.summarizer.needs_summary(record.descriptions):
-                d = digest(subject, record.descriptions, self.summarizer.max_tokens, self.config.language, getattr(self.llm, "name", None))
+                d = self._summary_digest(subject, record.descriptions)
                 jobs[key] = (d, lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
             else:
                 record.description = await self.summarizer.asummarize(subject, record.descriptions)
@@ -149,7 +289,7 @@ class GraphRAGIndex(BaseIndex):
         graph.communities = reports
 
         # embeddings of what a search would now see differently
-        entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: f"{e.name}: {e.description}".strip() for k, e in entities.items()})
+        entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()})
         community_vectors = [
             await self.embed_changed(
                 self.communities.collection(level),
@@ -179,6 +319,14 @@ class GraphRAGIndex(BaseIndex):
             entity_embeddings=len(entity_vectors.ids),
             community_embeddings=sum(len(b.ids) for b in community_vectors),
         )
+
+    @staticmethod
+    def _subject(key: str, record: Any, name: Any) -> str:
+        """What a description summary is about: the entity's name, or a relation's endpoints."""
+        return record.name if key.startswith("e:") else f"{name(record.source)} — {name(record.target)}"
+
+    def _summary_digest(self, subject: str, descriptions: list[str]) -> str:
+        return digest(subject, descriptions, self.summarizer.max_tokens, self.config.language, getattr(self.llm, "name", None))
 
     def _community_text(self, community: Community, graph: EntityGraph) -> str:
         return full_content(community) if has_summary(community) else community_card(community, graph)
@@ -221,6 +369,11 @@ class GraphRAGIndex(BaseIndex):
         from rhizome.graphrag.answer import aanswer
 
         return await aanswer(question, retrieval, self.llm, language=self.config.language)
+
+
+def _entity_text(entity: Entity) -> str:
+    """What an entity's vector is made from."""
+    return f"{entity.name}: {entity.description}".strip()
 
 
 __all__ = ["GraphRAGIndex"]

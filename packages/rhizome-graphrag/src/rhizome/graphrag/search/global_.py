@@ -148,7 +148,9 @@ class GlobalSearch(BaseRetriever):
     def _offline_profile(self, community: Community, graph: Any) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
         """Offline: the content words of a community's report (or card) and its points, each
         with its words. Kept until the graph changes: every query reads the same reports."""
-        cache = self.index.derived("global-offline-profiles", id(graph), dict)
+        # kept on the graph itself: a cache keyed by id(graph) could outlive its graph and be
+        # served to a new one at the same address, with the reports of before a delete
+        cache = graph.cache.setdefault("global-offline-profiles", {})
         key = (community.id, has_summary(community))
         found = cache.get(key)
         if found is None:
