@@ -373,7 +373,7 @@ class BaseIndex:
         """Remove a document's chunks, their vectors and the document row; returns the number of
         chunks removed. Subclasses remove their own records first, then call this."""
         chunk_ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))]
-        if self.store.manifest.embedding_dimension is not None:
+        if self.store.embedding_dimension is not None:
             self.store.delete_vectors(db, self.CHUNK_COLLECTION, chunk_ids)
         db.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
         db.execute("DELETE FROM documents WHERE id = ?", (document_id,))

@@ -93,7 +93,7 @@ async def query_vector(index: Any, text: str, extra: Sequence[str] = ()) -> np.n
     """The query embedding of ``text`` with the index's embedder (one row; with ``extra``
     texts, one row each after it, embedded in the same call), or ``None`` when the index holds
     no vectors yet; an embedder of another dimension is an :class:`IndexMismatchError`."""
-    known = index.store.manifest.embedding_dimension
+    known = index.store.embedding_dimension
     if known is None:
         return None
     vector = await index.embedder.aembed_query([text, *extra])

@@ -553,6 +553,16 @@ class IndexStore:
             return table
 
     # -- vectors -------------------------------------------------------------------------------
+    @property
+    def embedding_dimension(self) -> int | None:
+        """The dimension of the index's vectors, once known. A reader that opened the index
+        before its first vector was stored learns it from the records on a later call."""
+        if self.manifest.embedding_dimension is None and self.readonly:
+            rows = self.query("SELECT length(vector) FROM vectors LIMIT 1")
+            if rows:
+                self.manifest.embedding_dimension = int(rows[0][0]) // 4
+        return self.manifest.embedding_dimension
+
     def put_vectors(
         self, db: sqlite3.Connection, collection: str, ids: Sequence[str], vectors: np.ndarray, digests: Sequence[str] | None = None
     ) -> None:
@@ -613,7 +623,7 @@ class IndexStore:
 
     def _rebuild_collection(self, name: str, dimension: int | None) -> VectorStore:
         rows = self.query("SELECT id, vector FROM vectors WHERE collection = ?", (name,))
-        dimension = dimension or self.manifest.embedding_dimension
+        dimension = dimension or self.embedding_dimension
         if dimension is None:
             if not rows:
                 raise IndexFormatError(f"vector collection {name!r} is empty and has no known dimension")

@@ -28,7 +28,7 @@ chat model that answers every JSON schema, for methods that use one) and checks,
   the reason, while the others are stored; inserting again retries only it;
 - concurrency: one retriever serving many threads and event loops gives the serial results and
   keeps no per-call state; inserts from two threads both land; a read-only reader sees
-  documents committed after it opened.
+  documents committed after it opened, also when it opened the index empty.
 
 It needs pytest (a test dependency, not a runtime one).
 """
@@ -321,6 +321,16 @@ class IndexConformance:
         writer.insert(CORPUS[4:])
         cited = {d for h in reader.as_retriever(k=20).retrieve("Great Storm chapel sailors") for d in h.provenance.document_ids}
         assert {"storm", "chapel"} & cited, "the reader does not see the new documents"
+        reader.close()
+        writer.close()
+
+    def test_reader_of_an_empty_index_sees_the_first_documents(self, method: Any, tmp_path: Path) -> None:
+        writer = self.build(method, path=tmp_path / "idx", documents=[])
+        reader = index_class(method).load(tmp_path / "idx", readonly=True, llm=self.model(method))
+        assert reader.as_retriever(k=3).retrieve("Great Storm chapel sailors") == []
+        writer.insert(CORPUS)
+        cited = {d for h in reader.as_retriever(k=20).retrieve("Great Storm chapel sailors") for d in h.provenance.document_ids}
+        assert {"storm", "chapel"} & cited, "a reader that opened the empty index never sees a vector"
         reader.close()
         writer.close()
 

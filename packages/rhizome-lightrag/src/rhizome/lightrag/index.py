@@ -205,7 +205,7 @@ class LightRAGIndex(BaseIndex):
 
         def by_vector(vectors: np.ndarray, k: int) -> list[list[tuple[Known, float]]]:
             empty: list[list[tuple[Known, float]]] = [[] for _ in range(len(vectors))]
-            if self.store.manifest.embedding_dimension is None or not len(vectors):
+            if self.store.embedding_dimension is None or not len(vectors):
                 return empty
             collection = self.store.collection(self.NAME_COLLECTION, vectors.shape[1])
             if not len(collection):
@@ -452,7 +452,7 @@ class LightRAGIndex(BaseIndex):
         self.entity_table.delete(db, plan.deleted_entities)
         self.entity_table.put(db, plan.entities.values())
         self.relation_table.put(db, plan.relations.values())
-        if self.store.manifest.embedding_dimension is not None:
+        if self.store.embedding_dimension is not None:
             if plan.deleted_entities:
                 self.store.delete_vectors(db, self.ENTITY_COLLECTION, plan.deleted_entities)
                 self.store.delete_vectors(db, self.NAME_COLLECTION, plan.deleted_entities)
