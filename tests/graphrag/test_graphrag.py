@@ -276,7 +276,7 @@ def _tree_index(llm: Any) -> Any:
     async def areports(ids):
         return {i: graph.communities[i] for i in ids}
 
-    store = SimpleNamespace(manifest=SimpleNamespace(embedding_dimension=None), chunks=lambda ids: {})
+    store = SimpleNamespace(embedding_dimension=None, manifest=SimpleNamespace(embedding_dimension=None), chunks=lambda ids: {})
     return SimpleNamespace(graph=lambda: graph, llm=llm, store=store, areports=areports, config=SimpleNamespace(language="English"))
 
 

@@ -18,6 +18,11 @@ def as_document(item: Any) -> Document:
     """One document from a str, a mapping with ``text``, a rhizome/LangChain/LlamaIndex document."""
     if isinstance(item, Document):
         return item
+    if isinstance(item, (bytes, bytearray)):
+        raise InvalidInputError(
+            "a document must be text, not bytes: decode it first (e.g. data.decode('utf-8'), or "
+            "errors='replace' when the encoding is unsure)"
+        )
     if isinstance(item, str):
         return Document(text=item)
     if isinstance(item, Mapping):
@@ -41,9 +46,11 @@ def as_document(item: Any) -> Document:
 def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
     """Validate a batch of documents up front, before anything is stored.
 
-    Raises :class:`InvalidInputError` for an unusable item, an empty text, or one id given twice
-    with different texts (the same document given twice is kept once)."""
-    if isinstance(items, (str, Document, Mapping)) or not isinstance(items, Iterable):
+    Raises :class:`InvalidInputError` for an unusable item, an empty text, text or metadata
+    that cannot be stored as UTF-8 (a lone surrogate such as ``"\\ud800"``, a NUL character),
+    or one id given twice with different texts (the same document given twice is kept once).
+    One bad document fails the whole call before anything of it is stored."""
+    if isinstance(items, (str, bytes, bytearray, Document, Mapping)) or not isinstance(items, Iterable):
         items = [items]
     documents: dict[str, Document] = {}
     for position, item in enumerate(items):
@@ -52,6 +59,7 @@ def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
             raise InvalidInputError(
                 f"document {position} ({document.id}) has no text; remove it or give it content"
             )
+        _check_storable(position, document)
         previous = documents.get(document.id)
         if previous is not None and previous.text != document.text:
             raise InvalidInputError(
@@ -59,6 +67,26 @@ def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
             )
         documents[document.id] = document
     return list(documents.values())
+
+
+def _check_storable(position: int, document: Document) -> None:
+    """Text, id and metadata must be valid UTF-8 without NUL characters: SQLite and every model
+    server take UTF-8, and a NUL ends a string in many tools."""
+    where = f"document {position} ({document.id!r})"
+    try:
+        metadata = json.dumps(document.metadata, default=str, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{where} has metadata that cannot be stored as JSON ({exc}); use plain values") from exc
+    for part, value in (("text", document.text), ("id", document.id), ("metadata", metadata)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                f"{where} has {part} that is not valid Unicode (a lone surrogate at position {exc.start}); "
+                "decode the source with errors='replace', or remove the character"
+            ) from exc
+        if "\x00" in value:
+            raise InvalidInputError(f"{where} has a NUL character in its {part}; remove it (e.g. text.replace('\\x00', ''))")
 
 
 def load_path(path: str | Path) -> list[Document]:

@@ -15,8 +15,9 @@ HitKind = Literal["chunk", "entity", "relation", "community", "summary", "segmen
 
 
 def content_id(text: str, prefix: str = "doc") -> str:
-    """A stable id derived from the text alone, so re-inserting the same text is recognisable."""
-    return f"{prefix}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:24]}"
+    """A stable id derived from the text alone, so re-inserting the same text is recognisable
+    (any ``str``: text that cannot be stored is refused later, with a message that says why)."""
+    return f"{prefix}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:24]}"
 
 
 class _Record(BaseModel):

@@ -406,11 +406,23 @@ class BaseEmbedder(ABC):
             else:
                 vectors = await self._aembed_batch([self.document_prefix + t for t in texts])
         _record(self.usage, "embed", calls=1, texts=len(texts))
-        array = np.asarray(vectors, dtype=np.float32)
-        if array.ndim != 2 or array.shape[0] != len(texts):
-            raise ModelOutputError(
-                f"{self.name} returned {array.shape[0] if array.ndim else 0} vectors for {len(texts)} texts"
-            )
+        return self._checked(vectors, len(texts))
+
+    def _checked(self, vectors: Any, expected: int) -> np.ndarray:
+        """An embedding call's output as a matrix, refused before anything is cached or stored
+        when it is malformed: not one row per text, rows of different lengths, or values that
+        are not finite (a NaN vector is never found again). All-zero rows are allowed: text
+        without words gives one from the hashing embedder."""
+        fix = "check the embedding model (a different model or server version), or re-run"
+        try:
+            array = np.asarray(vectors, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise ModelOutputError(f"{self.name} returned vectors that are not rows of numbers of one length ({exc}); {fix}") from exc
+        if array.ndim != 2 or array.shape[0] != expected:
+            raise ModelOutputError(f"{self.name} returned {array.shape[0] if array.ndim else 0} vectors for {expected} texts; {fix}")
+        bad = int((~np.isfinite(array).all(axis=1)).sum())
+        if bad:
+            raise ModelOutputError(f"{self.name} returned {bad} of {expected} vectors containing NaN or infinity; {fix}")
         return array
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
