@@ -207,3 +207,13 @@ def test_cli_check_and_repair(tmp_path, capsys):
         db.execute("UPDATE chunks SET text = 'changed' WHERE document_id = 'd3'")
     assert main(["check", str(tmp_path / "i")]) == 1
     assert "problem: 1 chunks do not match their checksum" in capsys.readouterr().out
+
+
+def test_a_creation_cut_short_before_its_manifest_is_started_again(tmp_path):
+    (tmp_path / "i").mkdir()
+    with sqlite3.connect(tmp_path / "i" / RECORDS) as db:  # the schema, and an id, but no data
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('index', '{\"id\": \"old\", \"method\": \"naive\"}')")
+        db.execute("CREATE TABLE documents (id TEXT PRIMARY KEY)")
+    assert build(tmp_path / "i")  # no data to lose: the new index starts over
+    assert check_index(tmp_path / "i").ok

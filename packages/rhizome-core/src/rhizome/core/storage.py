@@ -247,7 +247,7 @@ class IndexStore:
                 f"{path} already holds an index; open it with load() to add documents, or choose "
                 "another directory"
             )
-        _refuse_orphans(path)
+        _refuse_orphans(path, clear=True)
         path.mkdir(parents=True, exist_ok=True)
         with _OPEN_LOCK:
             store = cls(path, manifest, new=True)
@@ -777,15 +777,36 @@ def _require_records(path: Path) -> None:
         )
 
 
-def _refuse_orphans(path: Path) -> None:
-    """A new index is not created over the records of an index whose manifest is gone."""
+def _refuse_orphans(path: Path, *, clear: bool = False) -> None:
+    """A new index is not created over the records of an index whose manifest is gone. Records
+    that hold nothing yet (a creation cut short before its manifest was written) are no index:
+    with ``clear`` they are removed so the creation can start again."""
     records = path / RECORDS
-    if records.exists() and records.stat().st_size:
-        raise IndexCorruptError(
-            f"{path} holds the records of an index ({RECORDS}) but no {MANIFEST}; a new index there would "
-            f"mix with them. Run `rhizome repair {path}` to restore the manifest from the records, or choose "
-            "another directory"
-        )
+    if not records.exists():
+        return
+    if not _holds_data(records):
+        if clear:
+            for leftover in (records, path / (RECORDS + "-wal"), path / (RECORDS + "-shm")):
+                leftover.unlink(missing_ok=True)
+        return
+    raise IndexCorruptError(
+        f"{path} holds the records of an index ({RECORDS}) but no {MANIFEST}; a new index there would "
+        f"mix with them. Run `rhizome repair {path}` to restore the manifest from the records, or choose "
+        "another directory"
+    )
+
+
+def _holds_data(records: Path) -> bool:
+    """Whether a records file holds any document, chunk, vector or result (an unreadable file
+    counts as holding data: it is never removed)."""
+    if not records.stat().st_size and not (records.parent / (RECORDS + "-wal")).exists():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)) as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            return any(db.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchall() for t in tables if t != "meta")
+    except sqlite3.Error:
+        return True
 
 
 def _vectors(collection: str) -> str:

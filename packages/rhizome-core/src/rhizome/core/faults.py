@@ -1,0 +1,425 @@
+"""Fault injection for every method: processes killed mid-write, damaged files, a reader next
+to a writer. Run by the conformance kit (``tests/conformance/test_faults.py``, a few cases per
+method) and by ``benchmarks/faults.py`` (many kill points, the fault table in
+docs/benchmarks.md). Each case returns an :class:`Outcome` instead of asserting, so both can
+count what held.
+
+A *kill* case runs an insert (or a delete) of the kit's corpus in a child process that kills
+itself with SIGKILL at a chosen point — inside the k-th transaction before it commits, right
+after it commits, or while the k-th vector snapshot is being written — then runs the same call
+again in this process and compares the index with a clean build, row for row, and counts the
+model answers paid twice (calls of the re-run plus answers kept in the model-call cache, beyond
+what a clean build pays). Builds use one document per batch, so the offline extractor's
+corpus-level weights do not depend on where a run was cut.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rhizome.core.errors import IndexLockedError, IndexStorageError, RhizomeError
+from rhizome.core.storage import MANIFEST, RECORDS, load_index
+
+CHILD_TIMEOUT = 60.0
+KILL_POINTS = ("before-commit", "after-commit", "snapshot")
+
+
+@dataclass
+class Outcome:
+    """One case on one method: whether the guarantee held, and what was seen."""
+
+    family: str
+    case: str
+    method: str
+    held: bool
+    detail: str = ""
+
+
+def _kit() -> Any:
+    from rhizome.core.testing import IndexConformance  # the kit needs pytest; imported on use
+
+    return IndexConformance()
+
+
+def build(method: str, path: Path | None, documents: Any = None, **options: Any) -> Any:
+    """An index of the kit's corpus (or ``documents``) built like the conformance kit builds
+    it, one document per batch."""
+    from rhizome.core.testing import CORPUS
+
+    return _kit().build(method, path=path, documents=CORPUS if documents is None else documents, batch_size=1, **options)
+
+
+def reopen(method: str, path: Path, **options: Any) -> Any:
+    from rhizome.core.testing import IndexConformance, index_class
+
+    return index_class(method).load(path, llm=IndexConformance.model(method), batch_size=1, **options)
+
+
+def rows(index: Any) -> dict[str, list[tuple]]:
+    """Everything an index stores that a clean build must equal, table by table."""
+    store = index.store
+    tables = {
+        "documents": "SELECT id, content_hash, n_chunks, status FROM documents ORDER BY id",
+        "document_status": "SELECT id, status FROM document_status ORDER BY id",
+        "chunks": "SELECT id, document_id, idx, text FROM chunks ORDER BY id",
+        "vectors": "SELECT collection, id, digest FROM vectors ORDER BY collection, id",
+        "stage_results": "SELECT stage, digest FROM stage_results ORDER BY stage, digest",
+    }
+    out = {name: store.query(sql) for name, sql in tables.items()}
+    for (name,) in store.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rec!_%' ESCAPE '!' ORDER BY name"):
+        out[name] = store.query(f"SELECT key, data FROM {name} ORDER BY key")
+    return out
+
+
+def _diff(got: dict[str, list[tuple]], want: dict[str, list[tuple]]) -> str:
+    return "; ".join(f"{t}: {len(got.get(t, []))} rows, clean build {len(want.get(t, []))}" for t in sorted(set(got) | set(want)) if got.get(t) != want.get(t))
+
+
+# -- the child process -----------------------------------------------------------------------
+_CHILD = """
+import os, signal, sys
+from pathlib import Path
+from rhizome.core import faults
+from rhizome.core.storage import IndexStore
+from rhizome.core.vectors import VectorStore
+
+method, path, operation, point, k = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+seen = {"n": 0}
+
+def reached():
+    seen["n"] += 1
+    return seen["n"] == k
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if operation == "delete":
+    faults.build(method, path).close()
+if point in ("before-commit", "after-commit"):
+    import contextlib
+    execute = IndexStore.transaction
+    @contextlib.contextmanager
+    def transaction(self):
+        with execute(self) as db:
+            yield db
+            if point == "before-commit" and reached():
+                die()
+        if point == "after-commit" and reached():
+            die()
+    IndexStore.transaction = transaction
+else:
+    save = VectorStore.save
+    def slow_save(self, file, meta=None):
+        if reached():
+            Path(file).parent.mkdir(parents=True, exist_ok=True)
+            Path(str(file) + ".tmp").write_bytes(b"partial")
+            die()
+        return save(self, file, meta)
+    VectorStore.save = slow_save
+index = faults.reopen(method, path) if operation == "delete" else faults.build(method, path, documents=[])
+faults.operate(index, operation)
+print("finished", flush=True)
+"""
+
+
+def operate(index: Any, operation: str) -> None:
+    """The call a kill case interrupts and then repeats."""
+    from rhizome.core.testing import CORPUS
+
+    if operation == "insert":
+        index.insert(CORPUS)
+    else:
+        index.delete([d.id for d in CORPUS[::2]])
+
+
+def count_points(method: str, operation: str) -> dict[str, int]:
+    """How many transactions and snapshot writes the operation makes (where a kill can land)."""
+    from rhizome.core.storage import IndexStore
+    from rhizome.core.vectors import VectorStore
+
+    counts = {"commits": 0, "snapshots": 0}
+    with tempfile.TemporaryDirectory() as folder, _counting(IndexStore, "transaction", counts, "commits"), _counting(VectorStore, "save", counts, "snapshots"):
+        path = Path(folder) / "idx"
+        if operation == "delete":
+            build(method, path).close()
+            counts.update(commits=0, snapshots=0)
+            index = reopen(method, path)
+        else:
+            index = build(method, path, documents=[])
+        operate(index, operation)
+        index.close()
+    return counts
+
+
+@contextlib.contextmanager
+def _counting(owner: Any, name: str, counts: dict[str, int], key: str) -> Iterator[None]:
+    original = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        counts[key] += 1
+        return original(*args, **kwargs)
+
+    setattr(owner, name, counted)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def clean_build(method: str, operation: str) -> tuple[dict[str, list[tuple]], int]:
+    """Rows of an uninterrupted run of ``operation`` and the model calls it pays."""
+    from rhizome.core.testing import CORPUS, FailingChatModel
+
+    with tempfile.TemporaryDirectory() as folder:
+        model = FailingChatModel()
+        index = build(method, Path(folder) / "idx", llm=model, cache=False)
+        if operation == "delete":
+            index.delete([d.id for d in CORPUS[::2]])
+        out = rows(index), model.usage.calls
+        index.close()
+    return out
+
+
+def kill_case(method: str, operation: str, point: str, k: int, clean: tuple[dict[str, list[tuple]], int]) -> Outcome:
+    """Kill a child at the ``k``-th ``point`` of ``operation``, run the operation again here,
+    and compare with ``clean`` (from :func:`clean_build`)."""
+    case = f"kill {operation} {point} #{k}"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "idx"
+        child = subprocess.run(
+            [sys.executable, "-c", _CHILD, method, str(path), operation, point, str(k)],
+            capture_output=True, text=True, timeout=CHILD_TIMEOUT,
+        )
+        if child.returncode != -signal.SIGKILL:
+            return Outcome("crash", case, method, False, f"the child was not killed (exit {child.returncode}): {child.stderr[-300:]}")
+        cached = _cached_answers(path / "model-calls.sqlite")
+        try:
+            index = reopen(method, path) if (path / MANIFEST).exists() else build(method, path, documents=[])
+            operate(index, operation)
+        except RhizomeError as exc:
+            return Outcome("crash", case, method, False, f"the re-run failed: {type(exc).__name__}: {exc}")
+        got, calls = rows(index), index.llm.usage.calls if index.llm is not None else 0
+        index.close()
+    want, price = clean
+    if got != want:
+        return Outcome("crash", case, method, False, "differs from a clean build: " + _diff(got, want))
+    repaid = calls + cached - price
+    return Outcome("crash", case, method, repaid <= 0, f"{max(repaid, 0)} model answers paid twice" if repaid > 0 else "equal to a clean build, 0 paid twice")
+
+
+def _cached_answers(cache: Path) -> int:
+    if not cache.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(cache)) as db:
+        return int(db.execute("SELECT COUNT(*) FROM calls WHERE kind = 'chat'").fetchone()[0])
+
+
+# -- damaged files ---------------------------------------------------------------------------
+def _answers(method: str, path: Path, **options: Any) -> Any:
+    index = reopen(method, path, **options)
+    try:
+        return _kit().results(index)
+    finally:
+        index.close()
+
+
+def _typed(fn: Callable[[], Any]) -> str | None:
+    """``None`` when ``fn`` raised a typed storage error naming the index; else what happened."""
+    try:
+        fn()
+    except IndexStorageError:
+        return None
+    except Exception as exc:
+        return f"raised {type(exc).__name__}: {exc}"
+    return "no error"
+
+
+def _files(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file() and not p.name.endswith(("-wal", "-shm"))}
+
+
+def _truncate_snapshot(method: str, path: Path, expected: Any) -> str | None:
+    snapshot = sorted((path / "vectors").glob("*.npz"))[0]
+    snapshot.write_bytes(snapshot.read_bytes()[: snapshot.stat().st_size // 2])
+    return None if _answers(method, path) == expected == _answers(method, path, readonly=True) else "other results"
+
+
+def _foreign_snapshot(method: str, path: Path, expected: Any) -> str | None:
+    from rhizome.core.types import Document
+
+    other = path.parent / "other"
+    build(method, other, documents=[Document(id=f"x{i}", text=f"Gull Island ferry log {i}.") for i in range(8)]).close()
+    for snapshot in (other / "vectors").glob("*.npz"):
+        if (path / "vectors" / snapshot.name).exists():
+            (path / "vectors" / snapshot.name).write_bytes(snapshot.read_bytes())
+    return None if _answers(method, path) == expected else "results changed with another index's snapshot"
+
+
+def _records_gone(empty: bool) -> Callable[[str, Path, Any], str | None]:
+    def case(method: str, path: Path, expected: Any) -> str | None:
+        records = path / RECORDS
+        records.write_bytes(b"") if empty else records.unlink()
+        before = _files(path)
+        for opener in (lambda: reopen(method, path), lambda: reopen(method, path, readonly=True), lambda: load_index(path, offline=True)):
+            problem = _typed(opener)
+            if problem:
+                return problem
+        return None if _files(path) == before else "files were changed"
+
+    return case
+
+
+def _garbled_records(method: str, path: Path, expected: Any) -> str | None:
+    records = path / RECORDS
+    data = bytearray(records.read_bytes())
+    for offset in range(4096, len(data), 4096):
+        data[offset : offset + 64] = b"\xa5" * 64
+    records.write_bytes(bytes(data))
+    before = _files(path)
+    problem = _typed(lambda: reopen(method, path).insert("The harbour master retired in 1920."))
+    return problem or (None if _files(path) == before else "the damaged file was written to")
+
+
+def _manifest_gone(method: str, path: Path, expected: Any) -> str | None:
+    from rhizome.core.naive import VectorIndex
+
+    (path / MANIFEST).unlink()
+    return _typed(lambda: VectorIndex("hashing:64", path=path)) or _typed(lambda: load_index(path))
+
+
+def _method_relabelled(method: str, path: Path, expected: Any) -> str | None:
+    manifest = json.loads((path / MANIFEST).read_text())
+    manifest["method"] = "naive" if method != "naive" else "lightrag"
+    (path / MANIFEST).write_text(json.dumps(manifest))
+    return _typed(lambda: load_index(path, offline=True))
+
+
+def _chunk_edited(method: str, path: Path, expected: Any) -> str | None:
+    with contextlib.closing(sqlite3.connect(path / RECORDS)) as db, db:
+        db.execute("UPDATE chunks SET text = text || ' (edited)'")
+    problem = _typed(lambda: _answers(method, path))
+    return problem if problem else None
+
+
+def _lock_file_deleted(method: str, path: Path, expected: Any) -> str | None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom rhizome.core import faults\nindex = faults.reopen(sys.argv[1], __import__('pathlib').Path(sys.argv[2]))\nprint('open', flush=True)\ntime.sleep(60)", method, str(path)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        if holder.stdout is None or holder.stdout.readline().strip() != "open":
+            return "the holder did not open the index"
+        for stray in path.glob(".writer.lock"):
+            stray.unlink()
+        try:
+            reopen(method, path).close()
+        except IndexLockedError:
+            return None
+        return "a second writer got in"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+CORRUPTIONS: dict[str, Callable[[str, Path, Any], str | None]] = {
+    "truncated snapshot": _truncate_snapshot,
+    "snapshot of another index": _foreign_snapshot,
+    "records missing": _records_gone(empty=False),
+    "records empty": _records_gone(empty=True),
+    "records garbled": _garbled_records,
+    "manifest missing, new index over it": _manifest_gone,
+    "manifest names another method": _method_relabelled,
+    "chunk text edited": _chunk_edited,
+    "lock file deleted under a writer": _lock_file_deleted,
+}
+
+
+def corruption_case(method: str, name: str) -> Outcome:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "idx"
+        index = build(method, path)
+        expected = _kit().results(index)
+        index.close()
+        try:
+            problem = CORRUPTIONS[name](method, path, expected)
+        except Exception as exc:  # a case must report, never crash the run
+            problem = f"raised {type(exc).__name__}: {exc}"
+        if problem is None and name not in ("lock file deleted under a writer", "truncated snapshot", "snapshot of another index"):
+            from rhizome.core.integrity import check_index
+
+            with contextlib.suppress(Exception):
+                found = check_index(path)
+                if found.ok and not found.warnings:
+                    problem = "rhizome check did not flag it"
+    return Outcome("corruption", name, method, problem is None, problem or "typed error or correct results")
+
+
+# -- a reader next to a writer ---------------------------------------------------------------
+_WRITER = """
+import sys
+from pathlib import Path
+from rhizome.core import faults
+from rhizome.core.testing import CORPUS
+index = faults.reopen(sys.argv[1], Path(sys.argv[2]))
+for document in CORPUS:
+    index.insert([document])
+    print(document.id, flush=True)
+index.close()
+"""
+
+
+def reader_case(method: str) -> Outcome:
+    """A writer process inserts the corpus one document per call while a read-only index here,
+    opened on the empty index, looks each document up as soon as its insert returned."""
+    from rhizome.core.retrieval import vector_search
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "idx"
+        build(method, path, documents=[]).close()
+        reader = reopen(method, path, readonly=True)
+        writer = subprocess.Popen([sys.executable, "-c", _WRITER, method, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        missed: list[str] = []
+        try:
+            assert writer.stdout is not None
+            for line in writer.stdout:
+                doc_id = line.strip()
+                chunks = reader.store.chunks_of(doc_id)
+                if not chunks:
+                    missed.append(doc_id)
+                    continue
+                vector = reader.embedder.embed_query([chunks[0].text])
+                found = vector_search(reader.store, reader.CHUNK_COLLECTION, vector, 3)
+                if chunks[0].id not in {key for key, _ in found}:
+                    missed.append(doc_id)
+            writer.wait(timeout=CHILD_TIMEOUT)
+        except Exception as exc:
+            writer.kill()
+            return Outcome("concurrency", "reader next to a writer", method, False, f"raised {type(exc).__name__}: {exc}")
+        finally:
+            reader.close()
+    if writer.returncode != 0:
+        return Outcome("concurrency", "reader next to a writer", method, False, f"the writer failed: {writer.stderr.read()[-300:] if writer.stderr else ''}")
+    return Outcome("concurrency", "reader next to a writer", method, not missed, f"missed {missed}" if missed else "every committed document found")
+
+
+def kill_points(method: str, operation: str, n: int, seed: int = 0) -> list[tuple[str, int]]:
+    """``n`` kill points spread over the operation's commits and snapshot writes (seeded)."""
+    import random
+
+    counts = count_points(method, operation)
+    choices = [(p, k) for p in KILL_POINTS for k in range(1, counts["snapshots" if p == "snapshot" else "commits"] + 1)]
+    random.Random(f"{seed}-{method}-{operation}").shuffle(choices)
+    return choices[:n]
+
+
+__all__ = ["CORRUPTIONS", "Outcome", "clean_build", "corruption_case", "kill_case", "kill_points", "reader_case"]
