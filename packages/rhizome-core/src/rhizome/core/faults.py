@@ -381,7 +381,8 @@ index.close()
 def reader_case(method: str) -> Outcome:
     """A writer process inserts the corpus one document per call while a read-only index here,
     opened on the empty index, looks each document up as soon as its insert returned."""
-    from rhizome.core.retrieval import vector_search
+    from rhizome.core.aio import run_sync
+    from rhizome.core.retrieval import query_vector, vector_search
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "idx"
@@ -397,7 +398,7 @@ def reader_case(method: str) -> Outcome:
                 if not chunks:
                     missed.append(doc_id)
                     continue
-                vector = reader.embedder.embed_query([chunks[0].text])
+                vector = run_sync(query_vector(reader, chunks[0].text))  # as every retriever does
                 found = vector_search(reader.store, reader.CHUNK_COLLECTION, vector, 3)
                 if chunks[0].id not in {key for key, _ in found}:
                     missed.append(doc_id)
