@@ -61,13 +61,17 @@ def test_fuse_is_weighted_reciprocal_rank():
 def test_rank_passages_keeps_dense_hits_the_graph_does_not_hold():
     graph = chain()
     dense = [("c9", 0.9), ("c1", 0.5)]  # c9 has no entities
-    fused = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense)]
+    fused = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, dense_lead=0)]
     assert fused[0] == "c1" and "c9" in fused and "c2" in fused
+    # by default dense retrieval's first two passages lead, in their order; the graph fills the rest
+    led = rank_passages(graph, {"a": 1.0}, dense)
+    assert [c for c, _ in led][:2] == ["c9", "c1"] and "c2" in [c for c, _ in led][2:]
+    assert [x for _, x in led] == sorted((x for _, x in led), reverse=True)
     walk_only = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, dense_weight=0.0)]
     assert "c9" not in walk_only and walk_only[0] == "c1"
     assert rank_passages(EvidenceGraph({}, []), {}, dense, dense_weight=0.0) == dense
     # another text's nearest passages join the fusion at their weight
-    more = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, more_dense=[[("c7", 0.8)]], more_weight=0.5)]
+    more = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, more_dense=[[("c7", 0.8)]], more_weight=0.5, dense_lead=0)]
     assert "c7" in more and more.index("c7") > more.index("c9")
 
 
