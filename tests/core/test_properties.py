@@ -1,82 +1,188 @@
 """Property-based tests (hypothesis) of the parsers and the storage layer: whatever text,
-model answer or vectors come in, the outcome is the documented one or a typed error."""
+model answer or vectors come in, the outcome is the documented one or a typed error
+(docs/storage.md, "What is refused before anything is written"; docs/models.md)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from rhizome.core.errors import InvalidInputError, ModelOutputError
 from rhizome.core.models.base import BaseEmbedder, extract_json
+from rhizome.core.models.fake import FakeChatModel
 from rhizome.core.naive import VectorIndex
 from rhizome.core.types import Document
 
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-# any code point, lone surrogates and NULs included
-ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), min_size=0, max_size=200)
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# any code point, lone surrogates, NULs, control characters and combining marks included
+ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=200)
+# text made of what steers a JSON parser: brackets, quotes, fences, thought tags
+TOKENS = [*'{}[]":,` \n0123456789', "true", "null", "<think>", "</think>", "```", "```json"]
+STRUCTURAL = st.lists(st.sampled_from(TOKENS), max_size=150).map("".join)
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    SCALARS,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
+OBJECTS = st.dictionaries(st.text(max_size=8), JSON_VALUES, min_size=1, max_size=4)
+PROSE = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="{}[]<`"), max_size=40)
 
 
+# -- the JSON parser of model answers ------------------------------------------------------------
 @FAST
-@given(ANY_TEXT)
+@given(ANY_TEXT | STRUCTURAL)
 def test_the_json_parser_returns_a_value_or_raises_value_error(text):
-    with contextlib.suppress(ValueError):
+    with contextlib.suppress(ValueError):  # the documented outcome for text holding no JSON
         extract_json(text)
 
 
 @FAST
-@given(st.dictionaries(st.text(max_size=8), JSON_VALUES, min_size=1, max_size=4), st.sampled_from(["{}", "```json\n{}\n```", "<think>hmm {not json}</think>{}", "Here it is: {} Thanks."]))
-def test_the_json_parser_recovers_an_object_around_fences_thoughts_and_prose(value, wrapper):
-    assert extract_json(wrapper.replace("{}", json.dumps(value))) == value
+@given(JSON_VALUES, st.sampled_from(["{}", "```json\n{}\n```", "```\n{}```", "  ```JSON {} ```\n"]), ANY_TEXT.filter(lambda t: "</think>" not in t))
+def test_any_json_value_is_recovered_from_fences_and_thoughts(value, wrapper, thought):
+    answer = f"<think>{thought}</think>" + wrapper.replace("{}", json.dumps(value))
+    assert extract_json(answer) == value
 
 
 @FAST
-@given(st.lists(ANY_TEXT, min_size=1, max_size=4))
-def test_any_text_is_stored_and_read_back_identically_or_refused_with_nothing_stored(texts):
+@given(OBJECTS, PROSE, PROSE)
+def test_an_object_is_recovered_from_prose_around_it(value, before, after):
+    assert extract_json(f"{before}{json.dumps(value)}{after}") == value
+
+
+class Pair(BaseModel):
+    name: str
+    count: int
+
+
+@FAST
+@given(ANY_TEXT | STRUCTURAL)
+def test_any_answer_to_a_structured_call_is_a_valid_value_or_a_model_output_error(answer):
+    model = FakeChatModel([answer], max_retries=0)
+    try:
+        assert isinstance(model.complete_json("give me a pair", Pair), Pair)
+    except ModelOutputError as exc:
+        assert exc.last_output == answer
+
+
+# -- documents ------------------------------------------------------------------------------------
+METADATA = st.dictionaries(
+    ANY_TEXT.map(lambda t: t[:8]),
+    st.recursive(SCALARS | ANY_TEXT.map(lambda t: t[:20]), lambda inner: st.lists(inner, max_size=3), max_leaves=6),
+    max_size=3,
+)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for key, item in value.items() for s in (*_strings(key), *_strings(item))]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _refusable(document: Document) -> bool:
+    """What the documented rule refuses: no text, or a lone surrogate or a NUL anywhere."""
+    strings = [document.text, document.id, *_strings(document.metadata)]
+    return not document.text.strip() or any("\x00" in s or any(0xD800 <= ord(c) <= 0xDFFF for c in s) for s in strings)
+
+
+def _assert_stored_as_given(index: VectorIndex, document: Document) -> None:
+    chunks = index.store.chunks_of(document.id)
+    assert chunks and all(document.text[c.start : c.end] == c.text for c in chunks)
+    covered = {i for c in chunks for i in range(c.start, c.end)}
+    assert all(i in covered for i, char in enumerate(document.text) if not char.isspace())  # nothing lost
+    assert index.store.documents_metadata([document.id]) == {document.id: document.metadata}
+    assert index.store.document_state(document.id)[1] == "done"  # type: ignore[index]
+
+
+@FAST
+@given(st.lists(st.tuples(ANY_TEXT, METADATA), min_size=1, max_size=4))
+def test_any_document_is_stored_and_read_back_as_given_or_refused_with_nothing_stored(items):
+    documents = [Document(id=f"d{i}", text=text, metadata=metadata) for i, (text, metadata) in enumerate(items)]
     index = VectorIndex()
-    documents = [Document(id=f"d{i}", text=t) for i, t in enumerate(texts)]
     try:
         index.insert(documents)
     except InvalidInputError:
-        assert len(index) == 0 and index.store.document_ids() == []
+        event("refused")
+        assert any(_refusable(d) for d in documents)
+        assert len(index) == 0 and index.store.document_ids() == [] and index.store.statuses() == []
         return
-    for document in documents:  # at most 200 characters: one chunk each
-        chunks = index.store.chunks_of(document.id)
-        assert len(chunks) == 1 and document.text[chunks[0].start : chunks[0].end] == chunks[0].text
-        assert chunks[0].text.strip() == document.text.strip()
-        assert index.store.document_state(document.id)[1] == "done"
+    event("stored")
+    assert not any(_refusable(d) for d in documents)
+    for document in documents:
+        _assert_stored_as_given(index, document)
 
 
-class ArrayEmbedder(BaseEmbedder):
-    def __init__(self, rows: list[list[float]]) -> None:
-        super().__init__("array:embed", dimension=None)
+STORABLE_LINE = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00\n\r"), min_size=1, max_size=40)
+
+
+@settings(FAST, max_examples=15)
+@given(STORABLE_LINE.filter(str.strip), st.integers(min_value=50, max_value=300))
+def test_a_very_long_line_is_chunked_without_losing_or_changing_a_character(piece, times):
+    document = Document(id="long", text=piece * times)
+    index = VectorIndex(chunk_size=64, chunk_overlap=8)
+    index.insert(document)
+    _assert_stored_as_given(index, document)
+
+
+# -- embeddings -----------------------------------------------------------------------------------
+class ScriptedEmbedder(BaseEmbedder):
+    """Answers every call, documents and queries alike, with the same rows."""
+
+    def __init__(self, rows: Any) -> None:
+        super().__init__("scripted:embed", dimension=None)
         self.rows = rows
 
     async def _aembed_batch(self, texts):
-        return [self.rows[i % len(self.rows)] for i in range(len(texts))]
+        return self.rows
 
 
-FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=32)
+FLOATS = st.floats(allow_nan=True, allow_infinity=True)  # 64-bit: some overflow float32
+ROWS = st.lists(st.lists(FLOATS, max_size=4), max_size=4)
+
+
+def _well_formed(rows: list[list[float]], texts: int) -> bool:
+    """One row per text, all of one non-zero length, every value finite as float32."""
+    if len(rows) != texts or len({len(r) for r in rows}) != 1 or not rows[0]:
+        return False
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(np.asarray(rows, dtype=np.float32)).all())
 
 
 @FAST
-@given(st.lists(st.lists(FLOATS, min_size=3, max_size=3), min_size=1, max_size=3))
-def test_any_vectors_are_searchable_or_refused_with_nothing_stored(rows):
-    index = VectorIndex(ArrayEmbedder(rows))
-    finite = np.isfinite(np.asarray(rows, dtype=np.float32)).all()
-    report = index.insert([Document(id=f"d{i}", text=f"text {i}") for i in range(3)])
-    if finite:
-        assert len(index) == 3 and not report.failed
-        assert len(index.as_retriever(k=3).retrieve("text")) <= 3
+@given(ROWS, st.integers(min_value=1, max_value=4))
+def test_any_embedder_output_is_unit_vectors_or_a_model_output_error(rows, texts):
+    embedder = ScriptedEmbedder(rows)
+    try:
+        matrix = embedder.embed([f"text {i}" for i in range(texts)])
+    except ModelOutputError as exc:
+        event("refused")
+        assert not _well_formed(rows, texts) and str(exc).startswith("scripted:embed returned")
+        return
+    assert _well_formed(rows, texts) and matrix.shape == (texts, len(rows[0]))
+    zero = ~np.asarray(rows, dtype=np.float32).any(axis=1)  # all-zero rows stay zero, the rest have length 1
+    assert matrix.dtype == np.float32 and np.allclose(np.linalg.norm(matrix.astype(np.float64), axis=1), np.where(zero, 0.0, 1.0), atol=1e-5)
+
+
+@FAST
+@given(st.lists(FLOATS, max_size=4), st.integers(min_value=0, max_value=2))
+def test_any_vector_for_a_document_is_searchable_or_refused_with_nothing_stored(row, count):
+    index = VectorIndex(ScriptedEmbedder([row] * count), cache=False)  # each example its own answers
+    report = index.insert(Document(id="d", text="harbour log"))
+    event("searchable" if _well_formed([row] * count, 1) else "refused")
+    if _well_formed([row] * count, 1):
+        assert len(index) == 1 and not report.failed
+        hits = index.as_retriever(k=1).retrieve("harbour")  # the query vector is checked the same way
+        assert [h.provenance.document_ids for h in hits] == [["d"]]
     else:
-        assert all(r.startswith(ModelOutputError.__name__) for r in report.failed.values())
-        stored = np.asarray([v for v in index.store.collection("chunks").vectors(index.store.vector_ids("chunks"))]) if len(index) else np.zeros((0, 3))
-        assert np.isfinite(stored).all()
+        assert list(report.failed) == ["d"] and report.failed["d"].startswith(ModelOutputError.__name__)
+        assert len(index) == 0 and index.store.chunks_of("d") == [] and index.store.vector_ids("chunks") == []

@@ -3,10 +3,15 @@ LlamaIndex documents, and files on disk (.txt, .md, .json, .jsonl)."""
 
 from __future__ import annotations
 
+import datetime as _dt
+import decimal
 import json
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
+
+from pydantic import ValidationError
 
 from rhizome.core.errors import InvalidInputError
 from rhizome.core.types import Document
@@ -14,33 +19,51 @@ from rhizome.core.types import Document
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst", ".text"}
 
 
+_BYTES = (
+    "a document must be text, not bytes: decode it first (e.g. data.decode('utf-8'), or "
+    "errors='replace' when the encoding is unsure)"
+)
+
+
 def as_document(item: Any) -> Document:
-    """One document from a str, a mapping with ``text``, a rhizome/LangChain/LlamaIndex document."""
+    """One document from a str, a mapping with ``text``, a rhizome/LangChain/LlamaIndex document.
+    Bytes are refused (decode them first: only the caller knows their encoding)."""
     if isinstance(item, Document):
         return item
     if isinstance(item, (bytes, bytearray)):
-        raise InvalidInputError(
-            "a document must be text, not bytes: decode it first (e.g. data.decode('utf-8'), or "
-            "errors='replace' when the encoding is unsure)"
-        )
+        raise InvalidInputError(_BYTES)
     if isinstance(item, str):
         return Document(text=item)
     if isinstance(item, Mapping):
+        if isinstance(item.get("text"), (bytes, bytearray)):
+            raise InvalidInputError(_BYTES)
         if not isinstance(item.get("text"), str):
             raise InvalidInputError("a document given as a mapping needs a string 'text' field")
-        return Document(text=item["text"], id=str(item.get("id") or ""), metadata=dict(item.get("metadata") or {}))
+        return _built(item["text"], item.get("id"), item.get("metadata"))
     page_content = getattr(item, "page_content", None)  # LangChain Document
     if isinstance(page_content, str):
-        return Document(text=page_content, id=str(getattr(item, "id", None) or ""), metadata=dict(item.metadata or {}))
+        return _built(page_content, getattr(item, "id", None), getattr(item, "metadata", None))
     text = getattr(item, "text", None)  # LlamaIndex Document / TextNode
     if isinstance(text, str):
-        return Document(
-            text=text, id=str(getattr(item, "id_", None) or ""), metadata=dict(getattr(item, "metadata", {}) or {})
-        )
+        return _built(text, getattr(item, "id_", None), getattr(item, "metadata", None))
     raise InvalidInputError(
         f"cannot use a {type(item).__name__} as a document; pass a str, a dict with 'text', or a "
         "rhizome, LangChain or LlamaIndex document"
     )
+
+
+def _built(text: str, id: Any, metadata: Any) -> Document:
+    """A :class:`Document` from fields read off another kind of document; unusable metadata is
+    an :class:`InvalidInputError` (an id of ``None`` or ``""`` becomes the content hash)."""
+    name = "a document" if id is None else f"document {id!r}"
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise InvalidInputError(f"{name} has metadata of type {type(metadata).__name__}; metadata must be a dict")
+    try:
+        return Document(text=text, id="" if id is None else str(id), metadata=dict(metadata or {}))
+    except ValidationError as exc:  # the only field left to fail: a metadata key that is not a str
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise InvalidInputError(f"{name} cannot be used ({where}: {error['msg']}); metadata keys must be strings") from exc
 
 
 def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
@@ -59,6 +82,9 @@ def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
             raise InvalidInputError(
                 f"document {position} ({document.id}) has no text; remove it or give it content"
             )
+        plain = _plain(document.metadata)
+        if plain != document.metadata:
+            document = document.model_copy(update={"metadata": plain})
         _check_storable(position, document)
         previous = documents.get(document.id)
         if previous is not None and previous.text != document.text:
@@ -70,14 +96,21 @@ def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
 
 
 def _check_storable(position: int, document: Document) -> None:
-    """Text, id and metadata must be valid UTF-8 without NUL characters: SQLite and every model
-    server take UTF-8, and a NUL ends a string in many tools."""
+    """Text, id and metadata must be storable as they are: valid Unicode (no lone surrogates:
+    SQLite and every model server take UTF-8), no NUL characters (a NUL ends a string in many
+    tools), and metadata that JSON holds (str, int, float, bool, None, lists, dicts with string
+    keys, after :func:`_plain`) -- any other object would come back as its ``str()``, which
+    may change from run to run and with it the document's hash."""
     where = f"document {position} ({document.id!r})"
     try:
-        metadata = json.dumps(document.metadata, default=str, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{where} has metadata that cannot be stored as JSON ({exc}); use plain values") from exc
-    for part, value in (("text", document.text), ("id", document.id), ("metadata", metadata)):
+        json.dumps(document.metadata, sort_keys=True)  # the way the index hashes and stores it
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInputError(
+            f"{where} has metadata that cannot be stored as JSON ({exc}); use str, int, float, bool, "
+            "None, lists and dicts with string keys (e.g. str(value) or value.isoformat())"
+        ) from exc
+    parts = [("text", document.text), ("id", document.id), *(("metadata", s) for s in _strings(document.metadata))]
+    for part, value in parts:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -87,6 +120,37 @@ def _check_storable(position: int, document: Document) -> None:
             ) from exc
         if "\x00" in value:
             raise InvalidInputError(f"{where} has a NUL character in its {part}; remove it (e.g. text.replace('\\x00', ''))")
+
+
+STABLE_TEXT = (_dt.date, _dt.time, _dt.timedelta, PurePath, uuid.UUID, decimal.Decimal)
+"""Metadata values stored as their ``str()``, which never changes between runs (loaders put
+dates and paths in metadata); any other object is refused."""
+
+
+def _plain(value: Any) -> Any:
+    """Metadata with dates, times, paths, UUIDs, decimals and numpy scalars made plain values."""
+    if isinstance(value, STABLE_TEXT):
+        return str(value)
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
 
 
 def load_path(path: str | Path) -> list[Document]:

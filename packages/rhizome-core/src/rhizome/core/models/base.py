@@ -12,7 +12,6 @@ import contextlib
 import contextvars
 import functools
 import json
-import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -106,28 +105,48 @@ def _record(own: Usage, kind: str, **counts: int) -> None:
         getattr(scope, kind).add(**counts)
 
 
-_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+def _without_thoughts(text: str) -> str:
+    """``text`` without its closed ``<think>...</think>`` blocks, in one linear pass (a lazy
+    regular expression took quadratic time on answers full of unclosed ``<think>`` tags)."""
+    kept: list[str] = []
+    position = 0
+    while (start := text.find("<think>", position)) != -1:
+        end = text.find("</think>", start + len("<think>"))
+        if end == -1:
+            break
+        kept.append(text[position:start])
+        position = end + len("</think>")
+    kept.append(text[position:])
+    return "".join(kept)
+
+
+def _unfenced(text: str) -> str:
+    """The body of a Markdown code fence (optionally tagged ``json``) that encloses all of
+    ``text``, or ``text`` itself. Plain string operations: a backtracking regular expression
+    took minutes on a long answer that opens a fence and never closes it."""
+    if len(text) < 6 or not (text.startswith("```") and text.endswith("```")):
+        return text
+    body = text[3:-3]
+    if body[:4] in ("json", "JSON"):
+        body = body[4:]
+    return body.strip()
 
 
 def extract_json(text: str) -> Any:
     """Parse the JSON value in a model answer: strips ``<think>`` blocks and Markdown fences,
-    and falls back to the outermost ``{...}`` or ``[...]`` span. Raises ``ValueError``."""
-    cleaned = _THINK.sub("", text).strip()
-    fenced = _FENCE.match(cleaned)
-    if fenced:
-        cleaned = fenced.group(1).strip()
-    try:
-        return json.loads(cleaned)
-    except json.JSONDecodeError:
-        pass
+    and falls back to the outermost ``{...}`` or ``[...]`` span. Any text either gives a value
+    or raises ``ValueError`` (nesting too deep for Python's parser included), in linear time."""
+    cleaned = _unfenced(_without_thoughts(text).strip())
+    candidates = [cleaned]
     for opener, closer in (("{", "}"), ("[", "]")):
         start, end = cleaned.find(opener), cleaned.rfind(closer)
         if start != -1 and end > start:
-            try:
-                return json.loads(cleaned[start : end + 1])
-            except json.JSONDecodeError:
-                continue
+            candidates.append(cleaned[start : end + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+            continue
     raise ValueError(f"no JSON value found in model output: {text[:200]!r}")
 
 
@@ -409,21 +428,41 @@ class BaseEmbedder(ABC):
         return self._checked(vectors, len(texts))
 
     def _checked(self, vectors: Any, expected: int) -> np.ndarray:
-        """An embedding call's output as a matrix, refused before anything is cached or stored
-        when it is malformed: not one row per text, rows of different lengths, or values that
-        are not finite (a NaN vector is never found again). All-zero rows are allowed: text
-        without words gives one from the hashing embedder."""
-        fix = "check the embedding model (a different model or server version), or re-run"
+        """Embedding output as a matrix, or a :class:`ModelOutputError` naming this embedder:
+        every vector passes here before it is cached, stored or searched with. Refused: not one
+        row per text, rows of different or no length, a length other than :attr:`dimension`
+        (declared, or learned from the first answer), values that are not finite (a NaN vector
+        is never found again). All-zero rows are allowed: the hashing embedder gives one for
+        text without words, and it is stored and searchable (it scores 0 against any query)."""
+        fix = "check the embedding model and its server (a broken or changed model), then re-run"
         try:
-            array = np.asarray(vectors, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
+            with np.errstate(over="ignore"):  # beyond float32's range becomes inf, refused below
+                array = np.asarray(vectors, dtype=np.float32)
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ModelOutputError(f"{self.name} returned vectors that are not rows of numbers of one length ({exc}); {fix}") from exc
         if array.ndim != 2 or array.shape[0] != expected:
-            raise ModelOutputError(f"{self.name} returned {array.shape[0] if array.ndim else 0} vectors for {expected} texts; {fix}")
+            got = f"{array.shape[0]} vectors" if array.ndim == 2 else f"output of shape {array.shape}"
+            raise ModelOutputError(f"{self.name} returned {got} for {expected} texts; {fix}")
+        if array.shape[1] == 0 or array.shape[1] != (self._dimension or array.shape[1]):
+            expected_length = f", expected {self._dimension}" if self._dimension else ""
+            raise ModelOutputError(f"{self.name} returned {array.shape[1]}-dimensional vectors{expected_length}; {fix}")
         bad = int((~np.isfinite(array).all(axis=1)).sum())
         if bad:
             raise ModelOutputError(f"{self.name} returned {bad} of {expected} vectors containing NaN or infinity; {fix}")
+        if self._dimension is None:
+            self._dimension = int(array.shape[1])
         return array
+
+    def _reusable(self, cached: Any) -> np.ndarray | None:
+        """A vector from the cache, or ``None`` when it would fail :meth:`_checked` (a NaN
+        vector cached by an older version, say): it is then embedded and cached again."""
+        try:
+            vector = np.asarray(cached, dtype=np.float32)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if vector.ndim != 1 or vector.size == 0 or vector.size != (self._dimension or vector.size):
+            return None
+        return vector if bool(np.isfinite(vector).all()) else None
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of texts to store and search (chunks, entity descriptions, reports...)."""
@@ -448,9 +487,10 @@ class BaseEmbedder(ABC):
                 prefix = self.query_prefix if query else self.document_prefix
                 keys[i] = cache_key({"embedder": self.name, "query": query, "prefix": prefix, "text": text})
                 hit = self.cache.get(keys[i])  # type: ignore[arg-type]
-                if hit is not None:
+                vector = None if hit is None else self._reusable(hit)
+                if vector is not None:
                     _record(self.usage, "embed", cache_hits=1)
-                    result[i] = np.asarray(hit, dtype=np.float32)
+                    result[i] = vector
                     continue
             todo.append(i)
         batches = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
@@ -461,16 +501,11 @@ class BaseEmbedder(ABC):
                 if self.cache is not None:
                     self.cache.put(keys[i], vector.tolist(), kind="embed")  # type: ignore[arg-type]
         position = {text: i for i, text in enumerate(texts)}
-        matrix = np.vstack([result[position[t]] for t in requested]).astype(np.float32)
-        if self._dimension is None:
-            self._dimension = int(matrix.shape[1])
-        elif matrix.shape[1] != self._dimension:
-            raise ModelOutputError(
-                f"{self.name} returned {matrix.shape[1]}-dimensional vectors, expected {self._dimension}"
-            )
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        # again over the whole call: cached rows read before the dimension was known are checked too
+        matrix = self._checked([result[position[t]] for t in requested], len(requested))
+        norms = np.linalg.norm(matrix.astype(np.float64), axis=1, keepdims=True)  # no overflow near float32's limit
         norms[norms == 0] = 1.0
-        return matrix / norms
+        return (matrix / norms).astype(np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return run_sync(self.aembed(texts))
