@@ -67,9 +67,13 @@ def test_rank_passages_keeps_dense_hits_the_graph_does_not_hold():
     led = rank_passages(graph, {"a": 1.0}, dense)
     assert [c for c, _ in led][:2] == ["c9", "c1"] and "c2" in [c for c, _ in led][2:]
     assert [x for _, x in led] == sorted((x for _, x in led), reverse=True)
-    walk_only = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, dense_weight=0.0)]
+    walk_only = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, dense_weight=0.0, dense_lead=0)]
     assert "c9" not in walk_only and walk_only[0] == "c1"
-    assert rank_passages(EvidenceGraph({}, []), {}, dense, dense_weight=0.0) == dense
+    # no fusion, but the lead still applies: dense's first two, then the walk's order
+    walk_led = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, dense_weight=0.0)]
+    assert walk_led[:2] == ["c9", "c1"] and walk_led[2:] == [c for c in walk_only if c not in ("c9", "c1")]
+    assert rank_passages(EvidenceGraph({}, []), {}, dense, dense_weight=0.0, dense_lead=0) == dense
+    assert [c for c, _ in rank_passages(EvidenceGraph({}, []), {}, dense, dense_weight=0.0)] == ["c9", "c1"]
     # another text's nearest passages join the fusion at their weight
     more = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, more_dense=[[("c7", 0.8)]], more_weight=0.5, dense_lead=0)]
     assert "c7" in more and more.index("c7") > more.index("c9")

@@ -62,23 +62,40 @@ class EvidenceGraph:
     relations:
         ``(source entity, target entity, weight)`` edges; endpoints that are not entities, self
         loops and non-positive weights are left out; repeated pairs add up.
+    passage_nodes:
+        ``True`` (HippoRAG 2, the default): passages are nodes of the walk, joined to their
+        entities. ``False`` (HippoRAG 1): the walk runs over the entities alone and a passage
+        scores the walk's mass on its entities (``incidence @ scores``); passage seeds are
+        then ignored.
     """
 
-    def __init__(self, entity_chunks: Mapping[str, Sequence[str]], relations: Iterable[tuple[str, str, float]]) -> None:
+    def __init__(
+        self,
+        entity_chunks: Mapping[str, Sequence[str]],
+        relations: Iterable[tuple[str, str, float]],
+        *,
+        passage_nodes: bool = True,
+    ) -> None:
         self.entity_ids = sorted(entity_chunks)
         self.chunk_ids = sorted({c for chunks in entity_chunks.values() for c in chunks})
-        n_e = len(self.entity_ids)
+        self.passage_nodes = passage_nodes
+        n_e, n_c = len(self.entity_ids), len(self.chunk_ids)
         self._entity = {e: i for i, e in enumerate(self.entity_ids)}
-        self._chunk = {c: n_e + i for i, c in enumerate(self.chunk_ids)}
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
+        self._chunk = {c: (n_e if passage_nodes else 0) + i for i, c in enumerate(self.chunk_ids)}
+        mention_rows: list[int] = []  # passage positions (from 0)
+        mention_cols: list[int] = []  # entity positions
         for eid, chunks in entity_chunks.items():
             i = self._entity[eid]
             for cid in set(chunks):
-                rows += [i, self._chunk[cid]]
-                cols += [self._chunk[cid], i]
-                vals += [1.0, 1.0]
+                mention_rows.append(self._chunk[cid] - (n_e if passage_nodes else 0))
+                mention_cols.append(i)
+        self.incidence = sp.csr_matrix(
+            (np.ones(len(mention_rows)), (mention_rows, mention_cols)), shape=(n_c, n_e), dtype=np.float64
+        )
+        """Passages × entities: 1 where the entity occurs in the passage."""
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[float] = []
         for source, target, weight in relations:
             i, j = self._entity.get(source), self._entity.get(target)
             if i is None or j is None or i == j or not weight > 0:
@@ -86,21 +103,26 @@ class EvidenceGraph:
             rows += [i, j]
             cols += [j, i]
             vals += [float(weight), float(weight)]
-        n = n_e + len(self.chunk_ids)
-        self.matrix = sp.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)  # duplicates add up
+        between = sp.csr_matrix((vals, (rows, cols)), shape=(n_e, n_e), dtype=np.float64)  # duplicates add up
+        if passage_nodes:
+            self.matrix = sp.bmat([[between, self.incidence.T], [self.incidence, None]], format="csr")
+        else:
+            self.matrix = between
         self.walk = Transition.of(self.matrix)
         self.passages_of = {e: len(set(chunks)) for e, chunks in entity_chunks.items()}
 
     @classmethod
-    def from_records(cls, entities: Iterable[Entity], relations: Iterable[Relation]) -> EvidenceGraph:
+    def from_records(cls, entities: Iterable[Entity], relations: Iterable[Relation], **options: Any) -> EvidenceGraph:
         """The graph of stored entity and relation records (their ``source_chunk_ids`` and
-        ``weight``)."""
+        ``weight``); ``options`` as for the constructor."""
         return cls(
             {e.id: e.source_chunk_ids for e in entities if e.source_chunk_ids},
             ((r.source, r.target, r.weight or 1.0) for r in relations),
+            **options,
         )
 
     def __len__(self) -> int:
+        """Nodes in the walk (entities, and passages when they are nodes)."""
         return self.matrix.shape[0]
 
     def rank(
@@ -117,8 +139,8 @@ class EvidenceGraph:
 
         ``entity_seeds``: link scores of entities (weighted here by node specificity);
         ``passage_seeds``: dense scores of passages (min-max normalised here, times
-        ``passage_seed``). Seeds that are not in the graph are ignored; with no seed in the
-        graph the ranking is empty.
+        ``passage_seed``; ignored when passages are not nodes). Seeds that are not in the graph
+        are ignored; with no seed in the graph the ranking is empty.
         """
         if not len(self):
             return []
@@ -127,7 +149,7 @@ class EvidenceGraph:
             i = self._entity.get(eid)
             if i is not None and score > 0:
                 restart[i] += score / max(1, self.passages_of.get(eid, 1))
-        dense = {c: s for c, s in (passage_seeds or {}).items() if c in self._chunk}
+        dense = {c: s for c, s in (passage_seeds or {}).items() if c in self._chunk} if self.passage_nodes else {}
         if dense and passage_seed > 0:
             low, high = min(dense.values()), max(dense.values())
             spread = high - low
@@ -137,9 +159,10 @@ class EvidenceGraph:
             return []
         scores = personalized_pagerank(self.walk, restart, damping=damping)
         n_e = len(self.entity_ids)
+        mass = scores[n_e:] if self.passage_nodes else self.incidence @ scores
         # rounded so that scores equal but for the order of float additions tie, and ties go
         # to the passage id: the ranking does not depend on the order records were stored in
-        passage = np.round(scores[n_e:], 12)
+        passage = np.round(mass, 12)
         reached = np.flatnonzero(passage > 0)
         if limit is not None and len(reached) > limit:
             reached = reached[np.argpartition(-passage[reached], limit - 1)[:limit]]
@@ -195,8 +218,8 @@ def rank_passages(
     dense_lead: int = DEFAULT_DENSE_LEAD,
 ) -> list[tuple[str, float]]:
     """The graph ranking (personalized PageRank from ``entity_seeds`` with the ``dense`` hits
-    as passage seeds) fused with the ``dense`` ranking itself (weight ``dense_weight``; 0 keeps
-    the graph ranking alone) and with ``more_dense`` rankings (other texts' nearest passages,
+    as passage seeds) fused with the ``dense`` ranking itself (weight ``dense_weight``; 0: no fusion,
+    the graph ranking alone, or the dense one when the walk reaches nothing) and with ``more_dense`` rankings (other texts' nearest passages,
     e.g. DRIFT's follow-up questions; weight ``more_weight`` × ``dense_weight`` each). Dense
     hits the graph does not hold (passages without entities) still take part through the
     fusion. ``limit``: the length of the walk's ranking taken into the fusion (default: the
@@ -204,9 +227,10 @@ def rank_passages(
     their order (0: the fusion decides every rank)."""
     walked = graph.rank(entity_seeds, dict(dense), passage_seed=passage_seed, damping=damping, limit=limit)
     if dense_weight <= 0:
-        return walked or list(dense)
-    rankings = [[c for c, _ in r] for r in (walked, dense, *more_dense)]
-    fused = fuse(rankings, [1.0, dense_weight] + [more_weight * dense_weight] * len(more_dense))
+        fused = walked or list(dense)
+    else:
+        rankings = [[c for c, _ in r] for r in (walked, dense, *more_dense)]
+        fused = fuse(rankings, [1.0, dense_weight] + [more_weight * dense_weight] * len(more_dense))
     lead = [c for c, _ in dense[: max(dense_lead, 0)]]
     if not lead:
         return fused
