@@ -42,13 +42,24 @@ class IndexConfig(BaseModel):
         return self
 
 
-class ExtractionConfig(IndexConfig):
-    """What the methods that extract an entity graph share."""
+class ExtractionSpecConfig(IndexConfig):
+    """What every method that extracts shares: how it extracts (HippoRAG's OpenIE needs no
+    more; :class:`ExtractionConfig` adds the settings of described-entity extraction)."""
 
     extraction: str = "auto"
     """How chunks become entities and relations: ``auto`` (the chat model when one is given,
     else offline), ``llm``, ``offline`` or ``openie:PATH`` (see
     :mod:`rhizome.core.extraction.spec`); stored resolved, so reopening extracts the same way."""
+
+    @field_validator("extraction")
+    @classmethod
+    def _spec(cls, value: str) -> str:
+        return check_spec(value)
+
+
+class ExtractionConfig(ExtractionSpecConfig):
+    """What the methods that extract described entities and relations share (GraphRAG,
+    LightRAG): the extraction spec, entity types, gleaning and description summaries."""
 
     entity_types: tuple[str, ...] = DEFAULT_ENTITY_TYPES
     """Entity types the model may assign: organization, person, geo, event (GraphRAG
@@ -69,11 +80,6 @@ class ExtractionConfig(IndexConfig):
 
     language: str = "English"
     """Language of generated descriptions, summaries and reports."""
-
-    @field_validator("extraction")
-    @classmethod
-    def _spec(cls, value: str) -> str:
-        return check_spec(value)
 
     @field_validator("entity_types", mode="before")
     @classmethod
@@ -115,4 +121,4 @@ def describe(config: IndexConfig) -> list[tuple[str, Any, str]]:
     return out
 
 
-__all__ = ["ExtractionConfig", "IndexConfig", "build_config", "describe"]
+__all__ = ["ExtractionConfig", "ExtractionSpecConfig", "IndexConfig", "build_config", "describe"]
