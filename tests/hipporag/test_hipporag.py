@@ -1,0 +1,231 @@
+"""HippoRAG (issue 16): the graph it builds, the walk it runs, and both retrieval versions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from rhizome.core import Document, HashingEmbedder
+from rhizome.core.errors import ConfigurationError
+from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.graph import personalized_pagerank
+from rhizome.core.models.base import BaseEmbedder
+from rhizome.core.models.fake import FakeChatModel
+from rhizome.hipporag import HippoRAGIndex
+
+OPENIE = {
+    "docs": [
+        {"idx": "p1", "passage": "Marie Curie was born in Warsaw.", "extracted_entities": ["Marie Curie", "Warsaw"],
+         "extracted_triples": [["Marie Curie", "born in", "Warsaw"]]},
+        {"idx": "p2", "passage": "Warsaw is the capital of Poland.", "extracted_entities": ["Warsaw", "Poland"],
+         "extracted_triples": [["Warsaw", "capital of", "Poland"]]},
+        {"idx": "p3", "passage": "Pierre Curie married Marie Curie in Sceaux.", "extracted_entities": ["Pierre Curie", "Marie Curie", "Sceaux"],
+         "extracted_triples": [["Pierre Curie", "married", "Marie Curie"], ["Pierre Curie", "married in", "Sceaux"]]},
+        {"idx": "p4", "passage": "The Sorbonne is in Paris.", "extracted_entities": ["Sorbonne", "Paris"],
+         "extracted_triples": [["Sorbonne", "located in", "Paris"]]},
+    ]
+}
+DOCS = [Document(id=d["idx"], text=d["passage"]) for d in OPENIE["docs"]]
+
+
+@pytest.fixture
+def openie_file(tmp_path):
+    path = tmp_path / "openie.json"
+    path.write_text(json.dumps(OPENIE))
+    return path
+
+
+def imported(openie_file, **kw: Any) -> HippoRAGIndex:
+    index = HippoRAGIndex(HashingEmbedder(), extraction=f"openie:{openie_file}", **kw)
+    index.insert(DOCS[:3])
+    return index
+
+
+class TableEmbedder(BaseEmbedder):
+    """Given vectors for given texts; any other text gets a vector orthogonal to all of them."""
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        super().__init__("table:embed", dimension=4)
+        self.table = table
+
+    async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
+        return [self.table.get(t, [0.0, 0.0, 0.0, 1.0]) for t in texts]
+
+
+# -- the graph -----------------------------------------------------------------------------------
+def test_phrases_facts_and_passages_come_from_the_triples(openie_file):
+    index = imported(openie_file)
+    assert {p.name for p in index.phrases.all()} == {"Marie Curie", "Warsaw", "Poland", "Pierre Curie", "Sceaux"}
+    facts = {f.description: f for f in index.facts.all()}
+    assert set(facts) == {"Marie Curie born in Warsaw", "Warsaw capital of Poland", "Pierre Curie married Marie Curie", "Pierre Curie married in Sceaux"}
+    assert all(f.weight == 1.0 for f in facts.values())
+    curie = index.phrases.one("marie curie")
+    assert len(curie.source_chunk_ids) == 2  # in p1 and p3
+    graph = index.graph()
+    assert graph.passage_nodes and len(graph) == 5 + 3
+    assert graph.incidence.shape == (3, 5) and graph.incidence.sum() == 7
+
+
+def test_the_walk_is_networkx_personalized_pagerank_with_specificity(openie_file):
+    index = imported(openie_file)
+    graph = index.graph()
+    nodes = graph.entity_ids + graph.chunk_ids
+    g = nx.Graph()
+    g.add_nodes_from(nodes)
+    coo = graph.matrix.tocoo()
+    for i, j, w in zip(coo.row, coo.col, coo.data):
+        g.add_edge(nodes[i], nodes[j], weight=w)
+    # seeds: Marie Curie (in 2 passages) and Poland (in 1): weights 1/2 and 1/1 (node specificity)
+    seeds = {"marie curie": 1.0, "poland": 1.0}
+    expected = nx.pagerank(g, alpha=0.5, personalization={"marie curie": 0.5, "poland": 1.0}, tol=1e-12, max_iter=500)
+    restart = np.array([{"marie curie": 0.5, "poland": 1.0}.get(n, 0.0) for n in nodes])
+    ours = personalized_pagerank(graph.walk, restart, damping=0.5, tol=1e-12, max_iter=500)
+    assert np.allclose(ours, [expected[n] for n in nodes], atol=1e-9)
+    ranked = dict(graph.rank(seeds))
+    assert ranked == pytest.approx({c: round(expected[c], 12) for c in graph.chunk_ids if expected[c] > 0}, abs=1e-9)
+
+
+def test_hipporag1_scores_passages_by_the_mass_of_their_phrases(openie_file):
+    index = imported(openie_file)
+    graph = index.graph(passage_nodes=False)
+    assert len(graph) == 5  # phrases only
+    g = nx.Graph()
+    g.add_nodes_from(graph.entity_ids)
+    coo = graph.matrix.tocoo()
+    for i, j, w in zip(coo.row, coo.col, coo.data):
+        g.add_edge(graph.entity_ids[i], graph.entity_ids[j], weight=w)
+    mass = nx.pagerank(g, alpha=0.5, personalization={"poland": 1.0}, tol=1e-12, max_iter=500)
+    expected = {c: sum(mass[e] for e in graph.entity_ids if graph.incidence[graph.chunk_ids.index(c), graph.entity_ids.index(e)]) for c in graph.chunk_ids}
+    ranked = graph.rank({"poland": 1.0}, {"p1:0": 1.0})  # passage seeds do not apply without passage nodes
+    assert dict(ranked) == pytest.approx(expected, abs=1e-9)
+    assert [c for c, _ in ranked][0] == "p2:0"
+
+
+def test_synonymy_edges_start_at_the_threshold():
+    table = {
+        "Marie Curie": [1.0, 0.0, 0.0, 0.0],
+        "Maria Sklodowska": [0.8, 0.6, 0.0, 0.0],  # cosine 0.8 with Marie Curie: joined
+        "Madame Curie": [0.79, (1 - 0.79**2) ** 0.5, 0.0, 0.0],  # 0.79: not joined to Marie Curie
+        "US": [0.0, 0.0, 1.0, 0.0],
+        "UK": [0.0, 0.0, 1.0, 0.0],  # identical vectors, but two letters: no synonymy edge
+    }
+    index = HippoRAGIndex(TableEmbedder(table), extraction="offline")
+    index.insert([Document(id="a", text="x")])  # a first batch: the rest is matched against stored phrases too
+    records = {"docs": [{"idx": "p", "passage": "...", "extracted_entities": list(table), "extracted_triples": []}]}
+    from rhizome.core.extraction.openie import OpenIEExtractor
+
+    index._extractor = OpenIEExtractor(records)
+    index.insert([Document(id="b", text="...")])
+    pairs = {(s.source, s.target): s.weight for s in index.synonyms.all()}
+    assert pairs[("maria sklodowska", "marie curie")] == pytest.approx(0.8, abs=1e-6)
+    assert ("madame curie", "marie curie") not in pairs
+    assert not any("us" in p or "uk" in p for p in pairs)
+    assert all(w >= 0.8 - 1e-6 for w in pairs.values())
+
+
+def test_insert_adds_to_the_graph_without_changing_what_is_there(openie_file):
+    index = imported(openie_file)
+    phrases = {p.id: p for p in index.phrases.all()}
+    facts = {f.id: f for f in index.facts.all()}
+    synonyms = {s.id for s in index.synonyms.all()}
+    report = index.insert([Document(id="p4", text=OPENIE["docs"][3]["passage"])])
+    assert report.stats["phrases_added"] == 2 and report.stats["facts_added"] == 1
+    after_p = {p.id: p for p in index.phrases.all()}
+    after_f = {f.id: f for f in index.facts.all()}
+    assert all(after_p[pid] == p for pid, p in phrases.items())  # same ids, same records
+    assert all(after_f[fid] == f for fid, f in facts.items())
+    assert synonyms <= {s.id for s in index.synonyms.all()}
+    assert set(after_p) - set(phrases) == {"sorbonne", "paris"}
+    # a passage stating a known fact (the OpenIE file matches p5 by its text, p1's) raises the
+    # fact's weight to its number of passages
+    index.insert([Document(id="p5", text="Marie Curie was born in Warsaw.")])
+    born = next(f for f in index.facts.all() if f.description == "Marie Curie born in Warsaw")
+    assert born.weight == 2.0 and born.source_chunk_ids == ["p1:0", "p5:0"]
+    assert after_p["sorbonne"] == index.phrases.one("sorbonne")
+
+
+def test_delete_forgets_what_only_the_document_supported(openie_file):
+    index = imported(openie_file)
+    index.delete("p2")
+    assert index.phrases.one("poland") is None
+    assert index.phrases.one("warsaw").source_chunk_ids == index.store.chunk_ids(["p1"])
+    assert "Warsaw capital of Poland" not in {f.description for f in index.facts.all()}
+    assert all("poland" not in (s.source, s.target) for s in index.synonyms.all())
+    hits = index.as_retriever(k=2, mode="v2").retrieve("Which country is Warsaw the capital of?")
+    assert all(h.provenance.document_ids != ["p2"] for h in hits)
+
+
+# -- retrieval -----------------------------------------------------------------------------------
+def test_both_versions_reach_the_second_hop(openie_file):
+    index = imported(openie_file)
+    for mode in ("v1", "v2"):
+        hits = index.as_retriever(k=3, mode=mode).retrieve("In which country was Marie Curie born?")
+        assert {h.provenance.document_ids[0] for h in hits} == {"p1", "p2", "p3"}
+        assert hits[0].metadata["via"] == "graph" and "Marie Curie" in hits[0].metadata["seed_phrases"]
+    v2 = index.as_retriever(k=3, mode="v2").retrieve("In which country was Marie Curie born?")
+    assert v2[0].metadata["facts"]  # the facts that seeded the walk
+
+
+def test_v2_falls_back_to_dense_retrieval_when_the_filter_keeps_no_fact(openie_file):
+    def respond(messages, schema):
+        props = (schema or {}).get("properties", {})
+        return {"facts": []} if "facts" in props else {"named_entities": []}
+
+    index = imported(openie_file, llm=FakeChatModel(respond))
+    retriever = index.as_retriever(k=3, mode="v2")
+    result = retriever.search("In which country was Marie Curie born?")
+    dense = index.as_retriever(k=3, mode="naive").retrieve("In which country was Marie Curie born?")
+    assert [h.id for h in result.hits] == [h.id for h in dense]
+    assert {h.metadata["via"] for h in result.hits} == {"dense-fallback"}
+    assert result.stats["facts_kept"] == 0 and result.stats["model_calls"] >= 1
+
+
+def test_the_filter_keeps_only_candidates_and_at_most_keep_facts(openie_file):
+    def respond(messages, schema):
+        props = (schema or {}).get("properties", {})
+        if "facts" in props:
+            return {"facts": [["marie curie", "born in", "warsaw"], ["Invented", "fact", "here"]]}
+        return {"named_entities": ["Marie Curie"]}
+
+    index = imported(openie_file, llm=FakeChatModel(respond))
+    hits = index.as_retriever(k=3, mode="v2", entity_seeds=False).retrieve("In which country was Marie Curie born?")
+    assert hits[0].metadata["facts"] == ["Marie Curie born in Warsaw"]
+    assert set(hits[0].metadata["seed_phrases"]) == {"Marie Curie", "Warsaw"}
+
+
+def test_model_openie_asks_for_entities_then_triples():
+    calls = []
+
+    def respond(messages, schema):
+        props = (schema or {}).get("properties", {})
+        calls.append(sorted(props))
+        if "triples" in props:
+            assert '"Ada Lovelace"' in messages[-1]["content"]  # the entities are in the triple prompt
+            return {"triples": [["Ada Lovelace", "worked with", "Charles Babbage"], ["bad"]]}
+        return {"named_entities": ["Ada Lovelace", "Charles Babbage"]}
+
+    index = HippoRAGIndex(HashingEmbedder(), llm=FakeChatModel(respond))
+    index.insert([Document(id="d", text="Ada Lovelace worked with Charles Babbage.")])
+    assert calls == [["named_entities"], ["triples"]]
+    assert [f.description for f in index.facts.all()] == ["Ada Lovelace worked with Charles Babbage"]
+
+
+def test_bad_retriever_settings_are_refused(openie_file):
+    index = imported(openie_file)
+    with pytest.raises(ConfigurationError):
+        index.as_retriever(mode="v3")
+    with pytest.raises(ConfigurationError):
+        index.as_retriever(damping=1.0)
+    with pytest.raises(ConfigurationError):
+        index.as_retriever(fact_k=0)
+
+
+def test_tied_passages_rank_by_id_not_by_insertion_order():
+    graph_a = EvidenceGraph({"x": ["c2", "c1"], "y": ["c1", "c2"]}, [("x", "y", 1.0)])
+    graph_b = EvidenceGraph({"y": ["c2", "c1"], "x": ["c1", "c2"]}, [("y", "x", 1.0)])
+    assert graph_a.rank({"x": 1.0, "y": 1.0}) == graph_b.rank({"y": 1.0, "x": 1.0})
+    assert [c for c, _ in graph_a.rank({"x": 1.0, "y": 1.0})] == ["c1", "c2"]
