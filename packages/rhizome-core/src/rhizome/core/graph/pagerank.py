@@ -158,8 +158,8 @@ class Transition:
     def __init__(self, matrix_t: sp.csr_matrix, dangling: np.ndarray) -> None:
         self.matrix_t = matrix_t
         """The transposed row-normalised adjacency: column-stochastic on non-dangling columns."""
-        self.dangling = dangling
-        """The nodes without out-edges."""
+        self.dangling = np.flatnonzero(dangling)
+        """The positions of the nodes without out-edges."""
 
     @classmethod
     def of(cls, matrix: Any) -> Transition:
@@ -228,10 +228,16 @@ def personalized_pagerank(
 
     teleport = (1.0 - damping) * p
     x = p.copy()
+    change = np.empty_like(x)
     for _ in range(max_iter):
         previous = x
-        x = damping * (transition_t @ previous + previous[dangling].sum() * p) + teleport
-        if float(np.abs(x - previous).sum()) < tol:
+        x = transition_t @ previous
+        if dangling.size:  # the walkers on dangling nodes restart
+            x += previous[dangling].sum() * p
+        x *= damping
+        x += teleport
+        np.subtract(x, previous, out=change)
+        if float(np.abs(change, out=change).sum()) < tol:
             return x / x.sum()
     warnings.warn(
         f"personalized PageRank did not converge to tol={tol} within max_iter={max_iter} "
