@@ -229,3 +229,45 @@ def test_tied_passages_rank_by_id_not_by_insertion_order():
     graph_b = EvidenceGraph({"y": ["c2", "c1"], "x": ["c1", "c2"]}, [("y", "x", 1.0)])
     assert graph_a.rank({"x": 1.0, "y": 1.0}) == graph_b.rank({"y": 1.0, "x": 1.0})
     assert [c for c, _ in graph_a.rank({"x": 1.0, "y": 1.0})] == ["c1", "c2"]
+
+
+# -- the model path over the Ollama wire (loopback stub) ----------------------------------------
+def test_openie_ner_and_filter_go_over_the_ollama_wire(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from ollama_stub import OllamaStub
+
+    from rhizome.core.models.ollama import OllamaChatModel, OllamaEmbedder
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+    def reply(body: dict) -> dict:
+        props = set((body.get("format") or {}).get("properties", {}))
+        prompt = body["messages"][-1]["content"]
+        if "triples" in props:
+            return {"triples": [["Ada Lovelace", "worked with", "Charles Babbage"], ["Charles Babbage", "designed", "Analytical Engine"]]}
+        if "facts" in props:  # keep the one fact about Babbage's engine
+            return {"facts": [["Charles Babbage", "designed", "Analytical Engine"]]}
+        if "Question:" in prompt:
+            return {"named_entities": ["Ada Lovelace"]}
+        return {"named_entities": ["Ada Lovelace", "Charles Babbage", "Analytical Engine"]}
+
+    with OllamaStub(models=["qwen2.5:7b", "nomic-embed-text"]) as stub:
+        stub.reply_fn = reply
+        llm = OllamaChatModel("qwen2.5:7b", host=stub.url, retry_backoff=0.0)
+        index = HippoRAGIndex(OllamaEmbedder("nomic-embed-text", host=stub.url), llm=llm, cache=False)
+        index.insert([Document(id="d", text="Ada Lovelace worked with Charles Babbage on his Analytical Engine.")])
+        chats = stub.calls("/api/chat")
+        schemas = [sorted(c["format"]["properties"]) for c in chats]
+        assert schemas == [["named_entities"], ["triples"]]  # NER first, then triples
+        assert '"Charles Babbage"' in chats[1]["messages"][-1]["content"]  # the entities anchor the triples
+        assert len(index.facts.all()) == 2
+        hits = index.as_retriever(k=1, mode="v2", entity_seeds=False).retrieve("What did Babbage design?")
+        assert hits[0].metadata["facts"] == ["Charles Babbage designed Analytical Engine"]
+        filter_call = stub.calls("/api/chat")[-1]
+        assert sorted(filter_call["format"]["properties"]) == ["facts"] and "What did Babbage design?" in filter_call["messages"][-1]["content"]
+        hits = index.as_retriever(k=1, mode="v1").retrieve("Who did Ada Lovelace work with?")
+        assert hits[0].metadata["seed_phrases"] == ["Ada Lovelace"]  # the model's query NER, linked
+        index.close()
