@@ -52,7 +52,7 @@ def _by_method(selected: list[System]) -> dict[str, list[System]]:
 
 async def _retrieve_all(index: Any, system: System, questions: list[data.Question], k: int) -> tuple[list[list[Any]], list[float]]:
     """Every question's hits and the milliseconds of each ``aretrieve`` call on its own."""
-    retriever = index.as_retriever(k=k, mode=system.mode)
+    retriever = index.as_retriever(k=k, mode=system.mode, **dict(system.options))
     results, ms = [], []
     for q in questions:
         t0 = time.perf_counter()

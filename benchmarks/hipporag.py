@@ -1,64 +1,99 @@
-"""HippoRAG benchmark (issue 16): what the index embeds and costs, and PPR query latency.
+"""HippoRAG benchmark (issue 16): recall of both versions and of our choices against dense
+retrieval, what the index embeds and costs, and personalized PageRank latency.
 
-1. Index time excluding the model on musique-dev (the imported GPT-3.5 OpenIE triples, the
-   offline hashing embedder so that only our own CPU time counts): seconds, graph size, and
-   the texts embedded per kind against dense retrieval (which embeds the passages only).
-2. Personalized PageRank latency at 10k, 100k and 1M phrase nodes on synthetic graphs shaped
-   like musique-dev's (per phrase: 0.1 passages, 0.9 facts, 0.6 synonymy edges; each phrase in
-   1 + Poisson(0.3) passages): building the sparse graph once, then one query's walk (5 seed
-   phrases and 200 passage seeds, HippoRAG 2's), median of 20, for both versions.
+``recall``
+    Recall@2/@5 of the default v1 and v2, and of the variants docs/hipporag.md's choices are
+    measured on, next to dense retrieval with the same embedder and passages (the harness's
+    retrieval suite with retriever options, one index per method): musique-dev with the
+    imported GPT-3.5 OpenIE triples, hotpotqa-100 with offline extraction.
+``cost``
+    Index time excluding the model on musique-dev (imported triples, the hashing embedder so
+    that only our own CPU time counts): seconds, graph size, and the texts embedded per kind
+    against dense retrieval (which embeds the passages only).
+``latency``
+    Personalized PageRank at 10k, 100k and 1M phrase nodes on synthetic graphs shaped like
+    musique-dev's (per phrase: 0.1 passages, 0.9 facts, 0.6 synonymy edges; each phrase in
+    1 + Poisson(0.3) passages): the sparse graph built once, then one query's walk (5 seed
+    phrases and 200 passage seeds, HippoRAG 2's), median of 20, for both versions.
 
-    uv run python -m benchmarks.hipporag            # full run, writes results/hipporag.json
-    uv run python -m benchmarks.hipporag --quick    # 10k only
+    .venv-bench/bin/python -m benchmarks.hipporag recall --data musique --embed minilm --write-docs
+    .venv-bench/bin/python -m benchmarks.hipporag recall --data hotpotqa --embed minilm --write-docs
+    uv run python -m benchmarks.hipporag recall --data hotpotqa --embed hashing --write-docs
+    uv run python -m benchmarks.hipporag cost --write-docs
+    uv run python -m benchmarks.hipporag latency --write-docs        # --sizes 10000 for a quick run
 
-Recall (v1, v2 against dense) is the retrieval suite's: ``python -m benchmarks retrieval``.
+Each part writes benchmarks/results/hipporag-<part>[-<data>-<embed>].json.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import asyncio
 import resource
 import statistics
+import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks import data
+from benchmarks import data, harness
+from benchmarks.__main__ import save, write_section
+from benchmarks.systems import System
 from rhizome.core import HashingEmbedder
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.hipporag import HippoRAGIndex
 
-RESULTS = Path(__file__).parent / "results" / "hipporag.json"
+NO_LEAD = (("dense_lead", 0),)
+VARIANTS = [
+    System("hipporag", "v2"),
+    System("hipporag", "v1"),
+    System("hipporag", "v2", (("entity_seeds", False), *NO_LEAD), "paper: fact seeds only, walk ranks all"),
+    System("hipporag", "v2", NO_LEAD, "walk ranks all"),
+    System("hipporag", "v1", NO_LEAD, "walk ranks all"),
+    System("hipporag", "v2", (("dense_weight", 1.0),), "fused with dense"),
+]
+"""The defaults, the papers' HippoRAG 2 (fact seeds only, the walk's own ranking) and one
+change of each default at a time (docs/hipporag.md, "Choices")."""
 
 
-def index_cost() -> dict[str, Any]:
+def recall(dataset: str, embed: str) -> tuple[dict[str, Any], str]:
+    result = asyncio.run(harness.retrieval(VARIANTS, embed, dataset=dataset))
+    python = "uv run python" if embed == "hashing" else ".venv-bench/bin/python"
+    result["command"] = f"{python} -m benchmarks.hipporag recall --data {dataset} --embed {embed}"
+    return result, harness.retrieval_table(result)
+
+
+def cost() -> tuple[dict[str, Any], str]:
     documents, _ = data.musique()
-    embedder = HashingEmbedder()
     start, cpu = time.perf_counter(), time.process_time()
-    index = HippoRAGIndex(embedder, extraction=f"openie:{data.musique_openie()}", cache=False)
+    index = HippoRAGIndex(HashingEmbedder(), extraction=f"openie:{data.musique_openie()}", cache=False)
     report = index.insert(documents)
-    row = {
+    row: dict[str, Any] = {
         "passages": len(documents),
         "seconds": round(time.perf_counter() - start, 1),
         "cpu_seconds": round(time.process_time() - cpu, 1),
         "phrases": index.phrases.count(),
         "facts": index.facts.count(),
         "synonymy_edges": index.synonyms.count(),
-        "embedded": {
-            "passages": report.stats["chunks_added"],
-            "phrases": report.stats["phrases_added"],
-            "facts": report.stats["facts_added"],
-        },
+        "embedded": {kind: report.stats[key] for kind, key in (("passages", "chunks_added"), ("phrases", "phrases_added"), ("facts", "facts_added"))},
     }
     row["embedded_x_dense"] = round(sum(row["embedded"].values()) / row["passages"], 1)
     start = time.perf_counter()
     index.graph()
     row["graph_build_seconds"] = round(time.perf_counter() - start, 2)
     index.close()
-    return row
+    table = "\n".join([
+        "musique-dev, imported GPT-3.5 OpenIE triples, hashing embedder (no model time). Reproduce: "
+        "`uv run python -m benchmarks.hipporag cost`",
+        "",
+        "| passages | phrases | facts | synonymy edges | index s excl. model | CPU s | graph build s | texts embedded (passages / phrases / facts) | × dense |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| {row['passages']:,} | {row['phrases']:,} | {row['facts']:,} | {row['synonymy_edges']:,} | {row['seconds']} | "
+        f"{row['cpu_seconds']} | {row['graph_build_seconds']} | {row['embedded']['passages']:,} / {row['embedded']['phrases']:,} / "
+        f"{row['embedded']['facts']:,} | {row['embedded_x_dense']} |",
+    ])
+    return row, table
 
 
 def synthetic_graph(phrases: int, passage_nodes: bool, seed: int = 0) -> EvidenceGraph:
@@ -77,18 +112,19 @@ def synthetic_graph(phrases: int, passage_nodes: bool, seed: int = 0) -> Evidenc
     return EvidenceGraph(entity_chunks, relations, passage_nodes=passage_nodes)
 
 
-def latency(phrases: int, passage_nodes: bool, runs: int = 20) -> dict[str, Any]:
+def walk_latency(phrases: int, passage_nodes: bool, runs: int = 20) -> dict[str, Any]:
     start = time.perf_counter()
     graph = synthetic_graph(phrases, passage_nodes)
     build = time.perf_counter() - start
     rng = np.random.default_rng(1)
-    ms = []
+    ms, cpu_ms = [], []
     for _ in range(runs):
         seeds = {f"p{i}": 1.0 for i in rng.integers(0, phrases, 5)}
         dense = {f"c{i}": float(s) for i, s in zip(rng.integers(0, phrases // 10, 200), rng.uniform(0.2, 0.8, 200))}
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         graph.rank(seeds, dense, limit=200)
         ms.append((time.perf_counter() - t0) * 1000)
+        cpu_ms.append((time.process_time() - c0) * 1000)
     return {
         "phrase_nodes": phrases,
         "version": "v2" if passage_nodes else "v1",
@@ -97,44 +133,58 @@ def latency(phrases: int, passage_nodes: bool, runs: int = 20) -> dict[str, Any]
         "graph_build_seconds": round(build, 1),
         "ppr_p50_ms": round(statistics.median(ms), 1),
         "ppr_p95_ms": round(float(np.percentile(ms, 95)), 1),
+        "ppr_cpu_p50_ms": round(statistics.median(cpu_ms), 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
 
-def markdown(result: dict[str, Any]) -> str:
-    cost = result["index"]
+def latency(sizes: list[int]) -> tuple[dict[str, Any], str]:
+    rows = [walk_latency(n, v) for n in sizes for v in (True, False)]
+    command = "uv run python -m benchmarks.hipporag latency" + (f" --sizes {' '.join(map(str, sizes))}" if sizes != SIZES else "")
     lines = [
-        "| passages | phrases | facts | synonymy edges | s excl. model | CPU s | texts embedded (passages / phrases / facts) | × dense |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| {cost['passages']:,} | {cost['phrases']:,} | {cost['facts']:,} | {cost['synonymy_edges']:,} | {cost['seconds']} | "
-        f"{cost['cpu_seconds']} | {cost['embedded']['passages']:,} / {cost['embedded']['phrases']:,} / {cost['embedded']['facts']:,} | "
-        f"{cost['embedded_x_dense']} |",
+        f"Synthetic graphs shaped like musique-dev's; one query's walk (`EvidenceGraph.rank`), median of 20; the walk is "
+        f"single-threaded, so its CPU time is its wall time on an idle core. Reproduce: `{command}`",
         "",
-        "| phrase nodes | version | nodes in the walk | edges | graph build s | PPR p50 ms | PPR p95 ms |",
-        "|---|---|---|---|---|---|---|",
+        "| phrase nodes | version | nodes in the walk | edges | graph build s | PPR p50 ms | PPR p95 ms | PPR CPU p50 ms | peak RSS MB (cumulative) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in result["latency"]:
-        lines.append(
-            f"| {row['phrase_nodes']:,} | {row['version']} | {row['nodes']:,} | {row['edges']:,} | {row['graph_build_seconds']} | "
-            f"{row['ppr_p50_ms']} | {row['ppr_p95_ms']} |"
-        )
-    return "\n".join(lines)
+    lines += [
+        f"| {r['phrase_nodes']:,} | {r['version']} | {r['nodes']:,} | {r['edges']:,} | {r['graph_build_seconds']} | "
+        f"{r['ppr_p50_ms']} | {r['ppr_p95_ms']} | {r['ppr_cpu_p50_ms']} | {r['peak_rss_mb']:,} |"
+        for r in rows
+    ]
+    return {"command": command, "rows": rows}, "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    sizes = (10_000,) if args.quick else (10_000, 100_000, 1_000_000)
-    result = {"command": "uv run python -m benchmarks.hipporag" + (" --quick" if args.quick else "")}
-    result["latency"] = [latency(n, v) for n in sizes for v in (True, False)]
-    print(json.dumps(result["latency"], indent=1), flush=True)
-    result["index"] = index_cost()
-    print(json.dumps(result["index"], indent=1), flush=True)
-    if not args.quick:
-        RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(markdown(result))
+SIZES = [10_000, 100_000, 1_000_000]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    sub = parser.add_subparsers(dest="part", required=True)
+    p = sub.add_parser("recall")
+    p.add_argument("--data", choices=sorted(harness.DATASETS), default="musique")
+    p.add_argument("--embed", default="hashing")
+    p.add_argument("--write-docs", action="store_true")
+    p = sub.add_parser("cost")
+    p.add_argument("--write-docs", action="store_true")
+    p = sub.add_parser("latency")
+    p.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    p.add_argument("--write-docs", action="store_true")
+    args = parser.parse_args(argv)
+    if args.part == "recall":
+        result, table = recall(args.data, args.embed)
+        name, title = f"hipporag-recall-{args.data}-{args.embed}", f"HippoRAG recall: {harness.DATASETS[args.data]} ({args.embed})"
+    elif args.part == "cost":
+        (result, table), name, title = cost(), "hipporag-cost", "HippoRAG index cost"
+    else:
+        (result, table), name, title = latency(args.sizes), "hipporag-latency", "HippoRAG PageRank latency"
+    save(name, result)
+    print(table)
+    if args.write_docs:
+        write_section(name, title, table)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

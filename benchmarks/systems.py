@@ -12,12 +12,18 @@ from rhizome.core.storage import method_registry
 
 @dataclass(frozen=True)
 class System:
+    """One method in one mode; ``options`` (retriever keywords) and their ``label`` make a
+    variant of it, as method benchmarks compare their choices."""
+
     method: str
     mode: str | None
+    options: tuple[tuple[str, Any], ...] = ()
+    label: str = ""
 
     @property
     def name(self) -> str:
-        return self.method if self.mode is None else f"{self.method}:{self.mode}"
+        name = self.method if self.mode is None else f"{self.method}:{self.mode}"
+        return f"{name} ({self.label})" if self.label else name
 
 
 def index_class(method: str) -> Any:

@@ -87,6 +87,35 @@ async def test_retrieval_and_cost_suites_on_a_slice():
     assert cost["rows"][0]["index_calls_per_1k"] == 0  # naive RAG never calls a chat model
 
 
+async def test_a_variant_runs_with_its_retriever_options_under_its_own_name():
+    asked = []
+
+    class Index:
+        def as_retriever(self, **options):
+            asked.append(options)
+
+            class Retriever:
+                async def aretrieve(self, query):
+                    return [hit(["d1"])]
+
+            return Retriever()
+
+    variant = System("hipporag", "v2", (("dense_lead", 0),), "walk ranks all")
+    assert variant.name == "hipporag:v2 (walk ranks all)" and System("naive", None).name == "naive"
+    questions = [data.Question(id="q", question="Where?", answer="")]
+    results, ms = await harness._retrieve_all(Index(), variant, questions, 10)
+    assert asked == [{"k": 10, "mode": "v2", "dense_lead": 0}] and len(results) == len(ms) == 1
+
+
+def test_hipporag_walk_latency_on_a_small_synthetic_graph():
+    from benchmarks import hipporag
+
+    result, table = hipporag.latency([500])
+    assert [r["version"] for r in result["rows"]] == ["v2", "v1"]
+    assert result["rows"][0]["nodes"] == 550 and result["rows"][1]["nodes"] == 500  # passages are nodes in v2 only
+    assert "| 500 | v2 |" in table
+
+
 def test_scale_one_in_process():
     result = harness.scale_one("naive", 50, queries=5)
     assert result["size"] == 50 and result["chunks_per_second"] > 0
