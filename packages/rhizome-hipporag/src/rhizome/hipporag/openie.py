@@ -10,7 +10,13 @@ from rhizome.core.extraction.llm import has_real_text
 from rhizome.core.extraction.openie import import_openie
 from rhizome.core.extraction.schema import Extraction, check_chunks
 from rhizome.core.types import Chunk
-from rhizome.hipporag.prompts import OPENIE_SYSTEM, NamedEntities, Triples, ner_prompt, triples_prompt
+from rhizome.hipporag.prompts import (
+    OPENIE_SYSTEM,
+    NamedEntities,
+    Triples,
+    ner_prompt,
+    triples_prompt,
+)
 
 
 class ModelOpenIE:

@@ -11,10 +11,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from rhizome.core.models.lenient import TextList
+
+
+def _triples_only(value: object) -> object:
+    """Keep the three-part lists of strings of a list; drop the rest (an answer's malformed
+    triples are skipped, and counted again on import, not fatal)."""
+    if not isinstance(value, list):
+        return value
+    return [t for t in value if isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) for x in t)]
+
+
+TripleList = Annotated[list[list[str]], BeforeValidator(_triples_only)]
 
 
 class _Strict(BaseModel):
@@ -30,28 +42,13 @@ class NamedEntities(_Strict):
 class Triples(_Strict):
     """Answer of the triple call: ``[subject, predicate, object]`` lists."""
 
-    triples: list[list[str]] = Field(default_factory=list, description="[subject, predicate, object] triples")
-
-    @field_validator("triples", mode="before")
-    @classmethod
-    def _lists(cls, value: object) -> object:
-        # keep what is a three-part list of strings, drop the rest (checked again on import)
-        if not isinstance(value, list):
-            return value
-        return [t for t in value if isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) for x in t)]
+    triples: TripleList = Field(default_factory=list, description="[subject, predicate, object] triples")
 
 
 class KeptFacts(_Strict):
     """Answer of the recognition-memory call: the facts kept, copied from the candidates."""
 
-    facts: list[list[str]] = Field(default_factory=list, description="the kept [subject, predicate, object] facts")
-
-    @field_validator("facts", mode="before")
-    @classmethod
-    def _lists(cls, value: object) -> object:
-        if not isinstance(value, list):
-            return value
-        return [t for t in value if isinstance(t, list) and len(t) == 3]
+    facts: TripleList = Field(default_factory=list, description="the kept [subject, predicate, object] facts")
 
 
 OPENIE_SYSTEM = "You turn passages into knowledge-graph facts. Answer with JSON only."

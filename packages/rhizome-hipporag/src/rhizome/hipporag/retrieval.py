@@ -49,7 +49,14 @@ from rhizome.core.retrieval import (
     query_vector,
     vector_search,
 )
-from rhizome.hipporag.prompts import FILTER_SYSTEM, QUERY_SYSTEM, KeptFacts, NamedEntities, filter_prompt, query_ner_prompt
+from rhizome.hipporag.prompts import (
+    FILTER_SYSTEM,
+    QUERY_SYSTEM,
+    KeptFacts,
+    NamedEntities,
+    filter_prompt,
+    query_ner_prompt,
+)
 
 
 class HippoRAGRetriever(BaseRetriever):
