@@ -31,7 +31,12 @@ from rhizome.core.cli import (
     model_options,
     ollama_model,
 )
-from rhizome.core.errors import ConfigurationError, ModelUnavailableError, RhizomeError
+from rhizome.core.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    ModelUnavailableError,
+    RhizomeError,
+)
 
 if TYPE_CHECKING:
     from rhizome.core.answer import Answer
@@ -98,22 +103,25 @@ def _open_or_create(
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from rhizome.core.documents import load_path
+    from rhizome.core.loaders import load_files, no_documents
 
-    documents = load_path(args.path)
+    loaded = load_files(args.path, text_field=args.text_field, id_field=args.id_field)
+    if not loaded.documents:
+        raise InvalidInputError(no_documents(args.path, loaded))
     index, models = _open_or_create(args.method, Path(args.out), args)
     try:
-        report = index.insert(documents)
+        report = index.insert(loaded.documents)
     finally:
         index.close()
     _say(args, f"indexed {args.path} into {args.out} ({args.method}, embedder {models.embed_spec})")
+    unread = _print_loaded(args, loaded)
     for key, value in report.model_dump().items():
         shown = len(value) if isinstance(value, list | dict) else value
         if key == "stats":
             shown = ", ".join(f"{k} {v}" for k, v in value.items() if v) or "-"
         _say(args, f"  {key}: {shown}")
     done = len(report.inserted) + len(report.replaced) + len(report.skipped)
-    if not (report.failed or report.unfinished):
+    if not (report.failed or report.unfinished or unread):
         _say(args, f"{done} documents done, none failed")
         return 0
     if report.failed:
@@ -125,9 +133,28 @@ def cmd_index(args: argparse.Namespace) -> int:
     if report.unfinished:
         print(f"the whole-index work after the change did not finish ({report.unfinished}); the documents are "
               "stored and searchable, with what that work built before", file=sys.stderr)
-    print("run the same command again to retry only what failed (see --max-retries, --timeout); "
-          f"`rhizome status {args.out}` lists it", file=sys.stderr)
+    if report.failed or report.unfinished:
+        print("run the same command again to retry only what failed (see --max-retries, --timeout); "
+              f"`uv run rhizome status {args.out}` lists it", file=sys.stderr)
     return 1
+
+
+def _print_loaded(args: argparse.Namespace, loaded: Any) -> int:
+    """What reading the files found, beside the documents: files not read (on standard error,
+    with the reason), files of other types, and the warnings. Returns how many were not read."""
+    from rhizome.core.loaders import describe_files
+
+    others = f", {len(loaded.unsupported)} of other types left out ({describe_files(loaded.unsupported)})" if loaded.unsupported else ""
+    _say(args, f"  files: {loaded.files} read{others}")
+    for file, messages in loaded.warnings.items():
+        for message in messages:
+            print(f"warning: {file}: {message}", file=sys.stderr)
+    for file, reason in loaded.unreadable.items():
+        print(f"not read: {file}: {reason}", file=sys.stderr)
+    if loaded.unreadable:
+        print(f"{len(loaded.unreadable)} files could not be read and are not in the index; fix them (or install "
+              "what the message names) and run the same command again", file=sys.stderr)
+    return len(loaded.unreadable)
 
 
 def _print_hits(hits: list[Hit]) -> None:
@@ -217,7 +244,7 @@ def sample_corpus() -> Path:
 def cmd_demo(args: argparse.Namespace) -> int:
     from rhizome.core.aio import iterate_sync, run_sync
     from rhizome.core.answer import aanswer, astream_answer
-    from rhizome.core.documents import load_path
+    from rhizome.core.loaders import load_path
 
     print("Rhizome demo: index a small corpus about the (fictional) Vell Islands and ask questions.\n")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rhizome-demo-")) / "index"
@@ -342,11 +369,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("index", help="index a file or directory of documents")
-    p.add_argument("path", help="a file or directory (.txt, .md, .json, .jsonl)")
+    p.add_argument("path", help="a file or folder: .txt, .md, .html, .pdf, .docx, .csv/.tsv, .jsonl/.json (one document per row)")
     p.add_argument("--method", default="naive", help="indexing method (default: naive)")
     p.add_argument("--out", required=True, help="index directory; an existing index of the same method is updated")
     p.add_argument("--chunk-size", type=int, help="tokens per chunk (method default)")
     p.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks (method default)")
+    p.add_argument("--text-field", help="the column (CSV) or field (JSON) holding a row's text (default: text, content, context, page_content or body)")
+    p.add_argument("--id-field", help="the column or field holding a row's id (default: id when present, else FILE#ROW)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     model_flags(p)
     p.set_defaults(func=cmd_index)
