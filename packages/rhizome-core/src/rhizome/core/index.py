@@ -648,14 +648,23 @@ class BaseIndex:
             raise ConfigurationError(f"unknown mode {mode!r} for a {self.method} index; modes: {choices}")
         return mode
 
-    def as_retriever(self, k: int | None = None, mode: str | None = None, **options: Any) -> Any:
+    def as_retriever(self, k: int | None = None, mode: str | None = None, *, filter: Any = None, **options: Any) -> Any:
         """The retriever of ``mode`` (default: the first of ``modes``), returning ``k`` hits;
-        ``options`` are the mode's own settings."""
+        ``filter`` restricts it to documents whose metadata matches (equality and ``$in``, see
+        :mod:`rhizome.core.filters`; every mode honours it or raises); ``options`` are the
+        mode's own settings."""
+        from rhizome.core.filters import as_filter
+
         mode = self.check_mode(mode)
+        wanted = as_filter(filter)
         try:
-            return self._retriever(mode, k, **options)
+            retriever = self._retriever(mode, k, **options)
         except TypeError as exc:
             raise ConfigurationError(f"bad option for the {self.method} {mode or ''} retriever: {exc}") from exc
+        if wanted is not None:
+            retriever._allowed(wanted)  # a filter this mode cannot honour, or a field no document has, fails now
+            retriever.filter = wanted
+        return retriever
 
     async def aanswer(self, question: str, *, mode: str | None = None, k: int | None = None, **options: Any) -> Any:
         """Retrieve with ``mode`` and write an answer that cites its sources (an

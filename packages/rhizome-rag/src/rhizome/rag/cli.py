@@ -151,10 +151,11 @@ def _print_loaded(args: argparse.Namespace, loaded: Any) -> int:
             print(f"warning: {file}: {message}", file=sys.stderr)
     for file, reason in loaded.unreadable.items():
         print(f"not read: {file}: {reason}", file=sys.stderr)
-    if loaded.unreadable:
-        print(f"{len(loaded.unreadable)} files could not be read and are not in the index; fix them (or install "
-              "what the message names) and run the same command again", file=sys.stderr)
-    return len(loaded.unreadable)
+    n = len(loaded.unreadable)
+    if n:
+        print(f"{n} file{'s' if n > 1 else ''} could not be read and {'are' if n > 1 else 'is'} not in the index; "
+              "fix them (or install what the message names) and run the same command again", file=sys.stderr)
+    return n
 
 
 def _print_hits(hits: list[Hit]) -> None:
@@ -215,26 +216,64 @@ def cmd_query(args: argparse.Namespace) -> int:
     elif llm_spec:
         models["llm"] = make_cli_chat_model(llm_spec, args)
     index = load_index(args.index, **models)
+    wanted = _filter_arg(args.filter)
+    options: dict[str, Any] = {"mode": args.mode, "filter": wanted}
     try:
-        hits = index.as_retriever(k=args.k, mode=args.mode).retrieve(args.question)
-        if args.answer and not args.json and index.llm is not None:
+        found = index.as_retriever(k=args.k, **options).search(args.question, context=False)
+        hits = found.hits
+        if hits and args.answer and not args.json and index.llm is not None:
             _print_hits(hits)  # then the answer as the model writes it
-            _print_stream(index.answer(args.question, mode=args.mode, k=args.k, stream=True))
+            _print_notes(found.notes)
+            _print_stream(index.answer(args.question, k=args.k, stream=True, **options))
             return 0
         # the method's own answering step (GraphRAG's reduce, LightRAG's context answer)
-        result = index.answer(args.question, mode=args.mode, k=args.k) if args.answer else None
+        result = index.answer(args.question, k=args.k, **options) if args.answer and hits else None
     finally:
         index.close()
     if args.json:
-        payload: dict[str, Any] = {"question": args.question, "hits": [h.model_dump() for h in hits]}
+        payload: dict[str, Any] = {"question": args.question, "hits": [h.model_dump() for h in hits], "notes": found.notes}
         if result is not None:
             payload["answer"] = result.model_dump()
         print(json.dumps(payload, indent=2, ensure_ascii=False))
-        return 0
-    _print_hits(hits)
-    if result is not None:
-        _print_answer(result)
+    elif hits:
+        _print_hits(hits)
+        _print_notes(found.notes)
+        if result is not None:
+            _print_answer(result)
+    if not hits:
+        why = "; ".join(found.notes) or "the search found nothing"
+        print(f"no hits: {why}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _filter_arg(values: list[str] | None) -> dict[str, Any] | None:
+    """The metadata filter of ``--filter`` flags: a JSON object (equality and ``$in``), or
+    ``FIELD=VALUE``; a field given twice may hold either value, different fields all must
+    match."""
+    if not values:
+        return None
+    merged: dict[str, Any] = {}
+    wanted: dict[str, list[str]] = {}
+    for value in values:
+        if value.lstrip().startswith("{"):
+            try:
+                merged.update(json.loads(value))
+            except ValueError as exc:
+                raise InvalidInputError(f"--filter {value!r} is not a JSON object ({exc})") from exc
+            continue
+        field, sep, text = value.partition("=")
+        if not sep or not field.strip():
+            raise InvalidInputError(f"--filter takes FIELD=VALUE or a JSON object such as '{{\"year\": {{\"$in\": [2023, 2024]}}}}', got {value!r}")
+        wanted.setdefault(field.strip(), []).append(text)
+    for field, texts in wanted.items():
+        merged[field] = texts[0] if len(texts) == 1 else {"$in": texts}
+    return merged
+
+
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"note: {note}")
 
 
 def sample_corpus() -> Path:
@@ -385,6 +424,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question")
     p.add_argument("-k", type=int, default=4, help="number of hits (default 4)")
     p.add_argument("--mode", help="retrieval mode, for methods that have several")
+    p.add_argument("--filter", action="append", metavar="FIELD=VALUE",
+                   help="only documents whose metadata matches (repeat: a field twice matches either value, "
+                        "different fields all must match; or a JSON object with $eq / $in)")
     p.add_argument("--answer", action="store_true", help="also write an answer (model, or extractive with --offline)")
     p.add_argument("--json", action="store_true", help="print JSON")
     model_flags(p)
