@@ -23,7 +23,9 @@ A method subclass sets ``method``, ``modes`` and ``config_class`` and implements
   (a :class:`~rhizome.core.retrieval.BaseRetriever`);
 - ``_answer_inputs(retrieval)`` — optional: the hits and wording of the method's answers (used
   by ``answer`` and its streamed form); ``_answer(question, retrieval)`` for an answering step
-  of its own.
+  of its own;
+- ``graph_contents()`` — optional: the entities, relations and communities the method built
+  (kernel records), which ``rhizome export``, the demo and the index summary show.
 
 ``stats`` is a plain dict of counters that ends up in the call's report.
 
@@ -351,6 +353,14 @@ class BaseIndex:
         return {"llm_options": options() if options else {}}
 
     # -- hooks ---------------------------------------------------------------------------------
+    def graph_contents(self) -> Any:
+        """The method's entities, relations and communities as a
+        :class:`~rhizome.core.export.GraphContents` (default: none, an index of passages only);
+        what ``rhizome export`` writes beside documents and chunks and the demo summarises."""
+        from rhizome.core.export import GraphContents
+
+        return GraphContents()
+
     def _setup(self) -> None:
         """Declare record tables and build helpers; called at the end of ``__init__``."""
 

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions
 from rhizome.core.graph import leiden_library_versions
 from rhizome.core.hierarchy import (
@@ -236,6 +237,11 @@ class GraphRAGIndex(BaseIndex):
                 {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
             ),
         )
+
+    def graph_contents(self) -> GraphContents:
+        """The entities, relations and community hierarchy (with reports), for export."""
+        graph = self.graph()
+        return GraphContents(list(graph.entities.values()), list(graph.relations.values()), list(graph.communities.values()))
 
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph local search walks (cached until the next change)."""

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.index import BaseIndex, Batch, Stats
 from rhizome.core.types import Entity, Relation
@@ -121,6 +122,10 @@ class HippoRAGIndex(BaseIndex):
             return EvidenceGraph({p.id: p.source_chunk_ids for p in self.phrases.all()}, edges, passage_nodes=passage_nodes)
 
         return self.derived("graph" if passage_nodes else "phrase-graph", key, build)
+
+    def graph_contents(self) -> GraphContents:
+        """Phrases as entities; facts and synonymy edges (predicate ``synonym``) as relations."""
+        return GraphContents(self.phrases.all(), self.facts.all() + self.synonyms.all())
 
     def names(self, phrase_ids: Sequence[str]) -> dict[str, str]:
         """Display names of phrases by id."""

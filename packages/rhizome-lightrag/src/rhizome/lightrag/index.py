@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.extraction.schema import clean_name, entity_key
 from rhizome.core.index import BaseIndex, Batch, Stats
@@ -126,6 +127,10 @@ class LightRAGIndex(BaseIndex):
     def relations(self) -> list[Relation]:
         """Every relation profile (sorted by id)."""
         return self.relation_table.all()
+
+    def graph_contents(self) -> GraphContents:
+        """The entity and relation profiles (LightRAG has no communities), for export."""
+        return GraphContents(self.entities(), self.relations())
 
     def entity(self, name: str) -> Entity | None:
         """The profile a name resolves to (exact surface form or entity id), or ``None``."""

@@ -372,6 +372,29 @@ def _index_status(path: Path) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from rhizome.core import export
+    from rhizome.core.storage import load_index
+
+    source = Path(args.index)
+    name = source.resolve().name
+    out = Path(args.out) if args.out else Path(f"{name}.graphml" if args.format == "graphml" else f"{name}-{args.format}")
+    index = load_index(source, readonly=True, offline=True)
+    try:
+        tables = export.export_tables(index)
+    finally:
+        index.close()
+    if args.format == "graphml":
+        graph = export.to_graph(tables)
+        export.write_graphml(graph, out)
+        print(f"wrote {out}: {graph.number_of_nodes()} entities, {graph.number_of_edges()} relations, "
+              f"communities at {graph.graph['levels']} levels as the node attributes community_0, community_1...")
+    else:
+        written = (export.write_parquet if args.format == "parquet" else export.write_jsonl)(tables, out)
+        print(f"wrote {len(written)} tables to {out}/: " + ", ".join(f"{t} {len(tables[t])} rows" for t in written))
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from rhizome.core.integrity import check_index
 
@@ -441,6 +464,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed, or describe an index")
     p.add_argument("index", nargs="?", help="an index directory: its method, models, counts and settings")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("export", help="write an index's documents, chunks, entities, relations and communities for other tools")
+    p.add_argument("index", help="an index directory")
+    p.add_argument("--format", choices=("graphml", "parquet", "jsonl"), default="graphml",
+                   help="graphml: the entity graph (Gephi, networkx); parquet or jsonl: one file per table (default graphml)")
+    p.add_argument("--out", help="file (graphml) or folder (parquet, jsonl); default INDEX.graphml or INDEX-FORMAT/ here")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("check", help="verify an index directory: records, checksums, vectors, snapshots (exit 1 on problems)")
     p.add_argument("index", help="an index directory")
