@@ -24,7 +24,7 @@ def test_index_then_query_offline(tmp_path, capsys):
     code, out, _ = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline", "-q")
     assert code == 0
     code, out, _ = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline")
-    assert code == 0 and "skipped: 8" in out  # a re-run finds nothing new
+    assert code == 0 and "0 new, 0 changed, 8 unchanged" in out  # a re-run finds nothing new
     code, out, _ = run(capsys, "query", str(out_dir), "Who led the closure of the Mire Banks?", "--json", "-k", "2")
     assert code == 0
     payload = json.loads(out)
@@ -125,7 +125,7 @@ def test_index_json_and_jsonl_files(tmp_path, capsys):
     (tmp_path / "docs" / "a.json").write_text(json.dumps([{"title": "A", "context": "Alpha text about owls."}]))
     (tmp_path / "docs" / "b.jsonl").write_text(json.dumps({"id": "b1", "text": "Beta text about otters."}) + "\n")
     code, out, _ = run(capsys, "index", str(tmp_path / "docs"), "--out", str(tmp_path / "i"), "--offline")
-    assert code == 0 and "inserted: 2" in out
+    assert code == 0 and "documents: 2 new" in out
     code, out, _ = run(capsys, "query", str(tmp_path / "i"), "otters", "--json", "-k", "1")
     assert json.loads(out)["hits"][0]["provenance"]["document_ids"] == ["b1"]
 

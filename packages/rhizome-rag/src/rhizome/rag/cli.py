@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,7 @@ from rhizome.core.cli import (
     model_flags,
     model_options,
     ollama_model,
+    plural,
 )
 from rhizome.core.errors import (
     ConfigurationError,
@@ -103,23 +105,24 @@ def _open_or_create(
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from rhizome.core.index import DeleteReport, InsertReport
     from rhizome.core.loaders import load_files, no_documents
 
+    started = time.monotonic()
     loaded = load_files(args.path, text_field=args.text_field, id_field=args.id_field)
-    if not loaded.documents:
+    if not loaded.documents and not args.sync:
         raise InvalidInputError(no_documents(args.path, loaded))
     index, models = _open_or_create(args.method, Path(args.out), args)
     try:
-        report = index.insert(loaded.documents)
+        removed = _remove_stale(index, Path(args.path), loaded) if args.sync else DeleteReport()
+        report = index.insert(loaded.documents) if loaded.documents else InsertReport()
+        totals = {"documents": index.store.count("documents"), "chunks": len(index), **index.graph_contents().summary()}
     finally:
         index.close()
-    _say(args, f"indexed {args.path} into {args.out} ({args.method}, embedder {models.embed_spec})")
+    how = "offline" if models.llm is None else f"model {models.llm.name}"
+    _say(args, f"indexed {args.path} into {args.out} ({args.method}; embedder {models.embed_spec}, {how})")
     unread = _print_loaded(args, loaded)
-    for key, value in report.model_dump().items():
-        shown = len(value) if isinstance(value, list | dict) else value
-        if key == "stats":
-            shown = ", ".join(f"{k} {v}" for k, v in value.items() if v) or "-"
-        _say(args, f"  {key}: {shown}")
+    _print_summary(args, report, removed, totals, time.monotonic() - started)
     done = len(report.inserted) + len(report.replaced) + len(report.skipped)
     if not (report.failed or report.unfinished or unread):
         _say(args, f"{done} documents done, none failed")
@@ -130,13 +133,59 @@ def cmd_index(args: argparse.Namespace) -> int:
             print(f"  {doc_id}: {reason}", file=sys.stderr)
     else:
         print(f"{done} documents done, none failed", file=sys.stderr)
-    if report.unfinished:
-        print(f"the whole-index work after the change did not finish ({report.unfinished}); the documents are "
-              "stored and searchable, with what that work built before", file=sys.stderr)
-    if report.failed or report.unfinished:
+    for unfinished in (removed.unfinished, report.unfinished):
+        if unfinished:
+            print(f"the whole-index work after the change did not finish ({unfinished}); the documents are "
+                  "stored and searchable, with what that work built before", file=sys.stderr)
+    if report.failed or report.unfinished or removed.unfinished:
         print("run the same command again to retry only what failed (see --max-retries, --timeout); "
               f"`uv run rhizome status {args.out}` lists it", file=sys.stderr)
     return 1
+
+
+def _remove_stale(index: Any, folder: Path, loaded: Any) -> Any:
+    """``--sync``: delete the stored documents that came from a file under ``folder`` (their
+    ``source``) and that the files no longer give — the file was removed, or a page or row of
+    it — through the method's own delete. Documents of a file that could not be read now are
+    kept, and documents from elsewhere are never touched."""
+    from rhizome.core.index import DeleteReport
+
+    root = folder.resolve()
+    present = {d.id for d in loaded.documents}
+    unreadable = {str(Path(f).resolve()) for f in loaded.unreadable}
+    stored = index.store.documents_metadata(index.store.document_ids())
+    stale = []
+    for doc_id, metadata in stored.items():
+        source = metadata.get("source")
+        if doc_id in present or not isinstance(source, str) or source in unreadable:
+            continue
+        path = Path(source)
+        if path == root or root in path.parents:
+            stale.append(doc_id)
+    return index.delete(stale) if stale else DeleteReport()
+
+
+def _print_summary(args: argparse.Namespace, report: Any, removed: Any, totals: dict[str, int], seconds: float) -> None:
+    """The counts of an index run: documents, chunks, what the graph holds, the models' work, time."""
+    stats: dict[str, int] = {}
+    for part in (removed.stats, report.stats):
+        for key, value in part.items():
+            if isinstance(value, int):
+                stats[key] = stats.get(key, 0) + value
+    parts = [f"{len(report.inserted)} new", f"{len(report.replaced)} changed", f"{len(report.skipped)} unchanged"]
+    if args.sync:
+        parts.append(f"{len(removed.deleted)} removed")
+    parts.append(f"{len(report.failed)} failed")
+    _say(args, f"  documents: {', '.join(parts)}; {totals['documents']} in the index")
+    _say(args, f"  chunks: {report.chunks:,} written ({plural(report.tokens, 'token')}); {totals['chunks']:,} in the index")
+    if totals["entities"] or totals["relations"]:
+        communities = (f", {plural(totals['communities'], 'community', 'communities')} in {plural(totals['levels'], 'level')}"
+                       if totals["communities"] else "")
+        _say(args, f"  graph: {plural(totals['entities'], 'entity', 'entities')}, {plural(totals['relations'], 'relation')}{communities}")
+    _say(args, f"  models: {plural(stats.get('model_calls', 0), 'chat call')} ({stats.get('prompt_tokens', 0):,} prompt + "
+               f"{stats.get('completion_tokens', 0):,} completion tokens), {plural(stats.get('embedded_texts', 0), 'text')} embedded, "
+               f"{plural(stats.get('cache_hits', 0), 'answer')} from the cache")
+    _say(args, f"  time: {seconds:.1f} s")
 
 
 def _print_loaded(args: argparse.Namespace, loaded: Any) -> int:
@@ -153,8 +202,8 @@ def _print_loaded(args: argparse.Namespace, loaded: Any) -> int:
         print(f"not read: {file}: {reason}", file=sys.stderr)
     n = len(loaded.unreadable)
     if n:
-        print(f"{n} file{'s' if n > 1 else ''} could not be read and {'are' if n > 1 else 'is'} not in the index; "
-              "fix them (or install what the message names) and run the same command again", file=sys.stderr)
+        print(f"{plural(n, 'file')} could not be read and {'is' if n == 1 else 'are'} not in the index; fix them (or "
+              "install what the message names) and run the same command again", file=sys.stderr)
     return n
 
 
@@ -372,6 +421,56 @@ def _index_status(path: Path) -> int:
     return 0
 
 
+def cmd_docs_list(args: argparse.Namespace) -> int:
+    from rhizome.core.storage import IndexStore, read_manifest
+
+    read_manifest(args.index)
+    store = IndexStore.open(args.index, readonly=True)
+    try:
+        statuses = store.statuses()
+        metadata = store.documents_metadata(s.id for s in statuses)
+        chunks = store.chunk_counts()
+    finally:
+        store.close()
+    rows = [{"id": s.id, "status": s.status, "chunks": chunks.get(s.id, 0), "title": metadata.get(s.id, {}).get("title"),
+             "source": metadata.get(s.id, {}).get("source"), "updated": s.updated, "error": s.error} for s in statuses]
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print(f"{args.index} holds no documents; add some with `uv run rhizome index FOLDER --out {args.index}`")
+        return 0
+    width = min(max(len(r["id"]) for r in rows), 60)
+    for r in rows:
+        where = r["title"] or r["source"] or ""
+        error = f" — {r['error']}" if r["error"] else ""
+        print(f"{r['id']:<{width}}  {r['status']:<10} {plural(r['chunks'], 'chunk'):>10}  {where}{error}")
+    counts = {status: sum(1 for r in rows if r["status"] == status) for status in dict.fromkeys(r["status"] for r in rows)}
+    print(f"{plural(len(rows), 'document')}: " + ", ".join(f"{n} {status}" for status, n in counts.items()))
+    return 0
+
+
+def cmd_docs_delete(args: argparse.Namespace) -> int:
+    from rhizome.core.storage import read_manifest
+
+    path = Path(args.index)
+    index, _ = _open_or_create(read_manifest(path).method, path, args)
+    try:
+        report = index.delete(args.ids)
+        left = index.store.count("documents")
+    finally:
+        index.close()
+    if report.deleted:
+        print(f"deleted {plural(len(report.deleted), 'document')} ({plural(report.chunks, 'chunk')}) and what only they "
+              f"supported; {left} left")
+    if report.unfinished:
+        print(f"the whole-index work after the delete did not finish ({report.unfinished}); nothing of the deleted "
+              "documents is searchable; run `uv run rhizome index` or this command again to finish it", file=sys.stderr)
+    if report.missing:
+        print(f"not in the index: {', '.join(report.missing)} (`uv run rhizome docs list {args.index}` lists the ids)", file=sys.stderr)
+    return 1 if report.missing or report.unfinished else 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from rhizome.core import export
     from rhizome.core.storage import load_index
@@ -436,6 +535,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="index directory; an existing index of the same method is updated")
     p.add_argument("--chunk-size", type=int, help="tokens per chunk (method default)")
     p.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks (method default)")
+    p.add_argument("--sync", action="store_true",
+                   help="make the index match the folder: add new files, re-index changed ones, delete the documents of removed files")
     p.add_argument("--text-field", help="the column (CSV) or field (JSON) holding a row's text (default: text, content, context, page_content or body)")
     p.add_argument("--id-field", help="the column or field holding a row's id (default: id when present, else FILE#ROW)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
@@ -464,6 +565,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed, or describe an index")
     p.add_argument("index", nargs="?", help="an index directory: its method, models, counts and settings")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("docs", help="list or delete the documents of an index")
+    docs = p.add_subparsers(dest="docs_command", required=True)
+    q = docs.add_parser("list", help="every document: id, status, chunks, title or source")
+    q.add_argument("index", help="an index directory")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    q.set_defaults(func=cmd_docs_list)
+    q = docs.add_parser("delete", help="delete documents and whatever only they supported (the method's own delete)")
+    q.add_argument("index", help="an index directory")
+    q.add_argument("ids", nargs="+", metavar="ID", help="document ids (see `rhizome docs list`)")
+    q.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    model_flags(q)
+    q.set_defaults(func=cmd_docs_delete)
 
     p = sub.add_parser("export", help="write an index's documents, chunks, entities, relations and communities for other tools")
     p.add_argument("index", help="an index directory")
