@@ -107,7 +107,7 @@ class GraphRAGIndex(BaseIndex):
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
         chunks = [c for _, cs in batch for c in cs]
         extractions = await self.extractor.aextract(chunks)
-        vectors = await self.embed([c.text for c in chunks])
+        vectors = await self.embed([c.text for c in chunks], what="chunks")
         # a replaced document's old chunks stop supporting the graph in the same transaction
         replaced = [doc.id for doc, _ in batch if self.store.document_state(doc.id) is not None]
         removal = await self._plan_removal(self.store.chunk_ids(replaced), stats)
@@ -261,6 +261,7 @@ class GraphRAGIndex(BaseIndex):
             build_input=lambda c, done: build_input(c, graph, done, budget),
             write=lambda data: self.report_writer.awrite(data, graph),
             identity=self.report_writer.identity,
+            label="writing community reports",
         )
 
     async def _rebuild(self, stats: Stats) -> None:
@@ -282,7 +283,7 @@ class GraphRAGIndex(BaseIndex):
                 jobs[key] = (d, lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
             else:
                 record.description = await self.summarizer.asummarize(subject, record.descriptions)
-        summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs)
+        summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
         for key, text in summaries.items():
             records[key].description = text
 

@@ -139,7 +139,7 @@ class HippoRAGIndex(BaseIndex):
         records = [found.get(c.id) or Extraction(chunk_id=c.id) for c in chunks]
         plan = await self._plan(set(self.store.chunk_ids(replaced)), records, stats)
         if chunks:
-            plan.vectors[self.CHUNK_COLLECTION] = ([c.id for c in chunks], await self.embed([c.text for c in chunks]))
+            plan.vectors[self.CHUNK_COLLECTION] = ([c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks"))
         return plan
 
     def _write(self, db: Any, batch: Batch, prepared: _Plan) -> None:
@@ -211,12 +211,12 @@ class HippoRAGIndex(BaseIndex):
 
         new_phrases = [p for p in plan.phrases if p.id not in before_p]
         if new_phrases:
-            vectors = await self.embed([p.name for p in new_phrases])
+            vectors = await self.embed([p.name for p in new_phrases], what="phrases")
             plan.vectors[self.PHRASE_COLLECTION] = ([p.id for p in new_phrases], vectors)
             plan.synonyms = self._synonyms(new_phrases, vectors, gone)
         new_facts = [f for f in plan.facts if f.id not in before_f]
         if new_facts:
-            plan.vectors[self.FACT_COLLECTION] = ([f.id for f in new_facts], await self.embed([f.description for f in new_facts]))
+            plan.vectors[self.FACT_COLLECTION] = ([f.id for f in new_facts], await self.embed([f.description for f in new_facts], what="facts"))
         for key, value in {
             "chunks_added": len(records),
             "chunks_removed": len(removed),

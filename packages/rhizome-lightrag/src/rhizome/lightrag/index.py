@@ -161,7 +161,7 @@ class LightRAGIndex(BaseIndex):
         documents = {c.id: c.document_id for c in chunks}
         plan = await self._plan(self.store.chunk_ids(replaced), [(documents[r.chunk_id], r) for r in records], stats)
         if chunks:
-            plan.chunk_vectors = ([c.id for c in chunks], await self.embed([c.text for c in chunks]))
+            plan.chunk_vectors = ([c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks"))
         return plan
 
     def _write(self, db: Any, batch: Batch, prepared: _Plan) -> None:
@@ -394,7 +394,7 @@ class LightRAGIndex(BaseIndex):
                 summary_jobs[number] = (key, lambda s=subject, f=list(fragments): self.summarizer.asummarize(s, f))
             else:
                 rec.description = await self.summarizer.asummarize(subject, list(fragments))
-        summaries, written = await arun_stage(self.store, SUMMARY_STAGE, summary_jobs)
+        summaries, written = await arun_stage(self.store, SUMMARY_STAGE, summary_jobs, label="summarising profiles")
         for number, text in summaries.items():
             jobs[number][0].description = text
 
