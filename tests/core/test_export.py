@@ -10,7 +10,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from rhizome.core.errors import InvalidInputError
-from rhizome.core.export import COLUMNS, export_tables, to_graph, write_graphml, write_jsonl, write_parquet
+from rhizome.core.export import (
+    COLUMNS,
+    export_tables,
+    to_graph,
+    write_graphml,
+    write_jsonl,
+    write_parquet,
+)
 from rhizome.core.testing import IndexConformance, registered_methods, shelved
 
 

@@ -134,7 +134,7 @@ def test_latin1_text_is_decoded_and_the_guess_reported(tmp_path):
 
 
 def test_undecodable_bytes_are_replaced_with_a_warning(tmp_path):
-    (tmp_path / "damaged.txt").write_bytes("Zürich, then a stray byte: ".encode("utf-8") + b"\xff" + b" end")
+    (tmp_path / "damaged.txt").write_bytes("Zürich, then a stray byte: ".encode() + b"\xff" + b" end")
     result = load_files(tmp_path)
     assert only(result)["damaged.txt"].text == "Zürich, then a stray byte: \ufffd end"
     assert "1 bytes fit no text encoding" in result.warnings[str(tmp_path / "damaged.txt")][0]

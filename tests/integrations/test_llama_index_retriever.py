@@ -162,7 +162,12 @@ def test_persist_round_trip_with_llama_index_embedding(tmp_path: Path) -> None:
 
 
 def test_metadata_filters_and_node_metadata() -> None:
-    from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+    from llama_index.core.vector_stores.types import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
 
     index = VectorIndex(HashingEmbedder())
     index.insert([d.model_copy(update={"metadata": {**d.metadata, "page": i}}) for i, d in enumerate(CORPUS)])

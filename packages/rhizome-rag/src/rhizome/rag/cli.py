@@ -15,7 +15,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,17 +38,11 @@ from rhizome.core.errors import (
     ModelUnavailableError,
     RhizomeError,
 )
+from rhizome.rag.demo import sample_corpus  # noqa: F401  (examples and tests import it from here)
 
 if TYPE_CHECKING:
     from rhizome.core.answer import Answer
     from rhizome.core.types import Hit
-
-DEMO_QUESTIONS = [
-    "Who was the first keeper of the Oskel lighthouse, and who drew the map that led to it?",
-    "Which Speaker led the closure of the Mire Banks, and when did they reopen?",
-    "Which building houses the Vell Islands Museum?",
-]
-
 
 def _index_class(method: str) -> Any:
     from rhizome.core.storage import method_registry
@@ -325,42 +318,43 @@ def _print_notes(notes: list[str]) -> None:
         print(f"note: {note}")
 
 
-def sample_corpus() -> Path:
-    return Path(str(resources.files("rhizome.rag") / "sample_corpus"))
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
-    from rhizome.core.aio import iterate_sync, run_sync
-    from rhizome.core.answer import aanswer, astream_answer
-    from rhizome.core.loaders import load_path
+    import shlex
 
-    print("Rhizome demo: index a small corpus about the (fictional) Vell Islands and ask questions.\n")
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rhizome-demo-")) / "index"
-    args.chunk_size, args.chunk_overlap = 200, 20
-    index, models = _open_or_create("naive", out, args, fall_back=True, want_llm=True)  # a model writes the answers
+    from rhizome.core.storage import method_registry
+    from rhizome.rag import demo
+
+    print("Rhizome demo: a small corpus about the (fictional) Vell Islands, indexed with every installed method,\n"
+          "what each graph holds, and the same questions answered side by side.\n")
+    registry = method_registry()
+    methods = args.method or sorted(registry, key=lambda m: (m != "naive", m))  # the baseline first
+    unknown = [m for m in methods if m not in registry]
+    if unknown:
+        raise ConfigurationError(f"unknown method {', '.join(unknown)}; installed methods: {', '.join(sorted(registry))}")
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rhizome-demo-"))
+    models = choose_models(args, want_llm=True, fall_back=True)  # a model writes the answers when there is one
     for notice in models.notices:
         print(f"note: {notice}")
-    mode = "offline (hashing embedder, extractive answers)" if models.embed_spec == OFFLINE_EMBED and models.llm is None else (
-        f"embedder {models.embed_spec}, model {models.llm.name if models.llm else 'none (extractive answers)'}"
-    )
-    print(f"mode: {mode}\n")
-    try:
-        report = index.insert(load_path(sample_corpus()))
-        print(f"indexed {len(report.inserted) + len(report.replaced)} new documents, skipped {len(report.skipped)} "
-              f"unchanged; {len(index)} chunks in {out}\n")
-        retriever = index.as_retriever(k=3)
-        for question in DEMO_QUESTIONS:
-            print(f"Q: {question}")
-            hits = retriever.retrieve(question)
-            _print_hits(hits)
-            if models.llm is None:
-                _print_answer(run_sync(aanswer(question, hits, None)))
-            else:
-                _print_stream(iterate_sync(astream_answer(question, hits, models.llm)))
-            print()
-    finally:
-        index.close()
-    print(f"Query it yourself: rhizome query {out} \"What did Brandt & Sons trade?\"")
+    offline = models.embed_spec == OFFLINE_EMBED and models.llm is None
+    print("mode: " + ("offline (hashing embedder, extractive answers)" if offline else
+                      f"embedder {models.embed_spec}, answers by {models.llm.name if models.llm else 'extraction (no chat model)'}") + "\n")
+    folders = demo.run(out, methods, lambda: make_cli_embedder(models.embed_spec, args), models.llm, registry, cache=not args.no_cache)
+    flag = " --offline" if offline else ""
+    print("\nNext, with these indexes (or your own folder):")
+    graph = next((m for m in ("graphrag", "lightrag", "hipporag") if m in folders), None)
+    if "graphrag" in folders:
+        print(f"  uv run rhizome query {shlex.quote(str(folders['graphrag']))} \"What are the main themes?\" --mode global --answer{flag}")
+    for method in ("lightrag", "naive"):
+        if method in folders:
+            print(f"  uv run rhizome query {shlex.quote(str(folders[method]))} \"Who drew the first map of the islands?\" -k 3 "
+                  f"--filter title=\"Ilse Varn, cartographer\"{flag}")
+            break
+    if graph:
+        print(f"  uv run rhizome export {shlex.quote(str(folders[graph]))} --format graphml --out vell-{graph}.graphml")
+    first = next(iter(folders.values()), None)
+    if first is not None:
+        print(f"  uv run rhizome docs list {shlex.quote(str(first))}")
+    print(f"  uv run rhizome index ./my-docs --method {graph or 'naive'} --out ./my-index{flag}   # your own files")
     return 0
 
 
@@ -556,9 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
     model_flags(p)
     p.set_defaults(func=cmd_query)
 
-    p = sub.add_parser("demo", help="index the bundled sample corpus and answer questions")
-    p.add_argument("--out", help="index directory (default: a new temporary directory)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p = sub.add_parser("demo", help="index the sample corpus with every installed method and answer questions side by side")
+    p.add_argument("--out", help="folder for the indexes, one per method (default: a new temporary folder)")
+    p.add_argument("--method", action="append", help="only this method (repeat for several; default: every installed one)")
+    p.add_argument("-q", "--quiet", action="store_true", help="accepted for symmetry: the demo prints no progress bars")
     model_flags(p)
     p.set_defaults(func=cmd_demo)
 
