@@ -221,7 +221,7 @@ def _print_answer(answer: Answer) -> None:
     how = "extractive, no model" if answer.extractive else "written by the model"
     print(f"answer ({how}): {' '.join(answer.text.split())}")
     for hit in answer.citations:
-        label = hit.metadata.get("title") or hit.id
+        label = hit.metadata.get("title") or ", ".join(hit.provenance.document_ids) or hit.id
         print(f"  cites: {label} [{hit.id}]")
 
 
