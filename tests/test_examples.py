@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize(
     "script,expected",
     [
-        ("langchain_chain.py", "source: 03-ilse-varn"),
+        ("langchain_chain.py", "source: Ilse Varn, cartographer"),
         ("llamaindex_query_engine.py", "query engine used 2 source nodes"),
         ("langgraph_router.py", "label: sea-and-work"),
     ],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 from ollama_stub import OllamaStub, closed_port_url
 
+from rhizome.core.storage import method_registry
+from rhizome.core.testing import index_class as load_method
 from rhizome.rag.cli import main, sample_corpus
 
 
@@ -24,7 +27,7 @@ def test_index_then_query_offline(tmp_path, capsys):
     code, out, _ = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline", "-q")
     assert code == 0
     code, out, _ = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline")
-    assert code == 0 and "skipped: 8" in out  # a re-run finds nothing new
+    assert code == 0 and "0 new, 0 changed, 8 unchanged" in out  # a re-run finds nothing new
     code, out, _ = run(capsys, "query", str(out_dir), "Who led the closure of the Mire Banks?", "--json", "-k", "2")
     assert code == 0
     payload = json.loads(out)
@@ -42,20 +45,42 @@ def test_demo_runs_offline_when_ollama_is_down(capsys):
     assert "not reachable" in out and "ollama serve" in out and "Running offline" in out
     for expected in ("Piet Hale", "Agnes Brodd", "Salt Exchange"):
         assert expected in out
+    methods = sorted(method_registry())
+    for method in methods:  # every installed method is built, and answers in every mode
+        assert f"  {method:<10} 8 chunks" in out
+        for mode in load_method(method).modes:
+            assert f"  {method}/{mode} " in out or (method == "naive" and "  naive " in out)
+    assert "graphrag: " in out and "communities in" in out and "most connected:" in out  # what the graph holds
+    commands = [line.strip() for line in out.splitlines() if line.strip().startswith("uv run rhizome")]
+    assert commands and all("--offline" in c for c in commands if " query " in c or " index " in c)
+    for command in commands[:-1]:  # the printed commands work as printed (the last needs the user's folder)
+        argv = shlex.split(command)[3:]
+        if "export" in argv:
+            argv[argv.index("--out") + 1] = str(Path(argv[1]).parent / "g.graphml")
+        assert run(capsys, *argv)[0] == 0, command
 
 
 def test_demo_uses_ollama_when_it_is_running(capsys, monkeypatch):
+    from rhizome.core.models.fake import SchemaResponder
+
+    responder = SchemaResponder()
+
+    def reply(body):  # structured steps (query keywords, fact filters) get JSON; answers get text
+        return responder(body["messages"], body["format"]) if body.get("format") else "Piet Hale kept the light [1]."
+
     with OllamaStub(models=["qwen2.5:7b-instruct", "nomic-embed-text:latest"], embed_dimension=16) as stub:
-        stub.reply_fn = lambda body: "Piet Hale kept the light [1]."
+        stub.reply_fn = reply
         monkeypatch.setenv("OLLAMA_HOST", stub.url)
-        code, out, _ = run(capsys, "demo", "-q")
+        code, out, _ = run(capsys, "demo", "-q", "--no-cache")
     assert code == 0, out
-    assert "answer (written by the model): Piet Hale kept the light [1]." in out
-    chats = stub.calls("/api/chat")
-    assert len(chats) == 3
-    assert chats[0]["stream"] is True and "format" not in chats[0]  # streamed, citing [n] inline
-    assert chats[0]["options"]["num_ctx"] >= 2048
-    assert stub.calls("/api/embed")
+    methods = sorted(method_registry())
+    answers = [line for line in out.splitlines() if line.endswith("Piet Hale kept the light [1].")]
+    assert len(answers) == 3 * len(methods)  # each method's default mode, in the model's words
+    streamed = [c for c in stub.calls("/api/chat") if c["stream"]]
+    assert len(streamed) == 3 * len(methods) and all("format" not in c for c in streamed)
+    assert streamed[0]["options"]["num_ctx"] >= 2048
+    assert stub.calls("/api/embed") and "mode: embedder ollama:nomic-embed-text" in out
+    assert "--offline" not in out
 
 
 def test_model_settings_come_from_flags_then_rhizome_variables(capsys, monkeypatch):
@@ -64,12 +89,12 @@ def test_model_settings_come_from_flags_then_rhizome_variables(capsys, monkeypat
         monkeypatch.setenv("OLLAMA_HOST", stub.url)
         monkeypatch.setenv("RHIZOME_NUM_CTX", "2048")
         monkeypatch.setenv("RHIZOME_KEEP_ALIVE", "3m")
-        code, out, _ = run(capsys, "demo", "-q", "--no-cache", "--num-ctx", "4096", "--max-retries", "0", "--concurrency", "1", "--timeout", "30")
+        code, out, _ = run(capsys, "demo", "-q", "--method", "naive", "--no-cache", "--num-ctx", "4096", "--max-retries", "0", "--concurrency", "1", "--timeout", "30")
         assert code == 0, out
         chats = stub.calls("/api/chat")
         assert {c["options"]["num_ctx"] for c in chats} == {4096} and {c["keep_alive"] for c in chats} == {"3m"}
         monkeypatch.setenv("RHIZOME_TIMEOUT", "soon")
-        code, _, err = run(capsys, "demo", "-q", "--no-cache")
+        code, _, err = run(capsys, "demo", "-q", "--method", "naive", "--no-cache")
     assert code == 2 and "RHIZOME_TIMEOUT='soon'" in err and "--timeout" in err
     code, _, err = run(capsys, "demo", "-q", "--num-ctx", "0")
     assert code == 2 and "--num-ctx must be positive" in err
@@ -80,9 +105,9 @@ def test_a_slow_ollama_is_waited_for_and_reported_as_slow(capsys, monkeypatch):
         stub.reply_fn = lambda body: {"answer": "Piet Hale kept the light.", "citations": [1]}
         stub.tags_delay = 2.5  # longer than the old 2 s check, well within the read timeout
         monkeypatch.setenv("OLLAMA_HOST", stub.url)
-        code, out, _ = run(capsys, "demo", "-q", "--no-cache")
-        assert code == 0 and "written by the model" in out and "Running offline" not in out
-        code, out, _ = run(capsys, "demo", "-q", "--timeout", "1")
+        code, out, _ = run(capsys, "demo", "-q", "--method", "naive", "--no-cache")
+        assert code == 0 and "Piet Hale kept the light." in out and "Running offline" not in out
+        code, out, _ = run(capsys, "demo", "-q", "--method", "naive", "--timeout", "1")
     assert code == 0 and "running at" in out and "but did not list its models within 1 s" in out
     assert "Running offline" in out  # the demo still runs, and says why it went offline
 
@@ -125,7 +150,7 @@ def test_index_json_and_jsonl_files(tmp_path, capsys):
     (tmp_path / "docs" / "a.json").write_text(json.dumps([{"title": "A", "context": "Alpha text about owls."}]))
     (tmp_path / "docs" / "b.jsonl").write_text(json.dumps({"id": "b1", "text": "Beta text about otters."}) + "\n")
     code, out, _ = run(capsys, "index", str(tmp_path / "docs"), "--out", str(tmp_path / "i"), "--offline")
-    assert code == 0 and "inserted: 2" in out
+    assert code == 0 and "documents: 2 new" in out
     code, out, _ = run(capsys, "query", str(tmp_path / "i"), "otters", "--json", "-k", "1")
     assert json.loads(out)["hits"][0]["provenance"]["document_ids"] == ["b1"]
 
@@ -138,7 +163,7 @@ def test_console_script_runs_the_offline_demo(tmp_path):
     result = subprocess.run([str(script), "demo", "--offline", "--out", str(tmp_path / "demo")], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "Salt Exchange" in result.stdout
-    assert (tmp_path / "demo" / "manifest.json").exists()
+    assert (tmp_path / "demo" / "naive" / "manifest.json").exists() and (tmp_path / "demo" / "graphrag" / "manifest.json").exists()
 
 
 def test_query_offline_ignores_the_chat_model_the_index_was_built_with(tmp_path, capsys):

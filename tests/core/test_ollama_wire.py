@@ -525,3 +525,16 @@ async def test_a_busy_server_is_retried_before_the_stream_starts(ollama_stub: Ol
     ollama_stub.replies.extend([StubError(503, "busy", retry_after=0), "after the wait"])
     model = make_chat(transport_retries=1)
     assert "".join([p async for p in model.astream("q")]) == "after the wait"
+
+
+def test_a_finished_stream_leaves_no_open_generator_behind(ollama_stub: OllamaStub, capsys, caplog) -> None:
+    """Defect: the client's stream was left open after the last chunk, and the loop's shutdown
+    closed it twice ("aclose(): asynchronous generator is already running" on standard error
+    after `rhizome query --answer` and in the demo)."""
+    from rhizome.core.aio import iterate_sync
+
+    ollama_stub.default_reply = "Piet Hale kept the light."
+    model = chat_model(ollama_stub)
+    for _ in range(3):
+        assert "".join(iterate_sync(model.astream("Who kept the light?"))) == "Piet Hale kept the light."
+    assert "aclose" not in capsys.readouterr().err and "aclose" not in caplog.text

@@ -278,3 +278,20 @@ def test_from_persist_dir_with_langchain_embeddings(tmp_path: Path) -> None:
     assert [d.id for d in after] == [d.id for d in before]
     assert after[0].metadata["document_ids"] == ["doc-rivers"]
     reopened.retriever.index.close()
+
+
+def test_metadata_and_filters_reach_langchain_documents() -> None:
+    """Defect: as_retriever(filter=...) was accepted and ignored, and custom metadata (page,
+    author) was dropped from the hits."""
+    index = VectorIndex(HashingEmbedder())
+    index.insert([d.model_copy(update={"metadata": {**d.metadata, "kingdom": "animal" if "queen" in d.text else "earth", "page": i}})
+                  for i, d in enumerate(CORPUS)])
+    retriever = RhizomeRetriever.from_index(index, k=3, filter={"kingdom": "earth"})
+    docs = retriever.invoke(QUERY)
+    assert {d.metadata["title"] for d in docs} == {"Rivers", "Volcanoes"}  # only two documents match
+    assert all(d.metadata["kingdom"] == "earth" and isinstance(d.metadata["page"], int) for d in docs)
+    per_call = RhizomeRetriever.from_index(index, k=2).invoke(QUERY, filter={"page": {"$in": [0, "1"]}})
+    assert {d.metadata["title"] for d in per_call} == {"Bees", "Ants"}
+    assert asyncio.run(retriever.ainvoke(QUERY, filter={"title": "Wasps"}))[0].metadata["source"] == "notes/wasps.md"
+    with pytest.raises(ValueError, match=r"\$gt"):
+        retriever.invoke(QUERY, filter={"page": {"$gt": 1}})

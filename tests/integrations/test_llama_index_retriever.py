@@ -159,3 +159,27 @@ def test_persist_round_trip_with_llama_index_embedding(tmp_path: Path) -> None:
     reopened.index.close()
     with pytest.raises(TypeError, match="not both"):
         RhizomeRetriever.from_persist_dir(tmp_path / "idx", embed_model=embed_model, embedder="x")
+
+
+def test_metadata_filters_and_node_metadata() -> None:
+    from llama_index.core.vector_stores.types import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
+
+    index = VectorIndex(HashingEmbedder())
+    index.insert([d.model_copy(update={"metadata": {**d.metadata, "page": i}}) for i, d in enumerate(CORPUS)])
+    wanted = MetadataFilters(filters=[MetadataFilter(key="page", value=[0, 2, 4], operator=FilterOperator.IN),
+                                      MetadataFilter(key="title", value="Wasps")])
+    nodes = RhizomeRetriever.from_index(index, similarity_top_k=3, filters=wanted).retrieve(QUERY)
+    assert [n.node.metadata["title"] for n in nodes] == ["Wasps"]
+    assert nodes[0].node.metadata["page"] == 2 and nodes[0].node.metadata["source"] == "notes/wasps.md"
+    plain = RhizomeRetriever(index.as_retriever(), similarity_top_k=2, filters={"page": {"$in": [3, 4]}})
+    assert {n.node.metadata["title"] for n in plain.retrieve(QUERY)} == {"Rivers", "Volcanoes"}
+    for refused in (MetadataFilters(filters=[MetadataFilter(key="page", value=2, operator=FilterOperator.GT)]),
+                    MetadataFilters(filters=[MetadataFilter(key="page", value=2), MetadataFilter(key="page", value=3)],
+                                    condition=FilterCondition.OR)):
+        with pytest.raises(ValueError):
+            RhizomeRetriever.from_index(index, filters=refused)

@@ -51,6 +51,13 @@ class RhizomeRetriever(BaseRetriever):
             retriever = RhizomeRetriever.from_index(index, k=5)
             docs = retriever.invoke("Who founded the company?")
             docs = retriever.invoke("Who founded the company?", k=2)  # per-call k
+            docs = retriever.invoke("Who founded it?", filter={"year": {"$in": [2023, 2024]}})
+
+    Each ``Document``'s metadata holds the metadata of the documents the hit cites (``source``,
+    ``title``, ``page`` and the user's own fields) beside the hit's score, kind and provenance.
+    ``filter`` (in ``from_index(..., filter=...)``, or per call) keeps only hits whose
+    documents match: equality and ``$in`` on document metadata, honoured by every method and
+    mode (see :mod:`rhizome.core.filters`).
     """
 
     retriever: Any
@@ -82,7 +89,7 @@ class RhizomeRetriever(BaseRetriever):
         """A retriever over ``index`` (any Rhizome ``Index``) returning ``k`` documents.
 
         Keyword arguments that are fields of this class (``tags``, ``metadata``) are set on it;
-        the others go to ``index.as_retriever`` (method-specific search options).
+        the others go to ``index.as_retriever`` (``mode``, ``filter`` and the mode's options).
         """
         own = {name: kwargs.pop(name) for name in ("tags", "metadata", "name") if name in kwargs}
         return cls(retriever=index.as_retriever(**kwargs), k=k, **own)
@@ -123,12 +130,17 @@ class RhizomeRetriever(BaseRetriever):
         if unknown:
             raise TypeError(
                 f"RhizomeRetriever got unexpected keyword argument(s) {sorted(unknown)}; "
-                "only k is accepted per call"
+                "only k and filter are accepted per call"
             )
         value = self.k if k is None else k
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"k must be a positive integer, got {value!r}")
         return value
+
+    @staticmethod
+    def _options(filter: dict[str, Any] | None) -> dict[str, Any]:
+        """This call's filter for the Rhizome retriever (none: the retriever's own applies)."""
+        return {} if filter is None else {"filter": filter}
 
     def _get_relevant_documents(
         self,
@@ -136,11 +148,12 @@ class RhizomeRetriever(BaseRetriever):
         *,
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
+        filter: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[Document]:
         n = self._k(k, kwargs)
         with using_callbacks(run_manager.get_child()):
-            hits = self.retriever.retrieve(query, k=n)
+            hits = self.retriever.retrieve(query, k=n, **self._options(filter))
         return [hit_to_document(hit) for hit in hits]
 
     async def _aget_relevant_documents(
@@ -149,11 +162,12 @@ class RhizomeRetriever(BaseRetriever):
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
+        filter: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[Document]:
         n = self._k(k, kwargs)
         with using_callbacks(run_manager.get_child()):
-            hits = await self.retriever.aretrieve(query, k=n)
+            hits = await self.retriever.aretrieve(query, k=n, **self._options(filter))
         return [hit_to_document(hit) for hit in hits]
 
 

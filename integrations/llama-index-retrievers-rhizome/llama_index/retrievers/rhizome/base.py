@@ -19,7 +19,9 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
+from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilters
 
+from rhizome.core.errors import InvalidInputError
 from rhizome.core.models.adapters import wrap_model
 from rhizome.core.types import Hit
 
@@ -64,6 +66,32 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
     return NodeWithScore(node=node, score=hit.score)
 
 
+def rhizome_filter(filters: Any) -> dict[str, Any] | None:
+    """A LlamaIndex ``MetadataFilters`` as a Rhizome metadata filter (a dict such as
+    ``{"year": {"$in": [2023, 2024]}}``, which is also accepted as is). Rhizome filters are
+    equality (``==``) and membership (``in``) joined by ``and``; any other operator or an ``or``
+    is a ``ValueError`` rather than a filter silently ignored."""
+    if filters is None or isinstance(filters, dict):
+        return filters
+    if not isinstance(filters, MetadataFilters):
+        raise InvalidInputError(f"filters must be LlamaIndex MetadataFilters or a dict, not {type(filters).__name__}")
+    if filters.condition not in (FilterCondition.AND, None) and len(filters.filters) > 1:
+        raise InvalidInputError(f"Rhizome filters join conditions with and; {filters.condition.value!r} is not supported")
+    parts: list[dict[str, Any]] = []
+    for item in filters.filters:
+        if isinstance(item, MetadataFilters):
+            parts.append(rhizome_filter(item) or {})
+        elif item.operator == FilterOperator.EQ:
+            parts.append({item.key: {"$eq": item.value}})
+        elif item.operator == FilterOperator.IN:
+            parts.append({item.key: {"$in": list(item.value)}})
+        else:
+            raise InvalidInputError(
+                f"the filter on {item.key!r} uses {item.operator.value!r}; Rhizome filters support == and in"
+            )
+    return {"$and": parts}
+
+
 class RhizomeRetriever(BaseRetriever):
     """Retrieve from a Rhizome index in LlamaIndex query engines, chat engines and agents.
 
@@ -71,8 +99,14 @@ class RhizomeRetriever(BaseRetriever):
         retriever: any object with Rhizome's ``Retriever`` protocol (``retrieve(query, k)`` and
             ``aretrieve(query, k)``), typically ``index.as_retriever()``.
         similarity_top_k: how many nodes to return.
+        filters: LlamaIndex ``MetadataFilters`` (``==`` and ``in``, joined by and) or a Rhizome
+            filter dict: only hits whose documents' metadata matches are returned, whatever
+            the method and mode (see :mod:`rhizome.core.filters`).
         index: the Rhizome index behind ``retriever``; needed by :meth:`persist` (taken from
             ``retriever.index`` when not given).
+
+    Each node's metadata holds the metadata of the documents the hit cites (``source``,
+    ``title``, ``page`` and the user's fields) beside the hit's score, kind and provenance.
         callback_manager, object_map, objects, verbose: as for LlamaIndex's ``BaseRetriever``.
 
     Use :meth:`from_index` to build it from an index and :meth:`from_persist_dir` to reopen a
@@ -85,6 +119,7 @@ class RhizomeRetriever(BaseRetriever):
         retriever: Any,
         similarity_top_k: int = 4,
         *,
+        filters: Any = None,
         index: Any = None,
         callback_manager: CallbackManager | None = None,
         object_map: dict | None = None,
@@ -109,6 +144,7 @@ class RhizomeRetriever(BaseRetriever):
                 f"similarity_top_k must be a positive integer, got {similarity_top_k!r}"
             )
         self._retriever = retriever
+        self._filter = rhizome_filter(filters)
         self._index = index if index is not None else getattr(retriever, "index", None)
         self.similarity_top_k = similarity_top_k
         super().__init__(
@@ -125,12 +161,17 @@ class RhizomeRetriever(BaseRetriever):
         index: Any,
         similarity_top_k: int = 4,
         *,
+        filters: Any = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **retriever_kwargs: Any,
     ) -> RhizomeRetriever:
-        """A retriever over ``index`` (any Rhizome ``Index``); extra keyword arguments go to
-        ``index.as_retriever`` (method-specific search options)."""
+        """A retriever over ``index`` (any Rhizome ``Index``); ``filters`` as for the
+        constructor; extra keyword arguments go to ``index.as_retriever`` (``mode`` and the
+        mode's options)."""
+        wanted = rhizome_filter(filters)
+        if wanted is not None:
+            retriever_kwargs["filter"] = wanted
         return cls(
             index.as_retriever(**retriever_kwargs),
             similarity_top_k=similarity_top_k,
@@ -198,14 +239,17 @@ class RhizomeRetriever(BaseRetriever):
         return Path(self._index.persist(persist_dir))
 
     # -- retrieval -----------------------------------------------------------------------------
+    def _options(self) -> dict[str, Any]:
+        return {} if self._filter is None else {"filter": self._filter}
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         k = self.similarity_top_k
-        hits = self._retriever.retrieve(query_bundle.query_str, k=k)
+        hits = self._retriever.retrieve(query_bundle.query_str, k=k, **self._options())
         return [hit_to_node(hit) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = await self._retriever.aretrieve(query_bundle.query_str, k=self.similarity_top_k)
+        hits = await self._retriever.aretrieve(query_bundle.query_str, k=self.similarity_top_k, **self._options())
         return [hit_to_node(hit) for hit in hits]
 
 
-__all__ = ["PROVENANCE_KEYS", "RhizomeRetriever", "hit_to_node"]
+__all__ = ["PROVENANCE_KEYS", "RhizomeRetriever", "hit_to_node", "rhizome_filter"]

@@ -40,6 +40,11 @@ def model_cache(args: argparse.Namespace) -> Any:
     return ModelCache(Path(args.cache) if getattr(args, "cache", None) else default_cache_path())
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and ``word``, in the plural unless ``n`` is 1 (``many``: an irregular plural)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
 @dataclass(frozen=True)
 class ModelOption:
     """One model setting the command line takes as a flag or a ``RHIZOME_*`` variable."""
@@ -207,4 +212,5 @@ __all__ = [
     "model_options",
     "ollama_kwargs",
     "ollama_model",
+    "plural",
 ]

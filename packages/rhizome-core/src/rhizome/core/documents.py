@@ -1,5 +1,6 @@
 """Turning what users have into :class:`Document` records: strings, dicts, LangChain and
-LlamaIndex documents, and files on disk (.txt, .md, .json, .jsonl)."""
+LlamaIndex documents (files on disk: :mod:`rhizome.core.loaders`, whose ``load_path`` is
+importable from here too)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,14 @@ import decimal
 import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any
 
 from pydantic import ValidationError
 
 from rhizome.core.errors import InvalidInputError
+from rhizome.core.loaders import load_path
 from rhizome.core.types import Document
-
-TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst", ".text"}
-
 
 _BYTES = (
     "a document must be text, not bytes: decode it first (e.g. data.decode('utf-8'), or "
@@ -45,7 +44,10 @@ def as_document(item: Any) -> Document:
         return _built(page_content, getattr(item, "id", None), getattr(item, "metadata", None))
     text = getattr(item, "text", None)  # LlamaIndex Document / TextNode
     if isinstance(text, str):
-        return _built(text, getattr(item, "id_", None), getattr(item, "metadata", None))
+        # LlamaIndex gives every object a random id unless one is passed: only a given id is
+        # kept, else the content hash, so inserting the same text again is recognised
+        given = "id_" in getattr(item, "model_fields_set", {"id_"})
+        return _built(text, getattr(item, "id_", None) if given else None, getattr(item, "metadata", None))
     raise InvalidInputError(
         f"cannot use a {type(item).__name__} as a document; pass a str, a dict with 'text', or a "
         "rhizome, LangChain or LlamaIndex document"
@@ -151,61 +153,6 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from _strings(item)
-
-
-def load_path(path: str | Path) -> list[Document]:
-    """Documents from a file or a directory (recursively): text files become one document each
-    (id = relative path, ``source`` and ``title`` set); ``.json`` holds a list of documents or of
-    ``{"text"|"context"|"content": ..., "title"|"id": ...}``; ``.jsonl`` one such object a line."""
-    root = Path(path)
-    if not root.exists():
-        raise InvalidInputError(f"{root} does not exist")
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    documents: list[Document] = []
-    for file in files:
-        if file.name.startswith("."):
-            continue
-        suffix = file.suffix.lower()
-        rel = file.name if root.is_file() else str(file.relative_to(root))
-        if suffix in TEXT_SUFFIXES:
-            text = file.read_text(encoding="utf-8", errors="replace")
-            if text.strip():
-                documents.append(Document(text=text, id=rel, metadata={"source": str(file), "title": file.stem}))
-        elif suffix in (".json", ".jsonl"):
-            documents.extend(_json_documents(file, rel))
-    if not documents:
-        raise InvalidInputError(
-            f"found no documents in {root}; supported files: {', '.join(sorted(TEXT_SUFFIXES))}, .json, .jsonl"
-        )
-    return documents
-
-
-def _json_documents(file: Path, rel: str) -> Iterator[Document]:
-    try:
-        if file.suffix.lower() == ".jsonl":
-            records = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
-        else:
-            records = json.loads(file.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InvalidInputError(f"{file} is not valid JSON: {exc}") from exc
-    if isinstance(records, dict):
-        records = [records]
-    if not isinstance(records, list):
-        raise InvalidInputError(f"{file} must hold a list of documents")
-    for i, record in enumerate(records):
-        if isinstance(record, str):
-            text, meta = record, {}
-        elif isinstance(record, dict):
-            text = next((record[k] for k in ("text", "context", "content", "page_content") if isinstance(record.get(k), str)), None)
-            if text is None:
-                raise InvalidInputError(f"{file} record {i} has no text/context/content field")
-            meta = {k: v for k, v in record.items() if k not in ("text", "context", "content", "page_content", "id")}
-        else:
-            raise InvalidInputError(f"{file} record {i} is neither a string nor an object")
-        if text.strip():
-            doc_id = str(record.get("id") or f"{rel}#{i}") if isinstance(record, dict) else f"{rel}#{i}"
-            meta.setdefault("source", str(file))
-            yield Document(text=text, id=doc_id, metadata=meta)
 
 
 __all__ = ["as_document", "coerce_documents", "load_path"]

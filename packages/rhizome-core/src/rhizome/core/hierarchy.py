@@ -30,6 +30,7 @@ import networkx as nx
 import numpy as np
 
 from rhizome.core.graph import hierarchical_leiden
+from rhizome.core.progress import phase
 from rhizome.core.retrieval import vector_search
 from rhizome.core.stages import arun_stage, digest, stored_results
 from rhizome.core.types import Community
@@ -46,7 +47,9 @@ def cluster_hierarchy(graph: nx.Graph, *, max_cluster_size: int, seed: int, max_
     group's ``metadata`` holds its hierarchy label (``"L0-C3"``) and size."""
     if graph.number_of_nodes() == 0:
         return []
-    hierarchy = hierarchical_leiden(graph, max_cluster_size=max_cluster_size, seed=seed, max_levels=max_levels)
+    with phase("clustering (hierarchical Leiden)", graph.number_of_nodes(), "node") as step:
+        hierarchy = hierarchical_leiden(graph, max_cluster_size=max_cluster_size, seed=seed, max_levels=max_levels)
+        step.advance(graph.number_of_nodes())
     ids = {c.id: community_key(c.level, [str(n) for n in c.nodes]) for c in hierarchy}
     return [
         Community(
@@ -160,6 +163,8 @@ class GroupSummarizer:
     identity:
         What besides the input decides a summary (writer kind, model name, language, length):
         part of every digest, so changing it rewrites the summaries.
+    label:
+        What the progress phases of each level are called (default: ``stage``).
     """
 
     def __init__(
@@ -170,9 +175,11 @@ class GroupSummarizer:
         build_input: Callable[[Community, Mapping[str, Community]], GroupInput],
         write: Callable[[GroupInput], Awaitable[SummaryFields]],
         identity: Any,
+        label: str | None = None,
     ) -> None:
         self.store = store
         self.stage = stage
+        self.label = label or stage
         self.build_input = build_input
         self.write = write
         self.identity = identity
@@ -208,7 +215,7 @@ class GroupSummarizer:
                 result[gid] = _with(result[gid], fields, inputs[gid], digests[gid])
                 counts["reused"] += 1
             if jobs:
-                done, fresh = await arun_stage(self.store, self.stage, jobs)
+                done, fresh = await arun_stage(self.store, self.stage, jobs, label=f"{self.label} (level {level})")
                 counts["written"] += fresh
                 counts["reused"] += len(jobs) - fresh
                 for gid, fields in done.items():

@@ -23,7 +23,9 @@ A method subclass sets ``method``, ``modes`` and ``config_class`` and implements
   (a :class:`~rhizome.core.retrieval.BaseRetriever`);
 - ``_answer_inputs(retrieval)`` — optional: the hits and wording of the method's answers (used
   by ``answer`` and its streamed form); ``_answer(question, retrieval)`` for an answering step
-  of its own.
+  of its own;
+- ``graph_contents()`` — optional: the entities, relations and communities the method built
+  (kernel records), which ``rhizome export``, the demo and the index summary show.
 
 ``stats`` is a plain dict of counters that ends up in the call's report.
 
@@ -55,7 +57,7 @@ from rhizome.core.errors import (
     fails_alone,
 )
 from rhizome.core.models.base import usage_scope
-from rhizome.core.progress import Progress, ProgressArg
+from rhizome.core.progress import ProgressArg, Reporter, phase, reporting
 from rhizome.core.storage import MANIFEST, IndexStore, Manifest, read_manifest
 from rhizome.core.text import Chunker
 from rhizome.core.types import Chunk, Document
@@ -66,6 +68,9 @@ Batch = list[tuple[Document, list[Chunk]]]
 Stats = dict[str, Any]
 
 CACHE_FILE = "model-calls.sqlite"
+EMBED_SLICE = 512
+"""Texts :meth:`BaseIndex.embed` hands the embedder at a time, so its progress moves (the
+embedder batches and parallelises within a slice)."""
 RUNTIME_OPTIONS = ("batch_size", "progress", "cache", "extraction")
 """What ``load()`` accepts besides the models: settings of this session, not of the index
 (``extraction`` only to pass an extractor object again); see also
@@ -351,6 +356,14 @@ class BaseIndex:
         return {"llm_options": options() if options else {}}
 
     # -- hooks ---------------------------------------------------------------------------------
+    def graph_contents(self) -> Any:
+        """The method's entities, relations and communities as a
+        :class:`~rhizome.core.export.GraphContents` (default: none, an index of passages only);
+        what ``rhizome export`` writes beside documents and chunks and the demo summarises."""
+        from rhizome.core.export import GraphContents
+
+        return GraphContents()
+
     def _setup(self) -> None:
         """Declare record tables and build helpers; called at the end of ``__init__``."""
 
@@ -386,11 +399,22 @@ class BaseIndex:
         raise NotImplementedError
 
     # -- helpers for subclasses ----------------------------------------------------------------
-    async def embed(self, texts: Sequence[str]) -> Any:
-        """Embed texts with the index's embedder, checking the dimension against the manifest."""
-        vectors = await self.embedder.aembed(list(texts))
-        if len(texts):
-            self.check_dimension(int(vectors.shape[1]))
+    async def embed(self, texts: Sequence[str], what: str = "texts") -> Any:
+        """Embed texts with the index's embedder, checking the dimension against the manifest
+        (shown as the progress phase ``embedding <what>``, a slice of texts at a time)."""
+        texts = list(texts)
+        if not texts:
+            return await self.embedder.aembed(texts)
+        import numpy as np
+
+        parts = []
+        with phase(f"embedding {what}", len(texts), "text") as step:
+            for start in range(0, len(texts), EMBED_SLICE):
+                part = texts[start : start + EMBED_SLICE]
+                parts.append(await self.embedder.aembed(part))
+                step.advance(len(part))
+        vectors = parts[0] if len(parts) == 1 else np.vstack(parts)
+        self.check_dimension(int(vectors.shape[1]))
         return vectors
 
     def derived(self, name: str, key: Hashable, build: Callable[[], T]) -> T:
@@ -418,7 +442,7 @@ class BaseIndex:
         other text or is missing: only what changed is embedded again."""
         held = self.store.vector_digests(collection, texts)
         ids = [key for key, text in texts.items() if held.get(key) != text_digest(text)]
-        vectors = await self.embed([texts[i] for i in ids]) if ids else None
+        vectors = await self.embed([texts[i] for i in ids], what=collection) if ids else None
         return VectorBatch(collection, ids, vectors, [text_digest(texts[i]) for i in ids])
 
     @property
@@ -448,35 +472,42 @@ class BaseIndex:
                 if todo:
                     with self.store.transaction() as db:
                         IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _ in todo], "pending")
-                pending: list[tuple[Document, str, bool, list[Chunk]]] = []
-                n_pending = 0
-                with Progress(self.progress, f"indexing ({self.method})", 0, unit="chunk") as bar:
-                    for doc, digest, existed in todo:
-                        chunks = self.chunker.chunk(doc)
-                        pending.append((doc, digest, existed, chunks))
-                        n_pending += len(chunks)
+                title = f"{self.method}: indexing {len(todo)} new or changed document{'' if len(todo) == 1 else 's'}"
+                with reporting(self.progress if todo or self.needs_refresh else False, title) as run:
+                    with phase("chunking", len(todo), "document") as step:
+                        chunked = []
+                        for doc, digest, existed in todo:
+                            chunked.append((doc, digest, existed, self.chunker.chunk(doc)))
+                            step.advance()
+                    if run is not None:
+                        run.run.add(sum(len(c) for *_, c in chunked))
+                    pending: list[tuple[Document, str, bool, list[Chunk]]] = []
+                    n_pending = 0
+                    for item in chunked:
+                        pending.append(item)
+                        n_pending += len(item[3])
                         if n_pending >= self.batch_size:
-                            await self._commit(pending, report, bar)
+                            await self._commit(pending, report, run)
                             pending, n_pending = [], 0
                     if pending:
-                        await self._commit(pending, report, bar)
-                report.unfinished = await self._finish_change(report.inserted + report.replaced, report.replaced, report.stats)
-                self.store.save_snapshots()
+                        await self._commit(pending, report, run)
+                    report.unfinished = await self._finish_change(report.inserted + report.replaced, report.replaced, report.stats)
+                    self.store.save_snapshots()
             report.stats.update(usage.stats())
         return report
 
-    async def _commit(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport, bar: Progress) -> None:
+    async def _commit(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport, run: Reporter | None) -> None:
         """Store one batch. When a document's model work fails after the retries
         (:func:`fails_alone`), the batch is split in halves, each stored on its own (and
         split again while it fails; answers already paid for come from the model cache), so a
         document that fails alone is recorded as ``failed`` with the reason and the rest are
         stored, at about twice the batch's work rather than once per document."""
         n_chunks = sum(len(c) for *_, c in pending)
-        bar.total += n_chunks
         with self.store.transaction() as db:
             IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _, _ in pending], "processing")
         await self._store_or_split(pending, report)
-        bar.advance(n_chunks)
+        if run is not None:
+            run.advance_run(n_chunks)
 
     async def _store_or_split(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
         try:
@@ -535,8 +566,9 @@ class BaseIndex:
         """Remove documents and what only they supported. Unknown ids are reported, not raised."""
         ids = [document_ids] if isinstance(document_ids, str) else list(document_ids)
         report = DeleteReport()
+        title = f"{self.method}: deleting {len(ids)} document{'' if len(ids) == 1 else 's'}"
         async with self.store.write_lock:
-            with usage_scope() as usage:
+            with usage_scope() as usage, reporting(self.progress, title):
                 present = []
                 for doc_id in dict.fromkeys(ids):
                     (present if self.store.document_state(doc_id) is not None else report.missing).append(doc_id)
@@ -563,7 +595,8 @@ class BaseIndex:
         the index is up to date); returns the counters of what it did."""
         stats: Stats = {}
         async with self.store.write_lock:
-            await self._finish_change([], [], stats, isolate=False)
+            with reporting(self.progress if self.needs_refresh else False, f"{self.method}: finishing the whole-index work"):
+                await self._finish_change([], [], stats, isolate=False)
             self.store.save_snapshots()
         return stats
 
@@ -648,14 +681,23 @@ class BaseIndex:
             raise ConfigurationError(f"unknown mode {mode!r} for a {self.method} index; modes: {choices}")
         return mode
 
-    def as_retriever(self, k: int | None = None, mode: str | None = None, **options: Any) -> Any:
+    def as_retriever(self, k: int | None = None, mode: str | None = None, *, filter: Any = None, **options: Any) -> Any:
         """The retriever of ``mode`` (default: the first of ``modes``), returning ``k`` hits;
-        ``options`` are the mode's own settings."""
+        ``filter`` restricts it to documents whose metadata matches (equality and ``$in``, see
+        :mod:`rhizome.core.filters`; every mode honours it or raises); ``options`` are the
+        mode's own settings."""
+        from rhizome.core.filters import as_filter
+
         mode = self.check_mode(mode)
+        wanted = as_filter(filter)
         try:
-            return self._retriever(mode, k, **options)
+            retriever = self._retriever(mode, k, **options)
         except TypeError as exc:
             raise ConfigurationError(f"bad option for the {self.method} {mode or ''} retriever: {exc}") from exc
+        if wanted is not None:
+            retriever._allowed(wanted)  # a filter this mode cannot honour, or a field no document has, fails now
+            retriever.filter = wanted
+        return retriever
 
     async def aanswer(self, question: str, *, mode: str | None = None, k: int | None = None, **options: Any) -> Any:
         """Retrieve with ``mode`` and write an answer that cites its sources (an

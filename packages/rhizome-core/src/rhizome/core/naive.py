@@ -28,7 +28,7 @@ class VectorIndex(BaseIndex):
 
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
         chunks = [c for _, cs in batch for c in cs]
-        return [c.id for c in chunks], await self.embed([c.text for c in chunks])
+        return [c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks")
 
     def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
         ids, vectors = prepared

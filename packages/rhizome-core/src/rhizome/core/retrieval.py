@@ -15,6 +15,15 @@ calls, and cuts, de-duplicates and orders the hits. When a mode's own evidence r
 nearest chunks by vector similarity fill the rest (``metadata["via"] == "fill"``), so ``k`` is
 always the number of hits when the index has them.
 
+**Metadata.** Every hit carries the metadata of the documents it cites (all of it for a hit
+from one document; the fields its documents agree on for one that cites several), below the
+mode's own keys. **Filters** (:mod:`rhizome.core.filters`: equality and ``$in`` on document
+metadata) are honoured here, once for every mode: a filtered search asks the mode for more hits
+(as many more as the filter is selective, at most ten times ``k``), keeps a hit only when every
+document it cites matches, and fills from the nearest chunks of matching documents. A mode
+whose hits do not cite documents cannot be filtered: asking raises. When a search finds nothing,
+or less than its own ``k``, :attr:`Retrieval.notes` says why.
+
 **The toolkit**: :func:`query_vector` and :func:`vector_search` (with the embedder check),
 :func:`provenance` (one way to cite chunks), :func:`chunk_hits`, :func:`pack` (the one
 token-budget packer), :func:`dedupe`, :func:`round_robin` and :func:`by_rank`.
@@ -30,6 +39,7 @@ from pydantic import BaseModel, Field
 
 from rhizome.core.aio import run_sync
 from rhizome.core.errors import ConfigurationError, IndexMismatchError, InvalidInputError
+from rhizome.core.filters import MetadataFilter, as_filter
 from rhizome.core.models.base import usage_scope
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import Chunk, Hit, Provenance
@@ -52,6 +62,9 @@ class Retrieval(BaseModel):
     stats: dict[str, Any] = Field(default_factory=dict)
     """Counters of this call: ``model_calls``, ``prompt_tokens``, ``completion_tokens``,
     ``cache_hits``, ``embed_calls`` and the mode's own (e.g. ``rating_calls``)."""
+    notes: list[str] = Field(default_factory=list)
+    """Why there are no hits, or fewer of the mode's own than ``k`` (an empty index, a filter
+    no document matches, hits filled from the nearest chunks), in words for a person."""
 
 
 # -- checks ------------------------------------------------------------------------------------
@@ -105,12 +118,15 @@ async def query_vector(index: Any, text: str, extra: Sequence[str] = ()) -> np.n
     return vector
 
 
-def vector_search(store: Any, collection: str, vector: np.ndarray | None, k: int, min_score: float | None = None) -> list[tuple[str, float]]:
+def vector_search(
+    store: Any, collection: str, vector: np.ndarray | None, k: int, min_score: float | None = None, among: Iterable[str] | None = None
+) -> list[tuple[str, float]]:
     """The ``k`` nearest ids of ``collection`` in ``store`` as ``(id, cosine)``, best first;
-    nothing for an empty collection or a missing vector; scores below ``min_score`` dropped."""
+    nothing for an empty collection or a missing vector; scores below ``min_score`` dropped;
+    with ``among``, only those ids are searched."""
     if vector is None or k < 1 or not store.has_collection(collection):
         return []
-    found = store.collection(collection, vector.shape[1]).search(vector, k)[0]
+    found = store.collection(collection, vector.shape[1]).search(vector, k, among=among)[0]
     return found if min_score is None else [(key, score) for key, score in found if score >= min_score]
 
 
@@ -216,17 +232,26 @@ class BaseRetriever:
     k:
         Hits returned when a call does not pass its own ``k`` (default: the class's
         ``default_k``).
+
+    ``filter`` (set by ``index.as_retriever(filter=...)``, or given per call) restricts every
+    search to the documents whose metadata matches (:mod:`rhizome.core.filters`).
     """
 
     default_k: ClassVar[int] = 4
     fill: ClassVar[bool] = True
     """Top up with the nearest chunks when the mode's own hits run out before ``k``."""
+    filterable: ClassVar[bool] = True
+    """Whether the mode's hits cite the documents they come from, so that a metadata filter can
+    be applied to them; a mode that sets it false refuses filters."""
     mode: str | None = None
     """The mode name (reported in :attr:`Retrieval.mode`)."""
+    OVERFETCH: ClassVar[int] = 10
+    """At most how many times ``k`` hits a filtered search asks the mode for."""
 
     def __init__(self, index: Any, k: int | None = None) -> None:
         self.index = index
         self.k = check_k(k, self.default_k)
+        self.filter: MetadataFilter | None = None
 
     @property
     def embedder(self) -> Any:
@@ -241,52 +266,132 @@ class BaseRetriever:
         :meth:`_asearch`)."""
         return await self._asearch(query, k)
 
-    async def asearch(self, query: str, k: int | None = None) -> Retrieval:
-        """Hits, context and stats of one search."""
-        return await self._finish(self._asearch, query, k)
+    async def asearch(self, query: str, k: int | None = None, *, filter: Any = None, context: bool = True) -> Retrieval:
+        """Hits, context, stats and notes of one search (``filter``: this call's, instead of
+        the retriever's; ``context=False``: the hits only, as :meth:`aretrieve` gets them)."""
+        return await self._finish(self._asearch if context else self._ahits, query, k, filter)
 
-    async def _finish(self, search: Any, query: str, k: int | None) -> Retrieval:
+    async def _finish(self, search: Any, query: str, k: int | None, filter: Any = None) -> Retrieval:
         query = check_query(query)
         k = check_k(k, self.k)
+        wanted = as_filter(filter) if filter is not None else self.filter
         with usage_scope() as usage:
-            result = await search(query, k)
-            hits = sorted(dedupe(result.hits), key=lambda h: -h.score)[:k]  # stable: ties keep the mode's order
-            if len(hits) < k and self.fill:
-                fill = await self._nearest_chunks(query, k, {h.id for h in hits if h.kind == "chunk"})
-                if fill:
-                    result.stats["filled"] = len(fill[: k - len(hits)])
-                    hits = by_rank(hits + fill[: k - len(hits)])
-        result.hits = hits
+            allowed = self._allowed(wanted)
+            if allowed is not None and not allowed:
+                result = Retrieval(query=query, notes=[f"no stored document matches the filter {wanted}"])
+                hits: list[Hit] = []
+            else:
+                result = await search(query, k if allowed is None else self._overfetch(k, len(allowed)))
+                if allowed is not None:
+                    before = len(result.hits)
+                    result.hits = self._within(result.hits, allowed)
+                    result.context = self._within(result.context, allowed)
+                    result.stats["filtered_out"] = before - len(result.hits)
+                hits = sorted(dedupe(result.hits), key=lambda h: -h.score)[:k]  # stable: ties keep the mode's order
+                own = len(hits)
+                if len(hits) < k and self.fill:
+                    fill = await self._nearest_chunks(query, k, {h.id for h in hits if h.kind == "chunk"}, allowed)
+                    if fill:
+                        result.stats["filled"] = len(fill[: k - len(hits)])
+                        hits = by_rank(hits + fill[: k - len(hits)])
+                result.notes += self._explain(own, len(hits), k, allowed, wanted)
+        result.hits = with_document_metadata(self.index.store, hits)
+        result.context = with_document_metadata(self.index.store, result.context)
         result.mode = self.mode
         result.stats = {**usage.stats(), **result.stats}
         return result
 
-    async def _nearest_chunks(self, query: str, k: int, exclude: set[str]) -> list[Hit]:
+    def _allowed(self, wanted: MetadataFilter | None) -> set[str] | None:
+        """The documents a filtered search may cite (``None``: no filter)."""
+        if wanted is None:
+            return None
+        if not self.filterable:
+            raise InvalidInputError(
+                f"the {self.mode or getattr(self.index, 'method', '')} mode does not cite the documents of its hits, "
+                "so it cannot apply a metadata filter; use another mode, or search without the filter"
+            )
+        store = self.index.store
+        return wanted.allowed(store.documents_metadata(store.document_ids()))
+
+    def _overfetch(self, k: int, allowed: int) -> int:
+        """How many hits to ask the mode for when ``allowed`` documents may be cited."""
+        total = max(self.index.store.count("documents"), 1)
+        return max(k, min(k * self.OVERFETCH, -(-k * total // allowed)))
+
+    def _within(self, hits: list[Hit], allowed: set[str]) -> list[Hit]:
+        """The hits whose cited documents all are ``allowed``."""
+        for hit in hits:
+            if not hit.provenance.document_ids:
+                raise InvalidInputError(
+                    f"the {self.mode} mode returned a {hit.kind} hit that cites no document, so the metadata filter "
+                    "cannot be applied to it; search without the filter"
+                )
+        return [h for h in hits if set(h.provenance.document_ids) <= allowed]
+
+    def _explain(self, own: int, total: int, k: int, allowed: set[str] | None, wanted: MetadataFilter | None) -> list[str]:
+        """Why the mode's own hits were fewer than ``k``, in words."""
+        if own >= k:
+            return []
+        name = f"the {self.mode} search" if self.mode else "the search"
+        if not self.index.store.count("chunks"):
+            return ["the index holds no documents yet; insert some first (rhizome index)"]
+        scope = f" among the {_count(len(allowed), 'document')} matching {wanted}" if allowed is not None else ""
+        if total == 0:
+            return [f"{name} found nothing{scope} for this query"]
+        if total > own:
+            return [f"{name} found {_count(own, 'hit')} of its own{scope}; the other {total - own} "
+                    f"{'are the passages' if total - own > 1 else 'is the passage'} nearest to the query"]
+        return [f"{name} found {_count(own, 'hit')}{scope}" + (": that is all the index holds" if self.fill else "")]
+
+    async def _nearest_chunks(self, query: str, k: int, exclude: set[str], allowed: set[str] | None = None) -> list[Hit]:
         vector = await query_vector(self.index, query)
-        ranked = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, k + len(exclude))
+        among = None if allowed is None else set(self.index.store.chunk_ids(sorted(allowed))) - exclude
+        ranked = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, k + len(exclude), among=among)
         return chunk_hits(self.index, [(cid, score) for cid, score in ranked if cid not in exclude], via="fill")
 
-    async def aretrieve(self, query: str, k: int | None = None) -> list[Hit]:
-        """The ``k`` best hits for ``query``."""
-        return (await self._finish(self._ahits, query, k)).hits
+    async def aretrieve(self, query: str, k: int | None = None, *, filter: Any = None) -> list[Hit]:
+        """The ``k`` best hits for ``query`` (``filter``: this call's, instead of the retriever's)."""
+        return (await self._finish(self._ahits, query, k, filter)).hits
 
-    async def acontext(self, query: str, k: int | None = None) -> list[Hit]:
+    async def acontext(self, query: str, k: int | None = None, *, filter: Any = None) -> list[Hit]:
         """The context this mode assembles for answering ``query`` (its hits when it assembles
         nothing more)."""
-        result = await self.asearch(query, k)
+        result = await self.asearch(query, k, filter=filter)
         return result.context or result.hits
 
-    def search(self, query: str, k: int | None = None) -> Retrieval:
-        return run_sync(self.asearch(query, k))
+    def search(self, query: str, k: int | None = None, *, filter: Any = None, context: bool = True) -> Retrieval:
+        return run_sync(self.asearch(query, k, filter=filter, context=context))
 
-    def retrieve(self, query: str, k: int | None = None) -> list[Hit]:
-        return run_sync(self.aretrieve(query, k))
+    def retrieve(self, query: str, k: int | None = None, *, filter: Any = None) -> list[Hit]:
+        return run_sync(self.aretrieve(query, k, filter=filter))
 
-    def context(self, query: str, k: int | None = None) -> list[Hit]:
-        return run_sync(self.acontext(query, k))
+    def context(self, query: str, k: int | None = None, *, filter: Any = None) -> list[Hit]:
+        return run_sync(self.acontext(query, k, filter=filter))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(method={getattr(self.index, 'method', '?')!r}, mode={self.mode!r}, k={self.k})"
+        shown = f", filter={str(self.filter)!r}" if self.filter is not None else ""
+        return f"{type(self).__name__}(method={getattr(self.index, 'method', '?')!r}, mode={self.mode!r}, k={self.k}{shown})"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def with_document_metadata(store: Any, hits: list[Hit]) -> list[Hit]:
+    """The hits with the metadata of the documents they cite under their own keys: all of it
+    for a hit from one document, the fields its documents agree on for one that cites several."""
+    if not hits:
+        return hits
+    stored = store.documents_metadata(d for h in hits for d in h.provenance.document_ids)
+    out = []
+    for hit in hits:
+        cited = [stored[d] for d in hit.provenance.document_ids if d in stored]
+        if not cited:
+            out.append(hit)
+            continue
+        shared = {key: value for key, value in cited[0].items() if all(key in m and m[key] == value for m in cited[1:])}
+        out.append(hit.model_copy(update={"metadata": {**shared, **hit.metadata}}) if shared else hit)
+    return out
 
 
 __all__ = [
@@ -307,4 +412,5 @@ __all__ = [
     "query_vector",
     "round_robin",
     "vector_search",
+    "with_document_metadata",
 ]

@@ -18,6 +18,7 @@ from typing import Any
 
 from rhizome.core.aio import gather_or_cancel
 from rhizome.core.errors import fails_alone
+from rhizome.core.progress import Phase, phase
 from rhizome.core.records import batches
 
 Job = tuple[str, Callable[[], Awaitable[Any]]]
@@ -42,8 +43,9 @@ def stored_results(store: Any, stage: str, digests: Iterable[str]) -> dict[str, 
     return out
 
 
-async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job]) -> tuple[dict[str, Any], int]:
-    """Results of ``jobs`` (``{key: (digest, factory)}``) by key, and how many were computed now.
+async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job], *, label: str | None = None) -> tuple[dict[str, Any], int]:
+    """Results of ``jobs`` (``{key: (digest, factory)}``) by key, and how many were computed now
+    (shown as the progress phase ``label``, default the stage's name).
 
     Held digests are reused; jobs sharing a digest run once; each new result is committed in its
     own transaction as soon as it is ready (a read-only store keeps them in its memory). A job
@@ -59,7 +61,7 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job]) -> tuple[d
 
     failed: list[BaseException] = []
 
-    async def one(d: str, factory: Callable[[], Awaitable[Any]]) -> None:
+    async def one(d: str, factory: Callable[[], Awaitable[Any]], step: Phase) -> None:
         try:
             value = await factory()
         except Exception as exc:
@@ -67,6 +69,8 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job]) -> tuple[d
                 raise
             failed.append(exc)
             return
+        finally:
+            step.advance()
         if store.readonly:
             store.memo[(stage, d)] = value
         else:
@@ -77,7 +81,8 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job]) -> tuple[d
                 )
         held[d] = value
 
-    await gather_or_cancel([one(d, f) for d, f in todo.items()])
+    with phase(label or stage, len(todo), "result") as step:
+        await gather_or_cancel([one(d, f, step) for d, f in todo.items()])
     if failed:
         raise failed[0]
     return {key: held[d] for key, (d, _) in jobs.items()}, len(todo)

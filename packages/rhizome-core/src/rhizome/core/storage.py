@@ -425,6 +425,10 @@ class IndexStore:
                 out[doc_id] = json.loads(metadata)
         return out
 
+    def chunk_counts(self) -> dict[str, int]:
+        """How many chunks each stored document has, by id."""
+        return dict(self.query("SELECT id, n_chunks FROM documents"))
+
     def statuses(self) -> list[DocumentStatus]:
         """Every document the index knows, by id: ``done`` (stored and searchable), or
         ``pending`` / ``processing`` (an insert holds it, or one was interrupted) or ``failed``

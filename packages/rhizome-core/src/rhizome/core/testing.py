@@ -28,7 +28,11 @@ chat model that answers every JSON schema, for methods that use one) and checks,
   the reason, while the others are stored; inserting again retries only it;
 - concurrency: one retriever serving many threads and event loops gives the serial results and
   keeps no per-call state; inserts from two threads both land; a read-only reader sees
-  documents committed after it opened, also when it opened the index empty.
+  documents committed after it opened, also when it opened the index empty;
+- metadata: every hit carries the metadata of the documents it cites, and metadata filters
+  (equality and ``$in``, on the retriever or per call) leave only hits — and context — whose
+  documents match, still ``k`` of them when the matching documents hold that many passages;
+  a filter nothing matches gives no hits and says why; a filter that cannot be applied raises.
 
 It needs pytest (a test dependency, not a runtime one).
 """
@@ -65,6 +69,15 @@ CORPUS = [
 recur across documents, so every method builds a connected graph from them."""
 
 QUERIES = ["Who keeps the lighthouse on Gull Island?", "What does the Salt Guild do?", "Who founded the Tarn Sea School?"]
+
+SHELVES = {"harbour": ("north", 1901), "island": ("north", 1911), "guild": ("south", 1911), "school": ("south", 1920),
+           "storm": ("north", 1911), "market": ("south", 1930), "chapel": ("north", 1920), "survey": ("south", 1901)}
+"""Metadata the filter checks add to :data:`CORPUS`: a shelf and a year per document."""
+
+
+def shelved() -> list[Document]:
+    """:data:`CORPUS` with a ``shelf`` and a ``year`` in every document's metadata."""
+    return [d.model_copy(update={"metadata": {**d.metadata, "shelf": SHELVES[d.id][0], "year": SHELVES[d.id][1]}}) for d in CORPUS]
 
 
 def registered_methods() -> list[str]:
@@ -269,6 +282,46 @@ class IndexConformance:
         assert any("survey" in h.provenance.document_ids for h in again.as_retriever(k=8).retrieve("Who mapped the reefs, Hanna Crest?"))
         again.close()
 
+    # -- metadata and filters --------------------------------------------------------------------
+    def test_hits_carry_the_metadata_of_their_documents(self, method: Any) -> None:
+        index = self.build(method, documents=shelved())
+        for mode in modes_of(method):
+            for query in QUERIES:
+                result = index.as_retriever(k=5, mode=mode).search(query)
+                for hit in [*result.hits, *result.context]:
+                    shelves = {SHELVES[d][0] for d in hit.provenance.document_ids}
+                    if len(shelves) == 1:
+                        assert hit.metadata.get("shelf") == shelves.pop(), (mode, hit.kind, hit.id)
+                    else:
+                        assert "shelf" not in hit.metadata, (mode, hit.kind, hit.id)
+                    if len(hit.provenance.document_ids) == 1:
+                        assert hit.metadata.get("year") == SHELVES[hit.provenance.document_ids[0]][1], (mode, hit.id)
+
+    def test_filters_leave_only_matching_documents(self, method: Any) -> None:
+        index = self.build(method, documents=shelved())
+        south = {d for d, (shelf, _) in SHELVES.items() if shelf == "south"}
+        years = {d for d, (_, year) in SHELVES.items() if year in (1911, 1920)}
+        for mode in modes_of(method):
+            for wanted, allowed in (({"shelf": "south"}, south), ({"year": {"$in": ["1911", 1920]}}, years),
+                                    ({"shelf": {"$eq": "south"}, "year": 1901}, {"survey"})):
+                retriever = index.as_retriever(k=3, mode=mode, filter=wanted)
+                for query in QUERIES:
+                    result = retriever.search(query)
+                    assert len(result.hits) == min(3, len(allowed)), (mode, wanted, query)
+                    for hit in [*result.hits, *result.context]:
+                        assert set(hit.provenance.document_ids) <= allowed, (mode, wanted, hit.kind, hit.id)
+                    per_call = index.as_retriever(k=3, mode=mode).retrieve(query, filter=wanted)
+                    assert signature(per_call) == signature(result.hits), (mode, wanted, query)
+            nothing = index.as_retriever(k=3, mode=mode).search(QUERIES[0], filter={"shelf": "west"})
+            assert nothing.hits == [] and "no stored document matches" in nothing.notes[0], mode
+            for bad in ({"shelf": {"$ne": "south"}}, {"$or": [{"shelf": "south"}]}, {"shelve": "south"}):
+                with pytest.raises(InvalidInputError):
+                    index.as_retriever(k=3, mode=mode, filter=bad)
+                with pytest.raises(InvalidInputError):
+                    index.as_retriever(k=3, mode=mode).retrieve(QUERIES[0], filter=bad)
+        answer = index.answer(QUERIES[1], filter={"shelf": "south"})
+        assert all(set(h.provenance.document_ids) <= south for h in answer.citations)
+
     # -- concurrency ---------------------------------------------------------------------------
     def test_one_retriever_serves_threads_and_loops(self, method: Any) -> None:
         index = self.build(method)
@@ -348,4 +401,4 @@ def cases() -> Iterator[tuple[str, str | None]]:
             yield method, mode
 
 
-__all__ = ["CORPUS", "QUERIES", "FailingChatModel", "IndexConformance", "cases", "modes_of", "registered_methods", "signature"]
+__all__ = ["CORPUS", "QUERIES", "SHELVES", "shelved", "FailingChatModel", "IndexConformance", "cases", "modes_of", "registered_methods", "signature"]

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +36,15 @@ TIE_MARGIN = 16
 """Extra neighbours fetched so that ties at the ``k``-th place are broken by id, not by faiss."""
 
 
-def _search(index: Any, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _search(index: Any, queries: np.ndarray, k: int, params: Any = None) -> tuple[np.ndarray, np.ndarray]:
     import faiss
 
     if queries.shape[0] >= SINGLE_THREAD_BELOW:
-        return index.search(queries, k)
+        return index.search(queries, k, params=params)
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:
-        return index.search(queries, k)
+        return index.search(queries, k, params=params)
     finally:
         faiss.omp_set_num_threads(threads)
 
@@ -105,14 +105,23 @@ class VectorStore:
                 del self._ids[i]
         return len(present)
 
-    def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
-        """The ``k`` nearest stored vectors of each query, best first, as ``(id, cosine)``.
-        Equal scores (to 6 decimals) are ordered by id, so results do not depend on the order
-        vectors were added in (faiss breaks ties by its internal position)."""
+    def search(self, queries: np.ndarray, k: int, among: Iterable[str] | None = None) -> list[list[tuple[str, float]]]:
+        """The ``k`` nearest stored vectors of each query, best first, as ``(id, cosine)``;
+        with ``among``, only those ids are searched (unknown ones are ignored). Equal scores (to
+        6 decimals) are ordered by id, so results do not depend on the order vectors were added
+        in (faiss breaks ties by its internal position)."""
         array = self._check(queries)
-        if not self._ids or k < 1:
+        params = None
+        size = len(self._ids)
+        if among is not None:
+            import faiss
+
+            wanted = np.array(sorted({i for i in map(stable_int_id, among) if i in self._ids}), dtype=np.int64)
+            size = len(wanted)
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(wanted)) if size else None
+        if not size or k < 1:
             return [[] for _ in range(array.shape[0])]
-        scores, int_ids = _search(self._index, array, min(k + TIE_MARGIN, len(self._ids)))
+        scores, int_ids = _search(self._index, array, min(k + TIE_MARGIN, size), params)
         out = []
         for row_s, row_i in zip(scores, int_ids):
             pairs = [(self._ids[int(i)], float(s)) for s, i in zip(row_s, row_i) if int(i) != -1]

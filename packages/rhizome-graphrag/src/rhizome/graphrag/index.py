@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions
 from rhizome.core.graph import leiden_library_versions
 from rhizome.core.hierarchy import (
@@ -106,7 +107,7 @@ class GraphRAGIndex(BaseIndex):
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
         chunks = [c for _, cs in batch for c in cs]
         extractions = await self.extractor.aextract(chunks)
-        vectors = await self.embed([c.text for c in chunks])
+        vectors = await self.embed([c.text for c in chunks], what="chunks")
         # a replaced document's old chunks stop supporting the graph in the same transaction
         replaced = [doc.id for doc, _ in batch if self.store.document_state(doc.id) is not None]
         removal = await self._plan_removal(self.store.chunk_ids(replaced), stats)
@@ -237,6 +238,11 @@ class GraphRAGIndex(BaseIndex):
             ),
         )
 
+    def graph_contents(self) -> GraphContents:
+        """The entities, relations and community hierarchy (with reports), for export."""
+        graph = self.graph()
+        return GraphContents(list(graph.entities.values()), list(graph.relations.values()), list(graph.communities.values()))
+
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph local search walks (cached until the next change)."""
         graph = self.graph()
@@ -255,6 +261,7 @@ class GraphRAGIndex(BaseIndex):
             build_input=lambda c, done: build_input(c, graph, done, budget),
             write=lambda data: self.report_writer.awrite(data, graph),
             identity=self.report_writer.identity,
+            label="writing community reports",
         )
 
     async def _rebuild(self, stats: Stats) -> None:
@@ -276,7 +283,7 @@ class GraphRAGIndex(BaseIndex):
                 jobs[key] = (d, lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
             else:
                 record.description = await self.summarizer.asummarize(subject, record.descriptions)
-        summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs)
+        summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
         for key, text in summaries.items():
             records[key].description = text
 

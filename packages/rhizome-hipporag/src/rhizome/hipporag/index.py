@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.index import BaseIndex, Batch, Stats
 from rhizome.core.types import Entity, Relation
@@ -122,6 +123,10 @@ class HippoRAGIndex(BaseIndex):
 
         return self.derived("graph" if passage_nodes else "phrase-graph", key, build)
 
+    def graph_contents(self) -> GraphContents:
+        """Phrases as entities; facts and synonymy edges (predicate ``synonym``) as relations."""
+        return GraphContents(self.phrases.all(), self.facts.all() + self.synonyms.all())
+
     def names(self, phrase_ids: Sequence[str]) -> dict[str, str]:
         """Display names of phrases by id."""
         return {pid: p.name for pid, p in self.phrases.get(phrase_ids).items()}
@@ -134,7 +139,7 @@ class HippoRAGIndex(BaseIndex):
         records = [found.get(c.id) or Extraction(chunk_id=c.id) for c in chunks]
         plan = await self._plan(set(self.store.chunk_ids(replaced)), records, stats)
         if chunks:
-            plan.vectors[self.CHUNK_COLLECTION] = ([c.id for c in chunks], await self.embed([c.text for c in chunks]))
+            plan.vectors[self.CHUNK_COLLECTION] = ([c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks"))
         return plan
 
     def _write(self, db: Any, batch: Batch, prepared: _Plan) -> None:
@@ -206,12 +211,12 @@ class HippoRAGIndex(BaseIndex):
 
         new_phrases = [p for p in plan.phrases if p.id not in before_p]
         if new_phrases:
-            vectors = await self.embed([p.name for p in new_phrases])
+            vectors = await self.embed([p.name for p in new_phrases], what="phrases")
             plan.vectors[self.PHRASE_COLLECTION] = ([p.id for p in new_phrases], vectors)
             plan.synonyms = self._synonyms(new_phrases, vectors, gone)
         new_facts = [f for f in plan.facts if f.id not in before_f]
         if new_facts:
-            plan.vectors[self.FACT_COLLECTION] = ([f.id for f in new_facts], await self.embed([f.description for f in new_facts]))
+            plan.vectors[self.FACT_COLLECTION] = ([f.id for f in new_facts], await self.embed([f.description for f in new_facts], what="facts"))
         for key, value in {
             "chunks_added": len(records),
             "chunks_removed": len(removed),

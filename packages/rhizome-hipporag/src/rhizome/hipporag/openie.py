@@ -9,6 +9,7 @@ from rhizome.core.aio import gather_or_cancel, run_sync
 from rhizome.core.extraction.llm import has_real_text
 from rhizome.core.extraction.openie import import_openie
 from rhizome.core.extraction.schema import Extraction, check_chunks
+from rhizome.core.progress import phase
 from rhizome.core.types import Chunk
 from rhizome.hipporag.prompts import (
     OPENIE_SYSTEM,
@@ -41,7 +42,14 @@ class ModelOpenIE:
     async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         """One record per chunk, in input order (the first failing chunk cancels the others)."""
         chunks = check_chunks(chunks)
-        docs = await gather_or_cancel([self._one(c) for c in chunks])
+        with phase("extracting triples (OpenIE)", len(chunks), "chunk") as step:
+
+            async def one(chunk: Chunk) -> dict[str, Any]:
+                found = await self._one(chunk)
+                step.advance()
+                return found
+
+            docs = await gather_or_cancel([one(c) for c in chunks])
         records = import_openie({"docs": docs})
         for record in records:
             record.metadata["extractor"] = "hipporag-openie"

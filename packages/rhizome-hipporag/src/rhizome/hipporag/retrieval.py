@@ -72,9 +72,10 @@ class HippoRAGRetriever(BaseRetriever):
         Facts matched to the query (v2; HippoRAG 2's 5).
     keep_facts:
         Most facts the model's filter keeps (v2; 4).
-    filter:
+    fact_filter:
         Whether the chat model filters the facts (v2; with no model there is no filter and the
-        ``fact_k`` facts are kept).
+        ``fact_k`` facts are kept). Not to be confused with ``filter=``, the kernel's metadata
+        filter every retriever takes.
     link_k:
         Seed phrases kept (v2's ``linking_top_k`` 5); v1 links one phrase per query entity.
     dense_k:
@@ -95,7 +96,7 @@ class HippoRAGRetriever(BaseRetriever):
         *,
         fact_k: int = 5,
         keep_facts: int = 4,
-        filter: bool = True,
+        fact_filter: bool = True,
         link_k: int = DEFAULT_LINK_K,
         dense_k: int = 200,
         passage_seed: float = DEFAULT_PASSAGE_SEED,
@@ -110,7 +111,7 @@ class HippoRAGRetriever(BaseRetriever):
         self.mode = mode
         self.fact_k = check_positive("fact_k", fact_k)
         self.keep_facts = check_positive("keep_facts", keep_facts)
-        self.filter = bool(filter)
+        self.fact_filter = bool(fact_filter)
         self.link_k = check_positive("link_k", link_k)
         self.dense_k = check_positive("dense_k", dense_k)
         self.passage_seed = check_non_negative("passage_seed", passage_seed)
@@ -138,9 +139,9 @@ class HippoRAGRetriever(BaseRetriever):
     async def afilter(self, query: str, facts: list[tuple[str, list[str], float]]) -> list[tuple[str, list[str], float]]:
         """HippoRAG 2's recognition memory: the facts the model keeps (at most ``keep_facts``,
         matched back to the candidates by their normalised parts). Without a model, or with
-        ``filter=False``, every candidate is kept; if the model's JSON keeps failing, too."""
+        ``fact_filter=False``, every candidate is kept; if the model's JSON keeps failing, too."""
         llm = self.index.llm
-        if llm is None or not self.filter or not facts:
+        if llm is None or not self.fact_filter or not facts:
             return facts
         try:
             answer = await llm.acomplete_json(filter_prompt(query, [f for _, f, _ in facts], self.keep_facts), KeptFacts, system=FILTER_SYSTEM)

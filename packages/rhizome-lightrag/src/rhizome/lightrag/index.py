@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.extraction.schema import clean_name, entity_key
 from rhizome.core.index import BaseIndex, Batch, Stats
@@ -127,6 +128,10 @@ class LightRAGIndex(BaseIndex):
         """Every relation profile (sorted by id)."""
         return self.relation_table.all()
 
+    def graph_contents(self) -> GraphContents:
+        """The entity and relation profiles (LightRAG has no communities), for export."""
+        return GraphContents(self.entities(), self.relations())
+
     def entity(self, name: str) -> Entity | None:
         """The profile a name resolves to (exact surface form or entity id), or ``None``."""
         key = entity_key(name)
@@ -156,7 +161,7 @@ class LightRAGIndex(BaseIndex):
         documents = {c.id: c.document_id for c in chunks}
         plan = await self._plan(self.store.chunk_ids(replaced), [(documents[r.chunk_id], r) for r in records], stats)
         if chunks:
-            plan.chunk_vectors = ([c.id for c in chunks], await self.embed([c.text for c in chunks]))
+            plan.chunk_vectors = ([c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks"))
         return plan
 
     def _write(self, db: Any, batch: Batch, prepared: _Plan) -> None:
@@ -389,7 +394,7 @@ class LightRAGIndex(BaseIndex):
                 summary_jobs[number] = (key, lambda s=subject, f=list(fragments): self.summarizer.asummarize(s, f))
             else:
                 rec.description = await self.summarizer.asummarize(subject, list(fragments))
-        summaries, written = await arun_stage(self.store, SUMMARY_STAGE, summary_jobs)
+        summaries, written = await arun_stage(self.store, SUMMARY_STAGE, summary_jobs, label="summarising profiles")
         for number, text in summaries.items():
             jobs[number][0].description = text
 

@@ -264,7 +264,12 @@ class LightRAGRetriever(BaseRetriever):
             "low_level_keywords": found.keywords.low_level_keywords,
             "high_level_keywords": found.keywords.high_level_keywords,
         }
-        return Retrieval(query=query, hits=hits[:k], context=found.entities + found.relations + found.chunks, stats=stats)
+        notes = []
+        if not hits:
+            words = ", ".join(dict.fromkeys(found.keywords.low_level_keywords + found.keywords.high_level_keywords)) or "none"
+            notes.append(f"no passage, entity or relation is within cosine {self.cosine_threshold} of the query "
+                         f"or its keywords ({words})")
+        return Retrieval(query=query, hits=hits[:k], context=found.entities + found.relations + found.chunks, stats=stats, notes=notes)
 
     async def _seeds(self, vectors: dict[str, Any]) -> dict[str, float]:
         """Where the walk starts: the entities the low-level keywords name, each keyword linked

@@ -13,8 +13,8 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,19 +30,19 @@ from rhizome.core.cli import (
     model_flags,
     model_options,
     ollama_model,
+    plural,
 )
-from rhizome.core.errors import ConfigurationError, ModelUnavailableError, RhizomeError
+from rhizome.core.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    ModelUnavailableError,
+    RhizomeError,
+)
+from rhizome.rag.demo import sample_corpus  # noqa: F401  (examples and tests import it from here)
 
 if TYPE_CHECKING:
     from rhizome.core.answer import Answer
     from rhizome.core.types import Hit
-
-DEMO_QUESTIONS = [
-    "Who was the first keeper of the Oskel lighthouse, and who drew the map that led to it?",
-    "Which Speaker led the closure of the Mire Banks, and when did they reopen?",
-    "Which building houses the Vell Islands Museum?",
-]
-
 
 def _index_class(method: str) -> Any:
     from rhizome.core.storage import method_registry
@@ -98,22 +98,26 @@ def _open_or_create(
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from rhizome.core.documents import load_path
+    from rhizome.core.index import DeleteReport, InsertReport
+    from rhizome.core.loaders import load_files, no_documents
 
-    documents = load_path(args.path)
+    started = time.monotonic()
+    loaded = load_files(args.path, text_field=args.text_field, id_field=args.id_field)
+    if not loaded.documents and not args.sync:
+        raise InvalidInputError(no_documents(args.path, loaded))
     index, models = _open_or_create(args.method, Path(args.out), args)
     try:
-        report = index.insert(documents)
+        removed = _remove_stale(index, Path(args.path), loaded) if args.sync else DeleteReport()
+        report = index.insert(loaded.documents) if loaded.documents else InsertReport()
+        totals = {"documents": index.store.count("documents"), "chunks": len(index), **index.graph_contents().summary()}
     finally:
         index.close()
-    _say(args, f"indexed {args.path} into {args.out} ({args.method}, embedder {models.embed_spec})")
-    for key, value in report.model_dump().items():
-        shown = len(value) if isinstance(value, list | dict) else value
-        if key == "stats":
-            shown = ", ".join(f"{k} {v}" for k, v in value.items() if v) or "-"
-        _say(args, f"  {key}: {shown}")
+    how = "offline" if models.llm is None else f"model {models.llm.name}"
+    _say(args, f"indexed {args.path} into {args.out} ({args.method}; embedder {models.embed_spec}, {how})")
+    unread = _print_loaded(args, loaded)
+    _print_summary(args, report, removed, totals, time.monotonic() - started)
     done = len(report.inserted) + len(report.replaced) + len(report.skipped)
-    if not (report.failed or report.unfinished):
+    if not (report.failed or report.unfinished or unread):
         _say(args, f"{done} documents done, none failed")
         return 0
     if report.failed:
@@ -122,12 +126,78 @@ def cmd_index(args: argparse.Namespace) -> int:
             print(f"  {doc_id}: {reason}", file=sys.stderr)
     else:
         print(f"{done} documents done, none failed", file=sys.stderr)
-    if report.unfinished:
-        print(f"the whole-index work after the change did not finish ({report.unfinished}); the documents are "
-              "stored and searchable, with what that work built before", file=sys.stderr)
-    print("run the same command again to retry only what failed (see --max-retries, --timeout); "
-          f"`rhizome status {args.out}` lists it", file=sys.stderr)
+    for unfinished in (removed.unfinished, report.unfinished):
+        if unfinished:
+            print(f"the whole-index work after the change did not finish ({unfinished}); the documents are "
+                  "stored and searchable, with what that work built before", file=sys.stderr)
+    if report.failed or report.unfinished or removed.unfinished:
+        print("run the same command again to retry only what failed (see --max-retries, --timeout); "
+              f"`uv run rhizome status {args.out}` lists it", file=sys.stderr)
     return 1
+
+
+def _remove_stale(index: Any, folder: Path, loaded: Any) -> Any:
+    """``--sync``: delete the stored documents that came from a file under ``folder`` (their
+    ``source``) and that the files no longer give — the file was removed, or a page or row of
+    it — through the method's own delete. Documents of a file that could not be read now are
+    kept, and documents from elsewhere are never touched."""
+    from rhizome.core.index import DeleteReport
+
+    root = folder.resolve()
+    present = {d.id for d in loaded.documents}
+    unreadable = {str(Path(f).resolve()) for f in loaded.unreadable}
+    stored = index.store.documents_metadata(index.store.document_ids())
+    stale = []
+    for doc_id, metadata in stored.items():
+        source = metadata.get("source")
+        if doc_id in present or not isinstance(source, str) or source in unreadable:
+            continue
+        path = Path(source)
+        if path == root or root in path.parents:
+            stale.append(doc_id)
+    return index.delete(stale) if stale else DeleteReport()
+
+
+def _print_summary(args: argparse.Namespace, report: Any, removed: Any, totals: dict[str, int], seconds: float) -> None:
+    """The counts of an index run: documents, chunks, what the graph holds, the models' work, time."""
+    stats: dict[str, int] = {}
+    for part in (removed.stats, report.stats):
+        for key, value in part.items():
+            if isinstance(value, int):
+                stats[key] = stats.get(key, 0) + value
+    parts = [f"{len(report.inserted)} new", f"{len(report.replaced)} changed", f"{len(report.skipped)} unchanged"]
+    if args.sync:
+        parts.append(f"{len(removed.deleted)} removed")
+    parts.append(f"{len(report.failed)} failed")
+    _say(args, f"  documents: {', '.join(parts)}; {totals['documents']} in the index")
+    _say(args, f"  chunks: {report.chunks:,} written ({plural(report.tokens, 'token')}); {totals['chunks']:,} in the index")
+    if totals["entities"] or totals["relations"]:
+        communities = (f", {plural(totals['communities'], 'community', 'communities')} in {plural(totals['levels'], 'level')}"
+                       if totals["communities"] else "")
+        _say(args, f"  graph: {plural(totals['entities'], 'entity', 'entities')}, {plural(totals['relations'], 'relation')}{communities}")
+    _say(args, f"  models: {plural(stats.get('model_calls', 0), 'chat call')} ({stats.get('prompt_tokens', 0):,} prompt + "
+               f"{stats.get('completion_tokens', 0):,} completion tokens), {plural(stats.get('embedded_texts', 0), 'text')} embedded, "
+               f"{plural(stats.get('cache_hits', 0), 'answer')} from the cache")
+    _say(args, f"  time: {seconds:.1f} s")
+
+
+def _print_loaded(args: argparse.Namespace, loaded: Any) -> int:
+    """What reading the files found, beside the documents: files not read (on standard error,
+    with the reason), files of other types, and the warnings. Returns how many were not read."""
+    from rhizome.core.loaders import describe_files
+
+    others = f", {len(loaded.unsupported)} of other types left out ({describe_files(loaded.unsupported)})" if loaded.unsupported else ""
+    _say(args, f"  files: {loaded.files} read{others}")
+    for file, messages in loaded.warnings.items():
+        for message in messages:
+            print(f"warning: {file}: {message}", file=sys.stderr)
+    for file, reason in loaded.unreadable.items():
+        print(f"not read: {file}: {reason}", file=sys.stderr)
+    n = len(loaded.unreadable)
+    if n:
+        print(f"{plural(n, 'file')} could not be read and {'is' if n == 1 else 'are'} not in the index; fix them (or "
+              "install what the message names) and run the same command again", file=sys.stderr)
+    return n
 
 
 def _print_hits(hits: list[Hit]) -> None:
@@ -151,7 +221,7 @@ def _print_answer(answer: Answer) -> None:
     how = "extractive, no model" if answer.extractive else "written by the model"
     print(f"answer ({how}): {' '.join(answer.text.split())}")
     for hit in answer.citations:
-        label = hit.metadata.get("title") or hit.id
+        label = hit.metadata.get("title") or ", ".join(hit.provenance.document_ids) or hit.id
         print(f"  cites: {label} [{hit.id}]")
 
 
@@ -188,64 +258,103 @@ def cmd_query(args: argparse.Namespace) -> int:
     elif llm_spec:
         models["llm"] = make_cli_chat_model(llm_spec, args)
     index = load_index(args.index, **models)
+    wanted = _filter_arg(args.filter)
+    options: dict[str, Any] = {"mode": args.mode, "filter": wanted}
     try:
-        hits = index.as_retriever(k=args.k, mode=args.mode).retrieve(args.question)
-        if args.answer and not args.json and index.llm is not None:
+        found = index.as_retriever(k=args.k, **options).search(args.question, context=False)
+        hits = found.hits
+        if hits and args.answer and not args.json and index.llm is not None:
             _print_hits(hits)  # then the answer as the model writes it
-            _print_stream(index.answer(args.question, mode=args.mode, k=args.k, stream=True))
+            _print_notes(found.notes)
+            _print_stream(index.answer(args.question, k=args.k, stream=True, **options))
             return 0
         # the method's own answering step (GraphRAG's reduce, LightRAG's context answer)
-        result = index.answer(args.question, mode=args.mode, k=args.k) if args.answer else None
+        result = index.answer(args.question, k=args.k, **options) if args.answer and hits else None
     finally:
         index.close()
     if args.json:
-        payload: dict[str, Any] = {"question": args.question, "hits": [h.model_dump() for h in hits]}
+        payload: dict[str, Any] = {"question": args.question, "hits": [h.model_dump() for h in hits], "notes": found.notes}
         if result is not None:
             payload["answer"] = result.model_dump()
         print(json.dumps(payload, indent=2, ensure_ascii=False))
-        return 0
-    _print_hits(hits)
-    if result is not None:
-        _print_answer(result)
+    elif hits:
+        _print_hits(hits)
+        _print_notes(found.notes)
+        if result is not None:
+            _print_answer(result)
+    if not hits:
+        why = "; ".join(found.notes) or "the search found nothing"
+        print(f"no hits: {why}", file=sys.stderr)
+        return 1
     return 0
 
 
-def sample_corpus() -> Path:
-    return Path(str(resources.files("rhizome.rag") / "sample_corpus"))
+def _filter_arg(values: list[str] | None) -> dict[str, Any] | None:
+    """The metadata filter of ``--filter`` flags: a JSON object (equality and ``$in``), or
+    ``FIELD=VALUE``; a field given twice may hold either value, different fields all must
+    match."""
+    if not values:
+        return None
+    merged: dict[str, Any] = {}
+    wanted: dict[str, list[str]] = {}
+    for value in values:
+        if value.lstrip().startswith("{"):
+            try:
+                merged.update(json.loads(value))
+            except ValueError as exc:
+                raise InvalidInputError(f"--filter {value!r} is not a JSON object ({exc})") from exc
+            continue
+        field, sep, text = value.partition("=")
+        if not sep or not field.strip():
+            raise InvalidInputError(f"--filter takes FIELD=VALUE or a JSON object such as '{{\"year\": {{\"$in\": [2023, 2024]}}}}', got {value!r}")
+        wanted.setdefault(field.strip(), []).append(text)
+    for field, texts in wanted.items():
+        merged[field] = texts[0] if len(texts) == 1 else {"$in": texts}
+    return merged
+
+
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"note: {note}")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from rhizome.core.aio import iterate_sync, run_sync
-    from rhizome.core.answer import aanswer, astream_answer
-    from rhizome.core.documents import load_path
+    import shlex
 
-    print("Rhizome demo: index a small corpus about the (fictional) Vell Islands and ask questions.\n")
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rhizome-demo-")) / "index"
-    args.chunk_size, args.chunk_overlap = 200, 20
-    index, models = _open_or_create("naive", out, args, fall_back=True, want_llm=True)  # a model writes the answers
+    from rhizome.core.storage import method_registry
+    from rhizome.rag import demo
+
+    print("Rhizome demo: a small corpus about the (fictional) Vell Islands, indexed with every installed method,\n"
+          "what each graph holds, and the same questions answered side by side.\n")
+    registry = method_registry()
+    methods = args.method or sorted(registry, key=lambda m: (m != "naive", m))  # the baseline first
+    unknown = [m for m in methods if m not in registry]
+    if unknown:
+        raise ConfigurationError(f"unknown method {', '.join(unknown)}; installed methods: {', '.join(sorted(registry))}")
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rhizome-demo-"))
+    models = choose_models(args, want_llm=True, fall_back=True)  # a model writes the answers when there is one
     for notice in models.notices:
         print(f"note: {notice}")
-    mode = "offline (hashing embedder, extractive answers)" if models.embed_spec == OFFLINE_EMBED and models.llm is None else (
-        f"embedder {models.embed_spec}, model {models.llm.name if models.llm else 'none (extractive answers)'}"
-    )
-    print(f"mode: {mode}\n")
-    try:
-        report = index.insert(load_path(sample_corpus()))
-        print(f"indexed {len(report.inserted) + len(report.replaced)} new documents, skipped {len(report.skipped)} "
-              f"unchanged; {len(index)} chunks in {out}\n")
-        retriever = index.as_retriever(k=3)
-        for question in DEMO_QUESTIONS:
-            print(f"Q: {question}")
-            hits = retriever.retrieve(question)
-            _print_hits(hits)
-            if models.llm is None:
-                _print_answer(run_sync(aanswer(question, hits, None)))
-            else:
-                _print_stream(iterate_sync(astream_answer(question, hits, models.llm)))
-            print()
-    finally:
-        index.close()
-    print(f"Query it yourself: rhizome query {out} \"What did Brandt & Sons trade?\"")
+    offline = models.embed_spec == OFFLINE_EMBED and models.llm is None
+    print("mode: " + ("offline (hashing embedder, extractive answers)" if offline else
+                      f"embedder {models.embed_spec}, answers by {models.llm.name if models.llm else 'extraction (no chat model)'}") + "\n")
+    folders = demo.run(out, methods, lambda: make_cli_embedder(models.embed_spec, args), models.llm, registry, cache=not args.no_cache)
+    flag = " --offline" if offline else ""
+    print("\nNext, with these indexes (or your own folder):")
+    graph = next((m for m in ("graphrag", "lightrag", "hipporag") if m in folders), None)
+    if "graphrag" in folders:
+        print(f"  uv run rhizome query {shlex.quote(str(folders['graphrag']))} \"What are the main themes?\" --mode global --answer{flag}")
+    for method in ("lightrag", "naive"):
+        if method in folders:
+            print(f"  uv run rhizome query {shlex.quote(str(folders[method]))} \"Who drew the first map of the islands?\" -k 3 "
+                  f"--filter title=\"Ilse Varn, cartographer\"{flag}")
+            break
+    if graph:
+        print(f"  uv run rhizome export {shlex.quote(str(folders[graph]))} --format graphml --out vell-{graph}.graphml")
+    first = next(iter(folders.values()), None)
+    if first is not None:
+        print(f"  uv run rhizome docs list {shlex.quote(str(first))}")
+    print(f"  uv run rhizome index ./my-docs --method {graph or 'naive'} --out ./my-index{flag}   # your own files")
     return 0
 
 
@@ -306,6 +415,79 @@ def _index_status(path: Path) -> int:
     return 0
 
 
+def cmd_docs_list(args: argparse.Namespace) -> int:
+    from rhizome.core.storage import IndexStore, read_manifest
+
+    read_manifest(args.index)
+    store = IndexStore.open(args.index, readonly=True)
+    try:
+        statuses = store.statuses()
+        metadata = store.documents_metadata(s.id for s in statuses)
+        chunks = store.chunk_counts()
+    finally:
+        store.close()
+    rows = [{"id": s.id, "status": s.status, "chunks": chunks.get(s.id, 0), "title": metadata.get(s.id, {}).get("title"),
+             "source": metadata.get(s.id, {}).get("source"), "updated": s.updated, "error": s.error} for s in statuses]
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print(f"{args.index} holds no documents; add some with `uv run rhizome index FOLDER --out {args.index}`")
+        return 0
+    width = min(max(len(r["id"]) for r in rows), 60)
+    for r in rows:
+        where = r["title"] or r["source"] or ""
+        error = f" — {r['error']}" if r["error"] else ""
+        print(f"{r['id']:<{width}}  {r['status']:<10} {plural(r['chunks'], 'chunk'):>10}  {where}{error}")
+    counts = {status: sum(1 for r in rows if r["status"] == status) for status in dict.fromkeys(r["status"] for r in rows)}
+    print(f"{plural(len(rows), 'document')}: " + ", ".join(f"{n} {status}" for status, n in counts.items()))
+    return 0
+
+
+def cmd_docs_delete(args: argparse.Namespace) -> int:
+    from rhizome.core.storage import read_manifest
+
+    path = Path(args.index)
+    index, _ = _open_or_create(read_manifest(path).method, path, args)
+    try:
+        report = index.delete(args.ids)
+        left = index.store.count("documents")
+    finally:
+        index.close()
+    if report.deleted:
+        print(f"deleted {plural(len(report.deleted), 'document')} ({plural(report.chunks, 'chunk')}) and what only they "
+              f"supported; {left} left")
+    if report.unfinished:
+        print(f"the whole-index work after the delete did not finish ({report.unfinished}); nothing of the deleted "
+              "documents is searchable; run `uv run rhizome index` or this command again to finish it", file=sys.stderr)
+    if report.missing:
+        print(f"not in the index: {', '.join(report.missing)} (`uv run rhizome docs list {args.index}` lists the ids)", file=sys.stderr)
+    return 1 if report.missing or report.unfinished else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from rhizome.core import export
+    from rhizome.core.storage import load_index
+
+    source = Path(args.index)
+    name = source.resolve().name
+    out = Path(args.out) if args.out else Path(f"{name}.graphml" if args.format == "graphml" else f"{name}-{args.format}")
+    index = load_index(source, readonly=True, offline=True)
+    try:
+        tables = export.export_tables(index)
+    finally:
+        index.close()
+    if args.format == "graphml":
+        graph = export.to_graph(tables)
+        export.write_graphml(graph, out)
+        print(f"wrote {out}: {graph.number_of_nodes()} entities, {graph.number_of_edges()} relations, "
+              f"communities at {graph.graph['levels']} levels as the node attributes community_0, community_1...")
+    else:
+        written = (export.write_parquet if args.format == "parquet" else export.write_jsonl)(tables, out)
+        print(f"wrote {len(written)} tables to {out}/: " + ", ".join(f"{t} {len(tables[t])} rows" for t in written))
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from rhizome.core.integrity import check_index
 
@@ -342,11 +524,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("index", help="index a file or directory of documents")
-    p.add_argument("path", help="a file or directory (.txt, .md, .json, .jsonl)")
+    p.add_argument("path", help="a file or folder: .txt, .md, .html, .pdf, .docx, .csv/.tsv, .jsonl/.json (one document per row)")
     p.add_argument("--method", default="naive", help="indexing method (default: naive)")
     p.add_argument("--out", required=True, help="index directory; an existing index of the same method is updated")
     p.add_argument("--chunk-size", type=int, help="tokens per chunk (method default)")
     p.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks (method default)")
+    p.add_argument("--sync", action="store_true",
+                   help="make the index match the folder: add new files, re-index changed ones, delete the documents of removed files")
+    p.add_argument("--text-field", help="the column (CSV) or field (JSON) holding a row's text (default: text, content, context, page_content or body)")
+    p.add_argument("--id-field", help="the column or field holding a row's id (default: id when present, else FILE#ROW)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     model_flags(p)
     p.set_defaults(func=cmd_index)
@@ -356,20 +542,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question")
     p.add_argument("-k", type=int, default=4, help="number of hits (default 4)")
     p.add_argument("--mode", help="retrieval mode, for methods that have several")
+    p.add_argument("--filter", action="append", metavar="FIELD=VALUE",
+                   help="only documents whose metadata matches (repeat: a field twice matches either value, "
+                        "different fields all must match; or a JSON object with $eq / $in)")
     p.add_argument("--answer", action="store_true", help="also write an answer (model, or extractive with --offline)")
     p.add_argument("--json", action="store_true", help="print JSON")
     model_flags(p)
     p.set_defaults(func=cmd_query)
 
-    p = sub.add_parser("demo", help="index the bundled sample corpus and answer questions")
-    p.add_argument("--out", help="index directory (default: a new temporary directory)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p = sub.add_parser("demo", help="index the sample corpus with every installed method and answer questions side by side")
+    p.add_argument("--out", help="folder for the indexes, one per method (default: a new temporary folder)")
+    p.add_argument("--method", action="append", help="only this method (repeat for several; default: every installed one)")
+    p.add_argument("-q", "--quiet", action="store_true", help="accepted for symmetry: the demo prints no progress bars")
     model_flags(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed, or describe an index")
     p.add_argument("index", nargs="?", help="an index directory: its method, models, counts and settings")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("docs", help="list or delete the documents of an index")
+    docs = p.add_subparsers(dest="docs_command", required=True)
+    q = docs.add_parser("list", help="every document: id, status, chunks, title or source")
+    q.add_argument("index", help="an index directory")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    q.set_defaults(func=cmd_docs_list)
+    q = docs.add_parser("delete", help="delete documents and whatever only they supported (the method's own delete)")
+    q.add_argument("index", help="an index directory")
+    q.add_argument("ids", nargs="+", metavar="ID", help="document ids (see `rhizome docs list`)")
+    q.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    model_flags(q)
+    q.set_defaults(func=cmd_docs_delete)
+
+    p = sub.add_parser("export", help="write an index's documents, chunks, entities, relations and communities for other tools")
+    p.add_argument("index", help="an index directory")
+    p.add_argument("--format", choices=("graphml", "parquet", "jsonl"), default="graphml",
+                   help="graphml: the entity graph (Gephi, networkx); parquet or jsonl: one file per table (default graphml)")
+    p.add_argument("--out", help="file (graphml) or folder (parquet, jsonl); default INDEX.graphml or INDEX-FORMAT/ here")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("check", help="verify an index directory: records, checksums, vectors, snapshots (exit 1 on problems)")
     p.add_argument("index", help="an index directory")

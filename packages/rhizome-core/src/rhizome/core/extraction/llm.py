@@ -28,6 +28,7 @@ from rhizome.core.extraction.schema import (
     normalise_type,
 )
 from rhizome.core.models.budget import TOKEN_MARGIN, context_window, prompt_tokens
+from rhizome.core.progress import Phase, phase
 from rhizome.core.protocols import ChatModel
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Chunk, Entity, Relation
@@ -186,7 +187,7 @@ class LLMExtractor:
         limit = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
         done = 0
 
-        async def one(pack: list[Chunk]) -> list[Extraction]:
+        async def one(pack: list[Chunk], step: Phase) -> list[Extraction]:
             nonlocal done
             if limit is None:
                 result = await self.aextract_pack(pack)
@@ -194,11 +195,13 @@ class LLMExtractor:
                 async with limit:
                     result = await self.aextract_pack(pack)
             done += 1
+            step.advance(len(pack))
             if self.progress is not None:
                 self.progress(done, len(packs))
             return result
 
-        results = await gather_or_cancel([one(p) for p in packs])
+        with phase("extracting entities", len(chunks), "chunk") as step:
+            results = await gather_or_cancel([one(p, step) for p in packs])
         return [record for pack in results for record in pack]
 
     def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:

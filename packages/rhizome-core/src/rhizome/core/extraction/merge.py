@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 from rhizome.core.extraction.schema import Extraction, key_of, relation_id
+from rhizome.core.progress import phase
 from rhizome.core.types import Entity, Relation
 
 COOCCURRENCE = "cooccurrence"
@@ -57,6 +58,18 @@ def merge_extractions(
         Existing records first, in their given order, then new ids in the order they are first
         seen in ``extractions``: the same input always gives the same output.
     """
+    records = list(extractions)
+    with phase("merging extractions", len(records), "chunk") as step:
+        merged = _merge(records, existing_entities, existing_relations)
+        step.advance(len(records))
+    return merged
+
+
+def _merge(
+    extractions: list[Extraction],
+    existing_entities: Mapping[str, Entity] | None,
+    existing_relations: Mapping[str, Relation] | None,
+) -> tuple[dict[str, Entity], dict[str, Relation]]:
     entities: dict[str, Entity] = {}
     votes: dict[str, Counter[str]] = {}
     first_type: dict[str, list[str]] = {}

@@ -26,6 +26,7 @@ from rhizome.core.extraction.schema import (
     new_entity,
     new_relation,
 )
+from rhizome.core.progress import phase
 from rhizome.core.text import ABBREVIATIONS, trimmed_sentences
 from rhizome.core.types import Chunk
 
@@ -333,12 +334,14 @@ class OfflineExtractor:
         """Extract every chunk; results are in input order. (The work is CPU-bound and quick, so
         it runs inline; the coroutine exists for interface parity with the LLM extractor.)"""
         chunks = check_chunks(chunks)
-        if not self.per_document:
-            return self._extract(chunks)
         groups: dict[str, list[Chunk]] = defaultdict(list)
         for chunk in chunks:
-            groups[chunk.document_id].append(chunk)
-        found = {e.chunk_id: e for group in groups.values() for e in self._extract(group)}
+            groups[chunk.document_id if self.per_document else ""].append(chunk)
+        found: dict[str, Extraction] = {}
+        with phase("extracting entities (offline)", len(chunks), "chunk") as step:
+            for group in groups.values():
+                found.update((e.chunk_id, e) for e in self._extract(group))
+                step.advance(len(group))
         return [found[c.id] for c in chunks]
 
     def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:

@@ -485,6 +485,11 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
             except _Transient as transient:
                 error = transient.final
             raise error from exc
+        finally:
+            # close the client's stream here, in this task: left open, the loop's shutdown closes
+            # it and the generator inside it at once ("aclose(): asynchronous generator is
+            # already running" on standard error)
+            await stream.aclose()
         raise ModelError(
             f"Ollama at {self.host} ended the answer stream of model '{self.model}' before the answer "
             "was complete — see the `ollama serve` log; the model may have run out of memory"

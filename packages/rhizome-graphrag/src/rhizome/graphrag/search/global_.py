@@ -269,7 +269,12 @@ class GlobalSearch(BaseRetriever):
                 )
             )
         stats.pop("similarity")
-        return Retrieval(query=query, hits=hits, stats={"points": len(hits), **stats})
+        notes = [] if hits else [
+            f"no community report was rated relevant to the query (of {stats['rated']} rated, {stats['pruned']} fell under "
+            f"the threshold {self.threshold})" if self.dynamic and not communities else
+            f"no key point of the {len(communities)} reports mapped scored above {self.min_score}"
+        ]
+        return Retrieval(query=query, hits=hits, stats={"points": len(hits), **stats}, notes=notes)
 
     def _offline_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
         query_words, graph = relevance_words(query), self.index.graph()

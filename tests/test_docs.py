@@ -1,0 +1,93 @@
+"""The documentation runs as written: every Python block of README.md and docs/*.md is executed,
+offline, and every shell command that needs the environment says ``uv run rhizome``.
+
+A page's blocks run in order in one namespace, in a fresh folder holding ``my-docs/`` (three
+short documents), with ``OLLAMA_HOST`` pointing at the loopback stub of the Ollama API
+(tests/ollama_stub.py): ``ollama:`` models answer there, structured calls with JSON that fits
+their schema. A block that cannot run so (it needs a file only its reader has, a package not
+installed here) is marked, just above it, ``<!-- not run: why -->``; the marks are few and each
+says why.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from ollama_stub import OllamaStub
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"(?:<!--\s*(?P<mark>[^>]*?)\s*-->\n)?```(?P<lang>\w*)\n(?P<code>.*?)^```", re.DOTALL | re.MULTILINE)
+MOST_NOT_RUN = 4
+"""How many blocks in all may be marked not run (kept small on purpose)."""
+
+MY_DOCS = {
+    "ferry.md": "# The Tarn ferry\n\nCaptain Mira Holt runs the Tarn Harbour ferry. The ferry crosses to Gull Island twice a day.",
+    "light.txt": "Osric Vane keeps the lighthouse on Gull Island. He learned the trade from Mira Holt.",
+    "guild.txt": "Petra Lind chairs the Salt Guild of Tarn, which buys fish from the island boats.",
+}
+
+
+def blocks(page: Path, lang: str = "python") -> list[tuple[int, str, str]]:
+    """``(line, mark, code)`` of each block of ``lang`` on ``page`` (mark: the comment just above)."""
+    text = page.read_text(encoding="utf-8")
+    return [
+        (text.count("\n", 0, m.start("code")) + 1, (m.group("mark") or "").strip(), m.group("code"))
+        for m in BLOCK.finditer(text)
+        if m.group("lang") == lang
+    ]
+
+
+def not_run(mark: str) -> bool:
+    return mark.startswith("not run")
+
+
+@pytest.fixture
+def reader_folder(tmp_path, monkeypatch):
+    """A folder like a reader's: my-docs/ with three documents, the stub as the Ollama server."""
+    from rhizome.core.models.fake import SchemaResponder
+
+    (tmp_path / "my-docs").mkdir()
+    for name, text in MY_DOCS.items():
+        (tmp_path / "my-docs" / name).write_text(text, encoding="utf-8")
+    responder = SchemaResponder()
+    with OllamaStub(models=["qwen2.5:7b-instruct", "nomic-embed-text:latest", "llama3.1:latest", "bge-m3:latest"],
+                    embed_dimension=32) as stub:
+        stub.reply_fn = lambda body: (
+            responder(body["messages"], body["format"]) if body.get("format") else "Osric Vane keeps the light [1]."
+        )
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        monkeypatch.chdir(tmp_path)
+        yield tmp_path
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p)], ids=lambda p: p.name)
+def test_every_python_block_runs(page, reader_folder):
+    namespace: dict = {"__name__": f"docs.{page.stem}"}
+    for line, mark, code in blocks(page):
+        if not_run(mark):
+            assert mark.partition(":")[2].strip(), f"{page.name}:{line}: say why the block is not run"
+            continue
+        try:
+            exec(compile(code, f"{page.relative_to(ROOT)}:{line}", "exec"), namespace)
+        except Exception as exc:  # name the block, not only the line inside it
+            raise AssertionError(f"the block at {page.relative_to(ROOT)}:{line} fails: {type(exc).__name__}: {exc}") from exc
+
+
+def test_few_blocks_are_marked_not_run():
+    marked = [(p.name, line, mark) for p in PAGES for line, mark, _ in blocks(p) if not_run(mark)]
+    assert len(marked) <= MOST_NOT_RUN, marked
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_commands_say_uv_run(page):
+    """`uv sync` does not put `rhizome` on the PATH: a command that needs the environment is
+    written `uv run rhizome ...`."""
+    for lang in ("bash", "sh", "shell", "console", ""):
+        for line, _, code in blocks(page, lang):
+            for offset, command in enumerate(code.splitlines()):
+                words = command.strip().lstrip("$ ").split()
+                if words[:1] == ["rhizome"] or (len(words) > 1 and words[0] in ("&&", ";") and words[1] == "rhizome"):
+                    pytest.fail(f"{page.name}:{line + offset}: write `uv run rhizome`, not `{command.strip()}`")
