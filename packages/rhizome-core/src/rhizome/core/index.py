@@ -715,6 +715,8 @@ class BaseIndex:
     async def _answer(self, question: str, retrieval: Any) -> Any:
         from rhizome.core.answer import aanswer
 
+        if self.llm is None:  # a sentence copied from the ranked hits, not from the wider context
+            return await aanswer(question, list(retrieval.hits))
         hits, options = self._answer_inputs(retrieval)
         return await aanswer(question, hits, self.llm, **options)
 

@@ -4,7 +4,8 @@ step of global search over its points, and an answer over the packed context of 
 Reduce: the points, most important first, are numbered and packed into ``max_context_tokens``
 (GraphRAG reduce ``max_context_tokens`` 12,000); the model writes the answer and cites point
 numbers, which map back to the reports and chunks they rest on. Without a model the global answer
-joins the three best points; the other modes answer extractively.
+joins the three best points; the other modes answer with the sentence of their hits that best
+covers the question.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ async def aanswer(
         if not hits:
             return Answer(text="No relevant information was found.", extractive=True)
         return Answer(text=" ".join(h.text.strip() for h in hits[:3]), citations=hits[:3], extractive=True)
+    if llm is None:  # a sentence copied from the ranked hits, not from the wider context
+        return await kernel_answer(question, list(retrieval.hits))
     return await kernel_answer(question, hits, llm, **options)
 
 

@@ -480,12 +480,10 @@ class LightRAGIndex(BaseIndex):
 
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
         """Answers read LightRAG's three-block context (entities, relations, sources) and cite
-        the items used; without a chat model they are extractive over the sources."""
+        the items used."""
         from rhizome.lightrag.prompts import ANSWER_INSTRUCTIONS, ANSWER_SYSTEM
 
         context = list(retrieval.context or retrieval.hits)
-        if self.llm is None:
-            context = [h for h in context if h.kind == "chunk"] or context
         return context, {"system": ANSWER_SYSTEM, "instructions": ANSWER_INSTRUCTIONS, "max_context_tokens": 8000}
 
 
