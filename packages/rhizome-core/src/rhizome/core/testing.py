@@ -300,7 +300,7 @@ class IndexConformance:
         assert again.needs_refresh
         again.refresh()
         assert not again.needs_refresh and healthy.usage.calls >= 1
-        assert any("survey" in h.provenance.document_ids for h in again.as_retriever(k=8).retrieve("Who mapped the reefs, Hanna Crest?"))
+        assert any("survey" in h.provenance.document_ids for h in again.as_retriever(k=40).retrieve("Who mapped the reefs, Hanna Crest?"))
         again.close()
 
     # -- concurrency ---------------------------------------------------------------------------
