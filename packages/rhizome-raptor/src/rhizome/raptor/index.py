@@ -41,8 +41,9 @@ from rhizome.core.hierarchy import (
     SummaryFields,
     community_key,
 )
-from rhizome.core.index import BaseIndex, Batch, Stats, VectorBatch
+from rhizome.core.index import Stats, VectorBatch
 from rhizome.core.models.budget import fit
+from rhizome.core.naive import VectorIndex, VectorRetriever
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
 from rhizome.core.summarize import extractive_summary
@@ -112,17 +113,20 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms > 0, norms, 1.0)
 
 
-class RaptorIndex(BaseIndex):
+class RaptorIndex(VectorIndex):
     """A RAPTOR tree over the chunks, searched as a collapsed tree (default), by tree traversal,
     or as plain dense retrieval over the leaves (``naive``).
 
-    Settings: :class:`~rhizome.raptor.config.RaptorConfig` (keyword arguments or ``config=``);
-    the other parameters are :class:`~rhizome.core.index.BaseIndex`'s. ``llm`` writes the
-    cluster summaries; without one they are extractive.
+    The leaves are a :class:`~rhizome.core.naive.VectorIndex` (chunks and their vectors); the
+    tree is built on them. Settings: :class:`~rhizome.raptor.config.RaptorConfig` (keyword
+    arguments or ``config=``); the other parameters are
+    :class:`~rhizome.core.index.BaseIndex`'s. ``llm`` writes the cluster summaries; without one
+    they are extractive.
     """
 
     method: ClassVar[str] = "raptor"
     modes: ClassVar[tuple[str, ...]] = ("collapsed", "traversal", "naive")
+    uses_llm: ClassVar[bool] = True
     config_class = RaptorConfig
     config: RaptorConfig
     llm_per_document: ClassVar[bool] = False
@@ -132,16 +136,7 @@ class RaptorIndex(BaseIndex):
         self.writer = SummaryWriter(self.llm, self.config.summary_max_tokens)
         self.settings = ClusterSettings.of(self.config)
 
-    # -- BaseIndex hooks -------------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> Any:
-        chunks = [c for _, cs in batch for c in cs]
-        return [c.id for c in chunks], await self.embed([c.text for c in chunks])
-
-    def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
-        ids, vectors = prepared
-        if ids:
-            self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
-
+    # -- BaseIndex hooks (the leaves are embedded and stored as VectorIndex does) ----------------
     def _remove_document(self, db: Any, document_id: str) -> int:
         removed = set(self.store.chunk_ids([document_id]))
         above = [g for g in self.tree.all().values() if not removed.isdisjoint(g.entity_ids)]
@@ -304,7 +299,6 @@ class RaptorIndex(BaseIndex):
 
     # -- reading ---------------------------------------------------------------------------------
     def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
-        from rhizome.core.naive import VectorRetriever
         from rhizome.raptor.retrieval import CollapsedRetriever, TraversalRetriever
 
         classes = {"collapsed": CollapsedRetriever, "traversal": TraversalRetriever, "naive": VectorRetriever}
