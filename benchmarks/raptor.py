@@ -192,17 +192,17 @@ def recall(embed: str) -> dict[str, Any]:
 
 def markdown_build(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| leaves | tokens/leaf | build s | of which UMAP s | mixtures s | numba compile s (once) | model calls | nodes per layer | children/parent | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| leaves | tokens/leaf | build wall s | build CPU s | UMAP / mixtures wall s | numba compile s (once) | model calls | nodes per layer | children/parent | layer-1 clusters per leaf | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['leaves']:,} | – | {r['error']} | | | | | | | |")
+            lines.append(f"| {r['leaves']:,} | – | not measured: {r['error']} | | | | | | | | |")
             continue
         lines.append(
-            f"| {r['leaves']:,} | {r['leaf_tokens_mean']} | {r['seconds']} | {r['umap_seconds']} | {r['mixture_seconds']} | "
+            f"| {r['leaves']:,} | {r['leaf_tokens_mean']} | {r['seconds']:,} | {r['cpu_seconds']} | {r['umap_seconds']} / {r['mixture_seconds']} | "
             f"{r['umap_compile_seconds']} | {r['model_calls']:,} | {' / '.join(f'{n:,}' for n in r['nodes_per_layer'])} | "
-            f"{r['children_per_parent']} | {r['peak_rss_mb']} |"
+            f"{r['children_per_parent']} | {r['leaf_memberships']} | {r['peak_rss_mb']} |"
         )
     return "\n".join(lines)
 
