@@ -54,6 +54,15 @@ class _TreeRetriever(BaseRetriever):
         super().__init__(index, k)
         self.max_tokens = check_positive("max_tokens", index.config.context_tokens if max_tokens is None else max_tokens)
 
+    async def _search(self, query: str, k: int, *, context: bool) -> Retrieval:
+        raise NotImplementedError
+
+    async def _ahits(self, query: str, k: int) -> Retrieval:
+        return await self._search(query, k, context=False)  # the context costs more than the hits
+
+    async def _asearch(self, query: str, k: int) -> Retrieval:
+        return await self._search(query, k, context=True)
+
     def _hits(self, ranked: Ranked, vector: np.ndarray) -> list[Hit]:
         """Hits for ``ranked`` nodes, taken in order while they fit in the budget."""
         store, tree = self.index.store, self.index.tree
@@ -106,19 +115,13 @@ class CollapsedRetriever(_TreeRetriever):
             ranked += [(key, score, level) for key, score in vector_search(store, tree.collection(level), vector, n)]
         return sorted(ranked, key=lambda node: (-round(node[1], 6), node[2], node[0]))[:n]
 
-    async def _ahits(self, query: str, k: int) -> Retrieval:
+    async def _search(self, query: str, k: int, *, context: bool) -> Retrieval:
         vector = await query_vector(self.index, query)
         if vector is None:
             return Retrieval(query=query)
         hits = self._hits(self._ranked(vector, k), vector)
-        return Retrieval(query=query, hits=hits, stats={"summary_hits": sum(h.kind == "summary" for h in hits)})
-
-    async def _asearch(self, query: str, k: int) -> Retrieval:
-        """The hits, and as context the nodes in the same order until the budget is full (the
-        paper's 2,000 tokens of context, not cut at ``k``)."""
-        result = await self._ahits(query, k)
-        vector = await query_vector(self.index, query)
-        if vector is not None:
+        result = Retrieval(query=query, hits=hits, stats={"summary_hits": sum(h.kind == "summary" for h in hits)})
+        if context:  # the same ranking filled to the budget, not cut at k: the paper's 2,000 tokens
             result.context = self._hits(self._ranked(vector, max(k, self.max_tokens // 10)), vector)
         return result
 
@@ -167,12 +170,6 @@ class TraversalRetriever(_TreeRetriever):
             result.hits = self._hits(best, vector)
             result.context = self._hits(chosen, vector) if context else []
         return result
-
-    async def _ahits(self, query: str, k: int) -> Retrieval:
-        return await self._search(query, k, context=False)
-
-    async def _asearch(self, query: str, k: int) -> Retrieval:
-        return await self._search(query, k, context=True)
 
 
 __all__ = ["CollapsedRetriever", "TraversalRetriever"]
