@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def test_demo_runs_offline_when_ollama_is_down(capsys):
         assert expected in out
     methods = sorted(method_registry())
     for method in methods:  # every installed method is built, and answers in every mode
-        assert f"  {method:<10} 8 chunks" in out
+        assert re.search(rf"  {method:<10} \d+ chunks", out), method
         for mode in load_method(method).modes:
             assert f"  {method}/{mode} " in out or (method == "naive" and "  naive " in out)
     assert "graphrag: " in out and "communities in" in out and "most connected:" in out  # what the graph holds

@@ -24,12 +24,12 @@ from rhizome.core.testing import IndexConformance, registered_methods, shelved
 @pytest.fixture(scope="module", params=registered_methods())
 def tables(request):
     index = IndexConformance().build(request.param, documents=shelved(), llm=None)  # offline extraction: a real graph
-    yield request.param, export_tables(index)
+    yield request.param, export_tables(index), index.graph_contents().summary()
     index.close()
 
 
 def test_tables_have_their_columns_and_cite_what_is_stored(tables):
-    method, found = tables
+    method, found, held = tables
     assert set(found) == set(COLUMNS)
     for name, rows in found.items():
         assert all(list(row) == list(COLUMNS[name]) for row in rows), name
@@ -44,18 +44,20 @@ def test_tables_have_their_columns_and_cite_what_is_stored(tables):
         assert {relation["source"], relation["target"]} <= entities, (method, relation["id"])
     communities = {c["id"]: c for c in found["communities"]}
     for community in communities.values():
-        assert set(community["entity_ids"]) <= entities and set(community["children"]) <= set(communities)
+        assert set(community["entity_ids"]) <= entities | units and set(community["children"]) <= set(communities)
+        assert set(community["text_unit_ids"]) and set(community["document_ids"]), (method, community["id"])
         assert community["parent"] == "" or community["id"] in communities[community["parent"]]["children"]
+    assert (len(entities), len(found["relationships"]), len(communities)) == (held["entities"], held["relations"], held["communities"])
     if method == "naive":
         assert not entities and not communities
-    else:
+    if method in ("graphrag", "lightrag", "hipporag"):  # entity graphs even on this small corpus
         assert entities and found["relationships"], method
     if method == "graphrag":
         assert communities and all(c["title"] for c in communities.values())
 
 
 def test_parquet_and_jsonl_read_back_equal(tables, tmp_path):
-    _, found = tables
+    _, found, _ = tables
     for name, path in write_parquet(found, tmp_path / "parquet").items():
         table = pq.read_table(path)
         assert table.column_names == list(COLUMNS[name])
@@ -65,7 +67,7 @@ def test_parquet_and_jsonl_read_back_equal(tables, tmp_path):
 
 
 def test_graphml_reads_back_in_networkx(tables, tmp_path):
-    method, found = tables
+    method, found, _ = tables
     graph = to_graph(found)
     if not found["entities"]:
         with pytest.raises(InvalidInputError, match="no entity graph"):

@@ -7,7 +7,8 @@ communities, which it hands over through one hook, :meth:`BaseIndex.graph_conten
 
 - :func:`export_tables` — five tables in the spirit of GraphRAG's output parquet files:
   ``documents``, ``text_units`` (the chunks), ``entities``, ``relationships`` and
-  ``communities`` (with their level, parent, children, report and members), each row citing
+  ``communities`` (with their level, parent, children, report and members: entities, or the
+  chunks themselves for a tree of summaries such as RAPTOR's), each row citing
   the chunks (``text_unit_ids``) and documents (``document_ids``) it comes from;
 - :func:`write_parquet` — the tables as one ``<table>.parquet`` file each (pyarrow, extra ``parquet``),
   with fixed column types, read back by pandas, polars, DuckDB or GraphRAG's own notebooks;
@@ -135,7 +136,8 @@ def export_tables(index: Any) -> dict[str, list[dict[str, Any]]]:
                 inside[home].append(r.id)
     rows = []
     for c in contents.communities:
-        units = list(dict.fromkeys(cid for eid in c.entity_ids for cid in entity_chunks.get(eid, ())))
+        # members are entities, or chunks themselves (a tree of summaries over passages, RAPTOR's)
+        units = list(dict.fromkeys(cid for m in c.entity_ids for cid in entity_chunks.get(m, [m] if m in doc_of else [])))
         rows.append(
             {"id": c.id, "level": c.level, "parent": c.parent or "", "children": list(c.children), "title": c.title,
              "summary": c.summary, "rating": c.rating, "findings": _json(c.findings), "entity_ids": list(c.entity_ids),

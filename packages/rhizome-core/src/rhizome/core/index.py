@@ -219,6 +219,11 @@ class BaseIndex:
     uses_llm: ClassVar[bool] = True
     """Whether indexing or retrieval calls a chat model (when one is given); the CLI only asks
     for one when this is true."""
+    llm_per_document: ClassVar[bool] = True
+    """Whether the chat model works on each document as it is stored (extraction), so that a
+    document whose answers stay invalid fails alone (``InsertReport.failed``). ``False`` when
+    the model only writes whole-index structure after a change (RAPTOR's cluster summaries):
+    such an answer then leaves the change unfinished (``InsertReport.unfinished``) instead."""
     CHUNK_COLLECTION: ClassVar[str] = "chunks"
 
     def __init__(

@@ -20,7 +20,8 @@ from one document; the fields its documents agree on for one that cites several)
 mode's own keys. **Filters** (:mod:`rhizome.core.filters`: equality and ``$in`` on document
 metadata) are honoured here, once for every mode: a filtered search asks the mode for more hits
 (as many more as the filter is selective, at most ten times ``k``), keeps a hit only when every
-document it cites matches, and fills from the nearest chunks of matching documents. A mode
+document it cites matches, and fills from the nearest chunks of matching documents (a mode
+that does not fill is asked again for twice as many while too few of its hits match). A mode
 whose hits do not cite documents cannot be filtered: asking raises. When a search finds nothing,
 or less than its own ``k``, :attr:`Retrieval.notes` says why.
 
@@ -281,8 +282,15 @@ class BaseRetriever:
                 result = Retrieval(query=query, notes=[f"no stored document matches the filter {wanted}"])
                 hits: list[Hit] = []
             else:
-                result = await search(query, k if allowed is None else self._overfetch(k, len(allowed)))
+                asked = k if allowed is None else self._overfetch(k, len(allowed))
+                result = await search(query, asked)
                 if allowed is not None:
+                    # a mode that does not fill asks again for more while too few hits match
+                    # and it had more to give
+                    while (not self.fill and len(self._within(result.hits, allowed)) < k
+                           and len(result.hits) >= asked and asked < k * self.OVERFETCH):
+                        asked = min(asked * 2, k * self.OVERFETCH)
+                        result = await search(query, asked)
                     before = len(result.hits)
                     result.hits = self._within(result.hits, allowed)
                     result.context = self._within(result.context, allowed)

@@ -25,7 +25,9 @@ chat model that answers every JSON schema, for methods that use one) and checks,
 - resuming: a build interrupted by a failing model finishes on the next call, ends equal to a
   clean build, and pays no model call twice;
 - failure isolation: a document whose model answers stay invalid is recorded as failed, with
-  the reason, while the others are stored; inserting again retries only it;
+  the reason, while the others are stored; inserting again retries only it (for a method whose
+  model only writes whole-index structure, ``llm_per_document = False``: every document is
+  stored and the change is reported unfinished until a healthy model finishes it);
 - concurrency: one retriever serving many threads and event loops gives the serial results and
   keeps no per-call state; inserts from two threads both land; a read-only reader sees
   documents committed after it opened, also when it opened the index empty;
@@ -136,11 +138,19 @@ class IndexConformance:
         raise NotImplementedError("provide a `method` fixture naming the method under test")
 
     # -- building ------------------------------------------------------------------------------
+    def settings(self, cls: Any) -> dict[str, Any]:
+        """The settings every index of the kit is built with (those ``cls`` has). A method's own
+        tests may override it, e.g. to build the structure its modes search on this small corpus."""
+        return {"chunk_size": 200, "chunk_overlap": 20} if "chunk_size" in cls.config_class.model_fields else {}
+
+    def embedder(self) -> Any:
+        """The kit's embedder: the offline hashing embedder (overridable like :meth:`settings`)."""
+        return HashingEmbedder()
+
     def build(self, method: Any, *, path: Path | None = None, llm: Any = "fake", documents: list[Document] = CORPUS, **options: Any) -> Any:
         cls = index_class(method)
-        settings = {"chunk_size": 200, "chunk_overlap": 20} if "chunk_size" in cls.config_class.model_fields else {}
         model = FailingChatModel() if llm == "fake" else llm
-        index = cls(HashingEmbedder(), llm=model if cls.uses_llm else None, path=path, **settings, **options)
+        index = cls(self.embedder(), llm=model if cls.uses_llm else None, path=path, **{**self.settings(cls), **options})
         if documents:
             index.insert(documents)
         return index
@@ -267,6 +277,9 @@ class IndexConformance:
         others = [d.id for d in CORPUS if d.id != "survey"]
         index = self.build(method, llm=PoisonedChatModel("Hanna Crest"), path=tmp_path / "idx", documents=[], batch_size=4)
         report = index.insert(CORPUS)  # only "survey" mentions Hanna Crest
+        if not cls.llm_per_document:
+            self._invalid_answers_leave_the_change_unfinished(index, report, tmp_path)
+            return
         assert list(report.failed) == ["survey"] and "ModelOutputError" in report.failed["survey"]
         assert sorted(report.inserted) == sorted(others)
         statuses = {s.id: (s.status, s.error) for s in index.store.statuses()}
@@ -280,6 +293,27 @@ class IndexConformance:
         assert report.inserted == ["survey"] and sorted(report.skipped) == sorted(others) and not report.failed
         assert {s.status for s in again.store.statuses()} == {"done"}
         assert any("survey" in h.provenance.document_ids for h in again.as_retriever(k=8).retrieve("Who mapped the reefs, Hanna Crest?"))
+        again.close()
+
+    def _invalid_answers_leave_the_change_unfinished(self, index: Any, report: Any, tmp_path: Path) -> None:
+        """The same check for a method whose model writes whole-index structure after a change:
+        every document is stored, the change is reported unfinished with the reason, searches
+        still answer, and the next call with a healthy model finishes it."""
+        assert not report.failed and sorted(report.inserted) == sorted(d.id for d in CORPUS)
+        assert {s.status for s in index.store.statuses()} == {"done"}
+        if report.unfinished is None:  # no model call read the poisoned document
+            assert not index.needs_refresh
+            return
+        assert "ModelOutputError" in report.unfinished and index.needs_refresh
+        for (_, question), hits in self.results(index).items():
+            assert hits, question
+        index.close()
+        healthy = FailingChatModel()
+        again = type(index).load(tmp_path / "idx", llm=healthy, batch_size=4)
+        assert again.needs_refresh
+        again.refresh()
+        assert not again.needs_refresh and healthy.usage.calls >= 1
+        assert any("survey" in h.provenance.document_ids for h in again.as_retriever(k=40).retrieve("Who mapped the reefs, Hanna Crest?"))
         again.close()
 
     # -- metadata and filters --------------------------------------------------------------------
@@ -305,9 +339,10 @@ class IndexConformance:
             for wanted, allowed in (({"shelf": "south"}, south), ({"year": {"$in": ["1911", 1920]}}, years),
                                     ({"shelf": {"$eq": "south"}, "year": 1901}, {"survey"})):
                 retriever = index.as_retriever(k=3, mode=mode, filter=wanted)
+                passages = len(index.store.chunk_ids(sorted(allowed)))
                 for query in QUERIES:
                     result = retriever.search(query)
-                    assert len(result.hits) == min(3, len(allowed)), (mode, wanted, query)
+                    assert min(3, passages) <= len(result.hits) <= 3, (mode, wanted, query)
                     for hit in [*result.hits, *result.context]:
                         assert set(hit.provenance.document_ids) <= allowed, (mode, wanted, hit.kind, hit.id)
                     per_call = index.as_retriever(k=3, mode=mode).retrieve(query, filter=wanted)

@@ -50,8 +50,14 @@ def stream(pieces: Iterator[str], prefix: str) -> None:
 def describe(method: str, contents: Any) -> list[str]:
     """What a method's graph holds, in a few lines: counts, the most connected entities, the
     strongest relations and the largest top-level communities."""
-    if not contents.entities:
+    if not contents.entities and not contents.communities:
         return [f"{method}: passages and their vectors only (no graph)"]
+    if not contents.entities:  # a tree of summaries over the passages (RAPTOR)
+        counts = contents.summary()
+        lines = [f"{method}: {counts['communities']} summary nodes in {counts['levels']} levels above the passages"]
+        for c in sorted(contents.communities, key=lambda c: (-c.level, -len(c.entity_ids), c.id))[:2]:
+            lines.append(f"  level {c.level} ({len(c.entity_ids)} passages): {short(c.summary or c.title, 80)}")
+        return lines
     counts = contents.summary()
     lines = [f"{method}: {counts['entities']} entities, {counts['relations']} relations"
              + (f", {counts['communities']} communities in {counts['levels']} levels" if counts["communities"] else "")]
@@ -81,7 +87,8 @@ def run(out: Path, methods: list[str], make_embedder: Callable[[], Any], llm: An
     for method in methods:
         started = time.monotonic()
         cls = registry[method].load()
-        settings = {"chunk_size": 200, "chunk_overlap": 20} if "chunk_size" in cls.config_class.model_fields else {}
+        size = cls.config_class.model_fields.get("chunk_size")
+        settings = {"chunk_size": 200, "chunk_overlap": 20} if size is not None and size.default > 200 else {}
         index = cls(make_embedder(), path=out / method, cache=cache, **settings)
         report = index.insert(documents)
         counts = index.graph_contents().summary()

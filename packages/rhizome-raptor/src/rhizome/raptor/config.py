@@ -1,0 +1,75 @@
+"""RAPTOR's settings, with the paper's and the reference code's defaults (Sarthi et al. 2024,
+``parthsarthi03/raptor``); where both are silent the choice is ours and docs/raptor.md says why."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from rhizome.core.config import IndexConfig
+
+
+class RaptorConfig(IndexConfig):
+    """Settings of a :class:`~rhizome.raptor.index.RaptorIndex`."""
+
+    chunk_size: int = Field(100, ge=16)
+    """Tokens per leaf: 100, whole sentences moved to the next leaf rather than cut (the paper's
+    chunking; reference ``split_text(max_tokens=100)``)."""
+
+    chunk_overlap: int = Field(0, ge=0)
+    """Tokens shared by neighbouring leaves: none (reference ``overlap=0``)."""
+
+    max_layers: int = Field(5, ge=1)
+    """Most summary layers above the leaves (reference ``num_layers`` 5)."""
+
+    reduction_dimension: int = Field(10, ge=2)
+    """Dimensions UMAP reduces the embeddings to before the mixtures are fitted (reference
+    ``reduction_dimension`` 10). A layer of at most this many plus one nodes is the top of the
+    tree, and a global cluster that small is not split further (the reference's rules); vectors
+    that already have at most this many dimensions are clustered as they are."""
+
+    local_neighbors: int = Field(10, ge=2)
+    """UMAP neighbours of the local step inside each global cluster (reference 10); the global
+    step uses the square root of the node count minus one, as the reference does."""
+
+    max_clusters: int = Field(50, ge=2)
+    """Largest number of mixture components the BIC search tries (reference ``max_clusters``
+    50: components 1 to min(50, nodes) - 1)."""
+
+    bic_sample: int = Field(2000, ge=500)
+    """Nodes the BIC search fits its candidate mixtures on when a set is larger (drawn with
+    ``seed``); the chosen mixture is then fitted on every node. Our choice for scale: the
+    reference fits every candidate on every node, which is what did not finish on corpora of
+    10k passages. At least 500, so that each of up to 49 candidate components has about ten
+    nodes: with fewer, components collapsed on a few nodes win the BIC. See docs/raptor.md."""
+
+    membership_threshold: float = Field(0.1, gt=0.0, lt=1.0)
+    """A node joins every cluster whose mixture probability for it exceeds this (reference
+    ``threshold`` 0.1: soft clustering), and always its most probable one."""
+
+    max_cluster_tokens: int = Field(3500, ge=100)
+    """A cluster whose nodes hold more tokens is clustered again on its own (reference
+    ``max_length_in_cluster`` 3,500), while that splits it; lowered to what the summary prompt
+    can hold when the chat model's context window is smaller."""
+
+    summary_max_tokens: int = Field(100, ge=16)
+    """Length of a cluster summary: the model is asked for at most this many tokens and a
+    longer answer is cut at its last sentence that fits (reference ``summarization_length``
+    100; the paper's summaries average 131 tokens)."""
+
+    context_tokens: int = Field(2000, ge=1)
+    """Token budget of a search's hits, collapsed tree and tree traversal alike: nodes are taken
+    best first until the next one would not fit (the paper's best collapsed-tree setting, 2,000
+    tokens; the reference code's default is 3,500)."""
+
+    seed: int = 224
+    """Random state of UMAP and of the Gaussian mixtures (reference 224), so one input always
+    gives one tree and a rebuild finds its summaries in the stage results."""
+
+    @model_validator(mode="after")
+    def _room(self) -> RaptorConfig:
+        if self.max_cluster_tokens < self.chunk_size:
+            raise ValueError("max_cluster_tokens must be at least chunk_size")
+        return self
+
+
+__all__ = ["RaptorConfig"]
