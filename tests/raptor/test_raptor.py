@@ -127,6 +127,8 @@ def test_umap_reduces_wide_vectors_and_the_clusters_find_the_topics():
     reduced = reduce(vectors, 10, int(np.sqrt(len(vectors) - 1)), 224)
     assert reduced.shape == (60, 10)
     assert reduce(vectors[:, :8], 10, 7, 224) is not None and reduce(vectors[:, :8], 10, 7, 224).shape == (60, 8)
+    small = reduce(vectors[:30], 10, 5, 224, umap_min_nodes=50)  # under the threshold: PCA
+    assert small.shape == (30, 10) and np.allclose(small.mean(axis=0), 0.0, atol=1e-9)
     clusters = cluster(vectors, np.full(60, 50), limit=10_000, settings=ClusterSettings())
     for members in clusters:  # no cluster mixes topics
         assert len({i // 20 for i in members}) == 1, clusters
@@ -318,3 +320,16 @@ class TestKitWithATree(IndexConformance):
         assert index.tree.all() and len(index) > index.config.reduction_dimension + 1
         assert any(h.kind == "summary" for h in index.as_retriever(k=20).retrieve("Gull Island lighthouse"))
         assert re.match(r"fake:", index.llm.name)
+
+
+def test_the_tree_is_exported_as_communities_over_the_passages():
+    from rhizome.core.export import export_tables
+
+    index = small_tree()
+    tables = export_tables(index)
+    units = {u["id"] for u in tables["text_units"]}
+    rows = {c["id"]: c for c in tables["communities"]}
+    assert set(rows) == set(index.tree.all()) and not tables["entities"]
+    for row in rows.values():
+        assert row["text_unit_ids"] and set(row["text_unit_ids"]) <= units and set(row["entity_ids"]) <= units
+        assert set(row["children"]) <= set(rows) | units and row["summary"]

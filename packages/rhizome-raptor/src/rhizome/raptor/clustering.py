@@ -3,7 +3,7 @@
 For the nodes of a layer (their embeddings and token counts):
 
 1. **global**: UMAP to ``reduction_dimension`` dimensions with the cosine metric and
-   √(n − 1) neighbours; a Gaussian mixture whose number of components minimises the BIC
+   √(n − 1) neighbours (PCA for sets of fewer than ``umap_min_nodes``); a Gaussian mixture whose number of components minimises the BIC
    (1 to ``max_clusters`` − 1); every node joins each component whose probability for it
    exceeds ``membership_threshold`` (soft clustering: a node may be in several clusters);
 2. **local**: each global cluster of more than ``reduction_dimension`` + 1 nodes is reduced
@@ -45,19 +45,25 @@ class ClusterSettings:
     bic_sample: int = 2000
     membership_threshold: float = 0.1
     seed: int = 224
+    umap_min_nodes: int = 50
 
     @classmethod
     def of(cls, config: Any) -> ClusterSettings:
         return cls(**{name: getattr(config, name) for name in cls.__dataclass_fields__})
 
 
-def reduce(vectors: np.ndarray, dimension: int, neighbours: int, seed: int) -> np.ndarray:
+def reduce(vectors: np.ndarray, dimension: int, neighbours: int, seed: int, umap_min_nodes: int = 0) -> np.ndarray:
     """``vectors`` reduced to ``dimension`` dimensions (at most n − 2) by UMAP with the cosine
-    metric and ``neighbours`` neighbours; vectors with no more dimensions than that are returned
-    as they are."""
+    metric and ``neighbours`` neighbours, or, for fewer than ``umap_min_nodes`` vectors, by PCA
+    of the unit vectors; vectors with no more dimensions than that are returned as they are."""
     n, width = vectors.shape
     if width <= dimension:
         return vectors
+    if n < umap_min_nodes:
+        from sklearn.decomposition import PCA
+
+        unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return np.asarray(PCA(n_components=min(dimension, n - 2), random_state=seed).fit_transform(unit), dtype=np.float64)
     with warnings.catch_warnings(), _one_thread():
         warnings.simplefilter("ignore")  # a fixed random_state turns off UMAP's threads, and says so
         from umap import UMAP
@@ -108,13 +114,13 @@ def _split(vectors: np.ndarray, settings: ClusterSettings, *, again: bool = Fals
     n, small = len(vectors), settings.reduction_dimension + 1
     if n < 3 or (n <= small and not again):
         return [np.arange(n)]
-    reduced = reduce(vectors, settings.reduction_dimension, int(math.sqrt(n - 1)), settings.seed)
+    reduced = reduce(vectors, settings.reduction_dimension, int(math.sqrt(n - 1)), settings.seed, settings.umap_min_nodes)
     out: list[np.ndarray] = []
     for group in soft_clusters(mixture_probabilities(reduced, settings), settings.membership_threshold):
         if len(group) <= small:
             out.append(group)
             continue
-        local = reduce(vectors[group], settings.reduction_dimension, settings.local_neighbors, settings.seed)
+        local = reduce(vectors[group], settings.reduction_dimension, settings.local_neighbors, settings.seed, settings.umap_min_nodes)
         out += [group[part] for part in soft_clusters(mixture_probabilities(local, settings), settings.membership_threshold)]
     return out
 

@@ -27,6 +27,12 @@ class RaptorConfig(IndexConfig):
     tree, and a global cluster that small is not split further (the reference's rules); vectors
     that already have at most this many dimensions are clustered as they are."""
 
+    umap_min_nodes: int = Field(50, ge=0)
+    """Sets of fewer nodes (a small layer, a small global cluster) are reduced by PCA of the
+    unit vectors instead of UMAP. Our choice: on a few dozen points UMAP's neighbourhood graph
+    (√(n − 1) neighbours) carries little, and UMAP costs about 25 s of import and compilation in
+    every new process, which a small index would pay on every insert. 0: UMAP always."""
+
     local_neighbors: int = Field(10, ge=2)
     """UMAP neighbours of the local step inside each global cluster (reference 10); the global
     step uses the square root of the node count minus one, as the reference does."""
