@@ -136,6 +136,12 @@ class _Piece:
     tokens: int
 
 
+def chunk_id(document_id: str, index: int) -> str:
+    """The id of a document's ``index``-th chunk (0-based), as every index stores it: methods
+    that address chunks by position (neighbours, contiguous runs) build ids with it."""
+    return f"{document_id}:{index}"
+
+
 class Chunker:
     """Splits documents into chunks of at most ``chunk_size`` tokens that end on sentence
     boundaries where possible, consecutive chunks sharing up to ``overlap`` tokens of whole
@@ -216,7 +222,7 @@ class Chunker:
             metadata = {k: v for k, v in document.metadata.items() if k in ("title", "source")}
             chunks.append(
                 Chunk(
-                    id=f"{document.id}:{index}",
+                    id=chunk_id(document.id, index),
                     document_id=document.id,
                     text=document.text[start:end],
                     index=index,
@@ -237,6 +243,7 @@ __all__ = [
     "ENCODING",
     "Chunker",
     "bundled_tiktoken_cache",
+    "chunk_id",
     "count_tokens",
     "get_encoding",
     "split_sentences",
