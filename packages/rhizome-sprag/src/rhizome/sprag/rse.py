@@ -1,0 +1,140 @@
+"""Relevant Segment Extraction: chunk values, and the best contiguous segments, exactly and fast.
+
+The documents worth searching are laid end to end as one "meta-document" of chunks. Each chunk
+gets a value per query: ``exp(-rank / decay_rate) * relevance - irrelevant_chunk_penalty``
+(an unranked chunk: ``-irrelevant_chunk_penalty``), optionally scaled by the chunk's length.
+A segment's value is the sum of its chunks' values. Segments are then chosen greedily, as dsRAG
+chooses them: the queries take turns; each turn takes the query's most valuable segment that
+stays inside one document, overlaps no chosen segment, has at most ``max_length`` chunks and
+keeps the chosen chunks within ``overall_max_length``; a query whose best segment is worth less
+than ``minimum_value`` is done.
+
+dsRAG finds each turn's best segment by trying every start and end (and, for each, every chosen
+segment and document boundary): cubic work per turn. Here each free stretch of the
+meta-document (a document, less its chosen segments) knows its own best segment — the
+maximum-sum run of at most ``limit`` values, one sliding-window minimum over its prefix sums —
+kept in a heap per query. A turn pops the best; only the stretch it was cut from is searched
+again (its two remainders), and an entry found under a longer ``limit`` than the budget now
+allows is searched again only when it is too long. The choice is the same as the exhaustive
+search, ties included (the earliest start, then the earliest end, wins).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from rhizome.core.errors import ConfigurationError
+
+
+class Segment(NamedTuple):
+    """Chunks ``[start, end)`` of the meta-document, their summed value, and the query (position
+    in the list of value vectors) that chose them."""
+
+    start: int
+    end: int
+    value: float
+    query: int = 0
+
+
+def chunk_values(relevance: np.ndarray, rank: np.ndarray, *, decay_rate: float, penalty: float, scale: np.ndarray | None = None) -> np.ndarray:
+    """Value of each chunk: ``exp(-rank / decay_rate) * relevance - penalty``, times ``scale``
+    (its length factor) where given. An unranked chunk has ``rank = inf`` (value ``-penalty``)."""
+    values = np.exp(-np.asarray(rank, dtype=float) / decay_rate) * np.asarray(relevance, dtype=float) - penalty
+    return values if scale is None else values * np.asarray(scale, dtype=float)
+
+
+def best_run(values: np.ndarray, lo: int, hi: int, limit: int) -> Segment | None:
+    """The maximum-sum run ``values[s:e]`` with ``lo <= s < e <= hi`` and ``e - s <= limit``
+    (ties: the smallest ``s``, then the smallest ``e``), or ``None`` for an empty range."""
+    m = hi - lo
+    if m <= 0 or limit <= 0:
+        return None
+    w = min(limit, m)
+    prefix = np.concatenate(([0.0], np.cumsum(values[lo:hi], dtype=float)))
+    # row r is the run ending at e = r + 1 (local); its starts are e - w .. e - 1, padded with +inf
+    starts = np.concatenate((np.full(w - 1, np.inf), prefix[:-1]))
+    windows = sliding_window_view(starts, w)
+    sums = prefix[1:] - windows.min(axis=1)
+    best = sums.max()
+    choices = []
+    for r in np.flatnonzero(sums == best):
+        j = int(np.flatnonzero(windows[r] == windows[r].min())[0])
+        choices.append((r + 1 - w + j, r + 1))
+    s, e = min(choices)
+    return Segment(int(lo + s), int(lo + e), float(np.sum(values[lo + s : lo + e])))
+
+
+def best_segments(
+    values: Sequence[np.ndarray] | np.ndarray,
+    splits: Sequence[int],
+    *,
+    max_length: int,
+    overall_max_length: int,
+    minimum_value: float,
+) -> list[Segment]:
+    """The segments RSE chooses, in the order chosen (see the module docstring).
+
+    ``values``: one vector of chunk values per query (a single vector for one query), all as
+    long as the meta-document; ``splits``: where each document ends (exclusive, increasing; the
+    last is the meta-document's length), as dsRAG's ``document_splits``."""
+    vectors = [np.asarray(v, dtype=float) for v in (values if len(values) and np.ndim(values[0]) else [values])]
+    n = len(vectors[0]) if vectors else 0
+    ends = [int(s) for s in splits]
+    if any(len(v) != n for v in vectors):
+        raise ConfigurationError("every query needs one value per chunk of the meta-document")
+    if ends and (ends != sorted(ends) or ends[0] < 0 or ends[-1] != n):
+        raise ConfigurationError("splits must increase and end at the meta-document's length")
+    if max_length < 1 or overall_max_length < 1 or minimum_value < 0:
+        raise ConfigurationError("max_length and overall_max_length must be at least 1, minimum_value at least 0")
+    free = {(lo, hi) for lo, hi in zip([0, *ends[:-1]], ends) if hi > lo}
+    heaps: list[list[tuple[float, int, int, int, int]]] = [[] for _ in vectors]
+
+    def push(q: int, lo: int, hi: int, limit: int) -> None:
+        run = best_run(vectors[q], lo, hi, limit)
+        if run is not None:
+            heapq.heappush(heaps[q], (-run.value, run.start, run.end, lo, hi))
+
+    limit = min(max_length, overall_max_length)
+    for q in range(len(vectors)):
+        for lo, hi in free:
+            push(q, lo, hi, limit)
+    chosen: list[Segment] = []
+    total, turn, done = 0, 0, set()
+    while total < overall_max_length and len(done) < len(vectors):
+        q, turn = turn % len(vectors), turn + 1
+        if q in done:
+            continue
+        limit = min(max_length, overall_max_length - total)
+        heap, found = heaps[q], None
+        while heap:
+            _, s, e, lo, hi = heap[0]
+            if (lo, hi) not in free:  # cut by a segment another turn chose
+                heapq.heappop(heap)
+            elif e - s > limit:  # found under a longer limit than the budget now allows
+                heapq.heappop(heap)
+                push(q, lo, hi, limit)
+            else:
+                found = heapq.heappop(heap)
+                break
+        if found is None or -found[0] < minimum_value:
+            done.add(q)
+            continue
+        _, s, e, lo, hi = found
+        chosen.append(Segment(s, e, float(np.sum(vectors[q][s:e])), q))
+        total += e - s
+        free.remove((lo, hi))
+        for piece in ((lo, s), (e, hi)):
+            if piece[1] > piece[0]:
+                free.add(piece)
+                for other in range(len(vectors)):
+                    if other not in done:
+                        push(other, *piece, min(max_length, overall_max_length - total))
+    return chosen
+
+
+__all__ = ["Segment", "best_run", "best_segments", "chunk_values"]
