@@ -142,6 +142,12 @@ def chunk_id(document_id: str, index: int) -> str:
     return f"{document_id}:{index}"
 
 
+def chunk_position(chunk_id: str) -> tuple[str, int]:
+    """``(document id, index)`` of a chunk id made by :func:`chunk_id` (the inverse)."""
+    document_id, _, index = chunk_id.rpartition(":")
+    return document_id, int(index)
+
+
 class Chunker:
     """Splits documents into chunks of at most ``chunk_size`` tokens that end on sentence
     boundaries where possible, consecutive chunks sharing up to ``overlap`` tokens of whole
@@ -244,6 +250,7 @@ __all__ = [
     "Chunker",
     "bundled_tiktoken_cache",
     "chunk_id",
+    "chunk_position",
     "count_tokens",
     "get_encoding",
     "split_sentences",
