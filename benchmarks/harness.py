@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import data, metrics
-from benchmarks.systems import System, available_methods, build_index
+from benchmarks.systems import System, available_methods, build_index, index_class
 from rhizome.core.models.counting import CountingChatModel
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 from rhizome.core.models.registry import make_embedder
@@ -101,7 +101,8 @@ async def retrieval(
         start = time.perf_counter()
         # no embedding cache: every query is embedded afresh in every mode, so the latencies
         # of the modes of one index compare with each other and with the naive index
-        index = build_index(method, embedder_for(embed), openie=None if method == "naive" else openie, cache=False)
+        extracts = "extraction" in index_class(method).config_class.model_fields  # naive and sprag do not
+        index = build_index(method, embedder_for(embed), openie=openie if extracts else None, cache=False)
         await index.ainsert(documents)
         build_s = time.perf_counter() - start
         for system in group:

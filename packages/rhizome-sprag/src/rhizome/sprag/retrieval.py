@@ -21,8 +21,9 @@ chunk, dsRAG's ``NoReranker(ignore_absolute_relevance=True)``).
 
 ``k`` is the number of segments: the first ``k`` RSE chose, best first (a segment's score is its
 value). When RSE finds fewer (its ``minimum_value`` or ``overall_max_length`` stops it), the
-nearest chunks that no segment holds fill the rest, as with every Rhizome retriever
-(``metadata["via"] == "fill"``). A segment is one hit whose provenance cites every chunk it
+ranked chunks that no segment holds fill the rest in rank order, as chunk hits
+(``metadata["via"] == "fill"``; every hit is then scored by its position, the segment's value
+stays in ``metadata["value"]``). A segment is one hit whose provenance cites every chunk it
 spans, with its document id, chunk range ``[chunk_start, chunk_end)`` and character span
 ``[start, end)`` in its metadata.
 """
@@ -41,12 +42,15 @@ from rhizome.core.naive import VectorRetriever
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
+    by_rank,
     check_positive,
+    chunk_hit,
     provenance,
     query_vector,
+    round_robin,
     vector_search,
 )
-from rhizome.core.text import chunk_id
+from rhizome.core.text import chunk_id, chunk_position
 from rhizome.core.types import Chunk, Hit
 from rhizome.sprag.config import CANDIDATES, PRESETS, RSEParams
 from rhizome.sprag.rse import best_segments, chunk_values
@@ -126,48 +130,58 @@ class SegmentRetriever(BaseRetriever):
     async def asearch_queries(self, queries: Sequence[str], k: int | None = None) -> Retrieval:
         """Segments for several search queries at once (dsRAG's ``search_queries``): the
         queries take turns choosing segments, and the chunk budget grows by
-        ``overall_max_length_extension`` per query after the first. No fill."""
+        ``overall_max_length_extension`` per query after the first; the queries' rankings, in
+        turn, fill."""
         if isinstance(queries, str) or not queries:
             raise ConfigurationError("give a non-empty list of queries")
         return await self._finish(lambda _, n: self._search(list(queries), n), queries[0], k)
 
     async def _search(self, queries: list[str], k: int) -> Retrieval:
-        index, p = self.index, self.params
+        store, p = self.index.store, self.params
         rankings = [await self._ranking(q) for q in queries]
-        chunks = index.store.chunks(list(dict.fromkeys(cid for r in rankings for cid, _ in r)))
-        rankings = [[(cid, rel) for cid, rel in r if cid in chunks] for r in rankings]
-        documents = list(dict.fromkeys(chunks[cid].document_id for r in rankings for cid, _ in r[: p.top_k_for_document_selection]))
-        spans = {}  # each document's stretch of the meta-document: its first to last ranked chunk
-        for doc in documents:
-            held = [chunks[cid].index for r in rankings for cid, _ in r if chunks[cid].document_id == doc]
-            spans[doc] = (min(held), max(held) + 1)
-        offsets = dict(zip(documents, np.cumsum([0] + [hi - lo for lo, hi in spans.values()]).tolist()))
-        size = offsets[documents[-1]] + spans[documents[-1]][1] - spans[documents[-1]][0] if documents else 0
-        reference = REFERENCE_SHARE * index.config.chunk_size
+        where = {cid: chunk_position(cid) for r in rankings for cid, _ in r}
+        documents = list(dict.fromkeys(where[cid][0] for r in rankings for cid, _ in r[: p.top_k_for_document_selection]))
+        spans: dict[str, tuple[int, int]] = {}  # each document's stretch: its first to last ranked chunk
+        for doc, i in where.values():
+            if doc in documents:
+                lo, hi = spans.get(doc, (i, i + 1))
+                spans[doc] = (min(lo, i), max(hi, i + 1))
+        offsets = dict(zip(documents, np.cumsum([0] + [spans[d][1] - spans[d][0] for d in documents]).tolist()))
+        splits = [offsets[d] + spans[d][1] - spans[d][0] for d in documents]
+        tokens = {}
+        if p.chunk_length_adjustment:  # only ranked chunks are scaled, as in dsRAG
+            tokens = {cid: c.n_tokens for cid, c in store.chunks([cid for cid, (d, _) in where.items() if d in spans]).items()}
+        reference = REFERENCE_SHARE * self.index.config.chunk_size
         values = []
         for ranking in rankings:
+            size = splits[-1] if splits else 0
             rank, relevance, scale = np.full(size, np.inf), np.zeros(size), np.ones(size)
             for position, (cid, rel) in enumerate(ranking):
-                chunk = chunks[cid]
-                if chunk.document_id in spans:
-                    at = offsets[chunk.document_id] + chunk.index - spans[chunk.document_id][0]
+                doc, i = where[cid]
+                if doc in spans:
+                    at = offsets[doc] + i - spans[doc][0]
                     rank[at], relevance[at] = position, rel
-                    if p.chunk_length_adjustment:
-                        scale[at] = max(chunk.n_tokens, reference) / reference
+                    scale[at] = max(tokens.get(cid, 0), reference) / reference
             values.append(chunk_values(relevance, rank, decay_rate=p.decay_rate, penalty=p.irrelevant_chunk_penalty, scale=scale))
-        chosen = best_segments(
-            values, [offsets[d] + spans[d][1] - spans[d][0] for d in documents], max_length=p.max_length,
-            overall_max_length=p.overall_max_length + (len(queries) - 1) * p.overall_max_length_extension,
-            minimum_value=p.minimum_value,
-        ) if size else []
+        budget = p.overall_max_length + (len(queries) - 1) * p.overall_max_length_extension
+        chosen = best_segments(values, splits, max_length=p.max_length, overall_max_length=budget, minimum_value=p.minimum_value) if splits else []
         located = []
         for segment in chosen:
             doc = next(d for d in reversed(documents) if offsets[d] <= segment.start)
-            lo = spans[doc][0] - offsets[doc]
-            located.append((doc, segment.start + lo, segment.end + lo, segment.value))
-        stats = {"candidates": sum(len(r) for r in rankings), "documents": len(documents), "segments": len(chosen),
+            shift = spans[doc][0] - offsets[doc]
+            located.append((doc, segment.start + shift, segment.end + shift, segment.value))
+        stats = {"candidates": len(where), "documents": len(documents), "segments": len(chosen),
                  "segment_chunks": sum(s.end - s.start for s in chosen)}
-        return Retrieval(query=queries[0], hits=self._hits(located[:k]), stats=stats)
+        hits = self._hits(located[:k])
+        if len(hits) < k:  # RSE stopped early: the ranked chunks no segment holds, in rank order
+            held = {cid for hit in hits for cid in hit.provenance.chunk_ids}
+            ranked = [cid for cid in round_robin(*([cid for cid, _ in r] for r in rankings)) if cid not in held]
+            found = store.chunks(ranked[: k - len(hits)])
+            fill = [chunk_hit(found[cid], 0.0, via="fill") for cid in ranked[: k - len(hits)] if cid in found]
+            if fill:
+                stats["filled"] = len(fill)
+                hits = by_rank(hits + fill)
+        return Retrieval(query=queries[0], hits=hits, stats=stats)
 
     async def _ranking(self, query: str) -> list[tuple[str, float]]:
         """The query's ranked chunks, best first, each with its relevance."""

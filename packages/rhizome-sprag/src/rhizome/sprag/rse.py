@@ -137,4 +137,35 @@ def best_segments(
     return chosen
 
 
-__all__ = ["Segment", "best_run", "best_segments", "chunk_values"]
+def exhaustive_segments(
+    values: Sequence[Sequence[float]], splits: Sequence[int], *, max_length: int, overall_max_length: int, minimum_value: float
+) -> list[Segment]:
+    """The reference :func:`best_segments` is checked and timed against: dsRAG's search written
+    out plainly — each turn tries every start and end (a segment starts and ends on a chunk of
+    value >= 0, crosses no document end, overlaps no chosen segment, fits the budget) and keeps
+    the first of the most valuable. Cubic in the meta-document's length; for tests and benchmarks."""
+    chosen: list[Segment] = []
+    total, turn, done = 0, 0, set()
+    while total < overall_max_length and len(done) < len(values):
+        q, turn = turn % len(values), turn + 1
+        if q in done:
+            continue
+        v, best = values[q], None
+        for s in range(len(v)):
+            for e in range(s + 1, min(s + max_length, len(v)) + 1):
+                if v[s] < 0 or v[e - 1] < 0 or total + e - s > overall_max_length:
+                    continue
+                if any(s < seg.end and e > seg.start for seg in chosen) or any(s < cut < e for cut in splits):
+                    continue
+                value = float(sum(v[s:e]))
+                if best is None or value > best.value:
+                    best = Segment(s, e, value, q)
+        if best is None or best.value < minimum_value:
+            done.add(q)
+            continue
+        chosen.append(best)
+        total += best.end - best.start
+    return chosen
+
+
+__all__ = ["Segment", "best_run", "best_segments", "chunk_values", "exhaustive_segments"]
