@@ -30,7 +30,7 @@ def test_selection_equals_the_exhaustive_search_on_random_values(ties):
     rng = np.random.default_rng(17 + ties)
     checked = 0
     for _ in range(150):
-        n, queries = int(rng.integers(1, 50)), int(rng.integers(1, 4))
+        n, queries = int(rng.integers(1, 80)), int(rng.integers(1, 4))
         values = [rng.integers(-3, 5, n) / 8 if ties else rng.normal(-0.05, 0.4, n) for _ in range(queries)]
         splits = sorted({*rng.integers(1, n + 1, int(rng.integers(0, 5))).tolist(), n})
         max_length, overall = int(rng.integers(1, 9)), int(rng.integers(1, 25))
@@ -315,3 +315,26 @@ def test_cli_indexes_and_queries_with_sprag(tmp_path, capsys):
     payload = json.loads(capsys.readouterr().out)
     assert code == 0 and payload["hits"][0]["kind"] == "segment" and payload["answer"]["text"]
     assert {d for h in payload["hits"] for d in h["provenance"]["document_ids"]} <= {p.name for p in sample_corpus().iterdir()}
+
+
+def test_segments_flow_through_langgraph_and_langchain():
+    from langchain_rhizome import RhizomeRetriever
+    from langgraph.graph import END, START, StateGraph
+    from langgraph_rhizome import make_retrieve_node
+    from typing_extensions import TypedDict
+
+    class State(TypedDict, total=False):
+        question: str
+        documents: list[dict[str, Any]]
+
+    index = small_index()
+    graph = StateGraph(State)
+    graph.add_node("retrieve", make_retrieve_node(segment_extractor(index.as_retriever(mode="chunks"), preset="find_all"), k=2))
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", END)
+    state = graph.compile().invoke({"question": "the lighthouse keeper Osric Vane"})
+    top = state["documents"][0]
+    assert top["kind"] == "segment" and top["metadata"]["chunk_end"] - top["metadata"]["chunk_start"] >= 2
+    json.dumps(state)
+    docs = RhizomeRetriever.from_index(index, k=2, mode="find_all").invoke("the lighthouse keeper Osric Vane")
+    assert docs[0].metadata["kind"] == "segment" and docs[0].metadata["chunk_ids"] == top["provenance"]["chunk_ids"]

@@ -31,6 +31,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 from rhizome.core.errors import ConfigurationError
 
 
+SMALL = 64
+"""Runs searched with plain loops below this many (start, length) pairs."""
+
+
 class Segment(NamedTuple):
     """Chunks ``[start, end)`` of the meta-document, their summed value, and the query (position
     in the list of value vectors) that chose them."""
@@ -55,6 +59,16 @@ def best_run(values: np.ndarray, lo: int, hi: int, limit: int) -> Segment | None
     if m <= 0 or limit <= 0:
         return None
     w = min(limit, m)
+    if m * w <= SMALL:  # a few candidates: plain loops beat numpy's per-call cost
+        run, stretch = None, values[lo:hi].tolist()
+        for s in range(m):
+            total = 0.0
+            for e in range(s, min(s + w, m)):
+                total += stretch[e]
+                if run is None or total > run[0]:
+                    run = (total, s, e + 1)
+        assert run is not None
+        return Segment(lo + run[1], lo + run[2], run[0])
     prefix = np.concatenate(([0.0], np.cumsum(values[lo:hi], dtype=float)))
     # row r is the run ending at e = r + 1 (local); its starts are e - w .. e - 1, padded with +inf
     starts = np.concatenate((np.full(w - 1, np.inf), prefix[:-1]))
