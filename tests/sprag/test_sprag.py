@@ -18,8 +18,8 @@ from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 from rhizome.core.text import count_tokens
 from rhizome.sprag import PRESETS, SpRAGIndex, best_segments, chunk_values, segment_extractor
 from rhizome.sprag.autocontext import sections_of
-from rhizome.sprag.rse import exhaustive_segments
 from rhizome.sprag.retrieval import joined
+from rhizome.sprag.rse import exhaustive_segments
 
 
 # -- segment selection -------------------------------------------------------------------------
@@ -318,10 +318,11 @@ def test_cli_indexes_and_queries_with_sprag(tmp_path, capsys):
 
 
 def test_segments_flow_through_langgraph_and_langchain():
-    from langchain_rhizome import RhizomeRetriever
     from langgraph.graph import END, START, StateGraph
     from langgraph_rhizome import make_retrieve_node
     from typing_extensions import TypedDict
+
+    from langchain_rhizome import RhizomeRetriever
 
     class State(TypedDict, total=False):
         question: str
@@ -338,3 +339,22 @@ def test_segments_flow_through_langgraph_and_langchain():
     json.dumps(state)
     docs = RhizomeRetriever.from_index(index, k=2, mode="find_all").invoke("the lighthouse keeper Osric Vane")
     assert docs[0].metadata["kind"] == "segment" and docs[0].metadata["chunk_ids"] == top["provenance"]["chunk_ids"]
+
+
+def test_autocontext_over_the_ollama_wire(monkeypatch):
+    from ollama_stub import OllamaStub
+
+    from rhizome.core.models.ollama import OllamaChatModel
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    with OllamaStub(models=["qwen2.5:7b"]) as stub:
+        stub.reply_fn = lambda body: {"title": "Harbour ledger", "summary": "Records of the Tarn harbour."}
+        llm = OllamaChatModel("qwen2.5:7b", host=stub.url, num_ctx=4096, retry_backoff=0.0)
+        index = SpRAGIndex(HashingEmbedder(), llm=llm, chunk_size=32, cache=False)
+        index.insert(Document(id="d", text=long_documents()[0].text))
+        (body,) = stub.calls("/api/chat")
+        assert body["format"]["properties"].keys() >= {"title", "summary"}  # a schema-constrained call
+        assert "Entry 0.0. The Tarn harbour ferry" in body["messages"][-1]["content"]
+        assert body["options"]["num_ctx"] == 4096
+    context = index.document_context(["d"])["d"]
+    assert (context.title, context.summary) == ("Harbour ledger", "Records of the Tarn harbour.")

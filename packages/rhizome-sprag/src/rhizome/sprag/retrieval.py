@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
 
+from rhizome.core.config import build_config
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.naive import VectorRetriever
 from rhizome.core.retrieval import (
@@ -44,6 +44,7 @@ from rhizome.core.retrieval import (
     Retrieval,
     by_rank,
     check_positive,
+    check_query,
     chunk_hit,
     provenance,
     query_vector,
@@ -109,11 +110,7 @@ class SegmentRetriever(BaseRetriever):
         super().__init__(source.index if self.source is not None else source, k)
         if preset not in PRESETS:
             raise ConfigurationError(f"unknown RSE preset {preset!r}; presets: {', '.join(PRESETS)}")
-        try:
-            self.params = RSEParams.model_validate({**PRESETS[preset].model_dump(), **params})
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise ConfigurationError(f"bad RSE settings ({problems}); the settings are {', '.join(RSEParams.model_fields)}") from None
+        self.params: RSEParams = build_config(RSEParams, PRESETS[preset], params)  # type: ignore[arg-type]
         if relevance not in RELEVANCE:
             raise ConfigurationError(f"relevance must be one of {', '.join(RELEVANCE)}, got {relevance!r}")
         if reranker is not None and not callable(reranker):
@@ -134,7 +131,8 @@ class SegmentRetriever(BaseRetriever):
         turn, fill."""
         if isinstance(queries, str) or not queries:
             raise ConfigurationError("give a non-empty list of queries")
-        return await self._finish(lambda _, n: self._search(list(queries), n), queries[0], k)
+        queries = [check_query(q) for q in queries]
+        return await self._finish(lambda _, n: self._search(queries, n), queries[0], k)
 
     async def _search(self, queries: list[str], k: int) -> Retrieval:
         store, p = self.index.store, self.params

@@ -30,7 +30,6 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from rhizome.core.errors import ConfigurationError
 
-
 SMALL = 64
 """Runs searched with plain loops below this many (start, length) pairs."""
 
