@@ -12,8 +12,9 @@ than ``minimum_value`` is done.
 dsRAG finds each turn's best segment by trying every start and end (and, for each, every chosen
 segment and document boundary): cubic work per turn. Here each free stretch of the
 meta-document (a document, less its chosen segments) knows its own best segment — the
-maximum-sum run of at most ``limit`` values, one sliding-window minimum over its prefix sums —
-kept in a heap per query. A turn pops the best; only the stretch it was cut from is searched
+maximum-sum run of at most ``limit`` values, read off its prefix sums for the pairs of
+non-negative values at most ``limit`` apart (only ranked chunks can be positive, so a
+10,000-chunk document has a few hundred) — kept in a heap per query. A turn pops the best; only the stretch it was cut from is searched
 again (its two remainders), and an entry found under a longer ``limit`` than the budget now
 allows is searched again only when it is too long. The choice is the same as the exhaustive
 search, ties included (the earliest start, then the earliest end, wins).
@@ -26,7 +27,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from rhizome.core.errors import ConfigurationError
 
@@ -53,33 +53,32 @@ def chunk_values(relevance: np.ndarray, rank: np.ndarray, *, decay_rate: float, 
 
 def best_run(values: np.ndarray, lo: int, hi: int, limit: int) -> Segment | None:
     """The maximum-sum run ``values[s:e]`` with ``lo <= s < e <= hi`` and ``e - s <= limit``
-    (ties: the smallest ``s``, then the smallest ``e``), or ``None`` for an empty range."""
+    whose first and last values are not negative (the candidates dsRAG tries; a best run with a
+    positive sum never needs a negative end), ties going to the smallest ``s``, then the smallest
+    ``e``; ``None`` when no value is >= 0."""
     m = hi - lo
     if m <= 0 or limit <= 0:
         return None
-    w = min(limit, m)
-    if m * w <= SMALL:  # a few candidates: plain loops beat numpy's per-call cost
-        run, stretch = None, values[lo:hi].tolist()
+    stretch = values[lo:hi]
+    if m * min(limit, m) <= SMALL:  # a few candidates: plain loops beat numpy's per-call cost
+        run, plain = None, stretch.tolist()
         for s in range(m):
             total = 0.0
-            for e in range(s, min(s + w, m)):
-                total += stretch[e]
-                if run is None or total > run[0]:
+            for e in range(s, min(s + limit, m)):
+                total += plain[e]
+                if plain[s] >= 0 and plain[e] >= 0 and (run is None or total > run[0]):
                     run = (total, s, e + 1)
-        assert run is not None
-        return Segment(lo + run[1], lo + run[2], run[0])
-    prefix = np.concatenate(([0.0], np.cumsum(values[lo:hi], dtype=float)))
-    # row r is the run ending at e = r + 1 (local); its starts are e - w .. e - 1, padded with +inf
-    starts = np.concatenate((np.full(w - 1, np.inf), prefix[:-1]))
-    windows = sliding_window_view(starts, w)
-    sums = prefix[1:] - windows.min(axis=1)
-    best = sums.max()
-    choices = []
-    for r in np.flatnonzero(sums == best):
-        j = int(np.flatnonzero(windows[r] == windows[r].min())[0])
-        choices.append((r + 1 - w + j, r + 1))
-    s, e = min(choices)
-    return Segment(int(lo + s), int(lo + e), float(np.sum(values[lo + s : lo + e])))
+        return None if run is None else Segment(lo + run[1], lo + run[2], run[0])
+    ends = np.flatnonzero(stretch >= 0)  # where a run may start or end
+    if not ends.size:
+        return None
+    prefix = np.concatenate(([0.0], np.cumsum(stretch)))
+    reach = np.searchsorted(ends, ends + limit) - 1  # the last candidate end each start may use
+    later = np.arange(ends.size)[:, None] + np.arange(min(limit, ends.size))[None, :]
+    sums = np.where(later <= reach[:, None], prefix[ends[np.minimum(later, ends.size - 1)] + 1] - prefix[ends][:, None], -np.inf)
+    start, step = divmod(int(np.argmax(sums)), sums.shape[1])  # the first maximum: smallest start, then end
+    s, e = int(ends[start]), int(ends[start + step]) + 1
+    return Segment(lo + s, lo + e, float(np.sum(stretch[s:e])))
 
 
 def best_segments(
