@@ -21,6 +21,7 @@ and lead sentences).
     .venv-bench/bin/python -m benchmarks.sprag recall --data musique --embed minilm
     uv run python -m benchmarks.sprag proxy --embed hashing
     uv run python -m benchmarks.sprag selection
+    uv run python -m benchmarks.sprag long          # whole queries on one 10,000-chunk document
     uv run python -m benchmarks.sprag cost          # model calls and tokens of AutoContext (counting fake)
 
 Results go to benchmarks/results/sprag.json (one key per run), never to the harness's files.
@@ -213,6 +214,32 @@ def selection(repeats: int = 20) -> list[dict[str, Any]]:
     return rows
 
 
+async def long_document(chunks: int = 10_000, queries: int = 100) -> list[dict[str, Any]]:
+    """Whole queries on one document of ``chunks`` chunks (the harness's synthetic sentences
+    joined into one text), hashing embedder: milliseconds per ``aretrieve`` in every mode."""
+    sentences = [d["text"] for d in harness.synthetic_documents(chunks * 3)]
+    index = SpRAGIndex(embedder_for("hashing"), cache=False, batch_size=4096)
+    start = time.perf_counter()
+    await index.ainsert([{"id": "long", "text": " ".join(sentences)}])
+    build = time.perf_counter() - start
+    rng = np.random.default_rng(5)
+    asked = [sentences[i].split(",")[0] for i in rng.integers(0, len(sentences), queries)]
+    rows = []
+    for mode in SpRAGIndex.modes:
+        retriever = index.as_retriever(k=HITS, mode=mode)
+        ms, stats = [], []
+        for q in asked:
+            t0 = time.perf_counter()
+            stats.append((await retriever.asearch(q)).stats)
+            ms.append((time.perf_counter() - t0) * 1000)
+        rows.append({"chunks": len(index), "mode": mode, "index_seconds": round(build, 1), "ms_p50": round(statistics.median(ms), 2),
+                     "ms_p95": round(float(np.percentile(ms, 95)), 2),
+                     "segments": round(statistics.fmean(s.get("segments", 0) for s in stats), 1)})
+        print(rows[-1], flush=True)
+    index.close()
+    return rows
+
+
 def selection_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| meta-document | preset | segments (chunks) | ours p50 / max ms | exhaustive search ms | same segments |", "|---|---|---|---|---|---|"]
     for r in rows:
@@ -232,12 +259,15 @@ def _save(key: str, value: Any) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("suite", choices=("recall", "proxy", "selection", "cost"))
+    parser.add_argument("suite", choices=("recall", "proxy", "selection", "cost", "long"))
     parser.add_argument("--data", choices=("hotpotqa", "musique"), default="hotpotqa")
     parser.add_argument("--embed", default="hashing")
     parser.add_argument("--limit", type=int)
     args = parser.parse_args()
-    if args.suite == "cost":  # the harness's cost suite, for spRAG's modes only
+    if args.suite == "long":
+        rows = asyncio.run(long_document())
+        _save("long", {"command": "uv run python -m benchmarks.sprag long", "rows": rows})
+    elif args.suite == "cost":  # the harness's cost suite, for spRAG's modes only
         result = asyncio.run(harness.cost(systems(["sprag"])))
         result["command"] = "uv run python -m benchmarks.sprag cost"
         _save("cost", result)

@@ -13,6 +13,7 @@ of its prompt's inputs, so an interrupted insert pays for nothing twice.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import partial
 from typing import Any
 
@@ -72,6 +73,7 @@ def embedding_text(header: str, chunk: Chunk) -> str:
 def lead(text: str, sentences: int, max_tokens: int) -> str:
     """The first ``sentences`` sentences of ``text`` (Markdown headings skipped), cut to
     ``max_tokens`` tokens: the offline summary."""
+    text = text[: 40 * max_tokens * sentences]  # the lead is all we read: no need to split a long document
     picked = [text[s:e] for s, e in trimmed_sentences(text) if not text[s:e].startswith("#")][:sentences]
     return truncate_tokens(" ".join(" ".join(p.split()) for p in picked), max_tokens)
 
@@ -90,11 +92,13 @@ def sections_of(document: Document, chunks: list[Chunk], max_tokens: int) -> lis
     """``(first chunk, end chunk, heading)`` of each section: consecutive chunks under the same
     Markdown heading (the last one at or before a chunk's start), in parts of at most
     ``max_tokens`` tokens (a chunk longer than that is a part alone)."""
-    headings = [(m.start(), m.group(1).strip()) for m in _HEADING.finditer(document.text)]
+    found = [(m.start(), m.group(1).strip()) for m in _HEADING.finditer(document.text)]
+    starts = [pos for pos, _ in found]
     out: list[tuple[int, int, str]] = []
     current, size = None, 0
     for chunk in chunks:
-        heading = next((h for pos, h in reversed(headings) if pos <= chunk.start), "")
+        at = bisect_right(starts, chunk.start) - 1
+        heading = found[at][1] if at >= 0 else ""
         if out and heading == current and size + chunk.n_tokens <= max_tokens:
             out[-1] = (out[-1][0], chunk.index + 1, heading)
             size += chunk.n_tokens
