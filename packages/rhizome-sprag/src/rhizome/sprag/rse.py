@@ -23,7 +23,7 @@ search, ties included (the earliest start, then the earliest end, wins).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -81,6 +81,20 @@ def best_run(values: np.ndarray, lo: int, hi: int, limit: int) -> Segment | None
     return Segment(lo + s, lo + e, float(np.sum(stretch[s:e])))
 
 
+def _turns(queries: int, done: set[int], room: Callable[[], bool]) -> Iterator[int]:
+    """The queries taking turns (dsRAG's round-robin), skipping those ``done``, while ``room()``
+    and some query is not done."""
+    turn = 0
+    while room() and len(done) < queries:
+        q, turn = turn % queries, turn + 1
+        if q not in done:
+            yield q
+
+
+def _used(chosen: list[Segment]) -> int:
+    return sum(s.end - s.start for s in chosen)
+
+
 def best_segments(
     values: Sequence[np.ndarray] | np.ndarray,
     splits: Sequence[int],
@@ -116,11 +130,9 @@ def best_segments(
         for lo, hi in free:
             push(q, lo, hi, limit)
     chosen: list[Segment] = []
-    total, turn, done = 0, 0, set()
-    while total < overall_max_length and len(done) < len(vectors):
-        q, turn = turn % len(vectors), turn + 1
-        if q in done:
-            continue
+    done: set[int] = set()
+    for q in _turns(len(vectors), done, lambda: _used(chosen) < overall_max_length):
+        total = _used(chosen)
         limit = min(max_length, overall_max_length - total)
         heap, found = heaps[q], None
         while heap:
@@ -157,12 +169,9 @@ def exhaustive_segments(
     value >= 0, crosses no document end, overlaps no chosen segment, fits the budget) and keeps
     the first of the most valuable. Cubic in the meta-document's length; for tests and benchmarks."""
     chosen: list[Segment] = []
-    total, turn, done = 0, 0, set()
-    while total < overall_max_length and len(done) < len(values):
-        q, turn = turn % len(values), turn + 1
-        if q in done:
-            continue
-        v, best = values[q], None
+    done: set[int] = set()
+    for q in _turns(len(values), done, lambda: _used(chosen) < overall_max_length):
+        v, best, total = values[q], None, _used(chosen)
         for s in range(len(v)):
             for e in range(s + 1, min(s + max_length, len(v)) + 1):
                 if v[s] < 0 or v[e - 1] < 0 or total + e - s > overall_max_length:
@@ -176,7 +185,6 @@ def exhaustive_segments(
             done.add(q)
             continue
         chosen.append(best)
-        total += best.end - best.start
     return chosen
 
 
