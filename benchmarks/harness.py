@@ -101,7 +101,7 @@ async def retrieval(
         start = time.perf_counter()
         # no embedding cache: every query is embedded afresh in every mode, so the latencies
         # of the modes of one index compare with each other and with the naive index
-        # imported triples go to the methods that extract (dense retrieval and RAPTOR do not)
+        # imported triples go to the methods that extract (dense retrieval, RAPTOR and spRAG do not)
         extracts = "extraction" in index_class(method).config_class.model_fields
         index = build_index(method, embedder_for(embed), openie=openie if extracts else None, cache=False)
         await index.ainsert(documents)

@@ -18,7 +18,7 @@ from rhizome.core.hierarchy import GroupInput, GroupSummarizer, cluster_hierarch
 from rhizome.core.models.base import usage_scope
 from rhizome.core.models.fake import SchemaResponder
 from rhizome.core.stages import arun_stage, prune_stage, stored_results
-from rhizome.core.types import Community
+from rhizome.core.types import Community, Hit
 from rhizome.graphrag import GraphRAGIndex
 from rhizome.lightrag import LightRAGIndex
 
@@ -317,3 +317,25 @@ def test_a_directory_of_another_method_is_refused_clearly(tmp_path):
     VectorIndex(path=tmp_path / "idx").close()
     with pytest.raises(IndexMismatchError, match="'naive' index"):
         GraphRAGIndex(path=tmp_path / "idx")
+
+
+def test_fill_never_repeats_a_chunk_that_a_segment_hit_holds():
+    from rhizome.core.retrieval import BaseRetriever, Retrieval, provenance
+
+    index = VectorIndex(HashingEmbedder(), chunk_size=16, chunk_overlap=0)
+    index.insert(Document(id="d", text=" ".join(f"Sentence number {i} is about the harbour ferry." for i in range(6))))
+    chunks = index.store.chunks_of("d")
+    assert len(chunks) >= 4
+
+    class OneSegment(BaseRetriever):
+        async def _asearch(self, query: str, k: int) -> Retrieval:
+            held = {c.id: c for c in chunks[:2]}
+            hit = Hit(id="d:0-2", text="...", score=1.0, kind="segment", provenance=provenance(held, held))
+            return Retrieval(query=query, hits=[hit])
+
+    hits = OneSegment(index, k=4).retrieve("harbour ferry")
+    assert [h.kind for h in hits] == ["segment", "chunk", "chunk", "chunk"]
+    assert not {chunks[0].id, chunks[1].id} & {h.id for h in hits[1:]}
+    first = index.store.vector_generation(index.CHUNK_COLLECTION)
+    index.insert(Document(id="e", text="Another document about the lighthouse."))
+    assert index.store.vector_generation(index.CHUNK_COLLECTION) == first + 1

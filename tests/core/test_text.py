@@ -121,3 +121,11 @@ def test_abbreviations_initials_and_dotted_letters_do_not_end_sentences():
         "They talked, e.g. about maps.",
         "Done!",
     ]
+
+
+def test_chunk_ids_name_a_documents_chunk_and_back():
+    from rhizome.core.text import Chunker, chunk_id, chunk_position
+
+    chunks = Chunker(16, 0).chunk(Document(id="a:b", text="One sentence here. " * 20))
+    assert [c.id for c in chunks] == [chunk_id("a:b", i) for i in range(len(chunks))]
+    assert [chunk_position(c.id) for c in chunks] == [("a:b", i) for i in range(len(chunks))]

@@ -12,8 +12,9 @@ A mode is a subclass of :class:`BaseRetriever` that implements one coroutine,
 ``_asearch(query, k) -> Retrieval``; the base class checks the query and ``k``, counts the model
 calls, and cuts, de-duplicates and orders the hits. When a mode's own evidence runs out before
 ``k`` hits (few entities matched, few points mapped) while the index holds more passages, the
-nearest chunks by vector similarity fill the rest (``metadata["via"] == "fill"``), so ``k`` is
-always the number of hits when the index has them.
+nearest chunks by vector similarity fill the rest (``metadata["via"] == "fill"``; never a chunk
+that a chunk or segment hit already holds), so ``k`` is always the number of hits when the index
+has them.
 
 **Metadata.** Every hit carries the metadata of the documents it cites (all of it for a hit
 from one document; the fields its documents agree on for one that cites several), below the
@@ -298,7 +299,8 @@ class BaseRetriever:
                 hits = sorted(dedupe(result.hits), key=lambda h: -h.score)[:k]  # stable: ties keep the mode's order
                 own = len(hits)
                 if len(hits) < k and self.fill:
-                    fill = await self._nearest_chunks(query, k, {h.id for h in hits if h.kind == "chunk"}, allowed)
+                    held = {cid for h in hits if h.kind in ("chunk", "segment") for cid in h.provenance.chunk_ids}
+                    fill = await self._nearest_chunks(query, k, held, allowed)
                     if fill:
                         result.stats["filled"] = len(fill[: k - len(hits)])
                         hits = by_rank(hits + fill[: k - len(hits)])

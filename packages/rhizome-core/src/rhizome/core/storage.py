@@ -590,6 +590,11 @@ class IndexStore:
             out.update(self.query(f"SELECT id, digest FROM vectors WHERE collection = ? AND id IN ({marks})", [collection, *part]))
         return out
 
+    def vector_generation(self, collection: str) -> int:
+        """How often the vector collection was written: cache what you derive from its vectors
+        (a centroid, a matrix) on it."""
+        return self.generation(_vectors(collection))
+
     def vector_ids(self, collection: str) -> list[str]:
         return [r[0] for r in self.query("SELECT id FROM vectors WHERE collection = ?", (collection,))]
 

@@ -136,6 +136,18 @@ class _Piece:
     tokens: int
 
 
+def chunk_id(document_id: str, index: int) -> str:
+    """The id of a document's ``index``-th chunk (0-based), as every index stores it: methods
+    that address chunks by position (neighbours, contiguous runs) build ids with it."""
+    return f"{document_id}:{index}"
+
+
+def chunk_position(chunk_id: str) -> tuple[str, int]:
+    """``(document id, index)`` of a chunk id made by :func:`chunk_id` (the inverse)."""
+    document_id, _, index = chunk_id.rpartition(":")
+    return document_id, int(index)
+
+
 class Chunker:
     """Splits documents into chunks of at most ``chunk_size`` tokens that end on sentence
     boundaries where possible, consecutive chunks sharing up to ``overlap`` tokens of whole
@@ -216,7 +228,7 @@ class Chunker:
             metadata = {k: v for k, v in document.metadata.items() if k in ("title", "source")}
             chunks.append(
                 Chunk(
-                    id=f"{document.id}:{index}",
+                    id=chunk_id(document.id, index),
                     document_id=document.id,
                     text=document.text[start:end],
                     index=index,
@@ -237,6 +249,8 @@ __all__ = [
     "ENCODING",
     "Chunker",
     "bundled_tiktoken_cache",
+    "chunk_id",
+    "chunk_position",
     "count_tokens",
     "get_encoding",
     "split_sentences",

@@ -1,0 +1,92 @@
+"""``SpRAGIndex``: spRAG / dsRAG (D-Star-AI) on the kernel — contextualised chunks searched by
+Relevant Segment Extraction.
+
+Index: documents are cut into 200-token chunks without overlap; AutoContext gives each
+document a title and a one-sentence summary (and, optionally, each section one) and every chunk
+is embedded with that header before its text (:mod:`rhizome.sprag.autocontext`); the chunk text
+stored, and returned, stays clean. One record per document (``sprag_documents``) keeps its
+context. Insert and delete are the kernel's, per document: nothing is shared across documents,
+so nothing is rebuilt.
+
+Retrieval: a mode per dsRAG preset (``balanced``, ``precision``, ``find_all``) returns segments
+— runs of consecutive chunks joined back into text — chosen by RSE over the 200 nearest chunks
+(:class:`~rhizome.sprag.retrieval.SegmentRetriever`); ``chunks`` returns the nearest chunks
+alone (AutoContext without RSE).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rhizome.core.index import BaseIndex, Batch, Stats
+from rhizome.core.types import Chunk, Hit
+from rhizome.sprag.autocontext import DocumentContext, document_contexts, embedding_text
+from rhizome.sprag.config import PRESETS, SpRAGConfig
+
+
+class SpRAGIndex(BaseIndex):
+    """spRAG: AutoContext chunk headers and Relevant Segment Extraction.
+
+    Modes: ``balanced`` (default), ``precision`` and ``find_all`` (dsRAG's RSE presets; each hit
+    a segment) and ``chunks`` (the nearest chunks). Settings:
+    :class:`~rhizome.sprag.config.SpRAGConfig`; ``as_retriever`` takes
+    :class:`~rhizome.sprag.retrieval.SegmentRetriever`'s options (any
+    :class:`~rhizome.sprag.config.RSEParams` field, ``reranker``, ``relevance``, ``candidates``).
+    ``llm`` writes the titles and summaries; without one they are taken from the text.
+    """
+
+    method: ClassVar[str] = "sprag"
+    modes: ClassVar[tuple[str, ...]] = (*PRESETS, "chunks")
+    config_class = SpRAGConfig
+    config: SpRAGConfig
+
+    def _setup(self) -> None:
+        self.contexts = self.store.table("sprag_documents", DocumentContext)
+
+    # -- BaseIndex hooks -------------------------------------------------------------------------
+    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[list[DocumentContext], list[str], Any]:
+        contexts = await document_contexts(self, batch, stats)
+        texts = {c.id: embedding_text(ctx.header(c.index), c) for ctx, (_, chunks) in zip(contexts, batch) for c in chunks}
+        stats["chunks_embedded"] = stats.get("chunks_embedded", 0) + len(texts)
+        return contexts, list(texts), await self.embed(list(texts.values()))
+
+    def _write(self, db: Any, batch: Batch, prepared: tuple[list[DocumentContext], list[str], Any]) -> None:
+        contexts, ids, vectors = prepared
+        self.contexts.put(db, contexts)
+        if ids:
+            self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
+
+    def _remove_document(self, db: Any, document_id: str) -> int:
+        self.contexts.delete(db, [document_id])
+        return super()._remove_document(db, document_id)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def headers(self, chunks: list[Chunk]) -> dict[str, str]:
+        """The AutoContext header of each chunk, by chunk id (what was embedded before its text)."""
+        found = self.contexts.get({c.document_id for c in chunks}) if self.config.auto_context else {}
+        return {c.id: found[c.document_id].header(c.index) if c.document_id in found else "" for c in chunks}
+
+    def document_context(self, document_ids: list[str]) -> dict[str, DocumentContext]:
+        """The stored context (title, summary, sections) of each document, by id."""
+        return self.contexts.get(document_ids)
+
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+        from rhizome.sprag.retrieval import ChunkRetriever, SegmentRetriever
+
+        if mode == "chunks":
+            return ChunkRetriever(self, k, **options)
+        return SegmentRetriever(self, k, preset=mode or "balanced", **options)
+
+    def _answer_inputs(self, retrieval: Any) -> tuple[list[Hit], dict[str, Any]]:
+        return list(retrieval.context or retrieval.hits), {"render": render_with_context}
+
+
+def render_with_context(hit: Hit) -> str:
+    """A hit in an answer's context: its document's title and summary, then its text (dsRAG puts
+    the document context before every segment it returns)."""
+    title = hit.metadata.get("title") or (hit.provenance.document_ids[0] if hit.provenance.document_ids else hit.id)
+    summary = hit.metadata.get("summary")
+    return f"({title}{' — ' + summary if summary else ''}) {' '.join(hit.text.split())}"
+
+
+__all__ = ["SpRAGIndex", "render_with_context"]
