@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, create_model
 from langchain_rhizome.retrievers import RhizomeRetriever, document_to_hit
 from rhizome.core.answer import render_hit
 from rhizome.core.errors import ConfigurationError
+from rhizome.core.index import ModeInfo
 
 
 def as_langchain_retriever(retriever_or_index: Any, k: int | None = None) -> BaseRetriever:
@@ -72,7 +73,7 @@ def describe_index(index: Any, name: str | None = None) -> str:
     if store is not None:
         size = f" over {store.count('documents'):,} documents ({store.count('chunks'):,} passages)"
     head = f"Search the {name or method} index, a {method} index{size}."
-    modes = _modes(index)
+    modes = [(mode, info.purpose) for mode, info in mode_infos(index).items()]
     lines = [head]
     if len(modes) > 1 or modes[0][0] is not None:
         lines.append(f"Choose `mode` (default {modes[0][0]}):")
@@ -83,12 +84,14 @@ def describe_index(index: Any, name: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _modes(index: Any) -> list[tuple[str | None, str]]:
+def mode_infos(index: Any) -> dict[str | None, ModeInfo]:
+    """What each retrieval mode of ``index`` is for (``index.describe_modes()``; for an index
+    that does not describe them, a line per mode name), keyed ``None`` for a single mode."""
     describe = getattr(index, "describe_modes", None)
     if callable(describe):
-        return [(mode, info.purpose) for mode, info in describe().items()]
-    modes = tuple(getattr(index, "modes", ()) or ())
-    return [(m, f"the {m} search of this index") for m in modes] or [(None, "the passages nearest the query")]
+        return dict(describe())
+    modes = tuple(getattr(index, "modes", ()) or ()) or (None,)
+    return {m: ModeInfo(f"the {m} search of this index" if m else "the passages nearest the query") for m in modes}
 
 
 def tool_name(text: str) -> str:
@@ -131,7 +134,7 @@ def create_index_tool(
         )
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= max_k:
         raise ConfigurationError(f"k must be an integer between 1 and max_k={max_k}, got {k!r}")
-    modes = [mode for mode, _ in _modes(index)]
+    modes = list(mode_infos(index))
     retrievers = {
         mode: RhizomeRetriever(retriever=index.as_retriever(**({"mode": mode} if mode else {}), **retriever_options), k=k)
         for mode in modes
@@ -170,4 +173,12 @@ def _arguments(name: str, modes: list[str | None], k: int, max_k: int) -> type[B
     return create_model(f"{name}_arguments", **fields)
 
 
-__all__ = ["as_langchain_retriever", "create_index_tool", "create_rhizome_tool", "describe_index", "format_hits", "tool_name"]
+__all__ = [
+    "as_langchain_retriever",
+    "create_index_tool",
+    "create_rhizome_tool",
+    "describe_index",
+    "format_hits",
+    "mode_infos",
+    "tool_name",
+]
