@@ -52,10 +52,6 @@ from rhizome.graphrag.schemas import MapOutput, RatingOutput
 MAP_OVERHEAD_TOKENS = 400
 """Tokens of ``map_max_tokens`` kept for the prompt around the reports."""
 
-OFFLINE_BATCH = 20
-"""Reports per offline map batch: offline there is no prompt to fill, so batches only split
-the work (into parallel branches, in ``langgraph_rhizome``); the points do not depend on it."""
-
 POINT_TOKENS = 100
 """Tokens a map answer needs per point (a sentence or two, a score, report ids)."""
 
@@ -107,6 +103,10 @@ class GlobalSearch(MapReduceSearch):
         Lazy mode: most reports one query may write; the selected communities still without a
         report are taken by relevance rating, then query similarity (not in GraphRAG; in the
         spirit of LazyGraphRAG's relevance-test budget; 8).
+    offline_batch:
+        Offline only: reports per map batch. With no prompt to fill, batches only split the
+        work — into the parallel branches of ``langgraph_rhizome``'s global search graph; the
+        points do not depend on it (not in GraphRAG; 20).
     """
 
     default_k = 50
@@ -130,6 +130,7 @@ class GlobalSearch(MapReduceSearch):
         min_score: float = 0.0,
         seed: int = 86,
         max_new_reports: int = 8,
+        offline_batch: int = 20,
     ) -> None:
         super().__init__(index, k)
         if not isinstance(level, int) or level < 0 or not isinstance(max_level, int) or max_level < 0:
@@ -151,6 +152,7 @@ class GlobalSearch(MapReduceSearch):
         self.min_score = float(min_score)
         self.seed = seed
         self.max_new_reports = check_positive("max_new_reports", max_new_reports)
+        self.offline_batch = check_positive("offline_batch", offline_batch)
 
     def _offline_profile(self, community: Community, graph: Any) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
         """Offline: the content words of a community's report (or card) and its points, each
@@ -234,7 +236,7 @@ class GlobalSearch(MapReduceSearch):
     async def aplan(self, query: str) -> MapPlan:
         """The selected communities with a report (written now in lazy mode), in map batches:
         shuffled and packed by tokens for the model (:meth:`batches`); offline, in selection
-        order, :data:`OFFLINE_BATCH` at a time."""
+        order, ``offline_batch`` at a time."""
         graph = self.index.graph()
         if not graph.communities:
             return MapPlan()
@@ -252,7 +254,8 @@ class GlobalSearch(MapReduceSearch):
         stats["communities"] = len(communities)
         if self.index.llm is None:  # no prompt to fill: fixed-size batches in selection order
             ids = [c.id for c in communities]
-            batches = [ids[i : i + OFFLINE_BATCH] for i in range(0, len(ids), OFFLINE_BATCH)]
+            size = self.offline_batch
+            batches = [ids[i : i + size] for i in range(0, len(ids), size)]
         else:
             batches = [[c.id for c, _ in batch] for batch in self.batches(communities, query)]
         stats["map_calls"] = len(batches) if self.index.llm is not None else 0
