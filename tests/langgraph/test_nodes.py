@@ -1,7 +1,8 @@
-"""LangGraph nodes: classify + conditional routing, and retrieve over a Rhizome index."""
+"""LangGraph nodes: retrieve, classify with conditional routing, and the cited, streamed answer, in a TypedDict state and in MessagesState."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, TypedDict
 
@@ -16,6 +17,7 @@ from langgraph_rhizome import (
     make_retrieve_node,
     route_by_label,
 )
+from ollama_stub import ollama_stub_fixture  # noqa: F401  (fixture)
 
 from rhizome.core import ConfigurationError, FakeChatModel, HashingEmbedder, VectorIndex
 from rhizome.core.types import Document
@@ -205,3 +207,25 @@ def test_answer_node_needs_a_question_and_says_so():
     with pytest.raises(ValueError, match="human message"):
         make_answer_node().invoke({"messages": [AIMessage(content="hi")]})
     assert make_answer_node().invoke({"messages": [HumanMessage(content="x?")]})["answer"] == "No relevant passages were found."
+
+
+def test_answer_node_with_ollama_over_the_wire_sync_and_async(index, ollama_stub, monkeypatch):
+    """ChatOllama's async client binds to its first loop: sync runs use its sync API."""
+    monkeypatch.setenv("OLLAMA_HOST", ollama_stub.url)
+    ollama_stub.default_reply = "Honey bees live in hives [1]."
+    app = qa_graph(MessagesState, index, "ollama:qwen2.5:7b")
+    for _ in range(3):
+        answer = app.invoke({"messages": [("user", "Which insects live in hives?")]})["messages"][-1]
+        assert answer.text.startswith("Honey bees live in hives [1].") and answer.response_metadata["citations"]
+    tokens = asyncio.run(_tokens(app))
+    assert "".join(tokens) == "Honey bees live in hives [1]." and len(tokens) > 3
+    sent = ollama_stub.calls("/api/chat")[-1]
+    assert sent["stream"] is True and "Which insects live in hives?" in sent["messages"][-1]["content"]
+
+
+async def _tokens(app) -> list[str]:
+    out = []
+    async for chunk, meta in app.astream({"messages": [("user", "Which insects live in hives?")]}, stream_mode="messages"):
+        if meta["langgraph_node"] == "answer":
+            out.append(chunk.text)
+    return out

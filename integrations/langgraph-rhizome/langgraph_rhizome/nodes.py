@@ -12,7 +12,7 @@ LangChain ``RunnableLambda`` with a sync and an async function: ``graph.invoke``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -64,12 +64,14 @@ def as_retriever(source: Any, mode: str | None = None) -> Any:
     )
 
 
-def graph_node(afunc: Callable[..., Any], name: str) -> RunnableLambda:
+def graph_node(afunc: Callable[..., Any], name: str, *, blocking: bool = False) -> RunnableLambda:
     """A node from an async function ``(state, config) -> update``, with a sync path for
-    ``graph.invoke`` that runs it on its own loop."""
+    ``graph.invoke`` that runs it on its own loop — passing ``blocking=True`` when asked, for
+    work that must use a third-party object's sync API there (its async client is bound to the
+    first loop it ran on)."""
 
     def func(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return run_sync(afunc(state, config))
+        return run_sync(afunc(state, config, blocking=True) if blocking else afunc(state, config))
 
     return RunnableLambda(func, afunc=afunc, name=name)
 
@@ -159,7 +161,7 @@ def make_answer_node(
     """
     model = chat_model(llm)
 
-    async def awrite(question: str, hits: list[Hit], config: RunnableConfig) -> tuple[str, list[Hit], str | None]:
+    async def awrite(question: str, hits: list[Hit], config: RunnableConfig, blocking: bool) -> tuple[str, list[Hit], str | None]:
         if not hits or model is None:
             found = await aanswer(question, hits, None)
             numbers = "".join(f" [{hits.index(h) + 1}]" for h in found.citations if h in hits)
@@ -168,7 +170,9 @@ def make_answer_node(
         pieces: list[str] = []
         message_id = None
         if is_langchain_chat_model(model):
-            async for chunk in model.astream([SystemMessage(system), HumanMessage(prompt)], config):
+            messages = [SystemMessage(system), HumanMessage(prompt)]
+            chunks = model.stream(messages, config) if blocking else None  # sync graph runs: the model's sync API
+            async for chunk in _each(chunks) if chunks is not None else model.astream(messages, config):
                 pieces.append(chunk.text)
                 message_id = message_id or chunk.id
         else:
@@ -178,10 +182,10 @@ def make_answer_node(
                 write({"node": name, "token": piece})
         return "".join(pieces).strip(), used, message_id
 
-    async def aanswer_node(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def aanswer_node(state: Mapping[str, Any], config: RunnableConfig, blocking: bool = False) -> dict[str, Any]:
         question, from_messages = read_text(state, query_key, name)
         hits = read_hits(state, documents_key, from_messages)
-        text, used, message_id = await awrite(question, hits, config)
+        text, used, message_id = await awrite(question, hits, config, blocking)
         citations = cited(text, used)
         update: dict[str, Any] = {answer_key: text, citations_key: [h.id for h in citations]}
         if from_messages:
@@ -193,7 +197,12 @@ def make_answer_node(
             update["messages"] = [message]
         return update
 
-    return graph_node(aanswer_node, name)
+    return graph_node(aanswer_node, name, blocking=True)
+
+
+async def _each(items: Iterable[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
 
 
 def _stream_writer() -> Callable[[Any], None]:
