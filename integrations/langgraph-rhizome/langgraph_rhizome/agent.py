@@ -69,7 +69,7 @@ _BRACKETS = re.compile(r"\[([^\[\]]+)\]")
 def cited_hits(state: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """The hits the final answer of this turn cites by id, as JSON (``None`` while the model is
     still calling tools)."""
-    human, turn = this_turn(state.get("messages") or [])
+    _, turn = this_turn(state.get("messages") or [])
     if not turn or not isinstance(turn[-1], AIMessage) or turn[-1].tool_calls:
         return None
     found: dict[str, tuple[str, Any]] = {}
