@@ -13,6 +13,7 @@ from langgraph_rhizome import QuestionRouter, RouterChatModel, create_rag_agent,
 from ollama_stub import StubToolCalls, ollama_stub_fixture  # noqa: F401  (fixture)
 
 from rhizome.core import ConfigurationError, FakeChatModel, VectorIndex
+from rhizome.core.models.ollama import default_num_ctx
 from rhizome.gorag import GORAGClassifier
 from tests.langgraph.conftest import GLOBAL, MULTI_HOP, SPECIFIC, ScriptedChatModel, tool_call
 
@@ -137,4 +138,4 @@ def test_an_ollama_spec_drives_the_agent_over_the_wire(islands, ollama_stub, mon
     first = ollama_stub.calls("/api/chat")[0]
     tools = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
     assert tools["islands_graph"]["properties"]["mode"]["enum"] == ["local", "global", "drift", "naive"]
-    assert first["options"]["num_ctx"] == 8192 and first["options"]["temperature"] == 0
+    assert first["options"]["num_ctx"] == default_num_ctx() and first["options"]["temperature"] == 0

@@ -145,8 +145,9 @@ def create_rag_agent(
     ----------
     llm:
         A LangChain chat model with tool calling (``ChatOllama``, ``ChatOpenAI``, ...), or
-        ``"ollama:MODEL"`` (``ChatOllama``, deterministic, 8k context), or ``None`` to run the
-        offline router (:class:`~langgraph_rhizome.offline.RouterChatModel`) — no model at all.
+        ``"ollama:MODEL"`` (``ChatOllama`` with the options of Rhizome's Ollama models), or
+        ``None`` to run the offline router (:class:`~langgraph_rhizome.offline.RouterChatModel`)
+        — no model at all.
     indexes:
         ``{"name": index}`` (each becomes the tool ``name``), or a list of indexes of distinct
         methods (tools ``search_<method>``). Any Rhizome index: its modes become the tool's

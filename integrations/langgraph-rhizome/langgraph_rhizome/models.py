@@ -9,10 +9,15 @@ from typing import Any
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.models.registry import DEFAULT_OLLAMA_LLM
 
-OLLAMA_OPTIONS: dict[str, Any] = {"temperature": 0, "num_ctx": 8192}
-"""How an ``"ollama:MODEL"`` spec is opened: deterministic decoding, and a context window that
-holds several tool results (Ollama's own default window is a few thousand tokens and cuts the
-front of longer prompts silently)."""
+
+def ollama_options() -> dict[str, Any]:
+    """How an ``"ollama:MODEL"`` spec is opened: the options of Rhizome's own Ollama models —
+    temperature 0, seed 42 and an explicit context window (``RHIZOME_NUM_CTX``, else
+    ``OLLAMA_CONTEXT_LENGTH``, else 32,768), since Ollama's default window is small and cuts
+    the front of longer prompts — tool results — silently."""
+    from rhizome.core.models.ollama import default_num_ctx
+
+    return {"temperature": 0, "seed": 42, "num_ctx": default_num_ctx()}
 
 
 def is_langchain_chat_model(llm: Any) -> bool:
@@ -23,7 +28,7 @@ def is_langchain_chat_model(llm: Any) -> bool:
 
 def chat_model(llm: Any) -> Any:
     """``None``, a LangChain chat model, or a Rhizome chat model (``acomplete_json``) as they
-    are; ``"ollama"`` or ``"ollama:MODEL"`` as ``ChatOllama`` (:data:`OLLAMA_OPTIONS`; the
+    are; ``"ollama"`` or ``"ollama:MODEL"`` as ``ChatOllama`` (:func:`ollama_options`; the
     server is ``$OLLAMA_HOST``, else localhost)."""
     if llm is None or is_langchain_chat_model(llm) or callable(getattr(llm, "acomplete_json", None)):
         return llm
@@ -32,7 +37,7 @@ def chat_model(llm: Any) -> Any:
         if provider.lower() == "ollama":
             from langchain_ollama import ChatOllama
 
-            return ChatOllama(model=name or DEFAULT_OLLAMA_LLM, **OLLAMA_OPTIONS)
+            return ChatOllama(model=name or DEFAULT_OLLAMA_LLM, **ollama_options())
         raise ConfigurationError(
             f"unknown chat model spec {llm!r}; use 'ollama:MODEL' or pass a LangChain chat model "
             "(ChatOllama, ChatOpenAI, ...)"
@@ -54,4 +59,4 @@ def tool_calling_model(llm: Any) -> Any:
     return model
 
 
-__all__ = ["OLLAMA_OPTIONS", "chat_model", "is_langchain_chat_model", "tool_calling_model"]
+__all__ = ["chat_model", "is_langchain_chat_model", "ollama_options", "tool_calling_model"]
