@@ -47,6 +47,14 @@ def save(name: str, result: dict) -> None:
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
 
 
+def publish(name: str, title: str, result: dict, table: str, write_docs: bool) -> None:
+    """Save a run's JSON, print its table and, with ``write_docs``, put it in docs/benchmarks.md."""
+    save(name, result)
+    print(table)
+    if write_docs:
+        write_section(name, title, table)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["compare"]:

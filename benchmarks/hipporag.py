@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import data, harness
-from benchmarks.__main__ import save, write_section
+from benchmarks.__main__ import publish
 from benchmarks.systems import System
 from rhizome.core import HashingEmbedder
 from rhizome.core.evidence import EvidenceGraph
@@ -179,10 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         (result, table), name, title = cost(), "hipporag-cost", "HippoRAG index cost"
     else:
         (result, table), name, title = latency(args.sizes), "hipporag-latency", "HippoRAG PageRank latency"
-    save(name, result)
-    print(table)
-    if args.write_docs:
-        write_section(name, title, table)
+    publish(name, title, result, table, args.write_docs)
     return 0
 
 

@@ -1,10 +1,11 @@
 """A LangGraph pipeline: classify the question with GORAG, route it to the index of its topic,
-retrieve there, and answer from the retrieved passages.
+retrieve there, and answer from the retrieved passages, citing them.
 
     uv run python examples/langgraph_router.py "Who led the closure of the Mire Banks?"
 
-Everything runs offline (rule-based classifier and extractive answers); give the classifier
-and the indexes a chat model (llm="ollama:...") to let a model choose the label and write.
+Everything runs offline (rule-based classifier and extractive answers); give the classifier a
+chat model (llm="ollama:...") to let a model choose the label, and the answer node one
+(make_answer_node("ollama:qwen2.5:7b-instruct")) to let it write, streaming.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ import sys
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
-from langgraph_rhizome import make_classify_node, make_retrieve_node, route_by_label
+from langgraph_rhizome import (
+    make_answer_node,
+    make_classify_node,
+    make_retrieve_node,
+    route_by_label,
+)
 
-from rhizome.core import Document, Hit, VectorIndex, answer, load_path
+from rhizome.core import Document, VectorIndex, load_path
 from rhizome.gorag import GORAGClassifier
 from rhizome.lightrag import LightRAGIndex
 from rhizome.rag.cli import sample_corpus
@@ -33,6 +39,7 @@ class State(TypedDict, total=False):
     classification: dict[str, Any]
     documents: list[dict[str, Any]]
     answer: str
+    citations: list[str]
 
 
 def build() -> Any:
@@ -49,15 +56,11 @@ def build() -> Any:
     labels = [topic for topic, ids in TOPICS.items() for _ in ids]
     classifier.fit_round([d.text for d in examples], labels)
 
-    def write_answer(state: State) -> State:
-        hits = [Hit.model_validate(doc) for doc in state.get("documents", [])]
-        return {"answer": " ".join(answer(state["question"], hits).text.split())}  # extractive without a model
-
     graph = StateGraph(State)
     graph.add_node("classify", make_classify_node(classifier))
     graph.add_node("people", make_retrieve_node(people, k=2, name="people"))
     graph.add_node("sea", make_retrieve_node(sea, k=2, name="sea"))
-    graph.add_node("answer", write_answer)
+    graph.add_node("answer", make_answer_node())  # extractive without a model
     graph.add_edge(START, "classify")
     graph.add_conditional_edges(
         "classify", route_by_label({"people-and-places": "people", "sea-and-work": "sea"}, default="sea")
@@ -76,6 +79,7 @@ def main() -> None:
     for doc in state["documents"]:
         print(f"  retrieved: {doc.get('id')} score={doc.get('score'):.3f}")
     print(f"answer: {state['answer']}")
+    print(f"cites: {', '.join(state['citations'])}")
 
 
 if __name__ == "__main__":

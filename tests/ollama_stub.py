@@ -11,7 +11,7 @@ Scripting, per test:
   (``model "x" not found, try pulling it first``). ``"x"`` and ``"x:latest"`` are the same.
 * ``replies``: chat answers used first-in first-out; when empty, ``default_reply`` is used.
   An answer is a string (the message content), a dict or list (sent as JSON text), a
-  :class:`StubError` (an HTTP error instead of an answer), a :class:`StubDrop` (the connection
+  :class:`StubToolCalls` (the model calls tools), a :class:`StubError` (an HTTP error instead of an answer), a :class:`StubDrop` (the connection
   is closed without an answer) or a callable taking the request body
   and returning any of these. ``reply_fn`` (a callable) takes precedence over both when set.
 * ``embed_fn``: text -> vector; the default is deterministic and deliberately not unit length.
@@ -56,6 +56,14 @@ class StubError:
 
 class StubDrop:
     """A scripted chat answer that closes the connection without answering at all."""
+
+
+@dataclass
+class StubToolCalls:
+    """A scripted chat answer that calls tools: ``calls`` are ``(name, arguments)`` pairs, sent
+    as the real server sends them (``message.tool_calls``, empty content)."""
+
+    calls: list[tuple[str, dict[str, Any]]]
 
 
 @dataclass
@@ -215,14 +223,18 @@ class OllamaStub:
             return answer.status, answer
         if isinstance(answer, StubDrop):
             return 0, answer
-        content = answer if isinstance(answer, str) else json.dumps(answer)
+        calls = answer.calls if isinstance(answer, StubToolCalls) else []
+        content = "" if calls else answer if isinstance(answer, str) else json.dumps(answer)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = [{"function": {"name": name, "arguments": args}} for name, args in calls]
         prompt_tokens = sum(
             len(str(m.get("content", "")).split()) for m in body.get("messages", [])
         )
         final = {
             "model": model,
             "created_at": _now(),
-            "message": {"role": "assistant", "content": content},
+            "message": message,
             "done_reason": "stop",
             "done": True,
             "total_duration": 1_234_567,
@@ -234,7 +246,12 @@ class OllamaStub:
         }
         if body.get("stream") is False:
             return 200, final
-        # streamed: the content in word-sized pieces, then a last chunk with the counts
+        # streamed: the content in word-sized pieces (tool calls in one piece, as the server
+        # sends them), then a last chunk with the counts
+        if calls:
+            lines = [{"model": model, "created_at": _now(), "message": message, "done": False}]
+            lines.append({**final, "message": {"role": "assistant", "content": ""}})
+            return 200, Stream(lines)
         pieces = [p for p in content.split(" ")]
         lines = [
             {"model": model, "created_at": _now(), "message": {"role": "assistant", "content": p + (" " if i < len(pieces) - 1 else "")}, "done": False}

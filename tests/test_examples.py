@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
     [
         ("langchain_chain.py", "source: Ilse Varn, cartographer"),
         ("llamaindex_query_engine.py", "query engine used 2 source nodes"),
-        ("langgraph_router.py", "label: sea-and-work"),
+        ("langgraph_router.py", "cites: 07-mire-fisheries.md:0"),
+        ("rag_agent.py", "calls islands_memory mode=v2"),
+        ("global_search_graph.py", "3 map branches ran"),
     ],
 )
 def test_example_runs_offline(script, expected):

@@ -67,3 +67,11 @@ def test_gorag_exports_resolve_on_first_use():
         "assert GORAGClassifier is g.GORAGClassifier and set(g.__all__) <= set(dir(g))"
     )
     assert "rhizome.gorag.classifier" in modules
+
+
+def test_an_export_named_like_its_module_survives_the_module_import():
+    # rhizome.core exports the function answer() from the module rhizome.core.answer: importing
+    # the module first (as langchain_rhizome does) must not hide the function
+    script = "import rhizome.core.answer\nfrom rhizome.core import answer\nprint(callable(answer) and answer.__name__)"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "answer"

@@ -246,6 +246,21 @@ def test_global_map_reduce_with_a_fake_model_scores_filters_and_ranks():
     assert "Carol White" in result.text and result.citations[0].metadata["report_ids"] and result.chunk_ids
 
 
+def test_global_search_is_its_plan_map_and_reduce():
+    """The steps a LangGraph graph runs as branches give the points the retriever returns."""
+    index = offline_index(llm=FakeChatModel(Responder()), extraction="offline")
+    index.insert(topic_docs("space", "business"))
+    search = index.as_retriever(mode="global", dynamic=False, map_max_tokens=450, k=3)
+    query = "What is the Orion Project?"
+    plan = run_sync(search.aplan(query))
+    assert len(plan.batches) >= 2 and plan.stats["map_calls"] == len(plan.batches)
+    json.dumps(plan.model_dump())  # a plan is plain JSON
+    points = [p for batch in plan.batches for p in run_sync(search.amap(query, batch, 3))]
+    assert all(p.kind == "point" and p.provenance.chunk_ids for p in points)
+    expected = [h for h in search.retrieve(query) if h.kind == "point"]
+    assert search.reduce(query, points, 3)[: len(expected)] == expected
+
+
 def test_global_offline_points_score_by_query_overlap():
     index = offline_index()
     index.insert(topic_docs("space", "business", "music"))

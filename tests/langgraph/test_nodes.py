@@ -1,15 +1,25 @@
-"""LangGraph nodes: classify + conditional routing, and retrieve over a Rhizome index."""
+"""LangGraph nodes: retrieve, classify with conditional routing, and the cited, streamed answer, in a TypedDict state and in MessagesState."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, TypedDict
 
 import pytest
-from langgraph.graph import END, START, StateGraph
-from langgraph_rhizome import make_classify_node, make_retrieve_node, route_by_label
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.load import dumpd
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph_rhizome import (
+    make_answer_node,
+    make_classify_node,
+    make_retrieve_node,
+    route_by_label,
+)
+from ollama_stub import ollama_stub_fixture  # noqa: F401  (fixture)
 
-from rhizome.core import HashingEmbedder, VectorIndex
+from rhizome.core import ConfigurationError, FakeChatModel, HashingEmbedder, VectorIndex
 from rhizome.core.types import Document
 from rhizome.gorag import GORAGClassifier
 from tests.gorag.conftest import QUERIES, ROUND1, ROUND2, split
@@ -62,10 +72,27 @@ async def test_classify_node_async(clf):
 def test_route_by_label_defaults_and_errors():
     assert route_by_label()({"label": "x"}) == "x"
     assert route_by_label({"a": "n1"}, default="other")({"label": "b"}) == "other"
-    with pytest.raises(ValueError, match="no route"):
+    with pytest.raises(ConfigurationError, match="no route"):
         route_by_label({"a": "n1"})({"label": "b"})
     with pytest.raises(TypeError):
         make_classify_node(object())
+
+
+def test_classify_node_in_a_messages_state(clf):
+    """In a plain MessagesState the label travels in the messages, where route_by_label finds it."""
+    graph = StateGraph(MessagesState)
+    graph.add_node("classify", make_classify_node(clf, online=False))
+    for name in ("heart", "sky", "kitchen"):
+        graph.add_node(name, lambda state, name=name: {"messages": [AIMessage(content=f"handled by {name}")]})
+        graph.add_edge(name, END)
+    graph.add_edge(START, "classify")
+    graph.add_conditional_edges("classify", route_by_label({"cardiology": "heart", "astronomy": "sky", "cooking": "kitchen"}))
+    app = graph.compile()
+    state = app.invoke({"messages": [("user", QUERIES[1][1])]})
+    call, result, handled = state["messages"][1:]
+    assert call.tool_calls[0]["name"] == "classify" and result.artifact["label"] == "astronomy"
+    assert handled.text == "handled by sky"
+    json.dumps(dumpd(state["messages"]))
 
 
 def test_classify_node_needs_text(clf):
@@ -106,9 +133,99 @@ async def test_retrieve_node_over_an_index(index):
 def test_retrieve_node_accepts_a_retriever_and_checks_input(index):
     node = make_retrieve_node(index.as_retriever(), k=2, query_key="q", documents_key="hits")
     assert len(node.invoke({"q": "bees"})["hits"]) == 2
-    with pytest.raises(TypeError):
+    with pytest.raises(ConfigurationError):
         make_retrieve_node(object())
+    with pytest.raises(ConfigurationError):
+        make_retrieve_node(index.as_retriever(), mode="global")
     with pytest.raises(ValueError):
         make_retrieve_node(index, k=0)
     with pytest.raises(ValueError):
         node.invoke({"q": ""})
+
+
+class QAState(TypedDict, total=False):
+    question: str
+    documents: list[dict[str, Any]]
+    answer: str
+    citations: list[str]
+
+
+def qa_graph(state: type, source, llm=None):
+    graph = StateGraph(state)
+    graph.add_node("retrieve", make_retrieve_node(source, k=2))
+    graph.add_node("answer", make_answer_node(llm))
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "answer")
+    graph.add_edge("answer", END)
+    return graph.compile()
+
+
+def test_retrieve_and_answer_in_a_typeddict_state(index):
+    state = qa_graph(QAState, index).invoke({"question": "Which insects live in hives?"})
+    assert state["answer"].startswith("Honey bees pollinate crops") and state["answer"].endswith("[1]")
+    assert state["citations"] == [state["documents"][0]["id"]]
+    json.dumps(state)
+
+
+def test_retrieve_and_answer_in_a_messages_state(index):
+    state = qa_graph(MessagesState, index).invoke({"messages": [("user", "Which insects live in hives?")]})
+    human, call, result, answer = state["messages"]
+    assert call.tool_calls[0]["args"] == {"query": "Which insects live in hives?", "k": 2}
+    assert result.tool_call_id == call.tool_calls[0]["id"] and len(result.artifact) == 2
+    assert answer.response_metadata["citations"] == [result.artifact[0].id]
+    assert "Sources:\n[1] " in answer.text
+    json.dumps(dumpd(state["messages"]))  # messages with Documents as artifacts serialise
+
+
+async def test_answer_node_streams_a_langchain_model_and_resolves_citations(index):
+    llm = GenericFakeChatModel(messages=iter(["Bees live in hives [1], unlike rivers [7]."]))
+    app = qa_graph(MessagesState, index, llm)
+    tokens, ids, state = [], set(), None
+    async for mode, data in app.astream({"messages": [("user", "Which insects live in hives?")]}, stream_mode=["messages", "values"]):
+        if mode == "messages" and data[1]["langgraph_node"] == "answer":
+            tokens.append(data[0].text)
+            ids.add(data[0].id)
+        elif mode == "values":
+            state = data
+    assert len(tokens) > 5 and "".join(tokens) == "Bees live in hives [1], unlike rivers [7]."
+    answer = state["messages"][-1]
+    assert ids == {answer.id}  # the streamed message, completed with its sources
+    assert answer.response_metadata["citations"] == [state["messages"][2].artifact[0].id]  # [7] is no passage
+
+
+async def test_answer_node_with_a_rhizome_model_streams_custom_events(index):
+    llm = FakeChatModel(lambda messages, schema: "Honey bees [1] and, again, [1] or [2].")
+    app = qa_graph(QAState, index, llm)
+    pieces = [c async for c in app.astream({"question": "Which insects live in hives?"}, stream_mode="custom")]
+    assert pieces and all(p["node"] == "answer" for p in pieces)
+    state = await app.ainvoke({"question": "Which insects live in hives?"})
+    assert state["citations"] == [d["id"] for d in state["documents"]]  # [1] then [2], each once
+    assert llm.usage.calls == 2  # one call per run
+
+
+def test_answer_node_needs_a_question_and_says_so():
+    with pytest.raises(ValueError, match="human message"):
+        make_answer_node().invoke({"messages": [AIMessage(content="hi")]})
+    assert make_answer_node().invoke({"messages": [HumanMessage(content="x?")]})["answer"] == "No relevant passages were found."
+
+
+def test_answer_node_with_ollama_over_the_wire_sync_and_async(index, ollama_stub, monkeypatch):
+    """ChatOllama's async client binds to its first loop: sync runs use its sync API."""
+    monkeypatch.setenv("OLLAMA_HOST", ollama_stub.url)
+    ollama_stub.default_reply = "Honey bees live in hives [1]."
+    app = qa_graph(MessagesState, index, "ollama:qwen2.5:7b")
+    for _ in range(3):
+        answer = app.invoke({"messages": [("user", "Which insects live in hives?")]})["messages"][-1]
+        assert answer.text.startswith("Honey bees live in hives [1].") and answer.response_metadata["citations"]
+    tokens = asyncio.run(_tokens(app))
+    assert "".join(tokens) == "Honey bees live in hives [1]." and len(tokens) > 3
+    sent = ollama_stub.calls("/api/chat")[-1]
+    assert sent["stream"] is True and "Which insects live in hives?" in sent["messages"][-1]["content"]
+
+
+async def _tokens(app) -> list[str]:
+    out = []
+    async for chunk, meta in app.astream({"messages": [("user", "Which insects live in hives?")]}, stream_mode="messages"):
+        if meta["langgraph_node"] == "answer":
+            out.append(chunk.text)
+    return out

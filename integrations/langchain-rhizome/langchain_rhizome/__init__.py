@@ -2,13 +2,21 @@
 Runnable over a Rhizome classifier (GORAG)."""
 
 from langchain_rhizome.classifier import RhizomeClassifier
-from langchain_rhizome.retrievers import RhizomeRetriever, hit_to_document
-from langchain_rhizome.tools import as_langchain_retriever, create_rhizome_tool
+from langchain_rhizome.retrievers import RhizomeRetriever, document_to_hit, hit_to_document
+from langchain_rhizome.tools import (
+    as_langchain_retriever,
+    create_index_tool,
+    create_rhizome_tool,
+    describe_index,
+)
 
 __all__ = [
     "RhizomeClassifier",
     "RhizomeRetriever",
     "as_langchain_retriever",
+    "create_index_tool",
     "create_rhizome_tool",
+    "describe_index",
+    "document_to_hit",
     "hit_to_document",
 ]

@@ -18,9 +18,10 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from pydantic import Field, field_validator
 
+from rhizome.core.errors import InvalidInputError
 from rhizome.core.models.adapters import using_callbacks, wrap_model
 from rhizome.core.storage import split_load_options
-from rhizome.core.types import Hit
+from rhizome.core.types import Hit, Provenance
 
 # Keyword arguments that ``BaseRetriever.invoke`` itself understands and forwards anyway.
 _IGNORED_INVOKE_KWARGS = frozenset({"verbose"})
@@ -31,6 +32,30 @@ def hit_to_document(hit: Hit) -> Document:
     ``id``, and its score, kind and provenance (document ids, chunk ids, character spans,
     sources) as flat metadata."""
     return Document(page_content=hit.text, id=hit.id, metadata=hit.flat_metadata())
+
+
+def document_to_hit(document: Document) -> Hit:
+    """The Rhizome hit a ``Document`` of :func:`hit_to_document` came from (its provenance and
+    metadata restored), so hits can travel as Documents (tool artifacts) and be cited again."""
+    meta = dict(document.metadata)
+    try:
+        return Hit(
+            id=str(meta.pop("id", None) or document.id or ""),
+            text=document.page_content,
+            score=float(meta.pop("score", 0.0)),
+            kind=meta.pop("kind", "chunk"),
+            provenance=Provenance(
+                document_ids=meta.pop("document_ids", []),
+                chunk_ids=meta.pop("chunk_ids", []),
+                spans=meta.pop("spans", []),
+                sources=meta.pop("sources", []),
+            ),
+            metadata=meta,
+        )
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise InvalidInputError(
+            f"this Document does not carry a Rhizome hit (make it with hit_to_document): {exc}"
+        ) from exc
 
 
 class RhizomeRetriever(BaseRetriever):
@@ -171,4 +196,4 @@ class RhizomeRetriever(BaseRetriever):
         return [hit_to_document(hit) for hit in hits]
 
 
-__all__ = ["RhizomeRetriever", "hit_to_document"]
+__all__ = ["RhizomeRetriever", "document_to_hit", "hit_to_document"]

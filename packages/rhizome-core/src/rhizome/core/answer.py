@@ -13,6 +13,7 @@ inline, since a stream cannot be JSON).
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,9 @@ ANSWER_SYSTEM = (
 )
 
 ANSWER_INSTRUCTIONS = "Answer in one to three sentences."
+
+JSON_REPLY = "Reply as JSON with the answer and the numbers of the context items you used."
+TEXT_REPLY = "Cite the numbers of the context items you use in square brackets, like [1]."
 
 ANSWER_REPLY_TOKENS = 1000
 """Tokens kept free in the model's window for the answer (a few paragraphs and citations)."""
@@ -98,27 +102,28 @@ async def aanswer(
         return Answer(text="No relevant passages were found.", extractive=llm is None)
     if llm is None:
         return _extractive(question, hits)
-    prompt, used = _answer_prompt(question, hits, llm, system, instructions, render, max_context_tokens, JSON_REPLY)
+    prompt, used = answer_prompt(
+        question, hits, llm, system=system, instructions=instructions, render=render, max_context_tokens=max_context_tokens, reply=JSON_REPLY
+    )
     result = await llm.acomplete_json(prompt, _AnswerSchema, system=system)
     cited = [used[i - 1] for i in dict.fromkeys(result.citations) if 1 <= i <= len(used)]
     return Answer(text=result.answer.strip(), citations=cited)
 
 
-JSON_REPLY = "Reply as JSON with the answer and the numbers of the context items you used."
-TEXT_REPLY = "Cite the numbers of the context items you use in square brackets, like [1]."
-
-
-def _answer_prompt(
+def answer_prompt(
     question: str,
     hits: Sequence[Hit],
-    llm: Any,
-    system: str,
-    instructions: str,
-    render: Callable[[Hit], str],
-    max_context_tokens: int,
-    reply: str,
+    llm: Any = None,
+    *,
+    system: str = ANSWER_SYSTEM,
+    instructions: str = ANSWER_INSTRUCTIONS,
+    render: Callable[[Hit], str] = render_hit,
+    max_context_tokens: int = 3000,
+    reply: str = TEXT_REPLY,
 ) -> tuple[str, list[Hit]]:
-    """The answer prompt, its context packed to fit the model's window, and the hits it numbers."""
+    """The answer prompt (its context packed to fit ``llm``'s window, when it says) and the
+    hits it numbers; ``reply`` asks for inline ``[n]`` citations (:data:`TEXT_REPLY`, for text
+    and streams, resolved by :func:`cited`) or JSON (:data:`JSON_REPLY`)."""
 
     def prompt(context: str) -> str:
         return f"Context:\n\n{context}\n\nQuestion: {question}\n\n{instructions} {reply}"
@@ -144,9 +149,22 @@ async def astream_answer(
     if llm is None or not hits or not hasattr(llm, "astream"):
         yield (await aanswer(question, hits, llm, system=system, instructions=instructions, render=render, max_context_tokens=max_context_tokens)).text
         return
-    prompt, _ = _answer_prompt(question, hits, llm, system, instructions, render, max_context_tokens, TEXT_REPLY)
+    prompt, _ = answer_prompt(
+        question, hits, llm, system=system, instructions=instructions, render=render, max_context_tokens=max_context_tokens
+    )
     async for piece in llm.astream(prompt, system=system):
         yield piece
+
+
+_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+def cited(text: str, numbered: Sequence[Hit]) -> list[Hit]:
+    """The hits an answer cites inline as ``[n]`` (or ``[n, m]``), ``numbered`` being the hits
+    its prompt numbered from 1 (:func:`answer_prompt`), in first-cited order; numbers outside
+    the context are ignored."""
+    numbers = [int(n) for group in _CITATION.findall(text) for n in group.split(",")]
+    return [numbered[n - 1] for n in dict.fromkeys(numbers) if 1 <= n <= len(numbered)]
 
 
 def answer(question: str, hits: Sequence[Hit], llm: Any = None, **options: Any) -> Answer:
@@ -182,4 +200,16 @@ def _extractive(question: str, hits: Sequence[Hit]) -> Answer:
     return Answer(text=best[1], citations=[best[3]], extractive=True)
 
 
-__all__ = ["ANSWER_SYSTEM", "Answer", "aanswer", "answer", "astream_answer", "build_context", "render_hit"]
+__all__ = [
+    "ANSWER_SYSTEM",
+    "JSON_REPLY",
+    "TEXT_REPLY",
+    "Answer",
+    "aanswer",
+    "answer",
+    "answer_prompt",
+    "astream_answer",
+    "build_context",
+    "cited",
+    "render_hit",
+]

@@ -77,6 +77,30 @@ RUNTIME_OPTIONS = ("batch_size", "progress", "cache", "extraction")
 :data:`~rhizome.core.storage.LOAD_OPTIONS`."""
 
 
+QUESTION_KINDS = ("specific", "multi-hop", "global")
+"""The kinds of question a retrieval mode may suit: ``specific`` — facts about named things
+(who, what, when); ``multi-hop`` — facts reached through an intermediate (a bridge entity, a
+comparison of two things); ``global`` — themes, trends and summaries across the corpus."""
+
+
+@dataclass(frozen=True)
+class ModeInfo:
+    """What one retrieval mode is for, for a person or an agent choosing a mode: ``purpose``
+    (one sentence) and the question kinds it ``suits`` (of :data:`QUESTION_KINDS`), the kind
+    it serves best first."""
+
+    purpose: str
+    suits: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.suits if k not in QUESTION_KINDS]
+        if unknown or not self.purpose.strip():
+            raise ConfigurationError(
+                f"a ModeInfo needs a purpose and question kinds among {QUESTION_KINDS}; got "
+                f"{self.purpose!r}, {self.suits!r}"
+            )
+
+
 def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
@@ -215,6 +239,9 @@ class BaseIndex:
     method: ClassVar[str] = ""
     modes: ClassVar[tuple[str, ...]] = ()
     """Retrieval modes of ``as_retriever(mode=...)``, the default first (empty: one mode)."""
+    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {}
+    """What each mode is for (key ``None`` for a method with one mode); read through
+    :meth:`describe_modes`, which tool descriptions and question routers use."""
     config_class: ClassVar[type[IndexConfig]] = IndexConfig
     uses_llm: ClassVar[bool] = True
     """Whether indexing or retrieval calls a chat model (when one is given); the CLI only asks
@@ -686,6 +713,19 @@ class BaseIndex:
             raise ConfigurationError(f"unknown mode {mode!r} for a {self.method} index; modes: {choices}")
         return mode
 
+    def describe_modes(self) -> dict[str | None, ModeInfo]:
+        """What each retrieval mode is for, in ``modes`` order (one entry, keyed ``None``, for a
+        method with one mode). A mode the method does not describe in ``mode_info`` gets the
+        first line of its retriever's docstring and suits no question kind in particular."""
+        out: dict[str | None, ModeInfo] = {}
+        for mode in self.modes or (None,):
+            info = self.mode_info.get(mode)
+            if info is None:
+                doc = (type(self._retriever(mode, None)).__doc__ or "").strip()
+                info = ModeInfo(doc.split("\n\n")[0].replace("\n", " ") or f"{self.method} retrieval")
+            out[mode] = info
+        return out
+
     def as_retriever(self, k: int | None = None, mode: str | None = None, *, filter: Any = None, **options: Any) -> Any:
         """The retriever of ``mode`` (default: the first of ``modes``), returning ``k`` hits;
         ``filter`` restricts it to documents whose metadata matches (equality and ``$in``, see
@@ -763,6 +803,8 @@ __all__ = [
     "BaseIndex",
     "DeleteReport",
     "InsertReport",
+    "ModeInfo",
+    "QUESTION_KINDS",
     "Stats",
     "VectorBatch",
     "default_cache",

@@ -8,9 +8,10 @@ vectors, search them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rhizome.core.index import BaseIndex, Batch, Stats
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
 from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
 
 
@@ -25,6 +26,9 @@ class VectorIndex(BaseIndex):
 
     method: ClassVar[str] = "naive"
     uses_llm: ClassVar[bool] = False
+    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
+        None: ModeInfo("the passages whose embeddings are nearest the query; for a question whose words are in the answer's passage", ("specific",)),
+    }
 
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
         chunks = [c for _, cs in batch for c in cs]

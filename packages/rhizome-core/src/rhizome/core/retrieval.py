@@ -29,10 +29,16 @@ or less than its own ``k``, :attr:`Retrieval.notes` says why.
 **The toolkit**: :func:`query_vector` and :func:`vector_search` (with the embedder check),
 :func:`provenance` (one way to cite chunks), :func:`chunk_hits`, :func:`pack` (the one
 token-budget packer), :func:`dedupe`, :func:`round_robin` and :func:`by_rank`.
+
+**Map-reduce modes** (GraphRAG's global search; any method that reads the groups of a hierarchy
+in batches) subclass :class:`MapReduceSearch` and implement its three steps — ``aplan`` (which
+groups, in which batches), ``amap`` (one batch to scored points) and ``reduce`` — so that a
+caller can also run the batches itself, as parallel branches of a LangGraph graph.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -404,9 +410,68 @@ def with_document_metadata(store: Any, hits: list[Hit]) -> list[Hit]:
     return out
 
 
+class MapPlan(BaseModel):
+    """What a map-reduce search reads: the ids of the groups each map call takes, in map order
+    (plain JSON, so a plan can travel in a graph's state), and what planning cost."""
+
+    batches: list[list[str]] = Field(default_factory=list)
+    stats: dict[str, Any] = Field(default_factory=dict)
+
+
+class MapReduceSearch(BaseRetriever):
+    """A mode that maps batches of groups (communities, hierarchy layers) to scored points and
+    keeps the best: ``aplan`` chooses the groups and batches them, ``amap`` turns one batch into
+    point hits (each with its score and provenance; batches are independent, so they may run
+    concurrently anywhere), ``reduce`` orders the points of every batch, given in plan order.
+    ``_asearch`` runs the three; ``langgraph_rhizome`` runs the same three as graph branches.
+    A plan's batches are ids (JSON), so a plan can travel in a graph's state."""
+
+    async def aplan(self, query: str) -> MapPlan:
+        """The groups to map for ``query``, in batches (one map call each), and what choosing
+        them cost."""
+        raise NotImplementedError
+
+    async def amap(self, query: str, batch: Sequence[str], k: int) -> list[Hit]:
+        """The points of one batch of the plan: at most ``k`` (the reduce keeps ``k`` in all,
+        so no batch contributes more), each a hit with its score and provenance."""
+        raise NotImplementedError
+
+    def point_key(self, point: Hit) -> Any:
+        """Sort key of the points in :meth:`reduce` (default: higher score first)."""
+        return -point.score
+
+    def reduce(self, query: str, points: Sequence[Hit], k: int) -> list[Hit]:
+        """The ``k`` best points by :meth:`point_key` (ties keep plan order), the same text
+        (case and spacing aside) once."""
+        seen: set[str] = set()
+        out = []
+        for point in sorted(points, key=self.point_key):
+            if len(out) == k:
+                break
+            text = " ".join(point.text.lower().split())
+            if text not in seen:
+                seen.add(text)
+                out.append(point)
+        return out
+
+    def explain(self, plan: MapPlan, hits: list[Hit]) -> list[str]:
+        """Why the search found no point (or too few), in words, for :attr:`Retrieval.notes`
+        (default: nothing to say)."""
+        return []
+
+    async def _asearch(self, query: str, k: int) -> Retrieval:
+        plan = await self.aplan(query)
+        mapped = await asyncio.gather(*(self.amap(query, batch, k) for batch in plan.batches))
+        hits = self.reduce(query, [p for points in mapped for p in points], k)
+        stats = {"points": len(hits), "batches": len(plan.batches), **plan.stats}
+        return Retrieval(query=query, hits=hits, stats=stats, notes=self.explain(plan, hits))
+
+
 __all__ = [
     "MAX_PROVENANCE_CHUNKS",
     "BaseRetriever",
+    "MapPlan",
+    "MapReduceSearch",
     "Retrieval",
     "by_rank",
     "check_k",

@@ -29,7 +29,7 @@ the reports again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -45,7 +45,7 @@ from rhizome.core.hierarchy import (
     has_summary,
     prune_groups,
 )
-from rhizome.core.index import BaseIndex, Batch, Stats, VectorBatch
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
 from rhizome.core.records import batches
 from rhizome.core.stages import arun_stage, digest, prune_stage, stored_results
 from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
@@ -88,6 +88,12 @@ class GraphRAGIndex(BaseIndex):
 
     method: ClassVar[str] = "graphrag"
     modes: ClassVar[tuple[str, ...]] = ("local", "global", "drift", "naive")
+    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
+        "local": ModeInfo("passages around the entities the question names, with their relations and communities; for facts about named things", ("specific", "multi-hop")),
+        "global": ModeInfo("key points mapped from community reports across the whole corpus; for themes, trends and summaries", ("global",)),
+        "drift": ModeInfo("local search started from the most relevant community reports, with follow-up questions; for questions that connect several facts", ("multi-hop", "specific")),
+        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",)),
+    }
     config_class = GraphRAGConfig
     config: GraphRAGConfig
     ENTITY_COLLECTION: ClassVar[str] = "graphrag_entities"

@@ -26,7 +26,7 @@ EvidenceGraph`), rebuilt only when they changed, and personalized PageRank runs 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -35,7 +35,7 @@ import numpy as np
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
-from rhizome.core.index import BaseIndex, Batch, Stats
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
 from rhizome.core.types import Entity, Relation
 from rhizome.hipporag.config import HippoRAGConfig
 
@@ -83,6 +83,11 @@ class HippoRAGIndex(BaseIndex):
 
     method: ClassVar[str] = "hipporag"
     modes: ClassVar[tuple[str, ...]] = ("v2", "v1", "naive")
+    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
+        "v2": ModeInfo("personalized PageRank from the facts nearest the question over facts and passages (HippoRAG 2); for questions whose answer is reached through a bridge entity", ("multi-hop", "specific")),
+        "v1": ModeInfo("personalized PageRank from the entities the question names over the phrase graph (HippoRAG 1); for multi-hop questions naming their entities", ("multi-hop",)),
+        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",)),
+    }
     config_class = HippoRAGConfig
     config: HippoRAGConfig
     PHRASE_COLLECTION: ClassVar[str] = "hipporag_phrases"

@@ -23,7 +23,7 @@ stored records (no extraction), giving exactly the records the index held withou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -33,7 +33,7 @@ from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.extraction.schema import clean_name, entity_key
-from rhizome.core.index import BaseIndex, Batch, Stats
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
 from rhizome.core.resolution import (
     EntityResolver,
     Known,
@@ -94,6 +94,13 @@ class LightRAGIndex(BaseIndex):
 
     method: ClassVar[str] = "lightrag"
     modes: ClassVar[tuple[str, ...]] = ("hybrid", "local", "global", "mix", "naive")
+    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
+        "hybrid": ModeInfo("entities matched by the question's specific keywords and relations matched by its broad ones; for questions that relate named things", ("multi-hop", "specific")),
+        "local": ModeInfo("entities matched by the question's specific keywords, with their relations; for facts about named things", ("specific",)),
+        "global": ModeInfo("relations matched by the question's broad keywords, with their endpoints; for themes and how things relate across the corpus", ("global",)),
+        "mix": ModeInfo("hybrid graph search merged with the nearest passages; for questions that relate named things", ("multi-hop", "specific")),
+        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",)),
+    }
     config_class = LightRAGConfig
     config: LightRAGConfig
     ENTITY_COLLECTION: ClassVar[str] = "lightrag_entities"

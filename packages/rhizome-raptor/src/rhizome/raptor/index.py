@@ -28,6 +28,7 @@ re-clusters the whole tree on demand.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -42,7 +43,7 @@ from rhizome.core.hierarchy import (
     SummaryFields,
     community_key,
 )
-from rhizome.core.index import Stats, VectorBatch
+from rhizome.core.index import ModeInfo, Stats, VectorBatch
 from rhizome.core.models.budget import fit
 from rhizome.core.naive import VectorIndex, VectorRetriever
 from rhizome.core.retrieval import pack
@@ -127,6 +128,11 @@ class RaptorIndex(VectorIndex):
 
     method: ClassVar[str] = "raptor"
     modes: ClassVar[tuple[str, ...]] = ("collapsed", "traversal", "naive")
+    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
+        "collapsed": ModeInfo("the passages and cluster summaries of every tree layer nearest the query, under a token budget (RAPTOR's collapsed tree); for questions that need a passage or the gist of several", ("specific", "global")),
+        "traversal": ModeInfo("down the summary tree from its top layer, choosing the nearest nodes at each layer (RAPTOR's tree traversal); for broad, thematic questions", ("global",)),
+        "naive": ModeInfo("the passages (tree leaves) whose embeddings are nearest the query (no tree)", ("specific",)),
+    }
     uses_llm: ClassVar[bool] = True
     config_class = RaptorConfig
     config: RaptorConfig

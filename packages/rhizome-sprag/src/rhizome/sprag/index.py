@@ -16,9 +16,10 @@ alone (AutoContext without RSE).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rhizome.core.index import BaseIndex, Batch, Stats
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
 from rhizome.core.types import Chunk, Hit
 from rhizome.sprag.autocontext import DocumentContext, document_contexts, embedding_text
 from rhizome.sprag.config import PRESETS, SpRAGConfig
@@ -37,6 +38,12 @@ class SpRAGIndex(BaseIndex):
 
     method: ClassVar[str] = "sprag"
     modes: ClassVar[tuple[str, ...]] = (*PRESETS, "chunks")
+    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
+        "balanced": ModeInfo("runs of neighbouring chunks joined into segments by their relevance (Relevant Segment Extraction, dsRAG's default preset); for questions answered by a stretch of one document", ("specific",)),
+        "precision": ModeInfo("fewer, shorter segments with a higher bar of relevance (dsRAG's precision preset); for pointed factual questions", ("specific",)),
+        "find_all": ModeInfo("long segments over many documents (dsRAG's find_all preset); for questions whose answer is spread out", ("global", "multi-hop")),
+        "chunks": ModeInfo("the chunks nearest the query, embedded with their AutoContext headers (no segments)", ("specific",)),
+    }
     config_class = SpRAGConfig
     config: SpRAGConfig
 

@@ -12,8 +12,11 @@ most similar to the query (report embeddings) are rated, and never more than
 Map. Reports are shuffled (seeded) and packed into batches of at most ``map_max_tokens``; each
 batch is one model call returning points with an importance score 0–100 and the report ids they
 rest on; all batches run concurrently (bounded by the model's own concurrency limit). Points
-scoring above ``min_score`` are ranked by score and returned as ``point`` hits. The final answer
-(the reduce step) is :func:`rhizome.graphrag.answer.aanswer`.
+scoring above ``min_score`` are ranked by score, then by the rating of their report, and
+returned as ``point`` hits. The three steps are :class:`~rhizome.core.retrieval.MapReduceSearch`'s
+(``aplan``, ``amap``, ``reduce``), so ``langgraph_rhizome`` can run the batches as graph
+branches. The final answer (the reduce step of the paper) is
+:func:`rhizome.graphrag.answer.aanswer`.
 
 Offline (no model): ratings and point scores are the share of the query's content words found
 in the report (or point) text; the points of a report are its summary and its findings. With
@@ -26,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from typing import Any
 
 from rhizome.core.embeddings import hashed_features
@@ -34,8 +37,8 @@ from rhizome.core.errors import ConfigurationError
 from rhizome.core.hierarchy import has_summary
 from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import (
-    BaseRetriever,
-    Retrieval,
+    MapPlan,
+    MapReduceSearch,
     check_positive,
     provenance,
     query_vector,
@@ -63,7 +66,7 @@ def share(query_words: Set[str], words: Set[str]) -> float:
     return len(query_words & words) / len(query_words) if query_words else 0.0
 
 
-class GlobalSearch(BaseRetriever):
+class GlobalSearch(MapReduceSearch):
     """GraphRAG global search (map step) with optional dynamic community selection.
 
     Parameters
@@ -100,6 +103,10 @@ class GlobalSearch(BaseRetriever):
         Lazy mode: most reports one query may write; the selected communities still without a
         report are taken by relevance rating, then query similarity (not in GraphRAG; in the
         spirit of LazyGraphRAG's relevance-test budget; 8).
+    offline_batch:
+        Offline only: reports per map batch. With no prompt to fill, batches only split the
+        work — into the parallel branches of ``langgraph_rhizome``'s global search graph; the
+        points do not depend on it (not in GraphRAG; 20).
     """
 
     default_k = 50
@@ -123,6 +130,7 @@ class GlobalSearch(BaseRetriever):
         min_score: float = 0.0,
         seed: int = 86,
         max_new_reports: int = 8,
+        offline_batch: int = 20,
     ) -> None:
         super().__init__(index, k)
         if not isinstance(level, int) or level < 0 or not isinstance(max_level, int) or max_level < 0:
@@ -144,6 +152,7 @@ class GlobalSearch(BaseRetriever):
         self.min_score = float(min_score)
         self.seed = seed
         self.max_new_reports = check_positive("max_new_reports", max_new_reports)
+        self.offline_batch = check_positive("offline_batch", offline_batch)
 
     def _offline_profile(self, community: Community, graph: Any) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
         """Offline: the content words of a community's report (or card) and its points, each
@@ -223,11 +232,14 @@ class GlobalSearch(BaseRetriever):
         kept = [c for c in selected if self.keep_parent or c.id not in parents or not any(x in chosen for x in c.children)]
         return kept, stats
 
-    # -- map -------------------------------------------------------------------------------------
-    async def _asearch(self, query: str, k: int) -> Retrieval:
+    # -- plan, map, reduce ------------------------------------------------------------------------
+    async def aplan(self, query: str) -> MapPlan:
+        """The selected communities with a report (written now in lazy mode), in map batches:
+        shuffled and packed by tokens for the model (:meth:`batches`); offline, in selection
+        order, ``offline_batch`` at a time."""
         graph = self.index.graph()
         if not graph.communities:
-            return Retrieval(query=query)
+            return MapPlan()
         selected, stats = await self.aselect(query)
         missing = [c for c in selected if not has_summary(c)]
         if len(missing) > self.max_new_reports:
@@ -238,43 +250,55 @@ class GlobalSearch(BaseRetriever):
             stats["over_report_budget"] = len(dropped)
         reports = await self.index.areports([c.id for c in selected])
         communities = [reports[c.id] for c in selected if c.id in reports and reports[c.id].title]
-        stats["communities"] = len(communities)
-        if self.index.llm is None:
-            points, stats["map_calls"] = self._offline_points(query, communities), 0
-        else:
-            points, stats["map_calls"] = await self._model_points(query, communities)
-        points = [p for p in points if p["score"] > self.min_score]
-        points.sort(key=lambda p: (-p["score"], -p["rating"], p["order"]))
-        seen: set[str] = set()
-        unique = []
-        for p in points:  # the same point from two batches counts once
-            key = " ".join(p["description"].lower().split())
-            if key not in seen:
-                seen.add(key)
-                unique.append(p)
-        unique = unique[:k]
-        cited = {cid: graph.community_chunks(reports[cid])[:20] for p in unique for cid in p["reports"] if cid in reports}
-        chunks = self.index.store.chunks(sorted({x for ids in cited.values() for x in ids}))
-        hits = []
-        for p in unique:
-            key = hashlib.sha256((p["description"] + "|".join(p["reports"])).encode("utf-8")).hexdigest()[:16]
-            hits.append(
-                Hit(
-                    id=f"point-{key}",
-                    text=p["description"],
-                    score=p["score"] / 100.0,
-                    kind="point",
-                    provenance=provenance(chunks, [x for cid in p["reports"] for x in cited.get(cid, [])]),
-                    metadata={"importance": p["score"], "report_ids": p["reports"], "titles": [reports[c].title for c in p["reports"] if c in reports]},
-                )
-            )
         stats.pop("similarity")
-        notes = [] if hits else [
-            f"no community report was rated relevant to the query (of {stats['rated']} rated, {stats['pruned']} fell under "
-            f"the threshold {self.threshold})" if self.dynamic and not communities else
-            f"no key point of the {len(communities)} reports mapped scored above {self.min_score}"
-        ]
-        return Retrieval(query=query, hits=hits, stats={"points": len(hits), **stats}, notes=notes)
+        stats["communities"] = len(communities)
+        if self.index.llm is None:  # no prompt to fill: fixed-size batches in selection order
+            ids = [c.id for c in communities]
+            size = self.offline_batch
+            batches = [ids[i : i + size] for i in range(0, len(ids), size)]
+        else:
+            batches = [[c.id for c, _ in batch] for batch in self.batches(communities, query)]
+        stats["map_calls"] = len(batches) if self.index.llm is not None else 0
+        return MapPlan(batches=batches, stats=stats)
+
+    async def amap(self, query: str, batch: Sequence[str], k: int) -> list[Hit]:
+        """The ``k`` best points of one batch of communities scoring above ``min_score``, each
+        citing the chunks of the reports it rests on."""
+        graph = self.index.graph()
+        reports = await self.index.areports(batch)
+        communities = [reports[cid] for cid in batch if cid in reports]
+        if self.index.llm is None:
+            points = self._offline_points(query, communities)
+        else:
+            points = await self._model_points(query, self._packed(communities, query))
+        hits = []
+        for p in points:
+            if p["score"] <= self.min_score:
+                continue
+            key = hashlib.sha256((p["description"] + "|".join(p["reports"])).encode("utf-8")).hexdigest()[:16]
+            titles = [reports[c].title for c in p["reports"] if c in reports]
+            metadata = {"importance": p["score"], "rating": p["rating"], "report_ids": p["reports"], "titles": titles}
+            hits.append(Hit(id=f"point-{key}", text=p["description"], score=p["score"] / 100.0, kind="point", metadata=metadata))
+        best = self.reduce(query, hits, k)  # no batch gives more than k of the k best
+        groups = {tuple(h.metadata["report_ids"]) for h in best}
+        cited = {cid: graph.community_chunks(reports[cid])[:20] for cid in {c for g in groups for c in g} if cid in reports}
+        chunks = self.index.store.chunks(sorted({x for ids in cited.values() for x in ids}))
+        sources = {g: provenance(chunks, [x for cid in g for x in cited.get(cid, [])]) for g in groups}
+        return [h.model_copy(update={"provenance": sources[tuple(h.metadata["report_ids"])]}) for h in best]
+
+    def point_key(self, point: Hit) -> Any:
+        """Higher importance first, then the higher-rated report (GraphRAG's reduce order)."""
+        return (-point.score, -point.metadata.get("rating", 0.0))
+
+    def explain(self, plan: MapPlan, hits: list[Hit]) -> list[str]:
+        """Why no point came back: no report rated relevant, or none of their points scored."""
+        if hits:
+            return []
+        stats = plan.stats
+        if self.dynamic and not stats.get("communities"):
+            return [f"no community report was rated relevant to the query (of {stats.get('rated', 0)} rated, "
+                    f"{stats.get('pruned', 0)} fell under the threshold {self.threshold})"]
+        return [f"no key point of the {stats.get('communities', 0)} reports mapped scored above {self.min_score}"]
 
     def _offline_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
         query_words, graph = relevance_words(query), self.index.graph()
@@ -287,7 +311,6 @@ class GlobalSearch(BaseRetriever):
                         "score": round(100.0 * share(query_words, words), 1),
                         "reports": [community.id],
                         "rating": community.rating or 0.0,
-                        "order": len(points),
                     }
                 )
         return points
@@ -298,22 +321,13 @@ class GlobalSearch(BaseRetriever):
     def batches(self, communities: list[Community], query: str = "") -> list[list[tuple[Community, str]]]:
         """Shuffled reports packed into map batches under ``map_max_tokens`` (less when the
         model's context window holds less, with room for ``max_points`` points)."""
-        shuffled = list(communities)
-        random.Random(self.seed).shuffle(shuffled)
-        budget = fit(
-            self.index.llm,
-            self.map_max_tokens - MAP_OVERHEAD_TOKENS,
-            reply_tokens=POINT_TOKENS * self.max_points,
-            fixed=[MAP_SYSTEM, self._map_prompt(query, "")],
-        )
+        ordered = list(communities)
+        random.Random(self.seed).shuffle(ordered)
+        budget = self._budget(query)
         out: list[list[tuple[Community, str]]] = [[]]
         used = 0
-        for community in shuffled:
-            text = f"----- report {community.id} -----\n{full_content(community)}"
+        for community, text in self._texts(ordered, budget):
             tokens = count_tokens(text) + 2  # and the blank line before the next report
-            if tokens > budget:
-                text = truncate_tokens(text, budget)
-                tokens = budget
             if out[-1] and used + tokens > budget:
                 out.append([])
                 used = 0
@@ -321,33 +335,39 @@ class GlobalSearch(BaseRetriever):
             used += tokens
         return [b for b in out if b]
 
-    async def _model_points(self, query: str, communities: list[Community]) -> tuple[list[dict[str, Any]], int]:
-        llm = self.index.llm
-        batches = self.batches(communities, query)
+    def _budget(self, query: str) -> int:
+        return fit(
+            self.index.llm,
+            self.map_max_tokens - MAP_OVERHEAD_TOKENS,
+            reply_tokens=POINT_TOKENS * self.max_points,
+            fixed=[MAP_SYSTEM, self._map_prompt(query, "")],
+        )
 
-        async def one(batch: list[tuple[Community, str]]) -> MapOutput:
-            prompt = self._map_prompt(query, "\n\n".join(text for _, text in batch))
-            return await llm.acomplete_json(prompt, MapOutput, system=MAP_SYSTEM)
+    def _texts(self, communities: list[Community], budget: int) -> list[tuple[Community, str]]:
+        """Each report as the map prompt shows it, cut to ``budget`` tokens."""
+        out = []
+        for community in communities:
+            text = f"----- report {community.id} -----\n{full_content(community)}"
+            if count_tokens(text) + 2 > budget:
+                text = truncate_tokens(text, budget)
+            out.append((community, text))
+        return out
 
-        outputs = await asyncio.gather(*(one(b) for b in batches))
+    def _packed(self, communities: list[Community], query: str) -> list[tuple[Community, str]]:
+        """One planned batch with the texts its map prompt shows."""
+        return self._texts(communities, self._budget(query))
+
+    async def _model_points(self, query: str, batch: list[tuple[Community, str]]) -> list[dict[str, Any]]:
+        """One map call: the points the model finds in one batch of reports."""
+        prompt = self._map_prompt(query, "\n\n".join(text for _, text in batch))
+        output = await self.index.llm.acomplete_json(prompt, MapOutput, system=MAP_SYSTEM)
+        ids = [c.id for c, _ in batch]
+        ratings = {c.id: c.rating or 0.0 for c, _ in batch}
         points = []
-        order = 0
-        for batch, output in zip(batches, outputs):
-            ids = [c.id for c, _ in batch]
-            ratings = {c.id: c.rating or 0.0 for c, _ in batch}
-            for point in output.points:
-                cited = [r for r in point.reports if r in ratings] or ids
-                points.append(
-                    {
-                        "description": point.description.strip(),
-                        "score": point.score,
-                        "reports": cited,
-                        "rating": max(ratings[r] for r in cited),
-                        "order": order,
-                    }
-                )
-                order += 1
-        return [p for p in points if p["description"]], len(batches)
+        for point in output.points:
+            cited = [r for r in point.reports if r in ratings] or ids
+            points.append({"description": point.description.strip(), "score": point.score, "reports": cited, "rating": max(ratings[r] for r in cited)})
+        return [p for p in points if p["description"]]
 
 
 __all__ = ["GlobalSearch"]
