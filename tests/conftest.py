@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import socket
 
 import pytest
@@ -27,3 +29,40 @@ def pytest_sessionfinish(session, exitstatus):
     # a selection (-k/-m) that matches no test is not a failure of the suite
     if exitstatus == 5:
         session.exitstatus = 0
+
+
+@pytest.fixture
+def corpus_folder(tmp_path):
+    """A folder of the conformance kit's documents, one text file each."""
+    from rhizome.core.testing import CORPUS
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for doc in CORPUS:
+        (folder / f"{doc.id}.txt").write_text(doc.text, encoding="utf-8")
+    return folder
+
+
+class PostgresServer:
+    """A PostgreSQL server with pgvector, run by the ``pgserver`` package for this test session;
+    each :meth:`url` is the location of a new index (a schema of its own)."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self._names = itertools.count()
+
+    def url(self, prefix: str = "t") -> str:
+        return f"{self.base}{'&' if '?' in self.base else '?'}schema={prefix}_{os.getpid()}_{next(self._names)}"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> PostgresServer:
+    """One server for the whole session, started on first use (a few seconds) and removed at
+    the end. Its data lives in a new folder right under the system's temporary directory: run
+    as root, pgserver runs the server as another user, which must be able to reach it."""
+    import tempfile
+
+    import pgserver
+
+    server = pgserver.get_server(tempfile.mkdtemp(prefix="rhizome-pg-"), cleanup_mode="delete")
+    return PostgresServer(server.get_uri())

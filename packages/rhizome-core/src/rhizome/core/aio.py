@@ -75,6 +75,11 @@ class PerLoop(Generic[T]):
         )
         self._lock = threading.Lock()
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """A copy (sent to another process, e.g. a Ray worker) starts with no objects: they
+        belong to this process's loops."""
+        return (PerLoop, (self._factory, self._close))
+
     def get(self) -> T:
         loop = asyncio.get_running_loop()
         with self._lock:
@@ -221,8 +226,11 @@ class WriteLock:
     that finds it held waits a little (1 ms, doubling up to 50 ms) and tries again. It is not
     re-entrant. A cancelled waiter simply stops trying, so nothing is left locked."""
 
-    def __init__(self) -> None:
+    def __init__(self, outer: Any = None) -> None:
         self._lock = threading.Lock()
+        self._outer = outer
+        """A lock other processes take too (``async acquire()``, ``release()``), taken once this
+        one is held: a database server's writer lock."""
 
     def locked(self) -> bool:
         return self._lock.locked()
@@ -232,10 +240,20 @@ class WriteLock:
         while not self._lock.acquire(blocking=False):
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
+        if self._outer is not None:
+            try:
+                await self._outer.acquire()
+            except BaseException:
+                self._lock.release()
+                raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self._lock.release()
+        try:
+            if self._outer is not None:
+                self._outer.release()
+        finally:
+            self._lock.release()
 
 
 async def gather_limited(

@@ -14,6 +14,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,11 @@ class ModelCache:
                 " created REAL NOT NULL)"
             )
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """A copy (sent to a Ray worker) opens the same file; a copy of a cache in memory starts
+        empty."""
+        return (ModelCache, (self.path,))
+
     def _connect(self) -> sqlite3.Connection:
         if self.path is None:
             if self._memory_conn is None:
@@ -78,9 +84,17 @@ class ModelCache:
             self._local.conn = conn
         return conn
 
-    def get(self, key: str) -> Any | None:
+    @contextlib.contextmanager
+    def _session(self) -> Iterator[Any]:
+        """The connection the next statement runs on (``?`` placeholders), held exclusively."""
         with self._memory_lock if self.path is None else contextlib.nullcontext():
-            row = self._connect().execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+            yield self._connect()
+
+    table = "calls"
+
+    def get(self, key: str) -> Any | None:
+        with self._session() as db:
+            row = db.execute(f"SELECT value FROM {self.table} WHERE key = ?", (key,)).fetchone()
         if row is None:
             self.misses += 1
             return None
@@ -89,17 +103,20 @@ class ModelCache:
 
     def put(self, key: str, value: Any, kind: str = "chat") -> None:
         blob = json.dumps(value, ensure_ascii=False)
-        with self._memory_lock if self.path is None else contextlib.nullcontext():
-            self._connect().execute(
-                "INSERT OR REPLACE INTO calls (key, kind, value, created) VALUES (?, ?, ?, ?)",
+        with self._session() as db:
+            db.execute(
+                f"INSERT INTO {self.table} (key, kind, value, created) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE"
+                " SET kind = excluded.kind, value = excluded.value, created = excluded.created",
                 (key, kind, blob, time.time()),
             )
 
     def __len__(self) -> int:
-        return int(self._connect().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        with self._session() as db:
+            return int(db.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0])
 
     def clear(self) -> None:
-        self._connect().execute("DELETE FROM calls")
+        with self._session() as db:
+            db.execute(f"DELETE FROM {self.table}")
 
 
 __all__ = ["ModelCache", "cache_key"]

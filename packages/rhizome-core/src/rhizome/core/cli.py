@@ -32,8 +32,9 @@ def default_cache_path() -> Path:
 
 def model_cache(args: argparse.Namespace) -> Any:
     """The :class:`~rhizome.core.cache.ModelCache` the flags ask for (``--cache FILE``, the
-    default file), or ``None`` with ``--no-cache``."""
-    if getattr(args, "no_cache", False):
+    default file), or ``None`` with ``--no-cache`` or when the index keeps the cache itself
+    (``args.cache_in_index``: a database index shares it with every writer and Ray worker)."""
+    if getattr(args, "no_cache", False) or getattr(args, "cache_in_index", False):
         return None
     from rhizome.core.cache import ModelCache
 

@@ -68,6 +68,10 @@ class IndexLockedError(IndexStorageError):
     """Another process is writing to this index."""
 
 
+class IndexUnavailableError(IndexStorageError, ConnectionError):
+    """The database server that holds the index cannot be reached (or the connection broke)."""
+
+
 class IndexCorruptError(IndexFormatError):
     """A file of the index is damaged or does not belong to it (a truncated or garbled
     database, records of another index, chunk text changed outside Rhizome)."""
@@ -90,6 +94,7 @@ __all__ = [
     "IndexMismatchError",
     "IndexNotFoundError",
     "IndexStorageError",
+    "IndexUnavailableError",
     "InvalidInputError",
     "ModelError",
     "ModelNotFoundError",

@@ -67,18 +67,7 @@ def reopen(method: str, path: Path, **options: Any) -> Any:
 
 def rows(index: Any) -> dict[str, list[tuple]]:
     """Everything an index stores that a clean build must equal, table by table."""
-    store = index.store
-    tables = {
-        "documents": "SELECT id, content_hash, n_chunks, status FROM documents ORDER BY id",
-        "document_status": "SELECT id, status FROM document_status ORDER BY id",
-        "chunks": "SELECT id, document_id, idx, text FROM chunks ORDER BY id",
-        "vectors": "SELECT collection, id, digest FROM vectors ORDER BY collection, id",
-        "stage_results": "SELECT stage, digest FROM stage_results ORDER BY stage, digest",
-    }
-    out = {name: store.query(sql) for name, sql in tables.items()}
-    for (name,) in store.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rec!_%' ESCAPE '!' ORDER BY name"):
-        out[name] = store.query(f"SELECT key, data FROM {name} ORDER BY key")
-    return out
+    return index.store.contents()
 
 
 def _diff(got: dict[str, list[tuple]], want: dict[str, list[tuple]]) -> str:

@@ -58,7 +58,7 @@ from rhizome.core.errors import (
 )
 from rhizome.core.models.base import usage_scope
 from rhizome.core.progress import ProgressArg, Reporter, phase, reporting
-from rhizome.core.storage import MANIFEST, IndexStore, Manifest, read_manifest
+from rhizome.core.storage import IndexStore, Manifest, as_location, has_index, is_url, read_manifest
 from rhizome.core.text import Chunker
 from rhizome.core.types import Chunk, Document
 
@@ -68,12 +68,14 @@ Batch = list[tuple[Document, list[Chunk]]]
 Stats = dict[str, Any]
 
 CACHE_FILE = "model-calls.sqlite"
+"""The cache file under ``$RHIZOME_CACHE_DIR`` (and in an index directory)."""
 EMBED_SLICE = 512
 """Texts :meth:`BaseIndex.embed` hands the embedder at a time, so its progress moves (the
 embedder batches and parallelises within a slice)."""
-RUNTIME_OPTIONS = ("batch_size", "progress", "cache", "extraction")
+RUNTIME_OPTIONS = ("batch_size", "progress", "cache", "extraction", "workers")
 """What ``load()`` accepts besides the models: settings of this session, not of the index
-(``extraction`` only to pass an extractor object again); see also
+(``extraction`` only to pass an extractor object again, ``workers`` to fan extraction out
+over Ray, see :mod:`rhizome.core.parallel`); see also
 :data:`~rhizome.core.storage.LOAD_OPTIONS`."""
 
 
@@ -195,16 +197,15 @@ def resolve_llm(llm: Any) -> Any:
     return wrap_chat_model(llm)
 
 
-def default_cache(path: Path | None, readonly: bool) -> Any:
+def default_cache(store: IndexStore) -> Any:
     """The model-call cache an index uses unless told otherwise: ``$RHIZOME_CACHE_DIR``, else
-    the index directory (writable indexes), else memory."""
+    the index's own (a file in its directory, a table of its database; writable indexes),
+    else memory."""
     from rhizome.core.cache import ModelCache
 
     if os.environ.get("RHIZOME_CACHE_DIR"):
         return ModelCache(Path(os.environ["RHIZOME_CACHE_DIR"]) / CACHE_FILE)
-    if path is not None and not readonly:
-        return ModelCache(path / CACHE_FILE)
-    return ModelCache(None)
+    return store.model_cache()
 
 
 class BaseIndex:
@@ -219,8 +220,9 @@ class BaseIndex:
     llm:
         Chat model (object or spec) for the steps that use one; ``None`` runs the offline steps.
     path:
-        Index directory (created, or opened when it holds an index); ``None`` keeps the index in
-        memory until :meth:`persist`.
+        Index directory, or a ``postgresql://`` URL (see :mod:`rhizome.core.storage`): created,
+        or opened when it holds an index; ``None`` keeps the index in memory until
+        :meth:`persist`.
     config:
         The method's configuration object (or a dict); keyword settings override its fields.
     cache:
@@ -232,6 +234,10 @@ class BaseIndex:
         ``True`` for a progress bar, or a callable ``(stage, done, total)``.
     readonly:
         Open an existing index for queries only (beside a writer in another process).
+    workers:
+        Fan extraction out over Ray: a number of local workers, or a
+        :class:`~rhizome.core.parallel.RayWorkers` (cluster address, Ollama hosts); ``None``
+        extracts in this process. Needs ``rhizome-core[ray]``.
     **settings:
         Fields of the method's configuration (e.g. ``chunk_size=600``).
     """
@@ -264,6 +270,7 @@ class BaseIndex:
         batch_size: int = 256,
         progress: ProgressArg = False,
         readonly: bool = False,
+        workers: Any = None,
         **settings: Any,
     ) -> None:
         if not self.method:
@@ -276,7 +283,9 @@ class BaseIndex:
                 f"{type(self).__name__} got unknown settings {sorted(unknown)}; its settings are "
                 f"{', '.join(self.config_class.model_fields)} (see {self.config_class.__name__})"
             )
-        existing = read_manifest(path) if path is not None and (Path(path) / MANIFEST).exists() else None
+        if path is not None:
+            path = as_location(path)
+        existing = read_manifest(path) if path is not None and has_index(path) else None
         if existing is not None and existing.method != self.method:
             raise IndexMismatchError(
                 f"{path} holds a {existing.method!r} index, not a {self.method!r} one; open it with "
@@ -307,6 +316,10 @@ class BaseIndex:
         self.batch_size = batch_size
         self.progress = progress
         self._attach_cache(cache)
+        from rhizome.core.parallel import as_workers
+
+        self.workers = as_workers(workers)
+        self._distributed: Any = None
         self._derived: dict[str, tuple[Hashable, Any]] = {}
         self._setup()
 
@@ -344,7 +357,7 @@ class BaseIndex:
             models = [m for m in (self.llm, self.embedder) if getattr(m, "cache", False) is None and getattr(m, "cacheable", True)]
             if not models:
                 return
-            cache = default_cache(self.store.path, self.store.readonly)
+            cache = default_cache(self.store)
         else:
             models = [m for m in (self.llm, self.embedder) if hasattr(m, "cache") and getattr(m, "cacheable", True)]
         for model in models:
@@ -353,7 +366,13 @@ class BaseIndex:
     # -- properties ----------------------------------------------------------------------------
     @property
     def path(self) -> Path | None:
+        """The index directory (``None`` for an index in memory or in a database: see :attr:`location`)."""
         return self.store.path
+
+    @property
+    def location(self) -> str | Path | None:
+        """Where the index lives: its directory, its ``postgresql://`` URL, or ``None`` (memory)."""
+        return self.store.location
 
     @property
     def offline(self) -> bool:
@@ -372,7 +391,9 @@ class BaseIndex:
 
     @property
     def extractor(self) -> Any:
-        """The extractor of ``config.extraction`` (methods that extract)."""
+        """The extractor of ``config.extraction`` (methods that extract); with :attr:`workers`,
+        wrapped so that its model calls fan out over Ray (same records, see
+        :mod:`rhizome.core.parallel`)."""
         if self._extractor is None:
             from rhizome.core.extraction.spec import make_extractor
 
@@ -380,7 +401,11 @@ class BaseIndex:
             if spec is None:
                 raise ConfigurationError(f"a {self.method} index does not extract entities")
             self._extractor = make_extractor(spec, self.llm, **self.extractor_options())
-        return self._extractor
+        if self.workers is None:
+            return self._extractor
+        if self._distributed is None or self._distributed.inner is not self._extractor:
+            self._distributed = self.workers.distribute(self._extractor)
+        return self._distributed
 
     def extractor_options(self) -> dict[str, Any]:
         """``llm_options`` and ``offline_options`` for :func:`~rhizome.core.extraction.spec.make_extractor`."""
@@ -417,11 +442,10 @@ class BaseIndex:
     def _remove_document(self, db: Any, document_id: str) -> int:
         """Remove a document's chunks, their vectors and the document row; returns the number of
         chunks removed. Subclasses remove their own records first, then call this."""
-        chunk_ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))]
+        chunk_ids = IndexStore.chunk_ids_in(db, document_id)
         if self.store.embedding_dimension is not None:
             self.store.delete_vectors(db, self.CHUNK_COLLECTION, chunk_ids)
-        db.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
-        db.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+        IndexStore.remove_document_rows(db, document_id)
         return len(chunk_ids)
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
@@ -642,20 +666,21 @@ class BaseIndex:
         return run_sync(self.arefresh())
 
     # -- persistence ---------------------------------------------------------------------------
-    def persist(self, path: str | Path | None = None) -> Path:
-        """Save to ``path``. An in-memory index is written there and from then on lives there; a
-        directory-backed index saves its snapshots (``path=None``) or writes a copy to ``path``."""
+    def persist(self, path: str | Path | None = None) -> Any:
+        """Save to ``path`` (a directory or a ``postgresql://`` URL). An in-memory index is
+        written there and from then on lives there; an index that has a location saves its
+        snapshots (``path=None``) or writes a copy to ``path``."""
         if path is None:
-            if self.store.path is None:
-                raise ConfigurationError("this index lives in memory: give persist() a directory")
+            if self.store.location is None:
+                raise ConfigurationError("this index lives in memory: give persist() a directory or a database URL")
             self.store.save_snapshots()
-            return self.store.path
-        target = Path(path)
-        if self.store.path is not None and target.resolve() == self.store.path.resolve():
+            return self.store.location
+        target = as_location(path)
+        if self.store.location is not None and _same_location(target, self.store.location):
             self.store.save_snapshots()
             return target
         self.store.copy_to(target)
-        if self.store.path is None:
+        if self.store.location is None:
             old = self.store
             self.store = IndexStore.open(target, method=self.method)
             old.close()
@@ -784,6 +809,12 @@ class BaseIndex:
         if stream:
             return iterate_sync(self.astream_answer(question, mode=mode, k=k, **options))
         return run_sync(self.aanswer(question, mode=mode, k=k, **options))
+
+
+def _same_location(a: str | Path, b: str | Path) -> bool:
+    if is_url(a) or is_url(b):
+        return str(a) == str(b)
+    return Path(a).resolve() == Path(b).resolve()
 
 
 def _rebuild(spec: str | None, what: str, resolve: Any, path: Any) -> Any:

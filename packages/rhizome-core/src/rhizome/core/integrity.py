@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ from rhizome.core.storage import (
     RECORDS,
     IndexStore,
     Manifest,
+    is_url,
     read_manifest,
     text_checksum,
 )
@@ -55,7 +56,9 @@ class IndexCheck(BaseModel):
 
 
 def check_index(path: str | Path) -> IndexCheck:
-    """Verify an index directory without changing it (it may be open by a writer meanwhile)."""
+    """Verify an index without changing it (it may be open by a writer meanwhile)."""
+    if is_url(path):
+        return _check_database(str(path))
     path = Path(path)
     report = IndexCheck(path=str(path))
     records = path / RECORDS
@@ -74,13 +77,10 @@ def check_index(path: str | Path) -> IndexCheck:
                 f"(index {identity.get('id')}, method {identity.get('method')!r}); `rhizome repair` restores it from the records"
             )
         dimension = manifest.embedding_dimension if manifest is not None else None
-        _check_chunks(db, report)
+        columns = {r[1] for r in _rows(db, "PRAGMA table_info(chunks)")}
+        _check_chunks(lambda sql: _rows(db, sql), "checksum" in columns, report)
         _check_vectors(db, dimension, report)
-        if _meta(db, "pending_change"):
-            report.warnings.append("whole-index work of an insert or delete is unfinished: run `rhizome index` again to finish it")
-        failed = _rows(db, "SELECT COUNT(*) FROM document_status WHERE status = 'failed'")
-        if failed and failed[0][0]:
-            report.warnings.append(f"{failed[0][0]} documents failed and are not stored (`rhizome status` lists them)")
+        _check_work(lambda sql: _rows(db, sql), report)
         if manifest is not None:
             _check_snapshots(path, db, manifest, report)
     return report
@@ -88,7 +88,13 @@ def check_index(path: str | Path) -> IndexCheck:
 
 def repair_index(path: str | Path) -> IndexCheck:
     """Rebuild the manifest (from its copy in the records) and every vector snapshot (from the
-    vectors in the records), then check again. Takes the writer lock; deletes no record."""
+    vectors in the records), then check again. Takes the writer lock; deletes no record. A
+    database index has nothing derived to rebuild: it is checked."""
+    if is_url(path):
+        found = check_index(path)
+        found.repaired.append("nothing to rebuild: a PostgreSQL index keeps its manifest in its records and searches "
+                              "its vectors where they are stored")
+        return found
     path = Path(path)
     found = IndexCheck(path=str(path))
     records = path / RECORDS
@@ -178,17 +184,49 @@ def _manifest_differs(path: Path, stored: dict) -> bool:
     return (current.index_id, current.method) != (stored.get("index_id"), stored.get("method"))
 
 
-def _check_chunks(db: sqlite3.Connection, report: IndexCheck) -> None:
-    columns = {r[1] for r in _rows(db, "PRAGMA table_info(chunks)")}
-    select = "id, text, checksum" if "checksum" in columns else "id, text, ''"
-    changed = [cid for cid, text, checksum in _rows(db, f"SELECT {select} FROM chunks") if checksum and checksum != text_checksum(text)]
+def _check_database(url: str) -> IndexCheck:
+    """The checks of a PostgreSQL index: identity and manifest (on open), chunk checksums and
+    counts, vectors (finite, one per chunk), unfinished work."""
+    from rhizome.core.backends.postgres import parse_url
+
+    report = IndexCheck(path=parse_url(url)[2])
+    try:
+        store = IndexStore.open(url, readonly=True)
+    except IndexStorageError as exc:
+        report.problems.append(str(exc))
+        return report
+    try:
+        _check_chunks(store.query, True, report)
+        for name in store.collections():
+            ids, matrix, _ = store.vector_rows(name)
+            bad = [ids[i] for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1))] if matrix is not None else []
+            if bad:
+                report.problems.append(f"collection {name!r}: {len(bad)} vectors hold NaN or infinity: {', '.join(bad[:LISTED])}")
+        _check_coverage({r[0] for r in store.query("SELECT id FROM chunks")}, set(store.vector_ids("chunks")), store.embedding_dimension, report)
+        _check_work(store.query, report)
+    finally:
+        store.close()
+    return report
+
+
+def _check_work(rows: Callable[[str], list[tuple]], report: IndexCheck) -> None:
+    pending = rows("SELECT value FROM meta WHERE key = 'pending_change'")
+    if pending and json.loads(pending[0][0]):
+        report.warnings.append("whole-index work of an insert or delete is unfinished: run `rhizome index` again to finish it")
+    failed = rows("SELECT COUNT(*) FROM document_status WHERE status = 'failed'")
+    if failed and failed[0][0]:
+        report.warnings.append(f"{failed[0][0]} documents failed and are not stored (`rhizome status` lists them)")
+
+
+def _check_chunks(rows: Callable[[str], list[tuple]], checksums: bool, report: IndexCheck) -> None:
+    select = "id, text, checksum" if checksums else "id, text, ''"
+    changed = [cid for cid, text, checksum in rows(f"SELECT {select} FROM chunks") if checksum and checksum != text_checksum(text)]
     if changed:
         report.problems.append(
             f"{len(changed)} chunks do not match their checksum (text changed outside Rhizome): {', '.join(changed[:LISTED])}; "
             "delete their documents and insert them again"
         )
-    counts = _rows(
-        db,
+    counts = rows(
         "SELECT d.id FROM documents d LEFT JOIN (SELECT document_id, COUNT(*) n FROM chunks GROUP BY document_id) c"
         " ON c.document_id = d.id WHERE COALESCE(c.n, 0) != d.n_chunks",
     )
@@ -211,6 +249,10 @@ def _check_vectors(db: sqlite3.Connection, dimension: int | None, report: IndexC
                 report.problems.append(f"collection {name!r}: {len(bad)} vectors hold NaN or infinity: {', '.join(bad[:LISTED])}")
     chunks = {r[0] for r in _rows(db, "SELECT id FROM chunks")}
     vectors = {r[0] for r in _rows(db, "SELECT id FROM vectors WHERE collection = 'chunks'")}
+    _check_coverage(chunks, vectors, dimension, report)
+
+
+def _check_coverage(chunks: set[str], vectors: set[str], dimension: int | None, report: IndexCheck) -> None:
     if vectors or dimension:
         missing, orphans = sorted(chunks - vectors), sorted(vectors - chunks)
         if missing:

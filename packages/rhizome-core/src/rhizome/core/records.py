@@ -9,15 +9,14 @@ and the fields it looks records up by — and reads and writes them through a
         self.relations.put(db, [relation])
     edges = self.relations.find("source", ["acme"])
 
-Each table is one SQLite table in the index's ``records.sqlite``: the key, one indexed column per
-lookup field and the record as JSON. Every write bumps the table's *generation*, so a reader can
+Each table is one database table of the index (``rec_<name>``, in SQLite or PostgreSQL): the
+key, one indexed column per lookup field and the record as JSON. Every write bumps the table's *generation*, so a reader can
 cache what it derived from a table and notice cheaply when it changed (:meth:`generation`).
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -58,18 +57,15 @@ class RecordTable(Generic[R]):
         self.lookups = tuple(lookups)
         self.sql = f"rec_{name}"
 
-    def create(self, db: sqlite3.Connection) -> None:
-        columns = "".join(f", f_{f} TEXT NOT NULL" for f in self.lookups)
-        db.execute(f"CREATE TABLE IF NOT EXISTS {self.sql} (key TEXT PRIMARY KEY{columns}, data TEXT NOT NULL)")
-        for field in self.lookups:
-            db.execute(f"CREATE INDEX IF NOT EXISTS {self.sql}_{field} ON {self.sql}(f_{field})")
+    def create(self, db: Any) -> None:
+        self.store.create_record_table(db, self.sql, self.lookups)
 
     # -- reading -------------------------------------------------------------------------------
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         try:
             return self.store.query(sql, params)
-        except sqlite3.OperationalError as exc:  # a reader opened before the table existed
-            if "no such table" in str(exc):
+        except Exception as exc:  # a reader opened before the table existed
+            if self.store.is_missing_table(exc):
                 return []
             raise
 
@@ -132,7 +128,7 @@ class RecordTable(Generic[R]):
         return self.store.generation(self.sql)
 
     # -- writing (inside a transaction) --------------------------------------------------------
-    def put(self, db: sqlite3.Connection, records: Iterable[R]) -> None:
+    def put(self, db: Any, records: Iterable[R]) -> None:
         """Insert or replace records (by key)."""
         rows = [
             (str(getattr(r, self.key)), *(str(getattr(r, f)) for f in self.lookups), r.model_dump_json())
@@ -140,19 +136,17 @@ class RecordTable(Generic[R]):
         ]
         if not rows:
             return
-        columns = "".join(f", f_{f}" for f in self.lookups)
-        marks = ",".join("?" * (2 + len(self.lookups)))
-        db.executemany(f"INSERT OR REPLACE INTO {self.sql} (key{columns}, data) VALUES ({marks})", rows)
+        db.upsert(self.sql, ("key", *(f"f_{f}" for f in self.lookups), "data"), ("key",), rows)
         self.store.bump(db, self.sql)
 
-    def delete(self, db: sqlite3.Connection, keys: Iterable[str]) -> None:
+    def delete(self, db: Any, keys: Iterable[str]) -> None:
         self._delete(db, "key", list(dict.fromkeys(keys)))
 
-    def delete_by(self, db: sqlite3.Connection, field: str, values: Iterable[str]) -> None:
+    def delete_by(self, db: Any, field: str, values: Iterable[str]) -> None:
         """Delete the records whose lookup ``field`` takes one of ``values``."""
         self._delete(db, self._lookup(field), list(dict.fromkeys(values)))
 
-    def _delete(self, db: sqlite3.Connection, column: str, values: list[str]) -> None:
+    def _delete(self, db: Any, column: str, values: list[str]) -> None:
         if not values:
             return
         for part in batches(values):

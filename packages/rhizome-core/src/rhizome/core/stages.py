@@ -75,10 +75,7 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job], *, label: 
             store.memo[(stage, d)] = value
         else:
             with store.transaction() as db:
-                db.execute(
-                    "INSERT OR REPLACE INTO stage_results (stage, digest, value) VALUES (?, ?, ?)",
-                    (stage, d, json.dumps(value, ensure_ascii=False)),
-                )
+                db.upsert("stage_results", ("stage", "digest", "value"), ("stage", "digest"), [(stage, d, json.dumps(value, ensure_ascii=False))])
         held[d] = value
 
     with phase(label or stage, len(todo), "result") as step:

@@ -1,27 +1,30 @@
-"""The index directory: a manifest, an SQLite database of records, and vector files.
+"""Where an index lives: the storage protocol every method writes through, and its backends.
 
-```
-my-index/
-  manifest.json        format version, method, model names, embedding dimension, configuration
-  records.sqlite       documents, chunks, vectors (as blobs), stage results and the method's
-                       record tables (WAL mode)
-  vectors/<name>.npz   faiss snapshot of one vector collection, rebuilt from SQLite when it does
-                       not match (generation, index id and id set are checked)
-```
+An index is a *location* — a directory, or a ``postgresql://`` URL — holding a manifest, the
+records (documents, chunks, statuses, meta values, stage results, the method's record tables,
+vectors) and the model-call cache. :class:`IndexStore` is what a method sees: documents and
+chunks, record tables (:meth:`IndexStore.table`), vectors (:meth:`IndexStore.put_vectors`,
+:meth:`IndexStore.collection`), meta values and generations, all inside
+:meth:`IndexStore.transaction`. It holds everything that is the same on every backend — the
+records are written with the same statements — and leaves to a backend only what differs:
 
-The directory itself is ``flock``-ed by the one process allowed to write.
+- :class:`~rhizome.core.backends.sqlite.SQLiteStore` — a directory (``manifest.json``,
+  ``records.sqlite``, faiss snapshots under ``vectors/``), or memory; one writer process (an
+  ``flock`` on the directory), readers beside it (WAL);
+- :class:`~rhizome.core.backends.postgres.PostgresStore` — a schema of a PostgreSQL database
+  with pgvector (``postgresql://user@host/db?schema=name``); writers from many processes take
+  turns (an advisory lock per insert or delete), readers anywhere; vectors are searched by
+  the server (exact, or HNSW for large collections).
 
-SQLite is the source of truth: it holds the index's id and method and a copy of the manifest
-(see :mod:`rhizome.core.integrity` for check and repair); every insert commits documents, chunks and vectors in one
-transaction per batch, so an interrupted run loses at most the batch in flight and a re-run
-resumes without duplicates. The faiss files are a fast-loading snapshot; each records the
-generation of its collection, and a snapshot older than the database is rebuilt on open.
-Readers open the database read-only, never block the writer (WAL), and pick up the newest
-committed generation of a collection on their next search.
+A backend supplies a :class:`Connection` (the records are written with ``?`` placeholders and
+:meth:`Connection.upsert`; both backends keep a ``rowid`` that orders rows by their last
+write), its schema, the writer lock, how a vector is stored and searched, and where the
+manifest and the model-call cache live. ``IndexStore.open`` / ``create`` / ``open_or_create``,
+:func:`read_manifest`, :func:`has_index` and :func:`load_index` take either kind of location and
+pick the backend.
 
-Within one process, every writable open of the same directory shares one store (and its
-writer lock), so ``persist(d)`` followed by ``load(d)`` or ``from_persist_dir(d)`` works; a
-second *process* gets :class:`~rhizome.core.errors.IndexLockedError`.
+Within one process, every writable open of the same location shares one store (and its writer
+lock), so ``persist(d)`` followed by ``load(d)`` or ``from_persist_dir(d)`` works.
 """
 
 from __future__ import annotations
@@ -30,21 +33,20 @@ import contextlib
 import datetime as _dt
 import importlib.metadata
 import json
-import os
-import sqlite3
 import threading
 import uuid
 import weakref
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from rhizome.core.aio import WriteLock
 from rhizome.core.errors import (
+    ConfigurationError,
     IndexCorruptError,
     IndexFormatError,
     IndexLockedError,
@@ -54,17 +56,12 @@ from rhizome.core.errors import (
 )
 from rhizome.core.records import RecordTable, batches
 from rhizome.core.types import Chunk, Document
-from rhizome.core.vectors import VectorStore
 
 FORMAT_VERSION = 2
 """2: configuration objects, typed record tables and stage results (1: method key-value rows)."""
 MANIFEST = "manifest.json"
 RECORDS = "records.sqlite"
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 def _now() -> str:
@@ -106,99 +103,300 @@ class DocumentStatus(BaseModel):
     updated: str
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, metadata TEXT NOT NULL,
-    status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, updated TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS document_status (
-    id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, status TEXT NOT NULL, error TEXT, updated TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS chunks (
-    id TEXT PRIMARY KEY, document_id TEXT NOT NULL, idx INTEGER NOT NULL, text TEXT NOT NULL,
-    start INTEGER NOT NULL, "end" INTEGER NOT NULL, n_tokens INTEGER NOT NULL, metadata TEXT NOT NULL,
-    checksum TEXT NOT NULL DEFAULT '');
-CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, idx);
-CREATE TABLE IF NOT EXISTS vectors (
-    collection TEXT NOT NULL, id TEXT NOT NULL, vector BLOB NOT NULL, digest TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (collection, id));
-CREATE TABLE IF NOT EXISTS stage_results (
-    stage TEXT NOT NULL, digest TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stage, digest));
-"""
+class Connection(Protocol):
+    """The database connection a backend hands to writers (inside :meth:`IndexStore.transaction`)
+    and readers. Statements use ``?`` placeholders; rows come back as tuples."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement; the result iterates over rows and has ``fetchall()``."""
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any: ...
+
+    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows`` or replace the rows with the same ``key``; a replaced row gets a new
+        ``rowid`` (it counts as written last)."""
+
+    def begin(self) -> None:
+        """Start a write transaction (:meth:`IndexStore.transaction` calls these four)."""
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Collection(Protocol):
+    """A vector collection as searches see it (a faiss mirror, or a query on the server)."""
+
+    def __len__(self) -> int: ...
+
+    def ids(self) -> list[str]: ...
+
+    def vectors(self, keys: Sequence[str]) -> np.ndarray: ...
+
+    def search(self, queries: np.ndarray, k: int, among: Iterable[str] | None = None) -> list[list[tuple[str, float]]]: ...
+
+
+# -- locations ---------------------------------------------------------------------------------
+def is_url(location: Any) -> bool:
+    """Whether ``location`` names a database (``postgresql://…``) rather than a directory."""
+    return isinstance(location, str) and location.startswith(URL_SCHEMES)
+
+
+def as_location(location: str | Path) -> str | Path:
+    """A location as given on a command line: a URL stays text, anything else is a path."""
+    if is_url(location):
+        return location
+    _refuse_scheme(location)
+    return Path(location)
+
+
+def _refuse_scheme(location: Any) -> None:
+    if isinstance(location, str) and "://" in location:
+        raise ConfigurationError(
+            f"{location.split('://', 1)[0]}:// is not a storage Rhizome knows; give a directory or a "
+            "postgresql://user@host/database URL"
+        )
+
+
+def backend(location: str | Path | None) -> type[IndexStore]:
+    """The store class of a location: PostgreSQL for a URL (needs ``rhizome-core[postgres]``),
+    SQLite for a directory or memory (``None``)."""
+    if is_url(location):
+        from rhizome.core.backends.postgres import PostgresStore
+
+        return PostgresStore
+    _refuse_scheme(location)
+    from rhizome.core.backends.sqlite import SQLiteStore
+
+    return SQLiteStore
+
+
+def has_index(location: str | Path) -> bool:
+    """Whether ``location`` holds an index (its manifest)."""
+    return backend(location).holds_index(location)
+
+
+def read_manifest(location: str | Path) -> Manifest:
+    """Read and check the manifest at ``location``; typed errors for a missing, foreign or newer
+    index (and for records that belong to another index)."""
+    return backend(location).read_manifest(location)
+
+
+def check_format(raw: Any, where: Any) -> None:
+    """Refuse a manifest of another format version."""
+    version = raw.get("format_version") if isinstance(raw, dict) else None
+    if version != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"{where} uses index format version {version}, this Rhizome reads version "
+            f"{FORMAT_VERSION}; rebuild the index with `rhizome index`, or install the Rhizome "
+            "version that wrote it"
+        )
+
+
+def check_identity(where: Any, manifest: Manifest, stored: dict | None, fix: str) -> None:
+    """The manifest must name the index and method its records were written by."""
+    if stored is None:
+        return  # written before ids: the first writable open records them
+    if stored.get("id") != manifest.index_id:
+        raise IndexCorruptError(
+            f"{where}: the manifest and the records belong to different indexes (ids {manifest.index_id} and "
+            f"{stored.get('id')}); {fix}. Nothing was changed"
+        )
+    if stored.get("method") != manifest.method:
+        raise IndexCorruptError(
+            f"{where}: the manifest says the method is {manifest.method!r} but the records were written by "
+            f"{stored.get('method')!r}; {fix}. Nothing was changed"
+        )
+
 
 _OPEN: weakref.WeakValueDictionary[str, IndexStore] = weakref.WeakValueDictionary()
-"""Writable stores open in this process, by resolved directory (shared by every open)."""
+"""Writable stores open in this process, by location (shared by every open)."""
 _OPEN_LOCK = threading.Lock()
 
 
 class IndexStore:
-    """Records, vectors and manifest of one index; in memory when ``path`` is ``None``.
+    """Records, vectors and manifest of one index (see the module docstring).
 
-    Use :meth:`create` or :meth:`open`; every method-specific index builds on one of these.
+    Use :meth:`create`, :meth:`open` or :meth:`open_or_create`; they pick the backend from the
+    location. Every method-specific index builds on one of these.
     """
 
-    def __init__(self, path: Path | None, manifest: Manifest, *, readonly: bool = False, new: bool = False) -> None:
-        self.path = path
+    location: str | Path | None
+    """The directory, the URL, or ``None`` (memory)."""
+    path: Path | None = None
+    """The index directory of a directory-backed store (``None`` otherwise)."""
+    db: Any
+    """The backend's :class:`Connection`."""
+
+    def __init__(self, location: str | Path | None, manifest: Manifest, *, readonly: bool = False) -> None:
+        self.location = location
         self.manifest = manifest
         self.readonly = readonly
         self._lock = threading.RLock()
-        self._lock_fd: int | None = None
-        self._owned: dict[Path, tuple[int, int]] = {}
-        """(device, inode) of the directory and the records file this writer opened: checked
-        before each commit, so a directory moved or a database replaced under it is noticed."""
-        self._collections: dict[str, VectorStore] = {}
-        self._loaded: dict[str, int] = {}
-        """Generation of each collection held in memory (checked by readers before a search)."""
-        self._saved: dict[str, int] = {}
-        """Generation of each collection's snapshot file, when known to match the database."""
         self._tables: dict[str, RecordTable[Any]] = {}
         self._users = 1
         self.memo: dict[tuple[str, str], Any] = {}
         """Stage results a read-only store computed (it cannot write them to the database)."""
-        self.write_lock = WriteLock()
+        self.write_lock = WriteLock(self._cross_process_lock())
         """Serialises inserts and deletes of every index object on this store, across threads
-        and event loops."""
-        if path is None:
-            self.db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        else:
-            if not new:
-                _require_records(path)
+        and event loops (and, on a server, across processes)."""
+
+    # -- what a backend provides ---------------------------------------------------------------
+    @classmethod
+    def key(cls, location: str | Path) -> str:
+        """The name under which writable opens of ``location`` share one store."""
+        raise NotImplementedError
+
+    @classmethod
+    def holds_index(cls, location: str | Path) -> bool:
+        raise NotImplementedError
+
+    @classmethod
+    def read_manifest(cls, location: str | Path) -> Manifest:
+        raise NotImplementedError
+
+    @classmethod
+    def _new(cls, location: str | Path | None, manifest: Manifest) -> IndexStore:
+        """A new index at ``location``, which holds none (refuse records left without a manifest)."""
+        raise NotImplementedError
+
+    @classmethod
+    def _existing(cls, location: str | Path, manifest: Manifest, readonly: bool) -> IndexStore:
+        raise NotImplementedError
+
+    def _cross_process_lock(self) -> Any:
+        """What :attr:`write_lock` also takes, to exclude writers of other processes (``None``
+        when the backend lets only one process write at all)."""
+        return None
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Turn the driver's errors about a damaged or unreachable database into typed ones."""
+        yield
+
+    def _verify_owner(self) -> None:
+        """Before a commit: the index is still the one this writer opened."""
+
+    def _rolled_back(self) -> None:
+        """After a rollback: forget in-memory state that may hold the rolled-back writes."""
+
+    def is_missing_table(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says a table does not exist (a reader opened before it was made)."""
+        return False
+
+    def create_record_table(self, db: Connection, table: str, lookups: Sequence[str]) -> None:
+        """Create a record table: ``key`` (primary key), ``f_<lookup>`` columns (indexed) and ``data``."""
+        raise NotImplementedError
+
+    def record_tables(self) -> dict[str, list[str]]:
+        """The record tables this index holds, with their columns."""
+        raise NotImplementedError
+
+    def _stored_dimension(self) -> int | None:
+        """The dimension of a stored vector, if any."""
+        raise NotImplementedError
+
+    def put_vectors(
+        self, db: Connection, collection: str, ids: Sequence[str], vectors: np.ndarray, digests: Sequence[str] | None = None
+    ) -> None:
+        """Store vectors inside a :meth:`transaction`. ``digests``: a digest of the text each
+        vector was made from (see :meth:`vector_digests`)."""
+        raise NotImplementedError
+
+    def collection(self, name: str, dimension: int | None = None) -> Collection:
+        """The vector collection ``name``, ready to search."""
+        raise NotImplementedError
+
+    def vector_rows(self, collection: str) -> tuple[list[str], np.ndarray | None, list[str]]:
+        """Ids, vectors (one row each) and digests of a collection, in stored order."""
+        raise NotImplementedError
+
+    def _save_collections(self) -> None:
+        """Persist whatever the backend keeps of its collections outside the records."""
+
+    def _write_manifest_copy(self, text: str) -> None:
+        """Write the manifest where it is read from besides the records (a file)."""
+
+    def model_cache(self) -> Any:
+        """The model-call cache that lives with this index (see :func:`rhizome.core.index.default_cache`)."""
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @classmethod
+    def create(cls, location: str | Path | None, manifest: Manifest) -> IndexStore:
+        """A new index at ``location`` (which must not already hold one), or in memory."""
+        store_class = backend(location)
+        if location is None:
+            return store_class._new(None, manifest)
+        if store_class.holds_index(location):
+            raise InvalidInputError(
+                f"{location} already holds an index; open it with load() to add documents, or choose "
+                "another location"
+            )
+        with _OPEN_LOCK:
+            store = store_class._new(location, manifest)
+            _OPEN[store_class.key(location)] = store
+        return store
+
+    @classmethod
+    def open_or_create(cls, location: str | Path | None, manifest: Manifest, *, readonly: bool = False) -> IndexStore:
+        """Open the index at ``location`` when there is one (it must be of ``manifest.method``
+        and, when the manifest names one, of its embedder), else create it."""
+        if location is not None and has_index(location):
+            return cls.open(location, method=manifest.method, embedder=manifest.models.get("embedder"), readonly=readonly)
+        if readonly:
+            raise IndexNotFoundError(f"no Rhizome index at {location} to open read-only; build one first")
+        return cls.create(location, manifest)
+
+    @classmethod
+    def open(
+        cls,
+        location: str | Path,
+        *,
+        method: str | None = None,
+        embedder: str | None = None,
+        dimension: int | None = None,
+        readonly: bool = False,
+    ) -> IndexStore:
+        """Open an existing index, checking format version, method and embedding model. A
+        writable open of a location this process already has open shares that store."""
+        store_class = backend(location)
+        with _OPEN_LOCK:
+            shared = None if readonly else _OPEN.get(store_class.key(location))
+            manifest = shared.manifest if shared is not None and not shared.closed else store_class.read_manifest(location)
+            if method is not None and manifest.method != method:
+                raise IndexMismatchError(
+                    f"{location} is a {manifest.method!r} index, not {method!r}; open it with "
+                    f"rhizome.core.storage.load_index() or the {manifest.method} package"
+                )
+            built_with = manifest.models.get("embedder")
+            if embedder is not None and built_with is not None and embedder != built_with:
+                raise IndexMismatchError(
+                    f"{location} was built with the embedder {built_with!r}, not {embedder!r}; vectors of "
+                    f"different models cannot be compared. Query it with {built_with!r}, or re-index "
+                    "into a new location with the new embedder"
+                )
+            if (
+                dimension is not None
+                and manifest.embedding_dimension is not None
+                and dimension != manifest.embedding_dimension
+            ):
+                raise IndexMismatchError(
+                    f"{location} holds {manifest.embedding_dimension}-dimensional vectors but the embedder "
+                    f"gives {dimension}; use the embedder the index was built with ({built_with})"
+                )
+            if shared is not None and not shared.closed:
+                shared._users += 1
+                return shared
+            store = store_class._existing(location, manifest, readonly)
             if not readonly:
-                self._acquire_writer_lock()
-            try:
-                with self._errors():
-                    uri = f"file:{path / RECORDS}{'?mode=ro' if readonly else ''}"
-                    self.db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
-                    if not readonly:
-                        self.db.execute("PRAGMA journal_mode=WAL")
-                        self.db.execute("PRAGMA synchronous=NORMAL")
-                        if not new:
-                            self._quick_check()
-            except BaseException:
-                self._release_writer_lock()
-                raise
-        with self._errors():
-            if not readonly:
-                self.db.executescript(_SCHEMA)
-                self._migrate()
-            self._chunk_columns = _CHUNK_COLUMNS if self._has_column("chunks", "checksum") else _CHUNK_COLUMNS_UNCHECKED
-        if path is not None and not readonly:
-            self._owned = {p: _identity(p) for p in (path, path / RECORDS)}
-        self._check_identity()
-
-    def _migrate(self) -> None:
-        """Bring a database written by an earlier version of this format up to date."""
-        if not self._has_column("chunks", "checksum"):
-            self.db.execute("ALTER TABLE chunks ADD COLUMN checksum TEXT NOT NULL DEFAULT ''")
-
-    def _has_column(self, table: str, column: str) -> bool:
-        return any(row[1] == column for row in self.db.execute(f"PRAGMA table_info({table})"))
-
-    def _quick_check(self) -> None:
-        """SQLite's own page-level check (``PRAGMA quick_check``), before anything is written
-        into a damaged file."""
-        found = [row[0] for row in self.db.execute("PRAGMA quick_check(5)")]
-        if found != ["ok"]:
-            raise sqlite3.DatabaseError("; ".join(found))
+                _OPEN[store_class.key(location)] = store
+            return store
 
     def _check_identity(self) -> None:
         """Records and manifest must name the same index and method. An index written before
@@ -214,138 +412,10 @@ class IndexStore:
             return
         if stored.get("id") != self.manifest.index_id or stored.get("method") != self.manifest.method:
             raise IndexCorruptError(
-                f"{self.path or 'memory'}: the manifest (index {self.manifest.index_id}, method {self.manifest.method!r}) "
+                f"{self.location or 'memory'}: the manifest (index {self.manifest.index_id}, method {self.manifest.method!r}) "
                 f"does not belong to the records (index {stored.get('id')}, method {stored.get('method')!r}); "
-                f"`rhizome repair {self.path}` rewrites the manifest from the records. Nothing was changed"
+                f"`rhizome repair {self.location}` rewrites the manifest from the records. Nothing was changed"
             )
-
-    @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
-        """Raise damage to the database file as :class:`IndexCorruptError` naming the file and
-        what to do, not as a raw ``sqlite3`` error."""
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            if not _damaged(exc):
-                raise
-            where = self.path / RECORDS if self.path is not None else "the in-memory database"
-            raise IndexCorruptError(
-                f"{where} is damaged ({exc}); nothing more was written to it. Run `rhizome check "
-                f"{self.path}` for details, then restore the file from a backup or index the documents "
-                "again into a new directory"
-            ) from exc
-
-    # -- lifecycle -----------------------------------------------------------------------------
-    @classmethod
-    def create(cls, path: str | Path | None, manifest: Manifest) -> IndexStore:
-        """A new index at ``path`` (which must not already hold one), or in memory."""
-        if path is None:
-            return cls(None, manifest)
-        path = Path(path)
-        if (path / MANIFEST).exists():
-            raise InvalidInputError(
-                f"{path} already holds an index; open it with load() to add documents, or choose "
-                "another directory"
-            )
-        _refuse_orphans(path, clear=True)
-        path.mkdir(parents=True, exist_ok=True)
-        with _OPEN_LOCK:
-            store = cls(path, manifest, new=True)
-            store.write_manifest()
-            _OPEN[str(path.resolve())] = store
-        return store
-
-    @classmethod
-    def open_or_create(cls, path: str | Path | None, manifest: Manifest, *, readonly: bool = False) -> IndexStore:
-        """Open the index at ``path`` when there is one (it must be of ``manifest.method`` and,
-        when the manifest names one, of its embedder), else create it."""
-        if path is not None and (Path(path) / MANIFEST).exists():
-            return cls.open(path, method=manifest.method, embedder=manifest.models.get("embedder"), readonly=readonly)
-        if readonly:
-            raise IndexNotFoundError(f"no Rhizome index at {path} to open read-only; build one first")
-        return cls.create(path, manifest)
-
-    @classmethod
-    def open(
-        cls,
-        path: str | Path,
-        *,
-        method: str | None = None,
-        embedder: str | None = None,
-        dimension: int | None = None,
-        readonly: bool = False,
-    ) -> IndexStore:
-        """Open an existing index, checking format version, method and embedding model. A
-        writable open of a directory this process already has open shares that store."""
-        with _OPEN_LOCK:
-            shared = None if readonly else _OPEN.get(str(Path(path).resolve()))
-            manifest = shared.manifest if shared is not None and not shared.closed else read_manifest(path)
-            if method is not None and manifest.method != method:
-                raise IndexMismatchError(
-                    f"{path} is a {manifest.method!r} index, not {method!r}; open it with "
-                    f"rhizome.core.storage.load_index() or the {manifest.method} package"
-                )
-            built_with = manifest.models.get("embedder")
-            if embedder is not None and built_with is not None and embedder != built_with:
-                raise IndexMismatchError(
-                    f"{path} was built with the embedder {built_with!r}, not {embedder!r}; vectors of "
-                    f"different models cannot be compared. Query it with {built_with!r}, or re-index "
-                    "into a new directory with the new embedder"
-                )
-            if (
-                dimension is not None
-                and manifest.embedding_dimension is not None
-                and dimension != manifest.embedding_dimension
-            ):
-                raise IndexMismatchError(
-                    f"{path} holds {manifest.embedding_dimension}-dimensional vectors but the embedder "
-                    f"gives {dimension}; use the embedder the index was built with ({built_with})"
-                )
-            if shared is not None and not shared.closed:
-                shared._users += 1
-                return shared
-            store = cls(Path(path), manifest, readonly=readonly)
-            if not readonly:
-                _OPEN[str(Path(path).resolve())] = store
-            return store
-
-    def _acquire_writer_lock(self) -> None:
-        """Take the exclusive ``flock`` on the index directory itself: no file that a user
-        could delete holds it, so it cannot be bypassed."""
-        assert self.path is not None
-        if fcntl is None:  # pragma: no cover
-            return
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(fd)
-            raise IndexLockedError(
-                f"{self.path} is open for writing elsewhere (another process, or another index "
-                "object in this one: close() it first); wait for the writer to finish, or open "
-                "the index read-only (readonly=True) to query it meanwhile"
-            ) from exc
-        self._lock_fd = fd
-
-    def _release_writer_lock(self) -> None:
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
-                os.close(self._lock_fd)
-            self._lock_fd = None
-
-    def _verify_owner(self) -> None:
-        """Before a commit: the directory and database are still the ones this writer locked."""
-        for owned, identity in self._owned.items():
-            try:
-                now = _identity(owned)
-            except FileNotFoundError:
-                now = None
-            if now != identity:
-                raise IndexLockedError(
-                    f"{owned} was moved, deleted or replaced while this process was writing to {self.path}; "
-                    "the change was not committed. Close the index and open it again"
-                )
 
     @property
     def closed(self) -> bool:
@@ -360,46 +430,38 @@ class IndexStore:
                 return
         self._close()
 
-    def _close(self) -> None:
-        with self._lock:
-            if hasattr(self, "db"):
-                self.db.close()
-            self._release_writer_lock()
-
     def __del__(self) -> None:  # release the writer lock if the user forgot close()
         with contextlib.suppress(Exception):
             self._close()
 
     def write_manifest(self) -> None:
-        """Write ``manifest.json``, and its copy in the records (from which ``repair`` restores it)."""
+        """Write the manifest into the records (from which ``repair`` restores it) and, for a
+        directory, ``manifest.json``."""
         if self.readonly:
             return
         self.manifest.updated = _now()
         text = self.manifest.model_dump_json(indent=2)
         with self._lock, self._errors():
-            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('manifest', ?)", (text,))
-        if self.path is not None:
-            _atomic_write(self.path / MANIFEST, text)
+            self.db.upsert("meta", ("key", "value"), ("key",), [("manifest", text)])
+        self._write_manifest_copy(text)
 
     # -- transactions --------------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[Connection]:
         """One atomic write: everything inside commits together or not at all."""
         if self.readonly:
             raise IndexLockedError("this index was opened read-only")
         with self._lock, self._errors():
-            self.db.execute("BEGIN IMMEDIATE")
+            self.db.begin()
             try:
                 yield self.db
                 self._verify_owner()
             except BaseException:
-                self.db.execute("ROLLBACK")
-                # faiss mirrors may hold vectors of the rolled-back batch: rebuild them on demand
-                self._collections.clear()
-                self._loaded.clear()
+                self.db.rollback()
+                self._rolled_back()
                 raise
             else:
-                self.db.execute("COMMIT")
+                self.db.commit()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock, self._errors():
@@ -440,44 +502,47 @@ class IndexStore:
         }
         try:
             rows = self.query("SELECT id, status, error, updated FROM document_status")
-        except sqlite3.OperationalError:  # read-only open of an index written before the table
+        except Exception as exc:  # a read-only open of an index written before the table
+            if not self.is_missing_table(exc):
+                raise
             rows = []
         for doc_id, status, error, updated in rows:
             found[doc_id] = DocumentStatus(id=doc_id, status=status, error=error, updated=updated)
         return [found[k] for k in sorted(found)]
 
     @staticmethod
-    def set_status(db: sqlite3.Connection, documents: Iterable[tuple[str, str]], status: str, error: str | None = None) -> None:
+    def set_status(db: Connection, documents: Iterable[tuple[str, str]], status: str, error: str | None = None) -> None:
         """Record ``status`` (``pending``, ``processing`` or ``failed``) of documents given as
         ``(id, content_hash)`` pairs; :meth:`clear_status` removes it once they are stored."""
         now = _now()
-        db.executemany(
-            "INSERT OR REPLACE INTO document_status (id, content_hash, status, error, updated) VALUES (?, ?, ?, ?, ?)",
+        db.upsert(
+            "document_status", ("id", "content_hash", "status", "error", "updated"), ("id",),
             [(doc_id, digest, status, error, now) for doc_id, digest in documents],
         )
 
     @staticmethod
-    def clear_status(db: sqlite3.Connection, document_ids: Iterable[str]) -> None:
+    def clear_status(db: Connection, document_ids: Iterable[str]) -> None:
         db.executemany("DELETE FROM document_status WHERE id = ?", [(d,) for d in document_ids])
 
     @staticmethod
-    def put_document(db: sqlite3.Connection, document: Document, content_hash: str, status: str, n_chunks: int = 0) -> None:
-        db.execute(
-            "INSERT OR REPLACE INTO documents (id, content_hash, metadata, status, n_chunks, updated)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (document.id, content_hash, json.dumps(document.metadata, default=str), status, n_chunks, _now()),
+    def put_document(db: Connection, document: Document, content_hash: str, status: str, n_chunks: int = 0) -> None:
+        db.upsert(
+            "documents", ("id", "content_hash", "metadata", "status", "n_chunks", "updated"), ("id",),
+            [(document.id, content_hash, json.dumps(document.metadata, default=str), status, n_chunks, _now())],
         )
 
     @staticmethod
-    def put_chunks(db: sqlite3.Connection, chunks: Sequence[Chunk]) -> None:
-        db.executemany(
-            'INSERT OR REPLACE INTO chunks (id, document_id, idx, text, start, "end", n_tokens, metadata, checksum)'
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    def put_chunks(db: Connection, chunks: Sequence[Chunk]) -> None:
+        db.upsert(
+            "chunks", CHUNK_COLUMNS, ("id",),
             [
                 (c.id, c.document_id, c.index, c.text, c.start, c.end, c.n_tokens, json.dumps(c.metadata, default=str), text_checksum(c.text))
                 for c in chunks
             ],
         )
+
+    _chunk_select = ", ".join(f'"{c}"' if c == "end" else c for c in ("id", "document_id", "idx", "text", "start", "end", "n_tokens", "metadata", "checksum"))
+    """The columns a chunk is read with (a backend may read ``''`` for ``checksum``)."""
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Stored chunks by id (unknown ids are absent from the result). Each text is checked
@@ -485,20 +550,20 @@ class IndexStore:
         out: dict[str, Chunk] = {}
         for part in batches(list(chunk_ids)):
             marks = ",".join("?" * len(part))
-            for row in self.query(f"SELECT {self._chunk_columns} FROM chunks WHERE id IN ({marks})", part):
+            for row in self.query(f"SELECT {self._chunk_select} FROM chunks WHERE id IN ({marks})", part):
                 out[row[0]] = self._chunk(row)
         return out
 
     def chunks_of(self, document_id: str) -> list[Chunk]:
-        rows = self.query(f"SELECT {self._chunk_columns} FROM chunks WHERE document_id = ? ORDER BY idx", (document_id,))
+        rows = self.query(f"SELECT {self._chunk_select} FROM chunks WHERE document_id = ? ORDER BY idx", (document_id,))
         return [self._chunk(r) for r in rows]
 
     def _chunk(self, row: tuple) -> Chunk:
         if row[8] and row[8] != text_checksum(row[3]):
             raise IndexCorruptError(
-                f"the stored text of chunk {row[0]} (document {row[1]!r}) in {self.path or 'memory'} does not match "
+                f"the stored text of chunk {row[0]} (document {row[1]!r}) in {self.location or 'memory'} does not match "
                 "its checksum: it was changed outside Rhizome. Delete that document and insert it again; "
-                f"`rhizome check {self.path}` lists every such chunk"
+                f"`rhizome check {self.location}` lists every such chunk"
             )
         return Chunk(
             id=row[0], document_id=row[1], index=row[2], text=row[3], start=row[4], end=row[5],
@@ -515,6 +580,25 @@ class IndexStore:
             out += [r[0] for r in self.query(f"SELECT id FROM chunks WHERE document_id IN ({marks}) ORDER BY rowid", part)]
         return out
 
+    def stored_order(self, chunk_ids: Iterable[str]) -> list[str]:
+        """``chunk_ids`` (those stored) in the order their chunks were stored."""
+        rows: list[tuple[int, str]] = []
+        for part in batches(sorted(set(chunk_ids))):
+            marks = ",".join("?" * len(part))
+            rows += [(r[1], r[0]) for r in self.query(f"SELECT id, rowid FROM chunks WHERE id IN ({marks})", part)]
+        return [cid for _, cid in sorted(rows)]
+
+    @staticmethod
+    def chunk_ids_in(db: Connection, document_id: str) -> list[str]:
+        """Inside a transaction: the ids of a document's chunks."""
+        return [r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))]
+
+    @staticmethod
+    def remove_document_rows(db: Connection, document_id: str) -> None:
+        """Inside a transaction: a document's row and its chunks' rows."""
+        db.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+        db.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+
     def count(self, table: str) -> int:
         if table not in ("documents", "chunks", "vectors"):
             raise ValueError(table)
@@ -527,11 +611,11 @@ class IndexStore:
         return int(rows[0][0]) if rows else 0
 
     @staticmethod
-    def bump(db: sqlite3.Connection, name: str) -> None:
+    def bump(db: Connection, name: str) -> None:
         """Record, inside a transaction, that ``name`` changed."""
         db.execute(
-            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET"
-            " value = CAST(value AS INTEGER) + 1",
+            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET"
+            " value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
             (f"generation:{name}",),
         )
 
@@ -540,8 +624,8 @@ class IndexStore:
         return json.loads(rows[0][0]) if rows else default
 
     @staticmethod
-    def set_meta(db: sqlite3.Connection, key: str, value: Any) -> None:
-        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+    def set_meta(db: Connection, key: str, value: Any) -> None:
+        db.upsert("meta", ("key", "value"), ("key",), [(key, json.dumps(value))])
 
     def table(self, name: str, model: type[Any], *, key: str = "id", lookups: Sequence[str] = ()) -> RecordTable[Any]:
         """The record table ``name`` of ``model`` records (created on first use; see
@@ -562,25 +646,8 @@ class IndexStore:
         """The dimension of the index's vectors, once known. A reader that opened the index
         before its first vector was stored learns it from the records on a later call."""
         if self.manifest.embedding_dimension is None and self.readonly:
-            rows = self.query("SELECT length(vector) FROM vectors LIMIT 1")
-            if rows:
-                self.manifest.embedding_dimension = int(rows[0][0]) // 4
+            self.manifest.embedding_dimension = self._stored_dimension()
         return self.manifest.embedding_dimension
-
-    def put_vectors(
-        self, db: sqlite3.Connection, collection: str, ids: Sequence[str], vectors: np.ndarray, digests: Sequence[str] | None = None
-    ) -> None:
-        """Store vectors inside a :meth:`transaction` and mirror them into the faiss collection.
-        ``digests``: a digest of the text each vector was made from (see :meth:`vector_digests`)."""
-        array = np.ascontiguousarray(vectors, dtype=np.float32)
-        marks = digests if digests is not None else [""] * len(ids)
-        db.executemany(
-            "INSERT OR REPLACE INTO vectors (collection, id, vector, digest) VALUES (?, ?, ?, ?)",
-            [(collection, key, array[i].tobytes(), marks[i]) for i, key in enumerate(ids)],
-        )
-        self.bump(db, _vectors(collection))
-        if len(ids):
-            self.collection(collection, array.shape[1]).add(list(ids), array)
 
     def vector_digests(self, collection: str, ids: Iterable[str]) -> dict[str, str]:
         """The text digests stored with the vectors of ``ids`` (ids without a vector are absent)."""
@@ -593,160 +660,89 @@ class IndexStore:
     def vector_generation(self, collection: str) -> int:
         """How often the vector collection was written: cache what you derive from its vectors
         (a centroid, a matrix) on it."""
-        return self.generation(_vectors(collection))
+        return self.generation(vectors_generation(collection))
 
     def vector_ids(self, collection: str) -> list[str]:
         return [r[0] for r in self.query("SELECT id FROM vectors WHERE collection = ?", (collection,))]
 
-    def delete_vectors(self, db: sqlite3.Connection, collection: str, ids: Sequence[str]) -> None:
+    def delete_vectors(self, db: Connection, collection: str, ids: Sequence[str]) -> None:
         for part in batches(list(ids)):
             marks = ",".join("?" * len(part))
             db.execute(f"DELETE FROM vectors WHERE collection = ? AND id IN ({marks})", [collection, *part])
-        self.bump(db, _vectors(collection))
-        if collection in self._collections:
-            self._collections[collection].remove(list(ids))
+        self.bump(db, vectors_generation(collection))
+
+    def collections(self) -> list[str]:
+        """The names of the vector collections that hold vectors."""
+        return [r[0] for r in self.query("SELECT DISTINCT collection FROM vectors ORDER BY collection")]
 
     def has_collection(self, name: str) -> bool:
-        """Whether the collection holds (or held, in this session) any vector."""
-        with self._lock:
-            if name in self._collections:
-                return True
+        """Whether the collection holds any vector."""
         return bool(self.query("SELECT 1 FROM vectors WHERE collection = ? LIMIT 1", (name,)))
 
-    def collection(self, name: str, dimension: int | None = None) -> VectorStore:
-        """The faiss collection ``name``: from memory, else its snapshot file if it matches the
-        database, else rebuilt from the vectors in SQLite. A read-only store reloads a
-        collection that another process changed since it was loaded."""
-        with self._lock:
-            if name in self._collections and not (self.readonly and self._loaded.get(name) != self.generation(_vectors(name))):
-                return self._collections[name]
-            with self._read():  # the generation, the ids and the vectors of one committed state
-                generation = self.generation(_vectors(name))
-                ids = [r[0] for r in self.query("SELECT id FROM vectors WHERE collection = ?", (name,))]
-                store = self._load_snapshot(name, generation, ids)
-                if store is None:
-                    store = self._rebuild_collection(name, dimension)
-            self._collections[name] = store
-            self._loaded[name] = generation
-            return store
-
-    def _rebuild_collection(self, name: str, dimension: int | None) -> VectorStore:
-        rows = self.query("SELECT id, vector FROM vectors WHERE collection = ?", (name,))
-        dimension = dimension or self.embedding_dimension
-        if dimension is None:
-            if not rows:
-                raise IndexFormatError(f"vector collection {name!r} is empty and has no known dimension")
-            dimension = len(rows[0][1]) // 4
-        store = VectorStore(dimension)
-        if rows:
-            if any(len(r[1]) != 4 * dimension for r in rows):
-                raise IndexCorruptError(
-                    f"vector collection {name!r} in {self.path or 'memory'} holds vectors of another length than "
-                    f"{dimension} dimensions; the records are damaged: restore them from a backup or re-index"
-                )
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-            store.add([r[0] for r in rows], matrix)
-        return store
-
-    @contextlib.contextmanager
-    def _read(self) -> Iterator[None]:
-        """One read transaction (nothing to do inside a write transaction, which already is one)."""
-        if self.db.in_transaction:
-            yield
-            return
-        with self._errors():
-            self.db.execute("BEGIN")
-        try:
-            yield
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                self.db.execute("COMMIT")
-
-    def _snapshot_path(self, name: str) -> Path:
-        assert self.path is not None
-        return self.path / "vectors" / f"{name}.npz"
-
-    def _load_snapshot(self, name: str, generation: int, ids: Sequence[str]) -> VectorStore | None:
-        """The snapshot file of a collection, when it is this index's (by id), of the database's
-        generation and holds exactly the ids the database holds; else ``None`` (rebuild)."""
-        if self.path is None or not self._snapshot_path(name).exists():
-            return None
-        try:
-            store, meta = VectorStore.load(self._snapshot_path(name))
-        except IndexFormatError:
-            return None  # damaged snapshot: rebuild from the database
-        if (
-            meta.get("generation") != generation
-            or meta.get("index_id") != self.manifest.index_id
-            or len(store) != len(ids)
-            or set(store.ids()) != set(ids)
-        ):
-            return None
-        self._saved[name] = generation
-        return store
-
-    def rebuild_snapshots(self) -> list[str]:
-        """Rebuild every vector collection from the records, ignoring its snapshot file, and
-        write the snapshots anew; returns the collections' names (``rhizome repair``)."""
-        with self._lock:
-            names = [r[0] for r in self.query("SELECT DISTINCT collection FROM vectors")]
-            for name in names:
-                self._collections[name] = self._rebuild_collection(name, None)
-                self._saved.pop(name, None)
-            self.save_snapshots()
-        return names
-
     def save_snapshots(self) -> None:
-        """Write the faiss snapshot of every loaded collection that changed since its snapshot
-        was written or read, and the manifest."""
-        if self.path is None or self.readonly:
+        """Bring what is kept outside the records up to date (the faiss snapshots of a
+        directory) and the manifest's counts."""
+        if self.readonly:
             return
         with self._lock:
-            for name, store in self._collections.items():
-                generation = self.generation(_vectors(name))
-                self._loaded[name] = generation
-                if self._saved.get(name) == generation:
-                    continue
-                store.save(self._snapshot_path(name), meta={"generation": generation, "index_id": self.manifest.index_id})
-                self._saved[name] = generation
-            self.manifest.stats = {
-                "documents": self.count("documents"),
-                "chunks": self.count("chunks"),
-            }
+            self._save_collections()
+            self.manifest.stats = {"documents": self.count("documents"), "chunks": self.count("chunks")}
             self.write_manifest()
 
-    # -- copying -------------------------------------------------------------------------------
-    def copy_to(self, path: str | Path) -> None:
-        """Write a complete copy of this index (records, snapshots, manifest) to ``path``. The
-        copy is an index of its own, with a new id."""
-        target = Path(path)
-        if (target / MANIFEST).exists():
-            raise InvalidInputError(f"{target} already holds an index; choose an empty directory")
-        _refuse_orphans(target)
-        target.mkdir(parents=True, exist_ok=True)
+    # -- everything, table by table ------------------------------------------------------------
+    def contents(self) -> dict[str, list[tuple]]:
+        """Everything the index stores that two equal builds share, table by table, in a stable
+        order (what a resumed or distributed build must equal row for row)."""
+        tables = {
+            "documents": "SELECT id, content_hash, n_chunks, status FROM documents ORDER BY id",
+            "document_status": "SELECT id, status FROM document_status ORDER BY id",
+            "chunks": "SELECT id, document_id, idx, text FROM chunks ORDER BY id",
+            "vectors": "SELECT collection, id, digest FROM vectors ORDER BY collection, id",
+            "stage_results": "SELECT stage, digest FROM stage_results ORDER BY stage, digest",
+        }
+        out = {name: [tuple(r) for r in self.query(sql)] for name, sql in tables.items()}
+        for name in sorted(self.record_tables()):
+            out[name] = [tuple(r) for r in self.query(f"SELECT key, data FROM {name} ORDER BY key")]
+        return out
+
+    def copy_to(self, location: str | Path) -> None:
+        """Write a complete copy of this index (records, vectors, manifest) to ``location``, a
+        directory or a database of either backend. The copy is an index of its own, with a new id."""
         manifest = self.manifest.model_copy(deep=True)
         manifest.index_id = uuid.uuid4().hex
         manifest.updated = _now()
         with self._lock:
-            for (name,) in self.query("SELECT DISTINCT collection FROM vectors"):
-                self.collection(name)
-            manifest.stats = {"documents": self.count("documents"), "chunks": self.count("chunks")}
-            text = manifest.model_dump_json(indent=2)
-            tmp = target / (RECORDS + ".tmp")
-            with contextlib.closing(sqlite3.connect(tmp, isolation_level=None)) as out:
-                self.db.backup(out)
-                self.set_meta(out, "index", {"id": manifest.index_id, "method": manifest.method})
-                out.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('manifest', ?)", (text,))
-            os.replace(tmp, target / RECORDS)
-            for name, store in self._collections.items():
-                meta = {"generation": self.generation(_vectors(name)), "index_id": manifest.index_id}
-                store.save(target / "vectors" / f"{name}.npz", meta=meta)
-            _atomic_write(target / MANIFEST, text)
+            target = IndexStore.create(location, manifest)
+            try:
+                with target.transaction() as db:
+                    self._copy_rows(db, target)
+                target.save_snapshots()
+            finally:
+                target.close()
+
+    def _copy_rows(self, db: Connection, target: IndexStore) -> None:
+        plain = {
+            "documents": ("id", "content_hash", "metadata", "status", "n_chunks", "updated"),
+            "document_status": ("id", "content_hash", "status", "error", "updated"),
+            "chunks": CHUNK_COLUMNS,
+            "stage_results": ("stage", "digest", "value"),
+        }
+        keys = {"documents": ("id",), "document_status": ("id",), "chunks": ("id",), "stage_results": ("stage", "digest")}
+        for table, columns in plain.items():
+            select = ", ".join('"end"' if c == "end" else c for c in columns)
+            db.upsert(table, columns, keys[table], self.query(f"SELECT {select} FROM {table} ORDER BY rowid"))
+        for table, columns in self.record_tables().items():
+            target.create_record_table(db, table, [c[2:] for c in columns if c.startswith("f_")])
+            db.upsert(table, columns, ("key",), self.query(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid"))
+        for name in self.collections():
+            ids, vectors, digests = self.vector_rows(name)
+            if vectors is not None:
+                target.put_vectors(db, name, ids, vectors, digests)
+        meta = [(k, v) for k, v in self.query("SELECT key, value FROM meta ORDER BY key") if k not in ("index", "manifest")]
+        db.upsert("meta", ("key", "value"), ("key",), meta)
 
 
-_CHUNK_COLUMNS = 'id, document_id, idx, text, start, "end", n_tokens, metadata, checksum'
-_CHUNK_COLUMNS_UNCHECKED = _CHUNK_COLUMNS.replace("checksum", "''")
-"""A read-only open of a database written before chunk checksums."""
+CHUNK_COLUMNS = ("id", "document_id", "idx", "text", "start", "end", "n_tokens", "metadata", "checksum")
 
 
 def text_checksum(text: str) -> str:
@@ -754,139 +750,9 @@ def text_checksum(text: str) -> str:
     return f"{zlib.crc32(text.encode('utf-8')):08x}"
 
 
-def _identity(path: Path) -> tuple[int, int]:
-    st = os.stat(path)
-    return st.st_dev, st.st_ino
-
-
-def _damaged(exc: sqlite3.DatabaseError) -> bool:
-    """Whether a sqlite3 error means the file is damaged or gone (not a locked database, a
-    missing table or a constraint)."""
-    if type(exc) is sqlite3.DatabaseError:  # "file is not a database", "disk image is malformed"
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, sqlite3.OperationalError) and any(
-        w in text for w in ("malformed", "disk i/o error", "not a database", "unable to open database")
-    )
-
-
-def _require_records(path: Path) -> None:
-    """An index directory whose database is missing or empty is refused: opening it would
-    start an empty index over the surviving manifest and snapshots."""
-    records = path / RECORDS
-    size = records.stat().st_size if records.exists() else None
-    wal = path / (RECORDS + "-wal")
-    if size is None or (size == 0 and not (wal.exists() and wal.stat().st_size)):
-        state = "missing" if size is None else "empty (0 bytes)"
-        raise IndexCorruptError(
-            f"{records} is {state}, but {path} holds an index ({MANIFEST}"
-            f"{', vector snapshots' if (path / 'vectors').exists() else ''}); the records are its source of truth, "
-            "so it cannot be opened. Nothing was changed: restore the file from a backup, or move the "
-            "directory away and index the documents again"
-        )
-
-
-def _refuse_orphans(path: Path, *, clear: bool = False) -> None:
-    """A new index is not created over the records of an index whose manifest is gone. Records
-    that hold nothing yet (a creation cut short before its manifest was written) are no index:
-    with ``clear`` they are removed so the creation can start again."""
-    records = path / RECORDS
-    if not records.exists():
-        return
-    if not _holds_data(records):
-        if clear:
-            for leftover in (records, path / (RECORDS + "-wal"), path / (RECORDS + "-shm")):
-                leftover.unlink(missing_ok=True)
-        return
-    raise IndexCorruptError(
-        f"{path} holds the records of an index ({RECORDS}) but no {MANIFEST}; a new index there would "
-        f"mix with them. Run `rhizome repair {path}` to restore the manifest from the records, or choose "
-        "another directory"
-    )
-
-
-def _holds_data(records: Path) -> bool:
-    """Whether a records file holds any document, chunk, vector or result (an unreadable file
-    counts as holding data: it is never removed)."""
-    if not records.stat().st_size and not (records.parent / (RECORDS + "-wal")).exists():
-        return False
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)) as db:
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            return any(db.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchall() for t in tables if t != "meta")
-    except sqlite3.Error:
-        return True
-
-
-def _vectors(collection: str) -> str:
+def vectors_generation(collection: str) -> str:
     """The generation name of a vector collection."""
     return f"vectors/{collection}"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def read_manifest(path: str | Path) -> Manifest:
-    """Read and check an index manifest; typed errors for a missing, foreign or newer index."""
-    path = Path(path)
-    manifest_path = path / MANIFEST
-    if not manifest_path.exists():
-        _refuse_orphans(path)
-        raise IndexNotFoundError(
-            f"no Rhizome index at {path} (missing {MANIFEST}); build one with `rhizome index`"
-        )
-    try:
-        raw = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise IndexFormatError(f"cannot read {manifest_path}: {exc}") from exc
-    version = raw.get("format_version") if isinstance(raw, dict) else None
-    if version != FORMAT_VERSION:
-        raise IndexFormatError(
-            f"{path} uses index format version {version}, this Rhizome reads version "
-            f"{FORMAT_VERSION}; rebuild the index with `rhizome index`, or install the Rhizome "
-            "version that wrote it"
-        )
-    try:
-        manifest = Manifest.model_validate(raw)
-    except ValidationError as exc:
-        raise IndexFormatError(f"{manifest_path} is not a valid manifest: {exc}") from exc
-    _verify_records_identity(path, manifest)
-    return manifest
-
-
-def _verify_records_identity(path: Path, manifest: Manifest) -> None:
-    """The manifest must name the index and method its records were written by (one small
-    read): a manifest edited, copied or left from another index is refused before anything
-    is opened with it. Records that cannot be read are left to the open to report."""
-    records = path / RECORDS
-    if not records.exists() or not records.stat().st_size:
-        return
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)) as db:
-            rows = db.execute("SELECT value FROM meta WHERE key = 'index'").fetchall()
-    except sqlite3.Error:
-        return
-    stored = json.loads(rows[0][0]) if rows else None
-    if stored is None:
-        return  # written before ids: the first writable open records them
-    if stored.get("id") != manifest.index_id:
-        raise IndexCorruptError(
-            f"{path}: {MANIFEST} and {RECORDS} belong to different indexes (ids {manifest.index_id} and "
-            f"{stored.get('id')}); `rhizome repair {path}` rewrites the manifest from the records, which are "
-            "the source of truth. Nothing was changed"
-        )
-    if stored.get("method") != manifest.method:
-        raise IndexCorruptError(
-            f"{path}: {MANIFEST} says the method is {manifest.method!r} but the records were written by "
-            f"{stored.get('method')!r}; `rhizome repair {path}` rewrites the manifest from the records. "
-            "Nothing was changed"
-        )
 
 
 def method_registry() -> dict[str, Any]:
@@ -897,7 +763,7 @@ def method_registry() -> dict[str, Any]:
     return registry
 
 
-LOAD_OPTIONS = frozenset({"embedder", "llm", "offline", "readonly", "batch_size", "progress", "cache", "extraction"})
+LOAD_OPTIONS = frozenset({"embedder", "llm", "offline", "readonly", "batch_size", "progress", "cache", "extraction", "workers"})
 """Keyword arguments of ``load()`` / :func:`load_index` (models and session options)."""
 
 
@@ -907,23 +773,29 @@ def split_load_options(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str
     return {k: v for k, v in kwargs.items() if k in LOAD_OPTIONS}, {k: v for k, v in kwargs.items() if k not in LOAD_OPTIONS}
 
 
-def load_index(path: str | Path, **models: Any) -> Any:
-    """Open any method's index directory: reads the manifest and dispatches to the method's
-    ``load(path, **models)``. Models not given are rebuilt from the specs in the manifest."""
-    manifest = read_manifest(path)
+def load_index(location: str | Path, **models: Any) -> Any:
+    """Open any method's index (a directory or a ``postgresql://`` URL): reads the manifest and
+    dispatches to the method's ``load(location, **models)``. Models not given are rebuilt from
+    the specs in the manifest."""
+    manifest = read_manifest(location)
     registry = method_registry()
     if manifest.method not in registry:
         raise IndexMismatchError(
-            f"{path} is a {manifest.method!r} index but no installed package provides that method "
+            f"{location} is a {manifest.method!r} index but no installed package provides that method "
             f"(installed: {', '.join(sorted(registry)) or 'none'}); install rhizome-{manifest.method}"
         )
-    return registry[manifest.method].load().load(path, **models)
+    return registry[manifest.method].load().load(location, **models)
 
 
 __all__ = [
     "FORMAT_VERSION",
+    "Collection",
+    "Connection",
     "IndexStore",
     "Manifest",
+    "as_location",
+    "has_index",
+    "is_url",
     "load_index",
     "method_registry",
     "split_load_options",

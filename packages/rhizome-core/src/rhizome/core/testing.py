@@ -36,6 +36,11 @@ chat model that answers every JSON schema, for methods that use one) and checks,
   documents match, still ``k`` of them when the matching documents hold that many passages;
   a filter nothing matches gives no hits and says why; a filter that cannot be applied raises.
 
+Where the indexes live is the kit's :meth:`IndexConformance.place` (a test's named index: a
+directory under ``tmp_path``) and :meth:`IndexConformance.scratch` (an index built without a
+location: memory); a storage backend's run overrides both (``tests/postgres`` gives each index a
+schema of its own on a PostgreSQL server).
+
 It needs pytest (a test dependency, not a runtime one).
 """
 
@@ -137,6 +142,17 @@ class IndexConformance:
     def method(self) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError("provide a `method` fixture naming the method under test")
 
+    # -- where the indexes live ----------------------------------------------------------------
+    def place(self, tmp_path: Path, name: str) -> Any:
+        """The location of a test's index called ``name``: a directory under ``tmp_path``. A
+        storage backend's run of the kit returns its own (a new database schema)."""
+        return tmp_path / name
+
+    def scratch(self) -> Any:
+        """Where :meth:`build` puts an index given no location: memory (``None``), or the
+        backend's new location."""
+        return None
+
     # -- building ------------------------------------------------------------------------------
     def settings(self, cls: Any) -> dict[str, Any]:
         """The settings every index of the kit is built with (those ``cls`` has). A method's own
@@ -147,8 +163,9 @@ class IndexConformance:
         """The kit's embedder: the offline hashing embedder (overridable like :meth:`settings`)."""
         return HashingEmbedder()
 
-    def build(self, method: Any, *, path: Path | None = None, llm: Any = "fake", documents: list[Document] = CORPUS, **options: Any) -> Any:
+    def build(self, method: Any, *, path: Any = None, llm: Any = "fake", documents: list[Document] = CORPUS, **options: Any) -> Any:
         cls = index_class(method)
+        path = self.scratch() if path is None else path
         model = FailingChatModel() if llm == "fake" else llm
         index = cls(self.embedder(), llm=model if cls.uses_llm else None, path=path, **{**self.settings(cls), **options})
         if documents:
@@ -229,28 +246,31 @@ class IndexConformance:
 
     # -- reopening -----------------------------------------------------------------------------
     def test_reopen_gives_the_same_results(self, method: Any, tmp_path: Path) -> None:
-        index = self.build(method, path=tmp_path / "idx")
+        where = self.place(tmp_path, "idx")
+        index = self.build(method, path=where)
         before = self.results(index)
         index.close()
         cls = index_class(method)
-        again = cls(path=tmp_path / "idx", llm=self.model(method))  # open-or-create
+        again = cls(path=where, llm=self.model(method))  # open-or-create
         assert self.results(again) == before
         again.close()
-        reader = cls.load(tmp_path / "idx", readonly=True, llm=self.model(method))
+        reader = cls.load(where, readonly=True, llm=self.model(method))
         assert self.results(reader) == before
         reader.close()
 
     def test_persist_then_load_in_one_process(self, method: Any, tmp_path: Path) -> None:
+        target = self.place(tmp_path, "copy")
         index = self.build(method)
         before = self.results(index)
-        index.persist(tmp_path / "copy")
-        loaded = index_class(method).load(tmp_path / "copy", llm=self.model(method))  # while the first object has it open
+        index.persist(target)
+        loaded = index_class(method).load(target, llm=self.model(method))  # while the first object has it open
         assert self.results(loaded) == before
         loaded.close()
         index.close()
 
     # -- resuming ------------------------------------------------------------------------------
     def test_resume_after_an_interruption(self, method: Any, tmp_path: Path) -> None:
+        where = self.place(tmp_path, "idx")
         clean_model = FailingChatModel()
         clean = self.build(method, llm=clean_model, cache=False, batch_size=2)
         full_price = clean_model.usage.calls  # the model calls of a whole build
@@ -261,9 +281,9 @@ class IndexConformance:
             return  # nothing that a failing model could interrupt
         failing = FailingChatModel(fail_after=full_price // 2)
         with pytest.raises(ModelUnavailableError):
-            self.build(method, llm=failing, path=tmp_path / "idx", batch_size=2)
+            self.build(method, llm=failing, path=where, batch_size=2)
         healthy = FailingChatModel()
-        resumed = cls.load(tmp_path / "idx", llm=healthy, batch_size=2)
+        resumed = cls.load(where, llm=healthy, batch_size=2)
         resumed.insert(CORPUS)
         assert not resumed.needs_refresh
         assert failing.usage.calls + healthy.usage.calls <= full_price, "a model call was paid twice"
@@ -271,11 +291,12 @@ class IndexConformance:
         resumed.close()
 
     def test_a_document_whose_answers_stay_invalid_fails_alone(self, method: Any, tmp_path: Path) -> None:
+        where = self.place(tmp_path, "idx")
         cls = index_class(method)
         if not cls.uses_llm:
             return
         others = [d.id for d in CORPUS if d.id != "survey"]
-        index = self.build(method, llm=PoisonedChatModel("Hanna Crest"), path=tmp_path / "idx", documents=[], batch_size=4)
+        index = self.build(method, llm=PoisonedChatModel("Hanna Crest"), path=where, documents=[], batch_size=4)
         report = index.insert(CORPUS)  # only "survey" mentions Hanna Crest
         if not cls.llm_per_document:
             self._invalid_answers_leave_the_change_unfinished(index, report, tmp_path)
@@ -288,7 +309,7 @@ class IndexConformance:
             assert hits, question
         index.close()
         healthy = FailingChatModel()
-        again = cls.load(tmp_path / "idx", llm=healthy, batch_size=4)
+        again = cls.load(where, llm=healthy, batch_size=4)
         report = again.insert(CORPUS)  # retries only what failed
         assert report.inserted == ["survey"] and sorted(report.skipped) == sorted(others) and not report.failed
         assert {s.status for s in again.store.statuses()} == {"done"}
@@ -402,8 +423,9 @@ class IndexConformance:
         assert self.results(index) == self.results(serial)
 
     def test_reader_sees_documents_committed_after_it_opened(self, method: Any, tmp_path: Path) -> None:
-        writer = self.build(method, path=tmp_path / "idx", documents=CORPUS[:4])
-        reader = index_class(method).load(tmp_path / "idx", readonly=True, llm=self.model(method))
+        where = self.place(tmp_path, "idx")
+        writer = self.build(method, path=where, documents=CORPUS[:4])
+        reader = index_class(method).load(where, readonly=True, llm=self.model(method))
         seen = {d for h in reader.as_retriever(k=20).retrieve("Great Storm chapel sailors") for d in h.provenance.document_ids}
         assert not {"storm", "chapel"} & seen
         writer.insert(CORPUS[4:])
@@ -413,8 +435,9 @@ class IndexConformance:
         writer.close()
 
     def test_reader_of_an_empty_index_sees_the_first_documents(self, method: Any, tmp_path: Path) -> None:
-        writer = self.build(method, path=tmp_path / "idx", documents=[])
-        reader = index_class(method).load(tmp_path / "idx", readonly=True, llm=self.model(method))
+        where = self.place(tmp_path, "idx")
+        writer = self.build(method, path=where, documents=[])
+        reader = index_class(method).load(where, readonly=True, llm=self.model(method))
         assert reader.as_retriever(k=3).retrieve("Great Storm chapel sailors") == []
         writer.insert(CORPUS)
         cited = {d for h in reader.as_retriever(k=20).retrieve("Great Storm chapel sailors") for d in h.provenance.document_ids}

@@ -49,6 +49,13 @@ def _search(index: Any, queries: np.ndarray, k: int, params: Any = None) -> tupl
         faiss.omp_set_num_threads(threads)
 
 
+def ranked(pairs: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
+    """The best ``k`` of ``(id, score)`` pairs (fetched with :data:`TIE_MARGIN` to spare), best
+    first; equal scores (to 6 decimals) ordered by id."""
+    pairs.sort(key=lambda p: (-round(p[1], 6), p[0]))
+    return pairs[:k]
+
+
 class VectorStore:
     """Exact cosine search over named vectors."""
 
@@ -122,12 +129,10 @@ class VectorStore:
         if not size or k < 1:
             return [[] for _ in range(array.shape[0])]
         scores, int_ids = _search(self._index, array, min(k + TIE_MARGIN, size), params)
-        out = []
-        for row_s, row_i in zip(scores, int_ids):
-            pairs = [(self._ids[int(i)], float(s)) for s, i in zip(row_s, row_i) if int(i) != -1]
-            pairs.sort(key=lambda p: (-round(p[1], 6), p[0]))
-            out.append(pairs[:k])
-        return out
+        return [
+            ranked([(self._ids[int(i)], float(s)) for s, i in zip(row_s, row_i) if int(i) != -1], k)
+            for row_s, row_i in zip(scores, int_ids)
+        ]
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""
@@ -177,4 +182,4 @@ class VectorStore:
         return store, dict(header.get("meta", {}))
 
 
-__all__ = ["VectorStore", "stable_int_id"]
+__all__ = ["TIE_MARGIN", "VectorStore", "ranked", "stable_int_id"]

@@ -46,7 +46,6 @@ from rhizome.core.hierarchy import (
     prune_groups,
 )
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
-from rhizome.core.records import batches
 from rhizome.core.stages import arun_stage, digest, prune_stage, stored_results
 from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
 from rhizome.core.types import Community, Entity, Relation
@@ -211,11 +210,7 @@ class GraphRAGIndex(BaseIndex):
 
     def _stored_order(self, chunk_ids: set[str]) -> list[str]:
         """``chunk_ids`` in the order the chunks were stored (the order the rebuild merges in)."""
-        rows: list[tuple[int, str]] = []
-        for part in batches(sorted(chunk_ids)):
-            marks = ",".join("?" * len(part))
-            rows += [(r[1], r[0]) for r in self.store.query(f"SELECT id, rowid FROM chunks WHERE id IN ({marks})", part)]
-        return [cid for _, cid in sorted(rows)]
+        return self.store.stored_order(chunk_ids)
 
     def _apply_removal(self, db: Any, plan: _Removal) -> None:
         """Store a :class:`_Removal`, inside the transaction that removes its chunks."""

@@ -27,6 +27,9 @@ class ModelOpenIE:
     feed the index the same shape. Chunks without a letter or digit cost no call."""
 
     spec = "llm"
+    independent_chunks = True
+    """Each chunk's record depends on that chunk alone (so chunks can be extracted anywhere, in
+    any grouping: see :mod:`rhizome.core.parallel`)."""
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm

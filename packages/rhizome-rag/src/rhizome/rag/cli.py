@@ -56,7 +56,7 @@ def _index_class(method: str) -> Any:
 
 
 def _open_or_create(
-    method: str, out: Path, args: argparse.Namespace, *, fall_back: bool = False, want_llm: bool | None = None
+    method: str, out: Any, args: argparse.Namespace, *, fall_back: bool = False, want_llm: bool | None = None
 ) -> tuple[Any, Models]:
     """The index in ``out`` (created when there is none) and the models it runs with.
 
@@ -66,12 +66,14 @@ def _open_or_create(
     ``RHIZOME_EMBED`` or ``--offline``'s hashing embedder — is an error, never ignored.
     ``want_llm``: ask for a chat model even if the method does not use one (the demo answers)."""
     from rhizome.core.errors import IndexMismatchError
-    from rhizome.core.storage import read_manifest
+    from rhizome.core.storage import has_index, is_url, read_manifest
 
+    if is_url(out) and not getattr(args, "cache", None):
+        args.cache_in_index = True  # the database's own cache, shared by every writer and Ray worker
     cls = _index_class(method)
     forced = want_llm is not None
     want_llm = getattr(cls, "uses_llm", False) if want_llm is None else want_llm
-    manifest = read_manifest(out) if (out / "manifest.json").exists() else None
+    manifest = read_manifest(out) if has_index(out) else None
     if manifest is not None:
         if manifest.method != method:
             raise ConfigurationError(f"{out} holds a {manifest.method!r} index; choose another --out for {method!r}")
@@ -94,18 +96,28 @@ def _open_or_create(
     for name in ("chunk_size", "chunk_overlap"):
         if getattr(args, name, None) is not None:
             kwargs[name] = getattr(args, name)
+    if getattr(args, "workers", None) is not None:
+        from rhizome.core.parallel import RayWorkers
+
+        hosts = tuple(h.strip() for h in (args.ollama_hosts or "").split(",") if h.strip())
+        kwargs["workers"] = RayWorkers(workers=args.workers, address=args.ray_address, hosts=hosts)
+    elif getattr(args, "ray_address", None) or getattr(args, "ollama_hosts", None):
+        raise ConfigurationError("--ray-address and --ollama-hosts go with --workers N (extraction over Ray)")
     return cls(make_cli_embedder(models.embed_spec, args), **kwargs), models
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     from rhizome.core.index import DeleteReport, InsertReport
     from rhizome.core.loaders import load_files, no_documents
+    from rhizome.core.storage import as_location
 
     started = time.monotonic()
     loaded = load_files(args.path, text_field=args.text_field, id_field=args.id_field)
     if not loaded.documents and not args.sync:
         raise InvalidInputError(no_documents(args.path, loaded))
-    index, models = _open_or_create(args.method, Path(args.out), args)
+    if args.workers is not None and args.workers < 1:
+        raise ConfigurationError(f"--workers must be at least 1, got {args.workers}")
+    index, models = _open_or_create(args.method, as_location(args.out), args)
     try:
         removed = _remove_stale(index, Path(args.path), loaded) if args.sync else DeleteReport()
         report = index.insert(loaded.documents) if loaded.documents else InsertReport()
@@ -113,7 +125,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     finally:
         index.close()
     how = "offline" if models.llm is None else f"model {models.llm.name}"
-    _say(args, f"indexed {args.path} into {args.out} ({args.method}; embedder {models.embed_spec}, {how})")
+    if args.workers:
+        how += f", extraction on {plural(args.workers, 'Ray worker')}"
+    _say(args, f"indexed {args.path} into {_shown(args.out)} ({args.method}; embedder {models.embed_spec}, {how})")
     unread = _print_loaded(args, loaded)
     _print_summary(args, report, removed, totals, time.monotonic() - started)
     done = len(report.inserted) + len(report.replaced) + len(report.skipped)
@@ -358,12 +372,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(location: str) -> str:
+    """A location as messages show it (a database URL without its password)."""
+    from rhizome.core.storage import is_url
+
+    if is_url(location):
+        from rhizome.core.backends.postgres import parse_url
+
+        return parse_url(location)[2]
+    return location
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from rhizome.core.models.ollama import check_ollama
-    from rhizome.core.storage import method_registry
+    from rhizome.core.storage import as_location, method_registry
 
     if args.index:
-        return _index_status(Path(args.index))
+        return _index_status(as_location(args.index))
     status = check_ollama()
     if status.reachable:
         print(f"Ollama at {status.host}: {len(status.models)} models: {', '.join(status.models) or '-'}")
@@ -375,13 +400,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _index_status(path: Path) -> int:
+def _index_status(path: Any) -> int:
     """What an index directory holds: method, models, counts, unfinished work and settings."""
     from rhizome.core.config import describe
     from rhizome.core.storage import IndexStore, method_registry, read_manifest
 
     manifest = read_manifest(path)
-    print(f"index: {path}")
+    print(f"index: {_shown(str(path))}")
     print(f"method: {manifest.method} (format {manifest.format_version}, written by rhizome-core {manifest.rhizome_version}, updated {manifest.updated})")
     print(f"embedder: {manifest.models.get('embedder')} ({manifest.embedding_dimension or '?'} dimensions); chat model: {manifest.models.get('llm') or 'none'}")
     store = IndexStore.open(path, readonly=True)
@@ -445,9 +470,9 @@ def cmd_docs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_docs_delete(args: argparse.Namespace) -> int:
-    from rhizome.core.storage import read_manifest
+    from rhizome.core.storage import as_location, read_manifest
 
-    path = Path(args.index)
+    path = as_location(args.index)
     index, _ = _open_or_create(read_manifest(path).method, path, args)
     try:
         report = index.delete(args.ids)
@@ -467,10 +492,15 @@ def cmd_docs_delete(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from rhizome.core import export
-    from rhizome.core.storage import load_index
+    from rhizome.core.storage import as_location, is_url, load_index
 
-    source = Path(args.index)
-    name = source.resolve().name
+    source = as_location(args.index)
+    if is_url(source):
+        from rhizome.core.backends.postgres import parse_url
+
+        name = parse_url(source)[1]
+    else:
+        name = Path(source).resolve().name
     out = Path(args.out) if args.out else Path(f"{name}.graphml" if args.format == "graphml" else f"{name}-{args.format}")
     index = load_index(source, readonly=True, offline=True)
     try:
@@ -526,19 +556,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="index a file or directory of documents")
     p.add_argument("path", help="a file or folder: .txt, .md, .html, .pdf, .docx, .csv/.tsv, .jsonl/.json (one document per row)")
     p.add_argument("--method", default="naive", help="indexing method (default: naive)")
-    p.add_argument("--out", required=True, help="index directory; an existing index of the same method is updated")
+    p.add_argument("--out", required=True,
+                   help="index directory, or postgresql://user@host/db?schema=NAME (needs rhizome-rag[postgres]); "
+                        "an existing index of the same method is updated")
     p.add_argument("--chunk-size", type=int, help="tokens per chunk (method default)")
     p.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks (method default)")
     p.add_argument("--sync", action="store_true",
                    help="make the index match the folder: add new files, re-index changed ones, delete the documents of removed files")
     p.add_argument("--text-field", help="the column (CSV) or field (JSON) holding a row's text (default: text, content, context, page_content or body)")
     p.add_argument("--id-field", help="the column or field holding a row's id (default: id when present, else FILE#ROW)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="extract on N Ray workers (local Ray in this process unless --ray-address; needs rhizome-rag[ray]); "
+                        "the index is the same as without")
+    p.add_argument("--ray-address", help="join a running Ray cluster (ray://HOST:10001, or auto) instead of a local one")
+    p.add_argument("--ollama-hosts", metavar="URL,URL",
+                   help="Ollama servers the Ray workers take turns on (default: OLLAMA_HOST)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     model_flags(p)
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("query", help="retrieve from an index (and optionally answer)")
-    p.add_argument("index", help="index directory")
+    p.add_argument("index", help="index directory or postgresql:// URL")
     p.add_argument("question")
     p.add_argument("-k", type=int, default=4, help="number of hits (default 4)")
     p.add_argument("--mode", help="retrieval mode, for methods that have several")
@@ -558,35 +596,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed, or describe an index")
-    p.add_argument("index", nargs="?", help="an index directory: its method, models, counts and settings")
+    p.add_argument("index", nargs="?", help="an index (directory or postgresql:// URL): its method, models, counts and settings")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("docs", help="list or delete the documents of an index")
     docs = p.add_subparsers(dest="docs_command", required=True)
     q = docs.add_parser("list", help="every document: id, status, chunks, title or source")
-    q.add_argument("index", help="an index directory")
+    q.add_argument("index", help="an index directory or postgresql:// URL")
     q.add_argument("--json", action="store_true", help="print JSON")
     q.set_defaults(func=cmd_docs_list)
     q = docs.add_parser("delete", help="delete documents and whatever only they supported (the method's own delete)")
-    q.add_argument("index", help="an index directory")
+    q.add_argument("index", help="an index directory or postgresql:// URL")
     q.add_argument("ids", nargs="+", metavar="ID", help="document ids (see `rhizome docs list`)")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     model_flags(q)
     q.set_defaults(func=cmd_docs_delete)
 
     p = sub.add_parser("export", help="write an index's documents, chunks, entities, relations and communities for other tools")
-    p.add_argument("index", help="an index directory")
+    p.add_argument("index", help="an index directory or postgresql:// URL")
     p.add_argument("--format", choices=("graphml", "parquet", "jsonl"), default="graphml",
                    help="graphml: the entity graph (Gephi, networkx); parquet or jsonl: one file per table (default graphml)")
     p.add_argument("--out", help="file (graphml) or folder (parquet, jsonl); default INDEX.graphml or INDEX-FORMAT/ here")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("check", help="verify an index directory: records, checksums, vectors, snapshots (exit 1 on problems)")
-    p.add_argument("index", help="an index directory")
+    p.add_argument("index", help="an index directory or postgresql:// URL")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("repair", help="rebuild an index's manifest and vector snapshots from its records (deletes no record)")
-    p.add_argument("index", help="an index directory")
+    p.add_argument("index", help="an index directory or postgresql:// URL")
     p.set_defaults(func=cmd_repair)
 
     # method packages add their own subcommands (e.g. `rhizome classify` from rhizome-gorag)

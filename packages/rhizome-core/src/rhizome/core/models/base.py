@@ -105,6 +105,16 @@ def _record(own: Usage, kind: str, **counts: int) -> None:
         getattr(scope, kind).add(**counts)
 
 
+CHAT_COUNTERS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries")
+
+
+def record_usage(model: Any, counts: dict[str, int]) -> None:
+    """Count chat work done elsewhere — by a copy of ``model`` in a Ray worker — as ``model``'s
+    own, and in every :func:`usage_scope` around the caller (``counts``: a
+    :meth:`Usage.snapshot`)."""
+    _record(model.usage, "chat", **{k: int(counts.get(k, 0)) for k in CHAT_COUNTERS})
+
+
 def _without_thoughts(text: str) -> str:
     """``text`` without its closed ``<think>...</think>`` blocks, in one linear pass (a lazy
     regular expression took quadratic time on answers full of unclosed ``<think>`` tags)."""

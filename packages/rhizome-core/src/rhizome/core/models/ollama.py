@@ -21,6 +21,7 @@ The sync methods run each call on a fresh loop and close that loop's client when
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -293,6 +294,14 @@ class _OllamaTransport:
     @property
     def _client(self) -> ollama.AsyncClient:
         return self._slots.get().client
+
+    def on_host(self: S, host: str) -> S:
+        """A copy of this model that sends its requests to ``host`` (every other setting, and
+        the cache, kept): spreads a parallel run over several Ollama servers."""
+        twin = copy.copy(self)
+        twin.host = resolve_host(host)  # type: ignore[attr-defined]
+        twin._slots = PerLoop(lambda: _ClientSlot(twin._new_client), close=lambda slot: slot.aclose())  # type: ignore[attr-defined]
+        return twin
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (a new one is made on next use).

@@ -1,0 +1,524 @@
+"""The directory backend: a manifest, an SQLite database of records, and faiss snapshots.
+
+```
+my-index/
+  manifest.json        format version, method, model names, embedding dimension, configuration
+  records.sqlite       documents, chunks, vectors (as blobs), stage results and the method's
+                       record tables (WAL mode)
+  vectors/<name>.npz   faiss snapshot of one vector collection, rebuilt from SQLite when it does
+                       not match (generation, index id and id set are checked)
+  model-calls.sqlite   the model-call cache
+```
+
+The directory itself is ``flock``-ed by the one process allowed to write.
+
+SQLite is the source of truth: it holds the index's id and method and a copy of the manifest
+(see :mod:`rhizome.core.integrity` for check and repair). The faiss files are a fast-loading
+snapshot; each records the generation of its collection, and a snapshot older than the database
+is rebuilt on open. Readers open the database read-only, never block the writer (WAL), and pick
+up the newest committed generation of a collection on their next search. A second *process*
+that opens the directory for writing gets :class:`~rhizome.core.errors.IndexLockedError`.
+Without a location the records live in an in-memory database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from rhizome.core.errors import (
+    IndexCorruptError,
+    IndexFormatError,
+    IndexLockedError,
+    IndexNotFoundError,
+)
+from rhizome.core.storage import (
+    MANIFEST,
+    RECORDS,
+    IndexStore,
+    Manifest,
+    check_format,
+    check_identity,
+    vectors_generation,
+)
+from rhizome.core.vectors import VectorStore
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+CACHE_FILE = "model-calls.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, metadata TEXT NOT NULL,
+    status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, updated TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS document_status (
+    id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, status TEXT NOT NULL, error TEXT, updated TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id TEXT PRIMARY KEY, document_id TEXT NOT NULL, idx INTEGER NOT NULL, text TEXT NOT NULL,
+    start INTEGER NOT NULL, "end" INTEGER NOT NULL, n_tokens INTEGER NOT NULL, metadata TEXT NOT NULL,
+    checksum TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, idx);
+CREATE TABLE IF NOT EXISTS vectors (
+    collection TEXT NOT NULL, id TEXT NOT NULL, vector BLOB NOT NULL, digest TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (collection, id));
+CREATE TABLE IF NOT EXISTS stage_results (
+    stage TEXT NOT NULL, digest TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stage, digest));
+"""
+
+
+class SQLiteConnection:
+    """:class:`~rhizome.core.storage.Connection` over one ``sqlite3`` connection (``rowid`` is
+    SQLite's own; ``INSERT OR REPLACE`` gives a replaced row a new one)."""
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self.raw = raw
+        self.execute = raw.execute
+        self.executemany = raw.executemany
+
+    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            names = ", ".join('"end"' if c == "end" else c for c in columns)
+            self.raw.executemany(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({','.join('?' * len(columns))})", rows)
+
+    def begin(self) -> None:
+        self.raw.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.raw.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.raw.execute("ROLLBACK")
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.in_transaction
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class SQLiteStore(IndexStore):
+    """An index directory (or an in-memory index); see the module docstring."""
+
+    def __init__(self, path: Path | None, manifest: Manifest, *, readonly: bool = False, new: bool = False) -> None:
+        super().__init__(path, manifest, readonly=readonly)
+        self.path = path
+        self._lock_fd: int | None = None
+        self._owned: dict[Path, tuple[int, int]] = {}
+        """(device, inode) of the directory and the records file this writer opened: checked
+        before each commit, so a directory moved or a database replaced under it is noticed."""
+        self._collections: dict[str, VectorStore] = {}
+        self._loaded: dict[str, int] = {}
+        """Generation of each collection held in memory (checked by readers before a search)."""
+        self._saved: dict[str, int] = {}
+        """Generation of each collection's snapshot file, when known to match the database."""
+        if path is None:
+            raw = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        else:
+            if not new:
+                _require_records(path)
+            if not readonly:
+                self._acquire_writer_lock()
+            raw = None
+            try:
+                with self._errors():
+                    uri = f"file:{path / RECORDS}{'?mode=ro' if readonly else ''}"
+                    raw = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+                    if not readonly:
+                        raw.execute("PRAGMA journal_mode=WAL")
+                        raw.execute("PRAGMA synchronous=NORMAL")
+                        if not new:
+                            _quick_check(raw)
+            except BaseException:
+                if raw is not None:
+                    raw.close()
+                self._release_writer_lock()
+                raise
+        self.db = SQLiteConnection(raw)
+        with self._errors():
+            if not readonly:
+                raw.executescript(_SCHEMA)
+                if not self._has_column("chunks", "checksum"):  # written before chunk checksums
+                    raw.execute("ALTER TABLE chunks ADD COLUMN checksum TEXT NOT NULL DEFAULT ''")
+            if not self._has_column("chunks", "checksum"):  # a read-only open of such an index
+                self._chunk_select = self._chunk_select.replace("checksum", "''")
+        if path is not None and not readonly:
+            self._owned = {p: _identity(p) for p in (path, path / RECORDS)}
+        self._check_identity()
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(row[1] == column for row in self.db.execute(f"PRAGMA table_info({table})"))
+
+    # -- locations -----------------------------------------------------------------------------
+    @classmethod
+    def key(cls, location: str | Path) -> str:
+        return str(Path(location).resolve())
+
+    @classmethod
+    def holds_index(cls, location: str | Path) -> bool:
+        return (Path(location) / MANIFEST).exists()
+
+    @classmethod
+    def read_manifest(cls, location: str | Path) -> Manifest:
+        path = Path(location)
+        manifest_path = path / MANIFEST
+        if not manifest_path.exists():
+            _refuse_orphans(path)
+            raise IndexNotFoundError(
+                f"no Rhizome index at {path} (missing {MANIFEST}); build one with `rhizome index`"
+            )
+        try:
+            raw = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"cannot read {manifest_path}: {exc}") from exc
+        check_format(raw, path)
+        try:
+            manifest = Manifest.model_validate(raw)
+        except ValidationError as exc:
+            raise IndexFormatError(f"{manifest_path} is not a valid manifest: {exc}") from exc
+        check_identity(path, manifest, _stored_identity(path),
+                       f"`rhizome repair {path}` rewrites the manifest from the records, which are the source of truth")
+        return manifest
+
+    @classmethod
+    def _new(cls, location: str | Path | None, manifest: Manifest) -> SQLiteStore:
+        if location is None:
+            return cls(None, manifest)
+        path = Path(location)
+        _refuse_orphans(path, clear=True)
+        path.mkdir(parents=True, exist_ok=True)
+        store = cls(path, manifest, new=True)
+        store.write_manifest()
+        return store
+
+    @classmethod
+    def _existing(cls, location: str | Path, manifest: Manifest, readonly: bool) -> SQLiteStore:
+        return cls(Path(location), manifest, readonly=readonly)
+
+    # -- errors and the writer lock -----------------------------------------------------------
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Raise damage to the database file as :class:`IndexCorruptError` naming the file and
+        what to do, not as a raw ``sqlite3`` error."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if not _damaged(exc):
+                raise
+            where = self.path / RECORDS if self.path is not None else "the in-memory database"
+            raise IndexCorruptError(
+                f"{where} is damaged ({exc}); nothing more was written to it. Run `rhizome check "
+                f"{self.path}` for details, then restore the file from a backup or index the documents "
+                "again into a new directory"
+            ) from exc
+
+    def is_missing_table(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)
+
+    def _acquire_writer_lock(self) -> None:
+        """Take the exclusive ``flock`` on the index directory itself: no file that a user
+        could delete holds it, so it cannot be bypassed."""
+        assert self.path is not None
+        if fcntl is None:  # pragma: no cover
+            return
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise IndexLockedError(
+                f"{self.path} is open for writing elsewhere (another process, or another index "
+                "object in this one: close() it first); wait for the writer to finish, or open "
+                "the index read-only (readonly=True) to query it meanwhile"
+            ) from exc
+        self._lock_fd = fd
+
+    def _release_writer_lock(self) -> None:
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
+                os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _verify_owner(self) -> None:
+        for owned, identity in self._owned.items():
+            try:
+                now = _identity(owned)
+            except FileNotFoundError:
+                now = None
+            if now != identity:
+                raise IndexLockedError(
+                    f"{owned} was moved, deleted or replaced while this process was writing to {self.path}; "
+                    "the change was not committed. Close the index and open it again"
+                )
+
+    def _rolled_back(self) -> None:
+        # faiss mirrors may hold vectors of the rolled-back batch: rebuild them on demand
+        self._collections.clear()
+        self._loaded.clear()
+
+    def _close(self) -> None:
+        with self._lock:
+            if hasattr(self, "db"):
+                self.db.close()
+            self._release_writer_lock()
+
+    def _write_manifest_copy(self, text: str) -> None:
+        if self.path is not None:
+            _atomic_write(self.path / MANIFEST, text)
+
+    def model_cache(self) -> Any:
+        from rhizome.core.cache import ModelCache
+
+        return ModelCache(self.path / CACHE_FILE if self.path is not None and not self.readonly else None)
+
+    # -- record tables -------------------------------------------------------------------------
+    def create_record_table(self, db: Any, table: str, lookups: Sequence[str]) -> None:
+        columns = "".join(f", f_{f} TEXT NOT NULL" for f in lookups)
+        db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY{columns}, data TEXT NOT NULL)")
+        for field in lookups:
+            db.execute(f"CREATE INDEX IF NOT EXISTS {table}_{field} ON {table}(f_{field})")
+
+    def record_tables(self) -> dict[str, list[str]]:
+        names = [r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rec!_%' ESCAPE '!' ORDER BY name")]
+        return {name: [r[1] for r in self.query(f"PRAGMA table_info({name})")] for name in names}
+
+    # -- vectors -------------------------------------------------------------------------------
+    def _stored_dimension(self) -> int | None:
+        rows = self.query("SELECT length(vector) FROM vectors LIMIT 1")
+        return int(rows[0][0]) // 4 if rows else None
+
+    def put_vectors(
+        self, db: Any, collection: str, ids: Sequence[str], vectors: np.ndarray, digests: Sequence[str] | None = None
+    ) -> None:
+        """Store vectors inside a transaction and mirror them into the faiss collection."""
+        array = np.ascontiguousarray(vectors, dtype=np.float32)
+        marks = digests if digests is not None else [""] * len(ids)
+        db.upsert("vectors", ("collection", "id", "vector", "digest"), ("collection", "id"),
+                  [(collection, key, array[i].tobytes(), marks[i]) for i, key in enumerate(ids)])
+        self.bump(db, vectors_generation(collection))
+        if len(ids):
+            self.collection(collection, array.shape[1]).add(list(ids), array)
+
+    def delete_vectors(self, db: Any, collection: str, ids: Sequence[str]) -> None:
+        super().delete_vectors(db, collection, ids)
+        if collection in self._collections:
+            self._collections[collection].remove(list(ids))
+
+    def has_collection(self, name: str) -> bool:
+        """Whether the collection holds (or held, in this session) any vector."""
+        with self._lock:
+            if name in self._collections:
+                return True
+        return super().has_collection(name)
+
+    def vector_rows(self, collection: str) -> tuple[list[str], np.ndarray | None, list[str]]:
+        rows = self.query("SELECT id, vector, digest FROM vectors WHERE collection = ? ORDER BY rowid", (collection,))
+        if not rows:
+            return [], None, []
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return [r[0] for r in rows], matrix, [r[2] for r in rows]
+
+    def collection(self, name: str, dimension: int | None = None) -> VectorStore:
+        """The faiss collection ``name``: from memory, else its snapshot file if it matches the
+        database, else rebuilt from the vectors in SQLite. A read-only store reloads a
+        collection that another process changed since it was loaded."""
+        with self._lock:
+            if name in self._collections and not (self.readonly and self._loaded.get(name) != self.generation(vectors_generation(name))):
+                return self._collections[name]
+            with self._read():  # the generation, the ids and the vectors of one committed state
+                generation = self.generation(vectors_generation(name))
+                ids = [r[0] for r in self.query("SELECT id FROM vectors WHERE collection = ?", (name,))]
+                store = self._load_snapshot(name, generation, ids)
+                if store is None:
+                    store = self._rebuild_collection(name, dimension)
+            self._collections[name] = store
+            self._loaded[name] = generation
+            return store
+
+    def _rebuild_collection(self, name: str, dimension: int | None) -> VectorStore:
+        rows = self.query("SELECT id, vector FROM vectors WHERE collection = ?", (name,))
+        dimension = dimension or self.embedding_dimension
+        if dimension is None:
+            if not rows:
+                raise IndexFormatError(f"vector collection {name!r} is empty and has no known dimension")
+            dimension = len(rows[0][1]) // 4
+        store = VectorStore(dimension)
+        if rows:
+            if any(len(r[1]) != 4 * dimension for r in rows):
+                raise IndexCorruptError(
+                    f"vector collection {name!r} in {self.path or 'memory'} holds vectors of another length than "
+                    f"{dimension} dimensions; the records are damaged: restore them from a backup or re-index"
+                )
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+            store.add([r[0] for r in rows], matrix)
+        return store
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[None]:
+        """One read transaction (nothing to do inside a write transaction, which already is one)."""
+        if self.db.in_transaction:
+            yield
+            return
+        with self._errors():
+            self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("COMMIT")
+
+    def _snapshot_path(self, name: str) -> Path:
+        assert self.path is not None
+        return self.path / "vectors" / f"{name}.npz"
+
+    def _load_snapshot(self, name: str, generation: int, ids: Sequence[str]) -> VectorStore | None:
+        """The snapshot file of a collection, when it is this index's (by id), of the database's
+        generation and holds exactly the ids the database holds; else ``None`` (rebuild)."""
+        if self.path is None or not self._snapshot_path(name).exists():
+            return None
+        try:
+            store, meta = VectorStore.load(self._snapshot_path(name))
+        except IndexFormatError:
+            return None  # damaged snapshot: rebuild from the database
+        if (
+            meta.get("generation") != generation
+            or meta.get("index_id") != self.manifest.index_id
+            or len(store) != len(ids)
+            or set(store.ids()) != set(ids)
+        ):
+            return None
+        self._saved[name] = generation
+        return store
+
+    def rebuild_snapshots(self) -> list[str]:
+        """Rebuild every vector collection from the records, ignoring its snapshot file, and
+        write the snapshots anew; returns the collections' names (``rhizome repair``)."""
+        with self._lock:
+            names = self.collections()
+            for name in names:
+                self._collections[name] = self._rebuild_collection(name, None)
+                self._saved.pop(name, None)
+            self.save_snapshots()
+        return names
+
+    def _save_collections(self) -> None:
+        """Write the faiss snapshot of every loaded collection that changed since its snapshot
+        was written or read."""
+        for name, store in self._collections.items():
+            generation = self.generation(vectors_generation(name))
+            self._loaded[name] = generation
+            if self.path is None or self._saved.get(name) == generation:
+                continue
+            store.save(self._snapshot_path(name), meta={"generation": generation, "index_id": self.manifest.index_id})
+            self._saved[name] = generation
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def _quick_check(raw: sqlite3.Connection) -> None:
+    """SQLite's own page-level check (``PRAGMA quick_check``), before anything is written into
+    a damaged file."""
+    found = [row[0] for row in raw.execute("PRAGMA quick_check(5)")]
+    if found != ["ok"]:
+        raise sqlite3.DatabaseError("; ".join(found))
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Whether a sqlite3 error means the file is damaged or gone (not a locked database, a
+    missing table or a constraint)."""
+    if type(exc) is sqlite3.DatabaseError:  # "file is not a database", "disk image is malformed"
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        w in text for w in ("malformed", "disk i/o error", "not a database", "unable to open database")
+    )
+
+
+def _require_records(path: Path) -> None:
+    """An index directory whose database is missing or empty is refused: opening it would
+    start an empty index over the surviving manifest and snapshots."""
+    records = path / RECORDS
+    size = records.stat().st_size if records.exists() else None
+    wal = path / (RECORDS + "-wal")
+    if size is None or (size == 0 and not (wal.exists() and wal.stat().st_size)):
+        state = "missing" if size is None else "empty (0 bytes)"
+        raise IndexCorruptError(
+            f"{records} is {state}, but {path} holds an index ({MANIFEST}"
+            f"{', vector snapshots' if (path / 'vectors').exists() else ''}); the records are its source of truth, "
+            "so it cannot be opened. Nothing was changed: restore the file from a backup, or move the "
+            "directory away and index the documents again"
+        )
+
+
+def _refuse_orphans(path: Path, *, clear: bool = False) -> None:
+    """A new index is not created over the records of an index whose manifest is gone. Records
+    that hold nothing yet (a creation cut short before its manifest was written) are no index:
+    with ``clear`` they are removed so the creation can start again."""
+    records = path / RECORDS
+    if not records.exists():
+        return
+    if not _holds_data(records):
+        if clear:
+            for leftover in (records, path / (RECORDS + "-wal"), path / (RECORDS + "-shm")):
+                leftover.unlink(missing_ok=True)
+        return
+    raise IndexCorruptError(
+        f"{path} holds the records of an index ({RECORDS}) but no {MANIFEST}; a new index there would "
+        f"mix with them. Run `rhizome repair {path}` to restore the manifest from the records, or choose "
+        "another directory"
+    )
+
+
+def _holds_data(records: Path) -> bool:
+    """Whether a records file holds any document, chunk, vector or result (an unreadable file
+    counts as holding data: it is never removed)."""
+    if not records.stat().st_size and not (records.parent / (RECORDS + "-wal")).exists():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)) as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            return any(db.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchall() for t in tables if t != "meta")
+    except sqlite3.Error:
+        return True
+
+
+def _stored_identity(path: Path) -> dict | None:
+    """The index id and method the records were written by (one small read; ``None`` when they
+    cannot be read, which the open then reports)."""
+    records = path / RECORDS
+    if not records.exists() or not records.stat().st_size:
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)) as db:
+            rows = db.execute("SELECT value FROM meta WHERE key = 'index'").fetchall()
+    except sqlite3.Error:
+        return None
+    return json.loads(rows[0][0]) if rows else None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+__all__ = ["CACHE_FILE", "SQLiteConnection", "SQLiteStore"]

@@ -1,0 +1,27 @@
+"""The conformance kit over every registered method and mode, with every index in PostgreSQL
+(one server for the session, a new schema per index: see ``tests/conftest.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rhizome.core.testing import IndexConformance, registered_methods
+
+
+class TestEveryMethodOnPostgres(IndexConformance):
+    @pytest.fixture(params=registered_methods())
+    def method(self, request: pytest.FixtureRequest) -> str:
+        return request.param
+
+    @pytest.fixture(autouse=True)
+    def _server(self, postgres: Any) -> None:
+        self.server = postgres
+
+    def place(self, tmp_path: Path, name: str) -> str:
+        return self.server.url(name)
+
+    def scratch(self) -> str:
+        return self.server.url("scratch")

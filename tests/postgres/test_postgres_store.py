@@ -1,0 +1,224 @@
+"""The PostgreSQL store beyond the conformance kit: locations, typed errors, writers in several
+processes, the HNSW path, copies between backends, the shared model-call cache, the CLI, and
+the LangChain and LlamaIndex suites once on a database-backed index."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from langchain_rhizome import RhizomeRetriever
+from rhizome.core import VectorIndex
+from rhizome.core.backends import postgres as pg
+from rhizome.core.embeddings import HashingEmbedder
+from rhizome.core.errors import (
+    ConfigurationError,
+    IndexMismatchError,
+    IndexNotFoundError,
+    IndexUnavailableError,
+    InvalidInputError,
+)
+from rhizome.core.integrity import check_index, repair_index
+from rhizome.core.storage import load_index, read_manifest
+from rhizome.core.testing import CORPUS, QUERIES, IndexConformance, signature
+
+
+def naive(url: str, documents: Any = CORPUS, **options: Any) -> VectorIndex:
+    index = VectorIndex(HashingEmbedder(), path=url, chunk_size=200, chunk_overlap=20, **options)
+    if documents:
+        index.insert(documents)
+    return index
+
+
+def test_an_unreachable_server_is_a_typed_error_naming_the_fix():
+    with pytest.raises(IndexUnavailableError, match="cannot reach PostgreSQL at postgresql://u:\\*\\*\\*@127.0.0.1:1/db") as caught:
+        VectorIndex(path="postgresql://u:secret@127.0.0.1:1/db?schema=x")
+    assert "secret" not in str(caught.value)
+
+
+def test_a_missing_index_and_bad_schema_names_are_typed_errors(postgres):
+    with pytest.raises(IndexNotFoundError, match="rhizome index FOLDER --out"):
+        load_index(postgres.url())
+    with pytest.raises(ConfigurationError, match="lower-case identifier"):
+        VectorIndex(path=postgres.url() + "X; DROP")
+    with pytest.raises(ConfigurationError, match="not a storage Rhizome knows"):
+        VectorIndex(path="mysql://localhost/db")
+
+
+def test_a_schema_holding_other_tables_or_another_index_is_refused_and_left_alone(postgres):
+    url = postgres.url()
+    raw = pg.connect(url, create=True)
+    schema = pg.parse_url(url)[1]
+    raw.execute(f'CREATE SCHEMA "{schema}"')
+    raw.execute(f'CREATE TABLE "{schema}".invoices (id int)')
+    raw.execute(f'INSERT INTO "{schema}".invoices VALUES (7)')
+    with pytest.raises(InvalidInputError, match="not a Rhizome index.*invoices"):
+        naive(url)
+    assert raw.execute(f'SELECT id FROM "{schema}".invoices').fetchall() == [(7,)]
+    raw.close()
+
+    other = postgres.url()
+    naive(other).close()
+    from rhizome.graphrag import GraphRAGIndex
+
+    with pytest.raises(IndexMismatchError, match="holds a 'naive' index"):
+        GraphRAGIndex(HashingEmbedder(), path=other)
+    with pytest.raises(IndexMismatchError, match="built with the embedder"):
+        VectorIndex(HashingEmbedder(dimension=64), path=other)
+    assert read_manifest(other).stats == {"documents": len(CORPUS), "chunks": len(CORPUS)}
+
+
+def test_the_missing_extra_is_named(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigurationError, match=r"rhizome-core\[postgres\]"):
+        VectorIndex(path="postgresql://localhost/db")
+
+
+_WRITER = textwrap.dedent("""
+    import sys
+    from rhizome.core import VectorIndex
+    from rhizome.core.embeddings import HashingEmbedder
+    from rhizome.core.types import Document
+    url, name = sys.argv[1], sys.argv[2]
+    index = VectorIndex(HashingEmbedder(), path=url, chunk_size=200, chunk_overlap=20)
+    for i in range(5):
+        index.insert([Document(id=f"{name}-{i}", text=f"Document {i} written by the {name} process about the harbour.")])
+    index.close()
+""")
+
+
+def test_writers_in_several_processes_take_turns_and_all_land(postgres):
+    url = postgres.url()
+    naive(url, documents=[]).close()
+    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, url, name], stderr=subprocess.PIPE, text=True) for name in ("north", "south")]
+    reader = VectorIndex.load(url, readonly=True)
+    for writer in writers:
+        assert writer.wait(timeout=300) == 0, writer.stderr.read()
+    assert sorted(reader.store.document_ids()) == sorted(f"{n}-{i}" for n in ("north", "south") for i in range(5))
+    assert len(reader.as_retriever(k=20).retrieve("harbour")) == 10
+    reader.close()
+
+
+def test_a_large_collection_is_searched_through_hnsw_with_the_exact_answers(postgres, monkeypatch):
+    monkeypatch.setattr(pg, "HNSW_FROM", 5)
+    index = naive(postgres.url())
+    store = index.store
+    assert store._has_hnsw("chunks")
+    queries = np.vstack([index.embedder.embed_query([q]) for q in QUERIES]).astype(np.float32)
+    for setting in ("enable_seqscan", "enable_sort"):  # on 8 rows the planner prefers a scan; a large collection does not
+        store.db.execute(f"SET {setting} = off")
+    plans = store.query("EXPLAIN SELECT id FROM vectors WHERE collection = 'chunks' ORDER BY vector::vector(384) <#> ?::vector(384) LIMIT 3",
+                        (queries[0],))
+    assert "vectors_hnsw_" in " ".join(r[0] for r in plans)
+    found = store.collection("chunks").search(queries, 3)
+    ids = store.vector_ids("chunks")
+    vectors = store.collection("chunks").vectors(ids)
+    for row, hits in zip(queries, found):
+        exact = sorted(zip(ids, vectors @ row), key=lambda p: -p[1])[:3]
+        assert [h[0] for h in hits] == [e[0] for e in exact]
+        assert np.allclose([h[1] for h in hits], [e[1] for e in exact], atol=1e-5)
+    index.close()
+
+
+def test_copies_between_a_directory_and_a_database_are_indexes_of_their_own(postgres, tmp_path):
+    source = naive(None)
+    expected = {q: signature(source.as_retriever(k=3).retrieve(q)) for q in QUERIES}
+    url = postgres.url()
+    source.persist(url)  # memory -> database: the index now lives there
+    assert source.location == url
+    source.persist(tmp_path / "copy")  # database -> directory
+    for where in (url, tmp_path / "copy"):
+        again = load_index(where)
+        assert {q: signature(again.as_retriever(k=3).retrieve(q)) for q in QUERIES} == expected
+        again.close()
+    assert read_manifest(url).index_id != read_manifest(tmp_path / "copy").index_id
+    source.close()
+
+
+def test_model_answers_are_cached_in_the_database_and_a_rebuild_pays_none(postgres, monkeypatch):
+    from rhizome.graphrag import GraphRAGIndex
+
+    monkeypatch.delenv("RHIZOME_CACHE_DIR")  # which would hold the cache instead
+
+    url = postgres.url()
+    first = IndexConformance().build("graphrag", path=url)
+    paid = first.llm.usage.calls
+    first.close()
+    assert len(pg.PostgresCache(url)) >= paid > 0
+    rebuilt = IndexConformance().build("graphrag", path=postgres.url())  # another schema, another cache
+    assert rebuilt.llm.usage.calls == paid
+    again = GraphRAGIndex.load(url, llm=IndexConformance.model("graphrag"))
+    again.delete([d.id for d in CORPUS])
+    again.insert(CORPUS)
+    assert again.llm.usage.calls == 0 and again.llm.usage.cache_hits > 0
+    again.close()
+    rebuilt.close()
+
+
+def test_check_and_repair_read_a_database_index(postgres):
+    url = postgres.url()
+    index = naive(url)
+    index.store.db.execute("UPDATE chunks SET text = text || ' (edited)' WHERE id = (SELECT MIN(id) FROM chunks)")
+    found = check_index(url)
+    assert not found.ok and "do not match their checksum" in found.problems[0]
+    assert "nothing to rebuild" in repair_index(url).repaired[0]
+    index.close()
+
+
+def test_the_cli_indexes_queries_and_describes_a_database_index(postgres, corpus_folder, tmp_path, capsys):
+    from rhizome.rag.cli import main
+
+    url = postgres.url()
+    assert main(["index", str(corpus_folder), "--method", "graphrag", "--out", url, "--offline", "-q"]) == 0
+    assert main(["query", url, "Who keeps the lighthouse on Gull Island?", "--offline", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert any("island" in h["provenance"]["document_ids"][0] for h in hits)
+    assert main(["status", url]) == 0
+    assert "method: graphrag" in capsys.readouterr().out
+    assert main(["check", url]) == 0
+    assert main(["export", url, "--format", "jsonl", "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "entities.jsonl").exists()
+
+
+# -- the framework suites, once, on a database-backed index ----------------------------------------
+_FRAMEWORK: dict[str, Any] = {}
+"""The database-backed index the LangChain suite's properties hand out (set by ``graph_index``)."""
+
+
+@pytest.fixture(scope="module")
+def graph_index(postgres):
+    index = IndexConformance().build("graphrag", path=postgres.url("frameworks"))
+    _FRAMEWORK["index"] = index
+    yield index
+    index.close()
+
+
+@pytest.mark.usefixtures("graph_index")
+class TestLangChainStandardOnPostgres(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[RhizomeRetriever]:
+        return RhizomeRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"retriever": _FRAMEWORK["index"].as_retriever(mode="local"), "k": 2}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return QUERIES[0]
+
+
+async def test_llama_index_retriever_on_postgres(graph_index, tmp_path):
+    from llama_index.retrievers.rhizome import RhizomeRetriever as LlamaRetriever
+
+    retriever = LlamaRetriever.from_index(graph_index, similarity_top_k=3)
+    nodes = retriever.retrieve(QUERIES[1])
+    assert len(nodes) == 3
+    assert [n.node.node_id for n in await retriever.aretrieve(QUERIES[1])] == [n.node.node_id for n in nodes]
