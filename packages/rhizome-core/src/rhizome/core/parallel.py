@@ -41,6 +41,8 @@ from rhizome.core.errors import ConfigurationError
 from rhizome.core.progress import phase
 from rhizome.core.types import Chunk
 
+START_ATTEMPTS = 2
+"""Times a local Ray is started before its start-up error is raised."""
 TASKS_PER_WORKER = 4
 """Tasks an extraction is cut into per worker: small enough to balance the workers and to lose
 little when one is interrupted, large enough that Ray's per-task cost stays small."""
@@ -76,13 +78,27 @@ class RayWorkers:
         object.__setattr__(self, "hosts", tuple(h for h in self.hosts if h.strip()))
 
     def start(self) -> Any:
-        """Ray, started (local mode) or joined (``address``) on first use."""
+        """Ray, started (local mode) or joined (``address``) on first use. A local Ray whose
+        node does not come up in time (Ray gives it 30 s, which a busy machine can exceed) is
+        started once more before the error reaches the caller."""
         ray = _ray()
-        if not ray.is_initialized():
-            if self.address:
-                ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
-            else:
+        if ray.is_initialized():
+            return ray
+        if self.address:
+            ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+            return ray
+        for attempt in range(START_ATTEMPTS):
+            try:
                 ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+                return ray
+            except Exception as exc:  # Ray raises a bare Exception when its node times out
+                ray.shutdown()
+                if attempt + 1 == START_ATTEMPTS:
+                    raise ConfigurationError(
+                        f"a local Ray with {self.workers} workers did not start ({exc}); the machine may be "
+                        "too busy: try again, use fewer --workers, or join a running cluster with --ray-address"
+                    ) from exc
+                logging.getLogger(__name__).warning("local Ray did not start (%s); starting it again", exc)
         return ray
 
     def distribute(self, extractor: Any) -> DistributedExtractor:
