@@ -1,5 +1,7 @@
-"""The documentation runs as written: every Python block of README.md and docs/*.md is executed,
-offline, and every shell command that needs the environment says ``uv run rhizome``.
+"""The documentation runs as written: every Python block of README.md, docs/*.md and the README
+of every package and integration is executed, offline, and every shell command of README.md and
+docs/ that needs the environment says ``uv run rhizome`` (a package's README speaks to a pip
+user, for whom ``rhizome`` is on the PATH).
 
 A page's blocks run in order in one namespace, in a fresh folder holding ``my-docs/`` (three
 short documents), with ``OLLAMA_HOST`` pointing at the loopback stub of the Ollama API
@@ -19,6 +21,7 @@ from ollama_stub import OllamaStub
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PACKAGE_PAGES = [*sorted(ROOT.glob("packages/*/README.md")), *sorted(ROOT.glob("integrations/*/README.md"))]
 BLOCK = re.compile(r"(?:<!--\s*(?P<mark>[^>]*?)\s*-->\n)?```(?P<lang>\w*)\n(?P<code>.*?)^```", re.DOTALL | re.MULTILINE)
 MOST_NOT_RUN = 4
 """How many blocks in all may be marked not run (kept small on purpose)."""
@@ -63,7 +66,11 @@ def reader_folder(tmp_path, monkeypatch):
         yield tmp_path
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p)], ids=lambda p: p.name)
+def page_id(page: Path) -> str:
+    return page.name if page.parent in (ROOT, ROOT / "docs") else f"{page.parent.name}/{page.name}"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES + PACKAGE_PAGES if blocks(p)], ids=page_id)
 def test_every_python_block_runs(page, reader_folder):
     namespace: dict = {"__name__": f"docs.{page.stem}"}
     for line, mark, code in blocks(page):
@@ -77,7 +84,7 @@ def test_every_python_block_runs(page, reader_folder):
 
 
 def test_few_blocks_are_marked_not_run():
-    marked = [(p.name, line, mark) for p in PAGES for line, mark, _ in blocks(p) if not_run(mark)]
+    marked = [(p.name, line, mark) for p in PAGES + PACKAGE_PAGES for line, mark, _ in blocks(p) if not_run(mark)]
     assert len(marked) <= MOST_NOT_RUN, marked
 
 

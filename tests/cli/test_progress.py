@@ -8,7 +8,10 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from rhizome.core.progress import phase, reporting
+from rhizome.core.testing import CORPUS, IndexConformance, registered_methods
 from rhizome.rag.cli import main, sample_corpus
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -30,8 +33,15 @@ def test_an_offline_graph_index_prints_its_phases(tmp_path, capsys):
     assert shown == snapshot.read_text(encoding="utf-8"), "set RHIZOME_UPDATE_SNAPSHOTS=1 to accept a deliberate change"
 
 
+def test_the_summary_of_a_tree_index_counts_its_summary_nodes(tmp_path, capsys):
+    code = main(["index", str(sample_corpus()), "--method", "raptor", "--out", str(tmp_path / "r"), "--offline", "--no-cache"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert re.search(r"^  tree: \d+ summary nodes? in 1 level above the chunks$", out, re.MULTILINE), out
+    assert "  clustering (level 1): 18/18 nodes" in err and "  summarising clusters (level 1): " in err
+
+
 def test_the_library_reports_phases_to_a_callback_when_asked():
-    from rhizome.core.testing import CORPUS
     from rhizome.graphrag import GraphRAGIndex
 
     seen: list[tuple[str, int, int]] = []
@@ -43,9 +53,45 @@ def test_the_library_reports_phases_to_a_callback_when_asked():
     assert any(name.startswith("writing community reports") for name in last)
     assert all(done == total for done, total in last.values())
     index.delete(["storm"])
-    assert any(name.startswith("embedding graphrag_entities") for name, *_ in seen[len(last):])
+    assert any(name.startswith("embedding entities") for name, *_ in seen[len(last):])
     quiet = GraphRAGIndex(chunk_size=200, chunk_overlap=20)  # the default: nothing
     quiet.insert(CORPUS[:2])
+
+
+PHASE_LINE = re.compile(r"^  (?P<name>[^:]+): (?P<done>[\d,]+)/(?P<total>[\d,]+) \w+(?P<spent>, [\d,]+ model calls?, [\d,]+ tokens)? in [\d.]+ s$")
+STEPS = {  # what each method's run must show besides chunking and embedding (with a model)
+    "graphrag": ("extracting entities", "merging extractions", "clustering (hierarchical Leiden)", "writing community reports"),
+    "lightrag": ("extracting entities", "merging extractions"),
+    "hipporag": ("extracting triples (OpenIE)",),
+    "raptor": ("clustering (level 1)", "summarising clusters (level 1)", "embedding summaries (level 1)"),
+    "sprag": ("AutoContext titles and summaries of documents", "embedding chunks with their headers"),
+}
+SETTINGS = {"raptor": {"chunk_size": 16, "chunk_overlap": 0}}
+"""Small chunks, so the kit's eight short documents give RAPTOR enough leaves for a tree."""
+
+
+@pytest.mark.parametrize("method", registered_methods())
+def test_every_method_shows_its_steps_by_name_with_the_model_calls(method, capsys):
+    """With a (fake) chat model, every registered method's run shows one line per phase, named
+    for a person (no stage or collection names), the phases that call the model with their model
+    calls and tokens."""
+    index = IndexConformance().build(method, documents=[], progress=True, **SETTINGS.get(method, {}))
+    index.insert(CORPUS)
+    index.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == f"{method}: indexing 8 new or changed documents", lines
+    phases = {}
+    for line in lines[1:]:
+        found = PHASE_LINE.match(line)
+        assert found, f"not a phase line: {line!r}"
+        phases[found["name"]] = found
+    names = " | ".join(phases)
+    assert "chunking" in phases and any(n.startswith("embedding chunks") for n in phases), names
+    assert not any(re.search(r"[._]|\btexts\b", n) for n in phases), f"a phase named for the code, not a person: {names}"
+    for step in STEPS.get(method, ()):
+        assert any(n.startswith(step) for n in phases), f"{method}: no {step!r} phase in {names}"
+    if type(index).uses_llm:
+        assert any(p["spent"] for p in phases.values()), f"{method}: no phase shows its model calls: {lines}"
 
 
 class Terminal(io.StringIO):

@@ -182,6 +182,11 @@ def test_v2_falls_back_to_dense_retrieval_when_the_filter_keeps_no_fact(openie_f
     assert [h.id for h in result.hits] == [h.id for h in dense]
     assert {h.metadata["via"] for h in result.hits} == {"dense-fallback"}
     assert result.stats["facts_kept"] == 0 and result.stats["model_calls"] >= 1
+    assert result.notes == ["the v2 search had nothing to start its walk from (no fact of the graph was kept for this "
+                            "query): the hits are the passages nearest to the query"]
+    v1 = index.as_retriever(k=3, mode="v1").search("zebra quantum xylophone")
+    assert {h.metadata["via"] for h in v1.hits} == {"dense-fallback"}
+    assert v1.notes and "no entity the query names is in the graph" in v1.notes[0]
 
 
 def test_the_filter_keeps_only_candidates_and_at_most_keep_facts(openie_file):

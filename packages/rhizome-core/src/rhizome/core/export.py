@@ -218,8 +218,9 @@ def write_graphml(graph: Any, path: str | Path) -> Path:
 
     if not graph.number_of_nodes():
         raise InvalidInputError(
-            "this index holds no entity graph to write as GraphML (its method keeps passages only); "
-            "export --format parquet or jsonl for its documents and chunks"
+            "this index holds no entity graph to write as GraphML (its method keeps passages, and a "
+            "tree of summaries for RAPTOR, not entities and relations); export --format parquet or jsonl "
+            "for its documents, chunks and summary nodes (the communities table, with level and children)"
         )
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

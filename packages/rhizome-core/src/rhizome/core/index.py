@@ -493,12 +493,13 @@ class BaseIndex:
                 f"{dimension}; use the embedder the index was built with"
             )
 
-    async def embed_changed(self, collection: str, texts: Mapping[str, str]) -> VectorBatch:
+    async def embed_changed(self, collection: str, texts: Mapping[str, str], what: str | None = None) -> VectorBatch:
         """Vectors for the ``texts`` (by id) whose stored vector in ``collection`` was made from
-        other text or is missing: only what changed is embedded again."""
+        other text or is missing: only what changed is embedded again (the progress phase
+        ``embedding <what>``, by default the collection's name)."""
         held = self.store.vector_digests(collection, texts)
         ids = [key for key, text in texts.items() if held.get(key) != text_digest(text)]
-        vectors = await self.embed([texts[i] for i in ids], what=collection) if ids else None
+        vectors = await self.embed([texts[i] for i in ids], what=what or collection) if ids else None
         return VectorBatch(collection, ids, vectors, [text_digest(texts[i]) for i in ids])
 
     @property

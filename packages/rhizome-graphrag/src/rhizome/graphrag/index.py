@@ -197,7 +197,7 @@ class GraphRAGIndex(BaseIndex):
                 else:  # until the rebuild pays for a summary
                     record.description = extractive_summary(fragments, self.summarizer.max_tokens)
 
-        plan.vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in plan.entities.items()})
+        plan.vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in plan.entities.items()}, what="entities")
         touched = touched_entities | {x for rid in touched_relations for x in (graph.relations[rid].source, graph.relations[rid].target)}
         plan.dropped, plan.changed = prune_groups(graph.communities, touched)
         for key, value in {
@@ -297,11 +297,12 @@ class GraphRAGIndex(BaseIndex):
         graph.communities = reports
 
         # embeddings of what a search would now see differently
-        entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()})
+        entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
         community_vectors = [
             await self.embed_changed(
                 self.communities.collection(level),
                 {k: self._community_text(c, graph) for k, c in reports.items() if c.level == level},
+                what=f"community reports (level {level})",
             )
             for level in sorted({c.level for c in reports.values()})
         ]

@@ -174,7 +174,12 @@ class HippoRAGRetriever(BaseRetriever):
         stats["seed_phrases"] = len(seeds)
         if not seeds:  # naive mode, or nothing to start a walk from: dense retrieval
             via = "dense" if self.mode == "naive" else "dense-fallback"
-            return Retrieval(query=query, hits=chunk_hits(index, dense[:k], via=via), stats=stats)
+            notes = [] if self.mode == "naive" else [
+                f"the {self.mode} search had nothing to start its walk from ("
+                + ("no fact of the graph was kept for this query" if self.mode == "v2" else "no entity the query names is in the graph")
+                + "): the hits are the passages nearest to the query"
+            ]
+            return Retrieval(query=query, hits=chunk_hits(index, dense[:k], via=via), stats=stats, notes=notes)
         graph = index.graph(passage_nodes=self.mode == "v2")
         ranked = rank_passages(
             graph, seeds, dense, passage_seed=self.passage_seed, damping=self.damping,

@@ -34,6 +34,7 @@ from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.extraction.schema import clean_name, entity_key
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
+from rhizome.core.progress import phase
 from rhizome.core.resolution import (
     EntityResolver,
     Known,
@@ -273,7 +274,7 @@ class LightRAGIndex(BaseIndex):
             unknown = [it for it in ordered if it.key not in known]
             matrix = None
             if unknown:
-                embedded = await self.embed([it.name for it in unknown])
+                embedded = await self.embed([it.name for it in unknown], what="entity names")
                 vectors = {it.key: embedded[i] for i, it in enumerate(unknown)}
                 matrix = np.zeros((len(ordered), embedded.shape[1]), dtype=np.float32)
                 for i, it in enumerate(ordered):
@@ -352,21 +353,23 @@ class LightRAGIndex(BaseIndex):
                         fold_relation(relation, x, chunk_id)
             relations[rid] = relation
         # fold the new records onto the stored profiles
-        for _, record in records:
-            for m in record.entities:
-                entity = entities.get(m.id)
-                if entity is None:
-                    entity = copy_entity(before_e[m.id]) if m.id in before_e else new_entity(m.id, m.name)
-                    entities[m.id] = entity
-                entity.name = entity.name or m.name
-                fold_entity(entity, m, record.chunk_id)
-            for x in record.relations:
-                rid = relation_id_for(x.source_id, x.target_id)
-                relation = relations.get(rid)
-                if relation is None:
-                    relation = copy_relation(before_r[rid]) if rid in before_r else new_relation(pair_id(x.source_id, x.target_id))
-                    relations[rid] = relation
-                fold_relation(relation, x, record.chunk_id)
+        with phase("merging extractions", len(records), "chunk") as step:
+            for _, record in records:
+                for m in record.entities:
+                    entity = entities.get(m.id)
+                    if entity is None:
+                        entity = copy_entity(before_e[m.id]) if m.id in before_e else new_entity(m.id, m.name)
+                        entities[m.id] = entity
+                    entity.name = entity.name or m.name
+                    fold_entity(entity, m, record.chunk_id)
+                for x in record.relations:
+                    rid = relation_id_for(x.source_id, x.target_id)
+                    relation = relations.get(rid)
+                    if relation is None:
+                        relation = copy_relation(before_r[rid]) if rid in before_r else new_relation(pair_id(x.source_id, x.target_id))
+                        relations[rid] = relation
+                    fold_relation(relation, x, record.chunk_id)
+                step.advance()
 
         # settle: deletions, descriptions, what changed
         jobs: list[tuple[Any, str, list[str]]] = []
@@ -432,16 +435,16 @@ class LightRAGIndex(BaseIndex):
             if text != old_text or rel.source in renamed or rel.target in renamed:
                 embed_r.append((rid, text))
         if embed_e:
-            plan.entity_vectors = ([e.id for e in embed_e], await self.embed([entity_text(e) for e in embed_e]))
+            plan.entity_vectors = ([e.id for e in embed_e], await self.embed([entity_text(e) for e in embed_e], what="entities"))
         if embed_r:
-            plan.relation_vectors = ([r for r, _ in embed_r], await self.embed([t for _, t in embed_r]))
+            plan.relation_vectors = ([r for r, _ in embed_r], await self.embed([t for _, t in embed_r], what="relations"))
         if renamed:
             ordered = sorted(renamed)
             todo = [plan.entities[e].name for e in ordered]
             known = {e: name_vectors[entity_key(plan.entities[e].name)] for e in ordered if entity_key(plan.entities[e].name) in name_vectors}
             rest = [e for e in ordered if e not in known]
             if rest:
-                fresh = await self.embed([plan.entities[e].name for e in rest])
+                fresh = await self.embed([plan.entities[e].name for e in rest], what="entity names")
                 known.update({e: fresh[i] for i, e in enumerate(rest)})
             plan.name_vectors = (ordered, np.vstack([known[e] for e in ordered]) if todo else None)
         for key, value in {

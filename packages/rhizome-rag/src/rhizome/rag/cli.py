@@ -189,6 +189,8 @@ def _print_summary(args: argparse.Namespace, report: Any, removed: Any, totals: 
         communities = (f", {plural(totals['communities'], 'community', 'communities')} in {plural(totals['levels'], 'level')}"
                        if totals["communities"] else "")
         _say(args, f"  graph: {plural(totals['entities'], 'entity', 'entities')}, {plural(totals['relations'], 'relation')}{communities}")
+    elif totals["communities"]:  # a tree of summaries over the chunks (RAPTOR)
+        _say(args, f"  tree: {plural(totals['communities'], 'summary node')} in {plural(totals['levels'], 'level')} above the chunks")
     _say(args, f"  models: {plural(stats.get('model_calls', 0), 'chat call')} ({stats.get('prompt_tokens', 0):,} prompt + "
                f"{stats.get('completion_tokens', 0):,} completion tokens), {plural(stats.get('embedded_texts', 0), 'text')} embedded, "
                f"{plural(stats.get('cache_hits', 0), 'answer')} from the cache")

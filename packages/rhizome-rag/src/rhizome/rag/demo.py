@@ -53,8 +53,10 @@ def describe(method: str, contents: Any) -> list[str]:
     if not contents.entities and not contents.communities:
         return [f"{method}: passages and their vectors only (no graph)"]
     if not contents.entities:  # a tree of summaries over the passages (RAPTOR)
+        from rhizome.core.cli import plural
+
         counts = contents.summary()
-        lines = [f"{method}: {counts['communities']} summary nodes in {counts['levels']} levels above the passages"]
+        lines = [f"{method}: {plural(counts['communities'], 'summary node')} in {plural(counts['levels'], 'level')} above the passages"]
         for c in sorted(contents.communities, key=lambda c: (-c.level, -len(c.entity_ids), c.id))[:2]:
             lines.append(f"  level {c.level} ({len(c.entity_ids)} passages): {short(c.summary or c.title, 80)}")
         return lines

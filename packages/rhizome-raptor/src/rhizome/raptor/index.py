@@ -46,6 +46,7 @@ from rhizome.core.hierarchy import (
 from rhizome.core.index import ModeInfo, Stats, VectorBatch
 from rhizome.core.models.budget import fit
 from rhizome.core.naive import VectorIndex, VectorRetriever
+from rhizome.core.progress import phase
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
 from rhizome.core.summarize import extractive_summary
@@ -215,7 +216,9 @@ class RaptorIndex(VectorIndex):
     async def _grow(self, level: int, below: _Layer, tree: dict[str, Community], batches: list[VectorBatch], counts: dict[str, int]) -> dict[str, Community]:
         """Layers from ``level`` up, built from scratch over ``below``, added to ``tree``."""
         while level <= self.config.max_layers and len(below.ids) > self.config.reduction_dimension + 1:
-            clusters = await asyncio.to_thread(cluster, below.vectors, below.tokens, self.cluster_token_limit(), self.settings)
+            with phase(f"clustering (level {level})", len(below.ids), "node") as step:
+                clusters = await asyncio.to_thread(cluster, below.vectors, below.tokens, self.cluster_token_limit(), self.settings)
+                step.advance(len(below.ids))
             groups = [self._group(level, [below.ids[i] for i in members], below) for members in clusters]
             done = await self._summarise(level, groups, below, batches, counts)
             tree.update(done)
@@ -287,7 +290,8 @@ class RaptorIndex(VectorIndex):
             texts = [t for _, t in pack(group.children, budget, lambda c: below.texts[c], overhead=2)]
             return GroupInput(group=group, text="\n\n".join(texts), extra={"texts": texts})
 
-        summarizer = GroupSummarizer(self.store, STAGE, build_input=build_input, write=self.writer.awrite, identity=self.writer.identity)
+        summarizer = GroupSummarizer(self.store, STAGE, build_input=build_input, write=self.writer.awrite,
+                                     identity=self.writer.identity, label="summarising clusters")
         done, n = await summarizer.asummarize(groups)
         counts["written"] += n["written"]
         counts["reused"] += n["reused"]
@@ -299,7 +303,7 @@ class RaptorIndex(VectorIndex):
     async def _layer(self, level: int, groups: list[Community], batches: list[VectorBatch]) -> _Layer:
         """The nodes of layer ``level`` with their vectors (embedding the summaries that changed)."""
         texts = {g.id: g.summary for g in groups}
-        batch = await self.embed_changed(self.tree.collection(level), texts)
+        batch = await self.embed_changed(self.tree.collection(level), texts, what=f"summaries (level {level})")
         batches.append(batch)
         fresh = dict(zip(batch.ids, batch.vectors if batch.ids else []))
         held = [key for key in texts if key not in fresh]

@@ -123,7 +123,7 @@ async def document_contexts(index: Any, batch: list[tuple[Document, list[Chunk]]
             contexts[doc.id].summary = lead(doc.text, config.lead_sentences, config.summary_max_tokens)
         if index.llm is not None and (config.document_summary or (config.generated_title and not given[doc.id])):
             jobs[doc.id] = asker.job(partial(document_prompt, title=given[doc.id]), doc.text, given[doc.id])
-    for doc_id, answer in (await asker.run(jobs, stats)).items():
+    for doc_id, answer in (await asker.run(jobs, stats, "AutoContext titles and summaries of documents")).items():
         if config.generated_title and not given[doc_id] and answer.title.strip():
             contexts[doc_id].title = " ".join(answer.title.split())
         if config.document_summary and answer.summary.strip():
@@ -139,7 +139,7 @@ async def document_contexts(index: Any, batch: list[tuple[Document, list[Chunk]]
                 if index.llm is not None:
                     prompt = partial(section_prompt, title=heading, document=context.title)
                     jobs[f"{doc.id}\x1f{i}"] = asker.job(prompt, text, heading, context.title)
-        for key, answer in (await asker.run(jobs, stats)).items():
+        for key, answer in (await asker.run(jobs, stats, "AutoContext summaries of sections")).items():
             doc_id, i = key.split("\x1f")
             section = contexts[doc_id].sections[int(i)]
             if not section.title and answer.title.strip():
@@ -178,10 +178,10 @@ class _Asker:
 
         return digest(STAGE, PROMPT_VERSION, self.llm.name, message, *inputs), call
 
-    async def run(self, jobs: dict[str, tuple[str, Any]], stats: dict[str, Any]) -> dict[str, ContextAnswer]:
+    async def run(self, jobs: dict[str, tuple[str, Any]], stats: dict[str, Any], label: str) -> dict[str, ContextAnswer]:
         if not jobs:
             return {}
-        answers, written = await arun_stage(self.store, STAGE, jobs)
+        answers, written = await arun_stage(self.store, STAGE, jobs, label=label)
         stats["contexts_written"] = stats.get("contexts_written", 0) + written
         return {key: ContextAnswer.model_validate(value) for key, value in answers.items()}
 

@@ -55,7 +55,7 @@ class SpRAGIndex(BaseIndex):
         contexts = await document_contexts(self, batch, stats)
         texts = {c.id: embedding_text(ctx.header(c.index), c) for ctx, (_, chunks) in zip(contexts, batch) for c in chunks}
         stats["chunks_embedded"] = stats.get("chunks_embedded", 0) + len(texts)
-        return contexts, list(texts), await self.embed(list(texts.values()))
+        return contexts, list(texts), await self.embed(list(texts.values()), what="chunks with their headers")
 
     def _write(self, db: Any, batch: Batch, prepared: tuple[list[DocumentContext], list[str], Any]) -> None:
         contexts, ids, vectors = prepared
