@@ -6,6 +6,11 @@ retrieval, what the index embeds and costs, and personalized PageRank latency.
     measured on, next to dense retrieval with the same embedder and passages (the harness's
     retrieval suite with retriever options, one index per method): musique-dev with the
     imported GPT-3.5 OpenIE triples, hotpotqa-100 with offline extraction.
+``proxy``
+    The harness's medical answer-context proxy (graphrag-bench-medical, 2,000-token budget) for
+    the same variants next to dense retrieval: the defaults' dense lead puts dense retrieval's
+    first two passages first, and two 1,200-token chunks fill the budget, so the variants
+    without the lead show what the walk itself brings.
 ``cost``
     Index time excluding the model on musique-dev (imported triples, the hashing embedder so
     that only our own CPU time counts): seconds, graph size, and the texts embedded per kind
@@ -19,6 +24,7 @@ retrieval, what the index embeds and costs, and personalized PageRank latency.
     .venv-bench/bin/python -m benchmarks.hipporag recall --data musique --embed minilm --write-docs
     .venv-bench/bin/python -m benchmarks.hipporag recall --data hotpotqa --embed minilm --write-docs
     uv run python -m benchmarks.hipporag recall --data hotpotqa --embed hashing --write-docs
+    uv run python -m benchmarks.hipporag proxy --write-docs
     uv run python -m benchmarks.hipporag cost --write-docs
     uv run python -m benchmarks.hipporag latency --write-docs        # --sizes 10000 for a quick run
 
@@ -62,6 +68,13 @@ def recall(dataset: str, embed: str) -> tuple[dict[str, Any], str]:
     python = "uv run python" if embed == "hashing" else ".venv-bench/bin/python"
     result["command"] = f"{python} -m benchmarks.hipporag recall --data {dataset} --embed {embed}"
     return result, harness.retrieval_table(result)
+
+
+def proxy(embed: str) -> tuple[dict[str, Any], str]:
+    result = asyncio.run(harness.proxy([harness.DENSE, *VARIANTS], embed))
+    python = "uv run python" if embed == "hashing" else ".venv-bench/bin/python"
+    result["command"] = f"{python} -m benchmarks.hipporag proxy --embed {embed}"
+    return result, f"{harness.proxy_table(result)}\n\nReproduce: `{result['command']}`"
 
 
 def cost() -> tuple[dict[str, Any], str]:
@@ -166,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", choices=sorted(harness.DATASETS), default="musique")
     p.add_argument("--embed", default="hashing")
     p.add_argument("--write-docs", action="store_true")
+    p = sub.add_parser("proxy")
+    p.add_argument("--embed", default="hashing")
+    p.add_argument("--write-docs", action="store_true")
     p = sub.add_parser("cost")
     p.add_argument("--write-docs", action="store_true")
     p = sub.add_parser("latency")
@@ -175,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.part == "recall":
         result, table = recall(args.data, args.embed)
         name, title = f"hipporag-recall-{args.data}-{args.embed}", f"HippoRAG recall: {harness.DATASETS[args.data]} ({args.embed})"
+    elif args.part == "proxy":
+        (result, table), name = proxy(args.embed), f"hipporag-proxy-{args.embed}"
+        title = f"HippoRAG answer-context proxy: graphrag-bench-medical ({args.embed})"
     elif args.part == "cost":
         (result, table), name, title = cost(), "hipporag-cost", "HippoRAG index cost"
     else:
