@@ -55,6 +55,24 @@ def publish(name: str, title: str, result: dict, table: str, write_docs: bool) -
         write_section(name, title, table)
 
 
+def merge_rows(saved: Path, new: dict) -> dict:
+    """``new``'s rows added to the results saved at ``saved``: rows of the methods ``new`` ran
+    replace theirs, every other row is kept, in the saved order, the new methods' rows after.
+    The run's settings (data, questions, budget...) must be the saved run's."""
+    if not saved.exists():
+        return new
+    old = json.loads(saved.read_text(encoding="utf-8"))
+    settings = {k: v for k, v in new.items() if k != "rows"}
+    if settings != {k: v for k, v in old.items() if k != "rows"}:
+        raise SystemExit(f"--add: this run's settings differ from {saved.name}'s; run every method instead")
+
+    def method(row: dict) -> str:
+        return row.get("method") or row["system"].split(":")[0].split(" ")[0]
+
+    ran = {method(r) for r in new["rows"]}
+    return {**old, "rows": [r for r in old["rows"] if method(r) not in ran] + new["rows"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["compare"]:
@@ -72,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name)
         p.add_argument("--methods", nargs="*", help=f"methods to run (default: all installed: {', '.join(available_methods())})")
         p.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
+        if name != "retrieval":
+            p.add_argument("--add", action="store_true",
+                           help="merge these methods' rows into the saved results (replacing theirs) instead of "
+                                "replacing the whole table, so a method joins a published table without re-running the others")
         if name in ("retrieval", "proxy"):
             p.add_argument("--embed", default="hashing", help="hashing (offline) or minilm (needs benchmarks/setup.sh)")
             p.add_argument("--limit", type=int, help="number of questions (default: all)")
@@ -125,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         result = harness.scale(methods, args.sizes)
         variant = "offline"
         table, title = harness.scale_table(result), "Speed and scale"
+    if getattr(args, "add", False):
+        result = merge_rows(RESULTS / f"{args.suite}-{variant}.json", result)
+        table = {"proxy": harness.proxy_table, "cost": harness.cost_table, "scale": harness.scale_table}[args.suite](result)
     save(f"{args.suite}-{variant}", result)
     print(table)
     if args.write_docs:

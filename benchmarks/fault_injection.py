@@ -55,9 +55,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kills", type=int, default=15, help="kill points per method and operation")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--add", action="store_true", help="merge these methods' cases into the saved results (replacing theirs)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     outcomes = run(args.methods, args.kills, args.seed)
+    seconds = f"{time.perf_counter() - start:.0f} s"
+    methods = list(args.methods)
+    if args.add and (RESULTS / "faults.json").exists():
+        saved = [faults.Outcome(**o) for o in json.loads((RESULTS / "faults.json").read_text(encoding="utf-8"))]
+        kept = [o for o in saved if o.method not in methods]
+        seconds += f" for {', '.join(methods)} (the others: an earlier run with the same settings)"
+        methods = sorted({o.method for o in kept} | set(methods))
+        outcomes = kept + outcomes
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "faults.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=2), encoding="utf-8")
     body = (
@@ -66,8 +75,8 @@ def main(argv: list[str] | None = None) -> None:
         f"written ({args.kills} points per method and operation, drawn with seed {args.seed} from every such point), "
         f"then runs the call again and compares every table with a clean build; \"held\" also needs 0 model answers paid "
         f"twice. Damaged files: each case on a fresh index, held when results stay correct or a typed error names the "
-        f"file (and `rhizome check` flags the damage). {time.perf_counter() - start:.0f} s. Reproduce: "
-        f"`uv run python -m benchmarks.fault_injection --kills {args.kills}`\n\n{table(outcomes, args.methods)}"
+        f"file (and `rhizome check` flags the damage). {seconds}. Reproduce: "
+        f"`uv run python -m benchmarks.fault_injection --kills {args.kills}`\n\n{table(outcomes, methods)}"
     )
     print(body)
     if args.write_docs:

@@ -6,10 +6,20 @@ retrieval, what the index embeds and costs, and personalized PageRank latency.
     measured on, next to dense retrieval with the same embedder and passages (the harness's
     retrieval suite with retriever options, one index per method): musique-dev with the
     imported GPT-3.5 OpenIE triples, hotpotqa-100 with offline extraction.
+``proxy``
+    The harness's medical answer-context proxy (graphrag-bench-medical, 2,000-token budget) for
+    the same variants next to dense retrieval: the defaults' dense lead puts dense retrieval's
+    first two passages first, and two 1,200-token chunks fill the budget, so the variants
+    without the lead show what the walk itself brings.
 ``cost``
     Index time excluding the model on musique-dev (imported triples, the hashing embedder so
     that only our own CPU time counts): seconds, graph size, and the texts embedded per kind
     against dense retrieval (which embeds the passages only).
+``query-cost``
+    Model calls and tokens per question of v1 and v2 on musique-dev (imported triples, hashing
+    embedder, all 47 questions), counted by ``CountingChatModel`` around a fake that keeps the
+    first four candidate facts in v2's filter (the harness's schema fake writes no valid triple,
+    so in its cost suite v2 finds no fact and costs no call).
 ``latency``
     Personalized PageRank at 10k, 100k and 1M phrase nodes on synthetic graphs shaped like
     musique-dev's (per phrase: 0.1 passages, 0.9 facts, 0.6 synonymy edges; each phrase in
@@ -19,7 +29,9 @@ retrieval, what the index embeds and costs, and personalized PageRank latency.
     .venv-bench/bin/python -m benchmarks.hipporag recall --data musique --embed minilm --write-docs
     .venv-bench/bin/python -m benchmarks.hipporag recall --data hotpotqa --embed minilm --write-docs
     uv run python -m benchmarks.hipporag recall --data hotpotqa --embed hashing --write-docs
+    uv run python -m benchmarks.hipporag proxy --write-docs
     uv run python -m benchmarks.hipporag cost --write-docs
+    uv run python -m benchmarks.hipporag query-cost --write-docs
     uv run python -m benchmarks.hipporag latency --write-docs        # --sizes 10000 for a quick run
 
 Each part writes benchmarks/results/hipporag-<part>[-<data>-<embed>].json.
@@ -29,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import resource
 import statistics
 import sys
@@ -42,6 +55,8 @@ from benchmarks.__main__ import publish
 from benchmarks.systems import System
 from rhizome.core import HashingEmbedder
 from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.models.counting import CountingChatModel
+from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 from rhizome.hipporag import HippoRAGIndex
 
 NO_LEAD = (("dense_lead", 0),)
@@ -62,6 +77,49 @@ def recall(dataset: str, embed: str) -> tuple[dict[str, Any], str]:
     python = "uv run python" if embed == "hashing" else ".venv-bench/bin/python"
     result["command"] = f"{python} -m benchmarks.hipporag recall --data {dataset} --embed {embed}"
     return result, harness.retrieval_table(result)
+
+
+def proxy(embed: str) -> tuple[dict[str, Any], str]:
+    result = asyncio.run(harness.proxy([harness.DENSE, *VARIANTS], embed))
+    python = "uv run python" if embed == "hashing" else ".venv-bench/bin/python"
+    result["command"] = f"{python} -m benchmarks.hipporag proxy --embed {embed}"
+    return result, f"{harness.proxy_table(result)}\n\nReproduce: `{result['command']}`"
+
+
+def keep_four(messages: list[dict[str, str]], schema: Any) -> Any:
+    """The filter keeps the first four candidates; other calls (query NER) get the schema fake's answer."""
+    if "facts" in (schema or {}).get("properties", {}):
+        lines = [line for line in messages[-1]["content"].splitlines() if line.startswith("[")]
+        return {"facts": [json.loads(line) for line in lines][:4]}
+    return SchemaResponder()(messages, schema)
+
+
+def query_cost() -> tuple[dict[str, Any], str]:
+    documents, questions = data.musique()
+    llm = CountingChatModel(FakeChatModel(keep_four))
+    index = HippoRAGIndex(HashingEmbedder(), llm=llm, extraction=f"openie:{data.musique_openie()}", cache=False)
+    index.insert(documents)
+    rows = []
+    for mode in ("v2", "v1"):
+        llm.reset()
+        retriever = index.as_retriever(k=harness.HITS, mode=mode)
+        kept = [retriever.search(q.question).stats.get("facts_kept", 0) for q in questions]
+        usage = llm.usage.snapshot()
+        n = len(questions)
+        rows.append({"mode": mode, "calls": round(usage["calls"] / n, 2), "prompt_tokens": round(usage["prompt_tokens"] / n),
+                     "completion_tokens": round(usage["completion_tokens"] / n), "facts_kept": round(statistics.fmean(kept), 2)})
+    index.close()
+    result = {"data": "musique-dev", "questions": len(questions), "model": "CountingChatModel(FakeChatModel(keep_four))", "rows": rows,
+              "command": "uv run python -m benchmarks.hipporag query-cost"}
+    table = "\n".join([
+        f"musique-dev, {len(questions)} questions, imported GPT-3.5 triples, hashing embedder; the fake filter keeps the first "
+        f"four candidate facts; completions are the fake's. Reproduce: `{result['command']}`",
+        "",
+        "| mode | model calls / question | prompt tokens / question | completion tokens / question | facts kept |",
+        "|---|---|---|---|---|",
+        *[f"| {r['mode']} | {r['calls']} | {r['prompt_tokens']:,} | {r['completion_tokens']:,} | {r['facts_kept'] if r['mode'] == 'v2' else '–'} |" for r in rows],
+    ])
+    return result, table
 
 
 def cost() -> tuple[dict[str, Any], str]:
@@ -166,7 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", choices=sorted(harness.DATASETS), default="musique")
     p.add_argument("--embed", default="hashing")
     p.add_argument("--write-docs", action="store_true")
+    p = sub.add_parser("proxy")
+    p.add_argument("--embed", default="hashing")
+    p.add_argument("--write-docs", action="store_true")
     p = sub.add_parser("cost")
+    p.add_argument("--write-docs", action="store_true")
+    p = sub.add_parser("query-cost")
     p.add_argument("--write-docs", action="store_true")
     p = sub.add_parser("latency")
     p.add_argument("--sizes", type=int, nargs="+", default=SIZES)
@@ -175,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.part == "recall":
         result, table = recall(args.data, args.embed)
         name, title = f"hipporag-recall-{args.data}-{args.embed}", f"HippoRAG recall: {harness.DATASETS[args.data]} ({args.embed})"
+    elif args.part == "proxy":
+        (result, table), name = proxy(args.embed), f"hipporag-proxy-{args.embed}"
+        title = f"HippoRAG answer-context proxy: graphrag-bench-medical ({args.embed})"
+    elif args.part == "query-cost":
+        (result, table), name, title = query_cost(), "hipporag-query-cost", "HippoRAG model calls per question"
     elif args.part == "cost":
         (result, table), name, title = cost(), "hipporag-cost", "HippoRAG index cost"
     else:

@@ -36,6 +36,7 @@ from benchmarks.systems import index_class
 from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.models.fake import SchemaResponder
 from rhizome.core.models.ollama import OllamaChatModel
+from rhizome.core.testing import registered_methods
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the test suite's stub
 from ollama_stub import OllamaStub, StubError  # noqa: E402
@@ -138,14 +139,19 @@ def table(results: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.robustness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--methods", nargs="*", default=["lightrag", "graphrag"])
+    parser.add_argument("--methods", nargs="*", help="default: every installed method that uses a chat model")
+    parser.add_argument("--add", action="store_true", help="merge these methods' rows into the saved results of the same rates (replacing theirs)")
     parser.add_argument("--invalid", type=float, default=0.05)
     parser.add_argument("--busy", type=float, default=0.10)
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
-    results = [run(m, args.invalid, args.busy) for m in args.methods]
+    methods = args.methods or [m for m in registered_methods() if index_class(m).uses_llm]
+    results = [run(m, args.invalid, args.busy) for m in methods]
     RESULTS.mkdir(exist_ok=True)
     name = f"robustness-{int(args.invalid * 100)}-{int(args.busy * 100)}"
+    if args.add and (RESULTS / f"{name}.json").exists():
+        saved = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+        results = [r for r in saved if r["method"] not in methods] + results
     (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     body = (
         f"994 hotpotqa-100 passages through the loopback Ollama stub answering {args.invalid:.0%} of chat requests with "

@@ -173,3 +173,23 @@ async def test_imported_openie_reaches_every_graph_method(tmp_path, monkeypatch)
     assert rows["naive"]["baseline"] and not rows["lightrag:mix"]["baseline"]  # the dense baseline runs unasked
     wlt = rows["lightrag:mix"]["vs_dense"]["recall@5"]
     assert sum(wlt.values()) == len(questions)
+
+
+def test_add_merges_one_methods_rows_into_a_saved_table(tmp_path):
+    from benchmarks.__main__ import merge_rows
+
+    saved = tmp_path / "proxy-hashing.json"
+    settings = {"suite": "proxy", "embedder": "hashing", "questions": 10}
+    rows = [{"system": "naive", "all": 0.5}, {"system": "hipporag:v2", "all": 0.1}, {"system": "lightrag:local", "all": 0.4}]
+    saved.write_text(json.dumps({**settings, "rows": rows}))
+    new = {**settings, "rows": [{"system": "hipporag:v2", "all": 0.6}, {"system": "hipporag:v2 (walk ranks all)", "all": 0.7}]}
+    merged = merge_rows(saved, new)
+    assert [r["system"] for r in merged["rows"]] == ["naive", "lightrag:local", "hipporag:v2", "hipporag:v2 (walk ranks all)"]
+    assert merged["rows"][2]["all"] == 0.6
+    scale = {"suite": "scale", "rows": [{"method": "naive", "size": 1000}, {"method": "raptor", "size": 1000}]}
+    saved.write_text(json.dumps(scale))
+    assert merge_rows(saved, {"suite": "scale", "rows": [{"method": "raptor", "size": 2000}]})["rows"] == [
+        {"method": "naive", "size": 1000}, {"method": "raptor", "size": 2000}]
+    with pytest.raises(SystemExit, match="settings differ"):  # another run's settings: not merged
+        merge_rows(saved, {"suite": "scale", "questions": 5, "rows": []})
+    assert merge_rows(tmp_path / "none.json", new) == new

@@ -14,4 +14,4 @@ class TestEveryMethod(IndexConformance):
 
 
 def test_the_kit_covers_the_methods_we_ship():
-    assert {"naive", "graphrag", "lightrag", "hipporag", "sprag"} <= set(registered_methods())
+    assert {"naive", "graphrag", "lightrag", "hipporag", "raptor", "sprag"} <= set(registered_methods())

@@ -202,6 +202,28 @@ def test_the_filter_keeps_only_candidates_and_at_most_keep_facts(openie_file):
     assert set(hits[0].metadata["seed_phrases"]) == {"Marie Curie", "Warsaw"}
 
 
+def test_the_filter_keeps_at_most_four_of_five_candidates(openie_file):
+    every = [list(f) for d in OPENIE["docs"] for f in d["extracted_triples"]]  # five facts
+    asked: list[str] = []
+
+    def respond(messages, schema):
+        props = (schema or {}).get("properties", {})
+        if "facts" in props:
+            asked.append(messages[-1]["content"])
+            return {"facts": every[::-1]}  # the model keeps all five, last first
+        return {"named_entities": []}
+
+    index = imported(openie_file, llm=FakeChatModel(respond))
+    index.insert([Document(id="p4", text=OPENIE["docs"][3]["passage"])])
+    retriever = index.as_retriever(k=4, mode="v2", entity_seeds=False)
+    result = retriever.search("Where did Pierre Curie marry Marie Curie?")
+    assert result.stats["facts_kept"] == 4  # of the five fact_k candidates the model kept
+    kept = [" ".join(f) for f in every[::-1][:4]]
+    assert result.hits[0].metadata["facts"] == kept  # the model's order, cut at keep_facts
+    assert index.as_retriever(k=4, mode="v2", entity_seeds=False, keep_facts=2).search("Where did Pierre Curie marry?").stats["facts_kept"] == 2
+    assert "at most 4" in asked[0] and "at most 2" in asked[1]  # the prompt says how many to keep
+
+
 def test_model_openie_asks_for_entities_then_triples():
     calls = []
 

@@ -126,6 +126,9 @@ def check_segments(index: Any, hits: list[Any]) -> None:
         chunks = index.store.chunks(hit.provenance.chunk_ids)
         assert hit.text == joined([chunks[c] for c in hit.provenance.chunk_ids])
         assert (hit.metadata["start"], hit.metadata["end"]) == (chunks[f"{doc}:{start}"].start, chunks[f"{doc}:{end - 1}"].end)
+        spans = hit.provenance.spans  # the character span of the segment, chunk by chunk, in provenance
+        assert [s.chunk_id for s in spans] == hit.provenance.chunk_ids and {s.document_id for s in spans} == {doc}
+        assert (spans[0].start, spans[-1].end) == (hit.metadata["start"], hit.metadata["end"])
         assert not held & set(hit.provenance.chunk_ids)
         held |= set(hit.provenance.chunk_ids)
 
