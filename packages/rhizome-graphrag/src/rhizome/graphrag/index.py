@@ -29,6 +29,7 @@ the reports again.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -398,6 +399,7 @@ class GraphRAGIndex(BaseIndex):
           the kept children's reports;
         - only changed entities and communities are embedded again.
         """
+        clock = _Steps()
         chunk_ids = self._stored_order(set(self.unmerged.keys()))
         new = list(self.extractions.get(chunk_ids).values())
         ids_e, ids_r = merge_extractions(new)
@@ -429,6 +431,7 @@ class GraphRAGIndex(BaseIndex):
             records[key].description = text
         entities = {k: e for k, e in entities.items() if e != held_e.get(k)}
         relations = {k: r for k, r in relations.items() if r != held_r.get(k)}
+        clock.mark("merge")
 
         # the structure: the whole weighted graph, clustered again only around what changed
         def shown(e: Entity) -> tuple[str, str, str]:
@@ -443,6 +446,7 @@ class GraphRAGIndex(BaseIndex):
         entity_ids = set(self.entity_table.keys()) | set(entities)
         weighted = weighted_graph(all_relations.values(), entity_ids)
         old = self.communities.all()
+        clock.mark("load")
         c = self.config
         structure, info = recluster_hierarchy(
             weighted, old, touched, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels
@@ -453,9 +457,11 @@ class GraphRAGIndex(BaseIndex):
             structure = cluster_hierarchy(weighted, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels)
             modularity = _modularity(weighted, structure)
             stats["recluster"] = "full"
+            info["kept_ids"] = ()  # communities kept only by id; reports reused by digest
         else:
             stats["recluster"] = "local"
         stats["reclustered_entities"] = info["movable"]
+        clock.mark("cluster")
         structure_by_id = {g.id: g for g in structure}
         kept = {gid: structure_by_id[gid] for gid in info.get("kept_ids", ())}  # with their reports
         changed = [g for gid, g in structure_by_id.items() if gid not in kept]
@@ -469,6 +475,7 @@ class GraphRAGIndex(BaseIndex):
             changed, only=set() if self.config.reports == "lazy" else None, context=kept
         )
         reports = {**kept, **{g.id: written[g.id] for g in changed}}
+        clock.mark("reports")
 
         entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()})
         community_vectors = [
@@ -489,6 +496,7 @@ class GraphRAGIndex(BaseIndex):
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
             if modularity is not None:
                 self.store.set_meta(db, MODULARITY, modularity)
+        clock.mark("embed_write")
         stats.update(
             entities=self.entity_table.count(),
             relations=self.relation_table.count(),
@@ -499,6 +507,7 @@ class GraphRAGIndex(BaseIndex):
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),
             community_embeddings=sum(len(b.ids) for b in community_vectors),
+            update_cpu_seconds=clock.seconds,
         )
 
     @staticmethod
@@ -550,6 +559,19 @@ class GraphRAGIndex(BaseIndex):
         from rhizome.graphrag.answer import aanswer
 
         return await aanswer(question, retrieval, self.llm, language=self.config.language)
+
+
+class _Steps:
+    """CPU seconds of the steps of an update (reported in its stats)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.start = time.process_time()
+
+    def mark(self, step: str) -> None:
+        now = time.process_time()
+        self.seconds[step] = round(now - self.start, 3)
+        self.start = now
 
 
 def _modularity(graph: Any, structure: Sequence[Community]) -> float:
