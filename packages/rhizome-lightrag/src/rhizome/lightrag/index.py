@@ -416,7 +416,7 @@ class LightRAGIndex(BaseIndex):
             key = _profile_key(rec)
             subject = subject or f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
             parts = pieces(rec)
-            if not unsummarised(rec):  # nothing arrived since its summary (a new name or source)
+            if parts and not unsummarised(rec):  # nothing arrived since its summary (a new name or source)
                 rec.description = parts[0]
                 plan.settled.append(key)
             elif not self.summarizer.needs_summary(parts):
