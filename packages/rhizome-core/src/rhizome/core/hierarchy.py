@@ -12,7 +12,7 @@ This module holds that shape once:
   level;
 - :func:`recluster_hierarchy` — the same hierarchy after a change, clustered again only where
   the change is: bounded Leiden iterations from the previous partition, in which only the
-  changed members and their neighbours may move, level by level; a group whose members and
+  changed members may move, level by level; a group whose members and
   their relations did not change is kept as it was, with its whole subtree and summaries;
 - :func:`prune_groups` — what removing members does to the groups before the next clustering:
   the groups that held them go (their summaries were written from them), the rest stay reachable;
@@ -84,7 +84,8 @@ def recluster_hierarchy(
     Level by level, from the coarsest: the groups of a (sub)graph start from their previous
     partition (a node new to the level starts alone) and get at most ``n_iterations`` Leiden
     iterations (:func:`~rhizome.core.graph.leiden.leiden_update`) in which only the touched
-    nodes, their neighbours and the nodes new to the level may change group. A resulting group
+    nodes and the nodes new to the level may change group (letting their neighbours move too
+    made half of a dense co-occurrence graph movable after 100 new documents). A resulting group
     with the same members as a previous one and no touched member is the previous group with
     its whole subtree (same ids, summaries kept); any other group gets the id of its level and
     members (:func:`community_key`) and, when larger than ``max_cluster_size``, is split the same
@@ -100,9 +101,7 @@ def recluster_hierarchy(
         members = at_level.setdefault(group.level, {})
         for e in group.entity_ids:
             members[e] = group.id
-    movable = set(touched)
-    for t in touched:
-        movable.update(graph.neighbors(t))
+    movable = touched
     out: list[Community] = []
     kept: set[str] = set()
     info: dict[str, Any] = {"movable": len(movable), "kept_ids": kept, "modularity": 0.0}

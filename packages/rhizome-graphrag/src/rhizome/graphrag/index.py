@@ -390,7 +390,7 @@ class GraphRAGIndex(BaseIndex):
         - descriptions whose fragments changed are summarised (the same resumable stage);
         - the hierarchy is updated locally (:func:`recluster_hierarchy`): bounded Leiden
           iterations from the previous partition in which only the touched entities (whose
-          relations or descriptions changed) and their neighbours may move. Stability check:
+          relations or descriptions changed) may move. Stability check:
           the update is kept while its level-0 modularity is at least the last full
           clustering's less :data:`MODULARITY_TOLERANCE` and at most :data:`MOVABLE_SHARE` of
           the clustered entities could move; otherwise the whole graph is clustered again;
