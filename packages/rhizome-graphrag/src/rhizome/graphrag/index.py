@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from rhizome.core.entity_graph import EntityGraph, weighted_graph
+from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions
@@ -69,6 +69,10 @@ MODULARITY_TOLERANCE = 0.02
 the last full clustering's; below, the insert clusters the whole graph again."""
 MOVABLE_SHARE = 0.5
 """... and while at most this share of the clustered entities may move."""
+EDGES = "graphrag.edges"
+"""Meta: ``{relation id: [source, target, weight]}`` of every relation between two entities,
+kept by the rebuild and each update, so an update reads the graph's structure without
+loading every relation record (a delete leaves it stale, and the full rebuild renews it)."""
 
 
 class _Unmerged(BaseModel):
@@ -368,6 +372,7 @@ class GraphRAGIndex(BaseIndex):
             self.unmerged.delete(db, self.unmerged.keys())
             self.store.set_meta(db, FULL_REBUILD, False)
             self.store.set_meta(db, MODULARITY, modularity)
+            self.store.set_meta(db, EDGES, _edges(relations.values(), entities))
         stats.update(
             entities=len(entities),
             relations=len(relations),
@@ -441,10 +446,11 @@ class GraphRAGIndex(BaseIndex):
         for rid, r in relations.items():
             if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
                 touched.update((r.source, r.target))
-        all_relations = {r.id: r for r in self.relation_table.all()}
-        all_relations.update(relations)
-        entity_ids = set(self.entity_table.keys()) | set(entities)
-        weighted = weighted_graph(all_relations.values(), entity_ids)
+        edges = self.store.get_meta(EDGES, None)
+        if edges is None:  # an index from before the edge list was kept
+            edges = _edges(self.relation_table.all(), set(self.entity_table.keys()))
+        edges.update(_edges(relations.values(), None))
+        weighted = _weighted(edges)
         old = self.communities.all()
         clock.mark("load")
         c = self.config
@@ -470,7 +476,10 @@ class GraphRAGIndex(BaseIndex):
         members = {e for g in changed for e in g.entity_ids}
         loaded = self.entity_table.get(members - set(entities))
         loaded.update({k: e for k, e in entities.items() if k in members})
-        graph = EntityGraph.build(loaded, all_relations, structure_by_id)
+        incident = [rid for rid, (u, v, _) in edges.items() if u in members or v in members]
+        around = self.relation_table.get(r for r in incident if r not in relations)
+        around.update({k: r for k, r in relations.items() if r.source in members or r.target in members})
+        graph = EntityGraph.build(loaded, around, structure_by_id)
         written, counts = await self._reports(graph).asummarize(
             changed, only=set() if self.config.reports == "lazy" else None, context=kept
         )
@@ -494,6 +503,7 @@ class GraphRAGIndex(BaseIndex):
                 batch.write(db, self.store)
             self.unmerged.delete(db, chunk_ids)
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
+            self.store.set_meta(db, EDGES, edges)
             if modularity is not None:
                 self.store.set_meta(db, MODULARITY, modularity)
         clock.mark("embed_write")
@@ -559,6 +569,30 @@ class GraphRAGIndex(BaseIndex):
         from rhizome.graphrag.answer import aanswer
 
         return await aanswer(question, retrieval, self.llm, language=self.config.language)
+
+
+def _edges(relations: Any, entity_ids: Any) -> dict[str, list[Any]]:
+    """``{relation id: [source, target, weight]}`` of the relations between two entities (all of
+    them when ``entity_ids`` is None)."""
+    return {
+        r.id: [r.source, r.target, r.weight]
+        for r in relations
+        if entity_ids is None or (r.source in entity_ids and r.target in entity_ids)
+    }
+
+
+def _weighted(edges: Mapping[str, list[Any]]) -> Any:
+    """The graph Leiden runs on from an edge list (as :func:`weighted_graph` makes it)."""
+    import networkx as nx
+
+    summed: dict[tuple[str, str], float] = {}
+    for u, v, w in edges.values():
+        if u != v:
+            key = (u, v) if u <= v else (v, u)
+            summed[key] = summed.get(key, 0.0) + (max(float(w), 0.0) or 1.0)
+    graph = nx.Graph()
+    graph.add_weighted_edges_from((u, v, w) for (u, v), w in summed.items())
+    return graph
 
 
 class _Steps:
