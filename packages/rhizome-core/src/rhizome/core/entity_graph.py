@@ -10,7 +10,7 @@ ArchRAG and HippoRAG, which also cluster or walk an entity graph, can too.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,21 +72,8 @@ class EntityGraph:
         return entities, relations
 
     def weighted(self) -> nx.Graph:
-        """The undirected weighted graph Leiden runs on: one node per entity that has at least
-        one relation to another entity (GraphRAG clusters its edge list, so isolated entities
-        belong to no community), edge weight = the summed weights of every relation between
-        the two."""
-        graph = nx.Graph()
-        for relation in self.relations.values():
-            u, v = relation.source, relation.target
-            if u == v or u not in self.entities or v not in self.entities:
-                continue
-            weight = max(float(relation.weight), 0.0) or 1.0
-            if graph.has_edge(u, v):
-                graph[u][v]["weight"] += weight
-            else:
-                graph.add_edge(u, v, weight=weight)
-        return graph
+        """The undirected weighted graph Leiden runs on (:func:`weighted_graph`)."""
+        return weighted_graph(self.relations.values(), self.entities)
 
     def combined_degree(self, relation: Relation) -> int:
         return self.degree.get(relation.source, 0) + self.degree.get(relation.target, 0)
@@ -122,4 +109,21 @@ class EntityGraph:
         return sorted(counts, key=lambda c: (-counts[c], c))
 
 
-__all__ = ["EntityGraph"]
+def weighted_graph(relations: Iterable[Relation], entity_ids: Container[str]) -> nx.Graph:
+    """The undirected weighted graph Leiden runs on: one node per entity that has at least one
+    relation to another entity (GraphRAG clusters its edge list, so isolated entities belong to
+    no community), edge weight = the summed weights of every relation between the two."""
+    graph = nx.Graph()
+    for relation in relations:
+        u, v = relation.source, relation.target
+        if u == v or u not in entity_ids or v not in entity_ids:
+            continue
+        weight = max(float(relation.weight), 0.0) or 1.0
+        if graph.has_edge(u, v):
+            graph[u][v]["weight"] += weight
+        else:
+            graph.add_edge(u, v, weight=weight)
+    return graph
+
+
+__all__ = ["EntityGraph", "weighted_graph"]

@@ -10,6 +10,10 @@ This module holds that shape once:
   members, so a group that keeps its members keeps its id (and its summary) across re-clustering;
 - :class:`Hierarchy` — the groups of one index as a record table plus one vector collection per
   level;
+- :func:`recluster_hierarchy` — the same hierarchy after a change, clustered again only where
+  the change is: bounded Leiden iterations from the previous partition, in which only the
+  changed members may move, level by level; a group whose members and
+  their relations did not change is kept as it was, with its whole subtree and summaries;
 - :func:`prune_groups` — what removing members does to the groups before the next clustering:
   the groups that held them go (their summaries were written from them), the rest stay reachable;
 - :class:`GroupSummarizer` — writes the summaries of chosen groups, deepest level first, each
@@ -29,7 +33,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from rhizome.core.graph import hierarchical_leiden
+from rhizome.core.graph import communities_from_membership, hierarchical_leiden, leiden_update
 from rhizome.core.progress import phase
 from rhizome.core.retrieval import vector_search
 from rhizome.core.stages import arun_stage, digest, stored_results
@@ -62,6 +66,107 @@ def cluster_hierarchy(graph: nx.Graph, *, max_cluster_size: int, seed: int, max_
         )
         for c in hierarchy
     ]
+
+
+def recluster_hierarchy(
+    graph: nx.Graph,
+    previous: Mapping[str, Community],
+    touched: Iterable[str],
+    *,
+    max_cluster_size: int,
+    seed: int,
+    max_levels: int = 10,
+    n_iterations: int = 2,
+) -> tuple[list[Community], dict[str, Any]]:
+    """:func:`cluster_hierarchy` of ``graph`` updated from the ``previous`` hierarchy after the
+    members ``touched`` (new nodes, or nodes whose relations or descriptions changed) changed.
+
+    Level by level, from the coarsest: the groups of a (sub)graph start from their previous
+    partition (a node new to the level starts alone) and get at most ``n_iterations`` Leiden
+    iterations (:func:`~rhizome.core.graph.leiden.leiden_update`) in which only the touched
+    nodes and the nodes new to the level may change group (letting their neighbours move too
+    made half of a dense co-occurrence graph movable after 100 new documents). A resulting group
+    with the same members as a previous one and no touched member is the previous group with
+    its whole subtree (same ids, summaries kept); any other group gets the id of its level and
+    members (:func:`community_key`) and, when larger than ``max_cluster_size``, is split the same
+    way below (from scratch, with :func:`~rhizome.core.graph.leiden.hierarchical_leiden`, where
+    it has no previous split). Nodes that left the graph simply drop out.
+
+    Returns the groups and ``{"movable": how many nodes could move, "kept_ids": ids of the groups
+    kept as they were, "modularity": modularity of the new level-0 partition}`` for the caller's stability
+    check (an update that is not good enough calls for :func:`cluster_hierarchy`)."""
+    touched = {t for t in touched if t in graph}
+    at_level: dict[int, dict[str, str]] = {}
+    for group in previous.values():
+        members = at_level.setdefault(group.level, {})
+        for e in group.entity_ids:
+            members[e] = group.id
+    movable = touched
+    out: list[Community] = []
+    kept: set[str] = set()
+    info: dict[str, Any] = {"movable": len(movable), "kept_ids": kept, "modularity": 0.0}
+
+    def keep(gid: str, parent: str | None) -> None:
+        group = previous[gid]
+        out.append(group if group.parent == parent else group.model_copy(update={"parent": parent}))
+        kept.add(gid)
+        for child in group.children:
+            if child in previous:
+                keep(child, gid)
+
+    def fresh(sub: nx.Graph, level: int, parent: str | None) -> list[str]:
+        found = hierarchical_leiden(sub, max_cluster_size=max_cluster_size, seed=seed, max_levels=max_levels - level)
+        ids = {c.id: community_key(level + c.level, [str(n) for n in c.nodes]) for c in found}
+        for c in found:
+            out.append(Community(
+                id=ids[c.id], level=level + c.level, entity_ids=[str(n) for n in c.nodes],
+                parent=ids[c.parent] if c.parent else parent, children=[ids[x] for x in c.children],
+                metadata={"label": ids[c.id], "size": c.size},
+            ))
+        tops = [ids[c.id] for c in found if c.parent is None]
+        return tops if level == 0 or len(tops) > 1 else _drop(out, tops)
+
+    def split(sub: nx.Graph, level: int, parent: str | None) -> list[str]:
+        before = at_level.get(level, {})
+        initial = {n: before[n] for n in sub if n in before}
+        if not initial:
+            return fresh(sub, level, parent)
+        moving = {n for n in sub if n in movable or n not in initial}
+        membership, quality = leiden_update(sub, initial, movable=moving, seed=seed, n_iterations=n_iterations)
+        if level == 0:
+            info["modularity"] = quality
+        parts = communities_from_membership(membership)
+        if level and len(parts) < 2:  # not split: the group stays a leaf
+            return []
+        ids = []
+        for part in parts:
+            members = [str(m) for m in part]
+            gid = before.get(members[0])
+            old = previous.get(gid) if gid is not None else None
+            if old is not None and len(old.entity_ids) == len(members) and set(old.entity_ids) == set(members) and touched.isdisjoint(members):
+                keep(old.id, parent)
+                ids.append(old.id)
+                continue
+            cid = community_key(level, members)
+            group = Community(id=cid, level=level, entity_ids=members, parent=parent, metadata={"label": cid, "size": len(members)})
+            out.append(group)
+            if len(members) > max_cluster_size and level + 1 < max_levels:
+                group.children = split(graph.subgraph(members), level + 1, cid)
+            ids.append(cid)
+        return ids
+
+    if graph.number_of_nodes():
+        with phase("clustering (Leiden, updating)", graph.number_of_nodes(), "node") as step:
+            split(graph, 0, None)
+            step.advance(graph.number_of_nodes())
+    return out, info
+
+
+def _drop(groups: list[Community], ids: list[str]) -> list[str]:
+    """Remove a lone top group (a subgraph Leiden did not split) and keep its level free."""
+    gone = set(ids)
+    groups[:] = [g for g in groups if g.id not in gone]
+    return []
 
 
 def prune_groups(groups: Mapping[str, Community], members: Iterable[str]) -> tuple[list[Community], list[Community]]:
@@ -188,12 +293,20 @@ class GroupSummarizer:
         return digest(self.identity, data.text)
 
     async def asummarize(
-        self, groups: Sequence[Community], *, only: set[str] | None = None, stored_only: bool = False
+        self,
+        groups: Sequence[Community],
+        *,
+        only: set[str] | None = None,
+        stored_only: bool = False,
+        context: Mapping[str, Community] | None = None,
     ) -> tuple[dict[str, Community], dict[str, int]]:
         """``groups`` by id with summaries for those in ``only`` (default all), deepest level
         first; with ``stored_only`` nothing is written, held summaries are attached where their
-        input matches. Returns the groups and ``{"written": n, "reused": n}``."""
-        result: dict[str, Community] = {g.id: _bare(g) for g in groups}
+        input matches. ``context``: groups left as they are (with their summaries) that the
+        inputs of ``groups`` may read — the unchanged children of a changed group. Returns the
+        groups (and the ``context``) and ``{"written": n, "reused": n}``."""
+        result: dict[str, Community] = dict(context or {})
+        result.update({g.id: _bare(g) for g in groups})
         counts = {"written": 0, "reused": 0}
         by_level: dict[int, list[Community]] = {}
         for g in groups:
@@ -256,4 +369,5 @@ __all__ = [
     "community_key",
     "has_summary",
     "prune_groups",
+    "recluster_hierarchy",
 ]

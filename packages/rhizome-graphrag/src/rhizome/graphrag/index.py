@@ -29,21 +29,25 @@ the reports again.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions
-from rhizome.core.graph import leiden_library_versions
+from rhizome.core.graph import leiden_library_versions, leiden_update
 from rhizome.core.hierarchy import (
     GroupSummarizer,
     Hierarchy,
     cluster_hierarchy,
     has_summary,
     prune_groups,
+    recluster_hierarchy,
 )
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
 from rhizome.core.stages import arun_stage, digest, prune_stage, stored_results
@@ -56,6 +60,25 @@ SUMMARY_STAGE = "graphrag.summary"
 REPORT_STAGE = "graphrag.report"
 GLOBAL_METADATA = ("pmi", "npmi")
 """Relation metadata computed over the whole graph: kept as they are until the rebuild."""
+FULL_REBUILD = "graphrag.full_rebuild"
+"""Meta flag: a delete or replacement happened, so the next rebuild is a full one."""
+MODULARITY = "graphrag.modularity"
+"""Meta: the level-0 modularity of the last full clustering (the stability check's reference)."""
+MODULARITY_TOLERANCE = 0.02
+"""An insert's local re-clustering is kept while its level-0 modularity stays within this of
+the last full clustering's; below, the insert clusters the whole graph again."""
+MOVABLE_SHARE = 0.5
+"""... and while at most this share of the clustered entities may move."""
+EDGES = "graphrag.edges"
+"""Meta: ``{relation id: [source, target, weight]}`` of every relation between two entities,
+kept by the rebuild and each update, so an update reads the graph's structure without
+loading every relation record (a delete leaves it stale, and the full rebuild renews it)."""
+
+
+class _Unmerged(BaseModel):
+    """A chunk whose extraction is stored but not yet merged into the graph."""
+
+    chunk_id: str
 
 
 @dataclass
@@ -102,6 +125,7 @@ class GraphRAGIndex(BaseIndex):
         self.entity_table = self.store.table("graphrag_entities", Entity)
         self.relation_table = self.store.table("graphrag_relations", Relation)
         self.communities = Hierarchy(self.store, "graphrag_communities")
+        self.unmerged = self.store.table("graphrag_unmerged", _Unmerged, key="chunk_id")
         c = self.config
         self.summarizer = DescriptionSummarizer(
             self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
@@ -124,15 +148,20 @@ class GraphRAGIndex(BaseIndex):
         if ids:
             self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
         self.extractions.put(db, extractions)
+        self.unmerged.put(db, [_Unmerged(chunk_id=c) for c in ids])
+        if removal.chunks:
+            self.store.set_meta(db, FULL_REBUILD, True)
 
     async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> Any:
         return await self._plan_removal(self.store.chunk_ids(document_ids), stats)
 
     def _write_delete(self, db: Any, document_ids: list[str], prepared: Any) -> None:
         self._apply_removal(db, prepared)
+        self.store.set_meta(db, FULL_REBUILD, True)
 
     def _remove_document(self, db: Any, document_id: str) -> int:
         self.extractions.delete(db, self.store.chunk_ids([document_id]))
+        self.unmerged.delete(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
 
     async def _plan_removal(self, chunk_ids: Sequence[str], stats: Stats) -> _Removal:
@@ -226,7 +255,30 @@ class GraphRAGIndex(BaseIndex):
         self.communities.put(db, plan.changed)
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
-        await self._rebuild(stats)
+        """After a delete or a replacement (or one cut short), the full :meth:`_rebuild`; after
+        inserts, the incremental :meth:`_update` (the full rebuild when the graph is empty)."""
+        if removed or self.store.get_meta(FULL_REBUILD, False) or not self.communities.groups.count():
+            await self._rebuild(stats)
+        else:
+            await self._update(stats)
+
+    async def arebuild(self) -> Stats:
+        """Rebuild the whole graph from the stored extractions: merge every extraction again,
+        cluster from scratch, and check every summary and report (those whose input is
+        unchanged are reused). Inserts keep the graph up to date incrementally; this gives the
+        graph a build from scratch would (fresh PMI weights and communities included)."""
+        stats: Stats = {}
+        async with self.store.write_lock:
+            await self._rebuild(stats)
+            with self.store.transaction() as db:
+                self.store.set_meta(db, "pending_change", False)
+            self.store.save_snapshots()
+        return stats
+
+    def rebuild(self) -> Stats:
+        from rhizome.core.aio import run_sync
+
+        return run_sync(self.arebuild())
 
     # -- the graph -----------------------------------------------------------------------------
     def graph(self) -> EntityGraph:
@@ -289,9 +341,9 @@ class GraphRAGIndex(BaseIndex):
             records[key].description = text
 
         c = self.config
-        structure = cluster_hierarchy(
-            EntityGraph.build(entities, relations).weighted(), max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels
-        )
+        weighted = EntityGraph.build(entities, relations).weighted()
+        structure = cluster_hierarchy(weighted, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels)
+        modularity = _modularity(weighted, structure)
         graph = EntityGraph.build(entities, relations, {c.id: c for c in structure})
         reports, counts = await self._reports(graph).asummarize(structure, only=set() if self.config.reports == "lazy" else None)
         graph.communities = reports
@@ -318,6 +370,10 @@ class GraphRAGIndex(BaseIndex):
             prune_stage(db, SUMMARY_STAGE, (d for d, _ in jobs.values()))
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in reports.values()))
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
+            self.unmerged.delete(db, self.unmerged.keys())
+            self.store.set_meta(db, FULL_REBUILD, False)
+            self.store.set_meta(db, MODULARITY, modularity)
+            self.store.set_meta(db, EDGES, _edges(relations.values(), entities))
         stats.update(
             entities=len(entities),
             relations=len(relations),
@@ -327,6 +383,142 @@ class GraphRAGIndex(BaseIndex):
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),
             community_embeddings=sum(len(b.ids) for b in community_vectors),
+        )
+
+    async def _update(self, stats: Stats) -> None:
+        """Bring the graph up to date with the extractions inserted since the last rebuild or
+        update, touching only what they change:
+
+        - the new extractions are merged into the stored entities and relations they name
+          (:func:`merge_extractions` with those records as the existing ones); PMI weights of
+          co-occurrences stay as the last full rebuild computed them (new ones are computed over
+          the records merged here) until :meth:`arebuild`;
+        - descriptions whose fragments changed are summarised (the same resumable stage);
+        - the hierarchy is updated locally (:func:`recluster_hierarchy`): bounded Leiden
+          iterations from the previous partition in which only the touched entities (whose
+          relations or descriptions changed) may move. Stability check:
+          the update is kept while its level-0 modularity is at least the last full
+          clustering's less :data:`MODULARITY_TOLERANCE` and at most :data:`MOVABLE_SHARE` of
+          the clustered entities could move; otherwise the whole graph is clustered again;
+        - communities with the same members and no touched member keep their id and report;
+          reports are written (or found by their input digest) only for the others, reading
+          the kept children's reports;
+        - only changed entities and communities are embedded again.
+        """
+        clock = _Steps()
+        chunk_ids = self._stored_order(set(self.unmerged.keys()))
+        new = list(self.extractions.get(chunk_ids).values())
+        ids_e, ids_r = merge_extractions(new)
+        held_e = self.entity_table.get(ids_e)
+        held_r = self.relation_table.get(ids_r)
+        entities, relations = merge_extractions(new, held_e, held_r)
+        for rid, relation in relations.items():
+            if rid in held_r:
+                before = held_r[rid].metadata
+                relation.metadata.update({k: before[k] for k in GLOBAL_METADATA if k in before})
+        names = {eid: e.name for eid, e in entities.items()}
+
+        records: dict[str, Any] = {}
+        for prefix, merged, held in (("e:", entities, held_e), ("r:", relations, held_r)):
+            for key, record in merged.items():
+                if key in held and held[key].descriptions == record.descriptions:
+                    record.description = held[key].description
+                else:
+                    records[prefix + key] = record
+        jobs = {}
+        for key, record in records.items():
+            subject = self._subject(key, record, lambda e: names.get(e, e))
+            if self.summarizer.needs_summary(record.descriptions):
+                jobs[key] = (self._summary_digest(subject, record.descriptions), lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
+            else:
+                record.description = await self.summarizer.asummarize(subject, record.descriptions)
+        summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
+        for key, text in summaries.items():
+            records[key].description = text
+        entities = {k: e for k, e in entities.items() if e != held_e.get(k)}
+        relations = {k: r for k, r in relations.items() if r != held_r.get(k)}
+        clock.mark("merge")
+
+        # the structure: the whole weighted graph, clustered again only around what changed
+        def shown(e: Entity) -> tuple[str, str, str]:
+            return e.name, e.type, e.description
+
+        touched = {k for k, e in entities.items() if k not in held_e or shown(e) != shown(held_e[k])}
+        for rid, r in relations.items():
+            if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
+                touched.update((r.source, r.target))
+        edges = self.store.get_meta(EDGES, None)
+        if edges is None:  # an index from before the edge list was kept
+            edges = _edges(self.relation_table.all(), set(self.entity_table.keys()))
+        edges.update(_edges(relations.values(), None))
+        weighted = _weighted(edges)
+        old = self.communities.all()
+        clock.mark("load")
+        c = self.config
+        structure, info = recluster_hierarchy(
+            weighted, old, touched, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels
+        )
+        reference = self.store.get_meta(MODULARITY, None)
+        modularity = None
+        if reference is None or info["modularity"] < reference - MODULARITY_TOLERANCE or info["movable"] > MOVABLE_SHARE * weighted.number_of_nodes():
+            structure = cluster_hierarchy(weighted, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels)
+            modularity = _modularity(weighted, structure)
+            stats["recluster"] = "full"
+            info["kept_ids"] = ()  # communities kept only by id; reports reused by digest
+        else:
+            stats["recluster"] = "local"
+        stats["reclustered_entities"] = info["movable"]
+        clock.mark("cluster")
+        structure_by_id = {g.id: g for g in structure}
+        kept = {gid: structure_by_id[gid] for gid in info.get("kept_ids", ())}  # with their reports
+        changed = [g for gid, g in structure_by_id.items() if gid not in kept]
+
+        # reports of the changed communities, from an entity graph of their members
+        members = {e for g in changed for e in g.entity_ids}
+        loaded = self.entity_table.get(members - set(entities))
+        loaded.update({k: e for k, e in entities.items() if k in members})
+        incident = [rid for rid, (u, v, _) in edges.items() if u in members or v in members]
+        around = self.relation_table.get(r for r in incident if r not in relations)
+        around.update({k: r for k, r in relations.items() if r.source in members or r.target in members})
+        graph = EntityGraph.build(loaded, around, structure_by_id)
+        written, counts = await self._reports(graph).asummarize(
+            changed, only=set() if self.config.reports == "lazy" else None, context=kept
+        )
+        reports = {**kept, **{g.id: written[g.id] for g in changed}}
+        clock.mark("reports")
+
+        entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()})
+        community_vectors = [
+            await self.embed_changed(
+                self.communities.collection(level),
+                {g.id: self._community_text(reports[g.id], graph) for g in changed if g.level == level},
+            )
+            for level in sorted({g.level for g in changed})
+        ]
+        with self.store.transaction() as db:
+            self.entity_table.put(db, entities.values())
+            self.relation_table.put(db, relations.values())
+            self.communities.delete(db, [g for gid, g in old.items() if gid not in reports])
+            self.communities.put(db, [g for gid, g in reports.items() if old.get(gid) != g])
+            for batch in (entity_vectors, *community_vectors):
+                batch.write(db, self.store)
+            self.unmerged.delete(db, chunk_ids)
+            self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
+            self.store.set_meta(db, EDGES, edges)
+            if modularity is not None:
+                self.store.set_meta(db, MODULARITY, modularity)
+        clock.mark("embed_write")
+        stats.update(
+            entities=self.entity_table.count(),
+            relations=self.relation_table.count(),
+            communities=len(reports),
+            levels=1 + max((g.level for g in reports.values()), default=-1),
+            communities_kept=len(kept),
+            reports_written=counts["written"],
+            reports_reused=counts["reused"],
+            entity_embeddings=len(entity_vectors.ids),
+            community_embeddings=sum(len(b.ids) for b in community_vectors),
+            update_cpu_seconds=clock.seconds,
         )
 
     @staticmethod
@@ -378,6 +570,49 @@ class GraphRAGIndex(BaseIndex):
         from rhizome.graphrag.answer import aanswer
 
         return await aanswer(question, retrieval, self.llm, language=self.config.language)
+
+
+def _edges(relations: Any, entity_ids: Any) -> dict[str, list[Any]]:
+    """``{relation id: [source, target, weight]}`` of the relations between two entities (all of
+    them when ``entity_ids`` is None)."""
+    return {
+        r.id: [r.source, r.target, r.weight]
+        for r in relations
+        if entity_ids is None or (r.source in entity_ids and r.target in entity_ids)
+    }
+
+
+def _weighted(edges: Mapping[str, list[Any]]) -> Any:
+    """The graph Leiden runs on from an edge list (as :func:`weighted_graph` makes it)."""
+    import networkx as nx
+
+    summed: dict[tuple[str, str], float] = {}
+    for u, v, w in edges.values():
+        if u != v:
+            key = (u, v) if u <= v else (v, u)
+            summed[key] = summed.get(key, 0.0) + (max(float(w), 0.0) or 1.0)
+    graph = nx.Graph()
+    graph.add_weighted_edges_from((u, v, w) for (u, v), w in summed.items())
+    return graph
+
+
+class _Steps:
+    """CPU seconds of the steps of an update (reported in its stats)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.start = time.process_time()
+
+    def mark(self, step: str) -> None:
+        now = time.process_time()
+        self.seconds[step] = round(now - self.start, 3)
+        self.start = now
+
+
+def _modularity(graph: Any, structure: Sequence[Community]) -> float:
+    """Modularity of the level-0 partition of ``structure`` on ``graph``."""
+    initial = {e: g.id for g in structure if g.level == 0 for e in g.entity_ids}
+    return leiden_update(graph, initial, movable=set(), n_iterations=1)[1] if initial else 0.0
 
 
 def _entity_text(entity: Entity) -> str:

@@ -16,9 +16,12 @@ entity resolution looks names up by).
 
 Insert: documents are identified by content hash (a repeat is skipped with no model call);
 only new chunks are extracted; their records are folded onto the stored profiles they touch,
-and only touched rows and vectors are written. Delete: a document's chunks go, entities and
-relations that only it supported go, and shared profiles are rebuilt from the remaining chunks'
-stored records (no extraction), giving exactly the records the index held without it.
+and only touched rows and vectors are written; a profile whose fragments grew past the summary
+threshold is summarised once, when the insert call ends (see :mod:`rhizome.lightrag.profiles`).
+Delete: a document's chunks go, entities and relations that only it supported go, and shared
+profiles are rebuilt from the remaining chunks' stored records (no extraction), giving the
+records one insert call of the remaining documents would give them (so an insert followed by
+the delete of what it added gives back exactly the records held before).
 """
 
 from __future__ import annotations
@@ -58,10 +61,13 @@ from rhizome.lightrag.profiles import (
     new_entity,
     new_relation,
     pair_id,
+    pieces,
     relation_id_for,
     relation_text,
+    set_summary,
+    unsummarised,
 )
-from rhizome.lightrag.schema import ChunkExtraction, EntityMention, Mention
+from rhizome.lightrag.schema import ChunkExtraction, EntityMention, Mention, PendingSummary
 
 SUMMARY_STAGE = "lightrag.summary"
 
@@ -82,6 +88,10 @@ class _Plan:
     name_vectors: tuple[list[str], Any] = ((), None)  # type: ignore[assignment]
     chunk_vectors: tuple[list[str], Any] = ((), None)  # type: ignore[assignment]
     merges: int = 0
+    pending: list[str] = field(default_factory=list)
+    """Profiles (``e:``/``r:`` keys) to summarise when the insert call finishes."""
+    settled: list[str] = field(default_factory=list)
+    """Profiles no longer waiting for a summary (summarised now, or deleted)."""
 
 
 class LightRAGIndex(BaseIndex):
@@ -113,6 +123,7 @@ class LightRAGIndex(BaseIndex):
         self.relation_table = self.store.table("lightrag_relations", Relation, lookups=("source", "target"))
         self.extraction_table = self.store.table("lightrag_extractions", ChunkExtraction, key="chunk_id")
         self.mentions = self.store.table("lightrag_mentions", Mention, lookups=("chunk_id", "key", "norm", "initials", "acronym"))
+        self.pending_summaries = self.store.table("lightrag_pending_summaries", PendingSummary)
         c = self.config
         self.summarizer = DescriptionSummarizer(
             self.llm, max_tokens=c.summary_max_tokens, min_fragments=c.force_summary_fragments,
@@ -167,7 +178,7 @@ class LightRAGIndex(BaseIndex):
         replaced = [doc.id for doc, _ in batch if self.store.document_state(doc.id) is not None]
         records = await self._extract(chunks)
         documents = {c.id: c.document_id for c in chunks}
-        plan = await self._plan(self.store.chunk_ids(replaced), [(documents[r.chunk_id], r) for r in records], stats)
+        plan = await self._plan(self.store.chunk_ids(replaced), [(documents[r.chunk_id], r) for r in records], stats, defer=True)
         if chunks:
             plan.chunk_vectors = ([c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks"))
         return plan
@@ -309,7 +320,14 @@ class LightRAGIndex(BaseIndex):
         return vectors
 
     # -- planning --------------------------------------------------------------------------------
-    async def _plan(self, removed: Sequence[str], records: list[tuple[str, ChunkExtraction]], stats: Stats) -> _Plan:
+    async def _plan(
+        self, removed: Sequence[str], records: list[tuple[str, ChunkExtraction]], stats: Stats, *, defer: bool = False
+    ) -> _Plan:
+        """What one insert batch (``records``, replacing the chunks ``removed``) or one delete
+        (``removed`` only) changes. A profile whose fragments grew past the summary threshold is
+        summarised here on a delete; on an insert (``defer``) it waits for the end of the insert
+        call (:meth:`_after_change`), so that a call summarises each profile at most once however
+        many of its batches touch it."""
         plan = _Plan(removed=set(removed))
         name_vectors = await self._resolve(records, plan)
         old = self.extraction_table.get(removed)
@@ -397,25 +415,39 @@ class LightRAGIndex(BaseIndex):
         missing = {x for r in relations.values() for x in (r.source, r.target) if x not in names}
         names.update({eid: e.name for eid, e in self.entity_table.get(missing).items()})
         summary_jobs = {}
-        for number, (rec, subject, fragments) in enumerate(jobs):
+        for number, (rec, subject, _) in enumerate(jobs):
+            key = _profile_key(rec)
             subject = subject or f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
-            if self.summarizer.needs_summary(fragments):
-                key = digest(subject, fragments, self.summarizer.max_tokens, self.config.language, getattr(self.llm, "name", None))
-                summary_jobs[number] = (key, lambda s=subject, f=list(fragments): self.summarizer.asummarize(s, f))
+            parts = pieces(rec)
+            if parts and not unsummarised(rec):  # nothing arrived since its summary (a new name or source)
+                rec.description = parts[0]
+                plan.settled.append(key)
+            elif not self.summarizer.needs_summary(parts):
+                rec.description = await self.summarizer.asummarize(subject, parts)  # joined as they are
+                plan.settled.append(key)
+            elif defer:  # joined until the insert call ends and summarises it once
+                rec.description = "\n".join(dict.fromkeys(p.strip() for p in parts if p.strip()))
+                plan.pending.append(key)
             else:
-                rec.description = await self.summarizer.asummarize(subject, list(fragments))
+                summary_jobs[number] = (self._summary_digest(subject, parts), lambda s=subject, f=parts: self.summarizer.asummarize(s, f))
+                plan.settled.append(key)
         summaries, written = await arun_stage(self.store, SUMMARY_STAGE, summary_jobs, label="summarising profiles")
         for number, text in summaries.items():
-            jobs[number][0].description = text
+            set_summary(jobs[number][0], text)
 
         deleted_e = set(plan.deleted_entities)
         deleted_r = set(plan.deleted_relations)
+        plan.settled += [f"e:{e}" for e in deleted_e] + [f"r:{r}" for r in deleted_r]
+        waiting = set(plan.pending)  # embedded once summarised
         plan.entities = {eid: e for eid, e in entities.items() if eid not in deleted_e and e.source_chunk_ids and e != before_e.get(eid)}
         plan.relations = {rid: r for rid, r in relations.items() if rid not in deleted_r and r.source_chunk_ids and r != before_r.get(rid)}
 
         # vectors of what a search would now see differently
         renamed = {eid for eid, e in plan.entities.items() if eid not in before_e or before_e[eid].name != e.name}
-        embed_e = [e for eid, e in plan.entities.items() if eid not in before_e or entity_text(before_e[eid]) != entity_text(e)]
+        embed_e = [
+            e for eid, e in plan.entities.items()
+            if f"e:{eid}" not in waiting and (eid not in before_e or entity_text(before_e[eid]) != entity_text(e))
+        ]
         rel_ids = set(plan.relations)
         if renamed & set(before_e):
             touched = renamed & set(before_e)
@@ -424,6 +456,8 @@ class LightRAGIndex(BaseIndex):
                     plan.relations.setdefault(rel.id, rel)
         embed_r = []
         for rid, rel in plan.relations.items():
+            if f"r:{rid}" in waiting:
+                continue
             before = before_r.get(rid)
             text = relation_text(rel, names.get(rel.source, rel.source), names.get(rel.target, rel.target))
             old_text = (
@@ -460,7 +494,49 @@ class LightRAGIndex(BaseIndex):
             stats[key] = stats.get(key, 0) + value
         return plan
 
+    def _summary_digest(self, subject: str, parts: list[str]) -> str:
+        return digest(subject, parts, self.summarizer.max_tokens, self.config.language, getattr(self.llm, "name", None))
+
+    async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
+        """Summarise, once, every profile an insert call left waiting (:meth:`_plan`), and embed
+        it; a cut-short call leaves them waiting for the next insert, delete or refresh."""
+        keys = self.pending_summaries.keys()
+        if not keys:
+            return
+        entities = self.entity_table.get(k[2:] for k in keys if k.startswith("e:"))
+        relations = self.relation_table.get(k[2:] for k in keys if k.startswith("r:"))
+        ends = {x for r in relations.values() for x in (r.source, r.target)} - set(entities)
+        names = {eid: e.name for eid, e in {**self.entity_table.get(ends), **entities}.items()}
+        records: dict[str, Entity | Relation] = {f"e:{k}": e for k, e in entities.items()}
+        records.update({f"r:{k}": r for k, r in relations.items()})
+        jobs = {}
+        for key, rec in records.items():
+            subject = rec.name if isinstance(rec, Entity) else f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
+            parts = pieces(rec)
+            if self.summarizer.needs_summary(parts):
+                jobs[key] = (self._summary_digest(subject, parts), lambda s=subject, f=parts: self.summarizer.asummarize(s, f))
+            else:
+                rec.description = await self.summarizer.asummarize(subject, parts)
+        summaries, written = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising profiles")
+        for key, text in summaries.items():
+            set_summary(records[key], text)
+        e_ids, r_ids = list(entities), list(relations)
+        e_vectors = await self.embed([entity_text(entities[e]) for e in e_ids]) if e_ids else None
+        r_texts = [relation_text(r, names.get(r.source, r.source), names.get(r.target, r.target)) for r in relations.values()]
+        r_vectors = await self.embed(r_texts) if r_ids else None
+        with self.store.transaction() as db:
+            self.entity_table.put(db, entities.values())
+            self.relation_table.put(db, relations.values())
+            if e_ids:
+                self.store.put_vectors(db, self.ENTITY_COLLECTION, e_ids, e_vectors)
+            if r_ids:
+                self.store.put_vectors(db, self.RELATION_COLLECTION, r_ids, r_vectors)
+            self.pending_summaries.delete(db, keys)
+        stats["summaries_written"] = stats.get("summaries_written", 0) + written
+
     def _apply(self, db: Any, plan: _Plan) -> None:
+        self.pending_summaries.delete(db, plan.settled)
+        self.pending_summaries.put(db, [PendingSummary(id=k) for k in plan.pending])
         self.extraction_table.put(db, [record for _, record in plan.records])
         self.mentions.put(db, plan.mentions)
         self.relation_table.delete(db, plan.deleted_relations)
@@ -495,6 +571,10 @@ class LightRAGIndex(BaseIndex):
 
         context = list(retrieval.context or retrieval.hits)
         return context, {"system": ANSWER_SYSTEM, "instructions": ANSWER_INSTRUCTIONS, "max_context_tokens": 8000}
+
+
+def _profile_key(record: Entity | Relation) -> str:
+    return f"e:{record.id}" if isinstance(record, Entity) else f"r:{record.id}"
 
 
 __all__ = ["LightRAGIndex"]

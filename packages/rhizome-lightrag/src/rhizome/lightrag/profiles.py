@@ -14,8 +14,13 @@ Merge rules (paper §3.1 "deduplication", reference code):
 - relation (undirected, keyed by its pair of entity ids): weight = sum of strengths; keywords =
   union (case-insensitive) in first-seen order; descriptions and sources as for entities.
 
-The profile *value* (``description``) is then the fragments joined, or a summary when they
-exceed the summary budget (see :class:`~rhizome.core.summarize.DescriptionSummarizer`).
+The profile *value* (``description``) is then the fragments joined, or a summary once they
+exceed the summary budget (see :class:`~rhizome.core.summarize.DescriptionSummarizer`). As in
+the reference code, a summary then stands for the fragments it covers: later fragments are
+joined after it, and the summary is written again (from the old summary and the new fragments)
+only when those grow past the threshold again, at most once per insert call. So the value
+depends on how the mentions arrived in insert calls; a delete rebuilds the profiles it touches
+from their remaining fragments at once, as one insert call of the remaining documents would.
 """
 
 from __future__ import annotations
@@ -126,6 +131,32 @@ def copy_relation(relation: Relation) -> Relation:
     )
 
 
+SUMMARISED = "summarised"
+"""Profile metadata: how many leading ``descriptions`` the stored summary covers."""
+SUMMARY = "summary"
+"""Profile metadata: the last summary written (of the covered fragments)."""
+
+
+def pieces(record: Entity | Relation) -> list[str]:
+    """What a profile's value is made from: its last summary (when it has one) followed by the
+    fragments added since, or every fragment when it was never summarised."""
+    covered = int(record.metadata.get(SUMMARISED, 0))
+    head = [record.metadata.get(SUMMARY, "")] if covered else []
+    return [*head, *record.descriptions[covered:]]
+
+
+def unsummarised(record: Entity | Relation) -> int:
+    """How many fragments arrived after the last summary."""
+    return len(record.descriptions) - int(record.metadata.get(SUMMARISED, 0))
+
+
+def set_summary(record: Entity | Relation, text: str) -> None:
+    """Make ``text`` the profile's value, covering every fragment it holds now."""
+    record.description = text
+    record.metadata[SUMMARY] = text
+    record.metadata[SUMMARISED] = len(record.descriptions)
+
+
 def entity_text(entity: Entity) -> str:
     """What the entity vector embeds: its key (the name) and its value (the description)."""
     return f"{entity.name}\n{entity.description}".strip()
@@ -147,6 +178,9 @@ __all__ = [
     "new_entity",
     "new_relation",
     "pair_id",
+    "pieces",
+    "set_summary",
+    "unsummarised",
     "relation_id_for",
     "relation_text",
 ]

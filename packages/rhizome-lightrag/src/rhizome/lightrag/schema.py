@@ -45,6 +45,15 @@ class RelationMention(BaseModel):
     target_id: str = ""
 
 
+class PendingSummary(BaseModel):
+    """A profile (``e:<entity id>`` or ``r:<relation id>``) whose description grew past the
+    summary threshold during an insert call: it is summarised once when the call finishes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+
+
 class ChunkExtraction(BaseModel):
     """Everything extraction found in one chunk. Stored per chunk, so deleting a document can
     rebuild the profiles it shared with others without extracting anything again."""
@@ -72,4 +81,4 @@ class Mention(BaseModel):
     entity_id: str
 
 
-__all__ = ["ChunkExtraction", "EntityMention", "Mention", "QueryKeywords", "RelationMention"]
+__all__ = ["ChunkExtraction", "EntityMention", "Mention", "PendingSummary", "QueryKeywords", "RelationMention"]

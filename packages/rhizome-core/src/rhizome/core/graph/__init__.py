@@ -30,6 +30,7 @@ from rhizome.core.graph.leiden import (
     hierarchical_leiden,
     leiden,
     leiden_library_versions,
+    leiden_update,
 )
 from rhizome.core.graph.pagerank import (
     DEFAULT_PPR_DAMPING,
@@ -62,6 +63,7 @@ __all__ = [
     "hierarchical_leiden",
     "knn_similarity_pairs",
     "leiden",
+    "leiden_update",
     "leiden_library_versions",
     "ordered_nodes",
     "pagerank_scores",

@@ -215,6 +215,60 @@ def leiden(
     return {node: int(label) for node, label in zip(nodes, labels, strict=True)}
 
 
+def leiden_update(
+    graph: nx.Graph,
+    initial: Mapping[NodeId, Any],
+    *,
+    movable: set[NodeId] | None = None,
+    resolution: float = DEFAULT_RESOLUTION,
+    seed: int = DEFAULT_LEIDEN_SEED,
+    weight: str | None = "weight",
+    n_iterations: int = 2,
+) -> tuple[dict[NodeId, int], float]:
+    """Improve a previous partition of ``graph`` with a bounded number of Leiden iterations.
+
+    ``initial`` maps nodes to their previous community (any hashable label); a node without one
+    starts alone. Only the nodes in ``movable`` (default: every node) may change community — the
+    others keep theirs, so communities without a movable node keep exactly their members. Runs
+    at most ``n_iterations`` Leiden iterations (fewer when one stops improving the partition).
+
+    Returns ``({node: community}, modularity)``: communities numbered canonically as
+    :func:`leiden` numbers them, and the (weighted) modularity of the result on ``graph`` — the
+    quality a caller checks the update against (see ``GraphRAGIndex``'s stability check).
+    """
+    _check_graph(graph)
+    resolution = _check_resolution(resolution)
+    seed = _check_seed(seed)
+    n_iterations = _check_n_iterations(n_iterations)
+    nodes, edges = _collapse(graph, weight)
+    if not nodes:
+        return {}, 0.0
+    labels: dict[Any, int] = {}
+    start = []
+    for node in nodes:
+        key = ("old", initial[node]) if node in initial else ("new", node)
+        start.append(labels.setdefault(key, len(labels)))
+    if edges.src.size == 0:
+        membership = np.asarray(start, dtype=np.int64)
+        return {node: int(c) for node, c in zip(nodes, _canonical_labels(membership), strict=True)}, 0.0
+    import igraph as ig
+    import leidenalg as la
+
+    g = ig.Graph(n=edges.n, edges=np.column_stack((edges.src, edges.dst)).tolist())
+    weights = edges.weight.tolist()
+    partition = la.RBConfigurationVertexPartition(g, initial_membership=start, weights=weights, resolution_parameter=resolution)
+    fixed = None if movable is None else [node not in movable for node in nodes]
+    optimiser = la.Optimiser()
+    optimiser.set_rng_seed(seed)
+    iterations = n_iterations if n_iterations > 0 else 1_000_000
+    for _ in range(iterations):
+        if optimiser.optimise_partition(partition, n_iterations=1, is_membership_fixed=fixed) <= 0:
+            break
+    membership = _canonical_labels(np.asarray(partition.membership, dtype=np.int64))
+    quality = float(g.modularity(membership.tolist(), weights=weights, resolution=resolution))
+    return {node: int(c) for node, c in zip(nodes, membership, strict=True)}, quality
+
+
 def communities_from_membership(membership: Mapping[NodeId, int]) -> list[list[NodeId]]:
     """Turn ``{node: community}`` into a list of communities, each a list of its nodes.
 
@@ -591,4 +645,5 @@ __all__ = [
     "hierarchical_leiden",
     "leiden",
     "leiden_library_versions",
+    "leiden_update",
 ]

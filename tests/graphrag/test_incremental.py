@@ -1,0 +1,131 @@
+"""Incremental GraphRAG inserts (issue 21): an insert merges only its own extractions, clusters
+again only around what it changed, and writes reports and vectors only for the communities
+whose members changed; a full rebuild stays available."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import pytest
+
+import rhizome.graphrag.index as module
+from rhizome.core import Document, FakeChatModel, HashingEmbedder
+from rhizome.core.hierarchy import cluster_hierarchy
+from rhizome.graphrag import GraphRAGIndex
+
+PEOPLE = [
+    ["Carol White", "Dave Brown", "Erin Black", "Frank Green"],
+    ["Alice Smith", "Bob Jones", "Cathy Moore", "Dan Hall"],
+    ["Elena Rossi", "Franz Weber", "Greta Lang", "Hans Vogel"],
+    ["Ivan Petrov", "Juri Sokol", "Kira Volkova", "Lev Orlov"],
+    ["Mona Berg", "Nils Dahl", "Olga Lind", "Per Holm"],
+]
+
+
+def group_docs() -> list[Document]:
+    docs = []
+    for g, names in enumerate(PEOPLE):
+        for i in range(len(names)):
+            a, b, c = names[i], names[(i + 1) % len(names)], names[(i + 2) % len(names)]
+            docs.append(Document(id=f"g{g}-{i}", text=f"{a} met {b} in Town{g}. {a} wrote to {c} about Town{g}."))
+    return docs
+
+
+class Reports:
+    """A fake model that answers report prompts (everything else with a one-line summary)."""
+
+    def __init__(self) -> None:
+        self.reports = 0
+
+    def __call__(self, messages: list[dict[str, str]], schema: Any) -> Any:
+        if "findings" in (schema or {}).get("properties", {}):
+            self.reports += 1
+            return {"title": f"Report {self.reports}", "summary": "People meet.", "rating": 5, "rating_explanation": "fixed",
+                    "findings": [{"summary": "meetings", "explanation": "They meet."}]}
+        return {"summary": "merged description"}
+
+
+def make(**options: Any) -> GraphRAGIndex:
+    return GraphRAGIndex(HashingEmbedder(), extraction="offline", chunk_size=200, chunk_overlap=20, **options)
+
+
+def test_an_insert_touching_one_group_writes_only_that_groups_reports(monkeypatch):
+    responder = Reports()
+    index = make(llm=FakeChatModel(responder))
+    index.insert(group_docs())
+    before = index.graph().communities
+    assert len(before) >= len(PEOPLE)
+    inputs: list[str] = []
+    real = module.build_input
+    monkeypatch.setattr(module, "build_input", lambda c, *a, **k: inputs.append(c.id) or real(c, *a, **k))
+    written = responder.reports
+
+    report = index.insert(Document(id="extra", text="Carol White met Dave Brown again in Town0."))
+
+    after = index.graph().communities
+    touched = {c.id for c in after.values() if {"carol white", "dave brown"} & set(c.entity_ids)}
+    assert set(inputs) == touched  # no other community's report input was even built
+    assert report.stats["recluster"] == "local"
+    assert responder.reports - written == report.stats["reports_written"] <= len(touched)
+    others = {c.id for c in before.values() if "carol white" not in c.entity_ids and "dave brown" not in c.entity_ids}
+    assert others <= set(after)  # every other community kept its id ...
+    assert all(after[c].title == before[c].title for c in others)  # ... and its report
+    assert report.stats["entity_embeddings"] <= 3 and report.stats["community_embeddings"] <= len(touched)
+
+
+def test_incremental_inserts_then_rebuild_equal_one_build():
+    docs = group_docs()
+    index = make()
+    index.insert(docs[:8])
+    index.insert(docs[8:14])
+    index.insert(docs[14:])
+    stats = index.rebuild()
+    assert stats["communities"] == len(index.graph().communities)
+    whole = make()
+    whole.insert(docs)
+    for table in ("entity_table", "relation_table"):
+        assert getattr(index, table).all() == getattr(whole, table).all()
+    assert index.graph().communities.keys() == whole.graph().communities.keys()
+
+
+def test_an_interrupted_update_is_finished_by_the_next_insert(monkeypatch):
+    docs = group_docs()
+    index = make()
+    index.insert(docs[:10])
+
+    def killed(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "recluster_hierarchy", killed)
+        with pytest.raises(KeyboardInterrupt):
+            index.insert(docs[10:15])
+    assert index.needs_refresh and index.unmerged.count() > 0
+    index.insert(docs[15:])  # merges the chunks the cut-short insert left as well as its own
+    assert not index.needs_refresh and index.unmerged.count() == 0
+    names = {e.name for e in index.entity_table.all()}
+    assert {"Ivan Petrov", "Mona Berg"} <= names
+    clustered = {e for c in index.graph().communities.values() for e in c.entity_ids}
+    assert {"ivan petrov", "mona berg"} <= clustered
+
+
+def test_recluster_moves_only_what_changed():
+    from rhizome.core.hierarchy import recluster_hierarchy
+
+    graph = nx.Graph()
+    for g in range(4):  # four 6-cliques joined in a ring by single weak edges
+        members = [f"n{g}-{i}" for i in range(6)]
+        graph.add_edges_from((a, b, {"weight": 5.0}) for i, a in enumerate(members) for b in members[i + 1 :])
+        graph.add_edge(f"n{g}-0", f"n{(g + 1) % 4}-1", weight=0.1)
+    previous = {c.id: c for c in cluster_hierarchy(graph, max_cluster_size=4, seed=7)}
+    graph.add_edge("new", "n2-3", weight=5.0)
+    graph.add_edge("new", "n2-4", weight=5.0)
+    groups, info = recluster_hierarchy(graph, previous, {"new", "n2-3", "n2-4"}, max_cluster_size=4, seed=7)
+    by_id = {g.id: g for g in groups}
+    assert "new" in next(g for g in groups if g.level == 0 and "n2-3" in g.entity_ids).entity_ids
+    untouched = {gid for gid, g in previous.items() if not any(e.startswith("n2-") for e in g.entity_ids)}
+    assert untouched and untouched <= set(info["kept_ids"]) and untouched <= set(by_id)
+    assert info["movable"] == 3  # the new node and the two it links to: nothing else may move
+    for g in groups:  # a consistent tree
+        assert g.parent is None or g.id in by_id[g.parent].children
