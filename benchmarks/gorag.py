@@ -178,9 +178,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, help="test texts per round (default: all)")
     parser.add_argument("--embed", choices=["none", "minilm"], default="none",
                         help="minilm: also GORAG with MiniLM and the MiniLM baseline (needs benchmarks/setup.sh)")
-    parser.add_argument("--shuffles", type=int, default=3, help="random orders for order sensitivity (0: none)")
-    parser.add_argument("--shuffle-limit", type=int, default=500,
-                        help="test texts per round in the shuffled runs (default 500; 0: all)")
+    parser.add_argument("--shuffles", type=int, default=2,
+                        help="random orders run besides the file order; the spread is over all of them (default 2: three orders)")
     parser.add_argument("--no-published", action="store_true", help="skip GORAG as published")
     parser.add_argument("--embed-cache", default=os.environ.get("RHIZOME_BENCH_EMBED_CACHE", "/tmp/rhizome-bench-minilm.sqlite"))
     parser.add_argument("--write-docs", action="store_true", help="put the tables into docs/benchmarks.md")
@@ -198,15 +197,18 @@ def main(argv: list[str] | None = None) -> None:
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
         "command": "python -m benchmarks classify " + " ".join(argv),
         "limit": args.limit,
-        "shuffle_limit": args.shuffle_limit,
+        "orders": 1 + args.shuffles,
         "embed": args.embed,
         "note": "round-2 test file missing: R2 re-tests round 1 only; R_r counts existing test files only",
         "paper_gorag_llama3": PAPER,
         "shots": {},
     }
-    configs: list[tuple[str, Any]] = [("gorag_tfidf", lambda: GORAGClassifier())]
-    if embedder is not None:
-        configs.append(("gorag_minilm", lambda: GORAGClassifier(embedder=embedder)))
+    # with --embed minilm only the MiniLM configuration runs (the TF-IDF-only one is the default run)
+    configs: list[tuple[str, Any]] = (
+        [("gorag_minilm", lambda: GORAGClassifier(embedder=embedder))]
+        if embedder is not None
+        else [("gorag_tfidf", lambda: GORAGClassifier())]
+    )
     for shots in args.shots:
         rounds = load(shots, args.limit)
         entry: dict[str, Any] = {}
@@ -219,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
             start = time.perf_counter()
             entry[name] = run_gorag(rounds, make)
             entry[name]["seconds"] = time.perf_counter() - start
-        if not args.no_published:
+        if not args.no_published and embedder is None:
             print(f"{shots}-shot: GORAG as published (offline)", flush=True)
             entry["gorag_published"] = run_gorag(rounds, lambda: GORAGClassifier.as_published())
         print(f"{shots}-shot: baselines", flush=True)
@@ -227,21 +229,20 @@ def main(argv: list[str] | None = None) -> None:
         if embedder is not None:
             entry["centroid_minilm"] = run_baseline(rounds, minilm_centroid(embedder))
         if args.shuffles:
-            small = load(shots, args.shuffle_limit or args.limit)
             for name, make in configs:
-                runs = []
+                runs = [entry[name]]
                 for seed in range(args.shuffles):
                     print(f"{shots}-shot: {name}, shuffle {seed}", flush=True)
-                    runs.append(run_gorag(shuffled(small, seed), make))
+                    runs.append(run_gorag(shuffled(rounds, seed), make))
                 spread = [
                     max(run["rounds"][r]["cumulative_accuracy"] for run in runs)
                     - min(run["rounds"][r]["cumulative_accuracy"] for run in runs)
                     for r in range(ROUNDS)
                 ]
-                entry[f"{name}_shuffles"] = {"runs": runs, "spread": spread}
+                entry[f"{name}_shuffles"] = {"runs": runs[1:], "spread": spread}
         results["shots"][str(shots)] = entry
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    out = Path(args.out) if args.out else RESULTS / f"gorag-{args.embed}.json"
+    out = Path(args.out) if args.out else RESULTS / f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2), encoding="utf-8")
     table = tables(results)
@@ -249,7 +250,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.write_docs:
         from benchmarks.__main__ import write_section
 
-        write_section(f"gorag-{args.embed}", f"GORAG on gorag-wos ({'with MiniLM' if embedder else 'TF-IDF only'})", table)
+        key = f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot"
+        write_section(key, f"GORAG on gorag-wos ({'with MiniLM' if embedder else 'TF-IDF only'}, "
+                           f"{', '.join(str(s) for s in args.shots)}-shot)", table)
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -268,9 +271,10 @@ ROW_NAMES = {
 def tables(results: dict[str, Any]) -> str:
     lines: list[str] = []
     command = results.get("command", "")
-    lines.append(f"Command: `{command.strip()}`; limit {results.get('limit') or 'none'} "
-                 f"(test texts per round), shuffled runs on the first {results.get('shuffle_limit') or 'all'}. "
-                 "R2 re-tests round 1 only (the round-2 test file is not published).\n")
+    lines.append(f"Command: `{command.strip()}`; test texts per round: the first {results.get('limit') or 'all'} "
+                 f"of each test file; order sensitivity = max − min of R_r over {results.get('orders', 1)} orders "
+                 "(file order and seeded shuffles of each round's test texts). R2 re-tests round 1 only "
+                 "(the round-2 test file is not published).\n")
     for shots, entry in results["shots"].items():
         lines.append(f"#### {shots}-shot: cumulative accuracy R1..R4\n")
         lines.append("| classifier | R1 | R2 | R3 | R4 |\n|---|---|---|---|---|")
