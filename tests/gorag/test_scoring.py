@@ -40,7 +40,7 @@ def test_vocabulary_and_part_links():
     g = nx.Graph()
     for v in ("wave equation", "soliton", "heart"):
         g.add_node(f"kw:{v}", kind="keyword")
-    tokens = "a soliton solves the nonlinear wave equation".split()
+    tokens = ["a", "soliton", "solves", "the", "nonlinear", "wave", "equation"]
     assert vocabulary_terminals(g, tokens, 3) == {"kw:soliton": 1.0, "kw:wave equation": 1.0}
     assert part_terminals(g, "nonlinear wave equation") == {"kw:wave equation": pytest.approx(2 / 3)}
     assert part_terminals(g, "heart soliton") == {"kw:heart": 0.5, "kw:soliton": 0.5}
