@@ -69,8 +69,8 @@ def test_probabilities_are_a_distribution_and_candidates_cut_by_coverage():
         kept = list(full.scores)
         mass = 0.0
         expected = []
-        for y in kept:  # the rule: most probable first, until 0.9 of the mass or 5 labels
-            if expected and mass >= 0.9:
+        for y in kept:  # the rule: most probable first, until the coverage or the most candidates
+            if len(expected) >= clf.max_candidates or (expected and mass >= clf.candidate_coverage):
                 break
             expected.append(y)
             mass += full.scores[y]

@@ -174,8 +174,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--label-choice", choices=["auto", "model", "score", "graph"],
                    help="who picks the label (default auto: the model with --llm, else the scorer)")
     p.add_argument("--candidates", choices=["scored", "steiner"], help="candidate labels (default scored)")
-    p.add_argument("--max-candidates", type=int, help="at most this many candidates (default 5)")
-    p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.9)")
+    p.add_argument("--max-candidates", type=int, help="at most this many candidates (default 8)")
+    p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.95)")
     p.add_argument("--index-threshold", type=_threshold,
                    help="index a text online only at this confidence or more; 'none' indexes all (default 0.5)")
     p.add_argument("--online-weight", type=float, help="weight of an indexed text in its label's profile (default 0.5)")
@@ -183,7 +183,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1)")
     p.add_argument("--dense-weight", type=float, help="scorer weight of embedding similarity (default 1; needs --embed)")
     p.add_argument("--graph-weight", type=float, help="scorer weight of the keyword graph (default 0.5)")
-    p.add_argument("--temperature", type=float, help="softmax temperature of the scorer (default 0.05)")
+    p.add_argument("--temperature", type=float, help="softmax temperature of the scorer (default 0.02)")
     p.add_argument("--json", action="store_true", help="one JSON record per line (label, candidates, tree, keywords)")
     p.add_argument("--out", help="write the predictions here instead of standard output")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress notes on standard error")

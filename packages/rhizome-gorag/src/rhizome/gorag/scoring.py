@@ -102,7 +102,7 @@ class Weights:
     lexical: float = 1.0
     dense: float = 1.0
     graph: float = 0.5
-    temperature: float = 0.05
+    temperature: float = 0.02
     name_weight: float = 1.0
 
 
