@@ -144,7 +144,7 @@ class GORAGClassifier:
         index_threshold: float | None = 0.5,
         online_weight: float = 0.5,
         lexical_weight: float = 1.0,
-        dense_weight: float = 1.0,
+        dense_weight: float = 0.25,
         graph_weight: float = 0.5,
         temperature: float = 0.02,
         name_weight: float = 1.0,

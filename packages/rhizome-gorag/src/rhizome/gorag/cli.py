@@ -181,7 +181,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--online-weight", type=float, help="weight of an indexed text in its label's profile (default 0.5)")
     p.add_argument("--name-weight", type=float, help="how many texts a label's name counts as (default 1)")
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1)")
-    p.add_argument("--dense-weight", type=float, help="scorer weight of embedding similarity (default 1; needs --embed)")
+    p.add_argument("--dense-weight", type=float, help="scorer weight of embedding similarity (default 0.25; needs --embed)")
     p.add_argument("--graph-weight", type=float, help="scorer weight of the keyword graph (default 0.5)")
     p.add_argument("--temperature", type=float, help="softmax temperature of the scorer (default 0.02)")
     p.add_argument("--json", action="store_true", help="one JSON record per line (label, candidates, tree, keywords)")

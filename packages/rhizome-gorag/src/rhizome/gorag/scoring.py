@@ -100,7 +100,7 @@ class Weights:
     """How the components combine (see the module docstring)."""
 
     lexical: float = 1.0
-    dense: float = 1.0
+    dense: float = 0.25
     graph: float = 0.5
     temperature: float = 0.02
     name_weight: float = 1.0
