@@ -88,6 +88,8 @@ def run_gorag(rounds: list[dict[str, Any]], make) -> dict[str, Any]:
                 indexed += result.online_indexed
                 indexed_right += result.online_indexed and result.label == gold
                 total += 1
+            if online:  # deferred online indexing: the round's texts join before the re-tests (spec §9 #18)
+                clf.flush_online()
         stats = clf.stats_summary()
         per_round.append({
             "round": r,

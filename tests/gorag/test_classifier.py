@@ -54,7 +54,7 @@ def test_online_indexing_adds_only_unseen_keywords():
         **{t: ["telescope", "star"] for _, t in ROUND1[2:]},
         "query": ["heart", "valve", "star", "astronomy"],
     }
-    clf = GORAGClassifier(keyword_source=lambda t: kws.get(t, []), index_threshold=None)
+    clf = GORAGClassifier(keyword_source=lambda t: kws.get(t, []), index_threshold=None, online_mode="sequential")
     clf.fit_round(*split(ROUND1))
     before_edges = {frozenset(e) for e in clf.graph.edges}
     n_texts = clf.stats.n_texts

@@ -97,19 +97,45 @@ def test_online_indexing_only_above_the_threshold():
     assert never.stats_summary() == size
     always = two_rounds(GORAGClassifier(index_threshold=None))
     assert all(r.online_indexed for r in always.batch(texts))
+    assert always.stats_summary() == size  # deferred: nothing joins before the flush
+    assert always.flush_online() == 3 and always.flush_online() == 0
     assert always.stats_summary()["texts"] == size["texts"] + 3
     assert sum(w for _, w in always.members["cooking"]) == pytest.approx(2 + 0.5)  # online_weight
     gated = two_rounds(GORAGClassifier(index_threshold=0.5))
     for r in gated.batch(texts):
         assert r.online_indexed == (r.confidence >= 0.5)
     # per call
-    per_call = two_rounds(GORAGClassifier(index_threshold=1.0))
+    per_call = two_rounds(GORAGClassifier(index_threshold=1.0, online_mode="sequential"))
     assert per_call.classify(texts[0], index_threshold=None).online_indexed
+    assert per_call.stats_summary()["texts"] == size["texts"] + 1
+
+
+def test_deferred_online_indexing_does_not_depend_on_the_order():
+    more = [
+        "An arrhythmia of the heart seen in cardiology.",
+        "A telescope image of a star and its planet.",
+        "Roast the vegetables in the oven with garlic.",
+        "Galaxies and a supernova in the night sky.",
+    ] + [t for _, t in QUERIES]
+    a = two_rounds(GORAGClassifier(index_threshold=0.0))
+    b = two_rounds(GORAGClassifier(index_threshold=0.0))
+    first = {t: r.label for t, r in zip(more, a.batch(more))}
+    second = {t: r.label for t, r in zip(more[::-1], b.batch(more[::-1]))}
+    assert first == second
+    a.fit_round(["Fossils in sedimentary rock layers."], ["geology"])  # a round starts: the queue joins
+    b.flush_online()
+    b.fit_round(["Fossils in sedimentary rock layers."], ["geology"])
+    assert a.stats_summary() == b.stats_summary()
+    assert {frozenset((u, v)): d["weight"] for u, v, d in a.graph.edges(data=True)} == pytest.approx(
+        {frozenset((u, v)): d["weight"] for u, v, d in b.graph.edges(data=True)}
+    )
+    for _, text in QUERIES:
+        assert a.classify(text, online=False).scores == pytest.approx(b.classify(text, online=False).scores)
 
 
 def test_as_published_keeps_the_papers_behaviour():
     clf = two_rounds(GORAGClassifier.as_published())
-    assert (clf.candidates, clf.index_threshold, clf.label_choice) == ("steiner", None, "graph")
+    assert (clf.candidates, clf.index_threshold, clf.label_choice, clf.online_mode) == ("steiner", None, "graph", "sequential")
     result = clf.classify(QUERIES[0][1])
     assert result.chosen_by == "graph" and result.online_indexed
     assert set(result.candidates) <= set(clf.labels)

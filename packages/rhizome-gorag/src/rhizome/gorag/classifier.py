@@ -85,6 +85,11 @@ class GORAGClassifier:
     index_threshold:
         Online indexing takes a text only when the probability of its label is at least this
         (default 0.5); ``None`` indexes every classified text, as the paper does.
+    online_mode:
+        ``"deferred"`` (default): texts taken for online indexing wait and join the graph and
+        the profiles together at the next :meth:`fit_round`, :meth:`flush_online` or
+        :meth:`persist`, so a round's classifications do not depend on the order of its texts.
+        ``"sequential"``: each joins at once and may change the next one's result (the paper).
     online_weight:
         The weight of an online-indexed text in its label's profiles (a labelled text weighs 1).
     lexical_weight, dense_weight, graph_weight, temperature, name_weight:
@@ -142,6 +147,7 @@ class GORAGClassifier:
         candidate_coverage: float = 0.95,
         nearest_labels: int = 10,
         index_threshold: float | None = 0.5,
+        online_mode: Literal["deferred", "sequential"] = "deferred",
         online_weight: float = 0.5,
         lexical_weight: float = 1.0,
         dense_weight: float = 0.25,
@@ -183,6 +189,8 @@ class GORAGClassifier:
                 f"label_choice must be 'auto', 'model', 'score' or 'graph', got {label_choice!r}"
             )
         self.label_choice = ("model" if self.llm is not None else "score") if label_choice == "auto" else label_choice
+        if online_mode not in ("deferred", "sequential"):
+            raise ConfigurationError(f"online_mode must be 'deferred' or 'sequential', got {online_mode!r}")
         if candidates not in ("scored", "steiner"):
             raise ConfigurationError(f"candidates must be 'scored' or 'steiner', got {candidates!r}")
         if self.llm is None and (self.keyword_source == "llm" or self.label_choice == "model"):
@@ -248,6 +256,8 @@ class GORAGClassifier:
         self.nearest_labels = nearest_labels
         self.index_threshold = None if index_threshold is None else float(index_threshold)
         self.online_weight = float(online_weight)
+        self.online_mode = online_mode
+        self._pending: list[tuple[list[str], list[str], str, Any]] = []
         self.link_threshold = float(link_threshold)
         self.link_keywords = link_keywords
 
@@ -281,6 +291,7 @@ class GORAGClassifier:
         settings: dict[str, Any] = {
             "candidates": "steiner",
             "index_threshold": None,
+            "online_mode": "sequential",
             "label_choice": "model" if llm is not None else "graph",
         }
         settings.update(overrides)
@@ -310,6 +321,7 @@ class GORAGClassifier:
             "nearest_labels": self.nearest_labels,
             "index_threshold": self.index_threshold,
             "online_weight": self.online_weight,
+            "online_mode": self.online_mode,
             "lexical_weight": self.scorer.weights.lexical,
             "dense_weight": self.scorer.weights.dense,
             "graph_weight": self.scorer.weights.graph,
@@ -399,6 +411,7 @@ class GORAGClassifier:
         if unknown:
             raise InvalidInputError(f"descriptions given for labels that are not in this round: {sorted(unknown)}")
         new = [y for y in round_labels if y not in self.labels]
+        self.flush_online()
 
         # model work first, outside the lock: descriptions, then keywords of texts and descriptions
         to_describe = [y for y in new if y not in descriptions]
@@ -716,7 +729,9 @@ class GORAGClassifier:
         indexed: list[str] = []
         index_it = online and not hallucinated and (threshold is None or confidence >= threshold)
         with self._lock:
-            if index_it:
+            if index_it and self.online_mode == "deferred":
+                self._pending.append((tokens, list(keywords), label, vector))
+            elif index_it:
                 indexed = self._index_online(tokens, keywords, label, vector)
             evidence = _graph.evidence(self.graph, retrieved["terminals"], label)
         tree = SteinerTreeInfo(
@@ -747,6 +762,46 @@ class GORAGClassifier:
             valid_answer=valid,
             round=round_,
         )
+
+    def flush_online(self) -> int:
+        """Index the texts that deferred online indexing holds (``online_mode="deferred"``), all
+        together: every one joins ``T`` first, then each one's keywords that the graph lacked
+        before the flush are linked to its label (Eq. 14, the IDF of all of them) and it joins
+        its label's profiles. The result does not depend on the order the texts were
+        classified in. Returns how many texts were indexed."""
+        with self._lock:
+            pending = sorted(self._pending, key=lambda item: (item[2], " ".join(item[0]), item[1]))
+            self._pending = []
+            if not pending:
+                return 0
+            existed = set(self.graph.nodes)
+            positions = []
+            for tokens, keywords, _, _ in pending:
+                position = self.stats.add_text(tokens)
+                self.stats.add_yielded(position, keywords)
+                positions.append(position)
+
+            def known(v: str) -> bool:
+                node = self._terminal(v)
+                return node is not None and node in existed
+
+            for (tokens, keywords, label, vector), position in zip(pending, positions):
+                if self.online_weight > 0:
+                    self.members.setdefault(label, []).append((position, self.online_weight))
+                    self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
+                _graph.add_text_keywords(
+                    self.graph,
+                    self.stats,
+                    position=position,
+                    length=len(tokens),
+                    keywords=keywords,
+                    label=label,
+                    skip=known,
+                    epsilon=self.epsilon,
+                    round=self.round,
+                )
+            self._solver = None
+            return len(pending)
 
     def _index_online(self, tokens: list[str], keywords: list[str], label: str, vector: Any = None) -> list[str]:
         """Eq. 14: the query joins ``T``; each of its keywords the graph lacks becomes a node

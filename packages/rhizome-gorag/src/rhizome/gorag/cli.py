@@ -74,6 +74,7 @@ KNOBS = (
     "max_candidates",
     "candidate_coverage",
     "index_threshold",
+    "online_mode",
     "online_weight",
     "lexical_weight",
     "dense_weight",
@@ -178,6 +179,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.95)")
     p.add_argument("--index-threshold", type=_threshold,
                    help="index a text online only at this confidence or more; 'none' indexes all (default 0.5)")
+    p.add_argument("--online-mode", choices=["deferred", "sequential"],
+                   help="deferred (default): indexed texts join after the batch, order-free; sequential: at once (the paper)")
     p.add_argument("--online-weight", type=float, help="weight of an indexed text in its label's profile (default 0.5)")
     p.add_argument("--name-weight", type=float, help="how many texts a label's name counts as (default 1)")
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1)")

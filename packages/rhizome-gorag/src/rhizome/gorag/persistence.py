@@ -29,6 +29,7 @@ def save(classifier: GORAGClassifier, path: str | Path) -> Path:
     """Write ``classifier`` to the directory ``path`` (see :meth:`GORAGClassifier.persist`)."""
     directory = Path(path)
     directory.mkdir(parents=True, exist_ok=True)
+    classifier.flush_online()
     with classifier._lock:
         payload = {
             "format": FORMAT,

@@ -55,7 +55,9 @@ class Classification(BaseModel):
     indexed: list[str] = Field(default_factory=list)
     """Keywords added to the graph under ``label`` by online indexing."""
     online_indexed: bool = False
-    """Whether online indexing took the text (graph, corpus and the label's profiles)."""
+    """Whether online indexing took the text (graph, corpus and the label's profiles; with
+    ``online_mode="deferred"`` at the next ``flush_online``/``fit_round``, and ``indexed`` stays
+    empty)."""
     costs: dict[str, float] = Field(default_factory=dict)
     """Per candidate: total shortest-path cost from the terminals that reach it."""
     unreachable: dict[str, int] = Field(default_factory=dict)
