@@ -603,9 +603,11 @@ class GORAGClassifier:
                 ).items():
                     linked[node] = max(linked.get(node, 0.0), strength)
             retrieved = self._retrieve(keywords, extra_terminals=list(linked))
+        # every terminal of the tree (exact and linked keywords) and every graph keyword found
+        # in the text counts fully (strength 1) in the graph score; the link strengths decide
+        # only whether a link is made (part share, cosine threshold)
+        exact, _ = _candidates.split_keywords(keywords, self._terminal)
         terminals: dict[str, float] = dict.fromkeys(retrieved["terminals"], 1.0)
-        for node, strength in linked.items():
-            terminals[node] = max(strength, terminals.get(node, 0.0)) if node not in retrieved["terminals"] else 1.0
         for node in _linking.vocabulary_terminals(self.graph, tokens, self.max_ngram):
             terminals[node] = 1.0
         links = {t: _graph.label_links(self.graph, t) for t in terminals}
@@ -617,7 +619,7 @@ class GORAGClassifier:
             "labels": labels,
             "probabilities": probs,
             "components": components,
-            "linked": sorted(t for t in terminals if t not in retrieved["terminals"]),
+            "linked": sorted(t for t in terminals if t not in exact),
         }
         if self.candidates == "scored":
             retrieved["steiner_candidates"] = list(retrieved["candidates"])

@@ -1,8 +1,9 @@
 """Linking a text to the keyword–label graph beyond exact keyword matches.
 
 The paper links a query only through its extracted keywords that are already graph nodes; with
-TF-IDF keywords on WOS few of them are (issue 20). Three more links, each with a strength in
-(0, 1] that the graph score multiplies in:
+TF-IDF keywords on WOS few of them are (issue 20). Three more links; each linked node is a terminal
+of the graph score (part and embedding links also of the Steiner tree) and counts fully in it, the strength below only deciding whether and where a link is made
+(``graph_strength`` accepts per-terminal strengths for callers that want to weigh them):
 
 - **vocabulary**: every content n-gram of the text that is a keyword node (the graph's own
   vocabulary, read off the whole text, not only its top keywords) — strength 1;
