@@ -159,7 +159,7 @@ def test_integrations_pass_knobs_and_per_item_errors(clf):
 
     from langgraph_rhizome import make_classify_node
 
-    gated = GORAGClassifier(index_threshold=1.0)
+    gated = GORAGClassifier(index_threshold=1.0, online_mode="sequential")
     gated.fit_round(*split(ROUND1))
     size = gated.stats_summary()
     runnable = RhizomeClassifier(classifier=gated, options={"index_threshold": None})
