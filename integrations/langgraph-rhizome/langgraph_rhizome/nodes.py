@@ -109,6 +109,7 @@ def make_classify_node(
     label_key: str = "label",
     result_key: str | None = "classification",
     online: bool | None = None,
+    options: Mapping[str, Any] | None = None,
     name: str = "classify",
 ) -> RunnableLambda:
     """A node that classifies the text (``state[text_key]``, or the last human message) and
@@ -116,13 +117,16 @@ def make_classify_node(
     result — candidates, Steiner tree, evidence keywords — as a JSON dict to
     ``state[result_key]``); for a text from the messages, also a tool exchange named ``name``
     whose artifact is the result, where :func:`route_by_label` finds the label in a plain
-    ``MessagesState``. Pair it with :func:`route_by_label` to branch on the label."""
+    ``MessagesState``. Pair it with :func:`route_by_label` to branch on the label.
+    ``options`` are further keyword arguments of each ``aclassify`` call (GORAG:
+    ``index_threshold``)."""
+    extra = dict(options or {})
     if not callable(getattr(classifier, "aclassify", None)):
         raise TypeError(f"expected a Rhizome classifier with aclassify; got {type(classifier).__name__}")
 
     async def aclassify(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         text, from_messages = read_text(state, text_key, name)
-        result = await classifier.aclassify(text, online=online)
+        result = await classifier.aclassify(text, online=online, **extra)
         found = result.model_dump(mode="json")
         update: dict[str, Any] = {label_key: result.label}
         if result_key is not None:

@@ -15,12 +15,19 @@ from rhizome.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rhizome.gorag.classifier import GORAGClassifier
-    from rhizome.gorag.results import Classification, LabelInfo, RoundReport, SteinerTreeInfo
+    from rhizome.gorag.results import (
+        Classification,
+        ClassificationError,
+        LabelInfo,
+        RoundReport,
+        SteinerTreeInfo,
+    )
     from rhizome.gorag.steiner import SteinerResult, SteinerSolver, steiner_tree
     from rhizome.gorag.text import correlation_score, normalize_keyword, tokenize
 
 _EXPORTS = {
     "Classification": "rhizome.gorag.results",
+    "ClassificationError": "rhizome.gorag.results",
     "GORAGClassifier": "rhizome.gorag.classifier",
     "LabelInfo": "rhizome.gorag.results",
     "RoundReport": "rhizome.gorag.results",
@@ -38,6 +45,7 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 
 __all__ = [
     "Classification",
+    "ClassificationError",
     "GORAGClassifier",
     "LabelInfo",
     "RoundReport",

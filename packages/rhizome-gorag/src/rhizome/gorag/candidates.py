@@ -13,20 +13,9 @@ from rhizome.gorag.graph import LABEL, label_node
 from rhizome.gorag.steiner import SteinerSolver
 
 
-def retrieve(
-    keywords: list[str],
-    *,
-    labels: Sequence[str],
-    terminal: Callable[[str], str | None],
-    solver: Callable[[], SteinerSolver],
-) -> dict[str, Any]:
-    """Terminals, Steiner tree, candidate labels and their graph costs.
-
-    ``labels`` are the known labels in the order they were added; ``terminal`` maps a keyword
-    to its node (or ``None``); ``solver`` returns the solver of the current graph (built only
-    when there is a terminal). Returns a dict with ``terminals``, ``new_keywords``, ``edges``
-    (``(u, v, weight)``), ``candidates`` (fewest unreachable terminals first, then least cost,
-    then label order), ``costs``, ``unreachable`` and ``fallback``."""
+def split_keywords(keywords: Sequence[str], terminal: Callable[[str], str | None]) -> tuple[list[str], list[str]]:
+    """The nodes the keywords stand for (``V_exist``, de-duplicated, in order) and the keywords
+    the graph lacks (``V_notexist``)."""
     terminals: list[str] = []
     new_keywords: list[str] = []
     for v in keywords:
@@ -35,6 +24,27 @@ def retrieve(
             new_keywords.append(v)
         elif node not in terminals:
             terminals.append(node)
+    return terminals, new_keywords
+
+
+def retrieve(
+    keywords: list[str],
+    *,
+    labels: Sequence[str],
+    terminal: Callable[[str], str | None],
+    solver: Callable[[], SteinerSolver],
+    extra_terminals: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Terminals, Steiner tree, candidate labels and their graph costs.
+
+    ``labels`` are the known labels in the order they were added; ``terminal`` maps a keyword
+    to its node (or ``None``); ``extra_terminals`` are further nodes the keywords were linked
+    to (by vocabulary or embedding); ``solver`` returns the solver of the current graph (built
+    only when there is a terminal). Returns a dict with ``terminals``, ``new_keywords``,
+    ``edges`` (``(u, v, weight)``), ``candidates`` (fewest unreachable terminals first, then
+    least cost, then label order), ``costs``, ``unreachable`` and ``fallback``."""
+    terminals, new_keywords = split_keywords(keywords, terminal)
+    terminals += [t for t in extra_terminals if t not in terminals]
     order = list(labels)
     if not terminals:
         return {
@@ -101,4 +111,4 @@ def retrieve(
     }
 
 
-__all__ = ["retrieve"]
+__all__ = ["retrieve", "split_keywords"]

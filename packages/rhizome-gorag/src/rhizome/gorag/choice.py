@@ -82,19 +82,22 @@ async def model_choice(
     keywords: list[str],
     candidates: list[str],
     *,
+    scores: Mapping[str, float] | None = None,
     schema: type[BaseModel],
     max_text_tokens: int,
 ) -> tuple[str | None, str]:
-    """Ask the model to pick one of ``candidates`` for ``text`` (its keywords and the
-    candidates' descriptions in the prompt). Returns the known label its answer names (or
-    ``None``: a hallucination, or output that never matched the schema) and the raw answer."""
+    """Ask the model to pick one of ``candidates`` for ``text`` (its keywords, the candidates'
+    descriptions and, when given, their probabilities from the scorer in the prompt). Returns
+    the known label its answer names (or ``None``: a hallucination, or output that never
+    matched the schema) and the raw answer; the caller checks it against the candidates."""
     lines = []
     for y in candidates:
         description = labels[y].description
+        score = f" (score {scores[y]:.2f})" if scores is not None and y in scores else ""
         lines.append(
-            f"- {y}: {' '.join(description.split())}"
+            f"- {y}{score}: {' '.join(description.split())}"
             if description and description != display_name(y)
-            else f"- {y}"
+            else f"- {y}{score}"
         )
     def prompt_for(shown: str) -> str:
         return prompts.CLASSIFY.format(text=shown, keywords=", ".join(keywords) or "(none)", candidates="\n".join(lines))

@@ -25,15 +25,23 @@ from pydantic import BaseModel
 
 from rhizome.core.aio import gather_limited, run_sync
 from rhizome.core.errors import ConfigurationError, InvalidInputError
-from rhizome.core.index import resolve_llm
+from rhizome.core.index import resolve_embedder, resolve_llm
 from rhizome.gorag import candidates as _candidates
 from rhizome.gorag import choice as _choice
 from rhizome.gorag import graph as _graph
 from rhizome.gorag import keywords as _keywords
+from rhizome.gorag import linking as _linking
 from rhizome.gorag import persistence as _persistence
+from rhizome.gorag import scoring as _scoring
 from rhizome.gorag.graph import LABEL_EDGE_MODES, label_node
 from rhizome.gorag.keywords import KeywordFunction
-from rhizome.gorag.results import Classification, LabelInfo, RoundReport, SteinerTreeInfo
+from rhizome.gorag.results import (
+    Classification,
+    ClassificationError,
+    LabelInfo,
+    RoundReport,
+    SteinerTreeInfo,
+)
 from rhizome.gorag.steiner import STEINER_METHODS, SteinerSolver
 from rhizome.gorag.text import TermStats, display_name, normalize_keyword, tokenize
 
@@ -54,10 +62,43 @@ class GORAGClassifier:
         top content n-grams by TF-IDF over the texts seen so far — the authors' code offers the
         same as ``--ke tfidf``), a function ``text -> list[str]`` (sync or async, e.g. YAKE),
         or ``"auto"``: ``"llm"`` when a model is given, else ``"tfidf"``.
+    embedder:
+        An embedder (spec string such as ``"sentence-transformers:all-MiniLM-L6-v2"``, one of
+        Rhizome's embedders, or a LangChain / LlamaIndex embedding model), or ``None``. With
+        one, the scorer adds text–label embedding similarity and query keywords the graph
+        lacks are linked to its keywords by embedding similarity.
     label_choice:
-        ``"model"`` (the paper, Eq. 13: the model picks one candidate), ``"graph"`` (offline:
-        the candidate with the least total shortest-path cost from the query's keywords), or
-        ``"auto"``: ``"model"`` when a model is given.
+        ``"model"`` (the paper, Eq. 13: the model picks one of the scored candidates),
+        ``"score"`` (offline: the label of highest calibrated probability, docs/gorag.md
+        "Scoring"), ``"graph"`` (the earlier offline stand-in for the model: among the Steiner
+        candidates, the largest sum of correlation scores of the query's terminals linked to
+        it), or ``"auto"``: ``"model"`` when a model is given, else ``"score"``.
+    candidates:
+        ``"scored"`` (default): the Steiner-tree labels together with the nearest labels by the
+        scorer, ranked by probability and cut at ``candidate_coverage`` probability mass or
+        ``max_candidates`` labels. ``"steiner"``: the paper's candidates, the labels of the
+        Steiner tree alone (no top-k, no threshold).
+    max_candidates, candidate_coverage, nearest_labels:
+        At most ``max_candidates`` candidates; fewer when the first ones already hold
+        ``candidate_coverage`` of the probability; ``nearest_labels`` best-scored labels join
+        the Steiner labels in the pool the candidates are cut from.
+    index_threshold:
+        Online indexing takes a text only when the probability of its label is at least this
+        (default 0.5); ``None`` indexes every classified text, as the paper does.
+    online_mode:
+        ``"deferred"`` (default): texts taken for online indexing wait and join the graph and
+        the profiles together at the next :meth:`fit_round`, :meth:`flush_online` or
+        :meth:`persist`, so a round's classifications do not depend on the order of its texts.
+        ``"sequential"``: each joins at once and may change the next one's result (the paper).
+    online_weight:
+        The weight of an online-indexed text in its label's profiles (a labelled text weighs 1).
+    lexical_weight, dense_weight, graph_weight, temperature, name_weight:
+        The scorer's calibration (docs/gorag.md, "Scoring"): component weights, softmax
+        temperature, and how many texts a label's name (and description) counts as.
+    link_threshold, link_keywords:
+        With an embedder, up to ``link_keywords`` query keywords the graph lacks are linked to
+        the most similar keyword from the labelled texts when the cosine is at least
+        ``link_threshold``.
     steiner:
         ``"mehlhorn"`` (default; the 2-approximation the paper's text cites) or ``"mst_prune"``
         (Algorithm 2 as printed: the subtree of the global MST that spans the terminals).
@@ -98,8 +139,23 @@ class GORAGClassifier:
         self,
         llm: Any = None,
         *,
+        embedder: Any = None,
         keyword_source: Literal["auto", "llm", "tfidf"] | KeywordFunction = "auto",
-        label_choice: Literal["auto", "model", "graph"] = "auto",
+        label_choice: Literal["auto", "model", "score", "graph"] = "auto",
+        candidates: Literal["scored", "steiner"] = "scored",
+        max_candidates: int = 8,
+        candidate_coverage: float = 0.95,
+        nearest_labels: int = 10,
+        index_threshold: float | None = 0.5,
+        online_mode: Literal["deferred", "sequential"] = "deferred",
+        online_weight: float = 0.5,
+        lexical_weight: float = 1.0,
+        dense_weight: float = 0.25,
+        graph_weight: float = 0.5,
+        temperature: float = 0.02,
+        name_weight: float = 1.0,
+        link_threshold: float = 0.8,
+        link_keywords: int = 8,
         steiner: Literal["mehlhorn", "mst_prune"] = "mehlhorn",
         label_edge_mode: Literal["printed", "mean"] = "printed",
         label_names: bool = True,
@@ -115,6 +171,7 @@ class GORAGClassifier:
         constrain_labels: bool = True,
     ) -> None:
         self.llm = resolve_llm(llm)
+        self.embedder = resolve_embedder(embedder) if embedder is not None else None
         if callable(keyword_source):
             self._keyword_function: KeywordFunction | None = keyword_source
             self.keyword_source = "function"
@@ -127,9 +184,15 @@ class GORAGClassifier:
             raise ConfigurationError(
                 f"keyword_source must be 'auto', 'llm', 'tfidf' or a function, got {keyword_source!r}"
             )
-        if label_choice not in ("auto", "model", "graph"):
-            raise ConfigurationError(f"label_choice must be 'auto', 'model' or 'graph', got {label_choice!r}")
-        self.label_choice = ("model" if self.llm is not None else "graph") if label_choice == "auto" else label_choice
+        if label_choice not in ("auto", "model", "score", "graph"):
+            raise ConfigurationError(
+                f"label_choice must be 'auto', 'model', 'score' or 'graph', got {label_choice!r}"
+            )
+        self.label_choice = ("model" if self.llm is not None else "score") if label_choice == "auto" else label_choice
+        if online_mode not in ("deferred", "sequential"):
+            raise ConfigurationError(f"online_mode must be 'deferred' or 'sequential', got {online_mode!r}")
+        if candidates not in ("scored", "steiner"):
+            raise ConfigurationError(f"candidates must be 'scored' or 'steiner', got {candidates!r}")
         if self.llm is None and (self.keyword_source == "llm" or self.label_choice == "model"):
             raise ConfigurationError(
                 "keyword_source='llm' and label_choice='model' need a chat model: pass llm=... "
@@ -145,11 +208,35 @@ class GORAGClassifier:
             ("max_text_tokens", max_text_tokens, 1),
             ("example_tokens", example_tokens, 1),
             ("description_examples", description_examples, 0),
+            ("max_candidates", max_candidates, 1),
+            ("nearest_labels", nearest_labels, 0),
+            ("link_keywords", link_keywords, 0),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ConfigurationError(f"{name} must be an integer of at least {low}, got {value!r}")
         if not 0 < epsilon < 1:
             raise ConfigurationError(f"epsilon must be between 0 and 1, got {epsilon!r}")
+        for name, value, low, high in (
+            ("candidate_coverage", candidate_coverage, 0.0, 1.0),
+            ("link_threshold", link_threshold, -1.0, 1.0),
+            ("online_weight", online_weight, 0.0, float("inf")),
+            ("lexical_weight", lexical_weight, 0.0, float("inf")),
+            ("dense_weight", dense_weight, 0.0, float("inf")),
+            ("graph_weight", graph_weight, 0.0, float("inf")),
+            ("name_weight", name_weight, 0.0, float("inf")),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ConfigurationError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+            raise ConfigurationError(f"temperature must be a positive number, got {temperature!r}")
+        if index_threshold is not None and (
+            isinstance(index_threshold, bool)
+            or not isinstance(index_threshold, (int, float))
+            or not 0 <= index_threshold <= 1
+        ):
+            raise ConfigurationError(
+                f"index_threshold must be a probability in [0, 1] or None (index every text), got {index_threshold!r}"
+            )
         self.steiner = steiner
         self.label_edge_mode = label_edge_mode
         self.label_names = label_names
@@ -163,6 +250,16 @@ class GORAGClassifier:
         self.example_tokens = example_tokens
         self.description_examples = description_examples
         self.constrain_labels = constrain_labels
+        self.candidates = candidates
+        self.max_candidates = max_candidates
+        self.candidate_coverage = float(candidate_coverage)
+        self.nearest_labels = nearest_labels
+        self.index_threshold = None if index_threshold is None else float(index_threshold)
+        self.online_weight = float(online_weight)
+        self.online_mode = online_mode
+        self._pending: list[tuple[list[str], list[str], str, Any]] = []
+        self.link_threshold = float(link_threshold)
+        self.link_keywords = link_keywords
 
         self.graph = nx.Graph()
         self.labels: dict[str, LabelInfo] = {}
@@ -172,7 +269,33 @@ class GORAGClassifier:
         self._lock = threading.RLock()
         self._solver: SteinerSolver | None = None
         self._choice_schema: tuple[tuple[str, ...], type[BaseModel]] | None = None
+        self.scorer = _scoring.LabelScorer(
+            _scoring.LexicalSpace(self.stats),
+            _scoring.Weights(
+                lexical=float(lexical_weight),
+                dense=float(dense_weight),
+                graph=float(graph_weight),
+                temperature=float(temperature),
+                name_weight=float(name_weight),
+            ),
+        )
+        self.members: dict[str, list[tuple[int, float]]] = {}
+        """Per label, the texts of ``T`` in its profile: (position, weight)."""
+        self.linker = _linking.KeywordLinker()
 
+    @classmethod
+    def as_published(cls, llm: Any = None, **overrides: Any) -> GORAGClassifier:
+        """The paper's behaviour: candidates are the Steiner tree's labels alone, every
+        classified text is indexed online, and the label is the model's choice (offline: the
+        graph's choice among the Steiner candidates). Other parameters may be overridden."""
+        settings: dict[str, Any] = {
+            "candidates": "steiner",
+            "index_threshold": None,
+            "online_mode": "sequential",
+            "label_choice": "model" if llm is not None else "graph",
+        }
+        settings.update(overrides)
+        return cls(llm, **settings)
     # -- parameters ------------------------------------------------------------------------------
     def parameters(self) -> dict[str, Any]:
         """Constructor parameters (as resolved), for persistence and reports."""
@@ -192,12 +315,27 @@ class GORAGClassifier:
             "example_tokens": self.example_tokens,
             "description_examples": self.description_examples,
             "constrain_labels": self.constrain_labels,
+            "candidates": self.candidates,
+            "max_candidates": self.max_candidates,
+            "candidate_coverage": self.candidate_coverage,
+            "nearest_labels": self.nearest_labels,
+            "index_threshold": self.index_threshold,
+            "online_weight": self.online_weight,
+            "online_mode": self.online_mode,
+            "lexical_weight": self.scorer.weights.lexical,
+            "dense_weight": self.scorer.weights.dense,
+            "graph_weight": self.scorer.weights.graph,
+            "temperature": self.scorer.weights.temperature,
+            "name_weight": self.scorer.weights.name_weight,
+            "link_threshold": self.link_threshold,
+            "link_keywords": self.link_keywords,
         }
 
     def __repr__(self) -> str:
         return (
             f"GORAGClassifier(labels={len(self.labels)}, round={self.round}, nodes={self.graph.number_of_nodes()}, "
-            f"edges={self.graph.number_of_edges()}, llm={getattr(self.llm, 'name', None)!r})"
+            f"edges={self.graph.number_of_edges()}, llm={getattr(self.llm, 'name', None)!r}, "
+            f"embedder={getattr(self.embedder, 'name', None)!r})"
         )
 
     def stats_summary(self) -> dict[str, int]:
@@ -234,7 +372,7 @@ class GORAGClassifier:
 
     async def akeywords(self, text: str) -> list[str]:
         """The keywords GORAG would extract from ``text`` now (normalised)."""
-        _check_text(text)
+        text = _check_text(text)
         if self._model_extracts:
             return await self._model_keywords(text)
         with self._lock:
@@ -262,8 +400,7 @@ class GORAGClassifier:
         texts, labels = list(texts), list(labels)
         if len(texts) != len(labels):
             raise InvalidInputError(f"got {len(texts)} texts and {len(labels)} labels; give one label per text")
-        for text in texts:
-            _check_text(text)
+        texts = [_check_text(text) for text in texts]
         round_labels = list(dict.fromkeys([*labels, *new_labels]))
         for label in round_labels:
             _check_label(label)
@@ -274,6 +411,7 @@ class GORAGClassifier:
         if unknown:
             raise InvalidInputError(f"descriptions given for labels that are not in this round: {sorted(unknown)}")
         new = [y for y in round_labels if y not in self.labels]
+        self.flush_online()
 
         # model work first, outside the lock: descriptions, then keywords of texts and descriptions
         to_describe = [y for y in new if y not in descriptions]
@@ -294,6 +432,11 @@ class GORAGClassifier:
         model_keywords: list[list[str]] | None = None
         if self._model_extracts:
             model_keywords = list(await asyncio.gather(*(self._model_keywords(t) for t, _ in documents)))
+        name_texts = {y: _name_text(y, descriptions.get(y)) for y in round_labels if y in new or y in descriptions}
+        text_vectors = name_vectors = None
+        if self.embedder is not None:
+            text_vectors = await self.embedder.aembed(texts) if texts else None
+            name_vectors = await self.embedder.aembed(list(name_texts.values())) if name_texts else None
 
         with self._lock:
             self.round += 1
@@ -345,6 +488,24 @@ class GORAGClassifier:
             )
             self._solver = None
             self._choice_schema = None
+            # the scorer: members, name vectors, dense sums; the lexical profiles are rebuilt
+            # with this round's IDF
+            for i, (_, label) in enumerate(documents[: len(texts)]):
+                self.members.setdefault(label, []).append((positions[i], 1.0))
+                self.scorer.add(label, None, None if text_vectors is None else text_vectors[i])
+            for k, y in enumerate(name_texts):
+                self.scorer.set_name(y, None, None if name_vectors is None else name_vectors[k])
+                self.labels[y].name_text = name_texts[y]
+            self._rebuild_lexical()
+            targets = [
+                v for keywords in model_keywords for v in keywords if v not in self.linker.names and not is_label_name(v)
+            ]
+        if self.embedder is not None and self.link_keywords and targets:
+            targets = list(dict.fromkeys(targets))
+            vectors = await self.embedder.aembed(targets)
+            with self._lock:
+                self.linker.add(targets, vectors)
+        with self._lock:
             return RoundReport(
                 round=self.round,
                 new_labels=new,
@@ -356,6 +517,23 @@ class GORAGClassifier:
                 nodes=self.graph.number_of_nodes(),
                 edges=self.graph.number_of_edges(),
             )
+
+    def _rebuild_lexical(self, upto: int | None = None) -> None:
+        """Freeze the IDF of ``T`` as it is now (or of its first ``upto`` texts) and recompute
+        every label's lexical profile (its texts and its name) with it (caller holds the lock)."""
+        space = self.scorer.space
+        space.refresh(upto)
+        for y, info in self.labels.items():
+            total = None
+            weight = 0.0
+            for position, w in self.members.get(y, []):
+                vec = space.vector(self.stats.texts[position].split())
+                total = w * vec if total is None else total + w * vec
+                weight += w
+            if total is None:
+                total = self.scorer.ensure(y).lex_sum * 0
+            self.scorer.set_lexical(y, total, weight)
+            self.scorer.set_name(y, space.vector(tokenize(info.name_text or _name_text(y, info.description))), None)
 
     def fit_round(
         self,
@@ -378,18 +556,107 @@ class GORAGClassifier:
     def _terminal(self, v: str) -> str | None:
         return _graph.terminal(self.graph, v, self._names if self.label_names else None)
 
-    def _retrieve(self, keywords: list[str]) -> dict[str, Any]:
+    def _retrieve(self, keywords: list[str], extra_terminals: Sequence[str] = ()) -> dict[str, Any]:
         """Terminals, Steiner tree, candidate labels and their graph costs (caller holds the lock)."""
-        return _candidates.retrieve(keywords, labels=list(self.labels), terminal=self._terminal, solver=self._solver_now)
+        return _candidates.retrieve(
+            keywords,
+            labels=list(self.labels),
+            terminal=self._terminal,
+            solver=self._solver_now,
+            extra_terminals=extra_terminals,
+        )
+
+    async def _query_vectors(self, text: str, keywords: list[str]) -> tuple[Any, list[str]]:
+        """With an embedder: the text's vector, and the keywords (not in the graph) whose
+        vectors were looked up for embedding links."""
+        if self.embedder is None:
+            return None, []
+        vector = (await self.embedder.aembed([text]))[0]
+        if not self.link_keywords or not self.linker.names:
+            return vector, []
+        with self._lock:
+            lacking = [v for v in keywords if self._terminal(v) is None][: self.link_keywords]
+        todo = self.linker.missing(lacking)
+        if todo:
+            self.linker.remember(todo, await self.embedder.aembed(todo))
+        return vector, lacking
+
+    def _evidence(
+        self, tokens: list[str], keywords: list[str], vector: Any, linkable: list[str]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Retrieval and scores of one text (caller holds the lock): the Steiner tree over the
+        keywords' terminals (exact, by their parts, by embedding), the graph component over
+        those and the graph keywords found anywhere in the text, and every label's probability."""
+        labels = list(self.labels)
+        if self.candidates == "steiner":
+            retrieved = self._retrieve(keywords)
+            linked: dict[str, float] = {}
+        else:
+            linked = {}
+            for v in keywords:
+                if self._terminal(v) is None:
+                    for node, strength in _linking.part_terminals(self.graph, v).items():
+                        linked[node] = max(linked.get(node, 0.0), strength)
+            if linkable and self.embedder is not None:
+                for node, strength in self.linker.link(
+                    linkable, self.link_threshold, lambda v: _graph.keyword_node(v) in self.graph
+                ).items():
+                    linked[node] = max(linked.get(node, 0.0), strength)
+            retrieved = self._retrieve(keywords, extra_terminals=list(linked))
+        # every terminal of the tree (exact and linked keywords) and every graph keyword found
+        # in the text counts fully (strength 1) in the graph score; the link strengths decide
+        # only whether a link is made (part share, cosine threshold)
+        exact, _ = _candidates.split_keywords(keywords, self._terminal)
+        terminals: dict[str, float] = dict.fromkeys(retrieved["terminals"], 1.0)
+        for node in _linking.vocabulary_terminals(self.graph, tokens, self.max_ngram):
+            terminals[node] = 1.0
+        links = {t: _graph.label_links(self.graph, t) for t in terminals}
+        graph_scores = _scoring.graph_strength(terminals, links, len(labels))
+        lex = self.scorer.space.vector(tokens)
+        components = self.scorer.components(labels, lex, vector, graph_scores)
+        probs = self.scorer.probabilities(components)
+        scored = {
+            "labels": labels,
+            "probabilities": probs,
+            "components": components,
+            "linked": sorted(t for t in terminals if t not in exact),
+        }
+        if self.candidates == "scored":
+            retrieved["steiner_candidates"] = list(retrieved["candidates"])
+            retrieved["candidates"] = self._cut(retrieved["candidates"], probs, labels)
+        return retrieved, scored
+
+    def _cut(self, steiner: list[str], probs: Any, labels: list[str]) -> list[str]:
+        """The candidates: the Steiner labels and the ``nearest_labels`` most probable ones,
+        most probable first, until they hold ``candidate_coverage`` of the probability or
+        number ``max_candidates``."""
+        index = {y: k for k, y in enumerate(labels)}
+        ranked = sorted(range(len(labels)), key=lambda k: (-probs[k], k))
+        pool = dict.fromkeys([labels[k] for k in ranked[: self.nearest_labels]])
+        pool.update(dict.fromkeys(steiner))
+        ordered = sorted(pool, key=lambda y: (-probs[index[y]], index[y]))
+        out: list[str] = []
+        mass = 0.0
+        for y in ordered:
+            if len(out) >= self.max_candidates or (out and mass >= self.candidate_coverage):
+                break
+            out.append(y)
+            mass += float(probs[index[y]])
+        return out
 
     async def aretrieve_candidates(self, text: str) -> dict[str, Any]:
-        """Keywords, terminals, Steiner tree and candidate labels of ``text``, without choosing."""
-        _check_text(text)
+        """Keywords, terminals, Steiner tree, candidate labels and their probabilities for
+        ``text``, without choosing."""
+        text = _check_text(text)
         self._check_ready()
         keywords = await self.akeywords(text)
+        vector, linkable = await self._query_vectors(text, keywords)
         with self._lock:
-            retrieved = self._retrieve(keywords)
+            retrieved, scored = self._evidence(tokenize(text), keywords, vector, linkable)
         retrieved["keywords"] = keywords
+        probs = dict(zip(scored["labels"], scored["probabilities"]))
+        retrieved["scores"] = {y: float(probs[y]) for y in retrieved["candidates"]}
+        retrieved["linked"] = scored["linked"]
         return retrieved
 
     # -- classification --------------------------------------------------------------------------
@@ -397,9 +664,10 @@ class GORAGClassifier:
         if not self.labels:
             raise ConfigurationError("the classifier has no labels yet; call fit_round(texts, labels) first")
 
-    def _schema(self) -> type[BaseModel]:
-        """The answer schema of the classification request, rebuilt when the labels change."""
-        labels = tuple(self.labels)
+    def _schema(self, labels: tuple[str, ...] | None = None) -> type[BaseModel]:
+        """The answer schema of the classification request (``labels``: the allowed answers,
+        default all labels), rebuilt when they change."""
+        labels = tuple(self.labels) if labels is None else labels
         if self._choice_schema is None or self._choice_schema[0] != labels:
             self._choice_schema = (labels, _choice.choice_schema(labels, constrain=self.constrain_labels))
         return self._choice_schema[1]
@@ -409,38 +677,64 @@ class GORAGClassifier:
         ignored), or ``None``."""
         return _choice.match_label(self.labels, answer)
 
-    async def _aclassify(self, text: str, online: bool, keywords: list[str] | None = None) -> Classification:
+    async def _aclassify(
+        self, text: str, online: bool, keywords: list[str] | None = None, threshold: Any = "default"
+    ) -> Classification:
         if keywords is None and self._model_extracts:
             keywords = await self._model_keywords(text)
         tokens = tokenize(text)
-        with self._lock:
-            if keywords is None:
+        if keywords is None:
+            with self._lock:
                 keywords = self._tfidf_keywords(tokens, virtual=True)
-            retrieved = self._retrieve(keywords)
+        vector, linkable = await self._query_vectors(text, keywords)
+        with self._lock:
+            retrieved, scored = self._evidence(tokens, keywords, vector, linkable)
             round_ = self.round
-            graph_label = _choice.graph_choice(self.graph, retrieved, tokens, list(self.labels))
+            graph_label = (
+                _choice.graph_choice(self.graph, retrieved, tokens, list(self.labels))
+                if self.label_choice == "graph"
+                else None
+            )
+        labels, probs = scored["labels"], scored["probabilities"]
+        probability = {y: float(p) for y, p in zip(labels, probs)}
         candidates: list[str] = retrieved["candidates"]
-        label, chosen_by = graph_label, "graph"
-        hallucinated, answer, strict = False, None, None
+        best = max(labels, key=lambda y: (probability[y], -labels.index(y)))
+        if graph_label is not None:
+            label, chosen_by = graph_label, "graph"
+        else:
+            label, chosen_by = best, "score"
+        hallucinated, answer, strict, valid = False, None, None, None
         if self.label_choice == "model":
+            allowed = candidates if self.candidates == "scored" else list(self.labels)
             matched, answer = await _choice.model_choice(
                 self.llm,
                 self.labels,
                 text,
                 keywords,
                 candidates,
-                schema=self._schema(),
+                scores={y: probability[y] for y in candidates} if self.candidates == "scored" else None,
+                schema=self._schema(tuple(allowed)),
                 max_text_tokens=self.max_text_tokens,
             )
             strict = answer in candidates
+            valid = matched is not None and matched in allowed
             if matched is None:
                 hallucinated = True
+                label = candidates[0] if candidates else best
+            elif not valid:
+                label = candidates[0] if candidates else best
             else:
                 label, chosen_by = matched, "model"
+        confidence = probability[label]
+        if threshold == "default":
+            threshold = self.index_threshold
         indexed: list[str] = []
+        index_it = online and not hallucinated and (threshold is None or confidence >= threshold)
         with self._lock:
-            if online and not hallucinated:
-                indexed = self._index_online(tokens, keywords, label)
+            if index_it and self.online_mode == "deferred":
+                self._pending.append((tokens, list(keywords), label, vector))
+            elif index_it:
+                indexed = self._index_online(tokens, keywords, label, vector)
             evidence = _graph.evidence(self.graph, retrieved["terminals"], label)
         tree = SteinerTreeInfo(
             terminals=retrieved["terminals"],
@@ -451,11 +745,15 @@ class GORAGClassifier:
         return Classification(
             label=label,
             candidates=candidates,
+            scores={y: probability[y] for y in candidates},
+            confidence=confidence,
             keywords=keywords,
             evidence=evidence,
+            linked=[t[len(_graph.KW) :] if t.startswith(_graph.KW) else t for t in scored["linked"]],
             tree=tree,
             new_keywords=retrieved["new_keywords"],
             indexed=indexed,
+            online_indexed=index_it,
             costs=retrieved["costs"],
             unreachable=retrieved["unreachable"],
             chosen_by=chosen_by,
@@ -463,15 +761,60 @@ class GORAGClassifier:
             hallucinated=hallucinated,
             model_answer=answer,
             strict_match=strict,
+            valid_answer=valid,
             round=round_,
         )
 
-    def _index_online(self, tokens: list[str], keywords: list[str], label: str) -> list[str]:
+    def flush_online(self) -> int:
+        """Index the texts that deferred online indexing holds (``online_mode="deferred"``), all
+        together: every one joins ``T`` first, then each one's keywords that the graph lacked
+        before the flush are linked to its label (Eq. 14, the IDF of all of them) and it joins
+        its label's profiles. The result does not depend on the order the texts were
+        classified in. Returns how many texts were indexed."""
+        with self._lock:
+            pending = sorted(self._pending, key=lambda item: (item[2], " ".join(item[0]), item[1]))
+            self._pending = []
+            if not pending:
+                return 0
+            existed = set(self.graph.nodes)
+            positions = []
+            for tokens, keywords, _, _ in pending:
+                position = self.stats.add_text(tokens)
+                self.stats.add_yielded(position, keywords)
+                positions.append(position)
+
+            def known(v: str) -> bool:
+                node = self._terminal(v)
+                return node is not None and node in existed
+
+            for (tokens, keywords, label, vector), position in zip(pending, positions):
+                if self.online_weight > 0:
+                    self.members.setdefault(label, []).append((position, self.online_weight))
+                    self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
+                _graph.add_text_keywords(
+                    self.graph,
+                    self.stats,
+                    position=position,
+                    length=len(tokens),
+                    keywords=keywords,
+                    label=label,
+                    skip=known,
+                    epsilon=self.epsilon,
+                    round=self.round,
+                )
+            self._solver = None
+            return len(pending)
+
+    def _index_online(self, tokens: list[str], keywords: list[str], label: str, vector: Any = None) -> list[str]:
         """Eq. 14: the query joins ``T``; each of its keywords the graph lacks becomes a node
         linked to the predicted label, weighted by Eq. 5 with the query as a text of that label.
-        Keywords already in the graph get no new edge (caller holds the lock)."""
+        Keywords already in the graph get no new edge. The text also joins the label's profiles
+        with weight ``online_weight`` (caller holds the lock)."""
         position = self.stats.add_text(tokens)
         self.stats.add_yielded(position, keywords)
+        if self.online_weight > 0:
+            self.members.setdefault(label, []).append((position, self.online_weight))
+            self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
         return _graph.add_text_keywords(
             self.graph,
             self.stats,
@@ -484,38 +827,74 @@ class GORAGClassifier:
             round=self.round,
         )
 
-    async def aclassify(self, text: str, *, online: bool | None = None) -> Classification:
-        """Classify ``text`` among every label seen so far; with online indexing (default: the
-        constructor's ``online``), index its unseen keywords under the predicted label."""
-        _check_text(text)
+    async def aclassify(
+        self, text: str | bytes, *, online: bool | None = None, index_threshold: Any = "default"
+    ) -> Classification:
+        """Classify ``text`` among every label seen so far. With online indexing (default: the
+        constructor's ``online``) and a confidence of at least ``index_threshold`` (default:
+        the constructor's; ``None``: always), the text joins the graph and its label's
+        profiles. ``bytes`` are read as UTF-8."""
+        text = _check_text(text)
         self._check_ready()
-        return await self._aclassify(text, self.online if online is None else online)
+        return await self._aclassify(text, self.online if online is None else online, threshold=index_threshold)
 
-    def classify(self, text: str, *, online: bool | None = None) -> Classification:
-        return run_sync(self.aclassify(text, online=online))
+    def classify(
+        self, text: str | bytes, *, online: bool | None = None, index_threshold: Any = "default"
+    ) -> Classification:
+        return run_sync(self.aclassify(text, online=online, index_threshold=index_threshold))
 
     async def abatch(
-        self, texts: Sequence[str], *, online: bool | None = None, max_concurrency: int = 4
-    ) -> list[Classification]:
-        """Classify many texts, results in order. With online indexing, texts are classified one
-        after another in the given order (spec §9 #14: sequential), though model keyword
-        extraction runs ahead concurrently; without it, whole classifications run concurrently."""
-        texts = list(texts)
-        for text in texts:
-            _check_text(text)
+        self,
+        texts: Sequence[str | bytes],
+        *,
+        online: bool | None = None,
+        index_threshold: Any = "default",
+        max_concurrency: int = 4,
+    ) -> list[Classification | ClassificationError]:
+        """Classify many texts, results in order. A text that cannot be classified (empty, not
+        a string, bytes that are not UTF-8) gets a :class:`ClassificationError` in its place;
+        the others are classified. With online indexing, texts are classified one after
+        another in the given order (spec §9 #14: sequential), though model keyword extraction
+        runs ahead concurrently; without it, whole classifications run concurrently."""
         self._check_ready()
+        items: list[str | ClassificationError] = []
+        for i, text in enumerate(texts):
+            try:
+                items.append(_check_text(text))
+            except InvalidInputError as exc:
+                items.append(ClassificationError(index=i, error=str(exc)))
+        good = [i for i, item in enumerate(items) if isinstance(item, str)]
+        good_texts = [items[i] for i in good]
         online = self.online if online is None else online
         if not online:
-            return await gather_limited([lambda t=t: self._aclassify(t, False) for t in texts], max_concurrency)
-        keywords: list[list[str] | None] = [None] * len(texts)
-        if self._model_extracts:
-            keywords = list(
-                await gather_limited([lambda t=t: self._model_keywords(t) for t in texts], max_concurrency)
+            done = await gather_limited(
+                [lambda t=t: self._aclassify(t, False) for t in good_texts], max_concurrency
             )
-        return [await self._aclassify(t, True, k) for t, k in zip(texts, keywords)]
+        else:
+            keywords: list[list[str] | None] = [None] * len(good_texts)
+            if self._model_extracts:
+                keywords = list(
+                    await gather_limited([lambda t=t: self._model_keywords(t) for t in good_texts], max_concurrency)
+                )
+            done = [
+                await self._aclassify(t, True, k, threshold=index_threshold) for t, k in zip(good_texts, keywords)
+            ]
+        out: list[Classification | ClassificationError] = list(items)  # type: ignore[arg-type]
+        for i, result in zip(good, done):
+            out[i] = result
+        return out
 
-    def batch(self, texts: Sequence[str], *, online: bool | None = None, max_concurrency: int = 4) -> list[Classification]:
-        return run_sync(self.abatch(texts, online=online, max_concurrency=max_concurrency))
+    def batch(
+        self,
+        texts: Sequence[str | bytes],
+        *,
+        online: bool | None = None,
+        index_threshold: Any = "default",
+        max_concurrency: int = 4,
+    ) -> list[Classification | ClassificationError]:
+        return run_sync(
+            self.abatch(texts, online=online, index_threshold=index_threshold, max_concurrency=max_concurrency)
+        )
 
     # -- persistence -----------------------------------------------------------------------------
     def persist(self, path: str | Path) -> Path:
@@ -539,11 +918,27 @@ class GORAGClassifier:
         return _persistence.load(cls, path, llm, keyword_source=keyword_source, **overrides)
 
 
-def _check_text(text: Any) -> None:
+def _name_text(label: str, description: str | None) -> str:
+    """What stands for a label's name in the scorer: the name, and its description when it
+    says more than the name."""
+    name = display_name(label)
+    return f"{name}. {description}" if description and description.strip() != name else name
+
+
+def _check_text(text: Any) -> str:
+    """The text to classify: a non-empty string (bytes are decoded as UTF-8)."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(
+                f"cannot decode the text as UTF-8 ({exc.reason} at byte {exc.start}); re-encode it as UTF-8"
+            ) from None
     if not isinstance(text, str):
         raise InvalidInputError(f"texts must be strings, got {type(text).__name__}")
     if not text.strip():
         raise InvalidInputError("cannot classify or index an empty text; drop empty lines first")
+    return text
 
 
 def _check_label(label: Any) -> None:
@@ -553,6 +948,7 @@ def _check_label(label: Any) -> None:
 
 __all__ = [
     "Classification",
+    "ClassificationError",
     "GORAGClassifier",
     "LabelInfo",
     "RoundReport",

@@ -16,23 +16,38 @@ from rhizome.core.cli import choose_models, model_flags
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 
 
-def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[str | None, str]]:
+def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[str | None, str | bytes]]:
     """Lines of ``label<TAB>text`` (or bare ``text`` when ``labelled`` is false or the line has
-    no tab); blank lines are skipped. Returns ``(label or None, text)`` pairs."""
+    no tab); blank lines are skipped. Returns ``(label or None, text)`` pairs.
+
+    Labelled (training) files must be clean: a bad line is an error naming it. In a file to
+    classify, a line that is not UTF-8 is kept as its raw bytes and an empty text as ``""``:
+    the classifier reports each as a per-line error and classifies the rest."""
     path = Path(path)
     if not path.is_file():
         raise InvalidInputError(f"{path} is not a file; give a TSV file with one `label<TAB>text` per line")
-    rows: list[tuple[str | None, str]] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
+    rows: list[tuple[str | None, str | bytes]] = []
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            raw = raw.rstrip(b"\n").rstrip(b"\r")
+            if not raw.strip():
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if labelled:
+                    raise InvalidInputError(
+                        f"{path}:{number}: not UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file as UTF-8"
+                    ) from None
+                label_part, tab, text_part = raw.partition(b"\t")
+                label = label_part.decode("utf-8", "replace").strip() if tab and labelled is not False else None
+                rows.append((label, text_part if label is not None else raw))
                 continue
             if "\t" in line and labelled is not False:
                 label, text = line.split("\t", 1)
-                if not label.strip() or not text.strip():
+                if labelled and (not label.strip() or not text.strip()):
                     raise InvalidInputError(f"{path}:{number}: empty label or text in `label<TAB>text`")
-                rows.append((label.strip(), text))
+                rows.append((label.strip() or None, text))
             elif labelled:
                 raise InvalidInputError(f"{path}:{number}: expected `label<TAB>text`, found no tab")
             else:
@@ -40,21 +55,62 @@ def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[st
     return rows
 
 
+def _threshold(value: str) -> float | str:
+    if value.lower() in ("none", "all"):
+        return "none"
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1] or 'none', got {value!r}") from None
+    if not 0 <= number <= 1:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1] or 'none', got {value!r}")
+    return number
+
+
+# flag → constructor parameter, for the classifier's knobs
+KNOBS = (
+    "label_choice",
+    "candidates",
+    "max_candidates",
+    "candidate_coverage",
+    "index_threshold",
+    "online_mode",
+    "online_weight",
+    "lexical_weight",
+    "dense_weight",
+    "graph_weight",
+    "temperature",
+    "name_weight",
+    "steiner",
+)
+
+
 def cmd_classify(args: argparse.Namespace) -> int:
+    from rhizome.core.cli import make_cli_embedder
     from rhizome.gorag.classifier import GORAGClassifier
 
     if not args.train and not args.classifier:
         raise ConfigurationError("nothing to classify with: pass --train FILE (one per round) and/or --classifier DIR")
+    embed_spec = None if args.offline else args.embed
     if not args.embed:
         args.embed = "hashing:384"  # the classifier needs no embedder; don't ask Ollama for one
     models = choose_models(args, want_llm=True, fall_back=False)
-    options: dict[str, Any] = {"steiner": args.steiner}
+    embedder = make_cli_embedder(embed_spec, args) if embed_spec else None
+    options: dict[str, Any] = {k: getattr(args, k) for k in KNOBS if getattr(args, k, None) is not None}
+    if options.get("index_threshold") == "none":
+        options["index_threshold"] = None
     if args.classifier and (Path(args.classifier) / "classifier.json").exists():
         classifier = GORAGClassifier.load(
-            args.classifier, models.llm, **({"keyword_source": "tfidf"} if models.llm is None else {}), **options
+            args.classifier,
+            models.llm,
+            **({"keyword_source": "tfidf"} if models.llm is None else {}),
+            **({"embedder": embedder} if embedder is not None else {}),
+            **options,
         )
+    elif args.as_published:
+        classifier = GORAGClassifier.as_published(models.llm, embedder=embedder, **options)
     else:
-        classifier = GORAGClassifier(models.llm, **options)
+        classifier = GORAGClassifier(models.llm, embedder=embedder, **options)
     for train in args.train or []:
         rows = read_tsv(train, labelled=True)
         report = classifier.fit_round([t for _, t in rows], [lab for lab, _ in rows])
@@ -63,24 +119,36 @@ def cmd_classify(args: argparse.Namespace) -> int:
     rows = read_tsv(args.input)
     results = classifier.batch([t for _, t in rows], online=not args.no_online)
     lines = []
-    for (gold, text), result in zip(rows, results):
+    errors = 0
+    for number, ((gold, text), result) in enumerate(zip(rows, results), 1):
+        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        if result.label is None:  # a ClassificationError: this line only
+            errors += 1
+            _note(args, f"{args.input}: text {number}: {result.error}")
+            if args.json:
+                lines.append(json.dumps({"gold": gold, "line": number, "error": result.error}, ensure_ascii=False) + "\n")
+            else:
+                lines.append(f"ERROR\t{shown}\n")
+            continue
         if args.json:
             record = {"gold": gold, **result.model_dump()} if gold is not None else result.model_dump()
             lines.append(json.dumps(record, ensure_ascii=False) + "\n")
         else:
-            lines.append(f"{result.label}\t{text}\n")
+            lines.append(f"{result.label}\t{shown}\n")
     if args.out:
         Path(args.out).write_text("".join(lines), encoding="utf-8")
     else:
         sys.stdout.write("".join(lines))
-    scored = [(g, r) for (g, _), r in zip(rows, results) if g is not None]
+    scored = [(g, r) for (g, _), r in zip(rows, results) if g is not None and r.label is not None]
     if scored:
         correct = sum(1 for g, r in scored if g == r.label and not r.hallucinated)
         _note(args, f"accuracy {correct / len(scored):.4f} over {len(scored)} labelled lines")
+    if errors:
+        _note(args, f"{errors} of {len(rows)} texts could not be classified (see above); the others were")
     if args.save:
         classifier.persist(args.save)
         _note(args, f"saved the classifier to {args.save}")
-    return 0
+    return 1 if errors and errors == len(rows) else 0
 
 
 def _note(args: argparse.Namespace, text: str) -> None:
@@ -100,8 +168,25 @@ def register(subparsers: Any) -> None:
     p.add_argument("--train", action="append", help="labelled TSV file for one round; repeat for several rounds, in order")
     p.add_argument("--classifier", help="directory of a saved classifier to start from")
     p.add_argument("--save", help="directory to save the classifier to afterwards")
-    p.add_argument("--steiner", choices=["mehlhorn", "mst_prune"], default="mehlhorn", help="Steiner tree algorithm (default mehlhorn)")
-    p.add_argument("--no-online", action="store_true", help="do not index the classified texts (paper default: online indexing on)")
+    p.add_argument("--steiner", choices=["mehlhorn", "mst_prune"], help="Steiner tree algorithm (default mehlhorn)")
+    p.add_argument("--no-online", action="store_true", help="do not index the classified texts (default: online indexing on)")
+    p.add_argument("--as-published", action="store_true",
+                   help="the paper's behaviour: Steiner candidates only, every text indexed online")
+    p.add_argument("--label-choice", choices=["auto", "model", "score", "graph"],
+                   help="who picks the label (default auto: the model with --llm, else the scorer)")
+    p.add_argument("--candidates", choices=["scored", "steiner"], help="candidate labels (default scored)")
+    p.add_argument("--max-candidates", type=int, help="at most this many candidates (default 8)")
+    p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.95)")
+    p.add_argument("--index-threshold", type=_threshold,
+                   help="index a text online only at this confidence or more; 'none' indexes all (default 0.5)")
+    p.add_argument("--online-mode", choices=["deferred", "sequential"],
+                   help="deferred (default): indexed texts join after the batch, order-free; sequential: at once (the paper)")
+    p.add_argument("--online-weight", type=float, help="weight of an indexed text in its label's profile (default 0.5)")
+    p.add_argument("--name-weight", type=float, help="how many texts a label's name counts as (default 1)")
+    p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1)")
+    p.add_argument("--dense-weight", type=float, help="scorer weight of embedding similarity (default 0.25; needs --embed)")
+    p.add_argument("--graph-weight", type=float, help="scorer weight of the keyword graph (default 0.5)")
+    p.add_argument("--temperature", type=float, help="softmax temperature of the scorer (default 0.02)")
     p.add_argument("--json", action="store_true", help="one JSON record per line (label, candidates, tree, keywords)")
     p.add_argument("--out", help="write the predictions here instead of standard output")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress notes on standard error")

@@ -102,6 +102,18 @@ def add_label_edges(graph: nx.Graph, new: list[str], old: list[str], *, mode: st
     return added
 
 
+def label_links(graph: nx.Graph, node: str) -> dict[str, float]:
+    """The labels a node is linked to and the edge weights: a keyword's labels, or for a label
+    node itself (a query keyword naming it), that label at weight 0."""
+    if node.startswith(LABEL):
+        return {node[len(LABEL) :]: 0.0}
+    return {
+        other[len(LABEL) :]: data["weight"]
+        for other, data in graph.adj[node].items()
+        if isinstance(other, str) and other.startswith(LABEL)
+    }
+
+
 def evidence(graph: nx.Graph, terminals: list[str], label: str) -> list[str]:
     """The query's terminals linked to ``label`` by an edge, as keywords, strongest (least
     weight) first; the label's own node, when a terminal, comes first as its name."""
@@ -124,6 +136,7 @@ __all__ = [
     "add_text_keywords",
     "evidence",
     "keyword_node",
+    "label_links",
     "label_node",
     "mean_keyword_weight",
     "terminal",

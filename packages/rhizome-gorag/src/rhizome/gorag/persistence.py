@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from rhizome.core.errors import ConfigurationError, IndexFormatError, IndexNotFoundError
 from rhizome.gorag.results import LabelInfo
 from rhizome.gorag.text import TermStats, normalize_keyword
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from rhizome.gorag.classifier import GORAGClassifier
 
 FORMAT = "rhizome-gorag-classifier"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 STATE_FILE = "classifier.json"
 
 
@@ -27,19 +29,34 @@ def save(classifier: GORAGClassifier, path: str | Path) -> Path:
     """Write ``classifier`` to the directory ``path`` (see :meth:`GORAGClassifier.persist`)."""
     directory = Path(path)
     directory.mkdir(parents=True, exist_ok=True)
+    classifier.flush_online()
     with classifier._lock:
         payload = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "rhizome_gorag_version": _version(),
             "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "models": {"llm": getattr(classifier.llm, "name", None)},
+            "models": {
+                "llm": getattr(classifier.llm, "name", None),
+                "embedder": getattr(classifier.embedder, "name", None),
+            },
             "parameters": classifier.parameters(),
             "round": classifier.round,
             "labels": [info.model_dump() for info in classifier.labels.values()],
             "nodes": [[n, d] for n, d in classifier.graph.nodes(data=True)],
             "edges": [[u, v, d] for u, v, d in classifier.graph.edges(data=True)],
             "corpus": classifier.stats.to_json(),
+            "members": {y: [[p, w] for p, w in m] for y, m in classifier.members.items()},
+            "dense": {
+                y: {
+                    "sum": None if p.dense_sum is None else p.dense_sum.tolist(),
+                    "name": None if p.name_dense is None else p.name_dense.tolist(),
+                }
+                for y, p in classifier.scorer.profiles.items()
+                if p.dense_sum is not None or p.name_dense is not None
+            },
+            "linker": classifier.linker.to_json(),
+            "idf_texts": classifier.scorer.space.n,
             "stats": classifier.stats_summary(),
         }
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
@@ -62,7 +79,8 @@ def load(
     **overrides: Any,
 ) -> GORAGClassifier:
     """Open a classifier written by :func:`save` as an instance of ``cls`` (see
-    :meth:`GORAGClassifier.load`)."""
+    :meth:`GORAGClassifier.load`). A classifier built with an embedder needs an embedder of
+    the same name again (``embedder=...``), or ``dense_weight=0`` to score without one."""
     target = Path(path) / STATE_FILE
     if not target.exists():
         raise IndexNotFoundError(
@@ -81,6 +99,8 @@ def load(
             f"{FORMAT_VERSION}; rebuild it, or install the rhizome-gorag version that wrote it"
         )
     params = dict(data["parameters"])
+    built_embedder = data.get("models", {}).get("embedder")
+    embedder = overrides.pop("embedder", None)
     stored_source = params.pop("keyword_source")
     stored_choice = params.pop("label_choice")
     built_with = data.get("models", {}).get("llm")
@@ -96,10 +116,21 @@ def load(
             )
         keyword_source = stored_source
     if "label_choice" not in overrides:
-        overrides["label_choice"] = stored_choice if (stored_choice == "graph" or llm is not None) else "graph"
+        overrides["label_choice"] = stored_choice if (stored_choice != "model" or llm is not None) else "score"
     params.update(overrides)
     try:
-        classifier = cls(llm, keyword_source=keyword_source, **params)
+        classifier = cls(llm, embedder=embedder, keyword_source=keyword_source, **params)
+        given = getattr(classifier.embedder, "name", None)
+        if built_embedder and given != built_embedder and classifier.scorer.weights.dense > 0:
+            raise ConfigurationError(
+                f"{path} was built with the embedder {built_embedder}; pass embedder=... (the same model), "
+                "or dense_weight=0 to classify without embeddings"
+            )
+        if given and not built_embedder:
+            raise ConfigurationError(
+                f"{path} was built without an embedder; its labels have no embedding profile. "
+                "Load it without embedder=..., or rebuild it with one"
+            )
         classifier.round = int(data["round"])
         for info in data["labels"]:
             label = LabelInfo.model_validate(info)
@@ -109,6 +140,18 @@ def load(
         classifier.graph.add_nodes_from((n, d) for n, d in data["nodes"])
         classifier.graph.add_edges_from((u, v, d) for u, v, d in data["edges"])
         classifier.stats = TermStats.from_json(data["corpus"])
+        classifier.scorer.space.stats = classifier.stats
+        for y, members in data["members"].items():
+            classifier.members[y] = [(int(p), float(w)) for p, w in members]
+        for y, dense in data["dense"].items():
+            if built_embedder and given == built_embedder:
+                if dense["sum"] is not None:
+                    classifier.scorer.add(y, None, np.asarray(dense["sum"]))
+                if dense["name"] is not None:
+                    classifier.scorer.set_name(y, None, np.asarray(dense["name"]))
+        if given == built_embedder:
+            classifier.linker.load_json(data.get("linker", {}))
+        classifier._rebuild_lexical(upto=int(data.get("idf_texts", classifier.stats.n_texts)))
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, ConfigurationError):
             raise

@@ -51,7 +51,7 @@ CLASSIFY = """Text:
 
 Keywords of the text: {keywords}
 
-Candidate labels:
+Candidate labels (a score is a classifier's estimate that the label is right; use it as a hint):
 {candidates}
 
 Which one of the candidate labels fits the text best? Answer with JSON: {{"label": "..."}}, \

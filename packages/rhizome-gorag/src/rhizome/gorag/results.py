@@ -16,6 +16,8 @@ class LabelInfo(BaseModel):
     round: int
     description: str | None = None
     n_texts: int = 0
+    name_text: str | None = None
+    """What the scorer reads as the label's name: the name and its description."""
 
 
 class SteinerTreeInfo(BaseModel):
@@ -33,29 +35,54 @@ class Classification(BaseModel):
 
     label: str
     candidates: list[str]
-    """Labels of the Steiner tree (or the fallback's), best graph cost first."""
+    """The candidate labels, most probable first (``candidates="steiner"``: the labels of the
+    Steiner tree or the fallback's, best graph cost first)."""
+    scores: dict[str, float] = Field(default_factory=dict)
+    """Per candidate: the scorer's calibrated probability."""
+    confidence: float = 0.0
+    """The scorer's probability of ``label``; online indexing takes the text only when it
+    reaches ``index_threshold``."""
     keywords: list[str]
     """The query's keywords, normalised."""
     evidence: list[str]
     """Query keywords of the graph that are linked to ``label`` by an edge, strongest first."""
+    linked: list[str] = Field(default_factory=list)
+    """Graph keywords the text was linked to beyond its own keywords (by vocabulary, parts or
+    embedding similarity)."""
     tree: SteinerTreeInfo
     new_keywords: list[str] = Field(default_factory=list)
     """Query keywords the graph did not have (``V_notexist``)."""
     indexed: list[str] = Field(default_factory=list)
     """Keywords added to the graph under ``label`` by online indexing."""
+    online_indexed: bool = False
+    """Whether online indexing took the text (graph, corpus and the label's profiles; with
+    ``online_mode="deferred"`` at the next ``flush_online``/``fit_round``, and ``indexed`` stays
+    empty)."""
     costs: dict[str, float] = Field(default_factory=dict)
     """Per candidate: total shortest-path cost from the terminals that reach it."""
     unreachable: dict[str, int] = Field(default_factory=dict)
     """Per candidate: terminals with no path to it (another component)."""
-    chosen_by: Literal["model", "graph"] = "graph"
+    chosen_by: Literal["model", "score", "graph"] = "score"
     fallback: Literal["no_terminals", "nearest_label"] | None = None
     hallucinated: bool = False
-    """The model answered something that is not a known label (then ``label`` is the graph's
-    choice and nothing is indexed)."""
+    """The model answered something that is not a known label (then ``label`` is the best
+    candidate and nothing is indexed)."""
     model_answer: str | None = None
     strict_match: bool | None = None
     """Whether the model's answer was, character for character, one of the candidates."""
+    valid_answer: bool | None = None
+    """Whether the model's answer named one of the candidates (with ``candidates="scored"``)
+    or a known label (``"steiner"``); when not, ``label`` is the best candidate."""
     round: int = 0
+
+
+class ClassificationError(BaseModel):
+    """In a batch, the place of a text that could not be classified (empty, not a string,
+    not UTF-8): its position and what to do about it. The other texts are classified."""
+
+    index: int
+    error: str
+    label: None = None
 
 
 class RoundReport(BaseModel):
@@ -74,4 +101,4 @@ class RoundReport(BaseModel):
     edges: int
 
 
-__all__ = ["Classification", "LabelInfo", "RoundReport", "SteinerTreeInfo"]
+__all__ = ["Classification", "ClassificationError", "LabelInfo", "RoundReport", "SteinerTreeInfo"]

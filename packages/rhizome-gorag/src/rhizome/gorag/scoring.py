@@ -1,0 +1,248 @@
+"""The label scorer: a calibrated probability over all known labels for one text, from three
+kinds of evidence (docs/gorag.md, "Scoring"):
+
+- ``lexical`` — cosine between the text's TF-IDF vector (content 1–2-grams, sublinear tf) and
+  each label's profile: the mean of its texts' unit vectors plus ``name_weight`` times the
+  unit vector of its name (and description);
+- ``dense`` — with an embedder, the same with embeddings: the text's vector against the
+  normalised mean of the label's text vectors and its name's vector (the name counts as
+  ``name_weight`` texts);
+- ``graph`` — GORAG's keyword–label graph: the correlation scores (1 − edge weight) of the
+  text's terminals linked to the label, each weighted by its specificity (a keyword linked to
+  few labels says more), as a share of the text's total terminal specificity.
+
+The combined score ``s(y) = Σ weight_c · component_c(y)`` becomes a probability by a softmax
+with ``temperature``; the defaults were set on the gorag-wos *dev* split (one held-out text per
+label), never on its test texts. Profiles are sums, so adding a text is order-free; the
+IDF of the lexical space is frozen at each round (:meth:`LexicalSpace.refresh`), so queries
+classified within a round all see the same weights.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse
+
+from rhizome.gorag.text import TermStats, content_ngrams
+
+DIM = 1 << 20
+"""Hashed feature space of the lexical vectors (collisions are negligible at this size)."""
+
+
+def _norm(row: sparse.csr_matrix) -> float:
+    return float(np.sqrt(row.multiply(row).sum())) if row.nnz else 0.0
+
+
+def _feature(term: str) -> int:
+    return zlib.crc32(term.encode("utf-8")) & (DIM - 1)
+
+
+class LexicalSpace:
+    """TF-IDF vectors of token lists, with the IDF of ``T`` as of the last :meth:`refresh`:
+    ``ln((1 + N) / (1 + df)) + 1`` (a term unseen then gets the largest IDF)."""
+
+    def __init__(self, stats: TermStats, max_ngram: int = 2) -> None:
+        self.stats = stats
+        self.max_ngram = min(max_ngram, stats.max_ngram)
+        self.n = 0
+        self.df: dict[str, int] = {}
+
+    def refresh(self, upto: int | None = None) -> None:
+        """Freeze the IDF of ``T`` now, or of its first ``upto`` texts."""
+        if upto is None or upto >= self.stats.n_texts:
+            self.n = self.stats.n_texts
+            self.df = dict(self.stats.ngram_df)
+            return
+        df: Counter[str] = Counter()
+        for padded in self.stats.texts[:upto]:
+            df.update(content_ngrams(padded.split(), self.stats.max_ngram).keys())
+        self.n, self.df = upto, dict(df)
+
+    def idf(self, term: str) -> float:
+        return math.log((1 + self.n) / (1 + self.df.get(term, 0))) + 1.0
+
+    def vector(self, tokens: Sequence[str]) -> sparse.csr_matrix:
+        """The unit TF-IDF row vector (1 × DIM) of ``tokens``; all zero when none is content."""
+        weights: dict[int, float] = {}
+        for gram, count in content_ngrams(tokens, self.max_ngram).items():
+            j = _feature(gram)
+            weights[j] = weights.get(j, 0.0) + (1.0 + math.log(count)) * self.idf(gram)
+        if not weights:
+            return sparse.csr_matrix((1, DIM), dtype=np.float64)
+        cols = np.fromiter(weights.keys(), dtype=np.int64, count=len(weights))
+        vals = np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
+        order = np.argsort(cols)
+        cols, vals = cols[order], vals[order]
+        vals /= np.linalg.norm(vals)
+        return sparse.csr_matrix((vals, cols, [0, len(cols)]), shape=(1, DIM))
+
+
+@dataclass
+class Profile:
+    """What the scorer keeps per label: sums of unit vectors of its texts (and their total
+    weight) and the unit vectors of its name."""
+
+    lex_sum: sparse.csr_matrix
+    weight: float = 0.0
+    name_lex: sparse.csr_matrix | None = None
+    dense_sum: np.ndarray | None = None
+    name_dense: np.ndarray | None = None
+
+
+@dataclass
+class Weights:
+    """How the components combine (see the module docstring)."""
+
+    lexical: float = 1.0
+    dense: float = 0.25
+    graph: float = 0.5
+    temperature: float = 0.02
+    name_weight: float = 1.0
+
+
+@dataclass
+class LabelScorer:
+    """Label profiles and the combined, calibrated score of a text against them."""
+
+    space: LexicalSpace
+    weights: Weights = field(default_factory=Weights)
+    profiles: dict[str, Profile] = field(default_factory=dict)
+    _lex_matrix: sparse.csr_matrix | None = None
+    _dense_matrix: np.ndarray | None = None
+    _order: list[str] = field(default_factory=list)
+
+    def ensure(self, label: str) -> Profile:
+        if label not in self.profiles:
+            self.profiles[label] = Profile(lex_sum=sparse.csr_matrix((1, DIM), dtype=np.float64))
+            self._dirty()
+        return self.profiles[label]
+
+    def _dirty(self) -> None:
+        self._lex_matrix = None
+        self._dense_matrix = None
+
+    def set_name(self, label: str, lex: sparse.csr_matrix | None, dense: np.ndarray | None) -> None:
+        """The unit vectors of the label's name (and description); ``None`` keeps what is there."""
+        profile = self.ensure(label)
+        if lex is not None:
+            profile.name_lex = lex if lex.nnz else None
+        if dense is not None:
+            profile.name_dense = np.asarray(dense, dtype=np.float64)
+        self._dirty()
+
+    def set_lexical(self, label: str, lex_sum: sparse.csr_matrix, weight: float) -> None:
+        """Replace the label's lexical sum (after the IDF changed)."""
+        profile = self.ensure(label)
+        profile.lex_sum, profile.weight = lex_sum, weight
+        self._dirty()
+
+    def add(self, label: str, lex: sparse.csr_matrix | None, dense: np.ndarray | None, weight: float = 1.0) -> None:
+        """Add one text of ``label`` (unit vectors) with ``weight`` (1 for a labelled text)."""
+        profile = self.ensure(label)
+        if lex is not None:
+            profile.lex_sum = profile.lex_sum + weight * lex
+            profile.weight += weight
+        if dense is not None:
+            dense = np.asarray(dense, dtype=np.float64)
+            profile.dense_sum = weight * dense if profile.dense_sum is None else profile.dense_sum + weight * dense
+        self._dirty()
+
+    def _matrices(self, labels: Sequence[str]) -> tuple[sparse.csr_matrix, np.ndarray | None]:
+        if self._lex_matrix is not None and self._order == list(labels):
+            return self._lex_matrix, self._dense_matrix
+        w = self.weights.name_weight
+        rows = []
+        dense_rows = []
+        has_dense = False
+        for y in labels:
+            p = self.ensure(y)
+            row = p.lex_sum / p.weight if p.weight else p.lex_sum
+            norm = _norm(row)
+            row = row / norm if norm else row
+            if p.name_lex is not None:
+                row = row + w * p.name_lex
+            norm = _norm(row)
+            rows.append(row / norm if norm else row)
+            vec = None
+            if p.dense_sum is not None or p.name_dense is not None:
+                has_dense = True
+                vec = p.dense_sum.copy() if p.dense_sum is not None else 0.0
+                if p.name_dense is not None:
+                    vec = vec + w * p.name_dense
+                vec = np.asarray(vec, dtype=np.float64)
+                n = np.linalg.norm(vec)
+                vec = vec / n if n else vec
+            dense_rows.append(vec)
+        # stored transposed (DIM × labels, CSR), so a query row multiplies it without conversion
+        self._lex_matrix = (
+            sparse.vstack(rows, format="csr").T.tocsr() if rows else sparse.csr_matrix((DIM, 0))
+        )
+        if has_dense:
+            dim = next(v.shape[0] for v in dense_rows if v is not None)
+            self._dense_matrix = np.vstack([v if v is not None else np.zeros(dim) for v in dense_rows])
+        else:
+            self._dense_matrix = None
+        self._order = list(labels)
+        return self._lex_matrix, self._dense_matrix
+
+    def components(
+        self,
+        labels: Sequence[str],
+        lex: sparse.csr_matrix,
+        dense: np.ndarray | None,
+        graph: Mapping[str, float],
+    ) -> dict[str, np.ndarray]:
+        """Each component's score of every label (arrays in ``labels`` order)."""
+        lex_m, dense_m = self._matrices(labels)
+        out = {"lexical": np.asarray((lex @ lex_m).todense()).ravel()}
+        if dense is not None and dense_m is not None:
+            out["dense"] = dense_m @ np.asarray(dense, dtype=np.float64)
+        out["graph"] = np.array([graph.get(y, 0.0) for y in labels])
+        return out
+
+    def probabilities(self, components: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Softmax of the weighted sum of the components, at the calibrated temperature."""
+        w = self.weights
+        total = sum(getattr(w, name) * values for name, values in components.items())
+        z = np.asarray(total, dtype=np.float64) / w.temperature
+        z = z - z.max()
+        e = np.exp(z)
+        return e / e.sum()
+
+
+def graph_strength(
+    terminals: Mapping[str, float],
+    links: Mapping[str, Mapping[str, float]],
+    n_labels: int,
+) -> dict[str, float]:
+    """The graph component: for each label, ``Σ_t s_t · spec(t) · (1 − w(t, y))`` over the
+    terminals ``t`` linked to it, divided by ``Σ_t s_t · spec(t)``; ``s_t`` is how strongly the
+    text holds ``t`` (1 for an exact match, the cosine for an embedding link), ``links[t]`` maps
+    the labels ``t`` is linked to onto the edge weight, and
+    ``spec(t) = ln(1 + L / labels(t)) / ln(1 + L)`` is 1 for a keyword of one label and falls
+    towards 0 for a keyword of every label."""
+    if not terminals or n_labels < 1:
+        return {}
+    base = math.log(1 + n_labels)
+    scores: dict[str, float] = {}
+    total = 0.0
+    for t, strength in terminals.items():
+        linked = links.get(t, {})
+        if not linked:
+            continue
+        spec = math.log(1 + n_labels / len(linked)) / base if base else 1.0
+        total += strength * spec
+        for y, weight in linked.items():
+            scores[y] = scores.get(y, 0.0) + strength * spec * (1.0 - weight)
+    if total <= 0:
+        return {}
+    return {y: v / total for y, v in scores.items()}
+
+
+__all__ = ["DIM", "LabelScorer", "LexicalSpace", "Profile", "Weights", "graph_strength"]

@@ -1,0 +1,220 @@
+"""Issue 20: the calibrated scorer, keyword linking, scored candidates, confidence-gated online
+indexing, per-item batch errors, the embedder path and the model path over the Ollama wire."""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from rhizome.core.embeddings import HashingEmbedder
+from rhizome.core.errors import ConfigurationError
+from rhizome.gorag import ClassificationError, GORAGClassifier
+from rhizome.gorag.linking import KeywordLinker, part_terminals, vocabulary_terminals
+from rhizome.gorag.scoring import graph_strength
+from tests.gorag.conftest import QUERIES, ROUND1, ROUND2, split
+
+
+def two_rounds(clf: GORAGClassifier) -> GORAGClassifier:
+    clf.fit_round(*split(ROUND1))
+    clf.fit_round(*split(ROUND2))
+    return clf
+
+
+def test_graph_strength_weighs_by_specificity_worked_example():
+    # 4 labels; "heart" is linked to A only (weight 0.2), "cell" to A and B (0.5 and 0.7)
+    links = {"kw:heart": {"A": 0.2}, "kw:cell": {"A": 0.5, "B": 0.7}}
+    got = graph_strength({"kw:heart": 1.0, "kw:cell": 0.5}, links, 4)
+    spec_heart = math.log(1 + 4 / 1) / math.log(5)  # = 1
+    spec_cell = math.log(1 + 4 / 2) / math.log(5)
+    total = 1.0 * spec_heart + 0.5 * spec_cell
+    assert got["A"] == pytest.approx((1.0 * spec_heart * 0.8 + 0.5 * spec_cell * 0.5) / total)
+    assert got["B"] == pytest.approx(0.5 * spec_cell * 0.3 / total)
+    assert graph_strength({}, links, 4) == {}
+    assert graph_strength({"kw:none": 1.0}, links, 4) == {}
+
+
+def test_vocabulary_and_part_links():
+    g = nx.Graph()
+    for v in ("wave equation", "soliton", "heart"):
+        g.add_node(f"kw:{v}", kind="keyword")
+    tokens = ["a", "soliton", "solves", "the", "nonlinear", "wave", "equation"]
+    assert vocabulary_terminals(g, tokens, 3) == {"kw:soliton": 1.0, "kw:wave equation": 1.0}
+    assert part_terminals(g, "nonlinear wave equation") == {"kw:wave equation": pytest.approx(2 / 3)}
+    assert part_terminals(g, "heart soliton") == {"kw:heart": 0.5, "kw:soliton": 0.5}
+    assert part_terminals(g, "kidney") == {}
+
+
+def test_embedding_link_takes_the_most_similar_keyword_above_the_threshold():
+    linker = KeywordLinker()
+    linker.add(["heart", "star"], np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32))
+    linker.remember(["cardiac", "recipe"], np.array([[0.96, 0.28], [0.6, 0.8]], dtype=np.float32))
+    found = linker.link(["cardiac", "recipe", "uncached"], 0.9, lambda v: True)
+    assert found == {"kw:heart": pytest.approx(0.96)}
+    assert linker.link(["cardiac"], 0.99, lambda v: True) == {}
+    assert linker.link(["cardiac"], 0.9, lambda v: v != "heart") == {}
+
+
+def test_probabilities_are_a_distribution_and_candidates_cut_by_coverage():
+    clf = two_rounds(GORAGClassifier(online=False))
+    wide = two_rounds(GORAGClassifier(online=False, max_candidates=10, candidate_coverage=1.0))
+    for gold, text in QUERIES:
+        full = wide.classify(text)
+        assert sorted(full.candidates) == sorted(clf.labels)
+        assert sum(full.scores.values()) == pytest.approx(1.0)
+        cut = clf.classify(text)
+        assert cut.label == gold == full.label
+        kept = list(full.scores)
+        mass = 0.0
+        expected = []
+        for y in kept:  # the rule: most probable first, until the coverage or the most candidates
+            if len(expected) >= clf.max_candidates or (expected and mass >= clf.candidate_coverage):
+                break
+            expected.append(y)
+            mass += full.scores[y]
+        assert cut.candidates == expected
+
+
+def test_linked_keywords_reach_the_graph_when_the_top_keywords_do_not():
+    # the query's own keywords are unknown to the graph, but its text contains graph keywords
+    kws = {ROUND1[0][1]: ["heart", "arrhythmia"], ROUND1[2][1]: ["telescope", "galaxy"], "q": ["zebra"]}
+    clf = GORAGClassifier(keyword_source=lambda t: kws.get(t, ["zebra"]), name_keywords=False)
+    clf.fit_round([ROUND1[0][1], ROUND1[2][1]], ["cardiology", "astronomy"])
+    result = clf.classify("zebra heart arrhythmia", online=False)
+    assert result.tree.terminals == []  # the paper's terminals: none
+    assert set(result.linked) >= {"heart", "arrhythmia"}
+    assert result.label == "cardiology"
+
+
+def test_online_indexing_only_above_the_threshold():
+    texts = [t for _, t in QUERIES]
+    never = two_rounds(GORAGClassifier(index_threshold=1.0))
+    size = never.stats_summary()
+    results = never.batch(texts)
+    assert not any(r.online_indexed or r.indexed for r in results)
+    assert never.stats_summary() == size
+    always = two_rounds(GORAGClassifier(index_threshold=None))
+    assert all(r.online_indexed for r in always.batch(texts))
+    assert always.stats_summary() == size  # deferred: nothing joins before the flush
+    assert always.flush_online() == 3 and always.flush_online() == 0
+    assert always.stats_summary()["texts"] == size["texts"] + 3
+    assert sum(w for _, w in always.members["cooking"]) == pytest.approx(2 + 0.5)  # online_weight
+    gated = two_rounds(GORAGClassifier(index_threshold=0.5))
+    for r in gated.batch(texts):
+        assert r.online_indexed == (r.confidence >= 0.5)
+    # per call
+    per_call = two_rounds(GORAGClassifier(index_threshold=1.0, online_mode="sequential"))
+    assert per_call.classify(texts[0], index_threshold=None).online_indexed
+    assert per_call.stats_summary()["texts"] == size["texts"] + 1
+
+
+def test_deferred_online_indexing_does_not_depend_on_the_order():
+    more = [
+        "An arrhythmia of the heart seen in cardiology.",
+        "A telescope image of a star and its planet.",
+        "Roast the vegetables in the oven with garlic.",
+        "Galaxies and a supernova in the night sky.",
+    ] + [t for _, t in QUERIES]
+    a = two_rounds(GORAGClassifier(index_threshold=0.0))
+    b = two_rounds(GORAGClassifier(index_threshold=0.0))
+    first = {t: r.label for t, r in zip(more, a.batch(more))}
+    second = {t: r.label for t, r in zip(more[::-1], b.batch(more[::-1]))}
+    assert first == second
+    a.fit_round(["Fossils in sedimentary rock layers."], ["geology"])  # a round starts: the queue joins
+    b.flush_online()
+    b.fit_round(["Fossils in sedimentary rock layers."], ["geology"])
+    assert a.stats_summary() == b.stats_summary()
+    assert {frozenset((u, v)): d["weight"] for u, v, d in a.graph.edges(data=True)} == pytest.approx(
+        {frozenset((u, v)): d["weight"] for u, v, d in b.graph.edges(data=True)}
+    )
+    for _, text in QUERIES:
+        assert a.classify(text, online=False).scores == pytest.approx(b.classify(text, online=False).scores)
+
+
+def test_as_published_keeps_the_papers_behaviour():
+    clf = two_rounds(GORAGClassifier.as_published())
+    assert (clf.candidates, clf.index_threshold, clf.label_choice, clf.online_mode) == ("steiner", None, "graph", "sequential")
+    result = clf.classify(QUERIES[0][1])
+    assert result.chosen_by == "graph" and result.online_indexed
+    assert set(result.candidates) <= set(clf.labels)
+
+
+def test_batch_gives_per_item_errors_and_classifies_the_rest():
+    clf = two_rounds(GORAGClassifier())
+    texts = [QUERIES[0][1], "   ", b"\xff\xfe not utf-8", 42, QUERIES[1][1].encode("utf-8")]
+    results = clf.batch(texts)
+    assert [type(r).__name__ for r in results] == [
+        "Classification", "ClassificationError", "ClassificationError", "ClassificationError", "Classification",
+    ]
+    assert results[0].label == "cardiology" and results[4].label == "astronomy"
+    assert isinstance(results[1], ClassificationError) and results[1].index == 1 and "empty" in results[1].error
+    assert "UTF-8" in results[2].error and "strings" in results[3].error
+    assert results[2].label is None
+
+
+def test_embedder_path_scores_and_survives_persistence(tmp_path):
+    clf = two_rounds(GORAGClassifier(embedder=HashingEmbedder(64)))
+    assert clf.linker.names  # keywords of the labelled texts, embedded for links
+    for gold, text in QUERIES:
+        assert clf.classify(text, online=False).label == gold
+    clf.classify(QUERIES[0][1])
+    clf.persist(tmp_path / "c")
+    with pytest.raises(ConfigurationError, match="embedder"):
+        GORAGClassifier.load(tmp_path / "c")
+    loaded = GORAGClassifier.load(tmp_path / "c", embedder=HashingEmbedder(64))
+    for _, text in QUERIES:
+        assert loaded.classify(text, online=False).scores == pytest.approx(clf.classify(text, online=False).scores)
+    without = GORAGClassifier.load(tmp_path / "c", dense_weight=0.0)
+    assert without.classify(QUERIES[2][1], online=False).label == "cooking"
+
+
+def test_knobs_are_checked():
+    for bad in (
+        {"candidates": "all"},
+        {"max_candidates": 0},
+        {"candidate_coverage": 1.5},
+        {"index_threshold": 2},
+        {"temperature": 0},
+        {"name_weight": -1},
+        {"label_choice": "vote"},
+    ):
+        with pytest.raises(ConfigurationError):
+            GORAGClassifier(**bad)
+
+
+def test_model_path_over_the_ollama_wire(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from ollama_stub import OllamaStub
+
+    from rhizome.core.models.ollama import OllamaChatModel
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+    def reply(body: dict) -> dict:
+        props = set((body.get("format") or {}).get("properties", {}))
+        prompt = body["messages"][-1]["content"]
+        if "keywords" in props:
+            words = [w.strip(".,;()").lower() for w in prompt.split("Text:\n", 1)[1].split()]
+            return {"keywords": [w for w in words if len(w) > 5][:8]}
+        if "description" in props:
+            return {"description": "Texts of this category."}
+        return {"label": "astronomy"}  # the model always says astronomy
+
+    with OllamaStub(models=["qwen2.5:7b"]) as stub:
+        stub.reply_fn = reply
+        llm = OllamaChatModel("qwen2.5:7b", host=stub.url, retry_backoff=0.0)
+        clf = two_rounds(GORAGClassifier(llm, online=False, max_candidates=1))
+        good = clf.classify(QUERIES[1][1])
+        assert good.label == "astronomy" and good.chosen_by == "model" and good.valid_answer
+        call = stub.calls("/api/chat")[-1]
+        assert call["format"]["properties"]["label"]["enum"] == good.candidates  # only the candidates
+        assert "(score " in call["messages"][-1]["content"]
+        # a cooking text: the scorer is sure, astronomy is not a candidate, the answer is refused
+        bad = clf.classify(QUERIES[2][1])
+        assert bad.candidates == ["cooking"] and bad.label == "cooking"
+        assert bad.valid_answer is False and bad.chosen_by == "score" and bad.model_answer == "astronomy"
