@@ -35,21 +35,27 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rhizome.archrag.chnsw import CHNSW
+from rhizome.archrag.clustering import augment, community_edges, partition, stop_reason
+from rhizome.archrag.config import ArchRAGConfig
+from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM, ReportOutput
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions
-from rhizome.core.hierarchy import GroupInput, GroupSummarizer, Hierarchy, SummaryFields, community_key
+from rhizome.core.hierarchy import (
+    GroupInput,
+    GroupSummarizer,
+    Hierarchy,
+    SummaryFields,
+    community_key,
+)
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
 from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import arun_stage, digest, prune_stage
 from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
-from rhizome.core.text import count_tokens, truncate_tokens
+from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
-from rhizome.archrag.chnsw import CHNSW
-from rhizome.archrag.clustering import augment, community_edges, partition, stop_reason
-from rhizome.archrag.config import ArchRAGConfig
-from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM, ReportOutput
 
 SUMMARY_STAGE = "archrag.summary"
 REPORT_STAGE = "archrag.report"

@@ -31,6 +31,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from rhizome.archrag.index import community_text, relation_text
+from rhizome.archrag.prompts import (
+    FILTER_PROMPT,
+    FILTER_SYSTEM,
+    MERGE_INSTRUCTIONS,
+    MERGE_SYSTEM,
+    FilterOutput,
+)
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import (
@@ -45,8 +53,6 @@ from rhizome.core.retrieval import (
 )
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import Chunk, Hit
-from rhizome.archrag.index import community_text, relation_text
-from rhizome.archrag.prompts import FILTER_PROMPT, FILTER_SYSTEM, MERGE_INSTRUCTIONS, MERGE_SYSTEM, FilterOutput
 
 POINT_TOKENS = 80
 """Tokens a filter answer needs per point (a sentence or two, a score, row numbers)."""
