@@ -30,6 +30,7 @@ stored (a hit left with none is dropped).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -265,6 +266,7 @@ class ArchRAGIndex(BaseIndex):
                 batch.write(db, self.store)
             prune_stage(db, SUMMARY_STAGE, (d for d, _ in jobs.values()))
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in layers.values()))
+        await asyncio.to_thread(self.chnsw)  # the C-HNSW of the new state, so the first query does not wait
         stats.update(
             entities=len(entities), relations=len(relations), communities=len(layers),
             layers=max((c.level for c in layers.values()), default=0),

@@ -90,7 +90,7 @@ class HierarchicalSearch(BaseRetriever):
         vector = await query_vector(self.index, query)
         if vector is None:
             return {}, {}
-        hnsw, ids = self.index.chnsw()
+        hnsw, ids = await asyncio.to_thread(self.index.chnsw)  # built once per index state
         if hnsw is None:
             return {}, {}
         found = hnsw.search(vector[0], self.k_per_layer, ef=self.ef_search, layers=self.layers)
