@@ -4,7 +4,8 @@ dense retrieval over the same chunks.
 
 ``chnsw``
     Synthetic layers shaped like the paper's (each layer 3.5× smaller than the one below, down
-    to fewer than 100 nodes at the top; random unit vectors, 128-d), 200 queries. For every
+    to fewer than 100 nodes at the top; 128-d unit vectors, random as in the paper or
+    tree-shaped, each node near a node of the layer above), 200 queries. For every
     layer the top-5: our C-HNSW (numpy, Algorithms 2 and 3, M 32 / 64 at layer 0, ef 100), exact
     search (one numpy product per layer), and one faiss ``IndexHNSWFlat`` per layer (M 32,
     efConstruction = efSearch = 100) — the paper's baseline. Reported: build seconds, query
@@ -22,7 +23,8 @@ dense retrieval over the same chunks.
     retrieval suite): hotpotqa-100 with offline extraction, musique-dev with its imported
     OpenIE triples.
 
-    uv run python -m benchmarks.archrag chnsw --sizes 10000 --write-docs      # then --sizes 100000
+    uv run python -m benchmarks.archrag chnsw --data random --sizes 10000 --write-docs   # then --sizes 100000
+    uv run python -m benchmarks.archrag chnsw --data tree --sizes 10000 --write-docs
     uv run python -m benchmarks.archrag cost --write-docs
     .venv-bench/bin/python -m benchmarks.archrag recall --data hotpotqa --embed minilm --write-docs
     uv run python -m benchmarks.archrag recall --data hotpotqa --embed hashing --write-docs
@@ -60,14 +62,32 @@ def layer_sizes(bottom: int, shrink: float = 3.5, top: int = 100) -> list[int]:
     return sizes
 
 
-def chnsw_row(bottom: int, seed: int = 0) -> dict[str, Any]:
+def synthetic_layers(sizes: list[int], shape: str, rng: np.random.Generator) -> tuple[list[np.ndarray], np.ndarray]:
+    """Layers of ``sizes`` (bottom first) and queries. ``random``: independent random unit
+    vectors in every layer (the paper's synthetic run). ``tree``: the top layer random, each
+    node below drawn around a random node of the layer above (cosine about 0.7 to it), so a
+    community sits near its members as ArchRAG's summaries do; queries are drawn around random
+    layer-0 nodes the same way."""
+    if shape == "random":
+        return [unit_rows(rng.standard_normal((n, DIM))) for n in sizes], unit_rows(rng.standard_normal((QUERIES, DIM)))
+
+    def around(parents: np.ndarray, n: int) -> np.ndarray:
+        picked = parents[rng.integers(len(parents), size=n)]
+        return unit_rows(picked + rng.standard_normal((n, DIM)) / np.sqrt(DIM))
+
+    layers = [unit_rows(rng.standard_normal((sizes[-1], DIM)))]
+    for n in reversed(sizes[:-1]):
+        layers.insert(0, around(layers[0], n))
+    return layers, around(layers[0], QUERIES)
+
+
+def chnsw_row(bottom: int, shape: str = "random", seed: int = 0) -> dict[str, Any]:
     import faiss
 
     faiss.omp_set_num_threads(1)
     rng = np.random.default_rng(seed)
     sizes = layer_sizes(bottom)
-    layers = [unit_rows(rng.standard_normal((n, DIM))) for n in sizes]
-    queries = unit_rows(rng.standard_normal((QUERIES, DIM)))
+    layers, queries = synthetic_layers(sizes, shape, rng)
     exact = [np.argsort(-(queries @ layer.T), axis=1)[:, :K] for layer in layers]
 
     start = time.process_time()
@@ -114,7 +134,7 @@ def chnsw_row(bottom: int, seed: int = 0) -> dict[str, Any]:
         brute_ms.append((time.process_time() - t0) * 1000)
 
     return {
-        "bottom": bottom, "layers": len(sizes), "nodes": sum(sizes), "sizes": sizes, "dim": DIM,
+        "bottom": bottom, "shape": shape, "layers": len(sizes), "nodes": sum(sizes), "sizes": sizes, "dim": DIM,
         "build_s": {"chnsw": round(build_ours, 1), "faiss_hnsw_per_layer": round(build_faiss, 1)},
         "query_ms_p50": {"chnsw": round(statistics.median(ms), 2), "faiss_hnsw_per_layer": round(statistics.median(faiss_ms), 2),
                          "brute_force": round(statistics.median(brute_ms), 2)},
@@ -124,11 +144,12 @@ def chnsw_row(bottom: int, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def chnsw(sizes: list[int]) -> tuple[dict[str, Any], str]:
-    rows = [chnsw_row(n) for n in sizes]
-    command = "OMP_NUM_THREADS=1 uv run python -m benchmarks.archrag chnsw --sizes " + " ".join(map(str, sizes))
+def chnsw(sizes: list[int], shape: str) -> tuple[dict[str, Any], str]:
+    rows = [chnsw_row(n, shape) for n in sizes]
+    command = f"OMP_NUM_THREADS=1 uv run python -m benchmarks.archrag chnsw --data {shape} --sizes " + " ".join(map(str, sizes))
+    what = "Random unit vectors" if shape == "random" else "Tree-shaped unit vectors (each node near a node of the layer above; see `synthetic_layers`)"
     lines = [
-        f"Random unit vectors ({DIM}-d), layers shrinking 3.5× to under 100 nodes, {QUERIES} queries, top-{K} of every layer; "
+        f"{what} ({DIM}-d), layers shrinking 3.5× to under 100 nodes, {QUERIES} queries, top-{K} of every layer; "
         "one thread; times are CPU seconds of this process (the machine was shared, so wall time would measure the "
         "neighbours), medians for queries. C-HNSW is our numpy/Python implementation; the per-layer baseline is faiss's C++ `IndexHNSWFlat` "
         f"(M 32, ef 100), so wall time compares a Python loop with C++ — distance evaluations compare the algorithms. "
@@ -234,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="part", required=True)
     p = sub.add_parser("chnsw")
     p.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    p.add_argument("--data", choices=["random", "tree"], default="random")
     p.add_argument("--write-docs", action="store_true")
     p = sub.add_parser("cost")
     p.add_argument("--passages", type=int, default=100)
@@ -250,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.part == "chnsw":
         sizes = "-".join(f"{n // 1000}k" for n in args.sizes)
-        (result, table), name, title = chnsw(args.sizes), f"archrag-chnsw-{sizes}", f"ArchRAG C-HNSW against brute force and one HNSW per layer ({sizes.replace('-', ', ')})"
+        (result, table), name = chnsw(args.sizes, args.data), f"archrag-chnsw-{args.data}-{sizes}"
+        title = f"ArchRAG C-HNSW against brute force and one HNSW per layer ({args.data} vectors, {sizes.replace('-', ', ')})"
     elif args.part == "cost":
         (result, table), name, title = cost(args.passages, args.queries), "archrag-cost", "ArchRAG model calls and tokens per query against GraphRAG global search"
     elif args.part == "proxy":
