@@ -247,8 +247,8 @@ def test_filtering_with_a_fake_model_drops_zeros_sorts_and_cites_rows():
     retriever = index.as_retriever(k=20)
     result = retriever.search("Who keeps the lighthouse on Gull Island?")
     own = [h for h in result.hits if h.metadata.get("via") != "fill"]
-    assert result.stats["filter_calls"] >= 2 and result.stats["zero_scores"] == result.stats["filter_calls"]
-    assert all("I don't know" not in h.text for h in own)
+    assert result.stats["filter_calls"] >= 2 and result.stats["filter_calls"] == result.stats["batches"]
+    assert own and all("I don't know" not in h.text for h in own)  # every batch gave one score-0 point
     importances = [h.metadata["importance"] for h in own]
     assert importances == sorted(importances, reverse=True) and importances[0] == 95
     layer_rows = index.as_retriever(k=50, mode="hierarchical").search("Who keeps the lighthouse on Gull Island?")
@@ -313,3 +313,17 @@ def test_bad_settings_are_typed_errors():
     index, _ = build(documents=CORPUS[:2])
     with pytest.raises(ConfigurationError):
         index.as_retriever(k_per_layer=0)
+
+
+def test_filtered_search_runs_as_a_langgraph_map_reduce_graph():
+    from langgraph_rhizome import create_global_search_graph
+
+    index, _ = build(llm=filtering_model(), documents=CORPUS, min_communities=1)
+    app = create_global_search_graph(index, k=6)  # finds the archrag mode by its plan, map and reduce
+    question = "Who keeps the lighthouse on Gull Island?"
+    state = app.invoke({"question": question})
+    expected = [h for h in index.as_retriever(k=6).retrieve(question) if h.kind == "point"]  # (fill re-scores by rank)
+    got = [Hit.model_validate(d) for d in state["documents"]]
+    assert expected and [(h.id, h.text, h.provenance) for h in got] == [(h.id, h.text, h.provenance) for h in expected]
+    assert [h.metadata["importance"] for h in got] == sorted((h.metadata["importance"] for h in got), reverse=True)
+    assert len(state["plan"]["batches"]) >= 2

@@ -17,6 +17,10 @@
     of its rows (of its whole batch when it names none). :meth:`ArchRAGIndex.answer` writes the
     answer from these points with the merge prompt, most important first.
 
+    The three steps are the kernel's :class:`~rhizome.core.retrieval.MapReduceSearch`
+    (``aplan``: search and batch; ``amap``: one filter call; ``reduce``: pool, sort, cut), so
+    ``langgraph_rhizome`` can run the filter calls as graph branches.
+
     Without a chat model nothing filters: every retrieved row is its own point, scored by its
     cosine to the query (× 100), and the same drop, sort and budget cut apply, so an offline
     search still returns ``k`` hits with provenance (topped up from the nearest chunks when the
@@ -44,6 +48,8 @@ from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import (
     MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
+    MapPlan,
+    MapReduceSearch,
     Retrieval,
     check_positive,
     pack,
@@ -51,8 +57,11 @@ from rhizome.core.retrieval import (
     query_vector,
     vector_search,
 )
-from rhizome.core.text import count_tokens, truncate_tokens
-from rhizome.core.types import Chunk, Hit
+from rhizome.core.text import count_tokens
+from rhizome.core.types import Hit
+
+Row = tuple[int, str, str]
+"""A retrieved node: ``(layer, kind, id)``, kind ``entity``, ``relation`` or ``community``."""
 
 POINT_TOKENS = 80
 """Tokens a filter answer needs per point (a sentence or two, a score, row numbers)."""
@@ -85,51 +94,61 @@ class HierarchicalSearch(BaseRetriever):
             raise ConfigurationError(f"layers must be a list of layer numbers (0 = entities), got {layers!r}")
         self.layers = None if layers is None else tuple(sorted(set(layers)))
 
-    async def rows(self, query: str) -> tuple[dict[int, list[Hit]], dict[str, Any]]:
-        """The hits of every searched layer, nearest first (layer 0: entities, then relations)."""
+    async def nodes(self, query: str) -> tuple[list[tuple[Row, float]], dict[str, Any]]:
+        """The nodes hierarchical search finds, ``((layer, kind, id), cosine)`` layer by layer,
+        nearest first (layer 0: entities, then their relations), and what it found per layer."""
         vector = await query_vector(self.index, query)
         if vector is None:
-            return {}, {}
+            return [], {}
         hnsw, ids = await asyncio.to_thread(self.index.chnsw)  # built once per index state
         if hnsw is None:
-            return {}, {}
+            return [], {}
         found = hnsw.search(vector[0], self.k_per_layer, ef=self.ef_search, layers=self.layers)
+        ranked: list[tuple[Row, float]] = []
+        for layer, rows in sorted(found.items()):
+            kind = "entity" if layer == 0 else "community"
+            ranked += [((layer, kind, ids[layer][row]), score) for row, score in rows]
+        entities = [key for (layer, _, key), _ in ranked if layer == 0]
+        relations = self._relations(self.index.graph(), entities, vector) if 0 in found else []
+        at = len([r for r in ranked if r[0][0] == 0])
+        ranked[at:at] = [((0, "relation", rid), score) for rid, score in relations]
+        return ranked, {"layers": {layer: len(rows) for layer, rows in sorted(found.items())}, "relations": len(relations)}
+
+    def hits(self, ranked: Sequence[tuple[Row, float]]) -> list[Hit]:
+        """Hits for ranked nodes, each citing the chunks it comes from (a community: the chunks
+        of its entities, most cited first); a node whose chunks are all gone is left out."""
         graph = self.index.graph()
-        layers: dict[int, list[tuple[str, float]]] = {
-            layer: [(ids[layer][row], score) for row, score in rows] for layer, rows in found.items()
-        }
-        entities = [key for key, _ in layers.get(0, [])]
-        relations = self._relations(graph, entities, vector) if 0 in layers else []
-        wanted: list[str] = []
-        for eid in entities:
-            wanted += graph.entities[eid].source_chunk_ids if eid in graph.entities else []
-        for rid, _ in relations:
-            wanted += graph.relations[rid].source_chunk_ids
-        cited = {layer: {key: graph.community_chunks(graph.communities[key]) for key, _ in nodes if key in graph.communities}
-                 for layer, nodes in layers.items() if layer > 0}
-        wanted += [cid for per in cited.values() for cids in per.values() for cid in cids[:MAX_PROVENANCE_CHUNKS * 2]]
-        chunks = self.index.store.chunks(list(dict.fromkeys(wanted)))
+        sources: dict[Row, list[str]] = {}
+        for row, _ in ranked:
+            _, kind, key = row
+            if kind == "entity" and key in graph.entities:
+                sources[row] = graph.entities[key].source_chunk_ids
+            elif kind == "relation" and key in graph.relations:
+                sources[row] = graph.relations[key].source_chunk_ids
+            elif kind == "community" and key in graph.communities:
+                sources[row] = graph.community_chunks(graph.communities[key])[: MAX_PROVENANCE_CHUNKS * 2]
+        chunks = self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
         names = {eid: e.name for eid, e in graph.entities.items()}
-        out: dict[int, list[Hit]] = {}
-        for layer, nodes in sorted(layers.items()):
-            hits = []
-            if layer == 0:
-                for eid, score in nodes:
-                    entity = graph.entities.get(eid)
-                    if entity is not None:
-                        text = f"{entity.name}: {entity.description}".strip().rstrip(":")
-                        hits.append(self._hit(eid, text, score, "entity", chunks, entity.source_chunk_ids, layer=0, name=entity.name))
-                for rid, score in relations:
-                    relation = graph.relations[rid]
-                    hits.append(self._hit(rid, relation_text(relation, names), score, "relation", chunks, relation.source_chunk_ids, layer=0))
+        out = []
+        for row, score in ranked:
+            if row not in sources:
+                continue
+            layer, kind, key = row
+            metadata: dict[str, Any] = {"layer": layer, "via": self.mode}
+            if kind == "entity":
+                entity = graph.entities[key]
+                text = f"{entity.name}: {entity.description}".strip().rstrip(":")
+                metadata["name"] = entity.name
+            elif kind == "relation":
+                text = relation_text(graph.relations[key], names)
             else:
-                for key, score in nodes:
-                    community = graph.communities.get(key)
-                    if community is not None:
-                        hits.append(self._hit(key, community_text(community), score, "community", chunks, cited[layer].get(key, []),
-                                              layer=layer, title=community.title, entities=len(community.entity_ids)))
-            out[layer] = [h for h in hits if h.provenance.chunk_ids]
-        return out, {"layers": {layer: len(hits) for layer, hits in out.items()}, "relations": len(relations)}
+                community = graph.communities[key]
+                text = community_text(community)
+                metadata.update(title=community.title, entities=len(community.entity_ids))
+            hit = Hit(id=key, text=text, score=float(score), kind=kind, provenance=provenance(chunks, sources[row]), metadata=metadata)
+            if hit.provenance.chunk_ids:
+                out.append(hit)
+        return out
 
     def _relations(self, graph: Any, entities: list[str], vector: Any) -> list[tuple[str, float]]:
         """Relations among the retrieved entities, and the ``max_relations`` of theirs nearest
@@ -143,17 +162,17 @@ class HierarchicalSearch(BaseRetriever):
         near = [(rid, s) for rid, s in ranked if (rid, s) not in inside][: self.index.config.max_relations]
         return sorted(inside + near, key=lambda p: (-p[1], p[0]))
 
-    def _hit(self, key: str, text: str, score: float, kind: Any, chunks: dict[str, Chunk], chunk_ids: Sequence[str], **metadata: Any) -> Hit:
-        return Hit(id=key, text=text, score=float(score), kind=kind, provenance=provenance(chunks, chunk_ids),
-                   metadata={**metadata, "via": self.mode})
-
     async def _asearch(self, query: str, k: int) -> Retrieval:
-        rows, stats = await self.rows(query)
-        return Retrieval(query=query, hits=[h for hits in rows.values() for h in hits], stats=stats)
+        ranked, stats = await self.nodes(query)
+        return Retrieval(query=query, hits=self.hits(ranked), stats=stats)
 
 
-class FilteredSearch(HierarchicalSearch):
-    """Hierarchical search with adaptive filtering (see the module docstring).
+class FilteredSearch(HierarchicalSearch, MapReduceSearch):
+    """Hierarchical search with adaptive filtering (see the module docstring), as the kernel's
+    map-reduce steps, so ``langgraph_rhizome`` can run the filter calls as graph branches:
+    ``aplan`` searches the C-HNSW index and batches each layer's rows (ids); ``amap`` is one
+    filter call (offline: the rows scored by cosine); ``reduce`` sorts the pooled points and
+    cuts them to the budget.
 
     Besides :class:`HierarchicalSearch`'s options: ``filter_max_tokens`` (rows per filter call)
     and ``context_max_tokens`` (the budget of the sorted points); defaults from the config."""
@@ -167,27 +186,74 @@ class FilteredSearch(HierarchicalSearch):
         self.filter_max_tokens = check_positive("filter_max_tokens", config.filter_max_tokens if filter_max_tokens is None else filter_max_tokens)
         self.context_max_tokens = check_positive("context_max_tokens", config.context_max_tokens if context_max_tokens is None else context_max_tokens)
 
-    async def _asearch(self, query: str, k: int) -> Retrieval:
-        rows, stats = await self.rows(query)
-        llm = self.index.llm
-        if llm is None:
-            points = [self._point(h.text, round(100 * max(0.0, h.score)), [h], layer, offline=True) for layer, hits in rows.items() for h in hits]
-            stats["filter_calls"] = 0
+    async def aplan(self, query: str) -> MapPlan:
+        """The rows of every searched layer, top layer first, in filter batches (offline: one
+        batch per layer); ids are ``layer:kind:id``."""
+        ranked, stats = await self.nodes(query)
+        by_layer: dict[int, list[Hit]] = {}
+        for hit in self.hits(ranked):
+            by_layer.setdefault(hit.metadata["layer"], []).append(hit)
+        batches = []
+        for layer, hits in sorted(by_layer.items(), reverse=True):
+            parts = [hits] if self.index.llm is None else self.batches(query, hits)
+            batches += [[f"{layer}:{h.kind}:{h.id}" for h in part] for part in parts]
+        stats["filter_calls"] = len(batches) if self.index.llm is not None else 0
+        return MapPlan(batches=batches, stats=stats)
+
+    async def amap(self, query: str, batch: Sequence[str], k: int) -> list[Hit]:
+        """One batch's points, score 0 dropped, best ``k`` first, each citing its rows' chunks."""
+        rows = [decode(key) for key in batch]
+        vector = await query_vector(self.index, query)
+        if vector is None or not rows:
+            return []
+        hits = self.hits([(row, score) for row, score in zip(rows, self._cosines(rows, vector))])
+        if not hits:
+            return []
+        layer = hits[0].metadata["layer"]
+        if self.index.llm is None:
+            points = [self._point(h.text, round(100 * max(0.0, h.score)), [h], layer, offline=True) for h in hits]
         else:
-            batches = [(layer, batch) for layer, hits in sorted(rows.items(), reverse=True) for batch in self.batches(query, hits)]
-            found = await asyncio.gather(*(self._filter(query, layer, batch) for layer, batch in batches))
-            points = [p for ps in found for p in ps]
-            stats["filter_calls"] = len(batches)
-        kept = select(points, self.context_max_tokens)
-        stats.update(points=len(kept), zero_scores=sum(p.metadata["importance"] <= 0 for p in points), over_budget=len([p for p in points if p.metadata["importance"] > 0]) - len(kept))
-        return Retrieval(query=query, hits=kept, stats=stats)
+            points = await self._filter(query, layer, hits)
+        ranked = sorted((p for p in points if p.metadata["importance"] > 0), key=lambda p: -p.metadata["importance"])
+        return ranked[:k]
+
+    def reduce(self, query: str, points: Sequence[Hit], k: int) -> list[Hit]:
+        """The pooled points, highest score first, each text once, cut where the next would
+        overflow ``context_max_tokens`` and at ``k``."""
+        seen: set[str] = set()
+        unique = []
+        for point in points:
+            text = " ".join(point.text.lower().split())
+            if text not in seen:
+                seen.add(text)
+                unique.append(point)
+        return select(unique, self.context_max_tokens)[:k]
+
+    async def _asearch(self, query: str, k: int) -> Retrieval:
+        plan = await self.aplan(query)
+        mapped = await asyncio.gather(*(self.amap(query, batch, k) for batch in plan.batches))
+        pooled = [p for points in mapped for p in points]
+        hits = self.reduce(query, pooled, k)
+        distinct = len({" ".join(p.text.lower().split()) for p in pooled})
+        within = len(self.reduce(query, pooled, max(1, len(pooled))))
+        stats = {**plan.stats, "batches": len(plan.batches), "points": len(hits), "over_budget": distinct - within}
+        return Retrieval(query=query, hits=hits, stats=stats)
+
+    def _cosines(self, rows: Sequence[Row], vector: Any) -> list[float]:
+        """Each row's cosine to the query, from its stored vector (0 when it has none)."""
+        store, index = self.index.store, self.index
+        names = {"entity": index.ENTITY_COLLECTION, "relation": index.RELATION_COLLECTION}
+        out = []
+        for layer, kind, key in rows:
+            name = names.get(kind) or index.communities.collection(layer)
+            held = store.collection(name, vector.shape[1]) if store.has_collection(name) else None
+            out.append(float(held.vectors([key])[0] @ vector[0]) if held is not None and key in held else 0.0)
+        return out
 
     def batches(self, query: str, hits: list[Hit]) -> list[list[Hit]]:
         """One layer's rows packed into filter calls of at most ``filter_max_tokens`` (less
         when the model's window holds less, with room for the points)."""
-        budget = fit(self.index.llm, self.filter_max_tokens, reply_tokens=POINT_TOKENS * MAX_POINTS,
-                     fixed=[FILTER_SYSTEM, self._prompt(query, "", 0)])
-        budget = max(budget, 50)
+        budget = self._budget(query, hits[0].metadata["layer"] if hits else 0)
         out: list[list[Hit]] = [[]]
         used = 0
         for hit in hits:
@@ -199,18 +265,19 @@ class FilteredSearch(HierarchicalSearch):
             used += tokens
         return [b for b in out if b]
 
+    def _budget(self, query: str, layer: int) -> int:
+        fixed = [FILTER_SYSTEM, self._prompt(query, "", layer)]
+        return max(50, fit(self.index.llm, self.filter_max_tokens, reply_tokens=POINT_TOKENS * MAX_POINTS, fixed=fixed))
+
     def _prompt(self, query: str, rows: str, layer: int) -> str:
         what = "entities and their relations" if layer == 0 else f"community reports of layer {layer}"
         return FILTER_PROMPT.format(question=query, what=what, rows=rows)
 
     async def _filter(self, query: str, layer: int, batch: list[Hit]) -> list[Hit]:
         """One filter call: the key points the model finds in one batch of rows."""
-        budget = fit(self.index.llm, self.filter_max_tokens, reply_tokens=POINT_TOKENS * MAX_POINTS,
-                     fixed=[FILTER_SYSTEM, self._prompt(query, "", layer)])
+        budget = self._budget(query, layer)
         lines = [f"{i}. {h.text}" for i, h in enumerate(batch, 1)]
-        rows = "\n".join(line for line, _ in pack(lines, max(budget, 50), str, overhead=1))
-        if count_tokens(rows) > max(budget, 50):
-            rows = truncate_tokens(rows, max(budget, 50))
+        rows = "\n".join(line for line, _ in pack(lines, budget, str, overhead=1))
         out = await self.index.llm.acomplete_json(self._prompt(query, rows, layer), FilterOutput, system=FILTER_SYSTEM)
         points = []
         for point in out.points:
@@ -225,15 +292,19 @@ class FilteredSearch(HierarchicalSearch):
         cited = rows[0].provenance
         for h in rows[1:]:
             cited = cited.merge(h.provenance)
-        cited = cited.model_copy(update={
-            "chunk_ids": cited.chunk_ids[:MAX_PROVENANCE_CHUNKS],
-            "spans": [s for s in cited.spans if s.chunk_id in set(cited.chunk_ids[:MAX_PROVENANCE_CHUNKS])],
-        })
-        cited = cited.model_copy(update={"document_ids": list(dict.fromkeys(s.document_id for s in cited.spans))})
+        kept = cited.chunk_ids[:MAX_PROVENANCE_CHUNKS]
+        spans = [s for s in cited.spans if s.chunk_id in set(kept)]
+        cited = cited.model_copy(update={"chunk_ids": kept, "spans": spans, "document_ids": list(dict.fromkeys(s.document_id for s in spans))})
         metadata = {"importance": float(score), "layer": layer, "sources": sources, "via": self.mode}
         if offline:
             metadata["offline"] = True
         return Hit(id=f"point-{key}", text=text, score=float(score) / 100.0, kind="point", provenance=cited, metadata=metadata)
+
+
+def decode(key: str) -> Row:
+    """A plan id ``layer:kind:id`` as ``(layer, kind, id)``."""
+    layer, kind, rest = key.split(":", 2)
+    return int(layer), kind, rest
 
 
 def cited_rows(sources: Sequence[str], batch: list[Hit]) -> list[Hit]:
