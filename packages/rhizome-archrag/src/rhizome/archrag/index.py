@@ -1,0 +1,388 @@
+"""``ArchRAGIndex``: ArchRAG (Wang, Fang, Zhou, Liu, Ma; arXiv 2502.09891) on the Rhizome kernel.
+
+Indexing: chunks (600 tokens, 100 overlap) → entities and relations per chunk through the
+kernel's extraction spec (the chat model's GraphRAG-style extraction with gleaning, the offline
+extractor, or imported OpenIE triples) → merged, multi-description entities and relations
+summarised (a resumable stage) → entity vectors of ``name description`` and relation vectors →
+**attributed communities** by Algorithm 1, round after round: the layer's graph is augmented
+with KNN similarity edges and weighted by cosine similarity (:mod:`rhizome.archrag.clustering`),
+clustered (weighted Leiden, or spectral), each community gets a JSON report from the chat model
+(or an extractive one offline; the kernel's :class:`~rhizome.core.hierarchy.GroupSummarizer`,
+a resumable stage keyed by the report's input) whose ``title + summary`` is embedded, and the
+communities linked by crossing KG relations are the next round's graph — until a round makes
+fewer than ``min_communities`` communities, stops shrinking the layer, or ``max_layers`` is
+reached. The communities are a kernel :class:`~rhizome.core.hierarchy.Hierarchy`
+(``archrag_communities``: level = layer, ``entity_ids`` = every entity under the community,
+``children`` = the communities one layer down, ``parent`` = the one above; a vector collection
+per layer).
+
+The **C-HNSW** index (:mod:`rhizome.archrag.chnsw`) is built from the stored vectors — entities
+at layer 0, each community layer above — when a search first needs it after a change, and kept
+until the next change; being seeded, it is the same graph in every process.
+
+Changes: an insert extracts only the new chunks; a delete drops the extractions of the
+document's chunks. Either way the graph and the layers are then rebuilt from the stored
+extractions, which is cheap: description summaries, reports and embeddings are keyed by their
+input, so only what changed is paid for, and an interrupted rebuild loses only the calls in
+flight. Between a delete's commit and the end of its rebuild, hits cite only chunks still
+stored (a hit left with none is dropped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rhizome.archrag.chnsw import CHNSW
+from rhizome.archrag.clustering import augment, community_edges, partition, stop_reason
+from rhizome.archrag.config import ArchRAGConfig
+from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM, ReportOutput
+from rhizome.core.entity_graph import EntityGraph
+from rhizome.core.export import GraphContents
+from rhizome.core.extraction import Extraction, merge_extractions
+from rhizome.core.hierarchy import (
+    GroupInput,
+    GroupSummarizer,
+    Hierarchy,
+    SummaryFields,
+    community_key,
+)
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
+from rhizome.core.models.budget import fit
+from rhizome.core.retrieval import pack
+from rhizome.core.stages import arun_stage, digest, prune_stage
+from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
+from rhizome.core.text import truncate_tokens
+from rhizome.core.types import Community, Entity, Relation
+
+SUMMARY_STAGE = "archrag.summary"
+REPORT_STAGE = "archrag.report"
+
+
+def entity_text(entity: Entity) -> str:
+    """What an entity's vector is made from: its name and description (the authors' code)."""
+    return f"{entity.name} {entity.description}".strip()
+
+
+def relation_text(relation: Relation, names: Mapping[str, str]) -> str:
+    """A relation as it is embedded and shown: ``source — target: description``."""
+    said = (relation.description or relation.predicate or ", ".join(relation.keywords)).strip()
+    pair = f"{names.get(relation.source, relation.source)} — {names.get(relation.target, relation.target)}"
+    return f"{pair}: {said}" if said else pair
+
+
+def community_text(community: Community) -> str:
+    """What a community's vector is made from and what a search shows: title and summary."""
+    return f"{community.title}\n{community.summary}".strip()
+
+
+def _cell(text: str, limit: int) -> str:
+    return truncate_tokens(" ".join(str(text).split()).replace("|", "/"), limit)
+
+
+class ReportWriter:
+    """Writes one community's report with the chat model, or extractively without one."""
+
+    def __init__(self, llm: Any, *, max_tokens: int, language: str) -> None:
+        self.llm = llm
+        self.max_tokens = max_tokens
+        self.language = language
+
+    @property
+    def identity(self) -> list[Any]:
+        return ["offline" if self.llm is None else "model", getattr(self.llm, "name", ""), self.language, self.max_tokens]
+
+    def prompt(self, context: str, members: str, children: bool) -> str:
+        return REPORT_PROMPT.format(
+            members=members, children_note=CHILDREN_NOTE if children else "", language=self.language,
+            max_tokens=self.max_tokens, context=context,
+        )
+
+    def input_budget(self, wanted: int) -> int:
+        return fit(self.llm, wanted, reply_tokens=self.max_tokens, fixed=[REPORT_SYSTEM, self.prompt("", "communities", True)])
+
+    async def awrite(self, data: GroupInput) -> SummaryFields:
+        if self.llm is None:
+            return offline_report(data)
+        members = "entities and their relations" if data.group.level == 1 else "communities"
+        out = await self.llm.acomplete_json(self.prompt(data.text, members, bool(data.children)), ReportOutput, system=REPORT_SYSTEM)
+        return {
+            "title": out.title, "summary": out.summary, "rating": out.rating,
+            "findings": [{"summary": f.summary, "explanation": f.explanation} for f in out.findings],
+            "metadata": {"rating_explanation": out.rating_explanation}, "by": "model",
+        }
+
+
+def offline_report(data: GroupInput) -> SummaryFields:
+    """An extractive report: the title names the best-connected members, the summary keeps the
+    most central sentences of the children's summaries and members' descriptions."""
+    names: list[str] = data.extra["names"]
+    title = ", ".join(names[:3]) + (f" (+{len(names) - 3} more)" if len(names) > 3 else "")
+    fragments = [c.summary for c in data.children] + data.extra["descriptions"]
+    summary = extractive_summary([f for f in fragments if f], 120) or f"A group of {len(names)} related entities: {', '.join(names[:8])}."
+    findings = [{"summary": c.title, "explanation": _cell(c.summary, 120)} for c in data.children[:5]]
+    findings += [{"summary": line.split(": ", 1)[0], "explanation": line} for line in data.extra["relations"][: 8 - len(findings)]]
+    return {"title": title or data.group.id, "summary": summary, "rating": None, "findings": findings, "by": "offline"}
+
+
+class ArchRAGIndex(BaseIndex):
+    """An ArchRAG index: an entity graph, attributed communities in layers, a C-HNSW index over
+    them, and hierarchical search with adaptive filtering.
+
+    Modes: ``archrag`` (default: hierarchical search, the layer-0 textual subgraph, and the chat
+    model's key points per layer, scored, sorted and cut to a budget), ``hierarchical`` (the
+    entities, relations and communities hierarchical search retrieves, unfiltered) and ``naive``
+    (dense retrieval over the same chunks). Settings:
+    :class:`~rhizome.archrag.config.ArchRAGConfig`; the other parameters are
+    :class:`~rhizome.core.index.BaseIndex`'s. ``llm`` extracts, summarises, writes the reports
+    and filters at query time; without one every step runs offline.
+    """
+
+    method: ClassVar[str] = "archrag"
+    modes: ClassVar[tuple[str, ...]] = ("archrag", "hierarchical", "naive")
+    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
+        "archrag": ModeInfo("key points the model draws from the entities, relations and community reports nearest the question at every layer of the community tree (ArchRAG's hierarchical search with adaptive filtering); for specific and broad questions alike", ("specific", "multi-hop", "global")),
+        "hierarchical": ModeInfo("the entities, relations and community reports nearest the question at every layer of the community tree, without model filtering", ("specific", "global")),
+        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",)),
+    }
+    config_class = ArchRAGConfig
+    config: ArchRAGConfig
+    ENTITY_COLLECTION: ClassVar[str] = "archrag_entities"
+    RELATION_COLLECTION: ClassVar[str] = "archrag_relations"
+
+    def _setup(self) -> None:
+        self.extractions = self.store.table("archrag_extractions", Extraction, key="chunk_id")
+        self.entity_table = self.store.table("archrag_entities", Entity)
+        self.relation_table = self.store.table("archrag_relations", Relation)
+        self.communities = Hierarchy(self.store, "archrag_communities")
+        c = self.config
+        self.summarizer = DescriptionSummarizer(
+            self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
+        )
+        self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
+
+    # -- BaseIndex hooks ---------------------------------------------------------------------
+    async def _prepare(self, batch: Batch, stats: Stats) -> Any:
+        chunks = [c for _, cs in batch for c in cs]
+        extractions = await self.extractor.aextract(chunks)
+        vectors = await self.embed([c.text for c in chunks], what="chunks")
+        return [c.id for c in chunks], vectors, extractions
+
+    def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
+        ids, vectors, extractions = prepared
+        if ids:
+            self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
+        self.extractions.put(db, extractions)
+
+    def _remove_document(self, db: Any, document_id: str) -> int:
+        self.extractions.delete(db, self.store.chunk_ids([document_id]))
+        return super()._remove_document(db, document_id)
+
+    async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
+        await self._rebuild(stats)
+
+    # -- the graph and its layers ----------------------------------------------------------
+    def graph(self) -> EntityGraph:
+        """Entities, relations and communities (cached until the next change)."""
+        return self.derived(
+            "graph",
+            (self.entity_table.generation(), self.relation_table.generation(), self.communities.groups.generation()),
+            lambda: EntityGraph.build(
+                {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
+            ),
+        )
+
+    def chnsw(self) -> tuple[CHNSW | None, list[list[str]]]:
+        """The C-HNSW index over the stored vectors and the ids of each layer's rows (built on
+        first use after a change)."""
+        key = (self.entity_table.generation(), self.communities.groups.generation(), self.store.embedding_dimension)
+        return self.derived("chnsw", key, self._build_chnsw)
+
+    def _build_chnsw(self) -> tuple[CHNSW | None, list[list[str]]]:
+        store = self.store
+        if store.embedding_dimension is None or not store.has_collection(self.ENTITY_COLLECTION):
+            return None, []
+        ids = [sorted(self.entity_table.keys())]
+        groups = self.communities.all().values()
+        for level in self.communities.levels():
+            ids.append(sorted(c.id for c in groups if c.level == level))
+        names = [self.ENTITY_COLLECTION] + [self.communities.collection(level) for level in self.communities.levels()]
+        layers, kept = [], []
+        for collection, keys in zip(names, ids):
+            held = store.collection(collection, store.embedding_dimension) if store.has_collection(collection) else None
+            keys = [k for k in keys if held is not None and k in held]
+            if not keys:
+                break
+            layers.append(held.vectors(keys))
+            kept.append(keys)
+        if not layers:
+            return None, []
+        c = self.config
+        return CHNSW(layers, m=c.m, m0=c.m0, ef_construction=c.ef_construction, ef_search=c.ef_search, seed=c.leiden_seed % 2**32), kept
+
+    def graph_contents(self) -> GraphContents:
+        """Entities, relations and the attributed communities of every layer."""
+        return GraphContents(self.entity_table.all(), self.relation_table.all(), list(self.communities.all().values()))
+
+    async def _rebuild(self, stats: Stats) -> None:
+        old_entities = {e.id: e for e in self.entity_table.all()}
+        old_relations = {r.id: r for r in self.relation_table.all()}
+        old_communities = self.communities.all()
+        entities, relations = merge_extractions(list(self.extractions.get(self.store.chunk_ids()).values()))
+        relations = {k: r for k, r in relations.items() if r.source in entities and r.target in entities}
+        names = {eid: e.name for eid, e in entities.items()}
+        records: dict[str, Any] = {f"e:{k}": e for k, e in entities.items()}
+        records.update({f"r:{k}": r for k, r in relations.items()})
+        jobs = {}
+        for key, record in records.items():
+            subject = record.name if key.startswith("e:") else f"{names[record.source]} — {names[record.target]}"
+            if self.summarizer.needs_summary(record.descriptions):
+                d = digest(subject, record.descriptions, self.summarizer.max_tokens, self.config.language, getattr(self.llm, "name", None))
+                jobs[key] = (d, lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
+            else:
+                record.description = await self.summarizer.asummarize(subject, record.descriptions)
+        summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
+        for key, text in summaries.items():
+            records[key].description = text
+
+        entity_batch = await self.embed_changed(self.ENTITY_COLLECTION, {k: entity_text(e) for k, e in entities.items()})
+        relation_batch = await self.embed_changed(self.RELATION_COLLECTION, {k: relation_text(r, names) for k, r in relations.items()})
+        graph = EntityGraph.build(entities, relations)
+        vectors = self._vectors(self.ENTITY_COLLECTION, list(entities), entity_batch)
+        layers, batches, counts = await self._cluster(graph, vectors, stats)
+
+        with self.store.transaction() as db:
+            for table, new, old in ((self.entity_table, entities, old_entities), (self.relation_table, relations, old_relations)):
+                table.delete(db, [k for k in old if k not in new])
+                table.put(db, [r for k, r in new.items() if old.get(k) != r])
+            self.store.delete_vectors(db, self.ENTITY_COLLECTION, [k for k in old_entities if k not in entities])
+            self.store.delete_vectors(db, self.RELATION_COLLECTION, [k for k in old_relations if k not in relations])
+            self.communities.delete(db, [c for k, c in old_communities.items() if k not in layers])
+            self.communities.put(db, [c for k, c in layers.items() if old_communities.get(k) != c])
+            for batch in (entity_batch, relation_batch, *batches):
+                batch.write(db, self.store)
+            prune_stage(db, SUMMARY_STAGE, (d for d, _ in jobs.values()))
+            prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in layers.values()))
+        await asyncio.to_thread(self.chnsw)  # the C-HNSW of the new state, so the first query does not wait
+        stats.update(
+            entities=len(entities), relations=len(relations), communities=len(layers),
+            layers=max((c.level for c in layers.values()), default=0),
+            reports_written=counts["written"], reports_reused=counts["reused"],
+        )
+
+    def _vectors(self, collection: str, keys: list[str], fresh: VectorBatch) -> np.ndarray:
+        """The vectors of ``keys``: just embedded (``fresh``) or stored."""
+        new = dict(zip(fresh.ids, fresh.vectors if fresh.ids else []))
+        held = [k for k in keys if k not in new]
+        stored = dict(zip(held, self.store.collection(collection).vectors(held))) if held else {}
+        if not keys:
+            return np.zeros((0, self.store.embedding_dimension or 1), dtype=np.float32)
+        return np.stack([new[k] if k in new else stored[k] for k in keys]).astype(np.float32)
+
+    async def _cluster(self, graph: EntityGraph, vectors: np.ndarray, stats: Stats) -> tuple[dict[str, Community], list[VectorBatch], dict[str, int]]:
+        """Algorithm 1: the attributed communities of every layer, their vector batches and
+        how many reports were written or reused (see the module docstring)."""
+        c = self.config
+        base: dict[tuple[str, str], float] = {}
+        for r in graph.relations.values():
+            if r.source != r.target:
+                pair = (min(r.source, r.target), max(r.source, r.target))
+                base[pair] = base.get(pair, 0.0) + 1.0
+        ids, edges = list(graph.entities), dict(base)
+        done: dict[str, Community] = {}
+        batches: list[VectorBatch] = []
+        counts = {"written": 0, "reused": 0}
+        level, reason = 1, None
+        while len(ids) >= 2 and reason is None:
+            grouped = partition(
+                augment(ids, vectors, edges, percentile=c.knn_percentile, k=c.knn_k),
+                method=c.clustering, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed,
+            )
+            reason = stop_reason(level, len(ids), len(grouped), max_layers=c.max_layers, min_communities=c.min_communities, min_shrink=c.min_shrink)
+            if reason == "no-shrink":
+                break
+            groups = []
+            for members in grouped:
+                leaves = members if level == 1 else sorted({e for m in members for e in done[m].entity_ids})
+                groups.append(Community(
+                    id=community_key(level, members), level=level, entity_ids=leaves,
+                    children=[] if level == 1 else members, metadata={"size": len(members)},
+                ))
+            reports = await self._reports(graph, groups, done, counts)
+            for group in reports.values():
+                for child in group.children:
+                    done[child] = done[child].model_copy(update={"parent": group.id})
+            done.update(reports)
+            keys = [g.id for g in groups]
+            batch = await self.embed_changed(self.communities.collection(level), {k: community_text(reports[k]) for k in keys})
+            batches.append(batch)
+            vectors = self._vectors(self.communities.collection(level), keys, batch)
+            ids, edges = keys, community_edges([g.entity_ids for g in groups], keys, base)
+            level += 1
+        stats["stopped"] = reason or ("too-few-nodes" if len(ids) < 2 else "")
+        return done, batches, counts
+
+    async def _reports(self, graph: EntityGraph, groups: list[Community], done: Mapping[str, Community], counts: dict[str, int]) -> dict[str, Community]:
+        budget = self.report_writer.input_budget(self.config.report_max_input_tokens)
+
+        def build_input(group: Community, _: Any) -> GroupInput:
+            return report_input(group, graph, done, budget)
+
+        summarizer = GroupSummarizer(self.store, REPORT_STAGE, build_input=build_input, write=self.report_writer.awrite,
+                                     identity=self.report_writer.identity, label="community reports")
+        reports, n = await summarizer.asummarize(groups)
+        counts["written"] += n["written"]
+        counts["reused"] += n["reused"]
+        return reports
+
+    # -- retrieval -------------------------------------------------------------------------
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+        from rhizome.archrag.retrieval import FilteredSearch, HierarchicalSearch
+        from rhizome.core.naive import VectorRetriever
+
+        classes = {"archrag": FilteredSearch, "hierarchical": HierarchicalSearch, "naive": VectorRetriever}
+        return classes[mode or "archrag"](self, k, **options)
+
+    def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
+        from rhizome.archrag.retrieval import answer_inputs
+
+        return answer_inputs(retrieval, self.config)
+
+
+def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int) -> GroupInput:
+    """The context of one community's report: at layer 1 its entities and the relations among
+    them, most connected first; above, the reports of its children first, then entity and
+    relation rows while they fit (the authors' code). Cut to ``budget`` tokens."""
+    members = graph.members(Community(id=group.id, level=group.level, entity_ids=group.entity_ids))
+    inside = set(group.entity_ids)
+    relations = sorted(
+        {rid: graph.relations[rid] for e in group.entity_ids for rid in graph.relations_of.get(e, ())
+         if graph.relations[rid].source in inside and graph.relations[rid].target in inside}.values(),
+        key=lambda r: (-graph.combined_degree(r), r.id),
+    )
+    names = {e.id: e.name for e in members}
+    children = [done[c] for c in group.children if c in done]
+    rows: list[str] = []
+    if children:
+        rows += ["-----Communities-----", "id|title|summary|rating"]
+        rows += [f"{c.id}|{_cell(c.title, 40)}|{_cell(c.summary, 300)}|{'' if c.rating is None else c.rating}" for c in children]
+    rows += ["-----Entities-----", "entity|type|description|degree"]
+    rows += [f"{e.name}|{_cell(e.type, 10)}|{_cell(e.description, 200)}|{graph.degree.get(e.id, 0)}" for e in members]
+    rows += ["-----Relationships-----", "source|target|description|combined_degree"]
+    relation_rows = [f"{names[r.source]}|{names[r.target]}|{_cell(r.description or r.predicate, 150)}|{graph.combined_degree(r)}" for r in relations]
+    rows += relation_rows
+    text = "\n".join(row for row, _ in pack(rows, budget, str, overhead=1, cut_first=False))
+    return GroupInput(
+        group=group, text=text, children=children,
+        extra={
+            "names": [e.name for e in members],
+            "descriptions": [e.description for e in members[:12] if e.description],
+            "relations": [f"{names[r.source]} – {names[r.target]}: {_cell(r.description or r.predicate, 100)}" for r in relations[:8]],
+        },
+    )
+
+
+__all__ = ["ArchRAGIndex", "ReportWriter", "community_text", "entity_text", "offline_report", "relation_text", "report_input"]

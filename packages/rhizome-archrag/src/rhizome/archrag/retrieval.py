@@ -1,0 +1,343 @@
+"""ArchRAG's two searches over its C-HNSW index.
+
+``hierarchical`` (the raw hits)
+    Embed the query; hierarchical search (Algorithm 2) from the top layer down returns the
+    ``k_per_layer`` nearest nodes of every layer (default 5, all layers; ``layers`` picks some).
+    Layer 0's entities bring their relations as a textual subgraph: every relation between two
+    retrieved entities, plus the ``max_relations`` (10) relations of a retrieved entity nearest
+    the query. Each entity, relation and community is a hit scored by its cosine to the query,
+    citing the chunks it was extracted from (a community: the chunks of its entities, most
+    cited first).
+``archrag`` (the paper's retrieval: adaptive filtering)
+    The same nodes, as numbered rows per layer, packed into batches of at most
+    ``filter_max_tokens``; every batch is one model call (all concurrently, bounded by the
+    model's own limit) that lists key points with an importance score 0–100 and the rows each
+    rests on. Points scoring 0 are dropped, the rest pooled across layers, sorted by score and
+    cut where they would overflow ``context_max_tokens``; each point is a hit citing the chunks
+    of its rows (of its whole batch when it names none). :meth:`ArchRAGIndex.answer` writes the
+    answer from these points with the merge prompt, most important first.
+
+    The three steps are the kernel's :class:`~rhizome.core.retrieval.MapReduceSearch`
+    (``aplan``: search and batch; ``amap``: one filter call; ``reduce``: pool, sort, cut), so
+    ``langgraph_rhizome`` can run the filter calls as graph branches.
+
+    Without a chat model nothing filters: every retrieved row is its own point, scored by its
+    cosine to the query (× 100), and the same drop, sort and budget cut apply, so an offline
+    search still returns ``k`` hits with provenance (topped up from the nearest chunks when the
+    rows run out, as every mode is).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from rhizome.archrag.index import community_text, relation_text
+from rhizome.archrag.prompts import (
+    FILTER_PROMPT,
+    FILTER_SYSTEM,
+    MERGE_INSTRUCTIONS,
+    MERGE_SYSTEM,
+    FilterOutput,
+)
+from rhizome.core.errors import ConfigurationError
+from rhizome.core.models.budget import fit
+from rhizome.core.retrieval import (
+    MAX_PROVENANCE_CHUNKS,
+    BaseRetriever,
+    MapPlan,
+    MapReduceSearch,
+    Retrieval,
+    check_positive,
+    pack,
+    provenance,
+    query_vector,
+    vector_search,
+)
+from rhizome.core.text import count_tokens
+from rhizome.core.types import Hit
+
+Row = tuple[int, str, str]
+"""A retrieved node: ``(layer, kind, id)``, kind ``entity``, ``relation`` or ``community``."""
+
+POINT_TOKENS = 80
+"""Tokens a filter answer needs per point (a sentence or two, a score, row numbers)."""
+
+MAX_POINTS = 10
+"""Points a filter answer is expected to hold at most (room reserved for the reply)."""
+
+POINT_OVERHEAD = 12
+"""Tokens of the analyst header each point gets in the merge prompt."""
+
+
+class HierarchicalSearch(BaseRetriever):
+    """Hierarchical search over the C-HNSW index, unfiltered (see the module docstring).
+
+    ``k_per_layer``: nodes per layer (default the config's 5); ``layers``: the layers to return
+    (default all; 0 = entities); ``ef_search``: the beam (default the config's)."""
+
+    default_k = 10
+    mode = "hierarchical"
+
+    def __init__(
+        self, index: Any, k: int | None = None, *, k_per_layer: int | None = None, layers: Sequence[int] | None = None,
+        ef_search: int | None = None,
+    ) -> None:
+        super().__init__(index, k)
+        config = index.config
+        self.k_per_layer = check_positive("k_per_layer", config.k_per_layer if k_per_layer is None else k_per_layer)
+        self.ef_search = check_positive("ef_search", config.ef_search if ef_search is None else ef_search)
+        if layers is not None and (isinstance(layers, (str, bytes)) or not all(isinstance(x, int) and x >= 0 for x in layers)):
+            raise ConfigurationError(f"layers must be a list of layer numbers (0 = entities), got {layers!r}")
+        self.layers = None if layers is None else tuple(sorted(set(layers)))
+
+    async def nodes(self, query: str) -> tuple[list[tuple[Row, float]], dict[str, Any]]:
+        """The nodes hierarchical search finds, ``((layer, kind, id), cosine)`` layer by layer,
+        nearest first (layer 0: entities, then their relations), and what it found per layer."""
+        vector = await query_vector(self.index, query)
+        if vector is None:
+            return [], {}
+        hnsw, ids = await asyncio.to_thread(self.index.chnsw)  # built once per index state
+        if hnsw is None:
+            return [], {}
+        found = hnsw.search(vector[0], self.k_per_layer, ef=self.ef_search, layers=self.layers)
+        ranked: list[tuple[Row, float]] = []
+        for layer, rows in sorted(found.items()):
+            kind = "entity" if layer == 0 else "community"
+            ranked += [((layer, kind, ids[layer][row]), score) for row, score in rows]
+        entities = [key for (layer, _, key), _ in ranked if layer == 0]
+        relations = self._relations(self.index.graph(), entities, vector) if 0 in found else []
+        at = len([r for r in ranked if r[0][0] == 0])
+        ranked[at:at] = [((0, "relation", rid), score) for rid, score in relations]
+        return ranked, {"layers": {layer: len(rows) for layer, rows in sorted(found.items())}, "relations": len(relations)}
+
+    def hits(self, ranked: Sequence[tuple[Row, float]]) -> list[Hit]:
+        """Hits for ranked nodes, each citing the chunks it comes from (a community: the chunks
+        of its entities, most cited first); a node whose chunks are all gone is left out."""
+        graph = self.index.graph()
+        sources: dict[Row, list[str]] = {}
+        for row, _ in ranked:
+            _, kind, key = row
+            if kind == "entity" and key in graph.entities:
+                sources[row] = graph.entities[key].source_chunk_ids
+            elif kind == "relation" and key in graph.relations:
+                sources[row] = graph.relations[key].source_chunk_ids
+            elif kind == "community" and key in graph.communities:
+                sources[row] = graph.community_chunks(graph.communities[key])[: MAX_PROVENANCE_CHUNKS * 2]
+        chunks = self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
+        names = {eid: e.name for eid, e in graph.entities.items()}
+        out = []
+        for row, score in ranked:
+            if row not in sources:
+                continue
+            layer, kind, key = row
+            metadata: dict[str, Any] = {"layer": layer, "via": self.mode}
+            if kind == "entity":
+                entity = graph.entities[key]
+                text = f"{entity.name}: {entity.description}".strip().rstrip(":")
+                metadata["name"] = entity.name
+            elif kind == "relation":
+                text = relation_text(graph.relations[key], names)
+            else:
+                community = graph.communities[key]
+                text = community_text(community)
+                metadata.update(title=community.title, entities=len(community.entity_ids))
+            hit = Hit(id=key, text=text, score=float(score), kind=kind, provenance=provenance(chunks, sources[row]), metadata=metadata)
+            if hit.provenance.chunk_ids:
+                out.append(hit)
+        return out
+
+    def _relations(self, graph: Any, entities: list[str], vector: Any) -> list[tuple[str, float]]:
+        """Relations among the retrieved entities, and the ``max_relations`` of theirs nearest
+        the query (spec §7.12)."""
+        chosen = set(entities)
+        incident = {rid for eid in entities for rid in graph.relations_of.get(eid, ())}
+        if not incident:
+            return []
+        ranked = vector_search(self.index.store, self.index.RELATION_COLLECTION, vector, len(incident), among=incident)
+        inside = [(rid, s) for rid, s in ranked if graph.relations[rid].source in chosen and graph.relations[rid].target in chosen]
+        near = [(rid, s) for rid, s in ranked if (rid, s) not in inside][: self.index.config.max_relations]
+        return sorted(inside + near, key=lambda p: (-p[1], p[0]))
+
+    async def _asearch(self, query: str, k: int) -> Retrieval:
+        ranked, stats = await self.nodes(query)
+        return Retrieval(query=query, hits=self.hits(ranked), stats=stats)
+
+
+class FilteredSearch(HierarchicalSearch, MapReduceSearch):
+    """Hierarchical search with adaptive filtering (see the module docstring), as the kernel's
+    map-reduce steps, so ``langgraph_rhizome`` can run the filter calls as graph branches:
+    ``aplan`` searches the C-HNSW index and batches each layer's rows (ids); ``amap`` is one
+    filter call (offline: the rows scored by cosine); ``reduce`` sorts the pooled points and
+    cuts them to the budget.
+
+    Besides :class:`HierarchicalSearch`'s options: ``filter_max_tokens`` (rows per filter call)
+    and ``context_max_tokens`` (the budget of the sorted points); defaults from the config."""
+
+    mode = "archrag"
+
+    def __init__(self, index: Any, k: int | None = None, *, filter_max_tokens: int | None = None,
+                 context_max_tokens: int | None = None, **options: Any) -> None:
+        super().__init__(index, k, **options)
+        config = index.config
+        self.filter_max_tokens = check_positive("filter_max_tokens", config.filter_max_tokens if filter_max_tokens is None else filter_max_tokens)
+        self.context_max_tokens = check_positive("context_max_tokens", config.context_max_tokens if context_max_tokens is None else context_max_tokens)
+
+    async def aplan(self, query: str) -> MapPlan:
+        """The rows of every searched layer, top layer first, in filter batches (offline: one
+        batch per layer); ids are ``layer:kind:id``."""
+        ranked, stats = await self.nodes(query)
+        by_layer: dict[int, list[Hit]] = {}
+        for hit in self.hits(ranked):
+            by_layer.setdefault(hit.metadata["layer"], []).append(hit)
+        batches = []
+        for layer, hits in sorted(by_layer.items(), reverse=True):
+            parts = [hits] if self.index.llm is None else self.batches(query, hits)
+            batches += [[f"{layer}:{h.kind}:{h.id}" for h in part] for part in parts]
+        stats["filter_calls"] = len(batches) if self.index.llm is not None else 0
+        return MapPlan(batches=batches, stats=stats)
+
+    async def amap(self, query: str, batch: Sequence[str], k: int) -> list[Hit]:
+        """One batch's points, score 0 dropped, best ``k`` first, each citing its rows' chunks."""
+        rows = [decode(key) for key in batch]
+        vector = await query_vector(self.index, query)
+        if vector is None or not rows:
+            return []
+        hits = self.hits([(row, score) for row, score in zip(rows, self._cosines(rows, vector))])
+        if not hits:
+            return []
+        layer = hits[0].metadata["layer"]
+        if self.index.llm is None:
+            points = [self._point(h.text, round(100 * max(0.0, h.score)), [h], layer, offline=True) for h in hits]
+        else:
+            points = await self._filter(query, layer, hits)
+        ranked = sorted((p for p in points if p.metadata["importance"] > 0), key=lambda p: -p.metadata["importance"])
+        return ranked[:k]
+
+    def reduce(self, query: str, points: Sequence[Hit], k: int) -> list[Hit]:
+        """The pooled points, highest score first, each text once, cut where the next would
+        overflow ``context_max_tokens`` and at ``k``."""
+        seen: set[str] = set()
+        unique = []
+        for point in points:
+            text = " ".join(point.text.lower().split())
+            if text not in seen:
+                seen.add(text)
+                unique.append(point)
+        return select(unique, self.context_max_tokens)[:k]
+
+    async def _asearch(self, query: str, k: int) -> Retrieval:
+        plan = await self.aplan(query)
+        mapped = await asyncio.gather(*(self.amap(query, batch, k) for batch in plan.batches))
+        pooled = [p for points in mapped for p in points]
+        hits = self.reduce(query, pooled, k)
+        distinct = len({" ".join(p.text.lower().split()) for p in pooled})
+        within = len(self.reduce(query, pooled, max(1, len(pooled))))
+        stats = {**plan.stats, "batches": len(plan.batches), "points": len(hits), "over_budget": distinct - within}
+        return Retrieval(query=query, hits=hits, stats=stats)
+
+    def _cosines(self, rows: Sequence[Row], vector: Any) -> list[float]:
+        """Each row's cosine to the query, from its stored vector (0 when it has none)."""
+        store, index = self.index.store, self.index
+        names = {"entity": index.ENTITY_COLLECTION, "relation": index.RELATION_COLLECTION}
+        out = []
+        for layer, kind, key in rows:
+            name = names.get(kind) or index.communities.collection(layer)
+            held = store.collection(name, vector.shape[1]) if store.has_collection(name) else None
+            out.append(float(held.vectors([key])[0] @ vector[0]) if held is not None and key in held else 0.0)
+        return out
+
+    def batches(self, query: str, hits: list[Hit]) -> list[list[Hit]]:
+        """One layer's rows packed into filter calls of at most ``filter_max_tokens`` (less
+        when the model's window holds less, with room for the points)."""
+        budget = self._budget(query, hits[0].metadata["layer"] if hits else 0)
+        out: list[list[Hit]] = [[]]
+        used = 0
+        for hit in hits:
+            tokens = count_tokens(hit.text) + 4
+            if out[-1] and used + tokens > budget:
+                out.append([])
+                used = 0
+            out[-1].append(hit)
+            used += tokens
+        return [b for b in out if b]
+
+    def _budget(self, query: str, layer: int) -> int:
+        fixed = [FILTER_SYSTEM, self._prompt(query, "", layer)]
+        return max(50, fit(self.index.llm, self.filter_max_tokens, reply_tokens=POINT_TOKENS * MAX_POINTS, fixed=fixed))
+
+    def _prompt(self, query: str, rows: str, layer: int) -> str:
+        what = "entities and their relations" if layer == 0 else f"community reports of layer {layer}"
+        return FILTER_PROMPT.format(question=query, what=what, rows=rows)
+
+    async def _filter(self, query: str, layer: int, batch: list[Hit]) -> list[Hit]:
+        """One filter call: the key points the model finds in one batch of rows."""
+        budget = self._budget(query, layer)
+        lines = [f"{i}. {h.text}" for i, h in enumerate(batch, 1)]
+        rows = "\n".join(line for line, _ in pack(lines, budget, str, overhead=1))
+        out = await self.index.llm.acomplete_json(self._prompt(query, rows, layer), FilterOutput, system=FILTER_SYSTEM)
+        points = []
+        for point in out.points:
+            text = point.description.strip()
+            if text:
+                points.append(self._point(text, point.score, cited_rows(point.sources, batch), layer))
+        return points
+
+    def _point(self, text: str, score: float, rows: list[Hit], layer: int, *, offline: bool = False) -> Hit:
+        sources = [h.id for h in rows]
+        key = hashlib.sha256("|".join([text, *sources]).encode("utf-8")).hexdigest()[:16]
+        cited = rows[0].provenance
+        for h in rows[1:]:
+            cited = cited.merge(h.provenance)
+        kept = cited.chunk_ids[:MAX_PROVENANCE_CHUNKS]
+        spans = [s for s in cited.spans if s.chunk_id in set(kept)]
+        cited = cited.model_copy(update={"chunk_ids": kept, "spans": spans, "document_ids": list(dict.fromkeys(s.document_id for s in spans))})
+        metadata = {"importance": float(score), "layer": layer, "sources": sources, "via": self.mode}
+        if offline:
+            metadata["offline"] = True
+        return Hit(id=f"point-{key}", text=text, score=float(score) / 100.0, kind="point", provenance=cited, metadata=metadata)
+
+
+def decode(key: str) -> Row:
+    """A plan id ``layer:kind:id`` as ``(layer, kind, id)``."""
+    layer, kind, rest = key.split(":", 2)
+    return int(layer), kind, rest
+
+
+def cited_rows(sources: Sequence[str], batch: list[Hit]) -> list[Hit]:
+    """The rows of ``batch`` a point names by number ("3", "row 3", "[3]"); the whole batch
+    when it names none that exists."""
+    numbers = [int(n) for s in sources for n in re.findall(r"\d+", str(s))]
+    picked = [batch[n - 1] for n in dict.fromkeys(numbers) if 1 <= n <= len(batch)]
+    return picked or list(batch)
+
+
+def select(points: Sequence[Hit], budget: int) -> list[Hit]:
+    """Points without those scoring 0, highest score first (ties keep their order), cut where
+    the next would overflow ``budget`` tokens (at least one point is kept)."""
+    ranked = sorted((p for p in points if p.metadata["importance"] > 0), key=lambda p: -p.metadata["importance"])
+    kept = [p for p, _ in pack(ranked, budget, lambda p: p.text, overhead=POINT_OVERHEAD, cut_first=False)]
+    return kept or ranked[:1]
+
+
+def render_point(hit: Hit) -> str:
+    """A point as the merge prompt shows it: its importance, then its text."""
+    return f"Importance score: {hit.metadata.get('importance', round(hit.score * 100))}\n{hit.text.strip()}"
+
+
+def answer_inputs(retrieval: Retrieval, config: Any) -> tuple[list[Hit], dict[str, Any]]:
+    """What :meth:`ArchRAGIndex.answer` reads: the points of an ``archrag`` search with the
+    merge prompt; the hits of the other modes with the kernel's answer prompt."""
+    if retrieval.mode == "archrag":
+        points = [h for h in retrieval.hits if h.kind == "point"] or list(retrieval.hits)
+        return points, {
+            "system": MERGE_SYSTEM, "instructions": MERGE_INSTRUCTIONS.format(response_type="a short answer, then a brief explanation"),
+            "render": render_point, "max_context_tokens": config.context_max_tokens,
+        }
+    return list(retrieval.context or retrieval.hits), {}
+
+
+__all__ = ["FilteredSearch", "HierarchicalSearch", "answer_inputs", "cited_rows", "render_point", "select"]
