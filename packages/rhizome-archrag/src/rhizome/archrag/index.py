@@ -248,8 +248,8 @@ class ArchRAGIndex(BaseIndex):
         for key, text in summaries.items():
             records[key].description = text
 
-        entity_batch = await self.embed_changed(self.ENTITY_COLLECTION, {k: entity_text(e) for k, e in entities.items()})
-        relation_batch = await self.embed_changed(self.RELATION_COLLECTION, {k: relation_text(r, names) for k, r in relations.items()})
+        entity_batch = await self.embed_changed(self.ENTITY_COLLECTION, {k: entity_text(e) for k, e in entities.items()}, what="entities")
+        relation_batch = await self.embed_changed(self.RELATION_COLLECTION, {k: relation_text(r, names) for k, r in relations.items()}, what="relations")
         graph = EntityGraph.build(entities, relations)
         vectors = self._vectors(self.ENTITY_COLLECTION, list(entities), entity_batch)
         layers, batches, counts = await self._cluster(graph, vectors, stats)
@@ -317,7 +317,7 @@ class ArchRAGIndex(BaseIndex):
                     done[child] = done[child].model_copy(update={"parent": group.id})
             done.update(reports)
             keys = [g.id for g in groups]
-            batch = await self.embed_changed(self.communities.collection(level), {k: community_text(reports[k]) for k in keys})
+            batch = await self.embed_changed(self.communities.collection(level), {k: community_text(reports[k]) for k in keys}, what=f"community summaries (layer {level})")
             batches.append(batch)
             vectors = self._vectors(self.communities.collection(level), keys, batch)
             ids, edges = keys, community_edges([g.entity_ids for g in groups], keys, base)

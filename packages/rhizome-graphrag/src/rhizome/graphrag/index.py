@@ -487,11 +487,12 @@ class GraphRAGIndex(BaseIndex):
         reports = {**kept, **{g.id: written[g.id] for g in changed}}
         clock.mark("reports")
 
-        entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()})
+        entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
         community_vectors = [
             await self.embed_changed(
                 self.communities.collection(level),
                 {g.id: self._community_text(reports[g.id], graph) for g in changed if g.level == level},
+                what=f"community reports (level {level})",
             )
             for level in sorted({g.level for g in changed})
         ]
