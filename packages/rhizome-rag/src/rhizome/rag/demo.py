@@ -52,17 +52,17 @@ def describe(method: str, contents: Any) -> list[str]:
     strongest relations and the largest top-level communities."""
     if not contents.entities and not contents.communities:
         return [f"{method}: passages and their vectors only (no graph)"]
-    if not contents.entities:  # a tree of summaries over the passages (RAPTOR)
-        from rhizome.core.cli import plural
+    from rhizome.core.cli import plural
 
+    if not contents.entities:  # a tree of summaries over the passages (RAPTOR)
         counts = contents.summary()
         lines = [f"{method}: {plural(counts['communities'], 'summary node')} in {plural(counts['levels'], 'level')} above the passages"]
         for c in sorted(contents.communities, key=lambda c: (-c.level, -len(c.entity_ids), c.id))[:2]:
             lines.append(f"  level {c.level} ({len(c.entity_ids)} passages): {short(c.summary or c.title, 80)}")
         return lines
     counts = contents.summary()
-    lines = [f"{method}: {counts['entities']} entities, {counts['relations']} relations"
-             + (f", {counts['communities']} communities in {counts['levels']} levels" if counts["communities"] else "")]
+    lines = [f"{method}: {plural(counts['entities'], 'entity', 'entities')}, {plural(counts['relations'], 'relation')}"
+             + (f", {plural(counts['communities'], 'community', 'communities')} in {plural(counts['levels'], 'level')}" if counts["communities"] else "")]
     names = {e.id: e.name for e in contents.entities}
     degree = contents.degrees()
     hubs = sorted(contents.entities, key=lambda e: (-degree.get(e.id, 0), e.name))[:5]
