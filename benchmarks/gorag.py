@@ -21,6 +21,7 @@ the ceiling of any chooser among them, "oracle") and the mean number of candidat
     uv run python -m benchmarks classify --shots 1 5 --write-docs
     .venv-bench/bin/python -m benchmarks classify --embed minilm --write-docs   # with MiniLM
     uv run python -m benchmarks classify --shots 1 --limit 300      # quick look
+    uv run python -m benchmarks classify --dev-cuts --write-docs    # candidate cut rules on the dev split
 """
 
 from __future__ import annotations
@@ -186,6 +187,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embed-cache", default=os.environ.get("RHIZOME_BENCH_EMBED_CACHE", "/tmp/rhizome-bench-minilm.sqlite"))
     parser.add_argument("--write-docs", action="store_true", help="put the tables into docs/benchmarks.md")
     parser.add_argument("--out", help="result JSON (default benchmarks/results/gorag-<embed>.json)")
+    parser.add_argument("--dev-cuts", action="store_true",
+                        help="instead of the test protocol: candidate cut rules on the dev split (how the defaults were set)")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     try:
@@ -195,6 +198,17 @@ def main(argv: list[str] | None = None) -> None:
     if not wos.is_dir():
         raise SystemExit(f"gorag-wos data not found at {wos}")
     embedder = minilm_embedder(args.embed_cache) if args.embed == "minilm" else None
+    if args.dev_cuts:
+        every = {"nearest_labels": 10_000, "max_candidates": 10_000, "candidate_coverage": 1.0}
+        cuts = {"command": "python -m benchmarks classify " + " ".join(argv), "embed": args.embed,
+                "shots": {str(shots): dev_cuts(shots, lambda: GORAGClassifier(embedder=embedder, **every))
+                          for shots in args.shots}}
+        from benchmarks.__main__ import publish
+
+        publish(f"gorag-devcuts-{args.embed}",
+                f"GORAG candidate cut rules on the gorag-wos dev split ({'with MiniLM' if embedder else 'TF-IDF only'})",
+                cuts, dev_cut_table(cuts), args.write_docs)
+        return
     results: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
         "command": "python -m benchmarks classify " + " ".join(argv),
@@ -255,6 +269,51 @@ def main(argv: list[str] | None = None) -> None:
         key = f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot"
         write_section(key, f"GORAG on gorag-wos ({'with MiniLM' if embedder else 'TF-IDF only'}, "
                            f"{', '.join(str(s) for s in args.shots)}-shot)", table)
+
+
+CUT_RULES = [(cov, cap) for cov in (0.9, 0.95, 0.99, 1.0) for cap in (5, 6, 8)]
+
+
+def dev_cuts(shots: int, make) -> dict[str, Any]:
+    """Candidate cut rules judged on the **dev** split (how the defaults were chosen): after
+    each round's ``fit_round``, every dev text of rounds 1..r is classified without online
+    indexing and with every label a candidate; each rule (coverage, cap) then keeps the most
+    probable labels until they hold ``coverage`` of the probability or number ``cap``. Per rule
+    and round: the gold label's share among the kept candidates and their mean number."""
+    rounds = [data.wos_round(shots, r) for r in range(1, ROUNDS + 1)]
+    clf = make()
+    out: dict[str, list[tuple[float, float]]] = {f"{cov}/{cap}": [] for cov, cap in CUT_RULES}
+    for r, split in enumerate(rounds, 1):
+        clf.fit_round([t for _, t in split["train"]], [lab for lab, _ in split["train"]])
+        texts = [pair for earlier in rounds[:r] for pair in earlier["dev"]]
+        ranked = []
+        for gold, text in texts:
+            result = clf.classify(text, online=False)
+            ranked.append((gold, [result.scores[y] for y in result.candidates], result.candidates))
+        for cov, cap in CUT_RULES:
+            hits = sizes = 0
+            for gold, probs, labels in ranked:
+                n, mass = 0, 0.0
+                while n < min(cap, len(probs)) and not (n and mass >= cov):
+                    mass += probs[n]
+                    n += 1
+                hits += gold in labels[:n]
+                sizes += n
+            out[f"{cov}/{cap}"].append((hits / len(ranked), sizes / len(ranked)))
+    return {"texts": [sum(len(e["dev"]) for e in rounds[:r]) for r in range(1, ROUNDS + 1)], "rules": out}
+
+
+def dev_cut_table(results: dict[str, Any]) -> str:
+    lines = [f"Command: `{results['command']}`; dev texts only (never the test files), no online indexing, "
+             "every label scored; a rule keeps the most probable labels until they hold the coverage or reach the cap.", ""]
+    for shots, entry in results["shots"].items():
+        lines += [f"#### {shots}-shot: candidate recall / mean candidates on the dev split "
+                  f"({' / '.join(str(n) for n in entry['texts'])} texts at R1–R4)", "",
+                  "| coverage / cap | R1 | R2 | R3 | R4 |", "|---|---|---|---|---|"]
+        for rule, values in entry["rules"].items():
+            lines.append(f"| {rule} | " + " | ".join(f"{rec:.3f} / {size:.2f}" for rec, size in values) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
