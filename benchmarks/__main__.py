@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("size", type=int)
     p = sub.add_parser("peers", help="peer projects side by side (needs benchmarks/setup.sh)")
     p.add_argument("--passages", type=int, default=994)
+    p.add_argument("--systems", nargs="*", help="run only these systems and merge their rows into the saved results")
     p.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
 
@@ -121,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "peers":
         from benchmarks import peers
 
-        result = peers.run(args.passages)
+        result = peers.run(args.passages, args.systems)
+        if args.systems and (RESULTS / "peers.json").exists():
+            result = peers.merge(json.loads((RESULTS / "peers.json").read_text(encoding="utf-8")), result)
         save("peers", result)
         table = peers.table(result)
         print(table)
