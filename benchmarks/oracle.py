@@ -17,7 +17,9 @@ The extraction (:func:`offline_facts`) is Rhizome's rule-based :class:`OfflineEx
 sentence co-occurrence) shaped like a model's answer: at most :data:`ENTITIES` entities per
 passage (first mentioned first), at most :data:`RELATIONS` relations among them (most shared
 sentences first), each with a one-sentence description (the first sentence that mentions it)
-and one spelling per name across the corpus. The caps are the size of a real model's answer
+and one spelling per name across the corpus. A passage in which the rules find no name gets its
+title line as its one entity (a model names at least the subject of a passage; Rhizome's
+extractor would otherwise reject the empty answer and the insert would extract its batch again). The caps are the size of a real model's answer
 on these passages (issue 12: about 10 entities and 8 relations a passage).
 
 Every other call gets the same kind of answer whatever the system: gleaning rounds find nothing
@@ -70,12 +72,21 @@ def offline_facts(docs: Sequence[Any], entities: int = ENTITIES, relations: int 
 
     chunks = [Chunk(id=d.id, document_id=d.id, text=d.text, index=0, start=0, end=len(d.text), n_tokens=count_tokens(d.text)) for d in docs]
     records = OfflineExtractor(window="sentence", per_document=True, max_description_sentences=1).extract(chunks)
+    titles = {}
+    for d in docs:  # hotpotqa passages open with their title line
+        title, _, text = d.text.strip().partition("\n")
+        if title.strip():
+            titles[d.id] = (squash(title), squash(text.split(". ")[0]) or squash(title))
     spelling: dict[str, str] = {}
     out: dict[str, Facts] = {}
     for record in records:
         kept = record.entities[:entities]
         for e in kept:
             spelling.setdefault(e.id, e.name)
+        if not kept and record.chunk_id in titles:  # a model names at least the passage's subject
+            title, text = titles[record.chunk_id]
+            out[record.chunk_id] = Facts(((spelling.setdefault(title.casefold(), title), "other", text),), ())
+            continue
         keys = {e.id for e in kept}
         pairs = [r for r in record.relations if r.source in keys and r.target in keys]
         pairs = sorted(enumerate(pairs), key=lambda item: (-item[1].weight, item[0]))[:relations]
