@@ -19,6 +19,8 @@ costs. Calls and tokens are counted the same way on both sides: every request, i
 Non-model CPU: ``time.process_time`` of the indexing call, less the process time spent inside
 the fake chat model (answering and counting tokens) and inside the hashing embedder. The fake
 model and the embedder never yield to the event loop, so the time inside them is theirs alone.
+Libraries imported on first use inside the indexing call (Leiden's) are imported before the
+clock starts (:data:`WARM`).
 
 Both peers use tiktoken's ``o200k_base``, which cannot be downloaded here: they run with
 ``cl100k_base`` in its place (see :func:`offline_tiktoken`). Model-response caches are off on
@@ -32,6 +34,7 @@ corpora that are downloaded at run time, which this machine cannot do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import resource
 import subprocess
@@ -137,6 +140,24 @@ def _peer_embed(embedder: TimedHashing) -> Any:
     return embed
 
 
+WARM = {"rhizome": ["igraph", "leidenalg"], "nano-graphrag": ["graspologic.partition", "graspologic.utils"]}
+"""Libraries a system imports on first use inside its indexing call (Leiden, for both GraphRAGs):
+imported before the clock starts, so the CPU figures are the build's, not a fresh process's
+one-off import (graspologic's import alone takes about 7 CPU-seconds here); the time is kept as
+``warm_import_cpu_seconds``."""
+
+
+def warm(system: str) -> float:
+    """Import ``WARM[system]`` (those installed); the CPU seconds it took."""
+    import importlib
+
+    start = time.process_time()
+    for name in WARM.get(system, ()):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    return time.process_time() - start
+
+
 async def _timed(model_cpu: Any, insert: Any, query: Any, questions: list, counter: Any) -> dict[str, Any]:
     """Index with ``insert()``, then run ``query(question)`` for each question: wall time, CPU
     (all and less ``model_cpu()``, the fake model's and embedder's) and the counted calls of
@@ -184,6 +205,7 @@ async def run_ours(method: str, mode: str | None, docs: list, questions: list, o
             finally:
                 self.cpu += time.process_time() - start
 
+    warmed = warm("rhizome")
     embedder = TimedHashing()
     llm = Clocked(FakeChatModel(oracle.rhizome)) if method != "naive" else None
     index = build_index(method, embedder, llm=llm, cache=False)
@@ -194,6 +216,7 @@ async def run_ours(method: str, mode: str | None, docs: list, questions: list, o
         questions,
         _Usage(llm),
     )
+    result["warm_import_cpu_seconds"] = warmed
     if method != "naive":
         result["graph"] = {"entities": index.entity_table.count(), "relations": index.relation_table.count()}
         if method == "graphrag":
@@ -231,6 +254,7 @@ async def run_nano_graphrag(docs: list, questions: list, oracle: Oracle) -> dict
     from nano_graphrag import GraphRAG, QueryParam
     from nano_graphrag._utils import wrap_embedding_func_with_attrs
 
+    warmed = warm("nano-graphrag")
     counter, embedder = Counter(oracle.nano_graphrag), TimedHashing()
     embed = wrap_embedding_func_with_attrs(embedding_dim=384, max_token_size=8192)(_peer_embed(embedder))
 
@@ -246,6 +270,7 @@ async def run_nano_graphrag(docs: list, questions: list, oracle: Oracle) -> dict
         graph = rag.chunk_entity_relation_graph._graph
         result["graph"] = {"entities": graph.number_of_nodes(), "relations": graph.number_of_edges(),
                            "communities": len(await rag.community_reports.all_keys())}
+        result["warm_import_cpu_seconds"] = warmed
     return result
 
 

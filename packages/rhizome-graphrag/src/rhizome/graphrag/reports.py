@@ -106,35 +106,34 @@ class _Rows:
     """The entity and relation rows of report contexts and their token counts, remembered in
     the graph's cache: every level of the hierarchy puts the same entity in a report context,
     and rows are counted to pack each one, so each row is formatted and tokenised once per
-    graph. Keys are the texts themselves, so a changed description is a new entry."""
+    graph. An entry is reused only while everything the row shows is unchanged."""
 
     def __init__(self, graph: EntityGraph) -> None:
         self.graph = graph
-        self.cells: dict[tuple[str, int], str] = graph.cache.setdefault("report-cells", {})
-        self.tokens: dict[str, int] = graph.cache.setdefault("report-row-tokens", {})
+        self.entities: dict[str, tuple[tuple[Any, ...], str, int]] = graph.cache.setdefault("report-entity-rows", {})
+        self.relations: dict[str, tuple[tuple[Any, ...], str, int]] = graph.cache.setdefault("report-relation-rows", {})
 
-    def cell(self, text: str, limit: int) -> str:
-        key = (text, limit)
-        found = self.cells.get(key)
-        if found is None:
-            found = self.cells[key] = _cell(text, limit)
-        return found
+    def entity(self, entity: Entity) -> tuple[str, int]:
+        """The row of ``entity`` and its tokens."""
+        shown = (entity.name, entity.type, entity.description, self.graph.degree.get(entity.id, 0))
+        held = self.entities.get(entity.id)
+        if held is None or held[0] != shown:
+            row = f"{entity.name}|{_cell(entity.type)}|{_cell(entity.description, 300)}|{shown[3]}"
+            held = self.entities[entity.id] = (shown, row, count_tokens(row))
+        return held[1], held[2]
 
-    def count(self, row: str) -> int:
-        found = self.tokens.get(row)
-        if found is None:
-            found = self.tokens[row] = count_tokens(row)
-        return found
-
-    def entity(self, entity: Entity) -> str:
-        return f"{entity.name}|{_cell(entity.type)}|{self.cell(entity.description, 300)}|{self.graph.degree.get(entity.id, 0)}"
-
-    def relation(self, relation: Relation) -> str:
+    def relation(self, relation: Relation) -> tuple[str, int]:
+        """The row of ``relation`` and its tokens."""
         graph = self.graph
         source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
         target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
         description = relation.description or relation.predicate or ", ".join(relation.keywords)
-        return f"{source}|{target}|{self.cell(description, 200)}|{graph.combined_degree(relation)}"
+        shown = (source, target, description, graph.combined_degree(relation))
+        held = self.relations.get(relation.id)
+        if held is None or held[0] != shown:
+            row = f"{source}|{target}|{_cell(description, 200)}|{shown[3]}"
+            held = self.relations[relation.id] = (shown, row, count_tokens(row))
+        return held[1], held[2]
 
 
 def _child_row(child: Community) -> str:
@@ -157,7 +156,7 @@ def _pack_raw(
     used = 60  # the section headers
     for relation in relations:
         new = [by_id[x] for x in (relation.source, relation.target) if x in by_id and x not in chosen_entities]
-        cost = rows.count(rows.relation(relation)) + 1 + sum(rows.count(rows.entity(e)) + 1 for e in new)
+        cost = rows.relation(relation)[1] + 1 + sum(rows.entity(e)[1] + 1 for e in new)
         if not exhaustive and used + cost > budget:
             continue
         used += cost
@@ -169,7 +168,7 @@ def _pack_raw(
     for entity in entities:
         if entity.id in chosen_entities:
             continue
-        cost = rows.count(rows.entity(entity)) + 1
+        cost = rows.entity(entity)[1] + 1
         if not exhaustive and used + cost > budget:
             continue
         used += cost
@@ -184,9 +183,9 @@ def _render(entities: list[Entity], relations: list[Relation], children: list[Co
         parts += ["-----Sub-community reports-----", "id|title|summary|rating"]
         parts += [_child_row(c) for c in children]
     parts += ["-----Entities-----", "entity|type|description|degree"]
-    parts += [rows.entity(e) for e in entities]
+    parts += [rows.entity(e)[0] for e in entities]
     parts += ["-----Relationships-----", "source|target|description|combined_degree"]
-    parts += [rows.relation(r) for r in relations]
+    parts += [rows.relation(r)[0] for r in relations]
     return "\n".join(parts)
 
 
