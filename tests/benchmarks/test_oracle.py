@@ -8,7 +8,15 @@ import asyncio
 
 import pytest
 
-from benchmarks.oracle import ENTITIES, RELATIONS, Oracle, graph_size, offline_facts, squash, summary
+from benchmarks.oracle import (
+    ENTITIES,
+    RELATIONS,
+    Oracle,
+    graph_size,
+    offline_facts,
+    squash,
+    summary,
+)
 from benchmarks.peers import peer_answer
 from rhizome.core.extraction import LLMExtractor
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
