@@ -33,6 +33,7 @@ for the peers); they do not shape the graph.
 from __future__ import annotations
 
 import ast
+import html
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -52,6 +53,12 @@ _TYPES = {"PERSON": "person", "ORGANIZATION": "organization", "LOCATION": "geo",
 def squash(text: str) -> str:
     """Whitespace runs collapsed, ends trimmed: the key that finds a passage in a prompt."""
     return _SPACES.sub(" ", text).strip()
+
+
+def _key(text: str) -> str:
+    """:func:`squash` of the HTML-unescaped text: lightrag-hku unescapes entities such as
+    ``&amp;`` in the text it stores and prompts with (ten hotpotqa passages hold some)."""
+    return squash(html.unescape(text))
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,7 @@ class Oracle:
     answer what is not extraction, summary or resolution."""
 
     def __init__(self, docs: Sequence[Any], facts: dict[str, Facts], *, fallback_rhizome: Callable[..., Any], fallback_peer: Callable[..., str]) -> None:
-        self.by_text = {squash(d.text): facts[d.id] for d in docs}
+        self.by_text = {_key(d.text): facts[d.id] for d in docs}
         self.fallback_rhizome = fallback_rhizome
         self.fallback_peer = fallback_peer
         self.calls: dict[str, int] = {}
@@ -152,7 +159,7 @@ class Oracle:
         self.calls[kind] = self.calls.get(kind, 0) + 1
 
     def facts(self, passage: str) -> Facts:
-        found = self.by_text.get(squash(passage))
+        found = self.by_text.get(_key(passage))
         if found is None:
             self.unmatched.append(passage[:80])
             return Facts((), ())

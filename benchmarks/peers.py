@@ -379,7 +379,7 @@ def table(result: dict[str, Any]) -> str:
         f"(`benchmarks/oracle.py`: the same {g['entity_mentions']:,} entity and {g['relation_mentions']:,} relation mentions, "
         f"{g['entities']:,} distinct entities and {g['relations']:,} distinct pairs, for every system), other calls by an instant counting fake; "
         "hashing embeddings. Graph = entities / relations each system stored after indexing. Non-model CPU = process time of the "
-        "indexing call less the time inside the fake model and the embedder.",
+        "indexing call less the time inside the fake model and the embedder." + (f" {result['note']}" if result.get("note") else ""),
         "",
         "| system | graph | index calls / 1k tok | index prompt tok / 1k | index time (s) | index non-model CPU (s) | calls / query | prompt tok / query | query time (ms) | peak RSS (MB) |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -392,10 +392,10 @@ def table(result: dict[str, Any]) -> str:
             lines.append(f"| {name} | not run: {r['error']} | | | | | | | | |")
             continue
         per_1k = 1000 / max(1, r["corpus_tokens"])
-        cpu = r.get("index_nonmodel_cpu_seconds", r.get("index_cpu_seconds"))
+        cpu = r.get("index_nonmodel_cpu_seconds")  # llama-index embeds inside its own calls: not separable
         lines.append(
             f"| {name} | {_graph(r)} | {r['index']['calls'] * per_1k:.2f} | {r['index']['prompt_tokens'] * per_1k:,.0f} | {r['index_seconds']:.1f} | "
-            f"{cpu:.1f} | {r['query']['calls'] / result['queries']:.1f} | {r['query']['prompt_tokens'] / result['queries']:,.0f} | "
+            f"{'–' if cpu is None else f'{cpu:.1f}'} | {r['query']['calls'] / result['queries']:.1f} | {r['query']['prompt_tokens'] / result['queries']:,.0f} | "
             f"{r['query_seconds'] * 1000:.1f} | {r['peak_rss_mb']} |"
         )
     lines += ["", "Ratios, peer / ours (above 1: the peer spends more), with both graphs:", "",
@@ -409,12 +409,12 @@ def table(result: dict[str, Any]) -> str:
         def ratio(x: float, y: float) -> str:
             return f"{y / x:.1f}×" if x else ("–" if not y else "∞")
 
-        def cpu(r: dict[str, Any]) -> float:
-            return r.get("index_nonmodel_cpu_seconds", r.get("index_cpu_seconds", 0.0))
-
+        cpu = "–"
+        if "index_nonmodel_cpu_seconds" in a and "index_nonmodel_cpu_seconds" in b:
+            cpu = ratio(a["index_nonmodel_cpu_seconds"], b["index_nonmodel_cpu_seconds"])
         lines.append(
             f"| {ours} | {peer} | {_graph(a)}; {_graph(b)} | {ratio(a['index']['prompt_tokens'], b['index']['prompt_tokens'])} | "
-            f"{ratio(a['index_seconds'], b['index_seconds'])} | {ratio(cpu(a), cpu(b))} | "
+            f"{ratio(a['index_seconds'], b['index_seconds'])} | {cpu} | "
             f"{ratio(a['query']['prompt_tokens'], b['query']['prompt_tokens'])} | {ratio(a['query_seconds'], b['query_seconds'])} | {ratio(a['peak_rss_mb'], b['peak_rss_mb'])} |"
         )
     return "\n".join(lines)

@@ -27,6 +27,7 @@ DOCS = [
     Document(id="p1", text="Publix\nPublix is a grocery chain founded by George Jenkins in Winter Haven. George Jenkins ran Publix until 1974."),
     Document(id="p2", text='Hello Love\n"Hello Love" is a song by Hank Snow, recorded in Nashville with Chet Atkins.'),
     Document(id="p3", text="Aircraft carrier\nan aircraft carrier is a warship that serves as a seagoing airbase."),
+    Document(id="p4", text="Harris, Forbes &amp; Co.\nHarris, Forbes &amp; Co. was a bank founded by Norman Harris in Chicago."),
 ]
 
 
@@ -40,7 +41,7 @@ def oracle(facts=None) -> Oracle:
 
 def test_every_passage_gets_entities_within_the_caps():
     facts = offline_facts(DOCS)
-    assert set(facts) == {"p1", "p2", "p3"}
+    assert set(facts) == {"p1", "p2", "p3", "p4"}
     for f in facts.values():
         assert 1 <= len(f.entities) <= ENTITIES and len(f.relations) <= RELATIONS
         names = {n for n, _, _ in f.entities}
@@ -64,7 +65,7 @@ def test_rhizome_extracts_exactly_the_oracle_facts(pack_tokens, keywords):
         pairs = {tuple(sorted((r.source, r.target))) for r in record.relations}
         assert pairs == {tuple(sorted((s.casefold(), t.casefold()))) for s, t, _, _ in f.relations}
         assert all(e.description for e in record.entities)
-    calls = 3 if pack_tokens == 0 else 1
+    calls = len(DOCS) if pack_tokens == 0 else 1
     assert model.calls == {"extraction": calls, "gleaning": calls} and not model.unmatched
 
 
@@ -89,6 +90,12 @@ def test_peers_get_the_same_facts_in_their_formats():
     long = ["word " * 300, "other"]
     assert count_tokens(summary(long)) <= 200
     assert model.calls == {"extraction": 2, "gleaning": 2} and not model.unmatched
+
+
+def test_a_passage_is_found_with_its_html_entities_unescaped():
+    facts = offline_facts(DOCS)
+    rows = oracle(facts).lightrag_hku("---Input Text---\n```\nHarris, Forbes & Co.\nHarris, Forbes & Co. was a bank founded by Norman Harris in Chicago.\n```\n")
+    assert len([r for r in rows.splitlines() if r.startswith("entity")]) == len(facts["p4"].entities) > 0
 
 
 def test_an_unknown_passage_is_counted_not_invented():
