@@ -122,14 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "peers":
         from benchmarks import peers
 
+        name = "peers" if args.passages == 994 else f"peers-{args.passages}"
         result = peers.run(args.passages, args.systems)
-        if args.systems and (RESULTS / "peers.json").exists():
-            result = peers.merge(json.loads((RESULTS / "peers.json").read_text(encoding="utf-8")), result)
-        save("peers", result)
+        if args.systems and (RESULTS / f"{name}.json").exists():
+            result = peers.merge(json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8")), result)
+        save(name, result)
         table = peers.table(result)
         print(table)
         if args.write_docs:
-            write_section("peers", "Peers side by side", table)
+            write_section(name, "Peers side by side" + ("" if name == "peers" else f": {args.passages} passages"), table)
         return 0
 
     selected = systems(args.methods)
