@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("size", type=int)
     p = sub.add_parser("peers", help="peer projects side by side (needs benchmarks/setup.sh)")
     p.add_argument("--passages", type=int, default=994)
+    p.add_argument("--systems", nargs="*", help="run only these systems and merge their rows into the saved results")
     p.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
 
@@ -121,12 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "peers":
         from benchmarks import peers
 
-        result = peers.run(args.passages)
-        save("peers", result)
+        name = "peers" if args.passages == 994 else f"peers-{args.passages}"
+        result = peers.run(args.passages, args.systems)
+        if args.systems and (RESULTS / f"{name}.json").exists():
+            result = peers.merge(json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8")), result)
+        save(name, result)
         table = peers.table(result)
         print(table)
         if args.write_docs:
-            write_section("peers", "Peers side by side", table)
+            write_section(name, "Peers side by side" + ("" if name == "peers" else f": {args.passages} passages"), table)
         return 0
 
     selected = systems(args.methods)

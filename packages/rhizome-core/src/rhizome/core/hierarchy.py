@@ -350,7 +350,8 @@ def _bare(group: Community) -> Community:
 
 
 def _with(group: Community, fields: SummaryFields, data: GroupInput, input_digest: str) -> Community:
-    out = group.model_copy(deep=True)
+    out = group.model_copy()  # the lists stay shared with ``group``, which is a bare working copy
+    out.metadata = dict(group.metadata)
     out.title = str(fields.get("title", ""))
     out.summary = str(fields.get("summary", ""))
     out.rating = float(fields["rating"]) if fields.get("rating") is not None else None

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from rhizome.core.embeddings import hashed_features
 from rhizome.core.errors import ConfigurationError, PromptTooLongError
 from rhizome.core.models.budget import fit
-from rhizome.core.text import count_tokens, trimmed_sentences, truncate_tokens
+from rhizome.core.text import count_tokens, trimmed_sentences, truncate_tokens, within_tokens
 
 SUMMARY_SYSTEM = (
     "You merge notes about one subject into a single faithful description. Keep every distinct "
@@ -84,7 +84,7 @@ class DescriptionSummarizer:
         fragments = _distinct(descriptions)
         if self.min_fragments is not None and len(fragments) >= self.min_fragments:
             return True
-        return count_tokens("\n".join(fragments)) > self.max_tokens
+        return not within_tokens("\n".join(fragments), self.max_tokens)
 
     async def asummarize(self, subject: str, descriptions: Sequence[str]) -> str:
         """One description of ``subject`` from ``descriptions`` (duplicates removed)."""

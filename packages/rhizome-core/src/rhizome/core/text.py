@@ -61,8 +61,21 @@ def count_tokens(text: str) -> int:
     return len(get_encoding().encode(text, disallowed_special=()))
 
 
+def _surely_within(text: str, max_tokens: int) -> bool:
+    """Whether ``text`` has at most ``max_tokens`` tokens without tokenising it: a token holds
+    at least one byte, so a text of at most ``max_tokens`` UTF-8 bytes always fits."""
+    return len(text) <= max_tokens and len(text.encode("utf-8")) <= max_tokens
+
+
+def within_tokens(text: str, max_tokens: int) -> bool:
+    """Whether ``text`` has at most ``max_tokens`` tokens (short texts are not tokenised)."""
+    return _surely_within(text, max_tokens) or count_tokens(text) <= max_tokens
+
+
 def truncate_tokens(text: str, max_tokens: int) -> str:
     """The longest prefix of ``text`` with at most ``max_tokens`` tokens."""
+    if _surely_within(text, max_tokens):
+        return text
     encoding = get_encoding()
     tokens = encoding.encode(text, disallowed_special=())
     if len(tokens) <= max_tokens:
@@ -256,4 +269,5 @@ __all__ = [
     "split_sentences",
     "trimmed_sentences",
     "truncate_tokens",
+    "within_tokens",
 ]

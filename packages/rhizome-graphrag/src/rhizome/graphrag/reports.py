@@ -65,6 +65,7 @@ def build_input(
     max_input_tokens: int,
 ) -> GroupInput:
     """The context of one community's report (see the module docstring)."""
+    rows = _Rows(graph)
     member_set = set(community.entity_ids)
     entities = graph.members(community)
     internal = sorted(
@@ -76,13 +77,14 @@ def build_input(
         }.values(),
         key=lambda r: (-graph.combined_degree(r), -r.weight, r.id),
     )
-    raw_entities, raw_relations, raw_tokens = _pack_raw(entities, internal, graph, max_input_tokens, exhaustive=True)
+    raw_entities, raw_relations, raw_tokens = _pack_raw(entities, internal, rows, max_input_tokens, exhaustive=True)
     children = [reports[c] for c in community.children if c in reports and has_summary(reports[c])]
     use_children = raw_tokens > max_input_tokens and bool(children)
     chosen_children: list[Community] = []
     if not use_children:
-        raw_entities, raw_relations, raw_tokens = _pack_raw(entities, internal, graph, max_input_tokens)
-        text = _render(raw_entities, raw_relations, [], graph)
+        if raw_tokens > max_input_tokens:  # the exhaustive pass took everything: now pack within the budget
+            raw_entities, raw_relations, raw_tokens = _pack_raw(entities, internal, rows, max_input_tokens)
+        text = _render(raw_entities, raw_relations, [], rows)
     else:
         budget = max_input_tokens
         covered: set[str] = set()
@@ -95,20 +97,43 @@ def build_input(
             budget -= tokens
         rest_entities = [e for e in entities if e.id not in covered]
         rest_relations = [r for r in internal if r.source not in covered or r.target not in covered]
-        raw_entities, raw_relations, _ = _pack_raw(rest_entities, rest_relations, graph, max(0, budget - 40))
-        text = _render(raw_entities, raw_relations, chosen_children, graph)
+        raw_entities, raw_relations, _ = _pack_raw(rest_entities, rest_relations, rows, max(0, budget - 40))
+        text = _render(raw_entities, raw_relations, chosen_children, rows)
     return GroupInput(group=community, text=text, children=chosen_children, extra={"relations": raw_relations})
 
 
-def _entity_row(entity: Entity, graph: EntityGraph) -> str:
-    return f"{entity.name}|{_cell(entity.type)}|{_cell(entity.description, 300)}|{graph.degree.get(entity.id, 0)}"
+class _Rows:
+    """The entity and relation rows of report contexts and their token counts, remembered in
+    the graph's cache: every level of the hierarchy puts the same entity in a report context,
+    and rows are counted to pack each one, so each row is formatted and tokenised once per
+    graph. An entry is reused only while everything the row shows is unchanged."""
 
+    def __init__(self, graph: EntityGraph) -> None:
+        self.graph = graph
+        self.entities: dict[str, tuple[tuple[Any, ...], str, int]] = graph.cache.setdefault("report-entity-rows", {})
+        self.relations: dict[str, tuple[tuple[Any, ...], str, int]] = graph.cache.setdefault("report-relation-rows", {})
 
-def _relation_row(relation: Relation, graph: EntityGraph) -> str:
-    source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
-    target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
-    description = relation.description or relation.predicate or ", ".join(relation.keywords)
-    return f"{source}|{target}|{_cell(description, 200)}|{graph.combined_degree(relation)}"
+    def entity(self, entity: Entity) -> tuple[str, int]:
+        """The row of ``entity`` and its tokens."""
+        shown = (entity.name, entity.type, entity.description, self.graph.degree.get(entity.id, 0))
+        held = self.entities.get(entity.id)
+        if held is None or held[0] != shown:
+            row = f"{entity.name}|{_cell(entity.type)}|{_cell(entity.description, 300)}|{shown[3]}"
+            held = self.entities[entity.id] = (shown, row, count_tokens(row))
+        return held[1], held[2]
+
+    def relation(self, relation: Relation) -> tuple[str, int]:
+        """The row of ``relation`` and its tokens."""
+        graph = self.graph
+        source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
+        target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
+        description = relation.description or relation.predicate or ", ".join(relation.keywords)
+        shown = (source, target, description, graph.combined_degree(relation))
+        held = self.relations.get(relation.id)
+        if held is None or held[0] != shown:
+            row = f"{source}|{target}|{_cell(description, 200)}|{shown[3]}"
+            held = self.relations[relation.id] = (shown, row, count_tokens(row))
+        return held[1], held[2]
 
 
 def _child_row(child: Community) -> str:
@@ -118,7 +143,7 @@ def _child_row(child: Community) -> str:
 def _pack_raw(
     entities: Sequence[Entity],
     relations: Sequence[Relation],
-    graph: EntityGraph,
+    rows: _Rows,
     budget: int,
     *,
     exhaustive: bool = False,
@@ -130,10 +155,8 @@ def _pack_raw(
     chosen_relations: list[Relation] = []
     used = 60  # the section headers
     for relation in relations:
-        rows = [count_tokens(_relation_row(relation, graph)) + 1]
         new = [by_id[x] for x in (relation.source, relation.target) if x in by_id and x not in chosen_entities]
-        rows += [count_tokens(_entity_row(e, graph)) + 1 for e in new]
-        cost = sum(rows)
+        cost = rows.relation(relation)[1] + 1 + sum(rows.entity(e)[1] + 1 for e in new)
         if not exhaustive and used + cost > budget:
             continue
         used += cost
@@ -145,7 +168,7 @@ def _pack_raw(
     for entity in entities:
         if entity.id in chosen_entities:
             continue
-        cost = count_tokens(_entity_row(entity, graph)) + 1
+        cost = rows.entity(entity)[1] + 1
         if not exhaustive and used + cost > budget:
             continue
         used += cost
@@ -154,15 +177,15 @@ def _pack_raw(
     return ordered, chosen_relations, used
 
 
-def _render(entities: list[Entity], relations: list[Relation], children: list[Community], graph: EntityGraph) -> str:
+def _render(entities: list[Entity], relations: list[Relation], children: list[Community], rows: _Rows) -> str:
     parts = []
     if children:
         parts += ["-----Sub-community reports-----", "id|title|summary|rating"]
         parts += [_child_row(c) for c in children]
     parts += ["-----Entities-----", "entity|type|description|degree"]
-    parts += [_entity_row(e, graph) for e in entities]
+    parts += [rows.entity(e)[0] for e in entities]
     parts += ["-----Relationships-----", "source|target|description|combined_degree"]
-    parts += [_relation_row(r, graph) for r in relations]
+    parts += [rows.relation(r)[0] for r in relations]
     return "\n".join(parts)
 
 
