@@ -129,3 +129,74 @@ def test_recluster_moves_only_what_changed():
     assert info["movable"] == 3  # the new node and the two it links to: nothing else may move
     for g in groups:  # a consistent tree
         assert g.parent is None or g.id in by_id[g.parent].children
+
+
+def current_digests(index: GraphRAGIndex) -> dict[str, str]:
+    """The input digest each stored community's report would have if written now from the
+    whole graph (what a rebuild checks its stored reports against)."""
+    graph = index.graph()
+    summarizer = index._reports(graph)
+    return {c.id: summarizer.input_digest(summarizer.build_input(c, graph.communities)) for c in graph.communities.values()}
+
+
+def test_every_report_after_inserts_is_written_from_its_current_input():
+    docs = group_docs()
+    index = make(llm=FakeChatModel(Reports()))
+    index.insert(docs[:12])
+    index.insert(docs[12:])
+    # the same sentences again: weights grow, descriptions stay (their fragments are deduplicated)
+    first = index.insert(Document(id="again", text=docs[0].text + " " + docs[4].text))
+    bridge = index.insert(Document(id="bridge", text="Carol White met Alice Smith in Town9."))
+    again = index.insert(Document(id="bridge-again", text="Carol White met Alice Smith in Town9."))
+    for report in (first, bridge, again):
+        assert report.stats["recluster"] == "local"
+    assert again.stats["reports_kept_same_input"] > 0  # the bridge's weight grew, no input changed
+    stored = {c.id: c.metadata.get("input_digest") for c in index.graph().communities.values()}
+    assert stored == current_digests(index)  # no report kept whose input changed
+
+
+def test_the_edge_table_follows_inserts_and_deletes():
+    def expected(index: GraphRAGIndex) -> dict[str, tuple[str, str, float]]:
+        entities = set(index.entity_table.keys())
+        return {r.id: (r.source, r.target, r.weight) for r in index.relation_table.all() if r.source in entities and r.target in entities}
+
+    def edges(index: GraphRAGIndex) -> dict[str, tuple[str, str, float]]:
+        return {e.id: (e.source, e.target, e.weight) for e in index.edge_table.all()}
+
+    docs = group_docs()
+    index = make()
+    index.insert(docs[:10])
+    index.insert(docs[10:])
+    index.insert(Document(id="bridge", text="Carol White met Alice Smith in Town9."))
+    assert edges(index) == expected(index) and len(edges(index)) > 20
+    index.delete(["bridge", "g0-1"])
+    assert edges(index) == expected(index)
+    assert not any("alice smith" in (s, t) and "carol white" in (s, t) for s, t, _ in edges(index).values())
+
+
+def test_an_update_without_the_edge_table_fills_it_from_the_relations():
+    docs = group_docs()
+    index = make()
+    index.insert(docs[:12])
+    with index.store.transaction() as db:  # as an index written before the edge table was kept
+        index.edge_table.delete(db, index.edge_table.keys())
+    index.insert(docs[12:])
+    assert {e.id for e in index.edge_table.all()} == {r.id for r in index.relation_table.all()}
+
+
+def test_a_failed_stability_check_clusters_the_whole_graph(monkeypatch):
+    docs = group_docs()
+    index = make()
+    index.insert(docs[:12])
+    monkeypatch.setattr(module, "MODULARITY_TOLERANCE", -1.0)  # no local update is good enough
+    full = index.insert(docs[12:16])
+    assert full.stats["recluster"] == "full"
+    # nothing kept as the local clustering keeps it; only reports whose input is unchanged
+    assert full.stats["communities_kept"] == full.stats["reports_kept_same_input"]
+    monkeypatch.setattr(module, "MODULARITY_TOLERANCE", 0.02)
+    monkeypatch.setattr(module, "MOVABLE_SHARE", 0.0)  # nor any that lets an entity move
+    assert index.insert(docs[16:]).stats["recluster"] == "full"
+    whole = make()
+    whole.insert(docs)
+    assert index.graph().communities.keys() == whole.graph().communities.keys()
+    assert {c.id: c.metadata.get("input_digest") for c in index.graph().communities.values()} == current_digests(index)

@@ -40,7 +40,7 @@ from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions
-from rhizome.core.graph import leiden_library_versions, leiden_update
+from rhizome.core.graph import WeightedEdges, leiden_library_versions, leiden_update
 from rhizome.core.hierarchy import (
     GroupSummarizer,
     Hierarchy,
@@ -69,10 +69,20 @@ MODULARITY_TOLERANCE = 0.02
 the last full clustering's; below, the insert clusters the whole graph again."""
 MOVABLE_SHARE = 0.5
 """... and while at most this share of the clustered entities may move."""
-EDGES = "graphrag.edges"
-"""Meta: ``{relation id: [source, target, weight]}`` of every relation between two entities,
-kept by the rebuild and each update, so an update reads the graph's structure without
-loading every relation record (a delete leaves it stale, and the full rebuild renews it)."""
+LEGACY_EDGES = "graphrag.edges"
+"""Meta of indexes from before the edge table: the whole edge list as one JSON value (dropped
+when the edge table is first filled)."""
+
+
+class _Edge(BaseModel):
+    """A relation between two entities as the clustering reads it: a row of the edge table
+    ``graphrag_edges``, written with the relation by every rebuild, update and delete, so an
+    update reads the graph's structure without decoding every relation record."""
+
+    id: str
+    source: str
+    target: str
+    weight: float
 
 
 class _Unmerged(BaseModel):
@@ -124,6 +134,7 @@ class GraphRAGIndex(BaseIndex):
         self.extractions = self.store.table("graphrag_extractions", Extraction, key="chunk_id")
         self.entity_table = self.store.table("graphrag_entities", Entity)
         self.relation_table = self.store.table("graphrag_relations", Relation)
+        self.edge_table = self.store.table("graphrag_edges", _Edge)
         self.communities = Hierarchy(self.store, "graphrag_communities")
         self.unmerged = self.store.table("graphrag_unmerged", _Unmerged, key="chunk_id")
         c = self.config
@@ -244,11 +255,13 @@ class GraphRAGIndex(BaseIndex):
     def _apply_removal(self, db: Any, plan: _Removal) -> None:
         """Store a :class:`_Removal`, inside the transaction that removes its chunks."""
         self.relation_table.delete(db, plan.deleted_relations)
+        self.edge_table.delete(db, plan.deleted_relations)
         self.entity_table.delete(db, plan.deleted_entities)
         if plan.deleted_entities:
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, plan.deleted_entities)
         self.entity_table.put(db, plan.entities.values())
         self.relation_table.put(db, plan.relations.values())
+        self.edge_table.put(db, _edges(plan.relations.values()))
         if plan.vectors is not None:
             plan.vectors.write(db, self.store)
         self.communities.delete(db, plan.dropped)
@@ -320,6 +333,7 @@ class GraphRAGIndex(BaseIndex):
     async def _rebuild(self, stats: Stats) -> None:
         old_entities = {e.id: e for e in self.entity_table.all()}
         old_relations = {r.id: r for r in self.relation_table.all()}
+        old_edges = {e.id: e for e in self.edge_table.all()}
         old_communities = self.communities.all()
         chunk_order = self.store.chunk_ids()
         entities, relations = merge_extractions(list(self.extractions.get(chunk_order).values()))
@@ -359,7 +373,12 @@ class GraphRAGIndex(BaseIndex):
             for level in sorted({c.level for c in reports.values()})
         ]
         with self.store.transaction() as db:
-            for table, new, old in ((self.entity_table, entities, old_entities), (self.relation_table, relations, old_relations)):
+            edges = {e.id: e for e in _edges(relations.values(), entities)}
+            for table, new, old in (
+                (self.entity_table, entities, old_entities),
+                (self.relation_table, relations, old_relations),
+                (self.edge_table, edges, old_edges),
+            ):
                 table.delete(db, [k for k in old if k not in new])
                 table.put(db, [r for k, r in new.items() if old.get(k) != r])
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, [k for k in old_entities if k not in entities])
@@ -373,7 +392,8 @@ class GraphRAGIndex(BaseIndex):
             self.unmerged.delete(db, self.unmerged.keys())
             self.store.set_meta(db, FULL_REBUILD, False)
             self.store.set_meta(db, MODULARITY, modularity)
-            self.store.set_meta(db, EDGES, _edges(relations.values(), entities))
+            if self.store.get_meta(LEGACY_EDGES, None) is not None:
+                self.store.set_meta(db, LEGACY_EDGES, None)
         stats.update(
             entities=len(entities),
             relations=len(relations),
@@ -447,11 +467,13 @@ class GraphRAGIndex(BaseIndex):
         for rid, r in relations.items():
             if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
                 touched.update((r.source, r.target))
-        edges = self.store.get_meta(EDGES, None)
-        if edges is None:  # an index from before the edge list was kept
-            edges = _edges(self.relation_table.all(), set(self.entity_table.keys()))
-        edges.update(_edges(relations.values(), None))
-        weighted = _weighted(edges)
+        edges = {e.id: e for e in self.edge_table.all()}
+        legacy = not edges and self.relation_table.count() > 0  # an index from before the edge table
+        if legacy:
+            edges = {e.id: e for e in _edges(self.relation_table.all(), set(self.entity_table.keys()))}
+        new_edges = [e for e in _edges(relations.values()) if edges.get(e.id) != e]
+        edges.update((e.id, e) for e in new_edges)
+        weighted = _weighted(edges.values())
         old = self.communities.all()
         clock.mark("load")
         c = self.config
@@ -471,16 +493,24 @@ class GraphRAGIndex(BaseIndex):
         clock.mark("cluster")
         structure_by_id = {g.id: g for g in structure}
         kept = {gid: structure_by_id[gid] for gid in info.get("kept_ids", ())}  # with their reports
+        # of the others, those whose report input cannot have changed keep their report too
+        shown_or_degree = {k for k, e in entities.items() if k not in held_e or shown(e) != shown(held_e[k])}
+        shown_or_degree.update(x for rid, r in relations.items() if rid not in held_r for x in (r.source, r.target))
+        same = _same_inputs(structure_by_id, kept, old, shown_or_degree, relations.values())
+        kept.update(same)
         changed = [g for gid, g in structure_by_id.items() if gid not in kept]
 
-        # reports of the changed communities, from an entity graph of their members
+        # reports of the changed communities, from an entity graph of their members and the
+        # relations between them (a report reads no other relation); degrees from the edges
         members = {e for g in changed for e in g.entity_ids}
         loaded = self.entity_table.get(members - set(entities))
         loaded.update({k: e for k, e in entities.items() if k in members})
-        incident = [rid for rid, (u, v, _) in edges.items() if u in members or v in members]
-        around = self.relation_table.get(r for r in incident if r not in relations)
-        around.update({k: r for k, r in relations.items() if r.source in members or r.target in members})
+        internal = [rid for rid, e in edges.items() if e.source in members and e.target in members]
+        around = self.relation_table.get(r for r in internal if r not in relations)
+        around.update({k: r for k, r in relations.items() if r.source in members and r.target in members})
         graph = EntityGraph.build(loaded, around, structure_by_id)
+        degree = weighted.degree()
+        graph.degree = {e: degree.get(e, 0) for e in loaded}
         written, counts = await self._reports(graph).asummarize(
             changed, only=set() if self.config.reports == "lazy" else None, context=kept
         )
@@ -505,7 +535,11 @@ class GraphRAGIndex(BaseIndex):
                 batch.write(db, self.store)
             self.unmerged.delete(db, chunk_ids)
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
-            self.store.set_meta(db, EDGES, edges)
+            if legacy:
+                self.edge_table.put(db, edges.values())
+                self.store.set_meta(db, LEGACY_EDGES, None)
+            else:
+                self.edge_table.put(db, new_edges)
             if modularity is not None:
                 self.store.set_meta(db, MODULARITY, modularity)
         clock.mark("embed_write")
@@ -515,6 +549,7 @@ class GraphRAGIndex(BaseIndex):
             communities=len(reports),
             levels=1 + max((g.level for g in reports.values()), default=-1),
             communities_kept=len(kept),
+            reports_kept_same_input=len(same),
             reports_written=counts["written"],
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),
@@ -573,28 +608,48 @@ class GraphRAGIndex(BaseIndex):
         return await aanswer(question, retrieval, self.llm, language=self.config.language)
 
 
-def _edges(relations: Any, entity_ids: Any) -> dict[str, list[Any]]:
-    """``{relation id: [source, target, weight]}`` of the relations between two entities (all of
-    them when ``entity_ids`` is None)."""
-    return {
-        r.id: [r.source, r.target, r.weight]
+def _edges(relations: Any, entity_ids: Any = None) -> list[_Edge]:
+    """The edge-table rows of the relations between two entities (all of them when
+    ``entity_ids`` is None)."""
+    return [
+        _Edge(id=r.id, source=r.source, target=r.target, weight=r.weight)
         for r in relations
         if entity_ids is None or (r.source in entity_ids and r.target in entity_ids)
-    }
+    ]
 
 
-def _weighted(edges: Mapping[str, list[Any]]) -> Any:
-    """The graph Leiden runs on from an edge list (as :func:`weighted_graph` makes it)."""
-    import networkx as nx
+def _weighted(edges: Any) -> WeightedEdges:
+    """The graph Leiden runs on from edge-table rows, as :func:`weighted_graph` makes it from
+    the relations: no self-loops, parallel relations summed, a weight of 0 counted as 1."""
+    return WeightedEdges.from_edges((e.source, e.target, max(float(e.weight), 0.0) or 1.0) for e in edges if e.source != e.target)
 
-    summed: dict[tuple[str, str], float] = {}
-    for u, v, w in edges.values():
-        if u != v:
-            key = (u, v) if u <= v else (v, u)
-            summed[key] = summed.get(key, 0.0) + (max(float(w), 0.0) or 1.0)
-    graph = nx.Graph()
-    graph.add_weighted_edges_from((u, v, w) for (u, v), w in summed.items())
-    return graph
+
+def _same_inputs(
+    structure: Mapping[str, Community],
+    kept: Mapping[str, Community],
+    old: Mapping[str, Community],
+    entities: set[str],
+    relations: Any,
+) -> dict[str, Community]:
+    """The communities of ``structure`` not ``kept`` whose report input (:func:`build_input`) is
+    the one their stored report was written from, so they keep it without the input being
+    built again: the same id (so the same level and members) as a stored community, no member
+    in ``entities`` (those whose name, type or description changed or that may have a new
+    neighbour, which changes their degree), none of the changed ``relations`` between two of
+    its members, and every child kept or itself one of these. Returns them with the structure's
+    parent and children and the stored report."""
+    where: dict[str, set[str]] = {}
+    for g in structure.values():
+        for e in g.entity_ids:
+            where.setdefault(e, set()).add(g.id)
+    inner = {gid for r in relations for gid in where.get(r.source, set()) & where.get(r.target, set())}
+    same: dict[str, Community] = {}
+    for g in sorted(structure.values(), key=lambda g: -g.level):  # children before parents
+        if g.id in kept or g.id not in old or g.id in inner or not entities.isdisjoint(g.entity_ids):
+            continue
+        if all(c in kept or c in same for c in g.children):
+            same[g.id] = old[g.id].model_copy(update={"parent": g.parent, "children": list(g.children)})
+    return same
 
 
 class _Steps:

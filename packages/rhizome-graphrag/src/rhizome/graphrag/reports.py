@@ -100,6 +100,19 @@ def build_input(
     return GroupInput(group=community, text=text, children=chosen_children, extra={"relations": raw_relations})
 
 
+def _line(kind: str, record: Entity | Relation, graph: EntityGraph) -> tuple[str, int]:
+    """An entity's or relation's row and its token count (with the newline), made once per
+    graph: the same member appears in the input of its community at every level, and the
+    packing measures rows twice."""
+    lines = graph.cache.setdefault("report_rows", {})
+    key = (kind, record.id)
+    found = lines.get(key)
+    if found is None:
+        row = _entity_row(record, graph) if kind == "e" else _relation_row(record, graph)  # type: ignore[arg-type]
+        found = lines[key] = (row, count_tokens(row) + 1)
+    return found
+
+
 def _entity_row(entity: Entity, graph: EntityGraph) -> str:
     return f"{entity.name}|{_cell(entity.type)}|{_cell(entity.description, 300)}|{graph.degree.get(entity.id, 0)}"
 
@@ -130,10 +143,8 @@ def _pack_raw(
     chosen_relations: list[Relation] = []
     used = 60  # the section headers
     for relation in relations:
-        rows = [count_tokens(_relation_row(relation, graph)) + 1]
         new = [by_id[x] for x in (relation.source, relation.target) if x in by_id and x not in chosen_entities]
-        rows += [count_tokens(_entity_row(e, graph)) + 1 for e in new]
-        cost = sum(rows)
+        cost = _line("r", relation, graph)[1] + sum(_line("e", e, graph)[1] for e in new)
         if not exhaustive and used + cost > budget:
             continue
         used += cost
@@ -145,7 +156,7 @@ def _pack_raw(
     for entity in entities:
         if entity.id in chosen_entities:
             continue
-        cost = count_tokens(_entity_row(entity, graph)) + 1
+        cost = _line("e", entity, graph)[1]
         if not exhaustive and used + cost > budget:
             continue
         used += cost
@@ -160,9 +171,9 @@ def _render(entities: list[Entity], relations: list[Relation], children: list[Co
         parts += ["-----Sub-community reports-----", "id|title|summary|rating"]
         parts += [_child_row(c) for c in children]
     parts += ["-----Entities-----", "entity|type|description|degree"]
-    parts += [_entity_row(e, graph) for e in entities]
+    parts += [_line("e", e, graph)[0] for e in entities]
     parts += ["-----Relationships-----", "source|target|description|combined_degree"]
-    parts += [_relation_row(r, graph) for r in relations]
+    parts += [_line("r", r, graph)[0] for r in relations]
     return "\n".join(parts)
 
 
