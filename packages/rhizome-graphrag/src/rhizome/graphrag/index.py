@@ -74,15 +74,16 @@ LEGACY_EDGES = "graphrag.edges"
 when the edge table is first filled)."""
 
 
-class _Edge(BaseModel):
-    """A relation between two entities as the clustering reads it: a row of the edge table
-    ``graphrag_edges``, written with the relation by every rebuild, update and delete, so an
-    update reads the graph's structure without decoding every relation record."""
+class _Edges(BaseModel):
+    """The relations from one entity to other entities as the clustering reads them: a row of
+    the edge table ``graphrag_edges``, written with the relations by every rebuild, update and
+    delete, so an update reads the graph's structure (70k relations: 7k rows) without
+    decoding every relation record."""
 
     id: str
-    source: str
-    target: str
-    weight: float
+    """The source entity."""
+    edges: list[tuple[str, str, float]]
+    """``(relation id, target entity, weight)``, by relation id."""
 
 
 class _Unmerged(BaseModel):
@@ -106,6 +107,8 @@ class _Removal:
     changed: list[Community] = field(default_factory=list)
     """Communities left whose parent was dropped (now roots)."""
     vectors: VectorBatch | None = None
+    edges: list[_Edges] = field(default_factory=list)
+    """Rows of the edge table the removal changes (those left empty go)."""
 
 
 class GraphRAGIndex(BaseIndex):
@@ -134,7 +137,7 @@ class GraphRAGIndex(BaseIndex):
         self.extractions = self.store.table("graphrag_extractions", Extraction, key="chunk_id")
         self.entity_table = self.store.table("graphrag_entities", Entity)
         self.relation_table = self.store.table("graphrag_relations", Relation)
-        self.edge_table = self.store.table("graphrag_edges", _Edge)
+        self.edge_table = self.store.table("graphrag_edges", _Edges)
         self.communities = Hierarchy(self.store, "graphrag_communities")
         self.unmerged = self.store.table("graphrag_unmerged", _Unmerged, key="chunk_id")
         c = self.config
@@ -237,6 +240,9 @@ class GraphRAGIndex(BaseIndex):
                 else:  # until the rebuild pays for a summary
                     record.description = extractive_summary(fragments, self.summarizer.max_tokens)
 
+        rows = self.edge_table.get({graph.relations[rid].source for rid in touched_relations})
+        gone = [(rid, graph.relations[rid].source) for rid in plan.deleted_relations]
+        plan.edges = _update_edges(rows, plan.relations.values(), gone)
         plan.vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in plan.entities.items()}, what="entities")
         touched = touched_entities | {x for rid in touched_relations for x in (graph.relations[rid].source, graph.relations[rid].target)}
         plan.dropped, plan.changed = prune_groups(graph.communities, touched)
@@ -255,13 +261,13 @@ class GraphRAGIndex(BaseIndex):
     def _apply_removal(self, db: Any, plan: _Removal) -> None:
         """Store a :class:`_Removal`, inside the transaction that removes its chunks."""
         self.relation_table.delete(db, plan.deleted_relations)
-        self.edge_table.delete(db, plan.deleted_relations)
+        self.edge_table.delete(db, [row.id for row in plan.edges if not row.edges])
+        self.edge_table.put(db, [row for row in plan.edges if row.edges])
         self.entity_table.delete(db, plan.deleted_entities)
         if plan.deleted_entities:
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, plan.deleted_entities)
         self.entity_table.put(db, plan.entities.values())
         self.relation_table.put(db, plan.relations.values())
-        self.edge_table.put(db, _edges(plan.relations.values()))
         if plan.vectors is not None:
             plan.vectors.write(db, self.store)
         self.communities.delete(db, plan.dropped)
@@ -373,7 +379,7 @@ class GraphRAGIndex(BaseIndex):
             for level in sorted({c.level for c in reports.values()})
         ]
         with self.store.transaction() as db:
-            edges = {e.id: e for e in _edges(relations.values(), entities)}
+            edges = _edge_rows(relations.values(), entities)
             for table, new, old in (
                 (self.entity_table, entities, old_entities),
                 (self.relation_table, relations, old_relations),
@@ -467,12 +473,11 @@ class GraphRAGIndex(BaseIndex):
         for rid, r in relations.items():
             if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
                 touched.update((r.source, r.target))
-        edges = {e.id: e for e in self.edge_table.all()}
+        edges = {row.id: row for row in self.edge_table.all()}
         legacy = not edges and self.relation_table.count() > 0  # an index from before the edge table
         if legacy:
-            edges = {e.id: e for e in _edges(self.relation_table.all(), set(self.entity_table.keys()))}
-        new_edges = [e for e in _edges(relations.values()) if edges.get(e.id) != e]
-        edges.update((e.id, e) for e in new_edges)
+            edges = _edge_rows(self.relation_table.all(), set(self.entity_table.keys()))
+        new_edges = _update_edges(edges, relations.values(), ())
         weighted = _weighted(edges.values())
         old = self.communities.all()
         clock.mark("load")
@@ -505,7 +510,7 @@ class GraphRAGIndex(BaseIndex):
         members = {e for g in changed for e in g.entity_ids}
         loaded = self.entity_table.get(members - set(entities))
         loaded.update({k: e for k, e in entities.items() if k in members})
-        internal = [rid for rid, e in edges.items() if e.source in members and e.target in members]
+        internal = [rid for source in members if source in edges for rid, target, _ in edges[source].edges if target in members]
         around = self.relation_table.get(r for r in internal if r not in relations)
         around.update({k: r for k, r in relations.items() if r.source in members and r.target in members})
         graph = EntityGraph.build(loaded, around, structure_by_id)
@@ -608,20 +613,49 @@ class GraphRAGIndex(BaseIndex):
         return await aanswer(question, retrieval, self.llm, language=self.config.language)
 
 
-def _edges(relations: Any, entity_ids: Any = None) -> list[_Edge]:
-    """The edge-table rows of the relations between two entities (all of them when
-    ``entity_ids`` is None)."""
-    return [
-        _Edge(id=r.id, source=r.source, target=r.target, weight=r.weight)
-        for r in relations
-        if entity_ids is None or (r.source in entity_ids and r.target in entity_ids)
-    ]
+def _edge_rows(relations: Any, entity_ids: Any) -> dict[str, _Edges]:
+    """The edge-table rows of the relations between two of ``entity_ids``."""
+    rows: dict[str, _Edges] = {}
+    for r in relations:
+        if r.source in entity_ids and r.target in entity_ids:
+            rows.setdefault(r.source, _Edges(id=r.source, edges=[])).edges.append((r.id, r.target, r.weight))
+    for row in rows.values():
+        row.edges.sort()
+    return rows
 
 
-def _weighted(edges: Any) -> WeightedEdges:
+def _update_edges(rows: dict[str, _Edges], relations: Any, gone: Any) -> list[_Edges]:
+    """Put ``relations`` into the edge-table ``rows`` (by source entity; changed in place) and
+    take out the ``gone`` ``(relation id, source)`` pairs; returns the rows that changed (a row
+    left with no edge is to be deleted)."""
+    changed: dict[str, _Edges] = {}
+
+    def row(source: str) -> _Edges:
+        if source not in changed:
+            old = rows.get(source)
+            changed[source] = rows[source] = _Edges(id=source, edges=list(old.edges) if old else [])
+        return changed[source]
+
+    by_source: dict[str, dict[str, tuple[str, str, float]]] = {}
+    for r in relations:
+        by_source.setdefault(r.source, {})[r.id] = (r.id, r.target, r.weight)
+    for rid, source in gone:
+        by_source.setdefault(source, {})[rid] = None  # type: ignore[assignment]
+    for source, updates in by_source.items():
+        held = {e[0]: e for e in (rows[source].edges if source in rows else [])}
+        new = {**held, **updates}
+        new = {k: v for k, v in new.items() if v is not None}
+        if new != held:
+            row(source).edges = [new[k] for k in sorted(new)]
+    return list(changed.values())
+
+
+def _weighted(rows: Any) -> WeightedEdges:
     """The graph Leiden runs on from edge-table rows, as :func:`weighted_graph` makes it from
     the relations: no self-loops, parallel relations summed, a weight of 0 counted as 1."""
-    return WeightedEdges.from_edges((e.source, e.target, max(float(e.weight), 0.0) or 1.0) for e in edges if e.source != e.target)
+    return WeightedEdges.from_edges(
+        (row.id, target, max(float(w), 0.0) or 1.0) for row in rows for _, target, w in row.edges if target != row.id
+    )
 
 
 def _same_inputs(
