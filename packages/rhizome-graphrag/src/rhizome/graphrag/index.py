@@ -555,6 +555,8 @@ class GraphRAGIndex(BaseIndex):
             levels=1 + max((g.level for g in reports.values()), default=-1),
             communities_kept=len(kept),
             reports_kept_same_input=len(same),
+            report_inputs_built=len(changed),
+            report_relations_read=len(around),
             reports_written=counts["written"],
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),
