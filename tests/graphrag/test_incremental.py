@@ -215,3 +215,64 @@ def test_a_failed_stability_check_clusters_the_whole_graph(monkeypatch):
     whole.insert(docs)
     assert index.graph().communities.keys() == whole.graph().communities.keys()
     assert {c.id: c.metadata.get("input_digest") for c in index.graph().communities.values()} == current_digests(index)
+
+
+def test_a_report_is_kept_without_its_input_only_when_the_input_is_unchanged():
+    """``_same_inputs`` against the inputs themselves: for each change, a community it keeps
+    has the same report input text before and after, and one whose text changed is not kept."""
+    from rhizome.core.entity_graph import EntityGraph
+    from rhizome.core.types import Community, Entity, Relation
+    from rhizome.graphrag.reports import build_input
+
+    entities = {e: Entity(id=e, name=e.upper(), description=f"{e} is a thing") for e in "abcdef"}
+    base = {
+        "r1": Relation(id="r1", source="a", target="b", weight=1.0, description="a knows b"),
+        "r2": Relation(id="r2", source="c", target="d", weight=1.0, description="c knows d"),
+        "r3": Relation(id="r3", source="a", target="d", weight=2.0, description="a knows d"),
+        "r4": Relation(id="r4", source="b", target="c", weight=2.0, description="b knows c"),
+        "r5": Relation(id="r5", source="e", target="f", weight=1.0, description="e knows f"),
+        "r6": Relation(id="r6", source="d", target="e", weight=1.0, description="d knows e"),
+    }
+    group = Community(id="comm-0-x", level=0, entity_ids=list("abcd"))
+    other = Community(id="comm-0-y", level=0, entity_ids=list("ef"))
+    structure = {group.id: group, other.id: other}
+
+    def text(relations: dict[str, Relation], community: Community) -> str:
+        graph = EntityGraph.build(entities, relations, structure)
+        return build_input(community, graph, {}, 8000).text
+
+    def kept(new: dict[str, Relation]) -> set[str]:
+        rows = module._edge_rows(base.values(), entities)
+        changed = {k: r for k, r in new.items() if base.get(k) != r}
+        neighbours = module._new_neighbours(rows, [r for k, r in changed.items() if k not in base])
+        module._update_edges(rows, changed.values(), ())
+        degree = module._weighted(rows.values()).degree()
+        shown = [r for k, r in changed.items() if k not in base or module._row(r) != module._row(base[k])]
+        reweighed = {k: base[k].weight for k, r in changed.items() if k in base and module._row(r) == module._row(base[k])}
+        return set(module._same_inputs(structure, {}, structure, neighbours, shown, reweighed, rows, degree))
+
+    cases = {
+        "r1 outranks r4": {**base, "r1": base["r1"].model_copy(update={"weight": 3.0})},  # both of combined degree 4
+        "r1 keeps its place": {**base, "r1": base["r1"].model_copy(update={"weight": 1.5})},
+        "a new neighbour in another community": {**base, "r7": Relation(id="r7", source="a", target="f", weight=1.0)},
+        "a second relation between neighbours": {**base, "r7": Relation(id="r7", source="e", target="d", weight=0.5)},
+        "a new relation inside": {**base, "r7": Relation(id="r7", source="b", target="a", weight=0.5, description="a knows b")},
+        "a new description": {**base, "r2": base["r2"].model_copy(update={"description": "c met d"})},
+        "between communities": {**base, "r6": base["r6"].model_copy(update={"weight": 9.0})},
+    }
+    outcomes = {}
+    for name, new in cases.items():
+        kept_ids = kept(new)
+        for community in structure.values():
+            unchanged = text(base, community) == text(new, community)
+            assert community.id not in kept_ids or unchanged, (name, community.id)
+        outcomes[name] = sorted(kept_ids)
+    assert outcomes == {
+        "r1 outranks r4": [other.id],
+        "r1 keeps its place": [group.id, other.id],
+        "a new neighbour in another community": [],  # the degrees of a and f grow
+        "a second relation between neighbours": [group.id, other.id],  # between communities, no new neighbour
+        "a new relation inside": [other.id],  # its own row is new
+        "a new description": [other.id],
+        "between communities": [group.id, other.id],
+    }

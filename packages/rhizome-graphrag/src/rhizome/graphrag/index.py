@@ -86,6 +86,27 @@ class _Edges(BaseModel):
     """``(relation id, target entity, weight)``, by relation id."""
 
 
+class _EntityView(BaseModel):
+    """What a community report reads of an entity (decoded without its citations)."""
+
+    id: str
+    name: str
+    type: str = ""
+    description: str = ""
+
+
+class _RelationView(BaseModel):
+    """What a community report reads of a relation (decoded without its citations)."""
+
+    id: str
+    source: str
+    target: str
+    predicate: str = ""
+    description: str = ""
+    keywords: list[str] = []
+    weight: float = 1.0
+
+
 class _Unmerged(BaseModel):
     """A chunk whose extraction is stored but not yet merged into the graph."""
 
@@ -477,6 +498,7 @@ class GraphRAGIndex(BaseIndex):
         legacy = not edges and self.relation_table.count() > 0  # an index from before the edge table
         if legacy:
             edges = _edge_rows(self.relation_table.all(), set(self.entity_table.keys()))
+        neighbours = _new_neighbours(edges, [r for rid, r in relations.items() if rid not in held_r])
         new_edges = _update_edges(edges, relations.values(), ())
         weighted = _weighted(edges.values())
         old = self.communities.all()
@@ -499,22 +521,25 @@ class GraphRAGIndex(BaseIndex):
         structure_by_id = {g.id: g for g in structure}
         kept = {gid: structure_by_id[gid] for gid in info.get("kept_ids", ())}  # with their reports
         # of the others, those whose report input cannot have changed keep their report too
-        shown_or_degree = {k for k, e in entities.items() if k not in held_e or shown(e) != shown(held_e[k])}
-        shown_or_degree.update(x for rid, r in relations.items() if rid not in held_r for x in (r.source, r.target))
-        same = _same_inputs(structure_by_id, kept, old, shown_or_degree, relations.values())
+        degree = weighted.degree()
+        rows_changed = {k for k, e in entities.items() if k not in held_e or shown(e) != shown(held_e[k])} | neighbours
+        relations_shown = [r for rid, r in relations.items() if rid not in held_r or _row(r) != _row(held_r[rid])]
+        reweighed = {rid: held_r[rid].weight for rid, r in relations.items() if rid in held_r and _row(r) == _row(held_r[rid])}
+        same = _same_inputs(structure_by_id, kept, old, rows_changed, relations_shown, reweighed, edges, degree)
         kept.update(same)
         changed = [g for gid, g in structure_by_id.items() if gid not in kept]
 
         # reports of the changed communities, from an entity graph of their members and the
         # relations between them (a report reads no other relation); degrees from the edges
         members = {e for g in changed for e in g.entity_ids}
-        loaded = self.entity_table.get(members - set(entities))
+        shown_entities = self.entity_table.view(_EntityView).get(members - set(entities))
+        loaded = {k: Entity(**v.__dict__) for k, v in shown_entities.items()}
         loaded.update({k: e for k, e in entities.items() if k in members})
         internal = [rid for source in members if source in edges for rid, target, _ in edges[source].edges if target in members]
-        around = self.relation_table.get(r for r in internal if r not in relations)
+        shown_relations = self.relation_table.view(_RelationView).get(r for r in internal if r not in relations)
+        around = {k: Relation(**v.__dict__) for k, v in shown_relations.items()}
         around.update({k: r for k, r in relations.items() if r.source in members and r.target in members})
         graph = EntityGraph.build(loaded, around, structure_by_id)
-        degree = weighted.degree()
         graph.degree = {e: degree.get(e, 0) for e in loaded}
         written, counts = await self._reports(graph).asummarize(
             changed, only=set() if self.config.reports == "lazy" else None, context=kept
@@ -660,32 +685,78 @@ def _weighted(rows: Any) -> WeightedEdges:
     )
 
 
+def _row(relation: Relation) -> tuple[Any, ...]:
+    """What a report's relation row shows of a relation."""
+    return relation.source, relation.target, relation.description, relation.predicate, relation.keywords
+
+
+def _new_neighbours(rows: Mapping[str, _Edges], relations: Sequence[Relation]) -> set[str]:
+    """The endpoints of ``relations`` (new ones) that were not yet linked in the edge-table
+    ``rows``: their degree (distinct neighbours) grows."""
+    def linked(u: str, v: str) -> bool:
+        return u in rows and any(t == v for _, t, _ in rows[u].edges)
+
+    return {x for r in relations if r.source != r.target and not (linked(r.source, r.target) or linked(r.target, r.source)) for x in (r.source, r.target)}
+
+
 def _same_inputs(
     structure: Mapping[str, Community],
     kept: Mapping[str, Community],
     old: Mapping[str, Community],
     entities: set[str],
-    relations: Any,
+    relations: Sequence[Relation],
+    reweighed: Mapping[str, float],
+    rows: Mapping[str, _Edges],
+    degree: Mapping[str, int],
 ) -> dict[str, Community]:
     """The communities of ``structure`` not ``kept`` whose report input (:func:`build_input`) is
-    the one their stored report was written from, so they keep it without the input being
-    built again: the same id (so the same level and members) as a stored community, no member
-    in ``entities`` (those whose name, type or description changed or that may have a new
-    neighbour, which changes their degree), none of the changed ``relations`` between two of
-    its members, and every child kept or itself one of these. Returns them with the structure's
-    parent and children and the stored report."""
+    the text their stored report was written from, so they keep it without the input being
+    built again. The input shows its members' rows (name, type, description, degree), the rows
+    of the relations between them (endpoints, description, combined degree) ranked by combined
+    degree, then weight, then id, and maybe its children's reports; so it is unchanged when the
+    community has the same id (so the same level and members) as a stored one, no member in
+    ``entities`` (whose row changed: name, type or description, or a new neighbour), none of
+    the ``relations`` whose row changed (new ones included) between two members, the same
+    ranking of its relations where only weights changed (``reweighed``: the weights before; the
+    ranking from the edge-table ``rows`` and ``degree``), and every child kept or itself one
+    of these. Returns them with the structure's parent and children and the stored report."""
     where: dict[str, set[str]] = {}
     for g in structure.values():
         for e in g.entity_ids:
             where.setdefault(e, set()).add(g.id)
-    inner = {gid for r in relations for gid in where.get(r.source, set()) & where.get(r.target, set())}
+
+    def within(rs: Any) -> set[str]:
+        return {gid for r in rs for gid in where.get(r.source, set()) & where.get(r.target, set())}
+
+    shown = within(relations)
+    moved = {gid for rid, r in _sources(rows, reweighed) for gid in where.get(r, set()) & where.get(rid, set())}
+
+    def same_ranking(g: Community) -> bool:
+        members = set(g.entity_ids)
+        inside = [(rid, s, t, w) for s in g.entity_ids if s in rows for rid, t, w in rows[s].edges if t in members]
+        if not any(rid in reweighed for rid, _, _, _ in inside):
+            return True
+
+        def ranked(weight: Any) -> list[str]:
+            return [x[-1] for x in sorted((-(degree.get(s, 0) + degree.get(t, 0)), -weight(rid, w), rid) for rid, s, t, w in inside)]
+
+        return ranked(lambda rid, w: w) == ranked(lambda rid, w: reweighed.get(rid, w))
+
     same: dict[str, Community] = {}
     for g in sorted(structure.values(), key=lambda g: -g.level):  # children before parents
-        if g.id in kept or g.id not in old or g.id in inner or not entities.isdisjoint(g.entity_ids):
+        if g.id in kept or g.id not in old or g.id in shown or not entities.isdisjoint(g.entity_ids):
             continue
-        if all(c in kept or c in same for c in g.children):
-            same[g.id] = old[g.id].model_copy(update={"parent": g.parent, "children": list(g.children)})
+        if not all(c in kept or c in same for c in g.children):
+            continue
+        if g.id in moved and not same_ranking(g):
+            continue
+        same[g.id] = old[g.id].model_copy(update={"parent": g.parent, "children": list(g.children)})
     return same
+
+
+def _sources(rows: Mapping[str, _Edges], rids: Mapping[str, float]) -> list[tuple[str, str]]:
+    """``(target, source)`` of the relations ``rids`` from the edge-table ``rows``."""
+    return [(t, row.id) for row in rows.values() for rid, t, _ in row.edges if rid in rids]
 
 
 class _Steps:
