@@ -87,16 +87,23 @@ class _Edges(BaseModel):
 
 
 class _EntityView(BaseModel):
-    """What a community report reads of an entity (decoded without its citations)."""
+    """What a community report reads of an entity: an :class:`Entity` decoded without its
+    descriptions and citations (a popular entity cites thousands of chunks), for the
+    read-only entity graph an update writes its reports from."""
 
     id: str
     name: str
     type: str = ""
     description: str = ""
 
+    @property
+    def source_chunk_ids(self) -> list[str]:
+        return []  # not read: a report cites no chunk
+
 
 class _RelationView(BaseModel):
-    """What a community report reads of a relation (decoded without its citations)."""
+    """What a community report reads of a relation: a :class:`Relation` decoded without its
+    descriptions, citations and metadata (as :class:`_EntityView`)."""
 
     id: str
     source: str
@@ -532,12 +539,11 @@ class GraphRAGIndex(BaseIndex):
         # reports of the changed communities, from an entity graph of their members and the
         # relations between them (a report reads no other relation); degrees from the edges
         members = {e for g in changed for e in g.entity_ids}
-        shown_entities = self.entity_table.view(_EntityView).get(members - set(entities))
-        loaded = {k: Entity(**v.__dict__) for k, v in shown_entities.items()}
+        # (read through views: decoding whole records cost more than the reports)
+        loaded: dict[str, Any] = self.entity_table.view(_EntityView).get(members - set(entities))
         loaded.update({k: e for k, e in entities.items() if k in members})
         internal = [rid for source in members if source in edges for rid, target, _ in edges[source].edges if target in members]
-        shown_relations = self.relation_table.view(_RelationView).get(r for r in internal if r not in relations)
-        around = {k: Relation(**v.__dict__) for k, v in shown_relations.items()}
+        around: dict[str, Any] = self.relation_table.view(_RelationView).get(r for r in internal if r not in relations)
         around.update({k: r for k, r in relations.items() if r.source in members and r.target in members})
         graph = EntityGraph.build(loaded, around, structure_by_id)
         graph.degree = {e: degree.get(e, 0) for e in loaded}
