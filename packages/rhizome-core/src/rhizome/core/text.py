@@ -63,6 +63,8 @@ def count_tokens(text: str) -> int:
 
 def truncate_tokens(text: str, max_tokens: int) -> str:
     """The longest prefix of ``text`` with at most ``max_tokens`` tokens."""
+    if len(text) <= max_tokens and len(text.encode("utf-8")) <= max_tokens:
+        return text  # every token is at least one byte
     encoding = get_encoding()
     tokens = encoding.encode(text, disallowed_special=())
     if len(tokens) <= max_tokens:

@@ -537,14 +537,22 @@ class GraphRAGIndex(BaseIndex):
         changed = [g for gid, g in structure_by_id.items() if gid not in kept]
 
         # reports of the changed communities, from an entity graph of their members and the
-        # relations between them (a report reads no other relation); degrees from the edges
-        members = {e for g in changed for e in g.entity_ids}
+        # relations inside one of them (a report reads no other relation); degrees from the edges
+        where: dict[str, set[str]] = {}
+        for g in changed:
+            for e in g.entity_ids:
+                where.setdefault(e, set()).add(g.id)
+        members = set(where)
+
+        def inside(s: str, t: str) -> bool:
+            return t in where and s in where and not where[s].isdisjoint(where[t])
+
         # (read through views: decoding whole records cost more than the reports)
         loaded: dict[str, Any] = self.entity_table.view(_EntityView).get(members - set(entities))
         loaded.update({k: e for k, e in entities.items() if k in members})
-        internal = [rid for source in members if source in edges for rid, target, _ in edges[source].edges if target in members]
+        internal = [rid for source in members if source in edges for rid, target, _ in edges[source].edges if inside(source, target)]
         around: dict[str, Any] = self.relation_table.view(_RelationView).get(r for r in internal if r not in relations)
-        around.update({k: r for k, r in relations.items() if r.source in members and r.target in members})
+        around.update({k: r for k, r in relations.items() if inside(r.source, r.target)})
         graph = EntityGraph.build(loaded, around, structure_by_id)
         graph.degree = {e: degree.get(e, 0) for e in loaded}
         written, counts = await self._reports(graph).asummarize(
