@@ -98,9 +98,9 @@ def recluster_hierarchy(
     it has no previous split). Nodes that left the graph simply drop out.
 
     The Leiden iterations run on a collapsed graph (:func:`update_collapsed`): the nodes that
-    may not move are merged into one node per previous group, so a (sub)graph of 7,000 nodes
-    and 70,000 edges with 800 touched nodes is clustered as about 1,000 nodes, with the same
-    moves open to each touched node and the same modularity.
+    may not move are merged into one node per previous group, so a (sub)graph is clustered as
+    its movable nodes plus one node per group, with the same moves open to each movable node
+    and the same modularity.
 
     Returns the groups and ``{"movable": how many nodes could move, "kept_ids": ids of the groups
     kept as they were, "modularity": modularity of the new level-0 partition}`` for the caller's stability

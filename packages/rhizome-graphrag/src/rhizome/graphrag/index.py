@@ -7,13 +7,15 @@ cluster size 10, seeded) → community reports written bottom-up (or lazily, onl
 needs them) → embeddings of chunks, entity descriptions and reports.
 
 Storage: record tables ``graphrag_extractions`` (per chunk), ``graphrag_entities``,
-``graphrag_relations`` and the community hierarchy ``graphrag_communities`` (with a report
+``graphrag_relations``, the edge table ``graphrag_edges`` (per source entity, the relations
+Leiden reads) and the community hierarchy ``graphrag_communities`` (with a report
 vector collection per level); chunk and entity vectors are the collections ``chunks`` and
 ``graphrag_entities``.
 
-Updates: an insert extracts only the new chunks; a delete drops the extractions of the
-document's chunks. Either way the graph is then rebuilt from the stored extractions, which is
-cheap, while the expensive steps are resumable stages keyed by their input: description
+Updates: an insert extracts only the new chunks and updates the graph incrementally
+(:meth:`GraphRAGIndex._update`); a delete drops the extractions of the document's chunks and
+the graph is rebuilt from the stored extractions. The expensive steps are resumable stages
+keyed by their input: description
 summaries (by the descriptions), reports (by the context they are written from) and embeddings
 (by the embedded text). So only what changed is paid for, an interrupted rebuild loses only the
 calls in flight, and nothing only a deleted document supported survives.
@@ -448,14 +450,18 @@ class GraphRAGIndex(BaseIndex):
           co-occurrences stay as the last full rebuild computed them (new ones are computed over
           the records merged here) until :meth:`arebuild`;
         - descriptions whose fragments changed are summarised (the same resumable stage);
-        - the hierarchy is updated locally (:func:`recluster_hierarchy`): bounded Leiden
+        - the graph's structure comes from the edge table (one row per source entity), updated
+          by row; the hierarchy is updated locally (:func:`recluster_hierarchy`): bounded Leiden
           iterations from the previous partition in which only the touched entities (whose
-          relations or descriptions changed) may move. Stability check:
+          relations or descriptions changed) may move, on the graph with the other entities
+          collapsed into one fixed node per community. Stability check:
           the update is kept while its level-0 modularity is at least the last full
           clustering's less :data:`MODULARITY_TOLERANCE` and at most :data:`MOVABLE_SHARE` of
           the clustered entities could move; otherwise the whole graph is clustered again;
-        - communities with the same members and no touched member keep their id and report;
-          reports are written (or found by their input digest) only for the others, reading
+        - communities with the same members and no touched member keep their id and report,
+          and so do those whose report input cannot have changed (:func:`_same_inputs`);
+          report inputs are built (and reports written or found by their input digest) only
+          for the others, from their members and the relations inside one of them, reading
           the kept children's reports;
         - only changed entities and communities are embedded again.
         """
