@@ -85,8 +85,8 @@ async def graphrag(size: int, add: int, model: bool) -> dict[str, Any]:
         insert = {**clock.read(), "calls": {k: v - before.get(k, 0) for k, v in calls().items()}}
         new = {c.id for c in index.graph().communities.values()}
         insert.update(
-            {k: inserted.stats.get(k) for k in ("entities", "relations", "communities", "reports_written", "reports_reused", "entity_embeddings", "community_embeddings", "reclustered_entities", "recluster", "update_cpu_seconds")},
-            communities_kept=len(old & new),
+            {k: inserted.stats.get(k) for k in ("entities", "relations", "communities", "reports_written", "reports_reused", "entity_embeddings", "community_embeddings", "reclustered_entities", "recluster", "update_cpu_seconds", "communities_kept", "reports_kept_same_input", "report_inputs_built", "report_relations_read")},
+            communities_same_id=len(old & new),
             communities_dropped=len(old - new),
             communities_new=len(new - old),
         )

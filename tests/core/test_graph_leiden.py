@@ -387,3 +387,64 @@ def test_hierarchy_rejects_bad_parameters():
     for kwargs in ({"max_cluster_size": 0}, {"max_levels": 0}, {"max_cluster_size": 2.5}):
         with pytest.raises(ConfigurationError):
             hierarchical_leiden(graph, **kwargs)
+
+
+def _random_weighted(seed: int, n: int = 80, m: int = 500) -> nx.Graph:
+    rng = random.Random(seed)
+    graph = nx.Graph()
+    for _ in range(m):
+        u, v = rng.randrange(n), rng.randrange(n)
+        if u != v:
+            w = graph[f"n{u:02d}"][f"n{v:02d}"]["weight"] if graph.has_edge(f"n{u:02d}", f"n{v:02d}") else 0.0
+            graph.add_edge(f"n{u:02d}", f"n{v:02d}", weight=w + rng.random() + 0.1)
+    return graph
+
+
+def test_weighted_edges_equal_the_networkx_graph_they_come_from():
+    from rhizome.core.graph import WeightedEdges, hierarchical_leiden
+
+    graph = _random_weighted(3)
+    triples = [(u, v, d["weight"]) for u, v, d in graph.edges(data=True)]
+    # each edge split in two parallel halves, one of them reversed: summed back into one
+    halves = [(u, v, w / 2) for u, v, w in triples] + [(v, u, w / 2) for u, v, w in triples]
+    edges = WeightedEdges.from_edges(halves)
+    same = WeightedEdges.from_networkx(graph)
+    assert edges.nodes == same.nodes and (edges.edges.src == same.edges.src).all() and (edges.edges.dst == same.edges.dst).all()
+    assert abs(edges.edges.weight - same.edges.weight).max() < 1e-9
+    assert edges.degree() == dict(graph.degree())
+    assert [c.nodes for c in hierarchical_leiden(edges, max_cluster_size=8)] == [c.nodes for c in hierarchical_leiden(graph, max_cluster_size=8)]
+    members = sorted(graph)[::3]
+    sub = edges.subgraph(members)
+    assert sub.nodes == tuple(sorted(members)) and sub.number_of_edges() == graph.subgraph(members).number_of_edges()
+    with pytest.raises(InvalidInputError):
+        WeightedEdges.from_edges([("a", "b", -1.0)])
+
+
+def test_a_collapsed_update_moves_what_the_whole_graph_update_moves():
+    from rhizome.core.graph import WeightedEdges, leiden_update
+    from rhizome.core.hierarchy import update_collapsed
+
+    for seed in range(4):
+        graph = _random_weighted(seed)
+        initial = {n: f"g{c}" for n, c in leiden(graph, seed=seed).items()}
+        rng = random.Random(seed)
+        movable = set(rng.sample(sorted(graph), 12))
+        for n in sorted(movable)[:4]:  # a few start elsewhere, as after an insert
+            initial[n] = f"g{rng.randrange(3)}"
+        edges = WeightedEdges.from_networkx(graph)
+        whole, q_whole = leiden_update(edges, initial, movable=movable, seed=seed)
+        collapsed, q_collapsed = update_collapsed(edges, initial, movable, seed=seed)
+        fixed = [n for n in graph if n not in movable]
+        # the fixed nodes keep their groups in both, and the modularity reported is the graph's
+        def groups(membership: dict, fixed: list = fixed) -> set[frozenset]:
+            found: dict = {}
+            for n in fixed:
+                found.setdefault(membership[n], set()).add(n)
+            return {frozenset(g) for g in found.values()}
+
+        for membership in (whole, collapsed):
+            assert groups(membership) == groups(initial)
+        start, _ = leiden_update(edges, collapsed, movable=set(), seed=seed)
+        assert abs(q_collapsed - nx.community.modularity(graph, communities_from_membership(collapsed))) < 1e-9
+        assert as_partition(start) == as_partition(collapsed)
+        assert q_collapsed >= q_whole - 0.02  # as good as the update on the whole graph

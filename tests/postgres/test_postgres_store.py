@@ -222,3 +222,23 @@ async def test_llama_index_retriever_on_postgres(graph_index, tmp_path):
     nodes = retriever.retrieve(QUERIES[1])
     assert len(nodes) == 3
     assert [n.node.node_id for n in await retriever.aretrieve(QUERIES[1])] == [n.node.node_id for n in nodes]
+
+
+def test_graphrag_incremental_inserts_keep_the_edge_table_on_postgres(postgres):
+    from rhizome.core import Document
+    from rhizome.graphrag import GraphRAGIndex
+
+    def edges(index: GraphRAGIndex) -> dict[str, tuple[str, str, float]]:
+        return {rid: (row.id, target, weight) for row in index.edge_table.all() for rid, target, weight in row.edges}
+
+    def relations(index: GraphRAGIndex) -> dict[str, tuple[str, str, float]]:
+        return {r.id: (r.source, r.target, r.weight) for r in index.relation_table.all()}
+
+    index = GraphRAGIndex(HashingEmbedder(), path=postgres.url(), extraction="offline", chunk_size=200, chunk_overlap=20)
+    index.insert(CORPUS[:3])
+    update = index.insert([*CORPUS[3:], Document(id="extra", text="Carol White met Dave Brown again in Houston.")])
+    assert update.stats["recluster"] in ("local", "full") and "update_cpu_seconds" in update.stats
+    assert edges(index) == relations(index) and edges(index)
+    index.delete(["extra"])
+    assert edges(index) == relations(index)
+    index.close()

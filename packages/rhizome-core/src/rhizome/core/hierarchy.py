@@ -33,7 +33,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from rhizome.core.graph import communities_from_membership, hierarchical_leiden, leiden_update
+from rhizome.core.graph import (
+    WeightedEdges,
+    communities_from_membership,
+    hierarchical_leiden,
+    leiden_update,
+)
 from rhizome.core.progress import phase
 from rhizome.core.retrieval import vector_search
 from rhizome.core.stages import arun_stage, digest, stored_results
@@ -46,7 +51,7 @@ def community_key(level: int, members: Sequence[str]) -> str:
     return f"comm-{level}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
 
-def cluster_hierarchy(graph: nx.Graph, *, max_cluster_size: int, seed: int, max_levels: int = 10) -> list[Community]:
+def cluster_hierarchy(graph: nx.Graph | WeightedEdges, *, max_cluster_size: int, seed: int, max_levels: int = 10) -> list[Community]:
     """Hierarchical Leiden groups of ``graph`` (level 0 = coarsest), without summaries. Each
     group's ``metadata`` holds its hierarchy label (``"L0-C3"``) and size."""
     if graph.number_of_nodes() == 0:
@@ -69,7 +74,7 @@ def cluster_hierarchy(graph: nx.Graph, *, max_cluster_size: int, seed: int, max_
 
 
 def recluster_hierarchy(
-    graph: nx.Graph,
+    graph: nx.Graph | WeightedEdges,
     previous: Mapping[str, Community],
     touched: Iterable[str],
     *,
@@ -92,9 +97,16 @@ def recluster_hierarchy(
     way below (from scratch, with :func:`~rhizome.core.graph.leiden.hierarchical_leiden`, where
     it has no previous split). Nodes that left the graph simply drop out.
 
+    The Leiden iterations run on a collapsed graph (:func:`update_collapsed`): the nodes that
+    may not move are merged into one node per previous group, so a (sub)graph is clustered as
+    its movable nodes plus one node per group, with the same moves open to each movable node
+    and the same modularity.
+
     Returns the groups and ``{"movable": how many nodes could move, "kept_ids": ids of the groups
     kept as they were, "modularity": modularity of the new level-0 partition}`` for the caller's stability
     check (an update that is not good enough calls for :func:`cluster_hierarchy`)."""
+    if not isinstance(graph, WeightedEdges):
+        graph = WeightedEdges.from_networkx(graph)
     touched = {t for t in touched if t in graph}
     at_level: dict[int, dict[str, str]] = {}
     for group in previous.values():
@@ -114,7 +126,7 @@ def recluster_hierarchy(
             if child in previous:
                 keep(child, gid)
 
-    def fresh(sub: nx.Graph, level: int, parent: str | None) -> list[str]:
+    def fresh(sub: WeightedEdges, level: int, parent: str | None) -> list[str]:
         found = hierarchical_leiden(sub, max_cluster_size=max_cluster_size, seed=seed, max_levels=max_levels - level)
         ids = {c.id: community_key(level + c.level, [str(n) for n in c.nodes]) for c in found}
         for c in found:
@@ -126,13 +138,13 @@ def recluster_hierarchy(
         tops = [ids[c.id] for c in found if c.parent is None]
         return tops if level == 0 or len(tops) > 1 else _drop(out, tops)
 
-    def split(sub: nx.Graph, level: int, parent: str | None) -> list[str]:
+    def split(sub: WeightedEdges, level: int, parent: str | None) -> list[str]:
         before = at_level.get(level, {})
         initial = {n: before[n] for n in sub if n in before}
         if not initial:
             return fresh(sub, level, parent)
         moving = {n for n in sub if n in movable or n not in initial}
-        membership, quality = leiden_update(sub, initial, movable=moving, seed=seed, n_iterations=n_iterations)
+        membership, quality = update_collapsed(sub, initial, moving, seed=seed, n_iterations=n_iterations)
         if level == 0:
             info["modularity"] = quality
         parts = communities_from_membership(membership)
@@ -160,6 +172,33 @@ def recluster_hierarchy(
             split(graph, 0, None)
             step.advance(graph.number_of_nodes())
     return out, info
+
+
+def update_collapsed(
+    graph: WeightedEdges, initial: Mapping[str, str], movable: set[str], *, seed: int, n_iterations: int = 2
+) -> tuple[dict[str, int], float]:
+    """:func:`~rhizome.core.graph.leiden.leiden_update` of ``graph`` from the partition
+    ``initial`` in which only the ``movable`` nodes may change group, run on the graph with the
+    other nodes merged into one node per group (:meth:`WeightedEdges.collapse`).
+
+    Why the result is the one the whole graph gives: a fixed node never changes group, so the
+    fixed nodes of a group always sit together; what decides a movable node's move is its
+    edge weight to each group and each group's total degree, and the merged node keeps both
+    (edges inside a group become its self-loop). The modularity of a partition that keeps the
+    merged nodes whole is the same on both graphs (tested in ``tests/core``). Returns
+    ``({node: group number}, modularity)`` as ``leiden_update`` does."""
+    fixed = {n: initial[n] for n in graph if n not in movable and n in initial}
+    small, position = graph.collapse(fixed)
+    start: dict[Any, str] = {}
+    for key in small.nodes:
+        kind, value = key
+        if kind == "group":
+            start[key] = value
+        elif value in initial:
+            start[key] = initial[value]
+    moving = {key for key in small.nodes if key[0] == "node"}
+    membership, quality = leiden_update(small, start, movable=moving, seed=seed, n_iterations=n_iterations)
+    return {n: membership[small.nodes[position[i]]] for i, n in enumerate(graph.nodes)}, quality
 
 
 def _drop(groups: list[Community], ids: list[str]) -> list[str]:
@@ -371,4 +410,5 @@ __all__ = [
     "has_summary",
     "prune_groups",
     "recluster_hierarchy",
+    "update_collapsed",
 ]

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from rhizome.core.storage import IndexStore
 
 R = TypeVar("R", bound=BaseModel)
+M = TypeVar("M", bound=BaseModel)
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 BATCH = 500
@@ -160,6 +161,12 @@ class RecordTable(Generic[R]):
                 f"(declared: {', '.join(self.lookups) or 'none'})"
             )
         return f"f_{field}"
+
+    def view(self, model: type[M]) -> RecordTable[M]:
+        """The same table read as ``model``: a model with some of the record's fields (the
+        others are skipped), which decodes faster when the records carry long fields a reader
+        does not need. Read it only; a record written through it would lose the other fields."""
+        return RecordTable(self.store, self.name, model, key=self.key, lookups=self.lookups)
 
     def __repr__(self) -> str:
         return f"RecordTable({self.name!r}, {self.model.__name__})"

@@ -7,13 +7,15 @@ cluster size 10, seeded) → community reports written bottom-up (or lazily, onl
 needs them) → embeddings of chunks, entity descriptions and reports.
 
 Storage: record tables ``graphrag_extractions`` (per chunk), ``graphrag_entities``,
-``graphrag_relations`` and the community hierarchy ``graphrag_communities`` (with a report
+``graphrag_relations``, the edge table ``graphrag_edges`` (per source entity, the relations
+Leiden reads) and the community hierarchy ``graphrag_communities`` (with a report
 vector collection per level); chunk and entity vectors are the collections ``chunks`` and
 ``graphrag_entities``.
 
-Updates: an insert extracts only the new chunks; a delete drops the extractions of the
-document's chunks. Either way the graph is then rebuilt from the stored extractions, which is
-cheap, while the expensive steps are resumable stages keyed by their input: description
+Updates: an insert extracts only the new chunks and updates the graph incrementally
+(:meth:`GraphRAGIndex._update`); a delete drops the extractions of the document's chunks and
+the graph is rebuilt from the stored extractions. The expensive steps are resumable stages
+keyed by their input: description
 summaries (by the descriptions), reports (by the context they are written from) and embeddings
 (by the embedded text). So only what changed is paid for, an interrupted rebuild loses only the
 calls in flight, and nothing only a deleted document supported survives.
@@ -40,7 +42,7 @@ from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions
-from rhizome.core.graph import leiden_library_versions, leiden_update
+from rhizome.core.graph import WeightedEdges, leiden_library_versions, leiden_update
 from rhizome.core.hierarchy import (
     GroupSummarizer,
     Hierarchy,
@@ -69,10 +71,49 @@ MODULARITY_TOLERANCE = 0.02
 the last full clustering's; below, the insert clusters the whole graph again."""
 MOVABLE_SHARE = 0.5
 """... and while at most this share of the clustered entities may move."""
-EDGES = "graphrag.edges"
-"""Meta: ``{relation id: [source, target, weight]}`` of every relation between two entities,
-kept by the rebuild and each update, so an update reads the graph's structure without
-loading every relation record (a delete leaves it stale, and the full rebuild renews it)."""
+LEGACY_EDGES = "graphrag.edges"
+"""Meta of indexes from before the edge table: the whole edge list as one JSON value (dropped
+when the edge table is first filled)."""
+
+
+class _Edges(BaseModel):
+    """The relations from one entity to other entities as the clustering reads them: a row of
+    the edge table ``graphrag_edges``, written with the relations by every rebuild, update and
+    delete, so an update reads the graph's structure (70k relations: 7k rows) without
+    decoding every relation record."""
+
+    id: str
+    """The source entity."""
+    edges: list[tuple[str, str, float]]
+    """``(relation id, target entity, weight)``, by relation id."""
+
+
+class _EntityView(BaseModel):
+    """What a community report reads of an entity: an :class:`Entity` decoded without its
+    descriptions and citations (a popular entity cites thousands of chunks), for the
+    read-only entity graph an update writes its reports from."""
+
+    id: str
+    name: str
+    type: str = ""
+    description: str = ""
+
+    @property
+    def source_chunk_ids(self) -> list[str]:
+        return []  # not read: a report cites no chunk
+
+
+class _RelationView(BaseModel):
+    """What a community report reads of a relation: a :class:`Relation` decoded without its
+    descriptions, citations and metadata (as :class:`_EntityView`)."""
+
+    id: str
+    source: str
+    target: str
+    predicate: str = ""
+    description: str = ""
+    keywords: list[str] = []
+    weight: float = 1.0
 
 
 class _Unmerged(BaseModel):
@@ -96,6 +137,8 @@ class _Removal:
     changed: list[Community] = field(default_factory=list)
     """Communities left whose parent was dropped (now roots)."""
     vectors: VectorBatch | None = None
+    edges: list[_Edges] = field(default_factory=list)
+    """Rows of the edge table the removal changes (those left empty go)."""
 
 
 class GraphRAGIndex(BaseIndex):
@@ -124,6 +167,7 @@ class GraphRAGIndex(BaseIndex):
         self.extractions = self.store.table("graphrag_extractions", Extraction, key="chunk_id")
         self.entity_table = self.store.table("graphrag_entities", Entity)
         self.relation_table = self.store.table("graphrag_relations", Relation)
+        self.edge_table = self.store.table("graphrag_edges", _Edges)
         self.communities = Hierarchy(self.store, "graphrag_communities")
         self.unmerged = self.store.table("graphrag_unmerged", _Unmerged, key="chunk_id")
         c = self.config
@@ -226,6 +270,9 @@ class GraphRAGIndex(BaseIndex):
                 else:  # until the rebuild pays for a summary
                     record.description = extractive_summary(fragments, self.summarizer.max_tokens)
 
+        rows = self.edge_table.get({graph.relations[rid].source for rid in touched_relations})
+        gone = [(rid, graph.relations[rid].source) for rid in plan.deleted_relations]
+        plan.edges = _update_edges(rows, plan.relations.values(), gone)
         plan.vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in plan.entities.items()}, what="entities")
         touched = touched_entities | {x for rid in touched_relations for x in (graph.relations[rid].source, graph.relations[rid].target)}
         plan.dropped, plan.changed = prune_groups(graph.communities, touched)
@@ -244,6 +291,8 @@ class GraphRAGIndex(BaseIndex):
     def _apply_removal(self, db: Any, plan: _Removal) -> None:
         """Store a :class:`_Removal`, inside the transaction that removes its chunks."""
         self.relation_table.delete(db, plan.deleted_relations)
+        self.edge_table.delete(db, [row.id for row in plan.edges if not row.edges])
+        self.edge_table.put(db, [row for row in plan.edges if row.edges])
         self.entity_table.delete(db, plan.deleted_entities)
         if plan.deleted_entities:
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, plan.deleted_entities)
@@ -320,6 +369,7 @@ class GraphRAGIndex(BaseIndex):
     async def _rebuild(self, stats: Stats) -> None:
         old_entities = {e.id: e for e in self.entity_table.all()}
         old_relations = {r.id: r for r in self.relation_table.all()}
+        old_edges = {e.id: e for e in self.edge_table.all()}
         old_communities = self.communities.all()
         chunk_order = self.store.chunk_ids()
         entities, relations = merge_extractions(list(self.extractions.get(chunk_order).values()))
@@ -359,7 +409,12 @@ class GraphRAGIndex(BaseIndex):
             for level in sorted({c.level for c in reports.values()})
         ]
         with self.store.transaction() as db:
-            for table, new, old in ((self.entity_table, entities, old_entities), (self.relation_table, relations, old_relations)):
+            edges = _edge_rows(relations.values(), entities)
+            for table, new, old in (
+                (self.entity_table, entities, old_entities),
+                (self.relation_table, relations, old_relations),
+                (self.edge_table, edges, old_edges),
+            ):
                 table.delete(db, [k for k in old if k not in new])
                 table.put(db, [r for k, r in new.items() if old.get(k) != r])
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, [k for k in old_entities if k not in entities])
@@ -373,7 +428,8 @@ class GraphRAGIndex(BaseIndex):
             self.unmerged.delete(db, self.unmerged.keys())
             self.store.set_meta(db, FULL_REBUILD, False)
             self.store.set_meta(db, MODULARITY, modularity)
-            self.store.set_meta(db, EDGES, _edges(relations.values(), entities))
+            if self.store.get_meta(LEGACY_EDGES, None) is not None:
+                self.store.set_meta(db, LEGACY_EDGES, None)
         stats.update(
             entities=len(entities),
             relations=len(relations),
@@ -394,14 +450,18 @@ class GraphRAGIndex(BaseIndex):
           co-occurrences stay as the last full rebuild computed them (new ones are computed over
           the records merged here) until :meth:`arebuild`;
         - descriptions whose fragments changed are summarised (the same resumable stage);
-        - the hierarchy is updated locally (:func:`recluster_hierarchy`): bounded Leiden
+        - the graph's structure comes from the edge table (one row per source entity), updated
+          by row; the hierarchy is updated locally (:func:`recluster_hierarchy`): bounded Leiden
           iterations from the previous partition in which only the touched entities (whose
-          relations or descriptions changed) may move. Stability check:
+          relations or descriptions changed) may move, on the graph with the other entities
+          collapsed into one fixed node per community. Stability check:
           the update is kept while its level-0 modularity is at least the last full
           clustering's less :data:`MODULARITY_TOLERANCE` and at most :data:`MOVABLE_SHARE` of
           the clustered entities could move; otherwise the whole graph is clustered again;
-        - communities with the same members and no touched member keep their id and report;
-          reports are written (or found by their input digest) only for the others, reading
+        - communities with the same members and no touched member keep their id and report,
+          and so do those whose report input cannot have changed (:func:`_same_inputs`);
+          report inputs are built (and reports written or found by their input digest) only
+          for the others, from their members and the relations inside one of them, reading
           the kept children's reports;
         - only changed entities and communities are embedded again.
         """
@@ -447,11 +507,13 @@ class GraphRAGIndex(BaseIndex):
         for rid, r in relations.items():
             if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
                 touched.update((r.source, r.target))
-        edges = self.store.get_meta(EDGES, None)
-        if edges is None:  # an index from before the edge list was kept
-            edges = _edges(self.relation_table.all(), set(self.entity_table.keys()))
-        edges.update(_edges(relations.values(), None))
-        weighted = _weighted(edges)
+        edges = {row.id: row for row in self.edge_table.all()}
+        legacy = not edges and self.relation_table.count() > 0  # an index from before the edge table
+        if legacy:
+            edges = _edge_rows(self.relation_table.all(), set(self.entity_table.keys()))
+        neighbours = _new_neighbours(edges, [r for rid, r in relations.items() if rid not in held_r])
+        new_edges = _update_edges(edges, relations.values(), ())
+        weighted = _weighted(edges.values())
         old = self.communities.all()
         clock.mark("load")
         c = self.config
@@ -471,16 +533,34 @@ class GraphRAGIndex(BaseIndex):
         clock.mark("cluster")
         structure_by_id = {g.id: g for g in structure}
         kept = {gid: structure_by_id[gid] for gid in info.get("kept_ids", ())}  # with their reports
+        # of the others, those whose report input cannot have changed keep their report too
+        degree = weighted.degree()
+        rows_changed = {k for k, e in entities.items() if k not in held_e or shown(e) != shown(held_e[k])} | neighbours
+        relations_shown = [r for rid, r in relations.items() if rid not in held_r or _row(r) != _row(held_r[rid])]
+        reweighed = {rid: held_r[rid].weight for rid, r in relations.items() if rid in held_r and _row(r) == _row(held_r[rid])}
+        same = _same_inputs(structure_by_id, kept, old, rows_changed, relations_shown, reweighed, edges, degree)
+        kept.update(same)
         changed = [g for gid, g in structure_by_id.items() if gid not in kept]
 
-        # reports of the changed communities, from an entity graph of their members
-        members = {e for g in changed for e in g.entity_ids}
-        loaded = self.entity_table.get(members - set(entities))
+        # reports of the changed communities, from an entity graph of their members and the
+        # relations inside one of them (a report reads no other relation); degrees from the edges
+        where: dict[str, set[str]] = {}
+        for g in changed:
+            for e in g.entity_ids:
+                where.setdefault(e, set()).add(g.id)
+        members = set(where)
+
+        def inside(s: str, t: str) -> bool:
+            return t in where and s in where and not where[s].isdisjoint(where[t])
+
+        # (read through views: decoding whole records cost more than the reports)
+        loaded: dict[str, Any] = self.entity_table.view(_EntityView).get(members - set(entities))
         loaded.update({k: e for k, e in entities.items() if k in members})
-        incident = [rid for rid, (u, v, _) in edges.items() if u in members or v in members]
-        around = self.relation_table.get(r for r in incident if r not in relations)
-        around.update({k: r for k, r in relations.items() if r.source in members or r.target in members})
+        internal = [rid for source in members if source in edges for rid, target, _ in edges[source].edges if inside(source, target)]
+        around: dict[str, Any] = self.relation_table.view(_RelationView).get(r for r in internal if r not in relations)
+        around.update({k: r for k, r in relations.items() if inside(r.source, r.target)})
         graph = EntityGraph.build(loaded, around, structure_by_id)
+        graph.degree = {e: degree.get(e, 0) for e in loaded}
         written, counts = await self._reports(graph).asummarize(
             changed, only=set() if self.config.reports == "lazy" else None, context=kept
         )
@@ -505,7 +585,11 @@ class GraphRAGIndex(BaseIndex):
                 batch.write(db, self.store)
             self.unmerged.delete(db, chunk_ids)
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
-            self.store.set_meta(db, EDGES, edges)
+            if legacy:
+                self.edge_table.put(db, edges.values())
+                self.store.set_meta(db, LEGACY_EDGES, None)
+            else:
+                self.edge_table.put(db, new_edges)
             if modularity is not None:
                 self.store.set_meta(db, MODULARITY, modularity)
         clock.mark("embed_write")
@@ -515,6 +599,9 @@ class GraphRAGIndex(BaseIndex):
             communities=len(reports),
             levels=1 + max((g.level for g in reports.values()), default=-1),
             communities_kept=len(kept),
+            reports_kept_same_input=len(same),
+            report_inputs_built=len(changed),
+            report_relations_read=len(around),
             reports_written=counts["written"],
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),
@@ -573,28 +660,123 @@ class GraphRAGIndex(BaseIndex):
         return await aanswer(question, retrieval, self.llm, language=self.config.language)
 
 
-def _edges(relations: Any, entity_ids: Any) -> dict[str, list[Any]]:
-    """``{relation id: [source, target, weight]}`` of the relations between two entities (all of
-    them when ``entity_ids`` is None)."""
-    return {
-        r.id: [r.source, r.target, r.weight]
-        for r in relations
-        if entity_ids is None or (r.source in entity_ids and r.target in entity_ids)
-    }
+def _edge_rows(relations: Any, entity_ids: Any) -> dict[str, _Edges]:
+    """The edge-table rows of the relations between two of ``entity_ids``."""
+    rows: dict[str, _Edges] = {}
+    for r in relations:
+        if r.source in entity_ids and r.target in entity_ids:
+            rows.setdefault(r.source, _Edges(id=r.source, edges=[])).edges.append((r.id, r.target, r.weight))
+    for row in rows.values():
+        row.edges.sort()
+    return rows
 
 
-def _weighted(edges: Mapping[str, list[Any]]) -> Any:
-    """The graph Leiden runs on from an edge list (as :func:`weighted_graph` makes it)."""
-    import networkx as nx
+def _update_edges(rows: dict[str, _Edges], relations: Any, gone: Any) -> list[_Edges]:
+    """Put ``relations`` into the edge-table ``rows`` (by source entity; changed in place) and
+    take out the ``gone`` ``(relation id, source)`` pairs; returns the rows that changed (a row
+    left with no edge is to be deleted)."""
+    changed: dict[str, _Edges] = {}
 
-    summed: dict[tuple[str, str], float] = {}
-    for u, v, w in edges.values():
-        if u != v:
-            key = (u, v) if u <= v else (v, u)
-            summed[key] = summed.get(key, 0.0) + (max(float(w), 0.0) or 1.0)
-    graph = nx.Graph()
-    graph.add_weighted_edges_from((u, v, w) for (u, v), w in summed.items())
-    return graph
+    def row(source: str) -> _Edges:
+        if source not in changed:
+            old = rows.get(source)
+            changed[source] = rows[source] = _Edges(id=source, edges=list(old.edges) if old else [])
+        return changed[source]
+
+    by_source: dict[str, dict[str, tuple[str, str, float]]] = {}
+    for r in relations:
+        by_source.setdefault(r.source, {})[r.id] = (r.id, r.target, r.weight)
+    for rid, source in gone:
+        by_source.setdefault(source, {})[rid] = None  # type: ignore[assignment]
+    for source, updates in by_source.items():
+        held = {e[0]: e for e in (rows[source].edges if source in rows else [])}
+        new = {**held, **updates}
+        new = {k: v for k, v in new.items() if v is not None}
+        if new != held:
+            row(source).edges = [new[k] for k in sorted(new)]
+    return list(changed.values())
+
+
+def _weighted(rows: Any) -> WeightedEdges:
+    """The graph Leiden runs on from edge-table rows, as :func:`weighted_graph` makes it from
+    the relations: no self-loops, parallel relations summed, a weight of 0 counted as 1."""
+    return WeightedEdges.from_edges(
+        (row.id, target, max(float(w), 0.0) or 1.0) for row in rows for _, target, w in row.edges if target != row.id
+    )
+
+
+def _row(relation: Relation) -> tuple[Any, ...]:
+    """What a report's relation row shows of a relation."""
+    return relation.source, relation.target, relation.description, relation.predicate, relation.keywords
+
+
+def _new_neighbours(rows: Mapping[str, _Edges], relations: Sequence[Relation]) -> set[str]:
+    """The endpoints of ``relations`` (new ones) that were not yet linked in the edge-table
+    ``rows``: their degree (distinct neighbours) grows."""
+    def linked(u: str, v: str) -> bool:
+        return u in rows and any(t == v for _, t, _ in rows[u].edges)
+
+    return {x for r in relations if r.source != r.target and not (linked(r.source, r.target) or linked(r.target, r.source)) for x in (r.source, r.target)}
+
+
+def _same_inputs(
+    structure: Mapping[str, Community],
+    kept: Mapping[str, Community],
+    old: Mapping[str, Community],
+    entities: set[str],
+    relations: Sequence[Relation],
+    reweighed: Mapping[str, float],
+    rows: Mapping[str, _Edges],
+    degree: Mapping[str, int],
+) -> dict[str, Community]:
+    """The communities of ``structure`` not ``kept`` whose report input (:func:`build_input`) is
+    the text their stored report was written from, so they keep it without the input being
+    built again. The input shows its members' rows (name, type, description, degree), the rows
+    of the relations between them (endpoints, description, combined degree) ranked by combined
+    degree, then weight, then id, and maybe its children's reports; so it is unchanged when the
+    community has the same id (so the same level and members) as a stored one, no member in
+    ``entities`` (whose row changed: name, type or description, or a new neighbour), none of
+    the ``relations`` whose row changed (new ones included) between two members, the same
+    ranking of its relations where only weights changed (``reweighed``: the weights before; the
+    ranking from the edge-table ``rows`` and ``degree``), and every child kept or itself one
+    of these. Returns them with the structure's parent and children and the stored report."""
+    where: dict[str, set[str]] = {}
+    for g in structure.values():
+        for e in g.entity_ids:
+            where.setdefault(e, set()).add(g.id)
+
+    def within(rs: Any) -> set[str]:
+        return {gid for r in rs for gid in where.get(r.source, set()) & where.get(r.target, set())}
+
+    shown = within(relations)
+    moved = {gid for rid, r in _sources(rows, reweighed) for gid in where.get(r, set()) & where.get(rid, set())}
+
+    def same_ranking(g: Community) -> bool:
+        members = set(g.entity_ids)
+        inside = [(rid, s, t, w) for s in g.entity_ids if s in rows for rid, t, w in rows[s].edges if t in members]
+        if not any(rid in reweighed for rid, _, _, _ in inside):
+            return True
+
+        def ranked(weight: Any) -> list[str]:
+            return [x[-1] for x in sorted((-(degree.get(s, 0) + degree.get(t, 0)), -weight(rid, w), rid) for rid, s, t, w in inside)]
+
+        return ranked(lambda rid, w: w) == ranked(lambda rid, w: reweighed.get(rid, w))
+
+    same: dict[str, Community] = {}
+    for g in sorted(structure.values(), key=lambda g: -g.level):  # children before parents
+        if g.id in kept or g.id not in old or g.id in shown or not entities.isdisjoint(g.entity_ids):
+            continue
+        if not all(c in kept or c in same for c in g.children):
+            continue
+        if g.id in moved and not same_ranking(g):
+            continue
+        same[g.id] = old[g.id].model_copy(update={"parent": g.parent, "children": list(g.children)})
+    return same
+
+
+def _sources(rows: Mapping[str, _Edges], rids: Mapping[str, float]) -> list[tuple[str, str]]:
+    """``(target, source)`` of the relations ``rids`` from the edge-table ``rows``."""
+    return [(t, row.id) for row in rows.values() for rid, t, _ in row.edges if rid in rids]
 
 
 class _Steps:

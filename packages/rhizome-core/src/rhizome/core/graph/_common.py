@@ -40,7 +40,9 @@ def ordered_nodes(nodes: Iterable[NodeId]) -> list[NodeId]:
 
 
 def _check_graph(graph: Any) -> None:
-    if not isinstance(graph, nx.Graph):
+    from rhizome.core.graph.leiden import WeightedEdges
+
+    if not isinstance(graph, (nx.Graph, WeightedEdges)):
         raise InvalidInputError(
             f"expected a networkx graph (nx.Graph, DiGraph, MultiGraph or MultiDiGraph), got "
             f"{type(graph).__name__}. Build one with networkx first."
