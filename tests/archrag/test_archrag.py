@@ -72,8 +72,11 @@ def test_inter_layer_links_point_to_the_nearest_node_below():
 def test_chnsw_degrees_and_layers_searched():
     layers = random_layers((300, 60), 8)
     index = CHNSW(layers, m=4, m0=8, ef_construction=20)
-    assert index.degree[0].max() <= 8 and index.degree[1].max() <= 4
-    assert index.degree[0].min() >= 1 and index.degree[1].min() >= 1
+    assert index.degrees(0).max() <= 8 and index.degrees(1).max() <= 4
+    assert index.degrees(0).min() >= 1 and index.degrees(1).min() >= 1
+    neighbours = index.neighbours(0)
+    assert neighbours.shape == (300, 8) and ((neighbours >= -1) & (neighbours < 300)).all()
+    assert not (neighbours == np.arange(300)[:, None]).any()  # no self-loops
     q = layers[0][5]
     only = index.search(q, 3, layers=[0])
     assert list(only) == [0] and only[0][0][0] == 5  # a stored vector finds itself
