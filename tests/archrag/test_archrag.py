@@ -207,6 +207,30 @@ def test_offline_search_returns_k_hits_with_provenance_from_every_layer():
         index.as_retriever(mode="hierarchical", layers="0")
 
 
+def test_each_node_cites_its_chunks_nearest_the_query_first():
+    index, _ = build()
+    query = "Petra Lind wrote to Bram Oster about the Fish Market"
+    vector = index.embedder.embed_query([query])[0]
+    chunks = index.store.collection(index.CHUNK_COLLECTION, len(vector))
+    graph = index.graph()
+    ranked = index.as_retriever(k=30, mode="hierarchical").search(query).hits
+    unranked = index.as_retriever(k=30, mode="hierarchical", rank_provenance=False).search(query).hits
+    assert [h.id for h in ranked] == [h.id for h in unranked]  # the same nodes, only their citations move
+    several = [h for h in ranked if len(h.provenance.chunk_ids) > 1 and h.metadata.get("via") != "fill"]
+    assert {h.kind for h in several} >= {"entity", "community"}
+    for hit in several:
+        cosines = (chunks.vectors(hit.provenance.chunk_ids) @ vector).tolist()
+        assert cosines == sorted(cosines, reverse=True), hit.id
+    moved = 0
+    for hit, plain in zip(ranked, unranked):
+        if hit.kind == "entity":
+            sources = graph.entities[hit.id].source_chunk_ids
+            assert plain.provenance.chunk_ids == sources[: len(plain.provenance.chunk_ids)]
+            assert set(hit.provenance.chunk_ids) <= set(sources)
+        moved += hit.provenance.chunk_ids != plain.provenance.chunk_ids
+    assert moved  # the query reorders some node's citations
+
+
 # -- adaptive filtering --------------------------------------------------------------------------
 def _row(key: str, text: str, chunk: str) -> Hit:
     return Hit(id=key, text=text, score=0.5, kind="entity", provenance=Provenance(document_ids=[chunk.split(":")[0]], chunk_ids=[chunk]))
