@@ -72,8 +72,11 @@ def test_inter_layer_links_point_to_the_nearest_node_below():
 def test_chnsw_degrees_and_layers_searched():
     layers = random_layers((300, 60), 8)
     index = CHNSW(layers, m=4, m0=8, ef_construction=20)
-    assert index.degree[0].max() <= 8 and index.degree[1].max() <= 4
-    assert index.degree[0].min() >= 1 and index.degree[1].min() >= 1
+    assert index.degrees(0).max() <= 8 and index.degrees(1).max() <= 4
+    assert index.degrees(0).min() >= 1 and index.degrees(1).min() >= 1
+    neighbours = index.neighbours(0)
+    assert neighbours.shape == (300, 8) and ((neighbours >= -1) & (neighbours < 300)).all()
+    assert not (neighbours == np.arange(300)[:, None]).any()  # no self-loops
     q = layers[0][5]
     only = index.search(q, 3, layers=[0])
     assert list(only) == [0] and only[0][0][0] == 5  # a stored vector finds itself
@@ -202,6 +205,30 @@ def test_offline_search_returns_k_hits_with_provenance_from_every_layer():
     assert {h.metadata.get("layer") for h in only.hits if h.metadata.get("via") != "fill"} == {1}
     with pytest.raises(ConfigurationError):
         index.as_retriever(mode="hierarchical", layers="0")
+
+
+def test_each_node_cites_its_chunks_nearest_the_query_first():
+    index, _ = build()
+    query = "Petra Lind wrote to Bram Oster about the Fish Market"
+    vector = index.embedder.embed_query([query])[0]
+    chunks = index.store.collection(index.CHUNK_COLLECTION, len(vector))
+    graph = index.graph()
+    ranked = index.as_retriever(k=30, mode="hierarchical").search(query).hits
+    unranked = index.as_retriever(k=30, mode="hierarchical", rank_provenance=False).search(query).hits
+    assert [h.id for h in ranked] == [h.id for h in unranked]  # the same nodes, only their citations move
+    several = [h for h in ranked if len(h.provenance.chunk_ids) > 1 and h.metadata.get("via") != "fill"]
+    assert {h.kind for h in several} >= {"entity", "community"}
+    for hit in several:
+        cosines = (chunks.vectors(hit.provenance.chunk_ids) @ vector).tolist()
+        assert cosines == sorted(cosines, reverse=True), hit.id
+    moved = 0
+    for hit, plain in zip(ranked, unranked):
+        if hit.kind == "entity":
+            sources = graph.entities[hit.id].source_chunk_ids
+            assert plain.provenance.chunk_ids == sources[: len(plain.provenance.chunk_ids)]
+            assert set(hit.provenance.chunk_ids) <= set(sources)
+        moved += hit.provenance.chunk_ids != plain.provenance.chunk_ids
+    assert moved  # the query reorders some node's citations
 
 
 # -- adaptive filtering --------------------------------------------------------------------------

@@ -15,4 +15,5 @@ def test_chnsw_part_reports_build_time_recall_and_distances(monkeypatch):
     assert row["sizes"] == [600, 171, 48] and [r["ef"] for r in row["runs"]] == [10, 40]
     wide = row["runs"][1]
     assert wide["recall_at_5"]["chnsw"] >= 0.9 and 0 < wide["distances_per_query"]["chnsw"] <= row["nodes"]
+    assert set(wide["batch_query_ms"]) == {"chnsw", "faiss_hnsw_per_layer", "brute_force"}
     assert "--data tree --sizes 600" in table and table.count("| 600 |") == 2

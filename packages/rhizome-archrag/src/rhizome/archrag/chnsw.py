@@ -1,38 +1,50 @@
 """C-HNSW: one proximity graph per layer of the attributed-community tree, joined by one link
 from every node to its nearest node in the layer below (ArchRAG, Wang et al. 2025, §4.2 and
-Algorithms 2 and 3).
+Algorithms 2 and 3), over faiss.
 
 Unlike HNSW, every node lives in exactly one layer (entities at layer 0, the communities of
 clustering round ``i`` at layer ``i``), so a search visits each layer once and returns the ``k``
 nearest nodes of every layer, entering each layer at the node the layer above points to.
 
+Each layer's proximity graph is a faiss ``IndexHNSWFlat`` (inner product on L2-normalised
+float32 vectors, so distance is ``1 - cosine``) whose nodes all sit on faiss's level 0: a
+single flat graph per layer, with ``m0`` neighbours per node at layer 0 and ``m`` above. faiss
+chooses a new node's neighbours by the HNSW heuristic (a candidate is dropped when it is nearer
+to an already chosen neighbour than to the new node) and prunes a full list the same way. The
+inter-layer links are numpy arrays. Searching a layer is faiss's ``search_level_0`` from a
+given entry node (a beam of ``ef``), so the whole of Algorithm 2 runs in C++ but for one call
+per layer.
+
 Construction (Algorithm 3, read as the spec corrects it): the layers are built from the top
-down and each node is inserted with the search routine. In the top layer the entry is the
-layer's first node. Below it, the new node ``v`` descends greedily from the top to its nearest
-node ``c`` in the layer above; ``c``'s current link ``s`` (the nearest node of this layer seen so
-far that chose ``c``) is the entry, and ``v`` replaces it when ``v`` is nearer to ``c``. A layer
-whose node has no entry yet starts from a seeded random node already inserted. The new node is
-linked to the ``max_degree`` nearest nodes the beam search found (``m0`` at layer 0, ``m``
-above), both ways; a node that then holds more than its maximum keeps its nearest.
+down and each node is inserted by faiss's own insertion routine (beam search of width
+``ef_construction`` from an entry node, then linking both ways), one node at a time so that
+each has the entry Algorithm 3 gives it. In the top layer the entry is the layer's first node.
+Below it, the new node ``v`` descends greedily from the top to its nearest node ``c`` in the
+layer above; ``c``'s current link ``s`` (the node of this layer nearest to ``c`` among those
+already inserted that chose ``c``) is the entry, and ``v`` replaces it when ``v`` is nearer to
+``c``. A node whose ``c`` has no link yet enters at a seeded random node already inserted.
+(The descents of a layer's nodes only read the layers above, which are finished, so they run
+as one batched search before the layer's nodes are inserted in order.)
 
 Once a layer is built, every link from the layer above is set to its nearest node in it: by an
 exact product when the two layers are small (``exact_links`` pairs), else by a beam search
 started at the link Algorithm 3 left (or a random node). So the inter-layer links are the
 nearest-neighbour map ψ the paper describes, not merely "a near node that chose me".
 
-Distances are ``1 - cosine`` on L2-normalised float32 vectors (inner product, as the paper's
-FAISS build). Everything is seeded: the same layers give the same graph.
+Everything is seeded and single-threaded where order matters: the same layers give the same
+graph in every process.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from rhizome.core.errors import ConfigurationError, InvalidInputError
+from rhizome.core.vectors import threads_for
 
 EXACT_LINK_PAIRS = 20_000_000
 """Largest ``n_upper * n_lower`` for which inter-layer links are computed by an exact product
@@ -45,12 +57,13 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     if array.ndim != 2:
         raise InvalidInputError(f"each layer must be a 2-D array of vectors, got shape {array.shape}")
     norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return array / np.where(norms > 0, norms, 1.0)
+    return np.ascontiguousarray(array / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
 @dataclass
 class SearchCounter:
-    """Distance evaluations of one search (what the benchmark compares across indexes)."""
+    """Distance evaluations of searches (what the benchmark compares across indexes), read from
+    faiss's global HNSW statistics: exact when no other HNSW search runs at the same time."""
 
     distances: int = 0
 
@@ -73,9 +86,8 @@ class CHNSW:
     seed: int = 0
     exact_links: int = EXACT_LINK_PAIRS
     vectors: list[np.ndarray] = field(init=False)
-    neighbours: list[np.ndarray] = field(init=False)
-    """Per layer, an ``n x max_degree`` int32 array of neighbour rows, padded with -1."""
-    degree: list[np.ndarray] = field(init=False)
+    graphs: list[Any] = field(init=False)
+    """Per layer, a faiss ``IndexHNSWFlat`` whose nodes all sit on level 0 (None when empty)."""
     links: list[np.ndarray] = field(init=False)
     """Per layer, the row in the layer below each node links to (-1 at layer 0)."""
 
@@ -93,140 +105,153 @@ class CHNSW:
         for i, v in enumerate(self.vectors):
             if i > 0 and len(v) and not len(self.vectors[i - 1]):
                 raise InvalidInputError(f"layer {i} has nodes but layer {i - 1} is empty")
-        self.neighbours = [np.full((len(v), self.max_degree(i)), -1, dtype=np.int32) for i, v in enumerate(self.vectors)]
-        self.degree = [np.zeros(len(v), dtype=np.int32) for v in self.vectors]
+        self.graphs = [None] * len(self.vectors)
         self.links = [np.full(len(v), -1, dtype=np.int64) for v in self.vectors]
         self._rng = np.random.default_rng(self.seed)
+        self._params: dict[int, Any] = {}
+        self._top = max((i for i, v in enumerate(self.vectors) if len(v)), default=-1)
         self._build()
 
     @property
     def top(self) -> int:
         """The highest layer that holds nodes (-1 when every layer is empty)."""
-        return max((i for i, v in enumerate(self.vectors) if len(v)), default=-1)
+        return self._top
 
     def max_degree(self, layer: int) -> int:
         return self.m0 if layer == 0 else self.m
 
+    def neighbours(self, layer: int) -> np.ndarray:
+        """Layer ``layer``'s proximity graph: an ``n x max_degree`` int array of neighbour rows,
+        padded with -1."""
+        import faiss
+
+        graph = self.graphs[layer]
+        if graph is None:
+            return np.zeros((0, self.max_degree(layer)), dtype=np.int32)
+        return faiss.vector_to_array(graph.hnsw.neighbors).reshape(graph.ntotal, self.max_degree(layer))
+
+    def degrees(self, layer: int) -> np.ndarray:
+        """How many neighbours each node of ``layer`` has."""
+        return (self.neighbours(layer) >= 0).sum(axis=1)
+
     # -- search ----------------------------------------------------------------------------------
     def search_layer(
-        self, layer: int, query: np.ndarray, entries: Sequence[int], ef: int, counter: SearchCounter | None = None
-    ) -> list[tuple[float, int]]:
-        """Beam search of one layer's graph from ``entries``: the ``ef`` nearest nodes found, as
-        ``(distance, row)`` nearest first (the paper's SearchLayer with a beam of ``ef``)."""
-        vectors, neighbours, degree = self.vectors[layer], self.neighbours[layer], self.degree[layer]
-        entries = list(dict.fromkeys(int(e) for e in entries))
-        visited = np.zeros(len(vectors), dtype=bool)
-        visited[entries] = True
-        dists = (1.0 - vectors[entries] @ query).tolist()
+        self, layer: int, queries: np.ndarray, entries: np.ndarray, k: int, ef: int, counter: SearchCounter | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Beam search (width ``max(ef, k)``) of one layer's graph for each row of ``queries``
+        (unit float32), from its entry row in ``entries``: ``(cosines, rows)``, both
+        ``len(queries) x k``, best first (row -1 past the end of a small layer)."""
+        import faiss
+
+        n = len(queries)
+        entry = np.ascontiguousarray(entries, dtype=np.int32).reshape(n, 1)
+        if n == 1:
+            entry_scores = np.array([[float(queries[0] @ self.vectors[layer][entry[0, 0]])]], dtype=np.float32)
+        else:
+            entry_scores = np.einsum("ij,ij->i", queries, self.vectors[layer][entry[:, 0]]).astype(np.float32).reshape(n, 1)
+        scores = np.empty((n, k), dtype=np.float32)
+        rows = np.empty((n, k), dtype=np.int64)
+        width = max(ef, k)
+        params = self._params.get(width)
+        if params is None:
+            params = self._params[width] = faiss.SearchParametersHNSW()
+            params.efSearch = width
+        before = faiss.cvar.hnsw_stats.ndis if counter is not None else 0
+        self.graphs[layer].search_level_0(
+            n, faiss.swig_ptr(queries), k, faiss.swig_ptr(entry), faiss.swig_ptr(entry_scores),
+            faiss.swig_ptr(scores), faiss.swig_ptr(rows), 1, 1, params,
+        )
         if counter is not None:
-            counter.distances += len(entries)
-        candidates = list(zip(dists, entries))
-        heapq.heapify(candidates)
-        best = [(-d, e) for d, e in candidates]
-        heapq.heapify(best)
-        while len(best) > ef:
-            heapq.heappop(best)
-        while candidates:
-            dist, node = heapq.heappop(candidates)
-            if dist > -best[0][0] and len(best) >= ef:
-                break
-            row = neighbours[node, : degree[node]]
-            fresh = row[~visited[row]]
-            if not len(fresh):
-                continue
-            visited[fresh] = True
-            scores = 1.0 - vectors[fresh] @ query
-            if counter is not None:
-                counter.distances += len(fresh)
-            if len(best) >= ef:  # only nodes nearer than the furthest kept can enter
-                near = scores < -best[0][0]
-                fresh, scores = fresh[near], scores[near]
-            for d, x in zip(scores.tolist(), fresh.tolist()):
-                if len(best) < ef or d < -best[0][0]:
-                    heapq.heappush(candidates, (d, x))
-                    heapq.heappush(best, (-d, x))
-                    if len(best) > ef:
-                        heapq.heappop(best)
-        return sorted((-d, x) for d, x in best)
+            counter.distances += faiss.cvar.hnsw_stats.ndis - before
+        return scores, rows
 
     def entry(self) -> int:
         """Where every search starts: the first node of the top layer."""
         return 0
 
+    def search_many(
+        self, queries: np.ndarray, k: int, *, ef: int | None = None, layers: Sequence[int] | None = None,
+        counter: SearchCounter | None = None,
+    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Algorithm 2 for each row of ``queries``: from the top layer down, the ``k`` nearest
+        nodes of each layer (beam ``max(ef, k)``), each layer entered at the link of the best
+        node found in the layer above. Returns ``{layer: (cosines, rows)}`` (each
+        ``len(queries) x k``, best first, row -1 where a layer has fewer than ``k`` nodes) for
+        ``layers`` (default all); layers not asked for are still descended through, with a
+        beam of one, to find the entry of the next."""
+        top = self._top
+        if top < 0:
+            return {}
+        q = unit_rows(np.asarray(queries, dtype=np.float32).reshape(-1, self.vectors[0].shape[1]))
+        wanted = set(range(top + 1)) if layers is None else set(layers)
+        width = ef or self.ef_search
+        node = np.full(len(q), self.entry(), dtype=np.int64)
+        out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        with threads_for(len(q)):
+            for layer in range(top, min(wanted, default=0) - 1, -1):
+                here = layer in wanted
+                scores, rows = self.search_layer(layer, q, node, k if here else 1, width if here else 1, counter)
+                if here:
+                    out[layer] = (scores, rows)
+                if layer > 0:
+                    node = self.links[layer][rows[:, 0]]  # every node above layer 0 is linked
+        return out
+
     def search(
         self, query: np.ndarray, k: int, *, ef: int | None = None, layers: Sequence[int] | None = None,
         counter: SearchCounter | None = None,
     ) -> dict[int, list[tuple[int, float]]]:
-        """Algorithm 2: from the top layer down, the ``k`` nearest nodes of each layer (beam
-        ``max(ef, k)``), each layer entered at the link of the best node found in the layer
-        above. Returns ``{layer: [(row, cosine), ...]}`` best first, for ``layers`` (default
-        all); layers not asked for are still descended through, with a beam of one, to find
-        the entry of the next."""
-        if self.top < 0:
-            return {}
-        q = unit_rows(np.asarray(query, dtype=np.float32).reshape(1, -1))[0]
-        wanted = set(range(self.top + 1)) if layers is None else set(layers)
-        width = max(ef or self.ef_search, k)
-        node = self.entry()
-        out: dict[int, list[tuple[int, float]]] = {}
-        for layer in range(self.top, -1, -1):
-            if layer not in wanted and not any(x < layer for x in wanted):
-                node = max(0, int(self.links[layer][node])) if layer > 0 else node
-                continue
-            found = self.search_layer(layer, q, [node], width if layer in wanted else 1, counter)
-            if layer in wanted:
-                out[layer] = [(row, 1.0 - d) for d, row in found[:k]]
-            if layer > 0:
-                link = int(self.links[layer][found[0][1]])
-                node = link if link >= 0 else 0
-        return out
+        """:meth:`search_many` for one query: ``{layer: [(row, cosine), ...]}`` best first."""
+        found = self.search_many(np.asarray(query).reshape(1, -1), k, ef=ef, layers=layers, counter=counter)
+        return {
+            layer: [(int(r), float(s)) for r, s in zip(rows[0], scores[0]) if r >= 0]
+            for layer, (scores, rows) in found.items()
+        }
 
     # -- construction ----------------------------------------------------------------------------
-    def _nearest_above(self, layer: int, vector: np.ndarray) -> int:
-        """Greedy 1-NN descent from the top layer to ``layer`` (the node whose link gives the
-        entry into ``layer - 1``)."""
-        node = self.entry()
-        for upper in range(self.top, layer - 1, -1):
-            node = self.search_layer(upper, vector, [node], 1)[0][1]
-            if upper > layer:
-                link = int(self.links[upper][node])
-                node = link if link >= 0 else 0
-        return node
+    def _graph(self, layer: int) -> Any:
+        import faiss
 
-    def _connect(self, layer: int, node: int, found: list[tuple[float, int]]) -> None:
-        vectors, neighbours, degree = self.vectors[layer], self.neighbours[layer], self.degree[layer]
-        limit = self.max_degree(layer)
-        chosen = [x for _, x in found if x != node][:limit]
-        neighbours[node, : len(chosen)] = chosen
-        degree[node] = len(chosen)
-        for other in chosen:
-            d = degree[other]
-            if d < limit:
-                neighbours[other, d] = node
-                degree[other] = d + 1
-                continue
-            held = np.append(neighbours[other, :d], node)
-            keep = held[np.argsort(1.0 - vectors[held] @ vectors[other], kind="stable")[:limit]]
-            neighbours[other, :limit] = keep
+        dim = self.vectors[layer].shape[1]
+        graph = faiss.IndexHNSWFlat(dim, max(1, self.max_degree(layer) // 2), faiss.METRIC_INNER_PRODUCT)
+        graph.hnsw.set_nb_neighbors(0, self.max_degree(layer))
+        graph.hnsw.efConstruction = self.ef_construction
+        return graph
+
+    def _entries(self, layer: int) -> np.ndarray:
+        """Algorithm 3's entry of every node of ``layer`` (below the top), in insertion order,
+        updating the links of the layer above as it goes (-1: the layer's first node)."""
+        vectors, upper = self.vectors[layer], self.vectors[layer + 1]
+        found = self.search_many(vectors, 1, ef=1, layers=[layer + 1])  # greedy 1-NN descent
+        above = found[layer + 1][1][:, 0]
+        closeness = np.einsum("ij,ij->i", vectors, upper[above]).tolist()
+        held = [-1] * len(upper)
+        held_closeness = [0.0] * len(upper)
+        picks = self._rng.random(len(vectors))
+        entries = np.empty(len(vectors), dtype=np.int64)
+        for node, (c, near) in enumerate(zip(above.tolist(), closeness)):
+            s = held[c]
+            entries[node] = s if s >= 0 else (int(picks[node] * node) if node else -1)
+            if s < 0 or near > held_closeness[c]:
+                held[c], held_closeness[c] = node, near
+        self.links[layer + 1][:] = held
+        return entries
 
     def _build(self) -> None:
         top = self.top
         for layer in range(top, -1, -1):
             vectors = self.vectors[layer]
-            for node in range(len(vectors)):
-                if node == 0:
-                    continue
-                vector = vectors[node]
-                if layer == top:
-                    start = 0
-                else:
-                    above = self._nearest_above(layer + 1, vector)
-                    held = int(self.links[layer + 1][above])
-                    target = self.vectors[layer + 1][above]
-                    if held < 0 or float(vectors[node] @ target) > float(vectors[held] @ target):
-                        self.links[layer + 1][above] = node
-                    start = held if held >= 0 else int(self._rng.integers(node))
-                self._connect(layer, node, self.search_layer(layer, vector, [start], self.ef_construction))
+            entries = np.zeros(len(vectors), dtype=np.int64) if layer == top else self._entries(layer)
+            entries[0] = -1
+            graph = self._graph(layer)
+            levels = graph.hnsw.levels
+            with threads_for(1):
+                for node in range(len(vectors)):
+                    levels.push_back(1)  # preset: every node on faiss's level 0 only
+                    graph.hnsw.entry_point = int(entries[node])
+                    graph.add(vectors[node : node + 1])
+            graph.hnsw.entry_point = self.entry()
+            self.graphs[layer] = graph
             if layer < top:
                 self._link_layer(layer)
 
@@ -239,9 +264,9 @@ class CHNSW:
             for start in range(0, len(upper), step):
                 links[start : start + step] = np.argmax(upper[start : start + step] @ lower.T, axis=1)
             return
-        for row in range(len(upper)):
-            start = int(links[row]) if links[row] >= 0 else int(self._rng.integers(len(lower)))
-            links[row] = self.search_layer(layer, upper[row], [start], self.ef_construction)[0][1]
+        missing = links < 0
+        links[missing] = self._rng.integers(len(lower), size=int(missing.sum()))
+        links[:] = self.search_layer(layer, upper, links, 1, self.ef_construction)[1][:, 0]
 
 
 def brute_force(layers: Sequence[np.ndarray], query: np.ndarray, k: int) -> dict[int, list[tuple[int, float]]]:

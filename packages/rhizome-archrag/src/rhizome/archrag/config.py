@@ -72,6 +72,11 @@ class ArchRAGConfig(ExtractionConfig):
     k_per_layer: int = Field(5, ge=1)
     """Nodes retrieved from each layer (the paper's k = 5)."""
 
+    rank_provenance: bool = True
+    """Order the chunks each retrieved node cites by their cosine to the query (the paper does
+    not say which of a node's passages back it; off: source order for entities and relations,
+    most cited first for communities)."""
+
     max_relations: int = Field(10, ge=0)
     """Relations of the retrieved entities added to layer 0's context, nearest the query first
     (the authors' ``topk_e`` 10)."""

@@ -6,8 +6,9 @@
     Layer 0's entities bring their relations as a textual subgraph: every relation between two
     retrieved entities, plus the ``max_relations`` (10) relations of a retrieved entity nearest
     the query. Each entity, relation and community is a hit scored by its cosine to the query,
-    citing the chunks it was extracted from (a community: the chunks of its entities, most
-    cited first).
+    citing the chunks it was extracted from (a community: the chunks of its entities), nearest
+    the query first by the chunk vectors (``rank_provenance``; off: source order, a
+    community's most cited first).
 ``archrag`` (the paper's retrieval: adaptive filtering)
     The same nodes, as numbered rows per layer, packed into batches of at most
     ``filter_max_tokens``; every batch is one model call (all concurrently, bounded by the
@@ -77,32 +78,36 @@ class HierarchicalSearch(BaseRetriever):
     """Hierarchical search over the C-HNSW index, unfiltered (see the module docstring).
 
     ``k_per_layer``: nodes per layer (default the config's 5); ``layers``: the layers to return
-    (default all; 0 = entities); ``ef_search``: the beam (default the config's)."""
+    (default all; 0 = entities); ``ef_search``: the beam (default the config's);
+    ``rank_provenance``: order each node's chunks by their cosine to the query (default the
+    config's) instead of source order (entities, relations) or most cited first (communities)."""
 
     default_k = 10
     mode = "hierarchical"
 
     def __init__(
         self, index: Any, k: int | None = None, *, k_per_layer: int | None = None, layers: Sequence[int] | None = None,
-        ef_search: int | None = None,
+        ef_search: int | None = None, rank_provenance: bool | None = None,
     ) -> None:
         super().__init__(index, k)
         config = index.config
+        self.rank_provenance = config.rank_provenance if rank_provenance is None else bool(rank_provenance)
         self.k_per_layer = check_positive("k_per_layer", config.k_per_layer if k_per_layer is None else k_per_layer)
         self.ef_search = check_positive("ef_search", config.ef_search if ef_search is None else ef_search)
         if layers is not None and (isinstance(layers, (str, bytes)) or not all(isinstance(x, int) and x >= 0 for x in layers)):
             raise ConfigurationError(f"layers must be a list of layer numbers (0 = entities), got {layers!r}")
         self.layers = None if layers is None else tuple(sorted(set(layers)))
 
-    async def nodes(self, query: str) -> tuple[list[tuple[Row, float]], dict[str, Any]]:
+    async def nodes(self, query: str) -> tuple[list[tuple[Row, float]], dict[str, Any], Any]:
         """The nodes hierarchical search finds, ``((layer, kind, id), cosine)`` layer by layer,
-        nearest first (layer 0: entities, then their relations), and what it found per layer."""
+        nearest first (layer 0: entities, then their relations), what it found per layer, and
+        the query vector (None when the index holds none)."""
         vector = await query_vector(self.index, query)
         if vector is None:
-            return [], {}
+            return [], {}, None
         hnsw, ids = await asyncio.to_thread(self.index.chnsw)  # built once per index state
         if hnsw is None:
-            return [], {}
+            return [], {}, vector
         found = hnsw.search(vector[0], self.k_per_layer, ef=self.ef_search, layers=self.layers)
         ranked: list[tuple[Row, float]] = []
         for layer, rows in sorted(found.items()):
@@ -112,12 +117,15 @@ class HierarchicalSearch(BaseRetriever):
         relations = self._relations(self.index.graph(), entities, vector) if 0 in found else []
         at = len([r for r in ranked if r[0][0] == 0])
         ranked[at:at] = [((0, "relation", rid), score) for rid, score in relations]
-        return ranked, {"layers": {layer: len(rows) for layer, rows in sorted(found.items())}, "relations": len(relations)}
+        return ranked, {"layers": {layer: len(rows) for layer, rows in sorted(found.items())}, "relations": len(relations)}, vector
 
-    def hits(self, ranked: Sequence[tuple[Row, float]]) -> list[Hit]:
+    def hits(self, ranked: Sequence[tuple[Row, float]], vector: Any = None) -> list[Hit]:
         """Hits for ranked nodes, each citing the chunks it comes from (a community: the chunks
-        of its entities, most cited first); a node whose chunks are all gone is left out."""
+        of its entities, most cited first); with the query ``vector`` and ``rank_provenance``,
+        each node's chunks nearest the query first. A node whose chunks are all gone is left
+        out."""
         graph = self.index.graph()
+        ranking = self.rank_provenance and vector is not None
         sources: dict[Row, list[str]] = {}
         for row, _ in ranked:
             _, kind, key = row
@@ -126,7 +134,10 @@ class HierarchicalSearch(BaseRetriever):
             elif kind == "relation" and key in graph.relations:
                 sources[row] = graph.relations[key].source_chunk_ids
             elif kind == "community" and key in graph.communities:
-                sources[row] = graph.community_chunks(graph.communities[key])[: MAX_PROVENANCE_CHUNKS * 2]
+                cited = graph.community_chunks(graph.communities[key])
+                sources[row] = cited if ranking else cited[: MAX_PROVENANCE_CHUNKS * 2]
+        if ranking:
+            sources = self._nearest_first(sources, vector)
         chunks = self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
         names = {eid: e.name for eid, e in graph.entities.items()}
         out = []
@@ -150,6 +161,19 @@ class HierarchicalSearch(BaseRetriever):
                 out.append(hit)
         return out
 
+    def _nearest_first(self, sources: dict[Row, list[str]], vector: Any) -> dict[Row, list[str]]:
+        """Each node's chunks ordered by their vector's cosine to the query (ties and chunks
+        without a vector keep their order, after those with one)."""
+        store, name = self.index.store, self.index.CHUNK_COLLECTION
+        if not store.has_collection(name):
+            return sources
+        held = store.collection(name, vector.shape[1])
+        ids = [c for c in dict.fromkeys(c for cids in sources.values() for c in cids) if c in held]
+        if not ids:
+            return sources
+        score = dict(zip(ids, (held.vectors(ids) @ vector[0]).tolist()))
+        return {row: sorted(cids, key=lambda c: -score.get(c, -2.0)) for row, cids in sources.items()}
+
     def _relations(self, graph: Any, entities: list[str], vector: Any) -> list[tuple[str, float]]:
         """Relations among the retrieved entities, and the ``max_relations`` of theirs nearest
         the query (spec §7.12)."""
@@ -163,8 +187,8 @@ class HierarchicalSearch(BaseRetriever):
         return sorted(inside + near, key=lambda p: (-p[1], p[0]))
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
-        ranked, stats = await self.nodes(query)
-        return Retrieval(query=query, hits=self.hits(ranked), stats=stats)
+        ranked, stats, vector = await self.nodes(query)
+        return Retrieval(query=query, hits=self.hits(ranked, vector), stats=stats)
 
 
 class FilteredSearch(HierarchicalSearch, MapReduceSearch):
@@ -189,9 +213,9 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
     async def aplan(self, query: str) -> MapPlan:
         """The rows of every searched layer, top layer first, in filter batches (offline: one
         batch per layer); ids are ``layer:kind:id``."""
-        ranked, stats = await self.nodes(query)
+        ranked, stats, _ = await self.nodes(query)
         by_layer: dict[int, list[Hit]] = {}
-        for hit in self.hits(ranked):
+        for hit in self.hits(ranked):  # only which rows still cite chunks; amap ranks their chunks
             by_layer.setdefault(hit.metadata["layer"], []).append(hit)
         batches = []
         for layer, hits in sorted(by_layer.items(), reverse=True):
@@ -206,7 +230,7 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         vector = await query_vector(self.index, query)
         if vector is None or not rows:
             return []
-        hits = self.hits([(row, score) for row, score in zip(rows, self._cosines(rows, vector))])
+        hits = self.hits([(row, score) for row, score in zip(rows, self._cosines(rows, vector))], vector)
         if not hits:
             return []
         layer = hits[0].metadata["layer"]

@@ -11,7 +11,8 @@ import hashlib
 import json
 import os
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +37,26 @@ TIE_MARGIN = 16
 """Extra neighbours fetched so that ties at the ``k``-th place are broken by id, not by faiss."""
 
 
-def _search(index: Any, queries: np.ndarray, k: int, params: Any = None) -> tuple[np.ndarray, np.ndarray]:
+@contextmanager
+def threads_for(queries: int) -> Iterator[None]:
+    """faiss on one OpenMP thread while fewer than :data:`SINGLE_THREAD_BELOW` queries are
+    searched (or items added one by one) inside the block; on all of them otherwise."""
     import faiss
 
-    if queries.shape[0] >= SINGLE_THREAD_BELOW:
-        return index.search(queries, k, params=params)
+    if queries >= SINGLE_THREAD_BELOW:
+        yield
+        return
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:
-        return index.search(queries, k, params=params)
+        yield
     finally:
         faiss.omp_set_num_threads(threads)
+
+
+def _search(index: Any, queries: np.ndarray, k: int, params: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    with threads_for(queries.shape[0]):
+        return index.search(queries, k, params=params)
 
 
 def ranked(pairs: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
