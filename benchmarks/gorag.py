@@ -258,7 +258,9 @@ def main(argv: list[str] | None = None) -> None:
                 entry[f"{name}_shuffles"] = {"runs": runs[1:], "spread": spread}
         results["shots"][str(shots)] = entry
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    out = Path(args.out) if args.out else RESULTS / f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot.json"
+    # a run over every test text gets its own file and section beside the --limit runs
+    name = f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot{'' if args.limit else '-all'}"
+    out = Path(args.out) if args.out else RESULTS / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2), encoding="utf-8")
     table = tables(results)
@@ -266,9 +268,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.write_docs:
         from benchmarks.__main__ import write_section
 
-        key = f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot"
-        write_section(key, f"GORAG on gorag-wos ({'with MiniLM' if embedder else 'TF-IDF only'}, "
-                           f"{', '.join(str(s) for s in args.shots)}-shot)", table)
+        write_section(name, f"GORAG on gorag-wos ({'with MiniLM' if embedder else 'TF-IDF only'}, "
+                            f"{', '.join(str(s) for s in args.shots)}-shot{'' if args.limit else ', every test text'})", table)
 
 
 CUT_RULES = [(cov, cap) for cov in (0.9, 0.95, 0.99, 1.0) for cap in (5, 6, 8)]
@@ -332,10 +333,12 @@ ROW_NAMES = {
 def tables(results: dict[str, Any]) -> str:
     lines: list[str] = []
     command = results.get("command", "")
-    lines.append(f"Command: `{command.strip()}`; test texts per round: the first {results.get('limit') or 'all'} "
-                 f"of each test file; order sensitivity = max − min of R_r over {results.get('orders', 1)} orders "
-                 "(file order and seeded shuffles of each round's test texts). R2 re-tests round 1 only "
-                 "(the round-2 test file is not published).\n")
+    limit, orders = results.get("limit"), results.get("orders", 1)
+    texts = f"the first {limit} of each test file" if limit else "every text of each test file"
+    spread = (f"order sensitivity = max − min of R_r over {orders} orders (file order and seeded shuffles of "
+              "each round's test texts)" if orders > 1 else "file order only (no shuffles)")
+    lines.append(f"Command: `{command.strip()}`; test texts per round: {texts}; {spread}. "
+                 "R2 re-tests round 1 only (the round-2 test file is not published).\n")
     for shots, entry in results["shots"].items():
         lines.append(f"#### {shots}-shot: cumulative accuracy R1..R4\n")
         lines.append("| classifier | R1 | R2 | R3 | R4 |\n|---|---|---|---|---|")
