@@ -247,9 +247,10 @@ def test_index_goes_on_past_a_document_the_model_cannot_answer(tmp_path, capsys,
     poisoned = {"on": True}
 
     def reply(body):
-        if poisoned["on"] and any("Zed Quill" in m["content"] for m in body["messages"]):
+        messages = body.get("messages") or []  # the stub hands a request without a body as {}
+        if poisoned["on"] and any("Zed Quill" in m["content"] for m in messages):
             return "I would rather not."
-        return responder(body["messages"], body.get("format"))
+        return responder(messages, body.get("format"))
 
     flags = ["--method", "graphrag", "--embed", "hashing:64", "--llm", "ollama:qwen2.5:7b-instruct", "--no-cache", "-q"]
     with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
@@ -267,7 +268,8 @@ def test_index_goes_on_past_a_document_the_model_cannot_answer(tmp_path, capsys,
         calls = stub.calls("/api/chat")
     code, out, _ = run(capsys, "status", out_dir)
     assert "not stored" not in out and "documents: 3" in out
-    extracted = [[str(b) for b in part if b["messages"][0]["content"] == EXTRACTION_SYSTEM] for part in (calls[:before], calls[before:])]
+    extracted = [[str(b) for b in part if b.get("messages") and b["messages"][0]["content"] == EXTRACTION_SYSTEM]
+                 for part in (calls[:before], calls[before:])]
     assert any("Acme" in b for b in extracted[0])
     assert extracted[1] and all("Zed Quill" in b and "Acme" not in b for b in extracted[1])  # only b is extracted again
 
