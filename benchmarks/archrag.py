@@ -23,8 +23,9 @@ dense retrieval over the same chunks.
 ``recall``
     Recall@2/@5 of ArchRAG's modes against dense retrieval over the same chunks (the harness's
     retrieval suite): hotpotqa-100 with offline extraction, musique-dev with its imported
-    OpenIE triples. Each mode twice: each retrieved node citing its chunks nearest the query
-    first (the default) and in source order (the earlier behaviour).
+    OpenIE triples. ``archrag`` and ``hierarchical`` twice: each retrieved node citing its
+    chunks nearest the query first (the default) and in source order (the earlier behaviour);
+    ``passages`` with and without the retrieved communities seeding the walk.
 
     OMP_NUM_THREADS=1 uv run python -m benchmarks.archrag chnsw --data random --sizes 10000 --write-docs
     OMP_NUM_THREADS=1 uv run python -m benchmarks.archrag chnsw --data tree --sizes 10000 --write-docs
@@ -276,7 +277,8 @@ SOURCE_ORDER = (("rank_provenance", False),)
 community) instead of nearest the query first."""
 
 RECALL_SYSTEMS = [
-    System("archrag", "archrag"), System("archrag", "hierarchical"),
+    System("archrag", "archrag"), System("archrag", "hierarchical"), System("archrag", "passages"),
+    System("archrag", "passages", (("community_seeds", False),), "no community seeds"),
     System("archrag", "archrag", SOURCE_ORDER, "chunks in source order"),
     System("archrag", "hierarchical", SOURCE_ORDER, "chunks in source order"),
     System("archrag", "naive"),

@@ -207,6 +207,23 @@ def test_offline_search_returns_k_hits_with_provenance_from_every_layer():
         index.as_retriever(mode="hierarchical", layers="0")
 
 
+def test_passages_mode_walks_from_the_search_to_a_second_hop_passage():
+    hop = [Document(id="hop1", text="Ada Wren founded the Copper Lantern Society in Tarn Harbour."),
+           Document(id="hop2", text="The Copper Lantern Society keeps its archive in Vell Castle.")]
+    index, _ = build(documents=town() + hop)
+    query = "What did Ada Wren start?"  # hop2 shares no word with it, only an entity with hop1
+    dense = [h.metadata["document_id"] for h in index.as_retriever(k=30, mode="naive").retrieve(query)]
+    found = index.as_retriever(k=10, mode="passages").search(query)
+    walked = [h.metadata["document_id"] for h in found.hits]
+    assert len(walked) == 10 and all(h.kind == "chunk" and len(h.provenance.chunk_ids) == 1 for h in found.hits)
+    assert walked[:2] == dense[:2]  # dense retrieval's first passages keep the lead
+    assert "hop2" in walked and dense.index("hop2") >= 10
+    assert found.stats["seed_entities"] > 0 and found.stats["layers"][0] == 5
+    # retrieved communities seed their members too; without them only entities and relations do
+    fewer = index.as_retriever(k=10, mode="passages", community_seeds=False).search(query)
+    assert 0 < fewer.stats["seed_entities"] < found.stats["seed_entities"]
+
+
 def test_each_node_cites_its_chunks_nearest_the_query_first():
     index, _ = build()
     query = "Petra Lind wrote to Bram Oster about the Fish Market"

@@ -41,6 +41,7 @@ from rhizome.archrag.clustering import augment, community_edges, partition, stop
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM, ReportOutput
 from rhizome.core.entity_graph import EntityGraph
+from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions
 from rhizome.core.hierarchy import (
@@ -134,7 +135,9 @@ class ArchRAGIndex(BaseIndex):
 
     Modes: ``archrag`` (default: hierarchical search, the layer-0 textual subgraph, and the chat
     model's key points per layer, scored, sorted and cut to a budget), ``hierarchical`` (the
-    entities, relations and communities hierarchical search retrieves, unfiltered) and ``naive``
+    entities, relations and communities hierarchical search retrieves, unfiltered), ``passages``
+    (the passages behind them, ranked by a walk over the entity graph fused with dense
+    retrieval) and ``naive``
     (dense retrieval over the same chunks). Settings:
     :class:`~rhizome.archrag.config.ArchRAGConfig`; the other parameters are
     :class:`~rhizome.core.index.BaseIndex`'s. ``llm`` extracts, summarises, writes the reports
@@ -142,10 +145,11 @@ class ArchRAGIndex(BaseIndex):
     """
 
     method: ClassVar[str] = "archrag"
-    modes: ClassVar[tuple[str, ...]] = ("archrag", "hierarchical", "naive")
+    modes: ClassVar[tuple[str, ...]] = ("archrag", "hierarchical", "passages", "naive")
     mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
         "archrag": ModeInfo("key points the model draws from the entities, relations and community reports nearest the question at every layer of the community tree (ArchRAG's hierarchical search with adaptive filtering); for specific and broad questions alike", ("specific", "multi-hop", "global")),
         "hierarchical": ModeInfo("the entities, relations and community reports nearest the question at every layer of the community tree, without model filtering", ("specific", "global")),
+        "passages": ModeInfo("the passages behind the entities, relations and communities hierarchical search retrieves, ranked by a walk over the entity graph from them together with the passages nearest the question", ("specific", "multi-hop")),
         "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",)),
     }
     config_class = ArchRAGConfig
@@ -194,6 +198,12 @@ class ArchRAGIndex(BaseIndex):
                 {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
             ),
         )
+
+    def evidence(self) -> EvidenceGraph:
+        """The entity–passage graph the ``passages`` mode walks (cached until the next change)."""
+        graph = self.graph()
+        key = (self.entity_table.generation(), self.relation_table.generation())
+        return self.derived("evidence", key, lambda: EvidenceGraph.from_records(graph.entities.values(), graph.relations.values()))
 
     def chnsw(self) -> tuple[CHNSW | None, list[list[str]]]:
         """The C-HNSW index over the stored vectors and the ids of each layer's rows (built on
@@ -340,10 +350,10 @@ class ArchRAGIndex(BaseIndex):
 
     # -- retrieval -------------------------------------------------------------------------
     def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
-        from rhizome.archrag.retrieval import FilteredSearch, HierarchicalSearch
+        from rhizome.archrag.retrieval import FilteredSearch, HierarchicalSearch, PassageSearch
         from rhizome.core.naive import VectorRetriever
 
-        classes = {"archrag": FilteredSearch, "hierarchical": HierarchicalSearch, "naive": VectorRetriever}
+        classes = {"archrag": FilteredSearch, "hierarchical": HierarchicalSearch, "passages": PassageSearch, "naive": VectorRetriever}
         return classes[mode or "archrag"](self, k, **options)
 
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:

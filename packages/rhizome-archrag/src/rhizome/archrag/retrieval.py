@@ -9,6 +9,15 @@
     citing the chunks it was extracted from (a community: the chunks of its entities), nearest
     the query first by the chunk vectors (``rank_provenance``; off: source order, a
     community's most cited first).
+``passages`` (the passages behind the hierarchical search)
+    The same search, answered with passages: a personalized PageRank over the entity–passage
+    graph (the kernel's :mod:`~rhizome.core.evidence`) starts from the layer-0 entities and
+    the endpoints of the relations the search retrieved, each weighted by its cosine to the
+    query, and from the communities' member entities, each community's cosine shared among its
+    members; its ranking is fused with dense retrieval's, whose first passages keep the lead.
+    Each hit is one passage. The paper hands the model key points, not passages; this mode is
+    for chains that want the evidence itself, and it is how the search is scored against
+    dense retrieval.
 ``archrag`` (the paper's retrieval: adaptive filtering)
     The same nodes, as numbered rows per layer, packed into batches of at most
     ``filter_max_tokens``; every batch is one model call (all concurrently, bounded by the
@@ -45,6 +54,7 @@ from rhizome.archrag.prompts import (
     FilterOutput,
 )
 from rhizome.core.errors import ConfigurationError
+from rhizome.core.evidence import rank_passages
 from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import (
     MAX_PROVENANCE_CHUNKS,
@@ -53,6 +63,7 @@ from rhizome.core.retrieval import (
     MapReduceSearch,
     Retrieval,
     check_positive,
+    chunk_hits,
     pack,
     provenance,
     query_vector,
@@ -189,6 +200,56 @@ class HierarchicalSearch(BaseRetriever):
     async def _asearch(self, query: str, k: int) -> Retrieval:
         ranked, stats, vector = await self.nodes(query)
         return Retrieval(query=query, hits=self.hits(ranked, vector), stats=stats)
+
+
+class PassageSearch(HierarchicalSearch):
+    """The passages behind a hierarchical search, ranked by a walk from what it retrieved and
+    fused with dense retrieval (see the module docstring).
+
+    Besides :class:`HierarchicalSearch`'s options: ``dense_k``, the dense passages fused in
+    (default 100), and ``community_seeds``, whether retrieved communities seed their members
+    (default on)."""
+
+    mode = "passages"
+
+    def __init__(self, index: Any, k: int | None = None, *, dense_k: int = 100, community_seeds: bool = True, **options: Any) -> None:
+        super().__init__(index, k, **options)
+        self.dense_k = check_positive("dense_k", dense_k)
+        self.community_seeds = bool(community_seeds)
+
+    def seeds(self, ranked: Sequence[tuple[Row, float]]) -> dict[str, float]:
+        """Where the walk starts: each retrieved entity and relation endpoint at its cosine (the
+        best one), each retrieved community's cosine divided among its member entities."""
+        graph = self.index.graph()
+        seeds: dict[str, float] = {}
+
+        def add(eid: str, score: float) -> None:
+            if score > 0 and eid in graph.entities:
+                seeds[eid] = max(score, seeds.get(eid, 0.0))
+
+        for (_, kind, key), score in ranked:
+            if kind == "entity":
+                add(key, score)
+            elif kind == "relation" and key in graph.relations:
+                add(graph.relations[key].source, score)
+                add(graph.relations[key].target, score)
+        if self.community_seeds:
+            for (_, kind, key), score in ranked:
+                members = graph.communities[key].entity_ids if kind == "community" and key in graph.communities else []
+                for eid in members:
+                    if eid not in seeds:
+                        add(eid, score / len(members))
+        return seeds
+
+    async def _asearch(self, query: str, k: int) -> Retrieval:
+        ranked, stats, vector = await self.nodes(query)
+        if vector is None:
+            return Retrieval(query=query, hits=[], stats=stats)
+        dense = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, max(self.dense_k, k))
+        seeds = self.seeds(ranked)
+        walked = rank_passages(self.index.evidence(), seeds, dense, limit=self.dense_k)
+        stats["seed_entities"] = len(seeds)
+        return Retrieval(query=query, hits=chunk_hits(self.index, walked[:k], via=self.mode), stats=stats)
 
 
 class FilteredSearch(HierarchicalSearch, MapReduceSearch):
@@ -364,4 +425,4 @@ def answer_inputs(retrieval: Retrieval, config: Any) -> tuple[list[Hit], dict[st
     return list(retrieval.context or retrieval.hits), {}
 
 
-__all__ = ["FilteredSearch", "HierarchicalSearch", "answer_inputs", "cited_rows", "render_point", "select"]
+__all__ = ["FilteredSearch", "HierarchicalSearch", "PassageSearch", "answer_inputs", "cited_rows", "render_point", "select"]
