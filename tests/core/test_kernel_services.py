@@ -40,6 +40,10 @@ def test_record_tables_store_typed_records_and_look_them_up():
     assert edges.get(["bc", "zz", "ab"]) == {"bc": Edge(id="bc", source="b", target="c"), "ab": Edge(id="ab", source="a", target="b")}
     assert [e.id for e in edges.find("source", ["a"])] == ["ab", "ac"]
     assert edges.count_by("target", ["b", "c", "d"]) == {"b": 1, "c": 2, "d": 0}
+    assert edges.first("source", ["z", "b", "a"]) == {"b": Edge(id="bc", source="b", target="c"), "a": Edge(id="ab", source="a", target="b")}
+    with index.store.transaction() as db:  # a rewritten record counts as written last, as in find()
+        edges.put(db, [Edge(id="ab", source="a", target="b", weight=2.0)])
+    assert edges.first("source", ["a"])["a"].id == edges.find("source", ["a"])[0].id == "ac"
     assert edges.distinct("target") == ["b", "c"]
     assert edges.count() == 3 and edges.keys() == ["ab", "ac", "bc"]
     with index.store.transaction() as db:

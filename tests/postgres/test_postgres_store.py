@@ -242,3 +242,22 @@ def test_graphrag_incremental_inserts_keep_the_edge_table_on_postgres(postgres):
     index.delete(["extra"])
     assert edges(index) == relations(index)
     index.close()
+
+
+def test_record_table_lookups_order_by_the_last_write_on_postgres(postgres):
+    from pydantic import BaseModel
+
+    class Edge(BaseModel):
+        id: str
+        source: str
+        weight: float = 1.0
+
+    index = naive(postgres.url(), documents=None)
+    edges = index.store.table("test_first", Edge, lookups=("source",))
+    with index.store.transaction() as db:
+        edges.put(db, [Edge(id="ab", source="a"), Edge(id="ac", source="a"), Edge(id="bc", source="b")])
+    assert {v: e.id for v, e in edges.first("source", ["a", "b", "z"]).items()} == {"a": "ab", "b": "bc"}
+    with index.store.transaction() as db:
+        edges.put(db, [Edge(id="ab", source="a", weight=2.0)])
+    assert edges.first("source", ["a"])["a"].id == edges.find("source", ["a"])[0].id == "ac"
+    index.close()

@@ -104,6 +104,21 @@ class RecordTable(Generic[R]):
         rows.sort(key=lambda r: r[0])  # a row has one value per field, so it matches at most once
         return self._decode(rows)
 
+    def first(self, field: str, values: Iterable[str]) -> dict[str, R]:
+        """For each of ``values``, the oldest record whose lookup ``field`` takes it (values no
+        record takes are absent). Decodes one record per value, however many share it: what a
+        lookup wants when every record of a value says the same (``find(...)[0]`` per value)."""
+        column = self._lookup(field)
+        wanted = [v for v in dict.fromkeys(values) if v is not None]
+        found: dict[str, R] = {}
+        for part in batches(wanted):
+            marks = ",".join("?" * len(part))
+            oldest = f"SELECT {column} AS v, MIN(rowid) AS r FROM {self.sql} WHERE {column} IN ({marks}) GROUP BY {column}"
+            sql = f"SELECT t.{column}, t.data FROM {self.sql} t JOIN ({oldest}) m ON t.{column} = m.v AND t.rowid = m.r"
+            for value, data in self._rows(sql, part):
+                found[value] = self.model.model_validate_json(data)
+        return {v: found[v] for v in wanted if v in found}
+
     def count(self) -> int:
         rows = self._rows(f"SELECT COUNT(*) FROM {self.sql}")
         return int(rows[0][0]) if rows else 0

@@ -154,8 +154,8 @@ class LightRAGIndex(BaseIndex):
     def entity(self, name: str) -> Entity | None:
         """The profile a name resolves to (exact surface form or entity id), or ``None``."""
         key = entity_key(name)
-        found = self.mentions.find("key", [key])
-        return self.entity_table.one(found[0].entity_id if found else key)
+        found = self.mentions.first("key", [key]).get(key)
+        return self.entity_table.one(found.entity_id if found else key)
 
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph the searches walk (cached until the next change)."""
@@ -222,10 +222,7 @@ class LightRAGIndex(BaseIndex):
             return out
 
         def by_key(keys: list[str]) -> dict[str, str]:
-            out: dict[str, str] = {}
-            for m in self.mentions.find("key", keys):
-                out.setdefault(m.key, m.entity_id)
-            return out
+            return {key: m.entity_id for key, m in self.mentions.first("key", keys).items()}
 
         def by_vector(vectors: np.ndarray, k: int) -> list[list[tuple[Known, float]]]:
             empty: list[list[tuple[Known, float]]] = [[] for _ in range(len(vectors))]
