@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from rhizome.core.extraction.schema import Extraction, key_of, relation_id
@@ -75,6 +75,7 @@ def _merge(
     first_type: dict[str, list[str]] = {}
     known_chunks: dict[str, set[str]] = {}
     changed: set[str] = set()
+    seen: dict[int, set[str]] = {}  # the values of each list grown below, so a fold costs what it adds
 
     for eid, entity in (existing_entities or {}).items():
         copy = _copy(entity)
@@ -98,7 +99,7 @@ def _merge(
             copy.descriptions = [copy.description]
         key = key_of(copy)
         if key in relations:  # two existing records with one key: fold them together
-            _fold_relation(relations[key], copy)
+            _fold_relation(relations[key], copy, seen)
             rel_changed.add(key)
             continue
         relations[key] = copy
@@ -124,10 +125,10 @@ def _merge(
                 return
             incoming = entity.descriptions or ([entity.description] if entity.description else [])
             before = len(held.descriptions)
-            _union_into(held.descriptions, incoming)
+            _union_into(held.descriptions, incoming, seen)
             if len(held.descriptions) != before:
                 changed.add(eid)
-            _union_into(held.source_chunk_ids, entity.source_chunk_ids)
+            _union_into(held.source_chunk_ids, entity.source_chunk_ids, seen)
             for k, v in entity.metadata.items():
                 held.metadata.setdefault(k, v)
         if entity.type:
@@ -163,7 +164,7 @@ def _merge(
             known = rel_known_chunks.get(key, set())
             if relation.source_chunk_ids and set(relation.source_chunk_ids) <= known:
                 continue
-            if _fold_relation(held, relation):
+            if _fold_relation(held, relation, seen):
                 rel_changed.add(key)
 
     # settle types and joined descriptions
@@ -201,26 +202,36 @@ def _copy(record: R) -> R:
     return record.model_copy(update=update)
 
 
-def _union_into(into: list[str], values: Iterable[str]) -> None:
-    seen = set(into)
+def _seen(into: list[str], seen: dict[int, set[str]], key: Callable[[str], str] = str) -> set[str]:
+    """The set of ``key`` of the values in ``into``, kept in ``seen`` (by the list's identity)
+    while ``into`` only grows through these helpers: a popular entity folded in m times costs
+    O(m), not O(m²)."""
+    held = seen.get(id(into))
+    if held is None:
+        held = seen[id(into)] = {key(v) for v in into}
+    return held
+
+
+def _union_into(into: list[str], values: Iterable[str], seen: dict[int, set[str]]) -> None:
+    known = _seen(into, seen)
     for value in values:
-        if value and value not in seen:
+        if value and value not in known:
             into.append(value)
-            seen.add(value)
+            known.add(value)
 
 
-def _fold_relation(held: Relation, relation: Relation) -> bool:
+def _fold_relation(held: Relation, relation: Relation, seen: dict[int, set[str]]) -> bool:
     """Add ``relation`` into ``held``; returns whether the descriptions changed."""
     held.weight += relation.weight
     incoming = relation.descriptions or ([relation.description] if relation.description else [])
     before = len(held.descriptions)
-    _union_into(held.descriptions, incoming)
-    seen_keywords = {k.casefold() for k in held.keywords}
+    _union_into(held.descriptions, incoming, seen)
+    keywords = _seen(held.keywords, seen, str.casefold)
     for word in relation.keywords:
-        if word.casefold() not in seen_keywords:
+        if word.casefold() not in keywords:
             held.keywords.append(word)
-            seen_keywords.add(word.casefold())
-    _union_into(held.source_chunk_ids, relation.source_chunk_ids)
+            keywords.add(word.casefold())
+    _union_into(held.source_chunk_ids, relation.source_chunk_ids, seen)
     if not held.predicate and relation.predicate:
         held.predicate = relation.predicate
     for k, v in relation.metadata.items():
