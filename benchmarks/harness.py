@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import resource
 import statistics
@@ -299,9 +300,9 @@ def scale_one(method: str, size: int, queries: int = 100) -> dict[str, Any]:
 async def _scale_one(method: str, size: int, queries: int) -> dict[str, Any]:
     documents = synthetic_documents(size)
     index = build_index(method, embedder_for("hashing"), batch_size=1024)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await index.ainsert(documents)
-    index_s = time.perf_counter() - start
+    index_s, index_cpu = time.perf_counter() - start, time.process_time() - cpu
     rng = random.Random(9)
     latencies: dict[str, list[float]] = {}
     for mode in getattr(type(index), "modes", ()) or (None,):
@@ -318,6 +319,7 @@ async def _scale_one(method: str, size: int, queries: int) -> dict[str, Any]:
         "method": method,
         "size": size,
         "index_seconds": round(index_s, 2),
+        "index_cpu_seconds": round(index_cpu, 2),
         "chunks_per_second": round(size / index_s, 1),
         "latency_ms": {m: {"p50": round(statistics.median(t), 2), "p95": round(float(np.percentile(t, 95)), 2)} for m, t in latencies.items()},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
@@ -340,17 +342,37 @@ def scale(methods: list[str], sizes: list[int], timeout: float = 1800) -> dict[s
     return {"suite": "scale", "rows": rows}
 
 
+def scale_growth(result: dict[str, Any]) -> dict[str, tuple[int, int, float]]:
+    """Per method, the exponent k of CPU ∝ size^k between its smallest and largest measured size."""
+    by_method: dict[str, list[tuple[int, float]]] = {}
+    for r in result["rows"]:
+        if r.get("index_cpu_seconds"):
+            by_method.setdefault(r["method"], []).append((r["size"], r["index_cpu_seconds"]))
+    out = {}
+    for method, points in by_method.items():
+        (a, ca), (b, cb) = min(points), max(points)
+        if b > a:
+            out[method] = (a, b, math.log(cb / ca) / math.log(b / a))
+    return out
+
+
 def scale_table(result: dict[str, Any]) -> str:
     lines = [
-        "Synthetic one-chunk documents, offline (no model), hashing embedder; query latency excludes any model.",
+        "Synthetic one-chunk documents, offline (no model), hashing embedder; query latency excludes any model. "
+        "CPU: process time of the insert call; growth: the exponent of CPU time from the method's smallest to its largest size.",
         "",
-        "| method | documents | index (s) | chunks/s | query p50 / p95 (ms), per mode | peak RSS (MB) |",
-        "|---|---|---|---|---|---|",
+        "| method | documents | index wall (s) | index CPU (s) | chunks/s | query p50 / p95 (ms), per mode | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         if "error" in r:
-            lines.append(f"| {r['method']} | {r['size']:,} | – | – | {r['error']} | – |")
+            lines.append(f"| {r['method']} | {r['size']:,} | – | – | – | {r['error']} | – |")
             continue
         lat = "; ".join(f"{m} {v['p50']} / {v['p95']}" for m, v in r["latency_ms"].items())
-        lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {r['chunks_per_second']:,} | {lat} | {r['peak_rss_mb']} |")
+        cpu = r.get("index_cpu_seconds", "–")
+        lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {cpu} | {r['chunks_per_second']:,} | {lat} | {r['peak_rss_mb']} |")
+    growth = scale_growth(result)
+    if growth:
+        lines += ["", "| method | sizes | CPU growth exponent |", "|---|---|---|"]
+        lines += [f"| {m} | {a:,} → {b:,} | {e:.2f} |" for m, (a, b, e) in growth.items()]
     return "\n".join(lines)

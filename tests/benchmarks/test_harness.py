@@ -120,6 +120,16 @@ def test_scale_one_in_process():
     result = harness.scale_one("naive", 50, queries=5)
     assert result["size"] == 50 and result["chunks_per_second"] > 0
     assert set(result["latency_ms"]["naive"]) == {"p50", "p95"}
+    assert 0 < result["index_cpu_seconds"]
+
+
+def test_scale_growth_is_the_exponent_between_the_smallest_and_largest_size():
+    rows = [{"method": "a", "size": 1000, "index_cpu_seconds": 2.0}, {"method": "a", "size": 100000, "index_cpu_seconds": 200.0},
+            {"method": "a", "size": 10000, "index_cpu_seconds": 30.0}, {"method": "b", "size": 1000, "index_cpu_seconds": 1.0}]
+    growth = harness.scale_growth({"rows": rows})
+    assert set(growth) == {"a"} and growth["a"][:2] == (1000, 100000) and abs(growth["a"][2] - 1.0) < 1e-9
+    rows = [{**r, "index_seconds": 1, "chunks_per_second": 1, "latency_ms": {}, "peak_rss_mb": 1} for r in rows]
+    assert "| a | 1,000 → 100,000 | 1.00 |" in harness.scale_table({"rows": rows})
 
 
 @needs_data
