@@ -368,7 +368,7 @@ def scale_table(result: dict[str, Any]) -> str:
         if "error" in r:
             lines.append(f"| {r['method']} | {r['size']:,} | – | – | – | {r['error']} | – |")
             continue
-        lat = "; ".join(f"{m} {v['p50']} / {v['p95']}" for m, v in r["latency_ms"].items())
+        lat = "; ".join(f"{m} {v['p50']} / {v['p95']}" for m, v in r["latency_ms"].items()) or r.get("note", "")
         cpu = r.get("index_cpu_seconds", "–")
         lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {cpu} | {r['chunks_per_second']:,} | {lat} | {r['peak_rss_mb']} |")
     growth = scale_growth(result)
