@@ -145,10 +145,12 @@ class HierarchicalSearch(BaseRetriever):
             elif kind == "relation" and key in graph.relations:
                 sources[row] = graph.relations[key].source_chunk_ids
             elif kind == "community" and key in graph.communities:
-                cited = graph.community_chunks(graph.communities[key])
-                sources[row] = cited if ranking else cited[: MAX_PROVENANCE_CHUNKS * 2]
+                sources[row] = graph.community_chunks(graph.communities[key])
         if ranking:
             sources = self._nearest_first(sources, vector)
+        # a hit cites its first MAX_PROVENANCE_CHUNKS stored chunks: read those (with a margin for
+        # chunks gone since), not every chunk a top-layer community cites (most of the corpus)
+        sources = {row: cids[: MAX_PROVENANCE_CHUNKS * 2] for row, cids in sources.items()}
         chunks = self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
         names = {eid: e.name for eid, e in graph.entities.items()}
         out = []
