@@ -120,7 +120,7 @@ def test_scale_one_in_process():
     result = harness.scale_one("naive", 50, queries=5)
     assert result["size"] == 50 and result["chunks_per_second"] > 0
     assert set(result["latency_ms"]["naive"]) == {"p50", "p95"}
-    assert 0 < result["index_cpu_seconds"]
+    assert result["index_cpu_seconds"] > 0
 
 
 def test_scale_growth_is_the_exponent_between_the_smallest_and_largest_size():
