@@ -196,6 +196,45 @@ def test_report_context_uses_child_reports_when_raw_data_is_too_long():
     assert roomy.children == [] and "Entity 11" in roomy.text
 
 
+
+def test_report_context_reads_only_the_relations_it_shows():
+    """A graph of relation outlines (no text) with a reader gives the same context as the whole
+    graph, and reads relations in rank order only up to the first that does not fit."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Outline:
+        id: str
+        source: str
+        target: str
+        weight: float
+
+    entities = {f"e{i}": Entity(id=f"e{i}", name=f"Entity {i}", description="word " * 10) for i in range(40)}
+    relations = {
+        f"r{i}-{j}": Relation(id=f"r{i}-{j}", source=f"e{i}", target=f"e{j}", description="tied " * 15, weight=float(i + j))
+        for i in range(40) for j in range(i + 1, 40) if (i * j) % 7 < 3
+    }
+    community = Community(id="c", level=0, entity_ids=list(entities))
+    whole = EntityGraph.build(entities, relations, {"c": community})
+    outlines = {k: Outline(k, r.source, r.target, r.weight) for k, r in relations.items()}
+    light = EntityGraph.build(entities, outlines, {"c": community})
+    read: list[str] = []
+
+    def reader(ids: list[str]) -> dict[str, Relation]:
+        read.extend(ids)
+        return {k: relations[k] for k in ids}
+
+    for budget in (600, 2000, 100000):
+        read.clear()
+        expected = build_input(community, whole, {}, budget)
+        got = build_input(community, light, {}, budget, reader)
+        assert got.text == expected.text and got.extra["relations"] == expected.extra["relations"]
+        shown = len(expected.extra["relations"])
+        assert shown < len(relations) or budget == 100000
+        assert len(read) <= min(len(relations), shown + 64)  # the shown ones and the rest of one block
+    assert len(read) == len(relations)  # everything fits the largest budget
+
+
 # -- local search -----------------------------------------------------------------------------
 
 

@@ -32,7 +32,7 @@ the reports again.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -114,6 +114,17 @@ class _RelationView(BaseModel):
     description: str = ""
     keywords: list[str] = []
     weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Outline:
+    """A stored relation as the edge table knows it: what ranks it in a report context and
+    weighs its community, without its text (read whole only where a context reaches it)."""
+
+    id: str
+    source: str
+    target: str
+    weight: float
 
 
 class _Unmerged(BaseModel):
@@ -355,12 +366,13 @@ class GraphRAGIndex(BaseIndex):
     def _record_generations(self) -> tuple[int, int]:
         return self.entity_table.generation(), self.relation_table.generation()
 
-    def _reports(self, graph: EntityGraph) -> GroupSummarizer:
+    def _reports(self, graph: EntityGraph, read: Callable[[list[str]], Mapping[str, Relation]] | None = None) -> GroupSummarizer:
+        """The report stage over ``graph`` (``read``: see :func:`build_input`)."""
         budget = self.report_writer.input_budget(self.config.report_max_input_tokens)
         return GroupSummarizer(
             self.store,
             REPORT_STAGE,
-            build_input=lambda c, done: build_input(c, graph, done, budget),
+            build_input=lambda c, done: build_input(c, graph, done, budget, read),
             write=lambda data: self.report_writer.awrite(data, graph),
             identity=self.report_writer.identity,
             label="writing community reports",
@@ -553,15 +565,30 @@ class GraphRAGIndex(BaseIndex):
         def inside(s: str, t: str) -> bool:
             return t in where and s in where and not where[s].isdisjoint(where[t])
 
-        # (read through views: decoding whole records cost more than the reports)
+        # (read through views: decoding whole records cost more than the reports); the stored
+        # relations are outlines from the edge table, read whole only where a context reaches
         loaded: dict[str, Any] = self.entity_table.view(_EntityView).get(members - set(entities))
         loaded.update({k: e for k, e in entities.items() if k in members})
-        internal = [rid for source in members if source in edges for rid, target, _ in edges[source].edges if inside(source, target)]
-        around: dict[str, Any] = self.relation_table.view(_RelationView).get(r for r in internal if r not in relations)
+        around: dict[str, Any] = {
+            rid: _Outline(rid, source, target, weight)
+            for source in members
+            if source in edges
+            for rid, target, weight in edges[source].edges
+            if rid not in relations and inside(source, target)
+        }
         around.update({k: r for k, r in relations.items() if inside(r.source, r.target)})
         graph = EntityGraph.build(loaded, around, structure_by_id)
         graph.degree = {e: degree.get(e, 0) for e in loaded}
-        written, counts = await self._reports(graph).asummarize(
+        stored_relations = self.relation_table.view(_RelationView)
+        relations_read = 0
+
+        def whole(ids: list[str]) -> dict[str, Any]:
+            nonlocal relations_read
+            stored = [rid for rid in ids if rid not in relations]
+            relations_read += len(stored)
+            return {**stored_relations.get(stored), **{rid: relations[rid] for rid in ids if rid in relations}}
+
+        written, counts = await self._reports(graph, whole).asummarize(
             changed, only=set() if self.config.reports == "lazy" else None, context=kept
         )
         reports = {**kept, **{g.id: written[g.id] for g in changed}}
@@ -601,7 +628,7 @@ class GraphRAGIndex(BaseIndex):
             communities_kept=len(kept),
             reports_kept_same_input=len(same),
             report_inputs_built=len(changed),
-            report_relations_read=len(around),
+            report_relations_read=relations_read,
             reports_written=counts["written"],
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),

@@ -4,7 +4,8 @@ reuses every report whose input did not change.
 
 Context (as GraphRAG builds it). A community's raw data is its entities (name, description,
 degree) and the relationships between its members (ranked by the combined degree of their
-endpoints), added edge by edge with their endpoints until ``max_input_tokens`` is reached. When
+endpoints), added edge by edge with their endpoints until the next edge would pass
+``max_input_tokens``, then the members no edge brought, most connected first. When
 the raw data of a community with sub-communities does not fit, the sub-communities' reports
 replace the raw data of their members (largest sub-community first), and raw rows of members
 whose sub-community report did not fit fill the remaining budget. Reports are therefore written
@@ -19,7 +20,7 @@ relation weight.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rhizome.core.entity_graph import EntityGraph
@@ -63,8 +64,14 @@ def build_input(
     graph: EntityGraph,
     reports: Mapping[str, Community],
     max_input_tokens: int,
+    read: Callable[[list[str]], Mapping[str, Relation]] | None = None,
 ) -> GroupInput:
-    """The context of one community's report (see the module docstring)."""
+    """The context of one community's report (see the module docstring).
+
+    ``read`` is for a graph whose relations are outlines (id, endpoints and weight, no text):
+    it returns the whole relations of the ids it is given, and only the relations the context
+    reaches in rank order are read (a large community holds tens of thousands of relations, of
+    which a context shows a few hundred)."""
     rows = _Rows(graph)
     member_set = set(community.entity_ids)
     entities = graph.members(community)
@@ -77,13 +84,10 @@ def build_input(
         }.values(),
         key=lambda r: (-graph.combined_degree(r), -r.weight, r.id),
     )
-    raw_entities, raw_relations, raw_tokens = _pack_raw(entities, internal, rows, max_input_tokens, exhaustive=True)
+    raw_entities, raw_relations, complete = _pack_raw(entities, _read(internal, read), rows, max_input_tokens)
     children = [reports[c] for c in community.children if c in reports and has_summary(reports[c])]
-    use_children = raw_tokens > max_input_tokens and bool(children)
     chosen_children: list[Community] = []
-    if not use_children:
-        if raw_tokens > max_input_tokens:  # the exhaustive pass took everything: now pack within the budget
-            raw_entities, raw_relations, raw_tokens = _pack_raw(entities, internal, rows, max_input_tokens)
+    if complete or not children:
         text = _render(raw_entities, raw_relations, [], rows)
     else:
         budget = max_input_tokens
@@ -97,9 +101,22 @@ def build_input(
             budget -= tokens
         rest_entities = [e for e in entities if e.id not in covered]
         rest_relations = [r for r in internal if r.source not in covered or r.target not in covered]
-        raw_entities, raw_relations, _ = _pack_raw(rest_entities, rest_relations, rows, max(0, budget - 40))
+        raw_entities, raw_relations, _ = _pack_raw(rest_entities, _read(rest_relations, read), rows, max(0, budget - 40))
         text = _render(raw_entities, raw_relations, chosen_children, rows)
     return GroupInput(group=community, text=text, children=chosen_children, extra={"relations": raw_relations})
+
+
+def _read(
+    ranked: Sequence[Relation], read: Callable[[list[str]], Mapping[str, Relation]] | None, block: int = 64
+) -> Iterator[Relation]:
+    """``ranked`` in order, each read whole through ``read`` (when given) a block at a time."""
+    if read is None:
+        yield from ranked
+        return
+    for start in range(0, len(ranked), block):
+        part = ranked[start : start + block]
+        whole = read([r.id for r in part])
+        yield from (whole.get(r.id, r) for r in part)
 
 
 class _Rows:
@@ -141,40 +158,38 @@ def _child_row(child: Community) -> str:
 
 
 def _pack_raw(
-    entities: Sequence[Entity],
-    relations: Sequence[Relation],
-    rows: _Rows,
-    budget: int,
-    *,
-    exhaustive: bool = False,
-) -> tuple[list[Entity], list[Relation], int]:
-    """Add relations (best first) with their endpoints while they fit, then leftover entities.
-    With ``exhaustive`` nothing is dropped and the total is returned (to test whether all fits)."""
+    entities: Sequence[Entity], relations: Iterable[Relation], rows: _Rows, budget: int
+) -> tuple[list[Entity], list[Relation], bool]:
+    """Add relations (best first) with their endpoints until the next one does not fit (as
+    GraphRAG does; so only the relations up to it are read), then the leftover entities (most
+    connected first) until the next one does not fit. Returns the chosen entities (in ``entities``' order), the chosen relations and whether
+    everything fitted."""
     by_id = {e.id: e for e in entities}
     chosen_entities: dict[str, Entity] = {}
     chosen_relations: list[Relation] = []
+    complete = True
     used = 60  # the section headers
     for relation in relations:
         new = [by_id[x] for x in (relation.source, relation.target) if x in by_id and x not in chosen_entities]
         cost = rows.relation(relation)[1] + 1 + sum(rows.entity(e)[1] + 1 for e in new)
-        if not exhaustive and used + cost > budget:
-            continue
+        if used + cost > budget:
+            complete = False
+            break
         used += cost
         for e in new:
             chosen_entities[e.id] = e
         chosen_relations.append(relation)
-        if exhaustive and used > budget:
-            return list(entities), list(relations), used + 1
     for entity in entities:
         if entity.id in chosen_entities:
             continue
         cost = rows.entity(entity)[1] + 1
-        if not exhaustive and used + cost > budget:
-            continue
+        if used + cost > budget:
+            complete = False
+            break
         used += cost
         chosen_entities[entity.id] = entity
     ordered = [e for e in entities if e.id in chosen_entities]
-    return ordered, chosen_relations, used
+    return ordered, chosen_relations, complete
 
 
 def _render(entities: list[Entity], relations: list[Relation], children: list[Community], rows: _Rows) -> str:
