@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.suite == "scale-one":
-        print(json.dumps(harness.scale_one(args.method, args.size)))
+        print(json.dumps(harness.scale_one(args.method, args.size, emit=lambda row: print(json.dumps(row), flush=True))))
         return 0
     if args.suite == "peers":
         from benchmarks import peers

@@ -292,38 +292,53 @@ def synthetic_documents(n: int, seed: int = 3) -> list[dict[str, str]]:
     return docs
 
 
-def scale_one(method: str, size: int, queries: int = 100) -> dict[str, Any]:
-    """Run in a subprocess: index ``size`` synthetic documents offline and time queries."""
-    return asyncio.run(_scale_one(method, size, queries))
+def scale_one(method: str, size: int, queries: int = 100, query_seconds: float = 300.0, emit: Any = None) -> dict[str, Any]:
+    """Run in a subprocess: index ``size`` synthetic documents offline and time queries.
+    ``emit`` (when given) receives the row as soon as the build is measured, before any query,
+    so a slow query phase cannot lose the build's numbers; each mode's queries stop after
+    ``query_seconds`` (the row's ``note`` then says how many ran)."""
+    return asyncio.run(_scale_one(method, size, queries, query_seconds, emit))
 
 
-async def _scale_one(method: str, size: int, queries: int) -> dict[str, Any]:
+async def _scale_one(method: str, size: int, queries: int, query_seconds: float, emit: Any) -> dict[str, Any]:
     documents = synthetic_documents(size)
     index = build_index(method, embedder_for("hashing"), batch_size=1024)
     start, cpu = time.perf_counter(), time.process_time()
     await index.ainsert(documents)
     index_s, index_cpu = time.perf_counter() - start, time.process_time() - cpu
-    rng = random.Random(9)
-    latencies: dict[str, list[float]] = {}
-    for mode in getattr(type(index), "modes", ()) or (None,):
-        retriever = index.as_retriever(k=HITS, mode=mode)
-        times = []
-        for _ in range(queries):
-            question = rng.choice(documents)["text"].split(",")[0]
-            t0 = time.perf_counter()
-            await retriever.aretrieve(question)
-            times.append((time.perf_counter() - t0) * 1000)
-        latencies[mode or method] = times
-    index.close()
-    return {
+    row: dict[str, Any] = {
         "method": method,
         "size": size,
         "index_seconds": round(index_s, 2),
         "index_cpu_seconds": round(index_cpu, 2),
         "chunks_per_second": round(size / index_s, 1),
-        "latency_ms": {m: {"p50": round(statistics.median(t), 2), "p95": round(float(np.percentile(t, 95)), 2)} for m, t in latencies.items()},
+        "latency_ms": {},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "note": "build only: the query phase did not finish",
     }
+    if emit is not None:
+        emit(row)
+    rng = random.Random(9)
+    cut: list[str] = []
+    for mode in getattr(type(index), "modes", ()) or (None,):
+        retriever = index.as_retriever(k=HITS, mode=mode)
+        times: list[float] = []
+        began = time.perf_counter()
+        for _ in range(queries):
+            question = rng.choice(documents)["text"].split(",")[0]
+            t0 = time.perf_counter()
+            await retriever.aretrieve(question)
+            times.append((time.perf_counter() - t0) * 1000)
+            if time.perf_counter() - began > query_seconds and len(times) < queries:
+                cut.append(f"{mode or method}: {len(times)} of {queries} queries (stopped after {query_seconds:.0f} s)")
+                break
+        row["latency_ms"][mode or method] = {"p50": round(statistics.median(times), 2), "p95": round(float(np.percentile(times, 95)), 2)}
+    index.close()
+    row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    row.pop("note")
+    if cut:
+        row["note"] = "; ".join(cut)
+    return row
 
 
 def scale(methods: list[str], sizes: list[int], timeout: float = 1800) -> dict[str, Any]:
@@ -334,12 +349,20 @@ def scale(methods: list[str], sizes: list[int], timeout: float = 1800) -> dict[s
             try:
                 out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
                 rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-            except subprocess.TimeoutExpired:
-                rows.append({"method": method, "size": size, "error": f"did not finish within {timeout:.0f} s"})
+            except subprocess.TimeoutExpired as exc:
+                built = _last_row(exc.stdout)  # the build row, printed before the queries
+                rows.append(built or {"method": method, "size": size, "error": f"did not finish within {timeout:.0f} s"})
             except subprocess.CalledProcessError as exc:
                 rows.append({"method": method, "size": size, "error": (exc.stderr or "").strip().splitlines()[-1:]})
             print(f"scale: {rows[-1]}", file=sys.stderr)
     return {"suite": "scale", "rows": rows}
+
+
+def _last_row(stdout: Any) -> dict[str, Any] | None:
+    """The last JSON row a ``scale-one`` process printed, if any."""
+    text = stdout.decode() if isinstance(stdout, bytes) else (stdout or "")
+    lines = [line for line in text.strip().splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else None
 
 
 def scale_growth(result: dict[str, Any]) -> dict[str, tuple[int, int, float]]:
@@ -368,7 +391,7 @@ def scale_table(result: dict[str, Any]) -> str:
         if "error" in r:
             lines.append(f"| {r['method']} | {r['size']:,} | – | – | – | {r['error']} | – |")
             continue
-        lat = "; ".join(f"{m} {v['p50']} / {v['p95']}" for m, v in r["latency_ms"].items()) or r.get("note", "")
+        lat = "; ".join([f"{m} {v['p50']} / {v['p95']}" for m, v in r["latency_ms"].items()] + ([f"({r['note']})"] if r.get("note") else []))
         cpu = r.get("index_cpu_seconds", "–")
         lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {cpu} | {r['chunks_per_second']:,} | {lat} | {r['peak_rss_mb']} |")
     growth = scale_growth(result)

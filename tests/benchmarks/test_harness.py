@@ -120,7 +120,20 @@ def test_scale_one_in_process():
     result = harness.scale_one("naive", 50, queries=5)
     assert result["size"] == 50 and result["chunks_per_second"] > 0
     assert set(result["latency_ms"]["naive"]) == {"p50", "p95"}
-    assert result["index_cpu_seconds"] > 0
+    assert result["index_cpu_seconds"] > 0 and "note" not in result
+
+
+def test_scale_one_reports_the_build_before_the_queries_and_bounds_them():
+    import json
+
+    emitted: list[str] = []
+    result = harness.scale_one("naive", 50, queries=5, query_seconds=0.0, emit=lambda row: emitted.append(json.dumps(row)))
+    built = json.loads(emitted[0])  # what the row said before any query ran
+    assert built["latency_ms"] == {} and "did not finish" in built["note"] and built["index_cpu_seconds"] > 0
+    assert result["note"] == "naive: 1 of 5 queries (stopped after 0 s)" and set(result["latency_ms"]) == {"naive"}
+    # a process killed in its query phase still gives its build row
+    assert harness._last_row(emitted[0] + "\n")["index_cpu_seconds"] == built["index_cpu_seconds"]
+    assert harness._last_row(b"") is None
 
 
 def test_scale_growth_is_the_exponent_between_the_smallest_and_largest_size():
