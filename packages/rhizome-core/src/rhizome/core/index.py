@@ -41,6 +41,7 @@ import hashlib
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -56,6 +57,7 @@ from rhizome.core.errors import (
     IndexMismatchError,
     fails_alone,
 )
+from rhizome.core.heap import full_collections_deferred
 from rhizome.core.models.base import usage_scope
 from rhizome.core.progress import ProgressArg, Reporter, phase, reporting
 from rhizome.core.storage import IndexStore, Manifest, as_location, has_index, is_url, read_manifest
@@ -502,6 +504,14 @@ class BaseIndex:
         vectors = await self.embed([texts[i] for i in ids], what=what or collection) if ids else None
         return VectorBatch(collection, ids, vectors, [text_digest(texts[i]) for i in ids])
 
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """What every write holds: the store's write lock, with full garbage collections
+        deferred until it ends (:mod:`rhizome.core.heap`)."""
+        async with self.store.write_lock:
+            with full_collections_deferred():
+                yield
+
     @property
     def _tracks_changes(self) -> bool:
         return type(self)._after_change is not BaseIndex._after_change
@@ -516,7 +526,7 @@ class BaseIndex:
         on; inserting it again retries it. Inserts and deletes on one index are serialised."""
         docs = coerce_documents(documents)
         report = InsertReport()
-        async with self.store.write_lock:
+        async with self._writing():
             with usage_scope() as usage:
                 todo: list[tuple[Document, str, bool]] = []
                 for doc in docs:
@@ -624,7 +634,7 @@ class BaseIndex:
         ids = [document_ids] if isinstance(document_ids, str) else list(document_ids)
         report = DeleteReport()
         title = f"{self.method}: deleting {len(ids)} document{'' if len(ids) == 1 else 's'}"
-        async with self.store.write_lock:
+        async with self._writing():
             with usage_scope() as usage, reporting(self.progress, title):
                 present = []
                 for doc_id in dict.fromkeys(ids):
@@ -651,7 +661,7 @@ class BaseIndex:
         """Finish whole-index work an interrupted insert or delete left undone (nothing to do when
         the index is up to date); returns the counters of what it did."""
         stats: Stats = {}
-        async with self.store.write_lock:
+        async with self._writing():
             with reporting(self.progress if self.needs_refresh else False, f"{self.method}: finishing the whole-index work"):
                 await self._finish_change([], [], stats, isolate=False)
             self.store.save_snapshots()

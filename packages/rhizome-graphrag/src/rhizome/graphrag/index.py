@@ -328,7 +328,7 @@ class GraphRAGIndex(BaseIndex):
         unchanged are reused). Inserts keep the graph up to date incrementally; this gives the
         graph a build from scratch would (fresh PMI weights and communities included)."""
         stats: Stats = {}
-        async with self.store.write_lock:
+        async with self._writing():
             await self._rebuild(stats)
             with self.store.transaction() as db:
                 self.store.set_meta(db, "pending_change", False)

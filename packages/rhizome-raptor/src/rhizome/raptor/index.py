@@ -166,7 +166,7 @@ class RaptorIndex(VectorIndex):
         """Cluster the whole tree again (after many inserts have grown it one leaf at a time);
         summaries whose input is unchanged come from the stage results."""
         stats: Stats = {}
-        async with self.store.write_lock:
+        async with self._writing():
             await self._update(stats, rebuild=True)
             self.store.save_snapshots()
         return stats
