@@ -248,6 +248,30 @@ def test_each_node_cites_its_chunks_nearest_the_query_first():
     assert moved  # the query reorders some node's citations
 
 
+
+def test_a_large_node_takes_its_nearest_chunks_from_the_index_wide_pool(monkeypatch):
+    """A node citing more than EXACT_CHUNKS chunks takes them from the query's nearest chunks of
+    the whole index: the same first ``keep`` as scoring every chunk, or every chunk scored when
+    too few of its chunks are in the pool."""
+    from rhizome.archrag import retrieval
+
+    index, _ = build(documents=town(60))
+    query = "Petra Lind wrote to Bram Oster about the Fish Market"
+    vector = index.embedder.embed_query([query])
+    search = index.as_retriever(k=30, mode="hierarchical")
+    graph = index.graph()
+    sources = {(1, "community", c.id): graph.community_chunks(c) for c in graph.communities.values()}
+    sources.update({(0, "entity", e.id): e.source_chunk_ids for e in graph.entities.values()})
+    exact = search._nearest_first(sources, vector, keep=4)
+    monkeypatch.setattr(retrieval, "EXACT_CHUNKS", 3)
+    for pool in (8, 30, 1000):  # too small for some nodes, enough for most, the whole index
+        monkeypatch.setattr(retrieval, "NEAREST_POOL", pool)
+        pooled = search._nearest_first(sources, vector, keep=4)
+        assert list(pooled) == list(sources)
+        for row, cids in sources.items():
+            assert pooled[row][:4] == exact[row][:4] and sorted(pooled[row]) == sorted(cids), (pool, row)
+
+
 # -- adaptive filtering --------------------------------------------------------------------------
 def _row(key: str, text: str, chunk: str) -> Hit:
     return Hit(id=key, text=text, score=0.5, kind="entity", provenance=Provenance(document_ids=[chunk.split(":")[0]], chunk_ids=[chunk]))

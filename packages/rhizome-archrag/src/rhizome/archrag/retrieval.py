@@ -75,6 +75,12 @@ from rhizome.core.types import Hit
 Row = tuple[int, str, str]
 """A retrieved node: ``(layer, kind, id)``, kind ``entity``, ``relation`` or ``community``."""
 
+EXACT_CHUNKS = 256
+"""A node citing at most this many chunks has each scored against the query (``rank_provenance``)."""
+
+NEAREST_POOL = 2000
+"""How many of the index's chunks nearest the query a larger node's chunks are taken from."""
+
 POINT_TOKENS = 80
 """Tokens a filter answer needs per point (a sentence or two, a score, row numbers)."""
 
@@ -174,18 +180,41 @@ class HierarchicalSearch(BaseRetriever):
                 out.append(hit)
         return out
 
-    def _nearest_first(self, sources: dict[Row, list[str]], vector: Any) -> dict[Row, list[str]]:
-        """Each node's chunks ordered by their vector's cosine to the query (ties and chunks
-        without a vector keep their order, after those with one)."""
+    def _nearest_first(self, sources: dict[Row, list[str]], vector: Any, keep: int = MAX_PROVENANCE_CHUNKS * 2) -> dict[Row, list[str]]:
+        """Each node's first ``keep`` chunks by their vector's cosine to the query (ties and
+        chunks without a vector keep their order, after those with one), then the rest.
+
+        A node citing up to :data:`EXACT_CHUNKS` chunks has them all scored. A larger one (a
+        top-layer community cites most of the corpus) takes its chunks among the query's
+        :data:`NEAREST_POOL` nearest chunks of the whole index: when at least ``keep`` of them
+        score above the pool's last, they are its ``keep`` nearest (on an exact store; on an
+        approximate one, as near as its search finds); otherwise all its chunks are scored."""
         store, name = self.index.store, self.index.CHUNK_COLLECTION
         if not store.has_collection(name):
             return sources
         held = store.collection(name, vector.shape[1])
-        ids = [c for c in dict.fromkeys(c for cids in sources.values() for c in cids) if c in held]
-        if not ids:
-            return sources
-        score = dict(zip(ids, (held.vectors(ids) @ vector[0]).tolist()))
-        return {row: sorted(cids, key=lambda c: -score.get(c, -2.0)) for row, cids in sources.items()}
+        pool: dict[str, float] | None = None
+        floor = -2.0
+        out: dict[Row, list[str]] = {}
+        exact: dict[Row, list[str]] = {}
+        for row, cids in sources.items():
+            if len(cids) <= EXACT_CHUNKS:
+                exact[row] = cids
+                continue
+            if pool is None:
+                found = held.search(vector, NEAREST_POOL)[0]
+                pool = dict(found)
+                floor = found[-1][1] if len(found) == NEAREST_POOL else -2.0
+            near = sorted((c for c in cids if c in pool), key=lambda c: -pool[c])
+            if len(near) >= keep and pool[near[keep - 1]] > floor:
+                first = set(near[:keep])
+                out[row] = near[:keep] + [c for c in cids if c not in first]
+            else:
+                exact[row] = cids
+        ids = [c for c in dict.fromkeys(c for cids in exact.values() for c in cids) if c in held]
+        score = dict(zip(ids, (held.vectors(ids) @ vector[0]).tolist())) if ids else {}
+        out.update({row: sorted(cids, key=lambda c: -score.get(c, -2.0)) for row, cids in exact.items()})
+        return {row: out[row] for row in sources}
 
     def _relations(self, graph: Any, entities: list[str], vector: Any) -> list[tuple[str, float]]:
         """Relations among the retrieved entities, and the ``max_relations`` of theirs nearest

@@ -99,14 +99,19 @@ class EntityGraph:
         return sorted(found, key=lambda e: (-self.degree.get(e.id, 0), e.id))
 
     def community_chunks(self, community: Community) -> list[str]:
-        """Chunk ids supporting a community's entities, most-cited first."""
-        counts: dict[str, int] = defaultdict(int)
-        for eid in community.entity_ids:
-            entity = self.entities.get(eid)
-            if entity is not None:
-                for cid in entity.source_chunk_ids:
-                    counts[cid] += 1
-        return sorted(counts, key=lambda c: (-counts[c], c))
+        """Chunk ids supporting a community's entities, most-cited first (counted once per
+        community and graph: a top community cites most of the corpus)."""
+        held = self.cache.setdefault("community-chunks", {})
+        key = (community.id, tuple(community.entity_ids))
+        if key not in held:
+            counts: dict[str, int] = defaultdict(int)
+            for eid in community.entity_ids:
+                entity = self.entities.get(eid)
+                if entity is not None:
+                    for cid in entity.source_chunk_ids:
+                        counts[cid] += 1
+            held[key] = sorted(counts, key=lambda c: (-counts[c], c))
+        return list(held[key])
 
 
 def weighted_graph(relations: Iterable[Relation], entity_ids: Container[str]) -> nx.Graph:
