@@ -43,7 +43,39 @@ from rhizome.gorag.results import (
     SteinerTreeInfo,
 )
 from rhizome.gorag.steiner import STEINER_METHODS, SteinerSolver
-from rhizome.gorag.text import TermStats, display_name, normalize_keyword, tokenize
+from rhizome.gorag.text import (
+    TermStats,
+    display_name,
+    is_content_token,
+    normalize_keyword,
+    tokenize,
+)
+
+OFFLINE_DEFAULTS: dict[str, Any] = {
+    "max_candidates": 5,
+    "candidate_coverage": 0.99,
+    "lexical_weight": 1.0,
+    "dense_weight": 0.25,
+    "graph_weight": 0.5,
+    "temperature": 0.02,
+    "name_match_weight": 0.0,
+    "split_names": False,
+}
+"""The scorer and cut defaults without an embedder (set on the gorag-wos dev split)."""
+
+EMBEDDER_DEFAULTS: dict[str, Any] = {
+    "max_candidates": 10,
+    "candidate_coverage": 0.99,
+    "lexical_weight": 1.5,
+    "dense_weight": 0.5,
+    "graph_weight": 0.25,
+    "temperature": 0.06,
+    "name_match_weight": 0.25,
+    "split_names": True,
+}
+"""The defaults with an embedder (set on the gorag-wos dev split with all-MiniLM-L6-v2): the
+name scored apart from the examples, the name-word share, and a temperature at which the
+0.99 coverage keeps more labels when the scores are close."""
 
 
 class GORAGClassifier:
@@ -81,7 +113,9 @@ class GORAGClassifier:
     max_candidates, candidate_coverage, nearest_labels:
         At most ``max_candidates`` candidates; fewer when the first ones already hold
         ``candidate_coverage`` of the probability; ``nearest_labels`` best-scored labels join
-        the Steiner labels in the pool the candidates are cut from.
+        the Steiner labels in the pool the candidates are cut from. Defaults (``None``): 5 and
+        0.99 without an embedder, 10 and 0.99 with one (its probabilities are calibrated at a
+        higher temperature, so the cap only bounds the unsure texts; docs/gorag.md, "Scoring").
     index_threshold:
         Online indexing takes a text only when the probability of its label is at least this
         (default 0.5); ``None`` indexes every classified text, as the paper does.
@@ -92,9 +126,17 @@ class GORAGClassifier:
         ``"sequential"``: each joins at once and may change the next one's result (the paper).
     online_weight:
         The weight of an online-indexed text in its label's profiles (a labelled text weighs 1).
-    lexical_weight, dense_weight, graph_weight, temperature, name_weight:
+    lexical_weight, dense_weight, graph_weight, temperature, name_weight, name_match_weight:
         The scorer's calibration (docs/gorag.md, "Scoring"): component weights, softmax
-        temperature, and how many texts a label's name (and description) counts as.
+        temperature, how much a label's name (and description) counts (with ``split_names``:
+        its cosine's weight against the examples'; else as how many texts), and the weight of
+        the share of the name's words found in the text. ``None`` takes the defaults set on the
+        gorag-wos dev split: without an embedder 1 / 0.25 / 0.5 / 0.02 / 1 / 0, with one
+        1.5 / 0.5 / 0.25 / 0.06 / 1 / 0.25.
+    split_names:
+        Score a label's name apart from its examples (the cosine with the examples' centroid
+        plus ``name_weight`` times the cosine with the name) instead of folding the name into
+        the profile as one more text. ``None``: on with an embedder, off without.
     link_threshold, link_keywords:
         With an embedder, up to ``link_keywords`` query keywords the graph lacks are linked to
         the most similar keyword from the labelled texts when the cosine is at least
@@ -143,17 +185,19 @@ class GORAGClassifier:
         keyword_source: Literal["auto", "llm", "tfidf"] | KeywordFunction = "auto",
         label_choice: Literal["auto", "model", "score", "graph"] = "auto",
         candidates: Literal["scored", "steiner"] = "scored",
-        max_candidates: int = 5,
-        candidate_coverage: float = 0.99,
+        max_candidates: int | None = None,
+        candidate_coverage: float | None = None,
         nearest_labels: int = 10,
         index_threshold: float | None = 0.5,
         online_mode: Literal["deferred", "sequential"] = "deferred",
         online_weight: float = 0.5,
-        lexical_weight: float = 1.0,
-        dense_weight: float = 0.25,
-        graph_weight: float = 0.5,
-        temperature: float = 0.02,
+        lexical_weight: float | None = None,
+        dense_weight: float | None = None,
+        graph_weight: float | None = None,
+        temperature: float | None = None,
         name_weight: float = 1.0,
+        name_match_weight: float | None = None,
+        split_names: bool | None = None,
         link_threshold: float = 0.8,
         link_keywords: int = 8,
         steiner: Literal["mehlhorn", "mst_prune"] = "mehlhorn",
@@ -172,6 +216,15 @@ class GORAGClassifier:
     ) -> None:
         self.llm = resolve_llm(llm)
         self.embedder = resolve_embedder(embedder) if embedder is not None else None
+        preset = EMBEDDER_DEFAULTS if self.embedder is not None else OFFLINE_DEFAULTS
+        max_candidates = preset["max_candidates"] if max_candidates is None else max_candidates
+        candidate_coverage = preset["candidate_coverage"] if candidate_coverage is None else candidate_coverage
+        lexical_weight = preset["lexical_weight"] if lexical_weight is None else lexical_weight
+        dense_weight = preset["dense_weight"] if dense_weight is None else dense_weight
+        graph_weight = preset["graph_weight"] if graph_weight is None else graph_weight
+        temperature = preset["temperature"] if temperature is None else temperature
+        name_match_weight = preset["name_match_weight"] if name_match_weight is None else name_match_weight
+        split_names = preset["split_names"] if split_names is None else bool(split_names)
         if callable(keyword_source):
             self._keyword_function: KeywordFunction | None = keyword_source
             self.keyword_source = "function"
@@ -224,6 +277,7 @@ class GORAGClassifier:
             ("dense_weight", dense_weight, 0.0, float("inf")),
             ("graph_weight", graph_weight, 0.0, float("inf")),
             ("name_weight", name_weight, 0.0, float("inf")),
+            ("name_match_weight", name_match_weight, 0.0, float("inf")),
         ):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
                 raise ConfigurationError(f"{name} must be a number in [{low}, {high}], got {value!r}")
@@ -277,6 +331,8 @@ class GORAGClassifier:
                 graph=float(graph_weight),
                 temperature=float(temperature),
                 name_weight=float(name_weight),
+                name_match=float(name_match_weight),
+                split_names=split_names,
             ),
         )
         self.members: dict[str, list[tuple[int, float]]] = {}
@@ -327,6 +383,8 @@ class GORAGClassifier:
             "graph_weight": self.scorer.weights.graph,
             "temperature": self.scorer.weights.temperature,
             "name_weight": self.scorer.weights.name_weight,
+            "name_match_weight": self.scorer.weights.name_match,
+            "split_names": self.scorer.weights.split_names,
             "link_threshold": self.link_threshold,
             "link_keywords": self.link_keywords,
         }
@@ -533,6 +591,7 @@ class GORAGClassifier:
             if total is None:
                 total = self.scorer.ensure(y).lex_sum * 0
             self.scorer.set_lexical(y, total, weight)
+            self.scorer.set_name_terms(y, [t for t in tokenize(display_name(y)) if is_content_token(t)])
             self.scorer.set_name(y, space.vector(tokenize(info.name_text or _name_text(y, info.description))), None)
 
     def fit_round(
@@ -613,7 +672,7 @@ class GORAGClassifier:
         links = {t: _graph.label_links(self.graph, t) for t in terminals}
         graph_scores = _scoring.graph_strength(terminals, links, len(labels))
         lex = self.scorer.space.vector(tokens)
-        components = self.scorer.components(labels, lex, vector, graph_scores)
+        components = self.scorer.components(labels, lex, vector, graph_scores, tokens)
         probs = self.scorer.probabilities(components)
         scored = {
             "labels": labels,

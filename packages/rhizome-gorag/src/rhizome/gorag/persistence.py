@@ -99,6 +99,9 @@ def load(
             f"{FORMAT_VERSION}; rebuild it, or install the rhizome-gorag version that wrote it"
         )
     params = dict(data["parameters"])
+    # files written before these knobs existed scored the name inside the profile
+    params.setdefault("name_match_weight", 0.0)
+    params.setdefault("split_names", False)
     built_embedder = data.get("models", {}).get("embedder")
     embedder = overrides.pop("embedder", None)
     stored_source = params.pop("keyword_source")
