@@ -226,6 +226,39 @@ def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     assert (old.scorer.weights.split_names, old.scorer.weights.name_match) == (False, 0.0)
 
 
+def test_leaving_a_text_out_of_its_label_scores_as_if_it_had_never_joined():
+    for split_names in (False, True):
+        clf = two_rounds(GORAGClassifier(embedder=HashingEmbedder(64), online=False, split_names=split_names))
+        labels = list(clf.labels)
+        text = QUERIES[0][1]
+        tokens = tokenize(text)
+        lex = clf.scorer.space.vector(tokens)
+        dense = clf.embedder.embed([text])[0]
+        before = clf.scorer.components(labels, lex, dense, {}, tokens)
+        clf.scorer.add("astronomy", lex, dense, 0.5)
+        joined = clf.scorer.components(labels, lex, dense, {}, tokens)
+        left_out = clf.scorer.components(labels, lex, dense, {}, tokens, {"astronomy": 0.5})
+        k = labels.index("astronomy")
+        assert joined["lexical"][k] > before["lexical"][k] and joined["dense"][k] > before["dense"][k]
+        for name in ("lexical", "dense"):
+            assert left_out[name] == pytest.approx(before[name])
+
+
+def test_a_text_indexed_online_keeps_its_label_but_not_as_its_only_candidate(tmp_path):
+    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0))
+    gold, text = QUERIES[0]
+    assert clf.classify(text).label == gold
+    tokens = tokenize(text)
+    clf._index_online(tokens, clf.keywords(text), "astronomy", None)  # a wrong pseudo-label, heavily weighted
+    again = clf.classify(text)
+    assert again.label == "astronomy" and again.candidates[0] == "astronomy"  # its full evidence: its own copy
+    assert gold in again.candidates  # the candidates are cut as if it had not joined
+    clf.persist(tmp_path / "c")
+    assert GORAGClassifier.load(tmp_path / "c").classify(text).candidates == again.candidates
+    clf.self_indexed.clear()  # without the leave-one-out the copy shuts the others out
+    assert clf.classify(text).candidates == ["astronomy"]
+
+
 def test_knobs_are_checked():
     for bad in (
         {"candidates": "all"},

@@ -337,6 +337,10 @@ class GORAGClassifier:
         )
         self.members: dict[str, list[tuple[int, float]]] = {}
         """Per label, the texts of ``T`` in its profile: (position, weight)."""
+        self.self_indexed: dict[str, list[tuple[str, float, list[str]]]] = {}
+        """Online-indexed texts (by their tokens): the label they were indexed under, their
+        weight in its profiles and the keyword nodes they linked to it. When such a text is
+        classified again, it is scored without them (leave-one-out)."""
         self.linker = _linking.KeywordLinker()
 
     @classmethod
@@ -683,7 +687,42 @@ class GORAGClassifier:
         if self.candidates == "scored":
             retrieved["steiner_candidates"] = list(retrieved["candidates"])
             retrieved["candidates"] = self._cut(retrieved["candidates"], probs, labels)
+            seen = self.self_indexed.get(" ".join(tokens))
+            if seen:
+                retrieved["candidates"] = self._cut_unseen(seen, tokens, lex, vector, terminals, links, labels, probs, retrieved)
         return retrieved, scored
+
+    def _cut_unseen(
+        self,
+        seen: list[tuple[str, float, list[str]]],
+        tokens: list[str],
+        lex: Any,
+        vector: Any,
+        terminals: Mapping[str, float],
+        links: dict[str, dict[str, float]],
+        labels: list[str],
+        probs: Any,
+        retrieved: dict[str, Any],
+    ) -> list[str]:
+        """The candidates of a text this classifier indexed online before (caller holds the
+        lock): its label stays the one its full evidence gives, but the other candidates are
+        cut from its probabilities without its own copy (leave-one-out: its pseudo-label and
+        the keyword edges it made), so an earlier, possibly wrong, label does not shut out the
+        others."""
+        exclude: dict[str, float] = {}
+        links = dict(links)
+        for label, weight, nodes in seen:
+            exclude[label] = exclude.get(label, 0.0) + weight
+            for node in nodes:
+                if label in links.get(node, {}):
+                    links[node] = {y: w for y, w in links[node].items() if y != label}
+        graph_scores = _scoring.graph_strength(terminals, links, len(labels))
+        loo = self.scorer.probabilities(self.scorer.components(labels, lex, vector, graph_scores, tokens, exclude))
+        candidates = self._cut(retrieved["steiner_candidates"], loo, labels)
+        best = labels[max(range(len(labels)), key=lambda k: (probs[k], -k))]
+        if best not in candidates:
+            candidates = [best, *candidates[: self.max_candidates - 1]]
+        return candidates
 
     def _cut(self, steiner: list[str], probs: Any, labels: list[str]) -> list[str]:
         """The candidates: the Steiner labels and the ``nearest_labels`` most probable ones,
@@ -850,7 +889,7 @@ class GORAGClassifier:
                 if self.online_weight > 0:
                     self.members.setdefault(label, []).append((position, self.online_weight))
                     self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
-                _graph.add_text_keywords(
+                linked = _graph.add_text_keywords(
                     self.graph,
                     self.stats,
                     position=position,
@@ -861,8 +900,14 @@ class GORAGClassifier:
                     epsilon=self.epsilon,
                     round=self.round,
                 )
+                self._remember_indexed(tokens, label, linked)
             self._solver = None
             return len(pending)
+
+    def _remember_indexed(self, tokens: Sequence[str], label: str, linked: Sequence[str]) -> None:
+        self.self_indexed.setdefault(" ".join(tokens), []).append(
+            (label, self.online_weight, [_graph.keyword_node(v) for v in linked])
+        )
 
     def _index_online(self, tokens: list[str], keywords: list[str], label: str, vector: Any = None) -> list[str]:
         """Eq. 14: the query joins ``T``; each of its keywords the graph lacks becomes a node
@@ -874,7 +919,7 @@ class GORAGClassifier:
         if self.online_weight > 0:
             self.members.setdefault(label, []).append((position, self.online_weight))
             self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
-        return _graph.add_text_keywords(
+        linked = _graph.add_text_keywords(
             self.graph,
             self.stats,
             position=position,
@@ -885,6 +930,8 @@ class GORAGClassifier:
             epsilon=self.epsilon,
             round=self.round,
         )
+        self._remember_indexed(tokens, label, linked)
+        return linked
 
     async def aclassify(
         self, text: str | bytes, *, online: bool | None = None, index_threshold: Any = "default"

@@ -174,10 +174,32 @@ class LabelScorer:
             profile.dense_sum = weight * dense if profile.dense_sum is None else profile.dense_sum + weight * dense
         self._dirty()
 
+    def _lex_row(self, p: Profile, lex_sum: sparse.csr_matrix, weight: float) -> sparse.csr_matrix:
+        """A label's unit lexical profile: its examples' unit mean, with the name folded in
+        unless names are scored apart."""
+        w = 0.0 if self.weights.split_names else self.weights.name_weight
+        row = lex_sum / weight if weight > 1e-9 else lex_sum * 0
+        norm = _norm(row)
+        row = row / norm if norm else row
+        if p.name_lex is not None and w:
+            row = row + w * p.name_lex
+        norm = _norm(row)
+        return row / norm if norm else row
+
+    def _dense_row(self, p: Profile, dense_sum: np.ndarray | None) -> np.ndarray | None:
+        """The same with embeddings (``None`` when the label has none)."""
+        w = 0.0 if self.weights.split_names else self.weights.name_weight
+        if dense_sum is None and (p.name_dense is None or not w):
+            return None
+        vec = np.zeros_like(p.name_dense) if dense_sum is None else np.asarray(dense_sum, dtype=np.float64).copy()
+        if p.name_dense is not None and w:
+            vec = vec + w * p.name_dense
+        n = np.linalg.norm(vec)
+        return vec / n if n > 1e-9 else None
+
     def _matrices(self, labels: Sequence[str]) -> tuple[sparse.csr_matrix, np.ndarray | None]:
         if self._lex_matrix is not None and self._order == list(labels):
             return self._lex_matrix, self._dense_matrix
-        w = 0.0 if self.weights.split_names else self.weights.name_weight
         rows = []
         name_rows = []
         dense_rows = []
@@ -186,24 +208,10 @@ class LabelScorer:
         self._term_index = {}
         for k, y in enumerate(labels):
             p = self.ensure(y)
-            row = p.lex_sum / p.weight if p.weight else p.lex_sum
-            norm = _norm(row)
-            row = row / norm if norm else row
-            if p.name_lex is not None and w:
-                row = row + w * p.name_lex
-            norm = _norm(row)
-            rows.append(row / norm if norm else row)
+            rows.append(self._lex_row(p, p.lex_sum, p.weight))
             name_rows.append(p.name_lex if p.name_lex is not None else sparse.csr_matrix((1, DIM), dtype=np.float64))
-            vec = None
-            if p.dense_sum is not None or p.name_dense is not None:
-                has_dense = True
-                vec = p.dense_sum.copy() if p.dense_sum is not None else 0.0
-                if p.name_dense is not None and w:
-                    vec = vec + w * p.name_dense
-                vec = np.asarray(vec, dtype=np.float64)
-                n = np.linalg.norm(vec) if vec.ndim else 0.0
-                vec = vec / n if n else None
-            dense_rows.append(vec)
+            has_dense = has_dense or p.dense_sum is not None or p.name_dense is not None
+            dense_rows.append(self._dense_row(p, p.dense_sum))
             name_dense_rows.append(p.name_dense)
             for term in p.name_terms:
                 self._term_index.setdefault(term, []).append((k, 1.0 / len(p.name_terms)))
@@ -231,9 +239,12 @@ class LabelScorer:
         dense: np.ndarray | None,
         graph: Mapping[str, float],
         terms: Collection[str] = (),
+        exclude: Mapping[str, float] | None = None,
     ) -> dict[str, np.ndarray]:
         """Each component's score of every label (arrays in ``labels`` order); ``terms`` are
-        the text's tokens (for ``name_match``)."""
+        the text's tokens (for ``name_match``). ``exclude`` maps labels whose profiles hold
+        this very text (online-indexed) onto its weight there: those labels are scored
+        without it (leave-one-out), so a text's own pseudo-label is no evidence for it."""
         lex_m, dense_m = self._matrices(labels)
         split = self.weights.split_names
         w = self.weights.name_weight
@@ -249,6 +260,24 @@ class LabelScorer:
                 out["dense"] = dense_m @ vector + w * (self._name_dense_matrix @ vector)
             else:
                 out["dense"] = dense_m @ vector
+        for y, weight in (exclude or {}).items():
+            if y not in self.profiles or weight <= 0:
+                continue
+            k = self._order.index(y)
+            p = self.profiles[y]
+            row = self._lex_row(p, p.lex_sum - weight * lex, p.weight - weight)
+            out["lexical"][k] = (lex @ row.T).toarray()[0, 0] + (
+                w * (lex @ p.name_lex.T).toarray()[0, 0] if split and p.name_lex is not None else 0.0
+            )
+            if "dense" in out and p.dense_sum is not None:
+                vector = np.asarray(dense, dtype=np.float64)
+                n = np.linalg.norm(vector)
+                vector = vector / n if n else vector
+                left = p.dense_sum - weight * np.asarray(dense, dtype=np.float64) if p.weight - weight > 1e-9 else None
+                drow = self._dense_row(p, left)
+                out["dense"][k] = (0.0 if drow is None else float(drow @ vector)) + (
+                    w * float(p.name_dense @ vector) if split and p.name_dense is not None else 0.0
+                )
         out["graph"] = np.array([graph.get(y, 0.0) for y in labels])
         if self.weights.name_match:
             match = np.zeros(len(labels))
