@@ -197,6 +197,10 @@ def test_name_match_is_the_share_of_the_name_words_in_the_text():
     tokens = tokenize("Tides and the moon; waves at night.")
     match = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)["name_match"]
     assert match.tolist() == pytest.approx([2 / 3, 0.0])  # "ocean waves tides": waves, tides
+    # the whole name as a phrase adds 1
+    tokens = tokenize("Ocean waves and tides, seen in astronomy.")
+    match = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)["name_match"]
+    assert match.tolist() == pytest.approx([2.0, 2.0])
     off = GORAGClassifier(online=False)  # offline default: weight 0, the component is not computed
     off.fit_round(["Waves break on the beach.", "Stars shine."], ["ocean_waves_and_tides", "astronomy"])
     assert "name_match" not in off.scorer.components(labels, off.scorer.space.vector(tokens), None, {}, tokens)
@@ -208,7 +212,7 @@ def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     assert offline.scorer.weights == Weights()  # the folded-in profile, no name-word share
     dense = GORAGClassifier(embedder=HashingEmbedder(64))
     assert (dense.max_candidates, dense.candidate_coverage) == (10, 0.99)
-    assert dense.scorer.weights == Weights(lexical=1.5, dense=0.5, graph=0.25, temperature=0.06, name_match=0.25, split_names=True)
+    assert dense.scorer.weights == Weights(lexical=1.5, dense=0.5, graph=0.25, temperature=0.08, name_match=0.25, split_names=True)
     mixed = GORAGClassifier(embedder=HashingEmbedder(64), split_names=False, temperature=0.02, max_candidates=5)
     assert (mixed.scorer.weights.split_names, mixed.scorer.weights.temperature, mixed.max_candidates) == (False, 0.02, 5)
     clf = two_rounds(GORAGClassifier(embedder=HashingEmbedder(64)))

@@ -69,7 +69,7 @@ EMBEDDER_DEFAULTS: dict[str, Any] = {
     "lexical_weight": 1.5,
     "dense_weight": 0.5,
     "graph_weight": 0.25,
-    "temperature": 0.06,
+    "temperature": 0.08,
     "name_match_weight": 0.25,
     "split_names": True,
 }
@@ -132,7 +132,7 @@ class GORAGClassifier:
         its cosine's weight against the examples'; else as how many texts), and the weight of
         the share of the name's words found in the text. ``None`` takes the defaults set on the
         gorag-wos dev split: without an embedder 1 / 0.25 / 0.5 / 0.02 / 1 / 0, with one
-        1.5 / 0.5 / 0.25 / 0.06 / 1 / 0.25.
+        1.5 / 0.5 / 0.25 / 0.08 / 1 / 0.25.
     split_names:
         Score a label's name apart from its examples (the cosine with the examples' centroid
         plus ``name_weight`` times the cosine with the name) instead of folding the name into
@@ -595,7 +595,8 @@ class GORAGClassifier:
             if total is None:
                 total = self.scorer.ensure(y).lex_sum * 0
             self.scorer.set_lexical(y, total, weight)
-            self.scorer.set_name_terms(y, [t for t in tokenize(display_name(y)) if is_content_token(t)])
+            name = tokenize(display_name(y))
+            self.scorer.set_name_terms(y, [t for t in name if is_content_token(t)], name)
             self.scorer.set_name(y, space.vector(tokenize(info.name_text or _name_text(y, info.description))), None)
 
     def fit_round(

@@ -193,7 +193,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1; 1.5 with --embed)")
     p.add_argument("--dense-weight", type=float, help="scorer weight of embedding similarity (default 0.5; needs --embed)")
     p.add_argument("--graph-weight", type=float, help="scorer weight of the keyword graph (default 0.5; 0.25 with --embed)")
-    p.add_argument("--temperature", type=float, help="softmax temperature of the scorer (default 0.02; 0.06 with --embed)")
+    p.add_argument("--temperature", type=float, help="softmax temperature of the scorer (default 0.02; 0.08 with --embed)")
     p.add_argument("--json", action="store_true", help="one JSON record per line (label, candidates, tree, keywords)")
     p.add_argument("--out", help="write the predictions here instead of standard output")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress notes on standard error")

@@ -11,7 +11,8 @@ kinds of evidence (docs/gorag.md, "Scoring"):
   text's terminals linked to the label, each weighted by its specificity (a keyword linked to
   few labels says more), as a share of the text's total terminal specificity;
 - ``name_match`` — the share of the distinct content words of the label's name that occur in
-  the text (WOS labels are the papers' own keywords, so the name is often in the text).
+  the text, plus 1 when the whole name occurs in it as a phrase (WOS labels are the papers' own
+  keywords, so the name is often in the text).
 
 With ``split_names`` the name is not folded into the profiles: ``lexical`` (and ``dense``) is
 the cosine with the label's examples alone (the unit mean of their unit vectors) plus
@@ -101,6 +102,7 @@ class Profile:
     dense_sum: np.ndarray | None = None
     name_dense: np.ndarray | None = None
     name_terms: frozenset[str] = frozenset()
+    name_phrase: str = ""
 
 
 @dataclass
@@ -152,9 +154,12 @@ class LabelScorer:
             profile.name_dense = np.asarray(dense, dtype=np.float64)
         self._dirty()
 
-    def set_name_terms(self, label: str, terms: Collection[str]) -> None:
-        """The distinct content words of the label's name (for the ``name_match`` component)."""
-        self.ensure(label).name_terms = frozenset(terms)
+    def set_name_terms(self, label: str, terms: Collection[str], phrase: Sequence[str] = ()) -> None:
+        """The distinct content words of the label's name and its tokens in order (for the
+        ``name_match`` component)."""
+        profile = self.ensure(label)
+        profile.name_terms = frozenset(terms)
+        profile.name_phrase = f" {' '.join(phrase)} " if phrase else ""
         self._dirty()
 
     def set_lexical(self, label: str, lex_sum: sparse.csr_matrix, weight: float) -> None:
@@ -284,6 +289,11 @@ class LabelScorer:
             for term in set(terms):
                 for k, share in self._term_index.get(term, ()):
                     match[k] += share
+            padded = f" {' '.join(terms)} "
+            for k, y in enumerate(labels):
+                phrase = self.profiles[y].name_phrase
+                if phrase and match[k] > 0 and phrase in padded:
+                    match[k] += 1.0
             out["name_match"] = match
         return out
 
