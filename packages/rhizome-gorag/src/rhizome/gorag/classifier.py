@@ -15,6 +15,7 @@ labels), ``choice`` (one label: the model's answer or the graph's choice), ``per
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -338,9 +339,9 @@ class GORAGClassifier:
         self.members: dict[str, list[tuple[int, float]]] = {}
         """Per label, the texts of ``T`` in its profile: (position, weight)."""
         self.self_indexed: dict[str, list[tuple[str, float, list[str]]]] = {}
-        """Online-indexed texts (by their tokens): the label they were indexed under, their
-        weight in its profiles and the keyword nodes they linked to it. When such a text is
-        classified again, it is scored without them (leave-one-out)."""
+        """Online-indexed texts (by a digest of their tokens): the label they were indexed
+        under, their weight in its profiles and the keyword nodes they linked to it. When such a
+        text is classified again, its candidates are cut without them (leave-one-out)."""
         self.linker = _linking.KeywordLinker()
 
     @classmethod
@@ -688,7 +689,7 @@ class GORAGClassifier:
         if self.candidates == "scored":
             retrieved["steiner_candidates"] = list(retrieved["candidates"])
             retrieved["candidates"] = self._cut(retrieved["candidates"], probs, labels)
-            seen = self.self_indexed.get(" ".join(tokens))
+            seen = self.self_indexed.get(_text_key(tokens))
             if seen:
                 retrieved["candidates"] = self._cut_unseen(seen, tokens, lex, vector, terminals, links, labels, probs, retrieved)
         return retrieved, scored
@@ -906,7 +907,7 @@ class GORAGClassifier:
             return len(pending)
 
     def _remember_indexed(self, tokens: Sequence[str], label: str, linked: Sequence[str]) -> None:
-        self.self_indexed.setdefault(" ".join(tokens), []).append(
+        self.self_indexed.setdefault(_text_key(tokens), []).append(
             (label, self.online_weight, [_graph.keyword_node(v) for v in linked])
         )
 
@@ -1030,6 +1031,11 @@ def _name_text(label: str, description: str | None) -> str:
     says more than the name."""
     name = display_name(label)
     return f"{name}. {description}" if description and description.strip() != name else name
+
+
+def _text_key(tokens: Sequence[str]) -> str:
+    """A text's key among the self-indexed ones: a digest of its tokens."""
+    return hashlib.blake2b(" ".join(tokens).encode("utf-8"), digest_size=16).hexdigest()
 
 
 def _check_text(text: Any) -> str:

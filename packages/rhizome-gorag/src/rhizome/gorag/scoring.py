@@ -275,10 +275,10 @@ class LabelScorer:
                 w * (lex @ p.name_lex.T).toarray()[0, 0] if split and p.name_lex is not None else 0.0
             )
             if "dense" in out and p.dense_sum is not None:
-                vector = np.asarray(dense, dtype=np.float64)
-                n = np.linalg.norm(vector)
-                vector = vector / n if n else vector
-                left = p.dense_sum - weight * np.asarray(dense, dtype=np.float64) if p.weight - weight > 1e-9 else None
+                raw = np.asarray(dense, dtype=np.float64)
+                n = np.linalg.norm(raw) if split else 0.0
+                vector = raw / n if n else raw  # as above: unit only when names are split
+                left = p.dense_sum - weight * raw if p.weight - weight > 1e-9 else None
                 drow = self._dense_row(p, left)
                 out["dense"][k] = (0.0 if drow is None else float(drow @ vector)) + (
                     w * float(p.name_dense @ vector) if split and p.name_dense is not None else 0.0
