@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
                             f"{', '.join(str(s) for s in args.shots)}-shot{'' if args.limit else ', every test text'})", table)
 
 
-CUT_RULES = [(cov, cap) for cov in (0.9, 0.95, 0.99, 1.0) for cap in (5, 6, 8)]
+CUT_RULES = [(cov, cap) for cov in (0.9, 0.95, 0.99, 1.0) for cap in (5, 6, 8, 10)]
 
 
 def dev_cuts(shots: int, make) -> dict[str, Any]:
@@ -280,10 +280,12 @@ def dev_cuts(shots: int, make) -> dict[str, Any]:
     each round's ``fit_round``, every dev text of rounds 1..r is classified without online
     indexing and with every label a candidate; each rule (coverage, cap) then keeps the most
     probable labels until they hold ``coverage`` of the probability or number ``cap``. Per rule
-    and round: the gold label's share among the kept candidates and their mean number."""
+    and round: the gold label's share among the kept candidates and their mean number; per
+    round also the accuracy of the label (the most probable one)."""
     rounds = [data.wos_round(shots, r) for r in range(1, ROUNDS + 1)]
     clf = make()
     out: dict[str, list[tuple[float, float]]] = {f"{cov}/{cap}": [] for cov, cap in CUT_RULES}
+    accuracy: list[float] = []
     for r, split in enumerate(rounds, 1):
         clf.fit_round([t for _, t in split["train"]], [lab for lab, _ in split["train"]])
         texts = [pair for earlier in rounds[:r] for pair in earlier["dev"]]
@@ -291,6 +293,7 @@ def dev_cuts(shots: int, make) -> dict[str, Any]:
         for gold, text in texts:
             result = clf.classify(text, online=False)
             ranked.append((gold, [result.scores[y] for y in result.candidates], result.candidates))
+        accuracy.append(sum(labels[0] == gold for gold, _, labels in ranked) / len(ranked))
         for cov, cap in CUT_RULES:
             hits = sizes = 0
             for gold, probs, labels in ranked:
@@ -301,7 +304,8 @@ def dev_cuts(shots: int, make) -> dict[str, Any]:
                 hits += gold in labels[:n]
                 sizes += n
             out[f"{cov}/{cap}"].append((hits / len(ranked), sizes / len(ranked)))
-    return {"texts": [sum(len(e["dev"]) for e in rounds[:r]) for r in range(1, ROUNDS + 1)], "rules": out}
+    return {"texts": [sum(len(e["dev"]) for e in rounds[:r]) for r in range(1, ROUNDS + 1)], "rules": out,
+            "accuracy": accuracy}
 
 
 def dev_cut_table(results: dict[str, Any]) -> str:
@@ -313,6 +317,8 @@ def dev_cut_table(results: dict[str, Any]) -> str:
                   "| coverage / cap | R1 | R2 | R3 | R4 |", "|---|---|---|---|---|"]
         for rule, values in entry["rules"].items():
             lines.append(f"| {rule} | " + " | ".join(f"{rec:.3f} / {size:.2f}" for rec, size in values) + " |")
+        if "accuracy" in entry:
+            lines.append("| accuracy of the label (any rule) | " + " | ".join(f"{a:.3f}" for a in entry["accuracy"]) + " |")
         lines.append("")
     return "\n".join(lines)
 

@@ -3,6 +3,7 @@ indexing, per-item batch errors, the embedder path and the model path over the O
 
 from __future__ import annotations
 
+import json
 import math
 
 import networkx as nx
@@ -13,7 +14,8 @@ from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import ConfigurationError
 from rhizome.gorag import ClassificationError, GORAGClassifier
 from rhizome.gorag.linking import KeywordLinker, part_terminals, vocabulary_terminals
-from rhizome.gorag.scoring import graph_strength
+from rhizome.gorag.scoring import Weights, graph_strength
+from rhizome.gorag.text import tokenize
 from tests.gorag.conftest import QUERIES, ROUND1, ROUND2, split
 
 
@@ -170,6 +172,97 @@ def test_embedder_path_scores_and_survives_persistence(tmp_path):
     assert without.classify(QUERIES[2][1], online=False).label == "cooking"
 
 
+def test_split_names_scores_the_name_apart_from_the_examples():
+    clf = two_rounds(GORAGClassifier(online=False, split_names=True, name_weight=0.5, name_match_weight=0.0))
+    labels = list(clf.labels)
+    text = "The cardiology ward treats arrhythmia."
+    tokens = tokenize(text)
+    lex = clf.scorer.space.vector(tokens)
+    got = clf.scorer.components(labels, lex, None, {}, tokens)["lexical"]
+    for k, y in enumerate(labels):
+        profile = clf.scorer.profiles[y]
+        centroid = profile.lex_sum / profile.weight
+        centroid = centroid / np.sqrt(centroid.multiply(centroid).sum())
+        expected = (lex @ centroid.T).toarray()[0, 0] + 0.5 * (lex @ profile.name_lex.T).toarray()[0, 0]
+        assert got[k] == pytest.approx(expected)
+    # folded in (the default offline): one cosine with the profile that holds the name
+    joint = two_rounds(GORAGClassifier(online=False))
+    assert joint.scorer.components(labels, lex, None, {}, tokens)["lexical"] != pytest.approx(got)
+
+
+def test_name_match_is_the_share_of_the_name_words_in_the_text():
+    clf = GORAGClassifier(online=False, name_match_weight=0.5)
+    clf.fit_round(["Waves break on the beach.", "Stars shine."], ["ocean_waves_and_tides", "astronomy"])
+    labels = list(clf.labels)
+    tokens = tokenize("Tides and the moon; waves at night.")
+    match = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)["name_match"]
+    assert match.tolist() == pytest.approx([2 / 3, 0.0])  # "ocean waves tides": waves, tides
+    # the whole name as a phrase adds 1
+    tokens = tokenize("Ocean waves and tides, seen in astronomy.")
+    match = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)["name_match"]
+    assert match.tolist() == pytest.approx([2.0, 2.0])
+    off = GORAGClassifier(online=False)  # offline default: weight 0, the component is not computed
+    off.fit_round(["Waves break on the beach.", "Stars shine."], ["ocean_waves_and_tides", "astronomy"])
+    assert "name_match" not in off.scorer.components(labels, off.scorer.space.vector(tokens), None, {}, tokens)
+
+
+def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
+    offline = GORAGClassifier()
+    assert (offline.max_candidates, offline.candidate_coverage) == (5, 0.99)
+    assert offline.scorer.weights == Weights()  # the folded-in profile, no name-word share
+    dense = GORAGClassifier(embedder=HashingEmbedder(64))
+    assert (dense.max_candidates, dense.candidate_coverage) == (10, 0.99)
+    assert dense.scorer.weights == Weights(lexical=1.5, dense=0.5, graph=0.25, temperature=0.08, name_match=0.25, split_names=True)
+    mixed = GORAGClassifier(embedder=HashingEmbedder(64), split_names=False, temperature=0.02, max_candidates=5)
+    assert (mixed.scorer.weights.split_names, mixed.scorer.weights.temperature, mixed.max_candidates) == (False, 0.02, 5)
+    clf = two_rounds(GORAGClassifier(embedder=HashingEmbedder(64)))
+    clf.persist(tmp_path / "c")
+    loaded = GORAGClassifier.load(tmp_path / "c", embedder=HashingEmbedder(64))
+    assert loaded.scorer.weights == clf.scorer.weights
+    for _, text in QUERIES:
+        assert loaded.classify(text, online=False).scores == pytest.approx(clf.classify(text, online=False).scores)
+    # a file written before split names and the name-word share: loaded as it was built
+    state = tmp_path / "c" / "classifier.json"
+    data = json.loads(state.read_text())
+    del data["parameters"]["split_names"], data["parameters"]["name_match_weight"]
+    state.write_text(json.dumps(data))
+    old = GORAGClassifier.load(tmp_path / "c", embedder=HashingEmbedder(64))
+    assert (old.scorer.weights.split_names, old.scorer.weights.name_match) == (False, 0.0)
+
+
+def test_leaving_a_text_out_of_its_label_scores_as_if_it_had_never_joined():
+    for split_names in (False, True):
+        clf = two_rounds(GORAGClassifier(embedder=HashingEmbedder(64), online=False, split_names=split_names))
+        labels = list(clf.labels)
+        text = QUERIES[0][1]
+        tokens = tokenize(text)
+        lex = clf.scorer.space.vector(tokens)
+        dense = clf.embedder.embed([text])[0]
+        before = clf.scorer.components(labels, lex, dense, {}, tokens)
+        clf.scorer.add("astronomy", lex, dense, 0.5)
+        joined = clf.scorer.components(labels, lex, dense, {}, tokens)
+        left_out = clf.scorer.components(labels, lex, dense, {}, tokens, {"astronomy": 0.5})
+        k = labels.index("astronomy")
+        assert joined["lexical"][k] > before["lexical"][k] and joined["dense"][k] > before["dense"][k]
+        for name in ("lexical", "dense"):
+            assert left_out[name] == pytest.approx(before[name])
+
+
+def test_a_text_indexed_online_keeps_its_label_but_not_as_its_only_candidate(tmp_path):
+    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0))
+    gold, text = QUERIES[0]
+    assert clf.classify(text).label == gold
+    tokens = tokenize(text)
+    clf._index_online(tokens, clf.keywords(text), "astronomy", None)  # a wrong pseudo-label, heavily weighted
+    again = clf.classify(text)
+    assert again.label == "astronomy" and again.candidates[0] == "astronomy"  # its full evidence: its own copy
+    assert gold in again.candidates  # the candidates are cut as if it had not joined
+    clf.persist(tmp_path / "c")
+    assert GORAGClassifier.load(tmp_path / "c").classify(text).candidates == again.candidates
+    clf.self_indexed.clear()  # without the leave-one-out the copy shuts the others out
+    assert clf.classify(text).candidates == ["astronomy"]
+
+
 def test_knobs_are_checked():
     for bad in (
         {"candidates": "all"},
@@ -178,6 +271,7 @@ def test_knobs_are_checked():
         {"index_threshold": 2},
         {"temperature": 0},
         {"name_weight": -1},
+        {"name_match_weight": -0.5},
         {"label_choice": "vote"},
     ):
         with pytest.raises(ConfigurationError):

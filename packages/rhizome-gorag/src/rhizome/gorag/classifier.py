@@ -15,6 +15,7 @@ labels), ``choice`` (one label: the model's answer or the graph's choice), ``per
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,7 +44,39 @@ from rhizome.gorag.results import (
     SteinerTreeInfo,
 )
 from rhizome.gorag.steiner import STEINER_METHODS, SteinerSolver
-from rhizome.gorag.text import TermStats, display_name, normalize_keyword, tokenize
+from rhizome.gorag.text import (
+    TermStats,
+    display_name,
+    is_content_token,
+    normalize_keyword,
+    tokenize,
+)
+
+OFFLINE_DEFAULTS: dict[str, Any] = {
+    "max_candidates": 5,
+    "candidate_coverage": 0.99,
+    "lexical_weight": 1.0,
+    "dense_weight": 0.25,
+    "graph_weight": 0.5,
+    "temperature": 0.02,
+    "name_match_weight": 0.0,
+    "split_names": False,
+}
+"""The scorer and cut defaults without an embedder (set on the gorag-wos dev split)."""
+
+EMBEDDER_DEFAULTS: dict[str, Any] = {
+    "max_candidates": 10,
+    "candidate_coverage": 0.99,
+    "lexical_weight": 1.5,
+    "dense_weight": 0.5,
+    "graph_weight": 0.25,
+    "temperature": 0.08,
+    "name_match_weight": 0.25,
+    "split_names": True,
+}
+"""The defaults with an embedder (set on the gorag-wos dev split with all-MiniLM-L6-v2): the
+name scored apart from the examples, the name-word share, and a temperature at which the
+0.99 coverage keeps more labels when the scores are close."""
 
 
 class GORAGClassifier:
@@ -81,7 +114,9 @@ class GORAGClassifier:
     max_candidates, candidate_coverage, nearest_labels:
         At most ``max_candidates`` candidates; fewer when the first ones already hold
         ``candidate_coverage`` of the probability; ``nearest_labels`` best-scored labels join
-        the Steiner labels in the pool the candidates are cut from.
+        the Steiner labels in the pool the candidates are cut from. Defaults (``None``): 5 and
+        0.99 without an embedder, 10 and 0.99 with one (its probabilities are calibrated at a
+        higher temperature, so the cap only bounds the unsure texts; docs/gorag.md, "Scoring").
     index_threshold:
         Online indexing takes a text only when the probability of its label is at least this
         (default 0.5); ``None`` indexes every classified text, as the paper does.
@@ -92,9 +127,17 @@ class GORAGClassifier:
         ``"sequential"``: each joins at once and may change the next one's result (the paper).
     online_weight:
         The weight of an online-indexed text in its label's profiles (a labelled text weighs 1).
-    lexical_weight, dense_weight, graph_weight, temperature, name_weight:
+    lexical_weight, dense_weight, graph_weight, temperature, name_weight, name_match_weight:
         The scorer's calibration (docs/gorag.md, "Scoring"): component weights, softmax
-        temperature, and how many texts a label's name (and description) counts as.
+        temperature, how much a label's name (and description) counts (with ``split_names``:
+        its cosine's weight against the examples'; else as how many texts), and the weight of
+        the share of the name's words found in the text. ``None`` takes the defaults set on the
+        gorag-wos dev split: without an embedder 1 / 0.25 / 0.5 / 0.02 / 1 / 0, with one
+        1.5 / 0.5 / 0.25 / 0.08 / 1 / 0.25.
+    split_names:
+        Score a label's name apart from its examples (the cosine with the examples' centroid
+        plus ``name_weight`` times the cosine with the name) instead of folding the name into
+        the profile as one more text. ``None``: on with an embedder, off without.
     link_threshold, link_keywords:
         With an embedder, up to ``link_keywords`` query keywords the graph lacks are linked to
         the most similar keyword from the labelled texts when the cosine is at least
@@ -143,17 +186,19 @@ class GORAGClassifier:
         keyword_source: Literal["auto", "llm", "tfidf"] | KeywordFunction = "auto",
         label_choice: Literal["auto", "model", "score", "graph"] = "auto",
         candidates: Literal["scored", "steiner"] = "scored",
-        max_candidates: int = 5,
-        candidate_coverage: float = 0.99,
+        max_candidates: int | None = None,
+        candidate_coverage: float | None = None,
         nearest_labels: int = 10,
         index_threshold: float | None = 0.5,
         online_mode: Literal["deferred", "sequential"] = "deferred",
         online_weight: float = 0.5,
-        lexical_weight: float = 1.0,
-        dense_weight: float = 0.25,
-        graph_weight: float = 0.5,
-        temperature: float = 0.02,
+        lexical_weight: float | None = None,
+        dense_weight: float | None = None,
+        graph_weight: float | None = None,
+        temperature: float | None = None,
         name_weight: float = 1.0,
+        name_match_weight: float | None = None,
+        split_names: bool | None = None,
         link_threshold: float = 0.8,
         link_keywords: int = 8,
         steiner: Literal["mehlhorn", "mst_prune"] = "mehlhorn",
@@ -172,6 +217,15 @@ class GORAGClassifier:
     ) -> None:
         self.llm = resolve_llm(llm)
         self.embedder = resolve_embedder(embedder) if embedder is not None else None
+        preset = EMBEDDER_DEFAULTS if self.embedder is not None else OFFLINE_DEFAULTS
+        max_candidates = preset["max_candidates"] if max_candidates is None else max_candidates
+        candidate_coverage = preset["candidate_coverage"] if candidate_coverage is None else candidate_coverage
+        lexical_weight = preset["lexical_weight"] if lexical_weight is None else lexical_weight
+        dense_weight = preset["dense_weight"] if dense_weight is None else dense_weight
+        graph_weight = preset["graph_weight"] if graph_weight is None else graph_weight
+        temperature = preset["temperature"] if temperature is None else temperature
+        name_match_weight = preset["name_match_weight"] if name_match_weight is None else name_match_weight
+        split_names = preset["split_names"] if split_names is None else bool(split_names)
         if callable(keyword_source):
             self._keyword_function: KeywordFunction | None = keyword_source
             self.keyword_source = "function"
@@ -224,6 +278,7 @@ class GORAGClassifier:
             ("dense_weight", dense_weight, 0.0, float("inf")),
             ("graph_weight", graph_weight, 0.0, float("inf")),
             ("name_weight", name_weight, 0.0, float("inf")),
+            ("name_match_weight", name_match_weight, 0.0, float("inf")),
         ):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
                 raise ConfigurationError(f"{name} must be a number in [{low}, {high}], got {value!r}")
@@ -277,10 +332,16 @@ class GORAGClassifier:
                 graph=float(graph_weight),
                 temperature=float(temperature),
                 name_weight=float(name_weight),
+                name_match=float(name_match_weight),
+                split_names=split_names,
             ),
         )
         self.members: dict[str, list[tuple[int, float]]] = {}
         """Per label, the texts of ``T`` in its profile: (position, weight)."""
+        self.self_indexed: dict[str, list[tuple[str, float, list[str]]]] = {}
+        """Online-indexed texts (by a digest of their tokens): the label they were indexed
+        under, their weight in its profiles and the keyword nodes they linked to it. When such a
+        text is classified again, its candidates are cut without them (leave-one-out)."""
         self.linker = _linking.KeywordLinker()
 
     @classmethod
@@ -327,6 +388,8 @@ class GORAGClassifier:
             "graph_weight": self.scorer.weights.graph,
             "temperature": self.scorer.weights.temperature,
             "name_weight": self.scorer.weights.name_weight,
+            "name_match_weight": self.scorer.weights.name_match,
+            "split_names": self.scorer.weights.split_names,
             "link_threshold": self.link_threshold,
             "link_keywords": self.link_keywords,
         }
@@ -533,6 +596,8 @@ class GORAGClassifier:
             if total is None:
                 total = self.scorer.ensure(y).lex_sum * 0
             self.scorer.set_lexical(y, total, weight)
+            name = tokenize(display_name(y))
+            self.scorer.set_name_terms(y, [t for t in name if is_content_token(t)], name)
             self.scorer.set_name(y, space.vector(tokenize(info.name_text or _name_text(y, info.description))), None)
 
     def fit_round(
@@ -613,7 +678,7 @@ class GORAGClassifier:
         links = {t: _graph.label_links(self.graph, t) for t in terminals}
         graph_scores = _scoring.graph_strength(terminals, links, len(labels))
         lex = self.scorer.space.vector(tokens)
-        components = self.scorer.components(labels, lex, vector, graph_scores)
+        components = self.scorer.components(labels, lex, vector, graph_scores, tokens)
         probs = self.scorer.probabilities(components)
         scored = {
             "labels": labels,
@@ -624,7 +689,42 @@ class GORAGClassifier:
         if self.candidates == "scored":
             retrieved["steiner_candidates"] = list(retrieved["candidates"])
             retrieved["candidates"] = self._cut(retrieved["candidates"], probs, labels)
+            seen = self.self_indexed.get(_text_key(tokens))
+            if seen:
+                retrieved["candidates"] = self._cut_unseen(seen, tokens, lex, vector, terminals, links, labels, probs, retrieved)
         return retrieved, scored
+
+    def _cut_unseen(
+        self,
+        seen: list[tuple[str, float, list[str]]],
+        tokens: list[str],
+        lex: Any,
+        vector: Any,
+        terminals: Mapping[str, float],
+        links: dict[str, dict[str, float]],
+        labels: list[str],
+        probs: Any,
+        retrieved: dict[str, Any],
+    ) -> list[str]:
+        """The candidates of a text this classifier indexed online before (caller holds the
+        lock): its label stays the one its full evidence gives, but the other candidates are
+        cut from its probabilities without its own copy (leave-one-out: its pseudo-label and
+        the keyword edges it made), so an earlier, possibly wrong, label does not shut out the
+        others."""
+        exclude: dict[str, float] = {}
+        links = dict(links)
+        for label, weight, nodes in seen:
+            exclude[label] = exclude.get(label, 0.0) + weight
+            for node in nodes:
+                if label in links.get(node, {}):
+                    links[node] = {y: w for y, w in links[node].items() if y != label}
+        graph_scores = _scoring.graph_strength(terminals, links, len(labels))
+        loo = self.scorer.probabilities(self.scorer.components(labels, lex, vector, graph_scores, tokens, exclude))
+        candidates = self._cut(retrieved["steiner_candidates"], loo, labels)
+        best = labels[max(range(len(labels)), key=lambda k: (probs[k], -k))]
+        if best not in candidates:
+            candidates = [best, *candidates[: self.max_candidates - 1]]
+        return candidates
 
     def _cut(self, steiner: list[str], probs: Any, labels: list[str]) -> list[str]:
         """The candidates: the Steiner labels and the ``nearest_labels`` most probable ones,
@@ -791,7 +891,7 @@ class GORAGClassifier:
                 if self.online_weight > 0:
                     self.members.setdefault(label, []).append((position, self.online_weight))
                     self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
-                _graph.add_text_keywords(
+                linked = _graph.add_text_keywords(
                     self.graph,
                     self.stats,
                     position=position,
@@ -802,8 +902,14 @@ class GORAGClassifier:
                     epsilon=self.epsilon,
                     round=self.round,
                 )
+                self._remember_indexed(tokens, label, linked)
             self._solver = None
             return len(pending)
+
+    def _remember_indexed(self, tokens: Sequence[str], label: str, linked: Sequence[str]) -> None:
+        self.self_indexed.setdefault(_text_key(tokens), []).append(
+            (label, self.online_weight, [_graph.keyword_node(v) for v in linked])
+        )
 
     def _index_online(self, tokens: list[str], keywords: list[str], label: str, vector: Any = None) -> list[str]:
         """Eq. 14: the query joins ``T``; each of its keywords the graph lacks becomes a node
@@ -815,7 +921,7 @@ class GORAGClassifier:
         if self.online_weight > 0:
             self.members.setdefault(label, []).append((position, self.online_weight))
             self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
-        return _graph.add_text_keywords(
+        linked = _graph.add_text_keywords(
             self.graph,
             self.stats,
             position=position,
@@ -826,6 +932,8 @@ class GORAGClassifier:
             epsilon=self.epsilon,
             round=self.round,
         )
+        self._remember_indexed(tokens, label, linked)
+        return linked
 
     async def aclassify(
         self, text: str | bytes, *, online: bool | None = None, index_threshold: Any = "default"
@@ -923,6 +1031,11 @@ def _name_text(label: str, description: str | None) -> str:
     says more than the name."""
     name = display_name(label)
     return f"{name}. {description}" if description and description.strip() != name else name
+
+
+def _text_key(tokens: Sequence[str]) -> str:
+    """A text's key among the self-indexed ones: a digest of its tokens."""
+    return hashlib.blake2b(" ".join(tokens).encode("utf-8"), digest_size=16).hexdigest()
 
 
 def _check_text(text: Any) -> str:

@@ -56,6 +56,7 @@ def save(classifier: GORAGClassifier, path: str | Path) -> Path:
                 if p.dense_sum is not None or p.name_dense is not None
             },
             "linker": classifier.linker.to_json(),
+            "self_indexed": {key: [[y, w, nodes] for y, w, nodes in seen] for key, seen in classifier.self_indexed.items()},
             "idf_texts": classifier.scorer.space.n,
             "stats": classifier.stats_summary(),
         }
@@ -99,6 +100,9 @@ def load(
             f"{FORMAT_VERSION}; rebuild it, or install the rhizome-gorag version that wrote it"
         )
     params = dict(data["parameters"])
+    # files written before these knobs existed scored the name inside the profile
+    params.setdefault("name_match_weight", 0.0)
+    params.setdefault("split_names", False)
     built_embedder = data.get("models", {}).get("embedder")
     embedder = overrides.pop("embedder", None)
     stored_source = params.pop("keyword_source")
@@ -151,6 +155,8 @@ def load(
                     classifier.scorer.set_name(y, None, np.asarray(dense["name"]))
         if given == built_embedder:
             classifier.linker.load_json(data.get("linker", {}))
+        for key, seen in data.get("self_indexed", {}).items():  # absent from files written before
+            classifier.self_indexed[key] = [(str(y), float(w), [str(n) for n in nodes]) for y, w, nodes in seen]
         classifier._rebuild_lexical(upto=int(data.get("idf_texts", classifier.stats.n_texts)))
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, ConfigurationError):

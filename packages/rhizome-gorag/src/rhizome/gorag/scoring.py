@@ -9,7 +9,15 @@ kinds of evidence (docs/gorag.md, "Scoring"):
   ``name_weight`` texts);
 - ``graph`` — GORAG's keyword–label graph: the correlation scores (1 − edge weight) of the
   text's terminals linked to the label, each weighted by its specificity (a keyword linked to
-  few labels says more), as a share of the text's total terminal specificity.
+  few labels says more), as a share of the text's total terminal specificity;
+- ``name_match`` — the share of the distinct content words of the label's name that occur in
+  the text, plus 1 when the whole name occurs in it as a phrase (WOS labels are the papers' own
+  keywords, so the name is often in the text).
+
+With ``split_names`` the name is not folded into the profiles: ``lexical`` (and ``dense``) is
+the cosine with the label's examples alone (the unit mean of their unit vectors) plus
+``name_weight`` times the cosine with the name's vector. A label's one or five examples then
+cannot outweigh its name, and its name cannot dilute them (docs/gorag.md, "Scoring").
 
 The combined score ``s(y) = Σ weight_c · component_c(y)`` becomes a probability by a softmax
 with ``temperature``; the defaults were set on the gorag-wos *dev* split (one held-out text per
@@ -23,7 +31,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -93,6 +101,8 @@ class Profile:
     name_lex: sparse.csr_matrix | None = None
     dense_sum: np.ndarray | None = None
     name_dense: np.ndarray | None = None
+    name_terms: frozenset[str] = frozenset()
+    name_phrase: str = ""
 
 
 @dataclass
@@ -104,6 +114,8 @@ class Weights:
     graph: float = 0.5
     temperature: float = 0.02
     name_weight: float = 1.0
+    name_match: float = 0.0
+    split_names: bool = False
 
 
 @dataclass
@@ -115,6 +127,9 @@ class LabelScorer:
     profiles: dict[str, Profile] = field(default_factory=dict)
     _lex_matrix: sparse.csr_matrix | None = None
     _dense_matrix: np.ndarray | None = None
+    _name_lex_matrix: sparse.csr_matrix | None = None
+    _name_dense_matrix: np.ndarray | None = None
+    _term_index: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     _order: list[str] = field(default_factory=list)
 
     def ensure(self, label: str) -> Profile:
@@ -126,6 +141,9 @@ class LabelScorer:
     def _dirty(self) -> None:
         self._lex_matrix = None
         self._dense_matrix = None
+        self._name_lex_matrix = None
+        self._name_dense_matrix = None
+        self._term_index = {}
 
     def set_name(self, label: str, lex: sparse.csr_matrix | None, dense: np.ndarray | None) -> None:
         """The unit vectors of the label's name (and description); ``None`` keeps what is there."""
@@ -134,6 +152,14 @@ class LabelScorer:
             profile.name_lex = lex if lex.nnz else None
         if dense is not None:
             profile.name_dense = np.asarray(dense, dtype=np.float64)
+        self._dirty()
+
+    def set_name_terms(self, label: str, terms: Collection[str], phrase: Sequence[str] = ()) -> None:
+        """The distinct content words of the label's name and its tokens in order (for the
+        ``name_match`` component)."""
+        profile = self.ensure(label)
+        profile.name_terms = frozenset(terms)
+        profile.name_phrase = f" {' '.join(phrase)} " if phrase else ""
         self._dirty()
 
     def set_lexical(self, label: str, lex_sum: sparse.csr_matrix, weight: float) -> None:
@@ -153,41 +179,61 @@ class LabelScorer:
             profile.dense_sum = weight * dense if profile.dense_sum is None else profile.dense_sum + weight * dense
         self._dirty()
 
+    def _lex_row(self, p: Profile, lex_sum: sparse.csr_matrix, weight: float) -> sparse.csr_matrix:
+        """A label's unit lexical profile: its examples' unit mean, with the name folded in
+        unless names are scored apart."""
+        w = 0.0 if self.weights.split_names else self.weights.name_weight
+        row = lex_sum / weight if weight > 1e-9 else lex_sum * 0
+        norm = _norm(row)
+        row = row / norm if norm else row
+        if p.name_lex is not None and w:
+            row = row + w * p.name_lex
+        norm = _norm(row)
+        return row / norm if norm else row
+
+    def _dense_row(self, p: Profile, dense_sum: np.ndarray | None) -> np.ndarray | None:
+        """The same with embeddings (``None`` when the label has none)."""
+        w = 0.0 if self.weights.split_names else self.weights.name_weight
+        if dense_sum is None and (p.name_dense is None or not w):
+            return None
+        vec = np.zeros_like(p.name_dense) if dense_sum is None else np.asarray(dense_sum, dtype=np.float64).copy()
+        if p.name_dense is not None and w:
+            vec = vec + w * p.name_dense
+        n = np.linalg.norm(vec)
+        return vec / n if n > 1e-9 else None
+
     def _matrices(self, labels: Sequence[str]) -> tuple[sparse.csr_matrix, np.ndarray | None]:
         if self._lex_matrix is not None and self._order == list(labels):
             return self._lex_matrix, self._dense_matrix
-        w = self.weights.name_weight
         rows = []
+        name_rows = []
         dense_rows = []
+        name_dense_rows = []
         has_dense = False
-        for y in labels:
+        self._term_index = {}
+        for k, y in enumerate(labels):
             p = self.ensure(y)
-            row = p.lex_sum / p.weight if p.weight else p.lex_sum
-            norm = _norm(row)
-            row = row / norm if norm else row
-            if p.name_lex is not None:
-                row = row + w * p.name_lex
-            norm = _norm(row)
-            rows.append(row / norm if norm else row)
-            vec = None
-            if p.dense_sum is not None or p.name_dense is not None:
-                has_dense = True
-                vec = p.dense_sum.copy() if p.dense_sum is not None else 0.0
-                if p.name_dense is not None:
-                    vec = vec + w * p.name_dense
-                vec = np.asarray(vec, dtype=np.float64)
-                n = np.linalg.norm(vec)
-                vec = vec / n if n else vec
-            dense_rows.append(vec)
+            rows.append(self._lex_row(p, p.lex_sum, p.weight))
+            name_rows.append(p.name_lex if p.name_lex is not None else sparse.csr_matrix((1, DIM), dtype=np.float64))
+            has_dense = has_dense or p.dense_sum is not None or p.name_dense is not None
+            dense_rows.append(self._dense_row(p, p.dense_sum))
+            name_dense_rows.append(p.name_dense)
+            for term in p.name_terms:
+                self._term_index.setdefault(term, []).append((k, 1.0 / len(p.name_terms)))
         # stored transposed (DIM × labels, CSR), so a query row multiplies it without conversion
         self._lex_matrix = (
             sparse.vstack(rows, format="csr").T.tocsr() if rows else sparse.csr_matrix((DIM, 0))
         )
+        self._name_lex_matrix = (
+            sparse.vstack(name_rows, format="csr").T.tocsr() if name_rows else sparse.csr_matrix((DIM, 0))
+        )
+        self._dense_matrix = self._name_dense_matrix = None
         if has_dense:
-            dim = next(v.shape[0] for v in dense_rows if v is not None)
+            dim = next(v.shape[0] for v in [*dense_rows, *name_dense_rows] if v is not None)
             self._dense_matrix = np.vstack([v if v is not None else np.zeros(dim) for v in dense_rows])
-        else:
-            self._dense_matrix = None
+            self._name_dense_matrix = np.vstack(
+                [np.asarray(v, dtype=np.float64) if v is not None else np.zeros(dim) for v in name_dense_rows]
+            )
         self._order = list(labels)
         return self._lex_matrix, self._dense_matrix
 
@@ -197,13 +243,58 @@ class LabelScorer:
         lex: sparse.csr_matrix,
         dense: np.ndarray | None,
         graph: Mapping[str, float],
+        terms: Collection[str] = (),
+        exclude: Mapping[str, float] | None = None,
     ) -> dict[str, np.ndarray]:
-        """Each component's score of every label (arrays in ``labels`` order)."""
+        """Each component's score of every label (arrays in ``labels`` order); ``terms`` are
+        the text's tokens (for ``name_match``). ``exclude`` maps labels whose profiles hold
+        this very text (online-indexed) onto its weight there: those labels are scored
+        without it (leave-one-out), so a text's own pseudo-label is no evidence for it."""
         lex_m, dense_m = self._matrices(labels)
-        out = {"lexical": np.asarray((lex @ lex_m).todense()).ravel()}
+        split = self.weights.split_names
+        w = self.weights.name_weight
+        lexical = np.asarray((lex @ lex_m).todense()).ravel()
+        if split and self._name_lex_matrix is not None:
+            lexical = lexical + w * np.asarray((lex @ self._name_lex_matrix).todense()).ravel()
+        out = {"lexical": lexical}
         if dense is not None and dense_m is not None:
-            out["dense"] = dense_m @ np.asarray(dense, dtype=np.float64)
+            vector = np.asarray(dense, dtype=np.float64)
+            if split and self._name_dense_matrix is not None:
+                n = np.linalg.norm(vector)
+                vector = vector / n if n else vector
+                out["dense"] = dense_m @ vector + w * (self._name_dense_matrix @ vector)
+            else:
+                out["dense"] = dense_m @ vector
+        for y, weight in (exclude or {}).items():
+            if y not in self.profiles or weight <= 0:
+                continue
+            k = self._order.index(y)
+            p = self.profiles[y]
+            row = self._lex_row(p, p.lex_sum - weight * lex, p.weight - weight)
+            out["lexical"][k] = (lex @ row.T).toarray()[0, 0] + (
+                w * (lex @ p.name_lex.T).toarray()[0, 0] if split and p.name_lex is not None else 0.0
+            )
+            if "dense" in out and p.dense_sum is not None:
+                raw = np.asarray(dense, dtype=np.float64)
+                n = np.linalg.norm(raw) if split else 0.0
+                vector = raw / n if n else raw  # as above: unit only when names are split
+                left = p.dense_sum - weight * raw if p.weight - weight > 1e-9 else None
+                drow = self._dense_row(p, left)
+                out["dense"][k] = (0.0 if drow is None else float(drow @ vector)) + (
+                    w * float(p.name_dense @ vector) if split and p.name_dense is not None else 0.0
+                )
         out["graph"] = np.array([graph.get(y, 0.0) for y in labels])
+        if self.weights.name_match:
+            match = np.zeros(len(labels))
+            for term in set(terms):
+                for k, share in self._term_index.get(term, ()):
+                    match[k] += share
+            padded = f" {' '.join(terms)} "
+            for k, y in enumerate(labels):
+                phrase = self.profiles[y].name_phrase
+                if phrase and match[k] > 0 and phrase in padded:
+                    match[k] += 1.0
+            out["name_match"] = match
         return out
 
     def probabilities(self, components: Mapping[str, np.ndarray]) -> np.ndarray:
