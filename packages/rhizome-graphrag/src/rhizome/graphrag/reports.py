@@ -162,8 +162,8 @@ def _pack_raw(
 ) -> tuple[list[Entity], list[Relation], bool]:
     """Add relations (best first) with their endpoints until the next one does not fit (as
     GraphRAG does; so only the relations up to it are read), then the leftover entities (most
-    connected first) until the next one does not fit. Returns the chosen entities (in ``entities``' order), the chosen relations and whether
-    everything fitted."""
+    connected first) until the next one does not fit. Returns the chosen entities (in
+    ``entities``' order), the chosen relations and whether everything fitted."""
     by_id = {e.id: e for e in entities}
     chosen_entities: dict[str, Entity] = {}
     chosen_relations: list[Relation] = []
