@@ -888,36 +888,16 @@ class GORAGClassifier:
                 return node is not None and node in existed
 
             for (tokens, keywords, label, vector), position in zip(pending, positions):
-                if self.online_weight > 0:
-                    self.members.setdefault(label, []).append((position, self.online_weight))
-                    self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
-                linked = _graph.add_text_keywords(
-                    self.graph,
-                    self.stats,
-                    position=position,
-                    length=len(tokens),
-                    keywords=keywords,
-                    label=label,
-                    skip=known,
-                    epsilon=self.epsilon,
-                    round=self.round,
-                )
-                self._remember_indexed(tokens, label, linked)
+                self._join(position, tokens, keywords, label, vector, known)
             self._solver = None
             return len(pending)
 
-    def _remember_indexed(self, tokens: Sequence[str], label: str, linked: Sequence[str]) -> None:
-        self.self_indexed.setdefault(_text_key(tokens), []).append(
-            (label, self.online_weight, [_graph.keyword_node(v) for v in linked])
-        )
-
-    def _index_online(self, tokens: list[str], keywords: list[str], label: str, vector: Any = None) -> list[str]:
-        """Eq. 14: the query joins ``T``; each of its keywords the graph lacks becomes a node
-        linked to the predicted label, weighted by Eq. 5 with the query as a text of that label.
-        Keywords already in the graph get no new edge. The text also joins the label's profiles
-        with weight ``online_weight`` (caller holds the lock)."""
-        position = self.stats.add_text(tokens)
-        self.stats.add_yielded(position, keywords)
+    def _join(
+        self, position: int, tokens: list[str], keywords: list[str], label: str, vector: Any, skip: Any
+    ) -> list[str]:
+        """A text already in ``T`` at ``position`` joins ``label``: its profiles (with weight
+        ``online_weight``) and, for its keywords not ``skip``-ped, new keyword nodes linked to
+        the label (Eq. 14); it is remembered as self-indexed. Returns the keywords linked."""
         if self.online_weight > 0:
             self.members.setdefault(label, []).append((position, self.online_weight))
             self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
@@ -928,12 +908,23 @@ class GORAGClassifier:
             length=len(tokens),
             keywords=keywords,
             label=label,
-            skip=lambda v: self._terminal(v) is not None,
+            skip=skip,
             epsilon=self.epsilon,
             round=self.round,
         )
-        self._remember_indexed(tokens, label, linked)
+        self.self_indexed.setdefault(_text_key(tokens), []).append(
+            (label, self.online_weight, [_graph.keyword_node(v) for v in linked])
+        )
         return linked
+
+    def _index_online(self, tokens: list[str], keywords: list[str], label: str, vector: Any = None) -> list[str]:
+        """Eq. 14: the query joins ``T``; each of its keywords the graph lacks becomes a node
+        linked to the predicted label, weighted by Eq. 5 with the query as a text of that label.
+        Keywords already in the graph get no new edge. The text also joins the label's profiles
+        with weight ``online_weight`` (caller holds the lock)."""
+        position = self.stats.add_text(tokens)
+        self.stats.add_yielded(position, keywords)
+        return self._join(position, tokens, keywords, label, vector, lambda v: self._terminal(v) is not None)
 
     async def aclassify(
         self, text: str | bytes, *, online: bool | None = None, index_threshold: Any = "default"
