@@ -257,14 +257,14 @@ class LabelScorer:
         if split and self._name_lex_matrix is not None:
             lexical = lexical + w * np.asarray((lex @ self._name_lex_matrix).todense()).ravel()
         out = {"lexical": lexical}
+        raw = vector = None
         if dense is not None and dense_m is not None:
-            vector = np.asarray(dense, dtype=np.float64)
+            raw = np.asarray(dense, dtype=np.float64)
+            n = np.linalg.norm(raw) if split else 0.0
+            vector = raw / n if n else raw  # unit only when names are split
+            out["dense"] = dense_m @ vector
             if split and self._name_dense_matrix is not None:
-                n = np.linalg.norm(vector)
-                vector = vector / n if n else vector
-                out["dense"] = dense_m @ vector + w * (self._name_dense_matrix @ vector)
-            else:
-                out["dense"] = dense_m @ vector
+                out["dense"] = out["dense"] + w * (self._name_dense_matrix @ vector)
         for y, weight in (exclude or {}).items():
             if y not in self.profiles or weight <= 0:
                 continue
@@ -274,10 +274,7 @@ class LabelScorer:
             out["lexical"][k] = (lex @ row.T).toarray()[0, 0] + (
                 w * (lex @ p.name_lex.T).toarray()[0, 0] if split and p.name_lex is not None else 0.0
             )
-            if "dense" in out and p.dense_sum is not None:
-                raw = np.asarray(dense, dtype=np.float64)
-                n = np.linalg.norm(raw) if split else 0.0
-                vector = raw / n if n else raw  # as above: unit only when names are split
+            if raw is not None and vector is not None and p.dense_sum is not None:
                 left = p.dense_sum - weight * raw if p.weight - weight > 1e-9 else None
                 drow = self._dense_row(p, left)
                 out["dense"][k] = (0.0 if drow is None else float(drow @ vector)) + (
