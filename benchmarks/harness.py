@@ -314,10 +314,9 @@ async def _scale_one(method: str, size: int, queries: int, query_seconds: float,
         "chunks_per_second": round(size / index_s, 1),
         "latency_ms": {},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-        "note": "build only: the query phase did not finish",
     }
     if emit is not None:
-        emit(row)
+        emit({**row, "note": "build only: the query phase did not finish"})
     rng = random.Random(9)
     cut: list[str] = []
     for mode in getattr(type(index), "modes", ()) or (None,):
@@ -335,7 +334,6 @@ async def _scale_one(method: str, size: int, queries: int, query_seconds: float,
         row["latency_ms"][mode or method] = {"p50": round(statistics.median(times), 2), "p95": round(float(np.percentile(times, 95)), 2)}
     index.close()
     row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    row.pop("note")
     if cut:
         row["note"] = "; ".join(cut)
     return row
