@@ -580,13 +580,11 @@ class GraphRAGIndex(BaseIndex):
         graph = EntityGraph.build(loaded, around, structure_by_id)
         graph.degree = {e: degree.get(e, 0) for e in loaded}
         stored_relations = self.relation_table.view(_RelationView)
-        relations_read = 0
+        held: dict[str, Any] = dict(relations)  # whole relations at hand: the changed ones, then those read
 
         def whole(ids: list[str]) -> dict[str, Any]:
-            nonlocal relations_read
-            stored = [rid for rid in ids if rid not in relations]
-            relations_read += len(stored)
-            return {**stored_relations.get(stored), **{rid: relations[rid] for rid in ids if rid in relations}}
+            held.update(stored_relations.get([rid for rid in ids if rid not in held]))
+            return {rid: held[rid] for rid in ids if rid in held}
 
         written, counts = await self._reports(graph, whole).asummarize(
             changed, only=set() if self.config.reports == "lazy" else None, context=kept
@@ -628,7 +626,7 @@ class GraphRAGIndex(BaseIndex):
             communities_kept=len(kept),
             reports_kept_same_input=len(same),
             report_inputs_built=len(changed),
-            report_relations_read=relations_read,
+            report_relations_read=len(held) - len(relations),
             reports_written=counts["written"],
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),
