@@ -24,6 +24,7 @@ from rhizome.raptor.clustering import (
     ClusterSettings,
     cluster,
     mixture_probabilities,
+    partition,
     reduce,
     soft_clusters,
 )
@@ -81,6 +82,43 @@ def test_bic_picks_the_planted_number_of_clusters():
     # the candidates fitted on a sample of a larger set: the same choice
     sampled = ClusterSettings(max_clusters=12, bic_sample=500)
     assert mixture_probabilities(blobs(centres, 150, 1.0, seed=2), sampled).shape[1] == 4
+
+
+def test_the_bic_search_stops_once_patience_runs_out(monkeypatch: pytest.MonkeyPatch):
+    import sklearn.mixture
+
+    fitted: list[int] = []
+
+    class Counting(sklearn.mixture.GaussianMixture):
+        def fit(self, X: Any, y: Any = None) -> Any:
+            fitted.append(self.n_components)
+            return super().fit(X, y)
+
+    monkeypatch.setattr(sklearn.mixture, "GaussianMixture", Counting)
+    points = blobs([[0, 0, 0, 0, 0], [12, 0, 0, 0, 0], [0, 12, 0, 0, 0], [0, 0, 12, 0, 0]], 40, 1.0)
+    assert mixture_probabilities(points, ClusterSettings(max_clusters=20, bic_patience=3)).shape[1] == 4
+    assert fitted == [1, 2, 3, 4, 5, 6, 7, 4]  # three candidates past the best, then the best on all nodes
+    fitted.clear()
+    assert mixture_probabilities(points, ClusterSettings(max_clusters=20, bic_patience=0)).shape[1] == 4
+    assert fitted == [*range(1, 20), 4]  # 0: every candidate, as the reference
+
+
+def test_a_large_layer_is_clustered_in_parts():
+    rng = np.random.default_rng(3)
+    topics = rng.normal(size=(4, 32))
+    vectors = np.concatenate([topics[t] + 0.2 * rng.normal(size=(30, 32)) for t in range(4)])
+    parts = partition(vectors, 60, 224)
+    assert all(len(p) <= 60 for p in parts)
+    assert sorted(int(i) for p in parts for i in p) == list(range(120))  # every row once
+    part_of = {int(i): n for n, p in enumerate(parts) for i in p}
+    assert len(parts) > 1 and all(len({part_of[i] for i in range(t * 30, t * 30 + 30)}) == 1 for t in range(4))  # 2-means never cut a topic
+    assert [len(p) for p in partition(vectors, 120, 224)] == [120]  # small enough: one part
+    assert sorted(len(p) for p in partition(np.ones((9, 4)), 4, 224)) == [2, 3, 4]  # identical rows are halved: 9 -> 4 + 5 -> 4 + 2 + 3
+    settings = ClusterSettings(partition_nodes=60)
+    clusters = cluster(vectors, np.full(120, 50), limit=10_000, settings=settings)
+    assert sorted({i for c in clusters for i in c}) == list(range(120))
+    for members in clusters:  # no cluster crosses a part, nor mixes topics
+        assert len({part_of[i] for i in members}) == 1 and len({i // 30 for i in members}) == 1, clusters
 
 
 def test_soft_membership_follows_the_probabilities():

@@ -2,9 +2,14 @@
 
 For the nodes of a layer (their embeddings and token counts):
 
+0. **parts** (our choice, for scale): a layer of more than ``partition_nodes`` nodes is cut in
+   two by 2-means of the unit vectors, and each half again while it is larger; steps 1 to 3 run
+   in each part on its own, so no UMAP or mixture ever sees more than that many nodes and a
+   layer costs time linear in its nodes (a layer at most that large is clustered whole);
 1. **global**: UMAP to ``reduction_dimension`` dimensions with the cosine metric and
    √(n − 1) neighbours (PCA for sets of fewer than ``umap_min_nodes``); a Gaussian mixture whose number of components minimises the BIC
-   (1 to ``max_clusters`` − 1); every node joins each component whose probability for it
+   (1 to ``max_clusters`` − 1; the search stops once ``bic_patience`` candidates in a row have not
+   lowered it); every node joins each component whose probability for it
    exceeds ``membership_threshold`` (soft clustering: a node may be in several clusters);
 2. **local**: each global cluster of more than ``reduction_dimension`` + 1 nodes is reduced
    again on its own (UMAP, ``local_neighbors`` neighbours) and split the same way;
@@ -46,6 +51,8 @@ class ClusterSettings:
     membership_threshold: float = 0.1
     seed: int = 224
     umap_min_nodes: int = 50
+    bic_patience: int = 10
+    partition_nodes: int = 2000
 
     @classmethod
     def of(cls, config: Any) -> ClusterSettings:
@@ -74,8 +81,9 @@ def reduce(vectors: np.ndarray, dimension: int, neighbours: int, seed: int, umap
 
 def mixture_probabilities(points: np.ndarray, settings: ClusterSettings) -> np.ndarray:
     """Membership probabilities (nodes × components) of the Gaussian mixture whose number of
-    components has the lowest BIC among 1 to min(``max_clusters``, n) − 1. The candidates are
-    fitted on at most ``bic_sample`` nodes; the chosen one on all of them."""
+    components has the lowest BIC among 1 to min(``max_clusters``, n) − 1, in increasing order
+    until ``bic_patience`` candidates in a row have not lowered it (0: all of them). The
+    candidates are fitted on at most ``bic_sample`` nodes; the chosen one on all of them."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.mixture import GaussianMixture
 
@@ -86,13 +94,17 @@ def mixture_probabilities(points: np.ndarray, settings: ClusterSettings) -> np.n
     if n > settings.bic_sample:
         rows = np.random.default_rng(settings.seed).choice(n, settings.bic_sample, replace=False)
         sample = points[np.sort(rows)]
-    best, best_bic = 1, math.inf
+    best, best_bic, stale = 1, math.inf, 0
     with _one_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # candidates with more components than distinct nodes
         for components in range(1, min(settings.max_clusters, len(sample))):
             bic = GaussianMixture(components, random_state=settings.seed).fit(sample).bic(sample)
             if bic < best_bic:
-                best, best_bic = components, bic
+                best, best_bic, stale = components, bic, 0
+            else:
+                stale += 1
+                if stale == settings.bic_patience:
+                    break
         if best == 1:
             return np.ones((n, 1))
         return GaussianMixture(best, random_state=settings.seed).fit(points).predict_proba(points)
@@ -105,6 +117,31 @@ def soft_clusters(probabilities: np.ndarray, threshold: float) -> list[np.ndarra
     members = probabilities > threshold
     members[np.arange(len(probabilities)), probabilities.argmax(axis=1)] = True
     return [np.flatnonzero(column) for column in members.T if column.any()]
+
+
+def partition(vectors: np.ndarray, most: int, seed: int) -> list[np.ndarray]:
+    """Row indices of parts of at most ``most`` rows (step 0 of the module docstring): the
+    rows split in two by 2-means of their unit vectors, and each part again while it is
+    larger. One part, all rows, when there are at most ``most``."""
+    todo, parts = [np.arange(len(vectors))], []
+    if len(vectors) <= most:
+        return todo
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    while todo:
+        rows = todo.pop()
+        if len(rows) <= most:
+            parts.append(rows)
+            continue
+        with _one_thread(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # one distinct vector: handled below
+            side = KMeans(2, n_init=1, random_state=seed).fit_predict(unit[rows]).astype(bool)
+        if side.all() or not side.any():  # identical vectors: halve them as they come
+            side = np.arange(len(rows)) >= len(rows) // 2
+        todo += [rows[side], rows[~side]]
+    return parts
 
 
 def _split(vectors: np.ndarray, settings: ClusterSettings, *, again: bool = False) -> list[np.ndarray]:
@@ -128,7 +165,11 @@ def _split(vectors: np.ndarray, settings: ClusterSettings, *, again: bool = Fals
 def cluster(vectors: np.ndarray, tokens: np.ndarray, limit: int, settings: ClusterSettings) -> list[list[int]]:
     """The clusters of one layer as lists of row indices (see the module docstring): soft, so a
     row may be in several; every row is in at least one; no two clusters are equal."""
-    return _cluster(np.asarray(vectors, dtype=np.float64), np.asarray(tokens), limit, settings)
+    vectors, tokens = np.asarray(vectors, dtype=np.float64), np.asarray(tokens)
+    out: list[list[int]] = []
+    for rows in partition(vectors, settings.partition_nodes, settings.seed):
+        out += [[int(rows[i]) for i in members] for members in _cluster(vectors[rows], tokens[rows], limit, settings)]
+    return out
 
 
 def _cluster(vectors: np.ndarray, tokens: np.ndarray, limit: int, settings: ClusterSettings, *, again: bool = False) -> list[list[int]]:
@@ -146,4 +187,4 @@ def _cluster(vectors: np.ndarray, tokens: np.ndarray, limit: int, settings: Clus
     return [list(members) for members in dict.fromkeys(tuple(m) for m in out)]
 
 
-__all__ = ["ClusterSettings", "cluster", "mixture_probabilities", "reduce", "soft_clusters"]
+__all__ = ["ClusterSettings", "cluster", "mixture_probabilities", "partition", "reduce", "soft_clusters"]

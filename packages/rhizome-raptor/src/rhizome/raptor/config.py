@@ -48,6 +48,21 @@ class RaptorConfig(IndexConfig):
     10k passages. At least 500, so that each of up to 49 candidate components has about ten
     nodes: with fewer, components collapsed on a few nodes win the BIC. See docs/raptor.md."""
 
+    bic_patience: int = Field(10, ge=0)
+    """The BIC search tries 1, 2, 3, ... components and stops once this many candidates in a
+    row have not lowered the BIC (0: every candidate up to ``max_clusters`` - 1, as the
+    reference does). Our choice for speed: on large sets the BIC is lowest at 6-8 components
+    and then rises, so the later candidates, the costliest to fit, never win there; see
+    docs/raptor.md for how often and how much the choice changes the tree."""
+
+    partition_nodes: int = Field(2000, ge=100)
+    """A layer of more nodes is first cut into parts of at most this many, by 2-means of the
+    unit embeddings, halving again while a part is larger; each part is clustered on its own.
+    Our choice for scale: UMAP's global step uses √(n − 1) neighbours and the mixtures at most
+    49 components, so one clustering of a whole large layer costs more than linear time and
+    needs ever deeper re-clustering for length; bounded parts make a build grow linearly with
+    the corpus. A corpus of up to this many leaves is clustered whole. See docs/raptor.md."""
+
     membership_threshold: float = Field(0.1, gt=0.0, lt=1.0)
     """A node joins every cluster whose mixture probability for it exceeds this (reference
     ``threshold`` 0.1: soft clustering), and always its most probable one."""
