@@ -120,7 +120,11 @@ def test_scale_one_in_process():
     result = harness.scale_one("naive", 50, queries=5)
     assert result["size"] == 50 and result["chunks_per_second"] > 0
     assert set(result["latency_ms"]["naive"]) == {"p50", "p95"}
-    assert result["index_cpu_seconds"] > 0 and "note" not in result
+    assert result["index_cpu_seconds"] > 0 and "note" not in result and "warm_up_cpu_seconds" not in result
+    warmed = harness.scale_one("naive", 50, queries=5, warm_up=True)  # a throwaway index first, its CPU apart
+    assert warmed["warm_up_cpu_seconds"] > 0 and warmed["size"] == 50
+    row = {**warmed, "method": "naive"}
+    assert f"(warm-up apart: {warmed['warm_up_cpu_seconds']})" in harness.scale_table({"rows": [row]})
 
 
 def test_scale_one_reports_the_build_before_the_queries_and_bounds_them():
