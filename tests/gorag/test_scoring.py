@@ -201,15 +201,18 @@ def test_name_match_is_the_share_of_the_name_words_in_the_text():
     tokens = tokenize("Ocean waves and tides, seen in astronomy.")
     match = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)["name_match"]
     assert match.tolist() == pytest.approx([2.0, 2.0])
-    off = GORAGClassifier(online=False)  # offline default: weight 0, the component is not computed
+    off = GORAGClassifier(online=False, name_match_weight=0.0)  # weight 0: the component is not computed
     off.fit_round(["Waves break on the beach.", "Stars shine."], ["ocean_waves_and_tides", "astronomy"])
     assert "name_match" not in off.scorer.components(labels, off.scorer.space.vector(tokens), None, {}, tokens)
 
 
 def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     offline = GORAGClassifier()
-    assert (offline.max_candidates, offline.candidate_coverage) == (5, 0.99)
-    assert offline.scorer.weights == Weights()  # the folded-in profile, no name-word share
+    assert (offline.max_candidates, offline.candidate_coverage, offline.nearest_labels) == (12, 0.99, 12)
+    # the folded-in profile, with the name-word share
+    assert offline.scorer.weights == Weights(temperature=0.05, name_match=0.25)
+    assert GORAGClassifier(max_candidates=3).nearest_labels == 3
+    assert GORAGClassifier(max_candidates=3, nearest_labels=20).nearest_labels == 20
     dense = GORAGClassifier(embedder=HashingEmbedder(64))
     assert (dense.max_candidates, dense.candidate_coverage) == (10, 0.99)
     assert dense.scorer.weights == Weights(lexical=1.5, dense=0.5, graph=0.25, temperature=0.08, name_match=0.25, split_names=True)
@@ -249,7 +252,8 @@ def test_leaving_a_text_out_of_its_label_scores_as_if_it_had_never_joined():
 
 
 def test_a_text_indexed_online_keeps_its_label_but_not_as_its_only_candidate(tmp_path):
-    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0))
+    # the name-word share is off: the text names its gold label, which no pseudo-label outweighs
+    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0, name_match_weight=0.0))
     gold, text = QUERIES[0]
     assert clf.classify(text).label == gold
     tokens = tokenize(text)
