@@ -316,3 +316,17 @@ def test_model_path_over_the_ollama_wire(monkeypatch):
         bad = clf.classify(QUERIES[2][1])
         assert bad.candidates == ["cooking"] and bad.label == "cooking"
         assert bad.valid_answer is False and bad.chosen_by == "score" and bad.model_answer == "astronomy"
+
+
+def test_offline_cut_keeps_one_label_for_a_text_that_names_it_and_up_to_the_cap_for_a_vague_one():
+    names = ["solar_energy", "water_pollution", "machine_learning", "heart_disease", "remote_sensing",
+             "child_abuse", "gene_expression", "bridge_design", "crop_yield", "ocean_tides", "stock_markets",
+             "bird_migration", "volcanic_eruptions", "tax_policy", "music_theory"]
+    texts = [f"A report on {y.replace('_', ' ')}: measured {y[:4]}ian and {y[-4:]}ward trends." for y in names]
+    clf = GORAGClassifier(online=False)
+    clf.fit_round(texts, names)
+    named = clf.classify("Rooftop panels turn solar energy into electricity.")
+    assert named.label == "solar_energy" and named.candidates == ["solar_energy"]
+    vague = clf.classify("Rooftop panels turn sunlight into electricity.")  # no word of any label's texts
+    assert len(vague.candidates) == clf.max_candidates == 12
+    assert vague.confidence < 0.5  # too unsure to be indexed online
