@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
                             f"{', '.join(str(s) for s in args.shots)}-shot{'' if args.limit else ', every test text'})", table)
 
 
-CUT_RULES = [(cov, cap) for cov in (0.9, 0.95, 0.99, 1.0) for cap in (5, 8, 10, 12, 15)]
+CUT_RULES = [(cov, cap) for cov in (0.9, 0.95, 0.99, 0.995, 1.0) for cap in (5, 8, 10, 12, 15)]
 
 
 def dev_cuts(shots: int, make) -> dict[str, Any]:

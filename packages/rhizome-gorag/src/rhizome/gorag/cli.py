@@ -82,6 +82,7 @@ KNOBS = (
     "temperature",
     "name_weight",
     "name_match_weight",
+    "centering_weight",
     "split_names",
     "steiner",
 )
@@ -178,7 +179,7 @@ def register(subparsers: Any) -> None:
                    help="who picks the label (default auto: the model with --llm, else the scorer)")
     p.add_argument("--candidates", choices=["scored", "steiner"], help="candidate labels (default scored)")
     p.add_argument("--max-candidates", type=int, help="at most this many candidates (default 12; 10 with --embed)")
-    p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.99)")
+    p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.995; 0.99 with --embed)")
     p.add_argument("--index-threshold", type=_threshold,
                    help="index a text online only at this confidence or more; 'none' indexes all (default 0.5)")
     p.add_argument("--online-mode", choices=["deferred", "sequential"],
@@ -188,6 +189,8 @@ def register(subparsers: Any) -> None:
                    help="weight of a label's name against its examples (default 1: as one text, or with split names as the examples' centroid)")
     p.add_argument("--name-match-weight", type=float,
                    help="scorer weight of the share of a label's name words found in the text (default 0.25)")
+    p.add_argument("--centering-weight", type=float,
+                   help="centre the text on the mean of the labels' texts by this much (default 2; 0 with --embed)")
     p.add_argument("--split-names", action=argparse.BooleanOptionalAction, default=None,
                    help="score a label's name apart from its examples (default: on with --embed, off without)")
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1; 1.5 with --embed)")
