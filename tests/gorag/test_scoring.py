@@ -209,8 +209,8 @@ def test_name_match_is_the_share_of_the_name_words_in_the_text():
 def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     offline = GORAGClassifier()
     assert (offline.max_candidates, offline.candidate_coverage, offline.nearest_labels) == (12, 0.995, 12)
-    # the folded-in profile, with the name-word share and the centred text
-    assert offline.scorer.weights == Weights(temperature=0.05, name_match=0.25, centering=2.0)
+    # the folded-in profile, with the name-word share
+    assert offline.scorer.weights == Weights(temperature=0.05, name_match=0.25)
     assert GORAGClassifier(max_candidates=3).nearest_labels == 3
     assert GORAGClassifier(max_candidates=3, nearest_labels=20).nearest_labels == 20
     dense = GORAGClassifier(embedder=HashingEmbedder(64))
@@ -231,15 +231,6 @@ def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     state.write_text(json.dumps(data))
     old = GORAGClassifier.load(tmp_path / "c", embedder=HashingEmbedder(64))
     assert (old.scorer.weights.split_names, old.scorer.weights.name_match) == (False, 0.0)
-    # an offline file written before the centring: loaded without it
-    offline = two_rounds(GORAGClassifier())
-    offline.persist(tmp_path / "o")
-    state = tmp_path / "o" / "classifier.json"
-    data = json.loads(state.read_text())
-    del data["parameters"]["centering_weight"]
-    state.write_text(json.dumps(data))
-    assert GORAGClassifier.load(tmp_path / "o").scorer.weights.centering == 0.0
-    assert GORAGClassifier.load(tmp_path / "o", centering_weight=1.0).scorer.weights.centering == 1.0
 
 
 def test_leaving_a_text_out_of_its_label_scores_as_if_it_had_never_joined():
@@ -262,9 +253,8 @@ def test_leaving_a_text_out_of_its_label_scores_as_if_it_had_never_joined():
 
 def test_a_text_indexed_online_keeps_its_label_but_not_as_its_only_candidate(tmp_path):
     # a sharp scorer, so that the copy's weight shows: no name-word share (the text names its gold
-    # label, which no pseudo-label outweighs), no centring, a low temperature
-    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0, name_match_weight=0.0, centering_weight=0.0,
-                                     temperature=0.02))
+    # label, which no pseudo-label outweighs), a low temperature
+    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0, name_match_weight=0.0, temperature=0.02))
     gold, text = QUERIES[0]
     assert clf.classify(text).label == gold
     tokens = tokenize(text)
@@ -341,24 +331,3 @@ def test_offline_cut_keeps_one_label_for_a_text_that_names_it_and_up_to_the_cap_
     vague = clf.classify("Rooftop panels turn sunlight into electricity.")  # no word of any label's texts
     assert len(vague.candidates) == clf.max_candidates == 12
     assert vague.confidence < 0.5  # too unsure to be indexed online
-
-
-def test_centering_scores_each_profile_against_the_text_minus_the_mean_of_the_texts():
-    plain = two_rounds(GORAGClassifier(online=False, centering_weight=0.0))
-    centred = two_rounds(GORAGClassifier(online=False, centering_weight=1.5))
-    labels = list(plain.labels)
-    tokens = tokenize(QUERIES[2][1])
-    lex = plain.scorer.space.vector(tokens)
-    got = centred.scorer.components(labels, lex, None, {}, tokens)
-    assert got["lexical"] == pytest.approx(plain.scorer.components(labels, lex, None, {}, tokens)["lexical"])
-    # the mean of the unit vectors of every label's texts (two per label, weight 1 each)
-    texts = [t for _, t in ROUND1 + ROUND2]
-    mean = sum(plain.scorer.space.vector(tokenize(t)) for t in texts) / len(texts)
-    lex_m, _ = plain.scorer._matrices(labels)  # DIM × labels: the unit profiles
-    expected = -np.asarray((lex_m.T @ mean.T).todense()).ravel()
-    assert got["centering"] == pytest.approx(expected)
-    assert (expected < 0).all()
-    assert "centering" not in plain.scorer.components(labels, lex, None, {}, tokens)
-    # its weight: the lexical score becomes profile · (text − 1.5 · mean)
-    weighted = 1.0 * got["lexical"] + 1.5 * got["centering"]
-    assert weighted == pytest.approx(np.asarray((lex - 1.5 * mean) @ lex_m.todense()).ravel())

@@ -60,13 +60,11 @@ OFFLINE_DEFAULTS: dict[str, Any] = {
     "graph_weight": 0.5,
     "temperature": 0.05,
     "name_match_weight": 0.25,
-    "centering_weight": 2.0,
     "split_names": False,
 }
 """The scorer and cut defaults without an embedder (set on the gorag-wos dev split): the
 name-word share sharpens the probabilities of texts that name their label, so the 0.995
-coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts;
-centring the text on the mean of the labels' texts gives a new round's labels their share."""
+coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts."""
 
 EMBEDDER_DEFAULTS: dict[str, Any] = {
     "max_candidates": 10,
@@ -76,7 +74,6 @@ EMBEDDER_DEFAULTS: dict[str, Any] = {
     "graph_weight": 0.25,
     "temperature": 0.08,
     "name_match_weight": 0.25,
-    "centering_weight": 0.0,
     "split_names": True,
 }
 """The defaults with an embedder (set on the gorag-wos dev split with all-MiniLM-L6-v2): the
@@ -141,11 +138,6 @@ class GORAGClassifier:
         the share of the name's words found in the text. ``None`` takes the defaults set on the
         gorag-wos dev split: without an embedder 1 / 0.25 / 0.5 / 0.05 / 1 / 0.25, with one
         1.5 / 0.5 / 0.25 / 0.08 / 1 / 0.25.
-    centering_weight:
-        How far the text's TF-IDF vector is centred on the mean of the labels' texts before its
-        cosine with each profile (docs/gorag.md, "Scoring"): the lexical score is
-        ``profile · (text − centering_weight · mean)``. ``None``: 2 without an embedder (set on
-        the gorag-wos dev split), 0 with one.
     split_names:
         Score a label's name apart from its examples (the cosine with the examples' centroid
         plus ``name_weight`` times the cosine with the name) instead of folding the name into
@@ -210,7 +202,6 @@ class GORAGClassifier:
         temperature: float | None = None,
         name_weight: float = 1.0,
         name_match_weight: float | None = None,
-        centering_weight: float | None = None,
         split_names: bool | None = None,
         link_threshold: float = 0.8,
         link_keywords: int = 8,
@@ -239,7 +230,6 @@ class GORAGClassifier:
         graph_weight = preset["graph_weight"] if graph_weight is None else graph_weight
         temperature = preset["temperature"] if temperature is None else temperature
         name_match_weight = preset["name_match_weight"] if name_match_weight is None else name_match_weight
-        centering_weight = preset["centering_weight"] if centering_weight is None else centering_weight
         split_names = preset["split_names"] if split_names is None else bool(split_names)
         if callable(keyword_source):
             self._keyword_function: KeywordFunction | None = keyword_source
@@ -294,7 +284,6 @@ class GORAGClassifier:
             ("graph_weight", graph_weight, 0.0, float("inf")),
             ("name_weight", name_weight, 0.0, float("inf")),
             ("name_match_weight", name_match_weight, 0.0, float("inf")),
-            ("centering_weight", centering_weight, 0.0, float("inf")),
         ):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
                 raise ConfigurationError(f"{name} must be a number in [{low}, {high}], got {value!r}")
@@ -349,7 +338,6 @@ class GORAGClassifier:
                 temperature=float(temperature),
                 name_weight=float(name_weight),
                 name_match=float(name_match_weight),
-                centering=float(centering_weight),
                 split_names=split_names,
             ),
         )
@@ -406,7 +394,6 @@ class GORAGClassifier:
             "temperature": self.scorer.weights.temperature,
             "name_weight": self.scorer.weights.name_weight,
             "name_match_weight": self.scorer.weights.name_match,
-            "centering_weight": self.scorer.weights.centering,
             "split_names": self.scorer.weights.split_names,
             "link_threshold": self.link_threshold,
             "link_keywords": self.link_keywords,

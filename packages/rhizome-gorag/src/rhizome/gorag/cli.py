@@ -82,7 +82,6 @@ KNOBS = (
     "temperature",
     "name_weight",
     "name_match_weight",
-    "centering_weight",
     "split_names",
     "steiner",
 )
@@ -189,8 +188,6 @@ def register(subparsers: Any) -> None:
                    help="weight of a label's name against its examples (default 1: as one text, or with split names as the examples' centroid)")
     p.add_argument("--name-match-weight", type=float,
                    help="scorer weight of the share of a label's name words found in the text (default 0.25)")
-    p.add_argument("--centering-weight", type=float,
-                   help="centre the text on the mean of the labels' texts by this much (default 2; 0 with --embed)")
     p.add_argument("--split-names", action=argparse.BooleanOptionalAction, default=None,
                    help="score a label's name apart from its examples (default: on with --embed, off without)")
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1; 1.5 with --embed)")

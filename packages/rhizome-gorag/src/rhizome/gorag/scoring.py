@@ -12,14 +12,7 @@ kinds of evidence (docs/gorag.md, "Scoring"):
   few labels says more), as a share of the text's total terminal specificity;
 - ``name_match`` — the share of the distinct content words of the label's name that occur in
   the text, plus 1 when the whole name occurs in it as a phrase (WOS labels are the papers' own
-  keywords, so the name is often in the text);
-- ``centering`` — minus the cosine between the label's lexical profile and the mean of the unit
-  vectors of every label's texts (labelled and online-indexed, as weighted in the profiles).
-  With weight β the lexical score becomes ``profile · (text − β · mean)``: the text is centred
-  on what the texts seen so far have in common, so a label whose profile looks like the bulk of
-  them (many online-indexed texts, or the older rounds' topics) no longer wins every unsure
-  text — the standard centring against hubs in cosine spaces, and what gives a new round's
-  labels their share of the candidates.
+  keywords, so the name is often in the text).
 
 With ``split_names`` the name is not folded into the profiles: ``lexical`` (and ``dense``) is
 the cosine with the label's examples alone (the unit mean of their unit vectors) plus
@@ -123,7 +116,6 @@ class Weights:
     name_weight: float = 1.0
     name_match: float = 0.0
     split_names: bool = False
-    centering: float = 0.0
 
 
 @dataclass
@@ -139,8 +131,6 @@ class LabelScorer:
     _name_dense_matrix: np.ndarray | None = None
     _term_index: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     _order: list[str] = field(default_factory=list)
-    _mean_text: sparse.csr_matrix | None = None
-    _centering: np.ndarray | None = None
 
     def ensure(self, label: str) -> Profile:
         if label not in self.profiles:
@@ -244,21 +234,8 @@ class LabelScorer:
             self._name_dense_matrix = np.vstack(
                 [np.asarray(v, dtype=np.float64) if v is not None else np.zeros(dim) for v in name_dense_rows]
             )
-        self._centering = None
-        if self.weights.centering and rows:
-            self._mean_text = self._texts_mean(labels)
-            self._centering = np.asarray((self._lex_matrix.T @ self._mean_text.T).todense()).ravel()
         self._order = list(labels)
         return self._lex_matrix, self._dense_matrix
-
-    def _texts_mean(self, labels: Sequence[str]) -> sparse.csr_matrix:
-        """The weighted mean of the unit vectors of every label's texts (1 × DIM)."""
-        total = sparse.csr_matrix((1, DIM), dtype=np.float64)
-        weight = 0.0
-        for y in labels:
-            total = total + self.profiles[y].lex_sum
-            weight += self.profiles[y].weight
-        return total / weight if weight > 1e-9 else total
 
     def components(
         self,
@@ -303,13 +280,6 @@ class LabelScorer:
                 out["dense"][k] = (0.0 if drow is None else float(drow @ vector)) + (
                     w * float(p.name_dense @ vector) if split and p.name_dense is not None else 0.0
                 )
-        if self._centering is not None:
-            out["centering"] = -self._centering.copy()
-            for y, weight in (exclude or {}).items():
-                if y in self.profiles and weight > 0:
-                    p = self.profiles[y]
-                    row = self._lex_row(p, p.lex_sum - weight * lex, p.weight - weight)
-                    out["centering"][self._order.index(y)] = -(row @ self._mean_text.T).toarray()[0, 0]
         out["graph"] = np.array([graph.get(y, 0.0) for y in labels])
         if self.weights.name_match:
             match = np.zeros(len(labels))
