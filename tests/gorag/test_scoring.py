@@ -201,15 +201,18 @@ def test_name_match_is_the_share_of_the_name_words_in_the_text():
     tokens = tokenize("Ocean waves and tides, seen in astronomy.")
     match = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)["name_match"]
     assert match.tolist() == pytest.approx([2.0, 2.0])
-    off = GORAGClassifier(online=False)  # offline default: weight 0, the component is not computed
+    off = GORAGClassifier(online=False, name_match_weight=0.0)  # weight 0: the component is not computed
     off.fit_round(["Waves break on the beach.", "Stars shine."], ["ocean_waves_and_tides", "astronomy"])
     assert "name_match" not in off.scorer.components(labels, off.scorer.space.vector(tokens), None, {}, tokens)
 
 
 def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     offline = GORAGClassifier()
-    assert (offline.max_candidates, offline.candidate_coverage) == (5, 0.99)
-    assert offline.scorer.weights == Weights()  # the folded-in profile, no name-word share
+    assert (offline.max_candidates, offline.candidate_coverage, offline.nearest_labels) == (12, 0.995, 12)
+    # the folded-in profile, with the name-word share
+    assert offline.scorer.weights == Weights(temperature=0.05, name_match=0.25)
+    assert GORAGClassifier(max_candidates=3).nearest_labels == 3
+    assert GORAGClassifier(max_candidates=3, nearest_labels=20).nearest_labels == 20
     dense = GORAGClassifier(embedder=HashingEmbedder(64))
     assert (dense.max_candidates, dense.candidate_coverage) == (10, 0.99)
     assert dense.scorer.weights == Weights(lexical=1.5, dense=0.5, graph=0.25, temperature=0.08, name_match=0.25, split_names=True)
@@ -249,7 +252,9 @@ def test_leaving_a_text_out_of_its_label_scores_as_if_it_had_never_joined():
 
 
 def test_a_text_indexed_online_keeps_its_label_but_not_as_its_only_candidate(tmp_path):
-    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0))
+    # a sharp scorer, so that the copy's weight shows: no name-word share (the text names its gold
+    # label, which no pseudo-label outweighs), a low temperature
+    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0, name_match_weight=0.0, temperature=0.02))
     gold, text = QUERIES[0]
     assert clf.classify(text).label == gold
     tokens = tokenize(text)
@@ -312,3 +317,17 @@ def test_model_path_over_the_ollama_wire(monkeypatch):
         bad = clf.classify(QUERIES[2][1])
         assert bad.candidates == ["cooking"] and bad.label == "cooking"
         assert bad.valid_answer is False and bad.chosen_by == "score" and bad.model_answer == "astronomy"
+
+
+def test_offline_cut_keeps_one_label_for_a_text_that_names_it_and_up_to_the_cap_for_a_vague_one():
+    names = ["solar_energy", "water_pollution", "machine_learning", "heart_disease", "remote_sensing",
+             "child_abuse", "gene_expression", "bridge_design", "crop_yield", "ocean_tides", "stock_markets",
+             "bird_migration", "volcanic_eruptions", "tax_policy", "music_theory"]
+    texts = [f"A report on {y.replace('_', ' ')}: measured {y[:4]}ian and {y[-4:]}ward trends." for y in names]
+    clf = GORAGClassifier(online=False)
+    clf.fit_round(texts, names)
+    named = clf.classify("Rooftop panels turn solar energy into electricity.")
+    assert named.label == "solar_energy" and named.candidates == ["solar_energy"]
+    vague = clf.classify("Rooftop panels turn sunlight into electricity.")  # no word of any label's texts
+    assert len(vague.candidates) == clf.max_candidates == 12
+    assert vague.confidence < 0.5  # too unsure to be indexed online

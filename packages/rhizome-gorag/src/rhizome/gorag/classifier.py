@@ -53,16 +53,18 @@ from rhizome.gorag.text import (
 )
 
 OFFLINE_DEFAULTS: dict[str, Any] = {
-    "max_candidates": 5,
-    "candidate_coverage": 0.99,
+    "max_candidates": 12,
+    "candidate_coverage": 0.995,
     "lexical_weight": 1.0,
     "dense_weight": 0.25,
     "graph_weight": 0.5,
-    "temperature": 0.02,
-    "name_match_weight": 0.0,
+    "temperature": 0.05,
+    "name_match_weight": 0.25,
     "split_names": False,
 }
-"""The scorer and cut defaults without an embedder (set on the gorag-wos dev split)."""
+"""The scorer and cut defaults without an embedder (set on the gorag-wos dev split): the
+name-word share sharpens the probabilities of texts that name their label, so the 0.995
+coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts."""
 
 EMBEDDER_DEFAULTS: dict[str, Any] = {
     "max_candidates": 10,
@@ -114,9 +116,11 @@ class GORAGClassifier:
     max_candidates, candidate_coverage, nearest_labels:
         At most ``max_candidates`` candidates; fewer when the first ones already hold
         ``candidate_coverage`` of the probability; ``nearest_labels`` best-scored labels join
-        the Steiner labels in the pool the candidates are cut from. Defaults (``None``): 5 and
-        0.99 without an embedder, 10 and 0.99 with one (its probabilities are calibrated at a
-        higher temperature, so the cap only bounds the unsure texts; docs/gorag.md, "Scoring").
+        the Steiner labels in the pool the candidates are cut from (default: as many as
+        ``max_candidates``, so the cap alone bounds them). Defaults (``None``): 12 and
+        0.995 without an embedder, 10 and 0.99 with one (in both, the texts whose label is clear
+        reach the coverage within a label or two, so the cap only bounds the unsure texts;
+        docs/gorag.md, "Scoring").
     index_threshold:
         Online indexing takes a text only when the probability of its label is at least this
         (default 0.5); ``None`` indexes every classified text, as the paper does.
@@ -132,7 +136,7 @@ class GORAGClassifier:
         temperature, how much a label's name (and description) counts (with ``split_names``:
         its cosine's weight against the examples'; else as how many texts), and the weight of
         the share of the name's words found in the text. ``None`` takes the defaults set on the
-        gorag-wos dev split: without an embedder 1 / 0.25 / 0.5 / 0.02 / 1 / 0, with one
+        gorag-wos dev split: without an embedder 1 / 0.25 / 0.5 / 0.05 / 1 / 0.25, with one
         1.5 / 0.5 / 0.25 / 0.08 / 1 / 0.25.
     split_names:
         Score a label's name apart from its examples (the cosine with the examples' centroid
@@ -188,7 +192,7 @@ class GORAGClassifier:
         candidates: Literal["scored", "steiner"] = "scored",
         max_candidates: int | None = None,
         candidate_coverage: float | None = None,
-        nearest_labels: int = 10,
+        nearest_labels: int | None = None,
         index_threshold: float | None = 0.5,
         online_mode: Literal["deferred", "sequential"] = "deferred",
         online_weight: float = 0.5,
@@ -219,6 +223,7 @@ class GORAGClassifier:
         self.embedder = resolve_embedder(embedder) if embedder is not None else None
         preset = EMBEDDER_DEFAULTS if self.embedder is not None else OFFLINE_DEFAULTS
         max_candidates = preset["max_candidates"] if max_candidates is None else max_candidates
+        nearest_labels = max_candidates if nearest_labels is None else nearest_labels
         candidate_coverage = preset["candidate_coverage"] if candidate_coverage is None else candidate_coverage
         lexical_weight = preset["lexical_weight"] if lexical_weight is None else lexical_weight
         dense_weight = preset["dense_weight"] if dense_weight is None else dense_weight

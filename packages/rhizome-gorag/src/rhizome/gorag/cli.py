@@ -177,8 +177,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--label-choice", choices=["auto", "model", "score", "graph"],
                    help="who picks the label (default auto: the model with --llm, else the scorer)")
     p.add_argument("--candidates", choices=["scored", "steiner"], help="candidate labels (default scored)")
-    p.add_argument("--max-candidates", type=int, help="at most this many candidates (default 5; 10 with --embed)")
-    p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.99)")
+    p.add_argument("--max-candidates", type=int, help="at most this many candidates (default 12; 10 with --embed)")
+    p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.995; 0.99 with --embed)")
     p.add_argument("--index-threshold", type=_threshold,
                    help="index a text online only at this confidence or more; 'none' indexes all (default 0.5)")
     p.add_argument("--online-mode", choices=["deferred", "sequential"],
@@ -187,13 +187,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--name-weight", type=float,
                    help="weight of a label's name against its examples (default 1: as one text, or with split names as the examples' centroid)")
     p.add_argument("--name-match-weight", type=float,
-                   help="scorer weight of the share of a label's name words found in the text (default 0; 0.25 with --embed)")
+                   help="scorer weight of the share of a label's name words found in the text (default 0.25)")
     p.add_argument("--split-names", action=argparse.BooleanOptionalAction, default=None,
                    help="score a label's name apart from its examples (default: on with --embed, off without)")
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1; 1.5 with --embed)")
     p.add_argument("--dense-weight", type=float, help="scorer weight of embedding similarity (default 0.5; needs --embed)")
     p.add_argument("--graph-weight", type=float, help="scorer weight of the keyword graph (default 0.5; 0.25 with --embed)")
-    p.add_argument("--temperature", type=float, help="softmax temperature of the scorer (default 0.02; 0.08 with --embed)")
+    p.add_argument("--temperature", type=float, help="softmax temperature of the scorer (default 0.05; 0.08 with --embed)")
     p.add_argument("--json", action="store_true", help="one JSON record per line (label, candidates, tree, keywords)")
     p.add_argument("--out", help="write the predictions here instead of standard output")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress notes on standard error")
