@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from benchmarks import harness
@@ -30,16 +33,22 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 
 def write_section(key: str, title: str, body: str) -> None:
-    """Replace (or append) the block between ``<!-- harness:key -->`` markers in docs/benchmarks.md."""
+    """Replace (or append) the block between ``<!-- harness:key -->`` markers in docs/benchmarks.md.
+    Benchmarks running side by side each write their own section: the read-modify-write holds
+    an exclusive lock, and the new text replaces the file whole, so none loses another's."""
     start, end = f"<!-- harness:{key} -->", f"<!-- /harness:{key} -->"
     block = f"{start}\n### {title}\n\n{body}\n{end}"
-    text = DOCS.read_text(encoding="utf-8")
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
-    else:
-        anchor = "<!-- harness:end -->"
-        text = text.replace(anchor, f"{block}\n\n{anchor}") if anchor in text else f"{text.rstrip()}\n\n{block}\n"
-    DOCS.write_text(text, encoding="utf-8")
+    with open(Path(tempfile.gettempdir()) / "rhizome-benchmarks-docs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        text = DOCS.read_text(encoding="utf-8")
+        if start in text and end in text:
+            text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
+        else:
+            anchor = "<!-- harness:end -->"
+            text = text.replace(anchor, f"{block}\n\n{anchor}") if anchor in text else f"{text.rstrip()}\n\n{block}\n"
+        fresh = DOCS.with_name(f".{DOCS.name}.{os.getpid()}.tmp")
+        fresh.write_text(text, encoding="utf-8")
+        os.replace(fresh, DOCS)
 
 
 def save(name: str, result: dict) -> None:

@@ -220,3 +220,22 @@ def test_add_merges_one_methods_rows_into_a_saved_table(tmp_path):
     with pytest.raises(SystemExit, match="settings differ"):  # another run's settings: not merged
         merge_rows(saved, {"suite": "scale", "questions": 5, "rows": []})
     assert merge_rows(tmp_path / "none.json", new) == new
+
+
+def test_sections_written_side_by_side_are_all_kept(tmp_path, monkeypatch):
+    import threading
+
+    import benchmarks.__main__ as cli
+
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text("# Benchmarks\n\n" + "x\n" * 20000 + "<!-- harness:end -->\n", encoding="utf-8")
+    monkeypatch.setattr(cli, "DOCS", docs)
+    writers = [threading.Thread(target=lambda i=i: [cli.write_section(f"s{i}-{j}", f"S{i}", "body") for j in range(10)])
+               for i in range(6)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+    text = docs.read_text(encoding="utf-8")
+    assert all(f"<!-- /harness:s{i}-{j} -->" in text for i in range(6) for j in range(10))
+    assert text.rstrip().endswith("<!-- harness:end -->") and not list(tmp_path.glob(".*.tmp"))
