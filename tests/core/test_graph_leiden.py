@@ -18,6 +18,8 @@ from rhizome.core.graph import (
     hierarchical_leiden,
     leiden,
     leiden_library_versions,
+    leiden_update,
+    modularity,
     ordered_nodes,
 )
 
@@ -448,3 +450,18 @@ def test_a_collapsed_update_moves_what_the_whole_graph_update_moves():
         assert abs(q_collapsed - nx.community.modularity(graph, communities_from_membership(collapsed))) < 1e-9
         assert as_partition(start) == as_partition(collapsed)
         assert q_collapsed >= q_whole - 0.02  # as good as the update on the whole graph
+
+
+def test_modularity_of_a_partition(planted):
+    graph = planted
+    for u, v in graph.edges:
+        graph[u][v]["weight"] = 1.0 + (hash((u, v)) % 3)
+    part = leiden(graph)
+    expected = nx.community.modularity(graph, communities_from_membership(part), weight="weight")
+    assert modularity(graph, part) == pytest.approx(expected)
+    assert modularity(graph, part) == pytest.approx(leiden_update(graph, part, movable=set())[1])
+    lone = next(iter(graph))  # a node without a label is a community of its own
+    alone = {n: c for n, c in part.items() if n != lone}
+    singled = [[lone], *[[n for n in c if n != lone] for c in communities_from_membership(part)]]
+    assert modularity(graph, alone) == pytest.approx(nx.community.modularity(graph, [c for c in singled if c], weight="weight"))
+    assert modularity(nx.empty_graph(3), {}) == 0.0

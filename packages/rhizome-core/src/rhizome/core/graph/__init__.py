@@ -32,6 +32,7 @@ from rhizome.core.graph.leiden import (
     leiden,
     leiden_library_versions,
     leiden_update,
+    modularity,
 )
 from rhizome.core.graph.pagerank import (
     DEFAULT_PPR_DAMPING,
@@ -67,6 +68,7 @@ __all__ = [
     "leiden",
     "leiden_update",
     "leiden_library_versions",
+    "modularity",
     "ordered_nodes",
     "pagerank_scores",
     "personalized_pagerank",
