@@ -129,3 +129,22 @@ def test_chunk_ids_name_a_documents_chunk_and_back():
     chunks = Chunker(16, 0).chunk(Document(id="a:b", text="One sentence here. " * 20))
     assert [c.id for c in chunks] == [chunk_id("a:b", i) for i in range(len(chunks))]
     assert [chunk_position(c.id) for c in chunks] == [("a:b", i) for i in range(len(chunks))]
+
+
+def test_a_text_that_fits_one_chunk_is_one_chunk_counted_once():
+    text = sentences(12)
+    ((start, end, n),) = Chunker(count_tokens(text), 5).split_text(text)
+    assert (start, end, n) == (0, len(text), count_tokens(text))
+    assert len(Chunker(count_tokens(text) - 1, 5).split_text(text)) == 2
+
+
+@pytest.mark.parametrize("limit", [1, 7, 40, 200])
+def test_long_texts_are_cut_and_measured_from_their_head_as_if_whole(limit):
+    from rhizome.core.text import get_encoding, within_tokens
+
+    encoding = get_encoding()
+    for text in (sentences(300), "word " * 5000, "ünïcödé-wörds, " * 2000, "x" * 30000):
+        tokens = encoding.encode_ordinary(text)
+        assert truncate_tokens(text, limit) == encoding.decode(tokens[:limit])
+        assert within_tokens(text, limit) is (len(tokens) <= limit)
+        assert within_tokens(text, len(tokens)) and not within_tokens(text, len(tokens) - 1)

@@ -58,7 +58,7 @@ def count_tokens(text: str) -> int:
     """Number of ``cl100k_base`` tokens in ``text`` (special tokens counted as plain text)."""
     if not text:
         return 0
-    return len(get_encoding().encode(text, disallowed_special=()))
+    return len(get_encoding().encode_ordinary(text))
 
 
 def _surely_within(text: str, max_tokens: int) -> bool:
@@ -67,9 +67,34 @@ def _surely_within(text: str, max_tokens: int) -> bool:
     return len(text) <= max_tokens and len(text.encode("utf-8")) <= max_tokens
 
 
+_CHARS_PER_TOKEN = 8
+"""Characters a ``cl100k_base`` token is assumed to hold at most when deciding how much of a
+text to tokenise (English averages about 4): a text of more characters than this many per token
+of a budget is not tokenised whole in the hope that it fits."""
+_HEAD_SPARE_TOKENS = 16
+
+
+def _long_head(text: str, max_tokens: int) -> list[int] | None:
+    """The tokens of a head of ``text`` when that head alone holds more than ``max_tokens``,
+    else ``None``. tiktoken cuts text into words before merging bytes into tokens, so a head
+    begins with the same tokens as the whole text except near its cut (the last word, which
+    ``_HEAD_SPARE_TOKENS`` covers): long texts need not be tokenised whole to be truncated or
+    found too long. The head usually holds about twice what is wanted."""
+    head_chars = _CHARS_PER_TOKEN * (max_tokens + _HEAD_SPARE_TOKENS)
+    if len(text) <= head_chars:
+        return None
+    tokens = get_encoding().encode_ordinary(text[:head_chars])
+    return tokens if len(tokens) > max_tokens + _HEAD_SPARE_TOKENS else None
+
+
 def within_tokens(text: str, max_tokens: int) -> bool:
-    """Whether ``text`` has at most ``max_tokens`` tokens (short texts are not tokenised)."""
-    return _surely_within(text, max_tokens) or count_tokens(text) <= max_tokens
+    """Whether ``text`` has at most ``max_tokens`` tokens (short texts are not tokenised, long
+    ones only in part)."""
+    if _surely_within(text, max_tokens):
+        return True
+    if _long_head(text, max_tokens) is not None:
+        return False
+    return count_tokens(text) <= max_tokens
 
 
 def truncate_tokens(text: str, max_tokens: int) -> str:
@@ -77,7 +102,7 @@ def truncate_tokens(text: str, max_tokens: int) -> str:
     if _surely_within(text, max_tokens):
         return text
     encoding = get_encoding()
-    tokens = encoding.encode(text, disallowed_special=())
+    tokens = _long_head(text, max_tokens) or encoding.encode_ordinary(text)
     if len(tokens) <= max_tokens:
         return text
     return encoding.decode(tokens[:max_tokens])
@@ -203,7 +228,14 @@ class Chunker:
         return pieces
 
     def split_text(self, text: str) -> list[tuple[int, int, int]]:
-        """``(start, end, n_tokens)`` of each chunk of ``text``; whitespace-only chunks are dropped."""
+        """``(start, end, n_tokens)`` of each chunk of ``text``; whitespace-only chunks are dropped.
+        A text that fits in one chunk is that chunk (tokenised once, not sentence by sentence)."""
+        if not text.strip():
+            return []
+        if len(text) <= _CHARS_PER_TOKEN * self.chunk_size:
+            whole = count_tokens(text)
+            if whole <= self.chunk_size:
+                return [(0, len(text), whole)]
         pieces = self._pieces(text)
         spans: list[tuple[int, int, int]] = []
         i = 0
