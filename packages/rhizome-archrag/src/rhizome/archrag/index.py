@@ -249,11 +249,12 @@ class ArchRAGIndex(BaseIndex):
         jobs = {}
         for key, record in records.items():
             subject = record.name if key.startswith("e:") else f"{names[record.source]} — {names[record.target]}"
-            if self.summarizer.needs_summary(record.descriptions):
+            joined = self.summarizer.joined(record.descriptions)
+            if joined is None:
                 d = digest(subject, record.descriptions, self.summarizer.max_tokens, self.config.language, getattr(self.llm, "name", None))
                 jobs[key] = (d, lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
             else:
-                record.description = await self.summarizer.asummarize(subject, record.descriptions)
+                record.description = joined
         summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
         for key, text in summaries.items():
             records[key].description = text

@@ -81,18 +81,26 @@ class DescriptionSummarizer:
         self.language = language
 
     def needs_summary(self, descriptions: Sequence[str]) -> bool:
+        return self.joined(descriptions) is None
+
+    def joined(self, descriptions: Sequence[str]) -> str | None:
+        """``descriptions`` (duplicates removed) joined as they are when that needs no summary
+        (few enough fragments and tokens), else ``None``: the description a record gets without
+        a summary call, deciding and joining in one pass."""
         fragments = _distinct(descriptions)
         if self.min_fragments is not None and len(fragments) >= self.min_fragments:
-            return True
-        return not within_tokens("\n".join(fragments), self.max_tokens)
+            return None
+        text = "\n".join(fragments)
+        return text if within_tokens(text, self.max_tokens) else None
 
     async def asummarize(self, subject: str, descriptions: Sequence[str]) -> str:
         """One description of ``subject`` from ``descriptions`` (duplicates removed)."""
         fragments = _distinct(descriptions)
         if not fragments:
             return ""
-        if not self.needs_summary(fragments):
-            return "\n".join(fragments)
+        text = self.joined(fragments)
+        if text is not None:
+            return text
         if self.llm is None:
             return extractive_summary(fragments, self.max_tokens)
         return await self._reduce(subject, fragments)

@@ -42,7 +42,7 @@ from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions
-from rhizome.core.graph import WeightedEdges, leiden_library_versions, leiden_update
+from rhizome.core.graph import WeightedEdges, leiden_library_versions, modularity
 from rhizome.core.hierarchy import (
     GroupSummarizer,
     Hierarchy,
@@ -273,12 +273,13 @@ class GraphRAGIndex(BaseIndex):
             digests = {key: self._summary_digest(self._subject(key, record, name), record.descriptions) for key, record in fresh.items()}
             held = stored_results(self.store, SUMMARY_STAGE, digests.values())
             for key, record in fresh.items():
-                fragments = list(dict.fromkeys(d.strip() for d in record.descriptions if d and d.strip()))
-                if not self.summarizer.needs_summary(fragments):
-                    record.description = "\n".join(fragments)
+                joined = self.summarizer.joined(record.descriptions)
+                if joined is not None:
+                    record.description = joined
                 elif digests[key] in held:
                     record.description = held[digests[key]]
                 else:  # until the rebuild pays for a summary
+                    fragments = list(dict.fromkeys(d.strip() for d in record.descriptions if d and d.strip()))
                     record.description = extractive_summary(fragments, self.summarizer.max_tokens)
 
         rows = self.edge_table.get({graph.relations[rid].source for rid in touched_relations})
@@ -392,12 +393,13 @@ class GraphRAGIndex(BaseIndex):
         records.update({f"r:{k}": r for k, r in relations.items()})
         jobs = {}
         for key, record in records.items():
-            subject = self._subject(key, record, lambda e: names.get(e, e))
-            if self.summarizer.needs_summary(record.descriptions):
+            joined = self.summarizer.joined(record.descriptions)
+            if joined is None:
+                subject = self._subject(key, record, lambda e: names.get(e, e))
                 d = self._summary_digest(subject, record.descriptions)
                 jobs[key] = (d, lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
             else:
-                record.description = await self.summarizer.asummarize(subject, record.descriptions)
+                record.description = joined
         summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
         for key, text in summaries.items():
             records[key].description = text
@@ -499,11 +501,12 @@ class GraphRAGIndex(BaseIndex):
                     records[prefix + key] = record
         jobs = {}
         for key, record in records.items():
-            subject = self._subject(key, record, lambda e: names.get(e, e))
-            if self.summarizer.needs_summary(record.descriptions):
+            joined = self.summarizer.joined(record.descriptions)
+            if joined is None:
+                subject = self._subject(key, record, lambda e: names.get(e, e))
                 jobs[key] = (self._summary_digest(subject, record.descriptions), lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
             else:
-                record.description = await self.summarizer.asummarize(subject, record.descriptions)
+                record.description = joined
         summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
         for key, text in summaries.items():
             records[key].description = text
@@ -820,7 +823,7 @@ class _Steps:
 def _modularity(graph: Any, structure: Sequence[Community]) -> float:
     """Modularity of the level-0 partition of ``structure`` on ``graph``."""
     initial = {e: g.id for g in structure if g.level == 0 for e in g.entity_ids}
-    return leiden_update(graph, initial, movable=set(), n_iterations=1)[1] if initial else 0.0
+    return modularity(graph, initial) if initial else 0.0
 
 
 def _entity_text(entity: Entity) -> str:

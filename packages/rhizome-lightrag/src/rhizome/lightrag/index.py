@@ -419,8 +419,8 @@ class LightRAGIndex(BaseIndex):
             if parts and not unsummarised(rec):  # nothing arrived since its summary (a new name or source)
                 rec.description = parts[0]
                 plan.settled.append(key)
-            elif not self.summarizer.needs_summary(parts):
-                rec.description = await self.summarizer.asummarize(subject, parts)  # joined as they are
+            elif (joined := self.summarizer.joined(parts)) is not None:
+                rec.description = joined
                 plan.settled.append(key)
             elif defer:  # joined until the insert call ends and summarises it once
                 rec.description = "\n".join(dict.fromkeys(p.strip() for p in parts if p.strip()))
@@ -510,10 +510,11 @@ class LightRAGIndex(BaseIndex):
         for key, rec in records.items():
             subject = rec.name if isinstance(rec, Entity) else f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
             parts = pieces(rec)
-            if self.summarizer.needs_summary(parts):
+            joined = self.summarizer.joined(parts)
+            if joined is None:
                 jobs[key] = (self._summary_digest(subject, parts), lambda s=subject, f=parts: self.summarizer.asummarize(s, f))
             else:
-                rec.description = await self.summarizer.asummarize(subject, parts)
+                rec.description = joined
         summaries, written = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising profiles")
         for key, text in summaries.items():
             set_summary(records[key], text)
