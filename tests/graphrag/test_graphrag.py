@@ -593,3 +593,33 @@ def test_bad_input_gets_typed_errors():
         index.as_retriever(mode="local", text_unit_prop=0.9, community_prop=0.5)
     with pytest.raises(ConfigurationError):
         GraphRAGIndex(HashingEmbedder(), extraction="llm").insert(topic_docs("music"))
+
+
+def test_report_contexts_pack_the_same_rows_by_bytes_and_by_tokens(monkeypatch):
+    """A context whose rows fit by bytes is packed without tokenising a row, and chooses
+    exactly the rows packing by tokens chooses, at every budget."""
+    from rhizome.core.entity_graph import EntityGraph
+    from rhizome.core.types import Community, Entity, Relation
+    from rhizome.graphrag import reports
+
+    entities = {e: Entity(id=e, name=e.upper(), description=f"{e} is a thing " * (3 + i)) for i, e in enumerate("abcdef")}
+    relations = {
+        f"r{i}": Relation(id=f"r{i}", source=s, target=t, weight=1.0 + i, description=f"{s} knows {t} well")
+        for i, (s, t) in enumerate(["ab", "bc", "cd", "de", "ef", "fa", "ac"])
+    }
+    community = Community(id="comm-0-x", level=0, entity_ids=list("abcdef"))
+    graph = EntityGraph.build(entities, relations, {community.id: community})
+    members = graph.members(community)
+    ranked = sorted(relations.values(), key=lambda r: (-graph.combined_degree(r), -r.weight, r.id))
+    rows = reports._Rows(graph)
+    whole = reports._HEADERS + sum(rows.entity(e).size + 1 for e in members) + sum(rows.relation(r).size + 1 for r in ranked)
+    for budget in range(reports._HEADERS, whole + 20, 7):
+        fresh = reports._Rows(EntityGraph.build(entities, relations, {community.id: community}))
+        assert reports._pack_raw(members, ranked, fresh, budget) == reports._pack_counted(members, ranked, rows, budget)
+
+    def no_counting(text):
+        raise AssertionError("a context that fits by bytes was tokenised")
+
+    monkeypatch.setattr(reports, "count_tokens", no_counting)
+    fresh = reports._Rows(EntityGraph.build(entities, relations, {community.id: community}))
+    assert reports._pack_raw(members, ranked, fresh, whole) == (members, ranked, True)

@@ -19,6 +19,7 @@ relation weight.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -119,38 +120,71 @@ def _read(
         yield from (whole.get(r.id, r) for r in part)
 
 
+class _Row:
+    """One context row: what it shows (to tell when it is stale), its text, its UTF-8 length
+    and its tokens, counted the first time a packing needs them."""
+
+    __slots__ = ("shown", "text", "size", "_tokens")
+
+    def __init__(self, shown: tuple[Any, ...], text: str, tokens: int | None) -> None:
+        self.shown, self.text, self.size, self._tokens = shown, text, len(text.encode("utf-8")), tokens
+
+    @property
+    def tokens(self) -> int:
+        if self._tokens is None:
+            self._tokens = count_tokens(self.text)
+        return self._tokens
+
+
 class _Rows:
-    """The entity and relation rows of report contexts and their token counts, remembered in
-    the graph's cache: every level of the hierarchy puts the same entity in a report context,
-    and rows are counted to pack each one, so each row is formatted and tokenised once per
-    graph. An entry is reused only while everything the row shows is unchanged."""
+    """The entity and relation rows of report contexts, remembered in the graph's cache: every
+    level of the hierarchy puts the same entity in a report context, so each row is formatted
+    (and, when a packing needs it, tokenised) once per graph. An entry is reused only while
+    everything the row shows is unchanged."""
 
     def __init__(self, graph: EntityGraph) -> None:
         self.graph = graph
-        self.entities: dict[str, tuple[tuple[Any, ...], str, int]] = graph.cache.setdefault("report-entity-rows", {})
-        self.relations: dict[str, tuple[tuple[Any, ...], str, int]] = graph.cache.setdefault("report-relation-rows", {})
+        self.entities: dict[str, _Row] = graph.cache.setdefault("report-entity-rows", {})
+        self.relations: dict[str, _Row] = graph.cache.setdefault("report-relation-rows", {})
 
-    def entity(self, entity: Entity) -> tuple[str, int]:
-        """The row of ``entity`` and its tokens."""
+    def entity(self, entity: Entity) -> _Row:
+        """The row of ``entity``."""
         shown = (entity.name, entity.type, entity.description, self.graph.degree.get(entity.id, 0))
         held = self.entities.get(entity.id)
-        if held is None or held[0] != shown:
-            row = f"{entity.name}|{_cell(entity.type)}|{_cell(entity.description, 300)}|{shown[3]}"
-            held = self.entities[entity.id] = (shown, row, count_tokens(row))
-        return held[1], held[2]
+        if held is None or held.shown != shown:
+            held = self.entities[entity.id] = _row(shown, f"{entity.name}|{_cell(entity.type)}|", entity.description, 300, f"|{shown[3]}")
+        return held
 
-    def relation(self, relation: Relation) -> tuple[str, int]:
-        """The row of ``relation`` and its tokens."""
+    def relation(self, relation: Relation) -> _Row:
+        """The row of ``relation``."""
         graph = self.graph
         source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
         target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
         description = relation.description or relation.predicate or ", ".join(relation.keywords)
         shown = (source, target, description, graph.combined_degree(relation))
         held = self.relations.get(relation.id)
-        if held is None or held[0] != shown:
-            row = f"{source}|{target}|{_cell(description, 200)}|{shown[3]}"
-            held = self.relations[relation.id] = (shown, row, count_tokens(row))
-        return held[1], held[2]
+        if held is None or held.shown != shown:
+            held = self.relations[relation.id] = _row(shown, f"{source}|{target}|", description, 200, f"|{shown[3]}")
+        return held
+
+
+def _row(shown: tuple[Any, ...], head: str, text: str, limit: int, tail: str) -> _Row:
+    """``head``, the cell of ``text`` cut to ``limit`` tokens, and ``tail``. A cell of at most
+    ``limit`` bytes needs no cut and the row is not counted yet; a longer one is counted with
+    its row, and a row within ``limit`` tokens keeps its text whole (the text has at most the
+    row's tokens, give or take the separator tiktoken may fold into the word beside it). The
+    count a row carries is always its own."""
+    cell = _cell(text)
+    row = f"{head}{cell}{tail}"
+    if len(cell) <= limit and len(cell.encode("utf-8")) <= limit:
+        return _Row(shown, row, None)
+    tokens = count_tokens(row)
+    if tokens > limit:
+        cut = truncate_tokens(cell, limit)
+        if cut != cell:
+            row = f"{head}{cut}{tail}"
+            tokens = count_tokens(row)
+    return _Row(shown, row, tokens)
 
 
 def _child_row(child: Community) -> str:
@@ -163,15 +197,41 @@ def _pack_raw(
     """Add relations (best first) with their endpoints until the next one does not fit (as
     GraphRAG does; so only the relations up to it are read), then the leftover entities (most
     connected first) until the next one does not fit. Returns the chosen entities (in
-    ``entities``' order), the chosen relations and whether everything fitted."""
+    ``entities``' order), the chosen relations and whether everything fitted.
+
+    Everything fits when its bytes do (a token holds at least one byte): such a context,
+    most of a hierarchy's, is packed without tokenising a row."""
+    relations = iter(relations)
+    seen: list[Relation] = []
+    size = _HEADERS + sum(rows.entity(e).size + 1 for e in entities)
+    if size <= budget:
+        for relation in relations:
+            seen.append(relation)
+            size += rows.relation(relation).size + 1
+            if size > budget:
+                break
+        else:
+            return list(entities), seen, True
+    return _pack_counted(entities, itertools.chain(seen, relations), rows, budget)
+
+
+_HEADERS = 60
+"""Tokens kept for the section headers of a context. Adding bytes in place of tokens on top of
+it, a context that fits by bytes fits by tokens, so both ways choose the same rows."""
+
+
+def _pack_counted(
+    entities: Sequence[Entity], relations: Iterable[Relation], rows: _Rows, budget: int
+) -> tuple[list[Entity], list[Relation], bool]:
+    """:func:`_pack_raw` by the rows' tokens."""
     by_id = {e.id: e for e in entities}
     chosen_entities: dict[str, Entity] = {}
     chosen_relations: list[Relation] = []
     complete = True
-    used = 60  # the section headers
+    used = _HEADERS
     for relation in relations:
         new = [by_id[x] for x in (relation.source, relation.target) if x in by_id and x not in chosen_entities]
-        cost = rows.relation(relation)[1] + 1 + sum(rows.entity(e)[1] + 1 for e in new)
+        cost = rows.relation(relation).tokens + 1 + sum(rows.entity(e).tokens + 1 for e in new)
         if used + cost > budget:
             complete = False
             break
@@ -182,7 +242,7 @@ def _pack_raw(
     for entity in entities:
         if entity.id in chosen_entities:
             continue
-        cost = rows.entity(entity)[1] + 1
+        cost = rows.entity(entity).tokens + 1
         if used + cost > budget:
             complete = False
             break
@@ -198,9 +258,9 @@ def _render(entities: list[Entity], relations: list[Relation], children: list[Co
         parts += ["-----Sub-community reports-----", "id|title|summary|rating"]
         parts += [_child_row(c) for c in children]
     parts += ["-----Entities-----", "entity|type|description|degree"]
-    parts += [rows.entity(e)[0] for e in entities]
+    parts += [rows.entity(e).text for e in entities]
     parts += ["-----Relationships-----", "source|target|description|combined_degree"]
-    parts += [rows.relation(r)[0] for r in relations]
+    parts += [rows.relation(r).text for r in relations]
     return "\n".join(parts)
 
 
