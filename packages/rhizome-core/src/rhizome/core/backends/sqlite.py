@@ -303,14 +303,16 @@ class SQLiteStore(IndexStore):
     def put_vectors(
         self, db: Any, collection: str, ids: Sequence[str], vectors: np.ndarray, digests: Sequence[str] | None = None
     ) -> None:
-        """Store vectors inside a transaction and mirror them into the faiss collection."""
+        """Store vectors inside a transaction and mirror them into the faiss collection (loaded
+        first when it is not in memory, so the rows written here are not read back)."""
         array = np.ascontiguousarray(vectors, dtype=np.float32)
         marks = digests if digests is not None else [""] * len(ids)
+        mirror = self.collection(collection, array.shape[1]) if len(ids) else None
         db.upsert("vectors", ("collection", "id", "vector", "digest"), ("collection", "id"),
                   [(collection, key, array[i].tobytes(), marks[i]) for i, key in enumerate(ids)])
         self.bump(db, vectors_generation(collection))
-        if len(ids):
-            self.collection(collection, array.shape[1]).add(list(ids), array)
+        if mirror is not None:
+            mirror.add(list(ids), array)
 
     def delete_vectors(self, db: Any, collection: str, ids: Sequence[str]) -> None:
         super().delete_vectors(db, collection, ids)

@@ -10,6 +10,7 @@ spending a retry.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -56,8 +57,10 @@ def relation_key(
     return source, target, pred
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def relation_id(key: tuple[str, str, str]) -> str:
-    """A stable id for a relation key (a short hash: names may contain any separator)."""
+    """A stable id for a relation key (a short hash: names may contain any separator). Kept for
+    recent keys: extraction and merging ask for the id of every relation."""
     digest = hashlib.sha256(json.dumps(list(key), ensure_ascii=False).encode("utf-8")).hexdigest()
     return f"rel-{digest[:24]}"
 
