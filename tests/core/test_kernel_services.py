@@ -105,6 +105,29 @@ async def test_a_failed_answer_in_a_stage_lets_the_other_jobs_finish():
     assert calls == ["b"]
 
 
+async def test_stage_results_made_before_an_error_are_committed(monkeypatch):
+    """Results that arrive close together share a commit; an error that cancels the stage
+    still commits the results already made."""
+    from rhizome.core import stages
+
+    monkeypatch.setattr(stages, "COMMIT_EVERY", 1e9)  # nothing is committed until the stage ends
+    index = VectorIndex()
+
+    def job(name: str, delay: float, error: bool = False):
+        async def run() -> str:
+            await asyncio.sleep(delay)
+            if error:
+                raise RuntimeError("a bug, not a model answer")
+            return f"summary of {name}"
+
+        return run
+
+    jobs = {"a": ("d-a", job("a", 0.0)), "b": ("d-b", job("b", 0.01, error=True)), "c": ("d-c", job("c", 5.0))}
+    with pytest.raises(RuntimeError):
+        await arun_stage(index.store, "test.summary", jobs)
+    assert set(stored_results(index.store, "test.summary", ["d-a", "d-b", "d-c"])) == {"d-a"}
+
+
 async def test_group_summaries_run_bottom_up_and_reuse_unchanged_input():
     import networkx as nx
 

@@ -4,15 +4,19 @@ A stage is a named step whose results are worth keeping — a description summar
 report, a cluster summary, a per-document context. :func:`arun_stage` takes jobs keyed by a
 digest of everything their result depends on (the input text, the model, the settings); a digest
 the index already holds is answered from the ``stage_results`` table without a model call, and
-every new result is committed on its own the moment it arrives. So an interrupted build loses
-only the calls in flight, and a re-run — or a rebuild after an insert that left an input
-unchanged — pays for nothing twice. :func:`prune_stage` drops the results no longer in use.
+new results are committed as they arrive: results arriving within :data:`COMMIT_EVERY` seconds of
+the last commit join the next one, and whatever is left is committed when the stage ends, fails
+or is cancelled. So an interrupted build loses only the calls in flight (a killed process, also
+the results of its last fraction of a second), and a re-run — or a rebuild after an insert that
+left an input unchanged — pays for nothing twice. :func:`prune_stage` drops the results no
+longer in use.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -20,6 +24,11 @@ from rhizome.core.aio import gather_or_cancel
 from rhizome.core.errors import fails_alone
 from rhizome.core.progress import Phase, phase
 from rhizome.core.records import batches
+
+COMMIT_EVERY = 0.25
+"""Seconds within which arriving results share a commit: a real model answers one call in a
+second or more, so each result still gets a commit of its own; the offline writers produce
+thousands a second, and one transaction each cost more than writing them."""
 
 Job = tuple[str, Callable[[], Awaitable[Any]]]
 """``(digest, make the result)``: the result must be JSON-serialisable."""
@@ -47,12 +56,12 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job], *, label: 
     """Results of ``jobs`` (``{key: (digest, factory)}``) by key, and how many were computed now
     (shown as the progress phase ``label``, default the stage's name).
 
-    Held digests are reused; jobs sharing a digest run once; each new result is committed in its
-    own transaction as soon as it is ready (a read-only store keeps them in its memory). A job
-    whose model answer failed after its retries (:func:`~rhizome.core.errors.fails_alone`) lets
-    the others finish and commit, then the first such failure is raised, so the next run pays
-    only for the failed jobs; any other error cancels the jobs still running at once. What was
-    committed stays."""
+    Held digests are reused; jobs sharing a digest run once; new results are committed as they
+    arrive (see the module docstring; a read-only store keeps them in its memory). A job whose
+    model answer failed after its retries (:func:`~rhizome.core.errors.fails_alone`) lets the
+    others finish and commit, then the first such failure is raised, so the next run pays only
+    for the failed jobs; any other error cancels the jobs still running at once, and the results
+    already made are committed before it propagates."""
     held = stored_results(store, stage, (d for d, _ in jobs.values()))
     todo: dict[str, Callable[[], Awaitable[Any]]] = {}
     for d, factory in jobs.values():
@@ -60,6 +69,17 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job], *, label: 
             todo.setdefault(d, factory)
 
     failed: list[BaseException] = []
+    pending: list[tuple[str, Any]] = []
+    last_commit = time.monotonic()
+
+    def commit() -> None:
+        nonlocal last_commit
+        if pending:
+            rows = [(stage, d, json.dumps(value, ensure_ascii=False)) for d, value in pending]
+            with store.transaction() as db:
+                db.upsert("stage_results", ("stage", "digest", "value"), ("stage", "digest"), rows)
+            pending.clear()
+        last_commit = time.monotonic()
 
     async def one(d: str, factory: Callable[[], Awaitable[Any]], step: Phase) -> None:
         try:
@@ -71,15 +91,19 @@ async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job], *, label: 
             return
         finally:
             step.advance()
+        held[d] = value
         if store.readonly:
             store.memo[(stage, d)] = value
-        else:
-            with store.transaction() as db:
-                db.upsert("stage_results", ("stage", "digest", "value"), ("stage", "digest"), [(stage, d, json.dumps(value, ensure_ascii=False))])
-        held[d] = value
+            return
+        pending.append((d, value))
+        if time.monotonic() - last_commit >= COMMIT_EVERY:
+            commit()
 
     with phase(label or stage, len(todo), "result") as step:
-        await gather_or_cancel([one(d, f, step) for d, f in todo.items()])
+        try:
+            await gather_or_cancel([one(d, f, step) for d, f in todo.items()])
+        finally:
+            commit()
     if failed:
         raise failed[0]
     return {key: held[d] for key, (d, _) in jobs.items()}, len(todo)
@@ -93,4 +117,4 @@ def prune_stage(db: Any, stage: str, keep: Iterable[str]) -> None:
         db.execute(f"DELETE FROM stage_results WHERE stage = ? AND digest IN ({','.join('?' * len(part))})", [stage, *part])
 
 
-__all__ = ["Job", "arun_stage", "digest", "prune_stage", "stored_results"]
+__all__ = ["COMMIT_EVERY", "Job", "arun_stage", "digest", "prune_stage", "stored_results"]
