@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 
 import networkx as nx
 import pytest
@@ -465,3 +466,21 @@ def test_modularity_of_a_partition(planted):
     singled = [[lone], *[[n for n in c if n != lone] for c in communities_from_membership(part)]]
     assert modularity(graph, alone) == pytest.approx(nx.community.modularity(graph, [c for c in singled if c], weight="weight"))
     assert modularity(nx.empty_graph(3), {}) == 0.0
+
+
+def test_seeded_leiden_runs_in_threads_give_the_sequential_answers():
+    """igraph's random generator is process-wide: concurrent seeded runs must not share it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    graph = nx.gnp_random_graph(300, 0.02, seed=5)  # no clear communities: each seed differs
+    seeds = list(range(1, 9))
+    alone = [leiden(graph, seed=s) for s in seeds]
+    assert len({tuple(sorted(p.items())) for p in alone}) == len(seeds)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads swap often, between any two lines of a run
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(lambda s: leiden(graph, seed=s), seeds * 8))
+    finally:
+        sys.setswitchinterval(switch)
+    assert together == alone * 8
