@@ -405,7 +405,8 @@ class GraphRAGIndex(BaseIndex):
             records[key].description = text
 
         c = self.config
-        weighted = EntityGraph.build(entities, relations).weighted()
+        edges = _edge_rows(relations.values(), entities)
+        weighted = _weighted(edges.values())
         structure = cluster_hierarchy(weighted, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels)
         modularity = _modularity(weighted, structure)
         graph = EntityGraph.build(entities, relations, {c.id: c for c in structure})
@@ -423,7 +424,6 @@ class GraphRAGIndex(BaseIndex):
             for level in sorted({c.level for c in reports.values()})
         ]
         with self.store.transaction() as db:
-            edges = _edge_rows(relations.values(), entities)
             for table, new, old in (
                 (self.entity_table, entities, old_entities),
                 (self.relation_table, relations, old_relations),
