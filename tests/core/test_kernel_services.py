@@ -55,6 +55,34 @@ def test_record_tables_store_typed_records_and_look_them_up():
         index.store.table("Bad Name", Edge)
 
 
+def test_a_hand_over_table_gives_back_what_it_wrote_only_while_the_row_holds_it():
+    from rhizome.core.records import RecordTable
+
+    index = VectorIndex()
+    edges = index.store.table("test_handed", Edge, hand_over=True)
+    written = [Edge(id="ab", source="a", target="b"), Edge(id="bc", source="b", target="c")]
+    with index.store.transaction() as db:
+        edges.put(db, written)
+    got = edges.get(["ab", "bc"])
+    assert got["ab"] is written[0] and got["bc"] is written[1]  # not decoded again
+    assert edges.get(["ab"])["ab"] is not written[0]  # handed over once; then read from the row
+    other = RecordTable(index.store, "test_handed", Edge)  # another writer (another process)
+    mine = Edge(id="ab", source="a", target="b", weight=2.0)
+    with index.store.transaction() as db:
+        edges.put(db, [mine])
+    with index.store.transaction() as db:
+        other.put(db, [Edge(id="ab", source="a", target="b", weight=3.0)])
+    assert edges.get(["ab"])["ab"].weight == 3.0  # the row changed since: decoded
+    with pytest.raises(RuntimeError), index.store.transaction() as db:
+        edges.put(db, [Edge(id="bc", source="b", target="c", weight=9.0)])
+        raise RuntimeError("the batch fails: its write rolls back")
+    assert edges.get(["bc"])["bc"].weight == 1.0
+    with index.store.transaction() as db:
+        edges.put(db, [Edge(id="cd", source="c", target="d")])
+        edges.delete(db, ["cd"])
+    assert edges.get(["cd"]) == {} and not edges._written
+
+
 async def test_a_stage_commits_each_result_as_it_arrives_and_reuses_it():
     index = VectorIndex()
     calls: list[str] = []

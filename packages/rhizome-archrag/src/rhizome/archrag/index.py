@@ -158,7 +158,7 @@ class ArchRAGIndex(BaseIndex):
     RELATION_COLLECTION: ClassVar[str] = "archrag_relations"
 
     def _setup(self) -> None:
-        self.extractions = self.store.table("archrag_extractions", Extraction, key="chunk_id")
+        self.extractions = self.store.table("archrag_extractions", Extraction, key="chunk_id", hand_over=True)
         self.entity_table = self.store.table("archrag_entities", Entity)
         self.relation_table = self.store.table("archrag_relations", Relation)
         self.communities = Hierarchy(self.store, "archrag_communities")

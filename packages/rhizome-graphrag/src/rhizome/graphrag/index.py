@@ -175,7 +175,7 @@ class GraphRAGIndex(BaseIndex):
     ENTITY_COLLECTION: ClassVar[str] = "graphrag_entities"
 
     def _setup(self) -> None:
-        self.extractions = self.store.table("graphrag_extractions", Extraction, key="chunk_id")
+        self.extractions = self.store.table("graphrag_extractions", Extraction, key="chunk_id", hand_over=True)
         self.entity_table = self.store.table("graphrag_entities", Entity)
         self.relation_table = self.store.table("graphrag_relations", Relation)
         self.edge_table = self.store.table("graphrag_edges", _Edges)
