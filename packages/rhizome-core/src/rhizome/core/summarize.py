@@ -80,9 +80,6 @@ class DescriptionSummarizer:
         self.max_input_tokens = max_input_tokens
         self.language = language
 
-    def needs_summary(self, descriptions: Sequence[str]) -> bool:
-        return self.joined(descriptions) is None
-
     def joined(self, descriptions: Sequence[str]) -> str | None:
         """``descriptions`` (duplicates removed) joined as they are when that needs no summary
         (few enough fragments and tokens), else ``None``: the description a record gets without

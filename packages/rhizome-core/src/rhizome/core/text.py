@@ -213,7 +213,7 @@ class Chunker:
         pieces: list[_Piece] = []
         for start, end in split_sentences(text):
             sentence = text[start:end]
-            tokens = encoding.encode(sentence, disallowed_special=())
+            tokens = encoding.encode_ordinary(sentence)
             if len(tokens) <= self.chunk_size:
                 pieces.append(_Piece(start, end, len(tokens)))
                 continue
