@@ -612,7 +612,7 @@ def test_report_contexts_pack_the_same_rows_by_bytes_and_by_tokens(monkeypatch):
     members = graph.members(community)
     ranked = sorted(relations.values(), key=lambda r: (-graph.combined_degree(r), -r.weight, r.id))
     rows = reports._Rows(graph)
-    whole = reports._HEADERS + sum(rows.entity(e).size + 1 for e in members) + sum(rows.relation(r).size + 1 for r in ranked)
+    whole = reports._HEADERS + sum(rows.entity(e).bound + 1 for e in members) + sum(rows.relation(r).bound + 1 for r in ranked)
     for budget in range(reports._HEADERS, whole + 20, 7):
         fresh = reports._Rows(EntityGraph.build(entities, relations, {community.id: community}))
         assert reports._pack_raw(members, ranked, fresh, budget) == reports._pack_counted(members, ranked, rows, budget)
@@ -623,3 +623,15 @@ def test_report_contexts_pack_the_same_rows_by_bytes_and_by_tokens(monkeypatch):
     monkeypatch.setattr(reports, "count_tokens", no_counting)
     fresh = reports._Rows(EntityGraph.build(entities, relations, {community.id: community}))
     assert reports._pack_raw(members, ranked, fresh, whole) == (members, ranked, True)
+
+
+def test_a_context_row_cuts_a_long_text_to_its_limit_and_counts_itself():
+    from rhizome.core.text import count_tokens
+    from rhizome.graphrag.reports import _Row
+
+    long = _Row((), "PARIS|CITY|", "Paris is a large city on the river. " * 200, 300, "|12")
+    assert long.bound > 7000 and count_tokens(long.text) == long.tokens
+    assert long.text.startswith("PARIS|CITY|Paris is") and long.text.endswith("|12")
+    assert 300 <= long.tokens <= 300 + count_tokens("PARIS|CITY||12") + 2  # a separator may fold into a word
+    short = _Row((), "PARIS|CITY|", "A city.", 300, "|12")
+    assert short.text == "PARIS|CITY|A city.|12" and short.tokens == count_tokens(short.text)

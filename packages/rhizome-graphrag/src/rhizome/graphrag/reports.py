@@ -121,13 +121,36 @@ def _read(
 
 
 class _Row:
-    """One context row: what it shows (to tell when it is stale), its text, its UTF-8 length
-    and its tokens, counted the first time a packing needs them."""
+    """One context row: what it shows (to tell when it is stale), ``head``, the cell of a text
+    cut to ``limit`` tokens, and ``tail``. Nothing is tokenised until a packing needs the row's
+    tokens or its text: ``bound``, its UTF-8 length before any cut, bounds both from above (a
+    token holds at least one byte). A cell of at most ``limit`` bytes needs no cut; a longer one
+    is cut only when the whole row passes ``limit`` tokens (the cell has at most the row's
+    tokens, give or take the separator tiktoken may fold into the word beside it). ``tokens``
+    is always the row's own count."""
 
-    __slots__ = ("shown", "text", "size", "_tokens")
+    __slots__ = ("shown", "bound", "_parts", "_text", "_tokens")
 
-    def __init__(self, shown: tuple[Any, ...], text: str, tokens: int | None) -> None:
-        self.shown, self.text, self.size, self._tokens = shown, text, len(text.encode("utf-8")), tokens
+    def __init__(self, shown: tuple[Any, ...], head: str, text: str, limit: int, tail: str) -> None:
+        cell = _cell(text)
+        whole = f"{head}{cell}{tail}"
+        self.shown = shown
+        self.bound = len(whole.encode("utf-8"))
+        self._parts = (head, cell, tail, limit)
+        self._tokens: int | None = None
+        self._text: str | None = whole if len(cell) <= limit and len(cell.encode("utf-8")) <= limit else None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            head, cell, tail, limit = self._parts
+            whole = f"{head}{cell}{tail}"
+            self._tokens = count_tokens(whole)
+            cut = truncate_tokens(cell, limit) if self._tokens > limit else cell
+            self._text = whole if cut == cell else f"{head}{cut}{tail}"
+            if cut != cell:
+                self._tokens = count_tokens(self._text)
+        return self._text
 
     @property
     def tokens(self) -> int:
@@ -152,7 +175,7 @@ class _Rows:
         shown = (entity.name, entity.type, entity.description, self.graph.degree.get(entity.id, 0))
         held = self.entities.get(entity.id)
         if held is None or held.shown != shown:
-            held = self.entities[entity.id] = _row(shown, f"{entity.name}|{_cell(entity.type)}|", entity.description, 300, f"|{shown[3]}")
+            held = self.entities[entity.id] = _Row(shown, f"{entity.name}|{_cell(entity.type)}|", entity.description, 300, f"|{shown[3]}")
         return held
 
     def relation(self, relation: Relation) -> _Row:
@@ -164,27 +187,8 @@ class _Rows:
         shown = (source, target, description, graph.combined_degree(relation))
         held = self.relations.get(relation.id)
         if held is None or held.shown != shown:
-            held = self.relations[relation.id] = _row(shown, f"{source}|{target}|", description, 200, f"|{shown[3]}")
+            held = self.relations[relation.id] = _Row(shown, f"{source}|{target}|", description, 200, f"|{shown[3]}")
         return held
-
-
-def _row(shown: tuple[Any, ...], head: str, text: str, limit: int, tail: str) -> _Row:
-    """``head``, the cell of ``text`` cut to ``limit`` tokens, and ``tail``. A cell of at most
-    ``limit`` bytes needs no cut and the row is not counted yet; a longer one is counted with
-    its row, and a row within ``limit`` tokens keeps its text whole (the text has at most the
-    row's tokens, give or take the separator tiktoken may fold into the word beside it). The
-    count a row carries is always its own."""
-    cell = _cell(text)
-    row = f"{head}{cell}{tail}"
-    if len(cell) <= limit and len(cell.encode("utf-8")) <= limit:
-        return _Row(shown, row, None)
-    tokens = count_tokens(row)
-    if tokens > limit:
-        cut = truncate_tokens(cell, limit)
-        if cut != cell:
-            row = f"{head}{cut}{tail}"
-            tokens = count_tokens(row)
-    return _Row(shown, row, tokens)
 
 
 def _child_row(child: Community) -> str:
@@ -200,14 +204,19 @@ def _pack_raw(
     ``entities``' order), the chosen relations and whether everything fitted.
 
     Everything fits when its bytes do (a token holds at least one byte): such a context,
-    most of a hierarchy's, is packed without tokenising a row."""
+    most of a hierarchy's, is packed without tokenising a row. Adding up the bytes stops at the
+    budget, so a large community's rows beyond it are not even formatted."""
     relations = iter(relations)
     seen: list[Relation] = []
-    size = _HEADERS + sum(rows.entity(e).size + 1 for e in entities)
-    if size <= budget:
+    size = _HEADERS
+    for entity in entities:
+        size += rows.entity(entity).bound + 1
+        if size > budget:
+            break
+    else:
         for relation in relations:
             seen.append(relation)
-            size += rows.relation(relation).size + 1
+            size += rows.relation(relation).bound + 1
             if size > budget:
                 break
         else:
