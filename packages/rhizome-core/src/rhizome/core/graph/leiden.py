@@ -2,9 +2,10 @@
 
 :func:`leiden` runs one seeded level of the Leiden algorithm (igraph's ``community_leiden`` on an
 ``igraph`` copy of a networkx graph); :func:`leiden_update` improves a previous partition with
-``leidenalg``, which can hold some nodes in place. :func:`hierarchical_leiden` builds a GraphRAG-style hierarchy on top of it:
-cluster the whole graph, then re-cluster every community that is larger than
-``max_cluster_size`` inside its own induced subgraph, level after level.
+``leidenalg``, which can hold some nodes in place. :func:`hierarchical_leiden` builds a
+GraphRAG-style hierarchy on top of :func:`leiden`: cluster the whole graph, then re-cluster every
+community that is larger than ``max_cluster_size`` inside its own induced subgraph, level after
+level.
 
 Determinism. Every function here gives the same answer for the same input on the same library
 versions, whatever order the nodes and edges were inserted in:
@@ -358,11 +359,7 @@ def leiden_update(
     nodes, edges = _collapse(graph, weight)
     if not nodes:
         return {}, 0.0
-    labels: dict[Any, int] = {}
-    start = []
-    for node in nodes:
-        key = ("old", initial[node]) if node in initial else ("new", node)
-        start.append(labels.setdefault(key, len(labels)))
+    start = _labels_of(nodes, initial)
     if edges.src.size == 0:
         membership = np.asarray(start, dtype=np.int64)
         return {node: int(c) for node, c in zip(nodes, _canonical_labels(membership), strict=True)}, 0.0
@@ -399,12 +396,17 @@ def modularity(
     nodes, edges = _collapse(graph, weight)
     if edges.src.size == 0:
         return 0.0
-    labels: dict[Any, int] = {}
-    start = [labels.setdefault(("old", membership[node]) if node in membership else ("new", node), len(labels)) for node in nodes]
     import igraph as ig
 
     g = ig.Graph(n=edges.n, edges=np.column_stack((edges.src, edges.dst)).tolist())
-    return float(g.modularity(start, weights=edges.weight.tolist(), resolution=resolution))
+    return float(g.modularity(_labels_of(nodes, membership), weights=edges.weight.tolist(), resolution=resolution))
+
+
+def _labels_of(nodes: list[NodeId], membership: Mapping[NodeId, Any]) -> list[int]:
+    """One number per node for its community label in ``membership``; a node without a label
+    gets a number of its own."""
+    labels: dict[Any, int] = {}
+    return [labels.setdefault(("old", membership[node]) if node in membership else ("new", node), len(labels)) for node in nodes]
 
 
 def communities_from_membership(membership: Mapping[NodeId, int]) -> list[list[NodeId]]:
