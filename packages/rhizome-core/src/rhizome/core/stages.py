@@ -26,9 +26,10 @@ from rhizome.core.progress import Phase, phase
 from rhizome.core.records import batches
 
 COMMIT_EVERY = 0.25
-"""Seconds within which arriving results share a commit: a real model answers one call in a
-second or more, so each result still gets a commit of its own; the offline writers produce
-thousands a second, and one transaction each cost more than writing them."""
+"""Seconds within which arriving results share a commit: a real model takes a second or more a
+call, so its results are committed within a quarter of a second of arriving, mostly one by one;
+the offline writers produce thousands a second, and one transaction each cost more than
+writing them."""
 
 Job = tuple[str, Callable[[], Awaitable[Any]]]
 """``(digest, make the result)``: the result must be JSON-serialisable."""
