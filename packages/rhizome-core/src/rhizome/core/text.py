@@ -61,9 +61,9 @@ def count_tokens(text: str) -> int:
     return len(get_encoding().encode_ordinary(text))
 
 
-def _surely_within(text: str, max_tokens: int) -> bool:
-    """Whether ``text`` has at most ``max_tokens`` tokens without tokenising it: a token holds
-    at least one byte, so a text of at most ``max_tokens`` UTF-8 bytes always fits."""
+def fits_by_bytes(text: str, max_tokens: int) -> bool:
+    """Whether ``text`` surely has at most ``max_tokens`` tokens, without tokenising it: a token
+    holds at least one byte, so a text of at most ``max_tokens`` UTF-8 bytes always fits."""
     return len(text) <= max_tokens and len(text.encode("utf-8")) <= max_tokens
 
 
@@ -90,7 +90,7 @@ def _long_head(text: str, max_tokens: int) -> list[int] | None:
 def within_tokens(text: str, max_tokens: int) -> bool:
     """Whether ``text`` has at most ``max_tokens`` tokens (short texts are not tokenised, long
     ones only in part)."""
-    if _surely_within(text, max_tokens):
+    if fits_by_bytes(text, max_tokens):
         return True
     if _long_head(text, max_tokens) is not None:
         return False
@@ -99,7 +99,7 @@ def within_tokens(text: str, max_tokens: int) -> bool:
 
 def truncate_tokens(text: str, max_tokens: int) -> str:
     """The longest prefix of ``text`` with at most ``max_tokens`` tokens."""
-    if _surely_within(text, max_tokens):
+    if fits_by_bytes(text, max_tokens):
         return text
     encoding = get_encoding()
     tokens = _long_head(text, max_tokens) or encoding.encode_ordinary(text)

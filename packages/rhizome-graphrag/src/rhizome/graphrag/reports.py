@@ -28,7 +28,7 @@ from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.hierarchy import GroupInput, SummaryFields, has_summary
 from rhizome.core.models.budget import fit
 from rhizome.core.summarize import extractive_summary
-from rhizome.core.text import count_tokens, truncate_tokens
+from rhizome.core.text import count_tokens, fits_by_bytes, truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 from rhizome.graphrag.schemas import ReportOutput
@@ -138,17 +138,16 @@ class _Row:
         self.bound = len(whole.encode("utf-8"))
         self._parts = (head, cell, tail, limit)
         self._tokens: int | None = None
-        self._text: str | None = whole if len(cell) <= limit and len(cell.encode("utf-8")) <= limit else None
+        self._text: str | None = whole if fits_by_bytes(cell, limit) else None
 
     @property
     def text(self) -> str:
         if self._text is None:
             head, cell, tail, limit = self._parts
-            whole = f"{head}{cell}{tail}"
-            self._tokens = count_tokens(whole)
-            cut = truncate_tokens(cell, limit) if self._tokens > limit else cell
-            self._text = whole if cut == cell else f"{head}{cut}{tail}"
-            if cut != cell:
+            self._text = f"{head}{cell}{tail}"
+            self._tokens = count_tokens(self._text)
+            if self._tokens > limit and (cut := truncate_tokens(cell, limit)) != cell:
+                self._text = f"{head}{cut}{tail}"
                 self._tokens = count_tokens(self._text)
         return self._text
 
