@@ -248,6 +248,13 @@ def _canonical_labels(membership: np.ndarray) -> np.ndarray:
     return remap[membership]
 
 
+def _igraph(edges: _Edges) -> Any:
+    """An ``igraph.Graph`` of an :class:`_Edges` graph (vertices 0..n-1, its edges in order)."""
+    import igraph as ig
+
+    return ig.Graph(n=edges.n, edges=np.column_stack((edges.src, edges.dst)).tolist())
+
+
 _RNG_LOCK = threading.Lock()
 """igraph draws its random numbers from one process-wide generator: a seeded run swaps in its
 own generator and restores the default, holding this lock so concurrent runs stay seeded."""
@@ -266,7 +273,7 @@ def _run_leiden(edges: _Edges, resolution: float, seed: int, n_iterations: int) 
         return np.arange(edges.n, dtype=np.int64)  # no edges: every vertex is alone
     import igraph as ig
 
-    g = ig.Graph(n=edges.n, edges=np.column_stack((edges.src, edges.dst)).tolist())
+    g = _igraph(edges)
     with _RNG_LOCK:
         ig.set_random_number_generator(random.Random(seed))
         try:
@@ -363,10 +370,9 @@ def leiden_update(
     if edges.src.size == 0:
         membership = np.asarray(start, dtype=np.int64)
         return {node: int(c) for node, c in zip(nodes, _canonical_labels(membership), strict=True)}, 0.0
-    import igraph as ig
     import leidenalg as la
 
-    g = ig.Graph(n=edges.n, edges=np.column_stack((edges.src, edges.dst)).tolist())
+    g = _igraph(edges)
     weights = edges.weight.tolist()
     partition = la.RBConfigurationVertexPartition(g, initial_membership=start, weights=weights, resolution_parameter=resolution)
     fixed = None if movable is None else [node not in movable for node in nodes]
@@ -396,9 +402,7 @@ def modularity(
     nodes, edges = _collapse(graph, weight)
     if edges.src.size == 0:
         return 0.0
-    import igraph as ig
-
-    g = ig.Graph(n=edges.n, edges=np.column_stack((edges.src, edges.dst)).tolist())
+    g = _igraph(edges)
     return float(g.modularity(_labels_of(nodes, membership), weights=edges.weight.tolist(), resolution=resolution))
 
 
