@@ -145,3 +145,25 @@ def test_models_know_their_context_window():
     assert wrap_chat_model(ChatOllama(model="qwen2.5:7b")).context_window is None  # the server decides
     assert wrap_chat_model(Ollama(model="qwen2.5:7b", context_window=6000)).context_window == 6000
     assert CountingChatModel(FakeChatModel(["x"], context_window=1234)).context_window == 1234
+
+
+def test_a_schema_responder_serving_requests_at_once_answers_each_as_if_alone():
+    """A stub server's threads share one responder: an answer must not take another's names."""
+    import json
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rhizome.core.extraction.schema import ExtractionOutput
+    from rhizome.core.models.fake import SchemaResponder
+
+    responder, schema = SchemaResponder(), ExtractionOutput.model_json_schema()
+    prompts = [[{"role": "user", "content": f'"""{text}"""'}] for text in ("Alice met Bob in Paris near London.", "Zed saw Yan at Rome with Kim.")]
+    alone = [json.dumps(responder(p, schema)) for p in prompts]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            together = list(pool.map(lambda i: json.dumps(responder(prompts[i % 2], schema)), range(400)))
+    finally:
+        sys.setswitchinterval(switch)
+    assert together == [alone[i % 2] for i in range(400)]

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
@@ -109,22 +110,17 @@ class SchemaResponder:
         block = max(fenced or prompt.split("\n\n"), key=len)
         words = [w.strip(".,;:()[]\"'") for w in block.split()]
         names = list(dict.fromkeys(w for w in words if len(w) > 2 and w[:1].isupper() and w[1:].islower()))
-        self._names = names or ["Item"]
-        self._cursor = 0
-        return self._value(json_schema, json_schema.get("$defs", {}), "")
+        # the names are taken in turn within this answer only: one responder may serve several
+        # requests at once (a stub server's threads), so nothing of a call is kept on it
+        return self._value(json_schema, json_schema.get("$defs", {}), "", itertools.cycle(names or ["Item"]))
 
-    def _name(self) -> str:
-        name = self._names[self._cursor % len(self._names)]
-        self._cursor += 1
-        return name
-
-    def _value(self, schema: dict[str, Any], defs: dict[str, Any], key: str) -> Any:
+    def _value(self, schema: dict[str, Any], defs: dict[str, Any], key: str, names: Iterator[str]) -> Any:
         if "$ref" in schema:
-            return self._value(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, key)
+            return self._value(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, key, names)
         for combo in ("anyOf", "oneOf", "allOf"):
             if combo in schema:
                 options = [s for s in schema[combo] if s.get("type") != "null"] or schema[combo]
-                return self._value(options[0], defs, key)
+                return self._value(options[0], defs, key, names)
         if "enum" in schema:
             return schema["enum"][0]
         if "const" in schema:
@@ -132,10 +128,10 @@ class SchemaResponder:
         kind = schema.get("type", "string")
         if kind == "object":
             props = schema.get("properties", {})
-            return {k: self._value(v, defs, k) for k, v in props.items()}
+            return {k: self._value(v, defs, k, names) for k, v in props.items()}
         if kind == "array":
             n = max(schema.get("minItems", 0), min(self.max_items, schema.get("maxItems", self.max_items)))
-            return [self._value(schema.get("items", {}), defs, key) for _ in range(n)]
+            return [self._value(schema.get("items", {}), defs, key, names) for _ in range(n)]
         if kind in ("integer", "number"):
             low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
             high = schema.get("maximum", schema.get("exclusiveMaximum", low + 10))
@@ -144,8 +140,8 @@ class SchemaResponder:
         if kind == "boolean":
             return True
         if any(part in key for part in ("description", "summary", "answer", "explanation", "text")):
-            return f"{self._name()} relates to {self._name()} in the text."
-        return self._name()
+            return f"{next(names)} relates to {next(names)} in the text."
+        return next(names)
 
 
 __all__ = ["FakeChatModel", "FakeEmbedder", "SchemaResponder"]
