@@ -134,6 +134,21 @@ def test_a_very_long_line_is_chunked_without_losing_or_changing_a_character(piec
     _assert_stored_as_given(index, document)
 
 
+# -- token counting -------------------------------------------------------------------------------
+WORDY = st.lists(
+    st.sampled_from(["the", " ", "  ", "\n", "\t", "don't", "1999", "123456", "|", "—", "é", "naïve", "日本語", "🙂", "!!", "x" * 40, "'s", "\u00a0", "\x1c", "\x85", "\u2028"]),
+    max_size=60,
+).map("".join)
+
+
+@FAST
+@given(STORABLE_LINE | WORDY | st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
+def test_the_words_of_a_text_never_outnumber_its_tokens(text):
+    from rhizome.core.text import count_tokens, min_tokens
+
+    assert min_tokens(text) <= count_tokens(text)
+
+
 # -- embeddings -----------------------------------------------------------------------------------
 class ScriptedEmbedder(BaseEmbedder):
     """Answers every call, documents and queries alike, with the same rows."""

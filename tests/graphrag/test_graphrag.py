@@ -9,6 +9,8 @@ from typing import Any
 
 import networkx as nx
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from rhizome.core import (
     ConfigurationError,
@@ -613,9 +615,17 @@ def test_report_contexts_pack_the_same_rows_by_bytes_and_by_tokens(monkeypatch):
     ranked = sorted(relations.values(), key=lambda r: (-graph.combined_degree(r), -r.weight, r.id))
     rows = reports._Rows(graph)
     whole = reports._HEADERS + sum(rows.entity(e).bound + 1 for e in members) + sum(rows.relation(r).bound + 1 for r in ranked)
+    gave_up = 0
     for budget in range(reports._HEADERS, whole + 20, 7):
         fresh = reports._Rows(EntityGraph.build(entities, relations, {community.id: community}))
-        assert reports._pack_raw(members, ranked, fresh, budget) == reports._pack_counted(members, ranked, rows, budget)
+        counted = reports._pack_counted(members, ranked, rows, budget)
+        assert reports._pack_raw(members, ranked, fresh, budget) == counted
+        # a caller that needs the rows only when all fit gets them then, and nothing else
+        fresh = reports._Rows(EntityGraph.build(entities, relations, {community.id: community}))
+        whole_only = reports._pack_raw(members, ranked, fresh, budget, partial=False)
+        assert whole_only == counted if counted[2] else whole_only in (counted, ([], [], False))
+        gave_up += whole_only == ([], [], False)
+    assert gave_up  # some budgets were given up by the rows' floors alone
 
     def no_counting(text):
         raise AssertionError("a context that fits by bytes was tokenised")
@@ -623,6 +633,25 @@ def test_report_contexts_pack_the_same_rows_by_bytes_and_by_tokens(monkeypatch):
     monkeypatch.setattr(reports, "count_tokens", no_counting)
     fresh = reports._Rows(EntityGraph.build(entities, relations, {community.id: community}))
     assert reports._pack_raw(members, ranked, fresh, whole) == (members, ranked, True)
+
+
+CELL_WORDS = ["Paris", "is", "a", "city", "1999", "123456", "—", "naïve", "日本語", "🙂", "don't", "x" * 60, "!!", "\u00a0", "|", "é" * 30]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.sampled_from(CELL_WORDS), max_size=12).map(" ".join),
+    st.lists(st.sampled_from(CELL_WORDS), min_size=1, max_size=400).map(" ".join),
+    st.integers(min_value=1, max_value=30) | st.integers(min_value=1, max_value=320),
+)
+def test_a_context_rows_floor_never_exceeds_its_tokens(head, cell, limit):
+    """The lower bound packing gives up by is one, whether or not the cell is cut."""
+    from rhizome.graphrag.reports import _Row
+
+    row = _Row((), f"{head}|TYPE|", cell, limit, "|12")
+    floor = row.floor
+    assert floor <= row.tokens
+    event("cut" if row.text != f"{head}|TYPE|{cell}|12" else "whole")
 
 
 def test_a_context_row_cuts_a_long_text_to_its_limit_and_counts_itself():

@@ -67,6 +67,20 @@ def fits_by_bytes(text: str, max_tokens: int) -> bool:
     return len(text) <= max_tokens and len(text.encode("utf-8")) <= max_tokens
 
 
+def min_tokens(text: str) -> int:
+    """A lower bound of :func:`count_tokens`, without tokenising: the number of words
+    (whitespace-separated runs). ``cl100k_base`` cuts a text into pieces before merging bytes
+    into tokens, and a piece is either all whitespace or has whitespace at most as its first
+    character, so no token holds parts of two words. (Python also splits at the separators
+    U+001C–U+001F, which are not whitespace to tiktoken: they count as letters here.)"""
+    if _SEPARATORS.search(text):
+        text = _SEPARATORS.sub("x", text)
+    return len(text.split())
+
+
+_SEPARATORS = re.compile("[\x1c-\x1f]")
+
+
 _CHARS_PER_TOKEN = 8
 """Characters a ``cl100k_base`` token is assumed to hold at most when deciding how much of a
 text to tokenise (English averages about 4): a text of more characters than this many per token
@@ -297,7 +311,9 @@ __all__ = [
     "chunk_id",
     "chunk_position",
     "count_tokens",
+    "fits_by_bytes",
     "get_encoding",
+    "min_tokens",
     "split_sentences",
     "trimmed_sentences",
     "truncate_tokens",

@@ -28,7 +28,7 @@ from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.hierarchy import GroupInput, SummaryFields, has_summary
 from rhizome.core.models.budget import fit
 from rhizome.core.summarize import extractive_summary
-from rhizome.core.text import count_tokens, fits_by_bytes, truncate_tokens
+from rhizome.core.text import count_tokens, fits_by_bytes, min_tokens, truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 from rhizome.graphrag.schemas import ReportOutput
@@ -85,8 +85,9 @@ def build_input(
         }.values(),
         key=lambda r: (-graph.combined_degree(r), -r.weight, r.id),
     )
-    raw_entities, raw_relations, complete = _pack_raw(entities, _read(internal, read), rows, max_input_tokens)
     children = [reports[c] for c in community.children if c in reports and has_summary(reports[c])]
+    # with child reports to fall back on, the raw rows matter only when all of them fit
+    raw_entities, raw_relations, complete = _pack_raw(entities, _read(internal, read), rows, max_input_tokens, partial=not children)
     chosen_children: list[Community] = []
     if complete or not children:
         text = _render(raw_entities, raw_relations, [], rows)
@@ -157,6 +158,22 @@ class _Row:
             self._tokens = count_tokens(self.text)
         return self._tokens
 
+    @property
+    def floor(self) -> int:
+        """A lower bound of ``tokens`` that tokenises nothing: the row's words
+        (:func:`~rhizome.core.text.min_tokens`). A row whose cell may be cut has at least the
+        fewer of those and what a cut keeps: the cell's first ``limit`` tokens, less those of
+        the at most three pieces re-encoding can change (where the row meets the cell and
+        where the cut falls), each within one word and the whitespace character before it, so
+        of at most that many bytes."""
+        if self._tokens is not None:
+            return self._tokens
+        if self._text is not None:
+            return min_tokens(self._text)
+        head, cell, tail, limit = self._parts
+        longest = max(map(len, cell.encode("utf-8").split()), default=0)
+        return max(min_tokens(head + tail), min(min_tokens(f"{head}{cell}{tail}"), limit - 3 * (longest + 3)))
+
 
 class _Rows:
     """The entity and relation rows of report contexts, remembered in the graph's cache: every
@@ -195,7 +212,7 @@ def _child_row(child: Community) -> str:
 
 
 def _pack_raw(
-    entities: Sequence[Entity], relations: Iterable[Relation], rows: _Rows, budget: int
+    entities: Sequence[Entity], relations: Iterable[Relation], rows: _Rows, budget: int, *, partial: bool = True
 ) -> tuple[list[Entity], list[Relation], bool]:
     """Add relations (best first) with their endpoints until the next one does not fit (as
     GraphRAG does; so only the relations up to it are read), then the leftover entities (most
@@ -204,7 +221,10 @@ def _pack_raw(
 
     Everything fits when its bytes do (a token holds at least one byte): such a context,
     most of a hierarchy's, is packed without tokenising a row. Adding up the bytes stops at the
-    budget, so a large community's rows beyond it are not even formatted."""
+    budget, so a large community's rows beyond it are not even formatted. With
+    ``partial=False`` (the caller needs the rows only when all of them fit) a context whose
+    rows surely hold more tokens than the budget (:attr:`_Row.floor`) is given up without
+    tokenising a row: ``([], [], False)``."""
     relations = iter(relations)
     seen: list[Relation] = []
     size = _HEADERS
@@ -220,6 +240,17 @@ def _pack_raw(
                 break
         else:
             return list(entities), seen, True
+    if not partial:
+        floor = _HEADERS
+        for row in itertools.chain(map(rows.entity, entities), map(rows.relation, seen)):
+            floor += row.floor + 1
+            if floor > budget:
+                return [], [], False
+        for relation in relations:
+            seen.append(relation)
+            floor += rows.relation(relation).floor + 1
+            if floor > budget:
+                return [], [], False
     return _pack_counted(entities, itertools.chain(seen, relations), rows, budget)
 
 
