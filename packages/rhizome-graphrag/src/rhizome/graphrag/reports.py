@@ -74,20 +74,16 @@ def build_input(
     reaches in rank order are read (a large community holds tens of thousands of relations, of
     which a context shows a few hundred)."""
     rows = _Rows(graph)
-    member_set = set(community.entity_ids)
+    members = set(community.entity_ids)
     entities = graph.members(community)
-    internal = sorted(
-        {
-            rid: graph.relations[rid]
-            for e in community.entity_ids
-            for rid in graph.relations_of.get(e, ())
-            if graph.relations[rid].source in member_set and graph.relations[rid].target in member_set
-        }.values(),
-        key=lambda r: (-graph.combined_degree(r), -r.weight, r.id),
-    )
     children = [reports[c] for c in community.children if c in reports and has_summary(reports[c])]
-    # with child reports to fall back on, the raw rows matter only when all of them fit
-    raw_entities, raw_relations, complete = _pack_raw(entities, _read(internal, read), rows, max_input_tokens, partial=not children)
+    # with child reports to fall back on, the raw rows matter only when all of them fit: those
+    # of a large community need not be ranked or tokenised to see that they do not
+    if children and _surely_over(entities, _read(_inside(graph, community.entity_ids, members), read), rows, max_input_tokens):
+        complete = False
+    else:
+        internal = _ranked(graph, _inside(graph, community.entity_ids, members))
+        raw_entities, raw_relations, complete = _pack_raw(entities, _read(internal, read), rows, max_input_tokens)
     chosen_children: list[Community] = []
     if complete or not children:
         text = _render(raw_entities, raw_relations, [], rows)
@@ -102,21 +98,37 @@ def build_input(
             covered.update(child.entity_ids)
             budget -= tokens
         rest_entities = [e for e in entities if e.id not in covered]
-        rest_relations = [r for r in internal if r.source not in covered or r.target not in covered]
+        rest_relations = _ranked(graph, _inside(graph, [e.id for e in rest_entities], members))
         raw_entities, raw_relations, _ = _pack_raw(rest_entities, _read(rest_relations, read), rows, max(0, budget - 40))
         text = _render(raw_entities, raw_relations, chosen_children, rows)
     return GroupInput(group=community, text=text, children=chosen_children, extra={"relations": raw_relations})
 
 
+def _inside(graph: EntityGraph, ids: Iterable[str], members: set[str]) -> Iterator[Relation]:
+    """The relations of the entities ``ids`` between two ``members``, each once."""
+    relations, seen = graph.relations, set()
+    for e in ids:
+        for rid in graph.relations_of.get(e, ()):
+            relation = relations[rid]
+            if rid not in seen and relation.source in members and relation.target in members:
+                seen.add(rid)
+                yield relation
+
+
+def _ranked(graph: EntityGraph, relations: Iterable[Relation]) -> list[Relation]:
+    """``relations`` best first (GraphRAG's order: combined degree, then weight)."""
+    return sorted(relations, key=lambda r: (-graph.combined_degree(r), -r.weight, r.id))
+
+
 def _read(
-    ranked: Sequence[Relation], read: Callable[[list[str]], Mapping[str, Relation]] | None, block: int = 64
+    relations: Iterable[Relation], read: Callable[[list[str]], Mapping[str, Relation]] | None, block: int = 64
 ) -> Iterator[Relation]:
-    """``ranked`` in order, each read whole through ``read`` (when given) a block at a time."""
+    """``relations`` in order, each read whole through ``read`` (when given) a block at a time."""
     if read is None:
-        yield from ranked
+        yield from relations
         return
-    for start in range(0, len(ranked), block):
-        part = ranked[start : start + block]
+    relations = iter(relations)
+    while part := list(itertools.islice(relations, block)):
         whole = read([r.id for r in part])
         yield from (whole.get(r.id, r) for r in part)
 
@@ -130,7 +142,7 @@ class _Row:
     tokens, give or take the separator tiktoken may fold into the word beside it). ``tokens``
     is always the row's own count."""
 
-    __slots__ = ("shown", "bound", "_parts", "_text", "_tokens")
+    __slots__ = ("shown", "bound", "_parts", "_text", "_tokens", "_floor")
 
     def __init__(self, shown: tuple[Any, ...], head: str, text: str, limit: int, tail: str) -> None:
         cell = _cell(text)
@@ -139,6 +151,7 @@ class _Row:
         self.bound = len(whole.encode("utf-8"))
         self._parts = (head, cell, tail, limit)
         self._tokens: int | None = None
+        self._floor: int | None = None
         self._text: str | None = whole if fits_by_bytes(cell, limit) else None
 
     @property
@@ -168,11 +181,16 @@ class _Row:
         of at most that many bytes."""
         if self._tokens is not None:
             return self._tokens
-        if self._text is not None:
-            return min_tokens(self._text)
-        head, cell, tail, limit = self._parts
-        longest = max(map(len, cell.encode("utf-8").split()), default=0)
-        return max(min_tokens(head + tail), min(min_tokens(f"{head}{cell}{tail}"), limit - 3 * (longest + 3)))
+        if self._floor is None:
+            if self._text is not None:
+                self._floor = min_tokens(self._text)
+            else:
+                head, cell, tail, limit = self._parts
+                words = cell.split(" ")  # a cell's whitespace is single spaces (_cell)
+                longest = max(map(len, words)) if cell.isascii() else max(len(w.encode("utf-8")) for w in words)
+                kept = limit - 3 * (longest + 3)
+                self._floor = max(min_tokens(head + tail), min(min_tokens(f"{head}{cell}{tail}"), kept))
+        return self._floor
 
 
 class _Rows:
@@ -212,7 +230,7 @@ def _child_row(child: Community) -> str:
 
 
 def _pack_raw(
-    entities: Sequence[Entity], relations: Iterable[Relation], rows: _Rows, budget: int, *, partial: bool = True
+    entities: Sequence[Entity], relations: Iterable[Relation], rows: _Rows, budget: int
 ) -> tuple[list[Entity], list[Relation], bool]:
     """Add relations (best first) with their endpoints until the next one does not fit (as
     GraphRAG does; so only the relations up to it are read), then the leftover entities (most
@@ -221,10 +239,7 @@ def _pack_raw(
 
     Everything fits when its bytes do (a token holds at least one byte): such a context,
     most of a hierarchy's, is packed without tokenising a row. Adding up the bytes stops at the
-    budget, so a large community's rows beyond it are not even formatted. With
-    ``partial=False`` (the caller needs the rows only when all of them fit) a context whose
-    rows surely hold more tokens than the budget (:attr:`_Row.floor`) is given up without
-    tokenising a row: ``([], [], False)``."""
+    budget, so a large community's rows beyond it are not even formatted."""
     relations = iter(relations)
     seen: list[Relation] = []
     size = _HEADERS
@@ -240,18 +255,20 @@ def _pack_raw(
                 break
         else:
             return list(entities), seen, True
-    if not partial:
-        floor = _HEADERS
-        for row in itertools.chain(map(rows.entity, entities), map(rows.relation, seen)):
-            floor += row.floor + 1
-            if floor > budget:
-                return [], [], False
-        for relation in relations:
-            seen.append(relation)
-            floor += rows.relation(relation).floor + 1
-            if floor > budget:
-                return [], [], False
     return _pack_counted(entities, itertools.chain(seen, relations), rows, budget)
+
+
+def _surely_over(entities: Iterable[Entity], relations: Iterable[Relation], rows: _Rows, budget: int) -> bool:
+    """Whether the rows of ``entities`` and ``relations`` surely hold more tokens than
+    ``budget`` leaves (so :func:`_pack_raw` could not fit them all), by their floors
+    (:attr:`_Row.floor`): nothing is tokenised, and rows are formatted (relations read) only
+    until the floors pass the budget."""
+    floor = _HEADERS
+    for row in itertools.chain(map(rows.entity, entities), map(rows.relation, relations)):
+        floor += row.floor + 1
+        if floor > budget:
+            return True
+    return False
 
 
 _HEADERS = 60
