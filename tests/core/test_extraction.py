@@ -27,7 +27,7 @@ from rhizome.core.extraction import (
 )
 from rhizome.core.extraction.schema import new_entity, new_relation
 from rhizome.core.models.fake import FakeChatModel
-from rhizome.core.types import Chunk
+from rhizome.core.types import Chunk, Relation
 
 
 def make_chunk(text: str, cid: str = "doc:0", index: int = 0) -> Chunk:
@@ -633,6 +633,17 @@ def test_merge_into_existing_graph_and_directed_relations():
     assert forward.source_chunk_ids == ["c1", "c2"]
     assert forward.id == next(iter(relations))  # existing ids are kept
     assert relations[forward.id].weight == 1.0  # inputs are not modified
+
+
+def test_merged_ids_are_the_ids_a_merge_gives_in_its_order():
+    from rhizome.core.extraction import OfflineExtractor, merged_ids
+
+    texts = ["Ada Lovelace met Charles Babbage in London.", "Babbage built the Difference Engine in London.", "Paris is in France."]
+    extractions = OfflineExtractor().extract([make_chunk(t, f"d:{i}", i) for i, t in enumerate(texts)])
+    extractions.append(Extraction(chunk_id="c9", relations=[new_relation("france", "paris", "c9", predicate="has capital"), new_relation("nowhere", "paris", "c9", directed=False), Relation(id="its own id", source="paris", target="rome", source_chunk_ids=["c9"])]))
+    entities, relations = merge_extractions(extractions)
+    assert merged_ids(extractions) == (list(entities), list(relations))
+    assert "nowhere" in entities  # an endpoint with no record of its own
 
 
 def test_cooccurrence_pmi_worked_example():

@@ -41,7 +41,7 @@ from pydantic import BaseModel
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
-from rhizome.core.extraction import Extraction, merge_extractions
+from rhizome.core.extraction import Extraction, merge_extractions, merged_ids
 from rhizome.core.graph import WeightedEdges, leiden_library_versions, modularity
 from rhizome.core.hierarchy import (
     GroupSummarizer,
@@ -482,7 +482,7 @@ class GraphRAGIndex(BaseIndex):
         clock = _Steps()
         chunk_ids = self._stored_order(set(self.unmerged.keys()))
         new = list(self.extractions.get(chunk_ids).values())
-        ids_e, ids_r = merge_extractions(new)
+        ids_e, ids_r = merged_ids(new)
         held_e = self.entity_table.get(ids_e)
         held_r = self.relation_table.get(ids_r)
         entities, relations = merge_extractions(new, held_e, held_r)

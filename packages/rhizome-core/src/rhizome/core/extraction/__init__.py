@@ -24,6 +24,7 @@ from rhizome.core.extraction.merge import (
     DESCRIPTION_SEPARATOR,
     cooccurrence_pmi,
     merge_extractions,
+    merged_ids,
 )
 from rhizome.core.extraction.offline import NOUN_PHRASE, OfflineExtractor, split_sentences
 from rhizome.core.extraction.openie import TRIPLE, OpenIEExtractor, import_openie
@@ -65,6 +66,7 @@ __all__ = [
     "import_openie",
     "make_extractor",
     "merge_extractions",
+    "merged_ids",
     "relation_id",
     "relation_key",
     "spec_of",

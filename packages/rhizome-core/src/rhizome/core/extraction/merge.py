@@ -65,6 +65,20 @@ def merge_extractions(
     return merged
 
 
+def merged_ids(extractions: Iterable[Extraction]) -> tuple[list[str], list[str]]:
+    """The ids of the entities (relation endpoints included) and relations that
+    :func:`merge_extractions` of ``extractions`` gives, in its order, without merging: what
+    an incremental update reads of the stored graph before merging into it."""
+    entity_ids: dict[str, None] = {}
+    relation_ids: dict[str, None] = {}
+    for extraction in extractions:
+        entity_ids.update(dict.fromkeys(e.id for e in extraction.entities))
+        for relation in extraction.relations:
+            entity_ids.update(dict.fromkeys((relation.source, relation.target)))
+            relation_ids.setdefault(relation_id(key_of(relation)))
+    return list(entity_ids), list(relation_ids)
+
+
 def _merge(
     extractions: list[Extraction],
     existing_entities: Mapping[str, Entity] | None,
@@ -311,5 +325,6 @@ __all__ = [
     "DESCRIPTION_SEPARATOR",
     "cooccurrence_pmi",
     "merge_extractions",
+    "merged_ids",
     "pmi_values",
 ]
