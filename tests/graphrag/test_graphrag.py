@@ -196,6 +196,13 @@ def test_report_context_uses_child_reports_when_raw_data_is_too_long():
     assert count_tokens(data.text) <= 600
     roomy = build_input(parent, graph, {"ca": child_a, "cb": child_b}, 8000)
     assert roomy.children == [] and "Entity 11" in roomy.text
+    # a graph of relation outlines read through a reader gives the same contexts
+    outlines = {k: SimpleNamespace(id=k, source=r.source, target=r.target, weight=r.weight) for k, r in relations.items()}
+    light = EntityGraph.build(entities, outlines, {c.id: c for c in (parent, child_a, child_b)})
+    for budget in (300, 600, 1200, 8000):
+        expected = build_input(parent, graph, {"ca": child_a, "cb": child_b}, budget)
+        got = build_input(parent, light, {"ca": child_a, "cb": child_b}, budget, lambda ids: {k: relations[k] for k in ids})
+        assert (got.text, got.children) == (expected.text, expected.children)
 
 
 

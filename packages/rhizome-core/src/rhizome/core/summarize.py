@@ -18,7 +18,13 @@ from pydantic import BaseModel, Field
 from rhizome.core.embeddings import hashed_features
 from rhizome.core.errors import ConfigurationError, PromptTooLongError
 from rhizome.core.models.budget import fit
-from rhizome.core.text import count_tokens, trimmed_sentences, truncate_tokens, within_tokens
+from rhizome.core.text import (
+    count_tokens,
+    min_tokens,
+    trimmed_sentences,
+    truncate_tokens,
+    within_tokens,
+)
 
 SUMMARY_SYSTEM = (
     "You merge notes about one subject into a single faithful description. Keep every distinct "
@@ -157,6 +163,8 @@ def extractive_summary(fragments: Sequence[str], max_tokens: int) -> str:
     chosen: set[int] = set()
     budget = max_tokens
     for i in sorted(range(len(sentences)), key=lambda i: (-scores[i], i)):
+        if min_tokens(sentences[i]) > budget:  # surely too long: not tokenised
+            continue
         tokens = count_tokens(sentences[i])
         if tokens <= budget:
             chosen.add(i)

@@ -72,7 +72,8 @@ def build_input(
     ``read`` is for a graph whose relations are outlines (id, endpoints and weight, no text):
     it returns the whole relations of the ids it is given, and only the relations the context
     reaches in rank order are read (a large community holds tens of thousands of relations, of
-    which a context shows a few hundred)."""
+    which a context shows a few hundred), or, to see that a large community's rows cannot all
+    fit, only those read until their floors pass the budget."""
     rows = _Rows(graph)
     members = set(community.entity_ids)
     entities = graph.members(community)
@@ -98,7 +99,7 @@ def build_input(
             covered.update(child.entity_ids)
             budget -= tokens
         rest_entities = [e for e in entities if e.id not in covered]
-        rest_relations = _ranked(graph, _inside(graph, [e.id for e in rest_entities], members))
+        rest_relations = _ranked(graph, _inside(graph, [e for e in community.entity_ids if e not in covered], members))
         raw_entities, raw_relations, _ = _pack_raw(rest_entities, _read(rest_relations, read), rows, max(0, budget - 40))
         text = _render(raw_entities, raw_relations, chosen_children, rows)
     return GroupInput(group=community, text=text, children=chosen_children, extra={"relations": raw_relations})
