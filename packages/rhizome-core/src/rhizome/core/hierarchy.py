@@ -353,15 +353,15 @@ class GroupSummarizer:
         for level in sorted(by_level, reverse=True):
             jobs: dict[str, tuple[str, Callable[[], Awaitable[Any]]]] = {}
             inputs: dict[str, GroupInput] = {}
+            digests: dict[str, str] = {}
             for g in by_level[level]:
                 data = self.build_input(result[g.id], result)
                 inputs[g.id] = data
+                digests[g.id] = self.input_digest(data)
+                result[g.id].metadata["input_digest"] = digests[g.id]  # also on groups left without a summary
                 wanted = (only is None or g.id in only) and not stored_only
                 if wanted:
-                    jobs[g.id] = (self.input_digest(data), lambda data=data: self.write(data))  # type: ignore[misc]
-            digests = {gid: self.input_digest(d) for gid, d in inputs.items()}
-            for gid, d in digests.items():
-                result[gid].metadata["input_digest"] = d  # also on groups left without a summary
+                    jobs[g.id] = (digests[g.id], lambda data=data: self.write(data))  # type: ignore[misc]
             held = _held(self.store, self.stage, {gid: d for gid, d in digests.items() if gid not in jobs})
             for gid, fields in held.items():
                 result[gid] = _with(result[gid], fields, inputs[gid], digests[gid])
