@@ -149,6 +149,20 @@ def test_the_words_of_a_text_never_outnumber_its_tokens(text):
     assert min_tokens(text) <= count_tokens(text)
 
 
+@FAST
+@given(
+    st.lists(st.sampled_from(["Mr", "U", ".", "S", " ", "  ", "a" * 70, "x.y" * 30, ")", '"', "é", "1", "co", "—", " " * 80, "!"]), max_size=40).map("".join),
+    st.integers(min_value=0, max_value=40),
+)
+def test_the_last_word_before_a_full_stop_is_the_whole_slices(text, start):
+    """The windowed search finds what searching the whole slice finds."""
+    from rhizome.core.text import _LAST_WORD, _last_word
+
+    start = min(start, len(text))
+    whole = _LAST_WORD.search(text[start:])
+    assert _last_word(text, start, len(text)) == (whole.group(1) if whole else "")
+
+
 # -- embeddings -----------------------------------------------------------------------------------
 class ScriptedEmbedder(BaseEmbedder):
     """Answers every call, documents and queries alike, with the same rows."""

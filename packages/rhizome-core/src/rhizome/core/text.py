@@ -135,13 +135,28 @@ ABBREVIATIONS = frozenset(
 """A full stop after these words does not end a sentence."""
 
 
+_WORD_WINDOW = 64
+
+
+def _last_word(text: str, start: int, end: int) -> str:
+    """The last word of ``text[start:end]`` (dotted parts included: "U.S"), or "". Searched for
+    in the last ``_WORD_WINDOW`` characters first: ``_LAST_WORD`` is tried at every position of
+    what it is given, so a long sentence searched whole costs its length times a word's. A match
+    starting past the window's second character is the whole slice's (a word reaching further
+    left would have matched earlier); otherwise the slice is searched whole."""
+    lo = max(start, end - _WORD_WINDOW)
+    last = _LAST_WORD.search(text, lo, end)
+    if lo > start and (last is None or last.start() <= lo + 1):
+        last = _LAST_WORD.search(text, start, end)
+    return last.group(1) if last else ""
+
+
 def _is_boundary(text: str, start: int, match: re.Match[str]) -> bool:
     """A full stop after an abbreviation, an initial ("J."), dotted letters ("U.S.") or before a
     lower-case word does not end a sentence."""
     if not match.group().startswith("."):
         return True
-    last = _LAST_WORD.search(text[start : match.start()])
-    word = last.group(1) if last else ""
+    word = _last_word(text, start, match.start())
     following = text[match.end() : match.end() + 1]
     return not (
         word.lower() in ABBREVIATIONS
