@@ -634,6 +634,13 @@ def test_report_contexts_pack_the_same_rows_by_bytes_and_by_tokens(monkeypatch):
         gave_up += over
     assert gave_up  # some budgets were given up by the floors alone
 
+    # a context that fits by tokens but not by bytes is found whole counting only its largest rows
+    exact = reports._HEADERS + sum(rows.entity(e).tokens + 1 for e in members) + sum(rows.relation(r).tokens + 1 for r in ranked)
+    fresh = reports._Rows(EntityGraph.build(entities, relations, {community.id: community}))
+    assert exact < whole and reports._pack_raw(members, ranked, fresh, exact + 40) == (members, ranked, True)
+    counted = [row for row in [*fresh.entities.values(), *fresh.relations.values()] if row.counted]
+    assert 0 < len(counted) < len(members) + len(ranked)
+
     def no_counting(text):
         raise AssertionError("a context that fits by bytes was tokenised")
 

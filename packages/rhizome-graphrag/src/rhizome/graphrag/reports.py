@@ -19,6 +19,7 @@ relation weight.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -173,6 +174,16 @@ class _Row:
         return self._tokens
 
     @property
+    def counted(self) -> bool:
+        """Whether ``tokens`` is known (asking for it costs nothing more)."""
+        return self._tokens is not None
+
+    @property
+    def ceiling(self) -> int:
+        """An upper bound of ``tokens``: the count once made, else ``bound``."""
+        return self._tokens if self._tokens is not None else self.bound
+
+    @property
     def floor(self) -> int:
         """A lower bound of ``tokens`` that tokenises nothing: the row's words
         (:func:`~rhizome.core.text.min_tokens`). A row whose cell may be cut has at least the
@@ -238,21 +249,37 @@ def _pack_raw(
     connected first) until the next one does not fit. Returns the chosen entities (in
     ``entities``' order), the chosen relations and whether everything fitted.
 
-    Everything fits when its bytes do (a token holds at least one byte): such a context,
-    most of a hierarchy's, is packed without tokenising a row. Adding up the bytes stops at the
-    budget, so a large community's rows beyond it are not even formatted."""
+    Whether everything fits is settled first, with as little tokenising as it takes: a row's
+    bytes bound its tokens from above (a token holds at least one byte), about fourfold, so the
+    rows are added up by their bytes, and only when the sum passes the budget are the largest
+    rows so far counted, one at a time, until it fits again; a context whose rows all fit so is
+    packed whole — most of a hierarchy's, many without counting a row. When every row so far is
+    counted and the sum still passes the budget, not everything fits, and the rows are packed
+    by their tokens (:func:`_pack_counted`). Rows beyond that point are not even formatted (or
+    read)."""
     relations = iter(relations)
     seen: list[Relation] = []
+    uncounted: list[tuple[int, int, _Row]] = []  # the largest row first
+    order = itertools.count()
     size = _HEADERS
+
+    def fits(row: _Row) -> bool:
+        nonlocal size
+        size += row.ceiling + 1
+        if not row.counted:
+            heapq.heappush(uncounted, (-row.bound, next(order), row))
+        while size > budget and uncounted:
+            largest = heapq.heappop(uncounted)[2]
+            size -= largest.bound - largest.tokens
+        return size <= budget
+
     for entity in entities:
-        size += rows.entity(entity).bound + 1
-        if size > budget:
+        if not fits(rows.entity(entity)):
             break
     else:
         for relation in relations:
             seen.append(relation)
-            size += rows.relation(relation).bound + 1
-            if size > budget:
+            if not fits(rows.relation(relation)):
                 break
         else:
             return list(entities), seen, True
