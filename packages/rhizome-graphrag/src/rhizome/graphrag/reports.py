@@ -255,8 +255,8 @@ def _pack_raw(
     rows so far counted, one at a time, until it fits again; a context whose rows all fit so is
     packed whole — most of a hierarchy's, many without counting a row. When every row so far is
     counted and the sum still passes the budget, not everything fits, and the rows are packed
-    by their tokens (:func:`_pack_counted`). Rows beyond that point are not even formatted (or
-    read)."""
+    by their tokens (:func:`_pack_counted`), which reads on only as far as its own stopping
+    rule takes it; this pass formats and reads no row beyond that point."""
     relations = iter(relations)
     seen: list[Relation] = []
     uncounted: list[tuple[int, int, _Row]] = []  # the largest row first
