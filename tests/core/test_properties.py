@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from rhizome.core.errors import InvalidInputError, ModelOutputError
-from rhizome.core.models.base import BaseEmbedder, extract_json
+from rhizome.core.extraction.schema import ExtractionOutput
+from rhizome.core.models.base import BaseEmbedder, extract_json, validate_json
 from rhizome.core.models.fake import FakeChatModel
 from rhizome.core.naive import VectorIndex
 from rhizome.core.types import Document
@@ -54,6 +55,34 @@ def test_any_json_value_is_recovered_from_fences_and_thoughts(value, wrapper, th
 @given(OBJECTS, PROSE, PROSE)
 def test_an_object_is_recovered_from_prose_around_it(value, before, after):
     assert extract_json(f"{before}{json.dumps(value)}{after}") == value
+
+
+# extraction answers with the near misses the lenient fields accept, and some they refuse
+LOOSE = st.none() | st.integers(-3, 12) | st.floats(-3, 12, allow_nan=False) | st.text(max_size=12) | st.lists(st.integers(0, 4) | st.text(max_size=4), max_size=3)
+ENTITY = st.fixed_dictionaries({"name": st.text(max_size=12), "type": st.text(max_size=8), "description": st.text(max_size=20)}, optional={"passages": LOOSE})
+RELATION = st.fixed_dictionaries(
+    {"source": st.text(max_size=12), "target": st.text(max_size=12), "description": st.text(max_size=20)},
+    optional={"keywords": LOOSE, "strength": LOOSE, "passages": LOOSE, "extra": JSON_VALUES},
+)
+ANSWERS = st.fixed_dictionaries({"entities": st.lists(ENTITY | JSON_VALUES, max_size=3), "relations": st.lists(RELATION, max_size=3)})
+
+
+def _two_steps(answer: str) -> ExtractionOutput:
+    return ExtractionOutput.model_validate(extract_json(answer))
+
+
+def _outcome(parse, *args):
+    try:
+        return parse(*args).model_dump()
+    except ValueError as exc:  # a pydantic ValidationError is a ValueError
+        return type(exc)
+
+
+@FAST
+@given(ANSWERS, st.sampled_from(["{}", "```json\n{}\n```", "<think>{}</think>{}", "Here: {} ok", "{} {}"]), ANY_TEXT | STRUCTURAL)
+def test_validating_a_model_answer_in_one_step_gives_what_parsing_first_gives(value, wrapper, noise):
+    for answer in (wrapper.replace("{}", json.dumps(value, ensure_ascii=False)), noise, json.dumps(value)[:-1]):
+        assert _outcome(validate_json, answer, ExtractionOutput) == _outcome(_two_steps, answer)
 
 
 class Pair(BaseModel):

