@@ -191,6 +191,29 @@ async def test_gleaning_adds_missed_items_and_stops_when_nothing_new():
     assert babbage.keywords == ["collaboration", "friendship"]
 
 
+def test_an_item_named_again_in_one_pack_is_folded_into_the_first():
+    answer = {
+        "entities": [
+            {"name": "Ada Lovelace", "type": "", "description": ""},
+            {"name": " ada lovelace ", "type": "person", "description": " Wrote notes. "},
+            {"name": "Ada Lovelace", "type": "MATHEMATICIAN", "description": "Wrote notes."},
+            {"name": "Ada Lovelace", "type": "", "description": "Counted numbers."},
+        ],
+        "relations": [
+            {"source": "Ada Lovelace", "target": "Analytical Engine", "description": "", "keywords": [], "strength": 3},
+            {"source": "Analytical Engine", "target": "ada lovelace", "description": " Notes on it. ", "keywords": " notes ,  engine ", "strength": 8},
+            {"source": "Ada Lovelace", "target": "Analytical Engine", "description": "Notes on it.", "keywords": ["Notes", "notes"], "strength": 5},
+        ],
+    }
+    [result] = LLMExtractor(FakeChatModel([answer]), gleaning=0).extract([make_chunk(ADA_TEXT)])
+    ada = next(e for e in result.entities if e.id == "ada lovelace")
+    assert (ada.name, ada.type) == ("Ada Lovelace", "PERSON")  # the first type given wins
+    assert ada.descriptions == ["Wrote notes.", "Counted numbers."] and ada.description == "Wrote notes."
+    [relation] = result.relations
+    assert relation.descriptions == ["Notes on it."] and relation.description == "Notes on it."
+    assert relation.keywords == ["notes", "engine", "Notes"] and relation.weight == 8.0
+
+
 async def test_failing_gleaning_pass_keeps_first_pass():
     def respond(messages, schema):
         return "not json at all" if is_gleaning(messages) else FIRST_ANSWER

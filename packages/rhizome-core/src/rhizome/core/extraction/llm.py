@@ -304,12 +304,12 @@ class _Collected:
                 new = True
             for i in self._where(item.passages, [name]):
                 found = self.entities[i].get(key)
-                fresh = new_entity(name, self.chunks[i].id, type=item.type, description=item.description)
                 if found is None:
-                    self.entities[i][key] = fresh
-                else:
-                    found.type = found.type or fresh.type
-                    _fold(found.descriptions, fresh.descriptions)
+                    self.entities[i][key] = new_entity(name, self.chunks[i].id, type=item.type, description=item.description)
+                else:  # what new_entity would make of the item, folded in
+                    if not found.type:
+                        found.type = normalise_type(item.type)
+                    _fold(found.descriptions, [item.description.strip()])
         for item in answer.relations:
             source, target = clean_name(item.source), clean_name(item.target)
             skey, tkey = entity_key(source), entity_key(target)
@@ -320,39 +320,38 @@ class _Collected:
                 self.seen_pairs[pair] = (source, target)
                 new = True
             for i in self._where(item.passages, [source, target]):
-                relation = new_relation(
-                    skey, tkey, self.chunks[i].id, description=item.description, keywords=item.keywords,
-                    weight=float(item.strength), directed=False,
-                )
                 held = self.relations[i].get(pair)
                 if held is None:
-                    self.relations[i][pair] = relation
+                    self.relations[i][pair] = new_relation(
+                        skey, tkey, self.chunks[i].id, description=item.description, keywords=item.keywords,
+                        weight=float(item.strength), directed=False,
+                    )
                     for key, display in ((skey, source), (tkey, target)):
                         if key not in self.entities[i]:
                             self.entities[i][key] = new_entity(display, self.chunks[i].id)
-                else:
-                    _fold(held.descriptions, relation.descriptions)
-                    _fold(held.keywords, relation.keywords)
-                    held.weight = max(held.weight, relation.weight)
+                else:  # what new_relation would make of the item, folded in
+                    _fold(held.descriptions, [item.description.strip()])
+                    _fold(held.keywords, [clean_name(w) for w in item.keywords])
+                    held.weight = max(held.weight, float(item.strength))
         return new
 
     def records(self, metadata: dict[str, Any]) -> list[Extraction]:
         out = []
         for i, chunk in enumerate(self.chunks):
             relations = list(self.relations[i].values())
-            for relation in relations:
-                relation.description = relation.descriptions[0] if relation.descriptions else ""
             entities = list(self.entities[i].values())
-            for entity in entities:
-                entity.description = entity.descriptions[0] if entity.descriptions else ""
+            for record in (*relations, *entities):  # the first description (set only when it changed)
+                if record.description != (first := record.descriptions[0] if record.descriptions else ""):
+                    record.description = first
             keywords = list(dict.fromkeys(k for k in (clean_name(w) for w in self.keywords[i]) if k))
             out.append(Extraction(chunk_id=chunk.id, entities=entities, relations=relations, keywords=keywords, metadata=dict(metadata)))
         return out
 
 
 def _fold(into: list[str], values: list[str]) -> None:
+    """Append the non-empty ``values`` not yet in ``into``."""
     for value in values:
-        if value not in into:
+        if value and value not in into:
             into.append(value)
 
 

@@ -32,9 +32,11 @@ _SPACES = re.compile(r"\s+")
 _QUOTES = "\"'`“”‘’«»"
 
 
+@functools.lru_cache(maxsize=1 << 16, typed=True)
 def clean_name(name: str) -> str:
     """The display form of a name: Unicode NFC, surrounding quotes and whitespace removed, inner
-    whitespace runs collapsed to one space. Capitalisation is kept."""
+    whitespace runs collapsed to one space. Capitalisation is kept. Kept for recent names:
+    extraction and merging clean each name of an answer several times."""
     text = unicodedata.normalize("NFC", str(name))
     text = _SPACES.sub(" ", text).strip().strip(_QUOTES).strip()
     return text
