@@ -9,7 +9,7 @@ from typing import Any
 
 import networkx as nx
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rhizome.core import (
@@ -650,31 +650,44 @@ def test_report_contexts_pack_the_same_rows_by_bytes_and_by_tokens(monkeypatch):
 
 
 CELL_WORDS = ["Paris", "is", "a", "city", "1999", "123456", "—", "naïve", "日本語", "🙂", "don't", "x" * 60, "!!", "\u00a0", "|", "é" * 30]
+CELLS = st.lists(st.sampled_from(CELL_WORDS), min_size=1, max_size=400).map(" ".join)
 
 
 @settings(max_examples=80, deadline=None)
-@given(
-    st.lists(st.sampled_from(CELL_WORDS), max_size=12).map(" ".join),
-    st.lists(st.sampled_from(CELL_WORDS), min_size=1, max_size=400).map(" ".join),
-    st.integers(min_value=1, max_value=30) | st.integers(min_value=1, max_value=320),
-)
-def test_a_context_rows_floor_never_exceeds_its_tokens(head, cell, limit):
-    """The lower bound packing gives up by is one, whether or not the cell is cut."""
+@given(st.lists(st.sampled_from(CELL_WORDS), max_size=12).map(" ".join), CELLS, st.integers(min_value=1, max_value=1300))
+def test_a_context_rows_floor_never_exceeds_its_tokens(head, cell, max_bytes):
+    """The lower bound packing gives up by is one, and its upper bound is one."""
     from rhizome.graphrag.reports import _Row
 
-    row = _Row((), f"{head}|TYPE|", cell, limit, "|12")
-    floor = row.floor
-    assert floor <= row.tokens
-    event("cut" if row.text != f"{head}|TYPE|{cell}|12" else "whole")
+    row = _Row((), f"{head}|TYPE|", cell, max_bytes, "|12")
+    assert row.floor <= row.tokens <= row.bound
 
 
-def test_a_context_row_cuts_a_long_text_to_its_limit_and_counts_itself():
+@settings(max_examples=200, deadline=None)
+@given(CELLS.map(lambda t: " ".join(t.split())), st.integers(min_value=1, max_value=1300))
+def test_a_long_cell_is_cut_at_the_last_word_that_fits_its_bytes(cell, max_bytes):
+    from rhizome.graphrag.reports import cut_at_word
+
+    cut = cut_at_word(cell, max_bytes)
+    assert cell.startswith(cut) and len(cut.encode("utf-8")) <= max_bytes or cut == cell
+    if cut != cell:
+        longer = cell[len(cut) :]
+        next_word = longer.split(" ")[1] if longer.startswith(" ") else ""
+        if longer.startswith(" "):  # no whole word more would fit
+            assert len(f"{cut} {next_word}".encode()) > max_bytes
+        else:  # a first word longer than the cell: as many whole characters of it as fit
+            assert " " not in cut and len(cell[: len(cut) + 1].encode("utf-8")) > max_bytes
+    else:
+        assert len(cell.encode("utf-8")) <= max_bytes
+
+
+def test_a_context_row_cuts_a_long_text_and_counts_itself():
     from rhizome.core.text import count_tokens
-    from rhizome.graphrag.reports import _Row
+    from rhizome.graphrag.reports import ENTITY_CELL_BYTES, _Row
 
-    long = _Row((), "PARIS|CITY|", "Paris is a large city on the river. " * 200, 300, "|12")
-    assert long.bound > 7000 and count_tokens(long.text) == long.tokens
-    assert long.text.startswith("PARIS|CITY|Paris is") and long.text.endswith("|12")
-    assert 300 <= long.tokens <= 300 + count_tokens("PARIS|CITY||12") + 2  # a separator may fold into a word
-    short = _Row((), "PARIS|CITY|", "A city.", 300, "|12")
-    assert short.text == "PARIS|CITY|A city.|12" and short.tokens == count_tokens(short.text)
+    long = _Row((), "PARIS|CITY|", "Paris is a large city on the river. " * 200, ENTITY_CELL_BYTES, "|12")
+    assert long.text.startswith("PARIS|CITY|Paris is") and long.text.endswith("river. Paris is a|12")  # 33 sentences of 36 bytes, then two words
+    assert len(long.text) <= ENTITY_CELL_BYTES + len("PARIS|CITY||12") and long.bound == len(long.text)
+    assert not long.counted and long.tokens == count_tokens(long.text) and long.counted
+    short = _Row((), "PARIS|CITY|", "A  city |\n here.", ENTITY_CELL_BYTES, "|12")
+    assert short.text == "PARIS|CITY|A city / here.|12" and short.tokens == count_tokens(short.text)

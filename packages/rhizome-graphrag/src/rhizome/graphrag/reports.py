@@ -29,7 +29,7 @@ from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.hierarchy import GroupInput, SummaryFields, has_summary
 from rhizome.core.models.budget import fit
 from rhizome.core.summarize import extractive_summary
-from rhizome.core.text import count_tokens, fits_by_bytes, min_tokens, truncate_tokens
+from rhizome.core.text import count_tokens, min_tokens, truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 from rhizome.graphrag.schemas import ReportOutput
@@ -135,37 +135,42 @@ def _read(
         yield from (whole.get(r.id, r) for r in part)
 
 
+ENTITY_CELL_BYTES = 1200
+RELATION_CELL_BYTES = 800
+"""The longest description an entity or relation row shows, in UTF-8 bytes (about 300 and 200
+tokens of English): a longer one is cut at a word boundary, so that one entity described at
+length cannot take a community's whole context. Bytes, not tokens: a row is then known without
+tokenising it, and only a packing that does not fit by bytes counts tokens."""
+
+
+def cut_at_word(text: str, max_bytes: int) -> str:
+    """``text`` when it holds at most ``max_bytes`` UTF-8 bytes, else its longest prefix of at
+    most that many that ends before a space (the first ``max_bytes`` bytes of a first word
+    longer than that, whole characters only)."""
+    if len(text) * 4 <= max_bytes:  # a character is at most 4 bytes
+        return text
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    head = data[: max_bytes + 1].decode("utf-8", "ignore")  # one byte more: is the cut at a space?
+    space = head.rfind(" ")
+    return head[:space] if space > 0 else data[:max_bytes].decode("utf-8", "ignore")
+
+
 class _Row:
-    """One context row: what it shows (to tell when it is stale), ``head``, the cell of a text
-    cut to ``limit`` tokens, and ``tail``. Nothing is tokenised until a packing needs the row's
-    tokens or its text: ``bound``, its UTF-8 length before any cut, bounds both from above (a
-    token holds at least one byte). A cell of at most ``limit`` bytes needs no cut; a longer one
-    is cut only when the whole row passes ``limit`` tokens (the cell has at most the row's
-    tokens, give or take the separator tiktoken may fold into the word beside it). ``tokens``
-    is always the row's own count."""
+    """One context row: its ``text`` (``head``, the cell cut by :func:`cut_at_word`, ``tail``),
+    what it shows (``shown``, to tell when it is stale) and ``bound``, its UTF-8 length, an upper
+    bound of its tokens (a token holds at least one byte; about fourfold for English). Its
+    tokens are counted once, when a packing needs them."""
 
-    __slots__ = ("shown", "bound", "_parts", "_text", "_tokens", "_floor")
+    __slots__ = ("shown", "text", "bound", "_tokens", "_floor")
 
-    def __init__(self, shown: tuple[Any, ...], head: str, text: str, limit: int, tail: str) -> None:
-        cell = _cell(text)
-        whole = f"{head}{cell}{tail}"
+    def __init__(self, shown: tuple[Any, ...], head: str, text: str, max_bytes: int, tail: str) -> None:
         self.shown = shown
-        self.bound = len(whole.encode("utf-8"))
-        self._parts = (head, cell, tail, limit)
+        self.text = f"{head}{cut_at_word(_cell(text), max_bytes)}{tail}"
+        self.bound = len(self.text.encode("utf-8"))
         self._tokens: int | None = None
         self._floor: int | None = None
-        self._text: str | None = whole if fits_by_bytes(cell, limit) else None
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            head, cell, tail, limit = self._parts
-            self._text = f"{head}{cell}{tail}"
-            self._tokens = count_tokens(self._text)
-            if self._tokens > limit and (cut := truncate_tokens(cell, limit)) != cell:
-                self._text = f"{head}{cut}{tail}"
-                self._tokens = count_tokens(self._text)
-        return self._text
 
     @property
     def tokens(self) -> int:
@@ -186,22 +191,11 @@ class _Row:
     @property
     def floor(self) -> int:
         """A lower bound of ``tokens`` that tokenises nothing: the row's words
-        (:func:`~rhizome.core.text.min_tokens`). A row whose cell may be cut has at least the
-        fewer of those and what a cut keeps: the cell's first ``limit`` tokens, less those of
-        the at most three pieces re-encoding can change (where the row meets the cell and
-        where the cut falls), each within one word and the whitespace character before it, so
-        of at most that many bytes."""
+        (:func:`~rhizome.core.text.min_tokens`)."""
         if self._tokens is not None:
             return self._tokens
         if self._floor is None:
-            if self._text is not None:
-                self._floor = min_tokens(self._text)
-            else:
-                head, cell, tail, limit = self._parts
-                words = cell.split(" ")  # a cell's whitespace is single spaces (_cell)
-                longest = max(map(len, words)) if cell.isascii() else max(len(w.encode("utf-8")) for w in words)
-                kept = limit - 3 * (longest + 3)
-                self._floor = max(min_tokens(head + tail), min(min_tokens(f"{head}{cell}{tail}"), kept))
+            self._floor = min_tokens(self.text)
         return self._floor
 
 
@@ -221,7 +215,7 @@ class _Rows:
         shown = (entity.name, entity.type, entity.description, self.graph.degree.get(entity.id, 0))
         held = self.entities.get(entity.id)
         if held is None or held.shown != shown:
-            held = self.entities[entity.id] = _Row(shown, f"{entity.name}|{_cell(entity.type)}|", entity.description, 300, f"|{shown[3]}")
+            held = self.entities[entity.id] = _Row(shown, f"{entity.name}|{_cell(entity.type)}|", entity.description, ENTITY_CELL_BYTES, f"|{shown[3]}")
         return held
 
     def relation(self, relation: Relation) -> _Row:
@@ -233,7 +227,7 @@ class _Rows:
         shown = (source, target, description, graph.combined_degree(relation))
         held = self.relations.get(relation.id)
         if held is None or held.shown != shown:
-            held = self.relations[relation.id] = _Row(shown, f"{source}|{target}|", description, 200, f"|{shown[3]}")
+            held = self.relations[relation.id] = _Row(shown, f"{source}|{target}|", description, RELATION_CELL_BYTES, f"|{shown[3]}")
         return held
 
 
