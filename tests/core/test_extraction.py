@@ -3,10 +3,13 @@ import and merging. No network, no model server."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rhizome.core.errors import (
     ConfigurationError,
@@ -621,6 +624,32 @@ def test_merge_unions_descriptions_and_sums_weights():
     # merging the same extractions into their own result changes nothing
     again_e, again_r = merge_extractions([one, two, three], entities, relations)
     assert again_e == entities and again_r == relations
+
+
+NAMES = ["Ada", "ada", "Babbage", "Engine", "London"]
+MENTIONS = st.tuples(st.sampled_from(NAMES), st.sampled_from(["", "PERSON", "PLACE"]), st.sampled_from(["", "one.", "two."]))
+LINKS = st.tuples(st.sampled_from(NAMES), st.sampled_from(NAMES), st.sampled_from(["", "knows.", "met."]), st.lists(st.sampled_from(["k", "K", "j"]), max_size=2), st.integers(1, 9))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(MENTIONS, max_size=4), st.lists(LINKS, max_size=3)), min_size=1, max_size=6), st.booleans(), st.booleans())
+def test_a_merge_that_consumes_its_extractions_gives_what_a_copying_one_gives(chunks, existing, shared):
+    extractions = [
+        Extraction(
+            chunk_id=f"c{i}",
+            entities=[new_entity(n, f"c{i}", type=t, description=d) for n, t, d in mentions],
+            relations=[new_relation(a.lower(), b.lower(), f"c{i}", description=d, keywords=k, weight=w, directed=False) for a, b, d, k, w in links if a.lower() != b.lower()],
+        )
+        for i, (mentions, links) in enumerate(chunks)
+    ]
+    if shared and extractions[0].entities:  # one record object in two extractions
+        extractions.append(Extraction(chunk_id="c0", entities=[extractions[0].entities[0]], relations=extractions[0].relations[:1]))
+    held = merge_extractions(extractions[:1]) if existing else ({}, {})
+    expected = merge_extractions(extractions, *held)
+    consumed = merge_extractions(copy.deepcopy(extractions), *copy.deepcopy(held), consume=True)
+    for want, got in zip(expected, consumed, strict=True):
+        assert {k: v.model_dump() for k, v in want.items()} == {k: v.model_dump() for k, v in got.items()}
+        assert list(want) == list(got)
 
 
 def test_merge_into_existing_graph_and_directed_relations():

@@ -241,7 +241,7 @@ class ArchRAGIndex(BaseIndex):
         old_entities = {e.id: e for e in self.entity_table.all()}
         old_relations = {r.id: r for r in self.relation_table.all()}
         old_communities = self.communities.all()
-        entities, relations = merge_extractions(list(self.extractions.get(self.store.chunk_ids()).values()))
+        entities, relations = merge_extractions(list(self.extractions.get(self.store.chunk_ids()).values()), consume=True)
         relations = {k: r for k, r in relations.items() if r.source in entities and r.target in entities}
         names = {eid: e.name for eid, e in entities.items()}
         records: dict[str, Any] = {f"e:{k}": e for k, e in entities.items()}

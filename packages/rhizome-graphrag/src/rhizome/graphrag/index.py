@@ -243,7 +243,7 @@ class GraphRAGIndex(BaseIndex):
         for rid in touched_relations:
             support.update(graph.relations[rid].source_chunk_ids)
         support -= plan.chunks
-        entities, relations = merge_extractions(list(self.extractions.get(self._stored_order(support)).values()))
+        entities, relations = merge_extractions(list(self.extractions.get(self._stored_order(support)).values()), consume=True)
 
         for eid in sorted(touched_entities):
             if eid in entities:
@@ -385,7 +385,7 @@ class GraphRAGIndex(BaseIndex):
         old_edges = {e.id: e for e in self.edge_table.all()}
         old_communities = self.communities.all()
         chunk_order = self.store.chunk_ids()
-        entities, relations = merge_extractions(list(self.extractions.get(chunk_order).values()))
+        entities, relations = merge_extractions(list(self.extractions.get(chunk_order).values()), consume=True)
         names = {eid: e.name for eid, e in entities.items()}
 
         # description summaries, a resumable stage keyed by subject, descriptions and writer
@@ -485,7 +485,7 @@ class GraphRAGIndex(BaseIndex):
         ids_e, ids_r = merged_ids(new)
         held_e = self.entity_table.get(ids_e)
         held_r = self.relation_table.get(ids_r)
-        entities, relations = merge_extractions(new, held_e, held_r)
+        entities, relations = merge_extractions(new, held_e, held_r, consume=True)
         for rid, relation in relations.items():
             if rid in held_r:
                 before = held_r[rid].metadata

@@ -22,9 +22,14 @@ def merge_extractions(
     extractions: Iterable[Extraction],
     existing_entities: Mapping[str, Entity] | None = None,
     existing_relations: Mapping[str, Relation] | None = None,
+    *,
+    consume: bool = False,
 ) -> tuple[dict[str, Entity], dict[str, Relation]]:
     """Combine per-chunk extractions (optionally into an existing graph) into entities keyed
-    by id and relations keyed by id. Inputs are not modified.
+    by id and relations keyed by id. Inputs are not modified — except, with ``consume``, the
+    extractions' entity and relation records, which then become (and are changed as) the
+    merged records instead of being copied: for a caller that read the extractions only to
+    merge them. The result is the same either way.
 
     Entities
         Records with the same id (the case-insensitive name key) are one entity. The display
@@ -60,7 +65,7 @@ def merge_extractions(
     """
     records = list(extractions)
     with phase("merging extractions", len(records), "chunk") as step:
-        merged = _merge(records, existing_entities, existing_relations)
+        merged = _merge(records, existing_entities, existing_relations, consume)
         step.advance(len(records))
     return merged
 
@@ -83,7 +88,14 @@ def _merge(
     extractions: list[Extraction],
     existing_entities: Mapping[str, Entity] | None,
     existing_relations: Mapping[str, Relation] | None,
+    consume: bool,
 ) -> tuple[dict[str, Entity], dict[str, Relation]]:
+    # consumed, a record object found twice in the input is copied still (it would be folded into itself)
+    times = Counter(id(r) for x in extractions for r in (*x.entities, *x.relations)) if consume else Counter()
+
+    def take(record: R) -> R:
+        return record if times[id(record)] == 1 else _copy(record)
+
     entities: dict[str, Entity] = {}
     votes: dict[str, Counter[str]] = {}
     first_type: dict[str, list[str]] = {}
@@ -123,7 +135,7 @@ def _merge(
         eid = entity.id
         held = entities.get(eid)
         if held is None:
-            copy = _copy(entity)
+            copy = take(entity)
             if not copy.descriptions and copy.description:
                 copy.descriptions = [copy.description]
             copy.source_chunk_ids = list(dict.fromkeys(copy.source_chunk_ids))
@@ -166,7 +178,7 @@ def _merge(
             key = key_of(relation)
             held = relations.get(key)
             if held is None:
-                copy = _copy(relation)
+                copy = take(relation)
                 copy.source, copy.target = key[0], key[1]
                 copy.id = relation_id(key)
                 if not copy.descriptions and copy.description:
