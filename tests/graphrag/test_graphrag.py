@@ -184,6 +184,26 @@ async def test_report_json_is_validated_and_retried():
         await ReportWriter(FakeChatModel(["nonsense"], max_retries=1)).awrite(data, graph)
 
 
+def test_a_sub_community_row_shows_a_long_summary_cut_and_is_counted_once(monkeypatch):
+    from rhizome.graphrag import reports
+
+    entities = {f"e{i}": Entity(id=f"e{i}", name=f"Entity {i}", description="word " * 80) for i in range(12)}
+    relations = {f"r{i}": Relation(id=f"r{i}", source=f"e{i}", target=f"e{i + 1}", description="linked") for i in range(11)}
+    long = "The river floods every spring. " * 100
+    child_a = Community(id="ca", level=1, entity_ids=[f"e{i}" for i in range(6)], parent="p", title="Child | A", summary=long, rating=7.0, metadata={"summary_by": "model"})
+    child_b = Community(id="cb", level=1, entity_ids=[f"e{i}" for i in range(6, 12)], parent="p", title="Child B", summary="second half", metadata={"summary_by": "model"})
+    parent = Community(id="p", level=0, entity_ids=list(entities), children=["ca", "cb"])
+    graph = EntityGraph.build(entities, relations, {c.id: c for c in (parent, child_a, child_b)})
+    counted = []
+    monkeypatch.setattr(reports, "count_tokens", lambda text: counted.append(text) or count_tokens(text))
+    data = build_input(parent, graph, {"ca": child_a, "cb": child_b}, 900)
+    assert [c.id for c in data.children] == ["ca", "cb"] and count_tokens(data.text) <= 900
+    row = f"ca|Child / A|{reports.cut_at_word(long.strip(), reports.CHILD_CELL_BYTES)}|7.0"
+    assert row in data.text.splitlines() and len(row.encode()) <= reports.CHILD_CELL_BYTES + len("ca|Child / A||7.0")
+    assert "cb|Child B|second half|" in data.text.splitlines()
+    assert counted.count(row) == 1  # counted for the budget, not again when rendered
+
+
 def test_report_context_uses_child_reports_when_raw_data_is_too_long():
     entities = {f"e{i}": Entity(id=f"e{i}", name=f"Entity {i}", description="word " * 80) for i in range(12)}
     relations = {f"r{i}": Relation(id=f"r{i}", source=f"e{i}", target=f"e{i + 1}", description="linked") for i in range(11)}

@@ -93,7 +93,7 @@ def build_input(
         budget = max_input_tokens
         covered: set[str] = set()
         for child in sorted(children, key=lambda c: (-len(c.entity_ids), c.id)):
-            tokens = count_tokens(_child_row(child)) + 1
+            tokens = rows.child(child).tokens + 1
             if tokens > budget:
                 continue
             chosen_children.append(child)
@@ -137,10 +137,12 @@ def _read(
 
 ENTITY_CELL_BYTES = 1200
 RELATION_CELL_BYTES = 800
-"""The longest description an entity or relation row shows, in UTF-8 bytes (about 300 and 200
-tokens of English): a longer one is cut at a word boundary, so that one entity described at
-length cannot take a community's whole context. Bytes, not tokens: a row is then known without
-tokenising it, and only a packing that does not fit by bytes counts tokens."""
+CHILD_CELL_BYTES = 1600
+"""The longest description an entity or relation row and the longest summary a sub-community
+row shows, in UTF-8 bytes (about 300, 200 and 400 tokens of English): a longer one is cut at a
+word boundary, so that one long text cannot take a community's whole context. Bytes, not
+tokens: a row is then known without tokenising it, and only a packing that does not fit by
+bytes counts tokens."""
 
 
 def cut_at_word(text: str, max_bytes: int) -> str:
@@ -200,15 +202,16 @@ class _Row:
 
 
 class _Rows:
-    """The entity and relation rows of report contexts, remembered in the graph's cache: every
-    level of the hierarchy puts the same entity in a report context, so each row is formatted
-    (and, when a packing needs it, tokenised) once per graph. An entry is reused only while
-    everything the row shows is unchanged."""
+    """The entity, relation and sub-community rows of report contexts, remembered in the
+    graph's cache: every level of the hierarchy puts the same entity in a report context, so
+    each row is formatted (and, when a packing needs it, tokenised) once per graph. An entry is
+    reused only while everything the row shows is unchanged."""
 
     def __init__(self, graph: EntityGraph) -> None:
         self.graph = graph
         self.entities: dict[str, _Row] = graph.cache.setdefault("report-entity-rows", {})
         self.relations: dict[str, _Row] = graph.cache.setdefault("report-relation-rows", {})
+        self.children: dict[str, _Row] = graph.cache.setdefault("report-child-rows", {})
 
     def entity(self, entity: Entity) -> _Row:
         """The row of ``entity``."""
@@ -230,9 +233,16 @@ class _Rows:
             held = self.relations[relation.id] = _Row(shown, f"{source}|{target}|", description, RELATION_CELL_BYTES, f"|{shown[3]}")
         return held
 
+    def child(self, child: Community) -> _Row:
+        """The row of a sub-community's report."""
+        shown = (child.title, child.summary, child.rating)
+        held = self.children.get(child.id)
+        if held is None or held.shown != shown:
+            rating = child.rating if child.rating is not None else ""
+            held = self.children[child.id] = _Row(shown, f"{child.id}|{_cell(child.title)}|", child.summary, CHILD_CELL_BYTES, f"|{rating}")
+        return held
 
-def _child_row(child: Community) -> str:
-    return f"{child.id}|{_cell(child.title)}|{_cell(child.summary, 400)}|{child.rating if child.rating is not None else ''}"
+
 
 
 def _pack_raw(
@@ -334,7 +344,7 @@ def _render(entities: list[Entity], relations: list[Relation], children: list[Co
     parts = []
     if children:
         parts += ["-----Sub-community reports-----", "id|title|summary|rating"]
-        parts += [_child_row(c) for c in children]
+        parts += [rows.child(c).text for c in children]
     parts += ["-----Entities-----", "entity|type|description|degree"]
     parts += [rows.entity(e).text for e in entities]
     parts += ["-----Relationships-----", "source|target|description|combined_degree"]
