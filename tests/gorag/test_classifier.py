@@ -256,3 +256,17 @@ def test_offline_choice_is_the_candidate_most_tied_to_the_query_keywords():
         assert strength(result.label) == pytest.approx(max(strength(y) for y in retrieved["candidates"]))
         checked += 1
     assert checked >= 2
+
+
+def test_the_scorers_label_is_a_candidate_even_with_no_nearest_labels():
+    """With ``nearest_labels=0`` the pool is the Steiner labels, and the scorer's best label
+    joins it: the label returned offline is always one of the candidates."""
+    star = ROUND1[2][1]
+    query = f"{star} Tonight again."
+    kws = {ROUND1[0][1]: ["heart"], star: ["star"], query: ["heart"]}  # the query's one keyword is cardiology's
+    clf = GORAGClassifier(keyword_source=lambda t: kws[t], name_keywords=False, nearest_labels=0)
+    clf.fit_round([ROUND1[0][1], star], ["cardiology", "astronomy"])
+    result = clf.classify(query, online=False)
+    assert result.tree.terminals == ["kw:heart"]  # the tree reaches cardiology alone
+    assert result.label == "astronomy" and result.label in result.candidates
+    assert result.candidates == sorted(result.scores, key=result.scores.get, reverse=True)

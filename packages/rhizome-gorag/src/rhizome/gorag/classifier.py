@@ -115,8 +115,9 @@ class GORAGClassifier:
         Steiner tree alone (no top-k, no threshold).
     max_candidates, candidate_coverage, nearest_labels:
         At most ``max_candidates`` candidates; fewer when the first ones already hold
-        ``candidate_coverage`` of the probability; ``nearest_labels`` best-scored labels join
-        the Steiner labels in the pool the candidates are cut from (default: as many as
+        ``candidate_coverage`` of the probability; ``nearest_labels`` best-scored labels (at
+        least the best one, the scorer's choice) join the Steiner labels in the pool the
+        candidates are cut from (default: as many as
         ``max_candidates``, so the cap alone bounds them). Defaults (``None``): 12 and
         0.995 without an embedder, 10 and 0.99 with one (in both, the texts whose label is clear
         reach the coverage within a label or two, so the cap only bounds the unsure texts;
@@ -732,12 +733,13 @@ class GORAGClassifier:
         return candidates
 
     def _cut(self, steiner: list[str], probs: Any, labels: list[str]) -> list[str]:
-        """The candidates: the Steiner labels and the ``nearest_labels`` most probable ones,
-        most probable first, until they hold ``candidate_coverage`` of the probability or
-        number ``max_candidates``."""
+        """The candidates: the Steiner labels and the ``nearest_labels`` most probable ones
+        (at least the most probable: the scorer's own choice is always a candidate), most
+        probable first, until they hold ``candidate_coverage`` of the probability or number
+        ``max_candidates``."""
         index = {y: k for k, y in enumerate(labels)}
         ranked = sorted(range(len(labels)), key=lambda k: (-probs[k], k))
-        pool = dict.fromkeys([labels[k] for k in ranked[: self.nearest_labels]])
+        pool = dict.fromkeys([labels[k] for k in ranked[: max(1, self.nearest_labels)]])
         pool.update(dict.fromkeys(steiner))
         ordered = sorted(pool, key=lambda y: (-probs[index[y]], index[y]))
         out: list[str] = []
