@@ -293,7 +293,8 @@ def synthetic_documents(n: int, seed: int = 3) -> list[dict[str, str]]:
 
 
 def scale_one(method: str, size: int, queries: int = 100, query_seconds: float = 300.0, emit: Any = None, warm_up: bool = False) -> dict[str, Any]:
-    """Run in a subprocess: index ``size`` synthetic documents offline and time queries.
+    """Run in a subprocess: index ``size`` synthetic documents offline and time ``queries``
+    queries a retrieval mode (none: the build alone).
     ``emit`` (when given) receives the row as soon as the build is measured, before any query,
     so a slow query phase cannot lose the build's numbers; each mode's queries stop after
     ``query_seconds`` (the row's ``note`` then says how many ran). ``warm_up``: first index 200
@@ -329,7 +330,7 @@ async def _scale_one(method: str, size: int, queries: int, query_seconds: float,
         emit({**row, "note": "build only: the query phase did not finish"})
     rng = random.Random(9)
     cut: list[str] = []
-    for mode in getattr(type(index), "modes", ()) or (None,):
+    for mode in (getattr(type(index), "modes", ()) or (None,)) if queries else ():
         retriever = index.as_retriever(k=HITS, mode=mode)
         times: list[float] = []
         began = time.perf_counter()
