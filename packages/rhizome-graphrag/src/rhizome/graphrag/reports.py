@@ -243,8 +243,6 @@ class _Rows:
         return held
 
 
-
-
 def _pack_raw(
     entities: Sequence[Entity], relations: Iterable[Relation], rows: _Rows, budget: int
 ) -> tuple[list[Entity], list[Relation], bool]:
