@@ -142,11 +142,16 @@ def _unfenced(text: str) -> str:
     return body.strip()
 
 
+def _cleaned(text: str) -> str:
+    """A model answer without its ``<think>`` blocks and enclosing Markdown fence."""
+    return _unfenced(_without_thoughts(text).strip())
+
+
 def extract_json(text: str) -> Any:
     """Parse the JSON value in a model answer: strips ``<think>`` blocks and Markdown fences,
     and falls back to the outermost ``{...}`` or ``[...]`` span. Any text either gives a value
     or raises ``ValueError`` (nesting too deep for Python's parser included), in linear time."""
-    cleaned = _unfenced(_without_thoughts(text).strip())
+    cleaned = _cleaned(text)
     candidates = [cleaned]
     for opener, closer in (("{", "}"), ("[", "]")):
         start, end = cleaned.find(opener), cleaned.rfind(closer)
@@ -167,7 +172,7 @@ def validate_json(text: str, schema: type[M]) -> M:
     for JSON — is parsed and validated in one step by pydantic, a third faster than parsing
     with the ``json`` module first; any other answer takes that way."""
     try:
-        return schema.model_validate_json(_unfenced(_without_thoughts(text).strip()))
+        return schema.model_validate_json(_cleaned(text))
     except ValidationError:
         return schema.model_validate(extract_json(text))
 
