@@ -214,7 +214,7 @@ def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     assert GORAGClassifier(max_candidates=3).nearest_labels == 3
     assert GORAGClassifier(max_candidates=3, nearest_labels=20).nearest_labels == 20
     dense = GORAGClassifier(embedder=HashingEmbedder(64))
-    assert (dense.max_candidates, dense.candidate_coverage) == (10, 0.99)
+    assert (dense.max_candidates, dense.candidate_coverage) == (12, 0.99)
     assert dense.scorer.weights == Weights(lexical=1.5, dense=0.5, graph=0.25, temperature=0.08, name_match=0.25, split_names=True)
     mixed = GORAGClassifier(embedder=HashingEmbedder(64), split_names=False, temperature=0.02, max_candidates=5)
     assert (mixed.scorer.weights.split_names, mixed.scorer.weights.temperature, mixed.max_candidates) == (False, 0.02, 5)

@@ -67,7 +67,7 @@ name-word share sharpens the probabilities of texts that name their label, so th
 coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts."""
 
 EMBEDDER_DEFAULTS: dict[str, Any] = {
-    "max_candidates": 10,
+    "max_candidates": 12,
     "candidate_coverage": 0.99,
     "lexical_weight": 1.5,
     "dense_weight": 0.5,
