@@ -119,7 +119,7 @@ class GORAGClassifier:
         least the best one, the scorer's choice) join the Steiner labels in the pool the
         candidates are cut from (default: as many as ``max_candidates``, so the cap alone
         bounds them). Defaults (``None``): 12 and
-        0.995 without an embedder, 10 and 0.99 with one (in both, the texts whose label is clear
+        0.995 without an embedder, 12 and 0.99 with one (in both, the texts whose label is clear
         reach the coverage within a label or two, so the cap only bounds the unsure texts;
         docs/gorag.md, "Scoring").
     index_threshold:

@@ -177,7 +177,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--label-choice", choices=["auto", "model", "score", "graph"],
                    help="who picks the label (default auto: the model with --llm, else the scorer)")
     p.add_argument("--candidates", choices=["scored", "steiner"], help="candidate labels (default scored)")
-    p.add_argument("--max-candidates", type=int, help="at most this many candidates (default 12; 10 with --embed)")
+    p.add_argument("--max-candidates", type=int, help="at most this many candidates (default 12)")
     p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.995; 0.99 with --embed)")
     p.add_argument("--index-threshold", type=_threshold,
                    help="index a text online only at this confidence or more; 'none' indexes all (default 0.5)")
