@@ -326,3 +326,21 @@ def test_unchanged_collections_are_not_rewritten(tmp_path):
     reopened = VectorIndex.load(tmp_path / "idx")
     assert len(reopened.as_retriever(k=10).retrieve("capital")) == 4
     reopened.close()
+
+
+def test_embedding_in_slices_keeps_every_vector_in_order(monkeypatch):
+    # the vectors of many texts are filled in slice by slice (not stacked): same rows, same order
+    import asyncio
+
+    import numpy as np
+
+    import rhizome.core.index as core_index
+
+    monkeypatch.setattr(core_index, "EMBED_SLICE", 3)
+    embedder = HashingEmbedder(16)
+    index = VectorIndex(embedder)
+    texts = [f"text number {i} about {word}" for i, word in enumerate("abcdefgh")]  # 3 + 3 + 2
+    vectors = asyncio.run(index.embed(texts))
+    assert vectors.shape == (8, 16)
+    assert np.allclose(vectors, embedder.embed(texts))
+    assert np.allclose(asyncio.run(index.embed(texts[:2])), embedder.embed(texts[:2]))  # one slice

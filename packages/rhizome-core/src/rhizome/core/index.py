@@ -465,13 +465,15 @@ class BaseIndex:
             return await self.embedder.aembed(texts)
         import numpy as np
 
-        parts = []
+        vectors = None
         with phase(f"embedding {what}", len(texts), "text") as step:
             for start in range(0, len(texts), EMBED_SLICE):
-                part = texts[start : start + EMBED_SLICE]
-                parts.append(await self.embedder.aembed(part))
+                part = np.asarray(await self.embedder.aembed(texts[start : start + EMBED_SLICE]))
+                if vectors is None:  # filled slice by slice: stacking the slices would hold every vector twice
+                    vectors = part if len(part) == len(texts) else np.empty((len(texts), part.shape[1]), dtype=part.dtype)
+                if vectors is not part:
+                    vectors[start : start + len(part)] = part
                 step.advance(len(part))
-        vectors = parts[0] if len(parts) == 1 else np.vstack(parts)
         self.check_dimension(int(vectors.shape[1]))
         return vectors
 

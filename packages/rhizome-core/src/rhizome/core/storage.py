@@ -112,9 +112,9 @@ class Connection(Protocol):
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any: ...
 
-    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         """Insert ``rows`` or replace the rows with the same ``key``; a replaced row gets a new
-        ``rowid`` (it counts as written last)."""
+        ``rowid`` (it counts as written last). ``rows`` may be a generator (read once)."""
 
     def begin(self) -> None:
         """Start a write transaction (:meth:`IndexStore.transaction` calls these four)."""

@@ -197,8 +197,8 @@ class PostgresConnection:
             if rows:
                 cursor.executemany(_sql(sql), rows)
 
-    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        if not rows:
+    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        if isinstance(rows, Sequence) and not rows:
             return
         updates = [f"{_quote(c)} = EXCLUDED.{_quote(c)}" for c in columns if c not in key] + ["rowid = EXCLUDED.rowid"]
         statement = (
@@ -399,8 +399,9 @@ class PostgresStore(IndexStore):
         vectors gets its HNSW index in the same transaction."""
         array = np.ascontiguousarray(vectors, dtype=np.float32)
         marks = digests if digests is not None else [""] * len(ids)
-        db.upsert("vectors", ("collection", "id", "vector", "digest"), ("collection", "id"),
-                  [(collection, key, array[i], marks[i]) for i, key in enumerate(ids)])
+        if len(ids):
+            db.upsert("vectors", ("collection", "id", "vector", "digest"), ("collection", "id"),
+                      ((collection, key, array[i], marks[i]) for i, key in enumerate(ids)))
         self.bump(db, vectors_generation(collection))
         if len(ids) and collection not in self._hnsw and not self._has_hnsw(collection):
             count = db.execute("SELECT COUNT(*) FROM vectors WHERE collection = ?", (collection,)).fetchone()[0]

@@ -27,7 +27,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ class SQLiteConnection:
         self.execute = raw.execute
         self.executemany = raw.executemany
 
-    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         if rows:
             names = ", ".join('"end"' if c == "end" else c for c in columns)
             self.raw.executemany(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({','.join('?' * len(columns))})", rows)
@@ -308,8 +308,9 @@ class SQLiteStore(IndexStore):
         array = np.ascontiguousarray(vectors, dtype=np.float32)
         marks = digests if digests is not None else [""] * len(ids)
         mirror = self.collection(collection, array.shape[1]) if len(ids) else None
+        # rows are made as SQLite reads them: a list would hold a second copy of every vector
         db.upsert("vectors", ("collection", "id", "vector", "digest"), ("collection", "id"),
-                  [(collection, key, array[i].tobytes(), marks[i]) for i, key in enumerate(ids)])
+                  ((collection, key, array[i].tobytes(), marks[i]) for i, key in enumerate(ids)))
         self.bump(db, vectors_generation(collection))
         if mirror is not None:
             mirror.add(list(ids), array)
