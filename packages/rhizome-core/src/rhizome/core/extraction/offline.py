@@ -351,19 +351,21 @@ class OfflineExtractor:
     def find_mentions(self, text: str) -> list[tuple[str, str, str]]:
         """The ``(display name, type, kind)`` of each name mention in one text, in order —
         handy for checking the rules on a sentence."""
-        sentences = split_sentences(text)
-        vocab = self._vocabulary([text])
-        return [(m.display, m.type, m.kind) for m in self._mentions(text, sentences, vocab)]
+        tokenised = _sentence_tokens(text, split_sentences(text))
+        vocab = self._vocabulary([tokenised])
+        return [(m.display, m.type, m.kind) for m in self._mentions(text, tokenised, vocab)]
 
     # -- implementation --------------------------------------------------------------------------
     def _extract(self, chunks: list[Chunk]) -> list[Extraction]:
-        vocab = self._vocabulary([c.text for c in chunks])
+        # every chunk is split and tokenised once: the vocabulary pass and the mention pass share it
+        spans = [split_sentences(c.text) for c in chunks]
+        tokenised = [_sentence_tokens(c.text, sentences) for c, sentences in zip(chunks, spans)]
+        vocab = self._vocabulary(tokenised)
         per_chunk: list[tuple[Chunk, list[tuple[int, int]], list[_Mention]]] = []
         frequency: Counter[str] = Counter()
         cue_types: dict[str, Counter[str]] = defaultdict(Counter)
-        for chunk in chunks:
-            sentences = split_sentences(chunk.text)
-            mentions = self._mentions(chunk.text, sentences, vocab)
+        for chunk, sentences, tokens in zip(chunks, spans, tokenised):
+            mentions = self._mentions(chunk.text, tokens, vocab)
             per_chunk.append((chunk, sentences, mentions))
             for m in mentions:
                 frequency[m.key] += 1
@@ -480,11 +482,12 @@ class OfflineExtractor:
         )
 
     # -- mentions --------------------------------------------------------------------------------
-    def _vocabulary(self, texts: Sequence[str]) -> _Vocabulary:
+    def _vocabulary(self, tokenised: Sequence[list[tuple[list[_Token], set[int]]]]) -> _Vocabulary:
+        """The lower-case words and the capitalised words not opening a sentence, over the
+        sentence tokens of every text (see :func:`_sentence_tokens`)."""
         vocab = _Vocabulary()
-        for text in texts:
-            for start, end in split_sentences(text):
-                tokens, initial = _tokens(text, start, end)
+        for sentences in tokenised:
+            for tokens, initial in sentences:
                 for i, tok in enumerate(tokens):
                     if tok.text.islower():
                         vocab.lower.add(tok.text)
@@ -493,11 +496,10 @@ class OfflineExtractor:
         return vocab
 
     def _mentions(
-        self, text: str, sentences: list[tuple[int, int]], vocab: _Vocabulary
+        self, text: str, sentences: list[tuple[list[_Token], set[int]]], vocab: _Vocabulary
     ) -> list[_Mention]:
         mentions: list[_Mention] = []
-        for s_index, (start, end) in enumerate(sentences):
-            tokens, initial = _tokens(text, start, end)
+        for s_index, (tokens, initial) in enumerate(sentences):
             if not tokens:
                 continue
             found: list[tuple[int, _Mention]] = []
@@ -588,6 +590,11 @@ class OfflineExtractor:
         if 2 <= len(current) <= self.max_phrase_words:
             runs.append(current)
         return runs
+
+
+def _sentence_tokens(text: str, sentences: list[tuple[int, int]]) -> list[tuple[list[_Token], set[int]]]:
+    """:func:`_tokens` of each sentence span of ``text``, in order."""
+    return [_tokens(text, start, end) for start, end in sentences]
 
 
 def _tokens(text: str, start: int, end: int) -> tuple[list[_Token], set[int]]:
