@@ -470,9 +470,8 @@ class BaseIndex:
             for start in range(0, len(texts), EMBED_SLICE):
                 part = np.asarray(await self.embedder.aembed(texts[start : start + EMBED_SLICE]))
                 if vectors is None:  # filled slice by slice: stacking the slices would hold every vector twice
-                    vectors = part if len(part) == len(texts) else np.empty((len(texts), part.shape[1]), dtype=part.dtype)
-                if vectors is not part:
-                    vectors[start : start + len(part)] = part
+                    vectors = np.empty((len(texts), part.shape[1]), dtype=part.dtype)
+                vectors[start : start + len(part)] = part
                 step.advance(len(part))
         self.check_dimension(int(vectors.shape[1]))
         return vectors

@@ -198,7 +198,7 @@ class PostgresConnection:
                 cursor.executemany(_sql(sql), rows)
 
     def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        if isinstance(rows, Sequence) and not rows:
+        if not rows:  # an empty sequence; a generator is always run
             return
         updates = [f"{_quote(c)} = EXCLUDED.{_quote(c)}" for c in columns if c not in key] + ["rowid = EXCLUDED.rowid"]
         statement = (
