@@ -209,8 +209,8 @@ def test_name_match_is_the_share_of_the_name_words_in_the_text():
 def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     offline = GORAGClassifier()
     assert (offline.max_candidates, offline.candidate_coverage, offline.nearest_labels) == (12, 0.995, 12)
-    # the folded-in profile, with the name-word share
-    assert offline.scorer.weights == Weights(temperature=0.05, name_match=0.25)
+    # the folded-in profile, with the name-word share and the lexical background
+    assert offline.scorer.weights == Weights(temperature=0.05, name_match=0.25, background=True)
     assert GORAGClassifier(max_candidates=3).nearest_labels == 3
     assert GORAGClassifier(max_candidates=3, nearest_labels=20).nearest_labels == 20
     dense = GORAGClassifier(embedder=HashingEmbedder(64))
@@ -331,3 +331,99 @@ def test_offline_cut_keeps_one_label_for_a_text_that_names_it_and_up_to_the_cap_
     vague = clf.classify("Rooftop panels turn sunlight into electricity.")  # no word of any label's texts
     assert len(vague.candidates) == clf.max_candidates == 12
     assert vague.confidence < 0.5  # too unsure to be indexed online
+
+
+
+# a corpus whose labels share words, so every label has a background: one broad label with
+# many texts on one theme, two with a single example
+PHYSICS = [f"The experiment measured the {w} of particles in the collider detector." for w in
+           ("decay", "spin", "mass", "charge", "scattering", "mixing", "lifetime", "production")]
+BROAD = [("physics", t) for t in PHYSICS] + [
+    ("optics", "Laser light passes through a thin lens; refraction bends rays at the glass surface of the prism."),
+    ("linguistics", "Grammar rules of ancient languages shape modern syntax and the experiment of vocabulary and light."),
+]
+BROAD_QUERIES = ["An experiment on refraction in a prism.", "The detector measured light from the laser.",
+                 "Syntax of languages in the collider experiment."]
+
+
+def _raw_and_background(clf: GORAGClassifier, tokens: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lexical scores of ``tokens`` without the background, and each label's mean and sd
+    over the stored texts of the other labels, computed here from the scorer's own raw scores."""
+    labels = list(clf.labels)
+    clf.scorer.weights.background = False
+    clf.scorer._dirty()
+    score = lambda toks: clf.scorer.components(labels, clf.scorer.space.vector(toks), None, {}, toks)["lexical"]  # noqa: E731
+    raw = score(tokens)
+    rows = [(k, score(clf.stats.texts[p].split())) for k, y in enumerate(labels) for p, _ in clf.members[y]]
+    clf.scorer.weights.background = True
+    clf.scorer._dirty()
+    mean = np.array([np.mean([s[k] for owner, s in rows if owner != k]) for k in range(len(labels))])
+    sd = np.array([np.std([s[k] for owner, s in rows if owner != k]) for k in range(len(labels))])
+    return raw, mean, sd
+
+
+def _standardised(raw: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    typical = np.median(sd)
+    return (raw - mean) / np.maximum(sd, 0.1 * typical) * typical
+
+
+def _lexical(clf: GORAGClassifier, text: str) -> np.ndarray:
+    tokens = tokenize(text)
+    return clf.scorer.components(list(clf.labels), clf.scorer.space.vector(tokens), None, {}, tokens)["lexical"]
+
+
+def test_lexical_background_standardises_each_label_against_the_other_labels_texts():
+    clf = GORAGClassifier(online=False)
+    clf.fit_round(*split(BROAD))
+    assert clf.scorer.weights.background
+    for text in BROAD_QUERIES:
+        raw, mean, sd = _raw_and_background(clf, tokenize(text))
+        got = _lexical(clf, text)
+        assert got == pytest.approx(_standardised(raw, mean, sd))
+        assert not np.allclose(got, raw)
+    # the broad label's centroid meets the other labels' texts with a higher cosine than a
+    # single example does (the bias); standardised, every label's mean over them is 0
+    labels = list(clf.labels)
+    _, mean, _ = _raw_and_background(clf, tokenize(BROAD_QUERIES[0]))
+    assert mean[labels.index("physics")] > mean[labels.index("optics")]
+    for k, y in enumerate(labels):
+        others = [_lexical(clf, t)[k] for label, t in BROAD if label != y]
+        assert np.mean(others) == pytest.approx(0.0, abs=1e-9)
+    off = GORAGClassifier(online=False, lexical_background=False)
+    off.fit_round(*split(BROAD))
+    raw, _, _ = _raw_and_background(clf, tokenize(BROAD_QUERIES[0]))
+    assert _lexical(off, BROAD_QUERIES[0]) == pytest.approx(raw)
+
+
+def test_lexical_background_leaves_labels_that_share_no_word_as_they_are():
+    # no label's score varies over the other labels' texts: nothing to standardise against
+    on = two_rounds(GORAGClassifier(online=False))
+    off = two_rounds(GORAGClassifier(online=False, lexical_background=False))
+    for _, text in QUERIES:
+        assert _lexical(on, text) == pytest.approx(_lexical(off, text))
+
+
+def test_lexical_background_follows_online_indexing_and_persistence(tmp_path):
+    clf = GORAGClassifier()
+    clf.fit_round(*split(BROAD))
+    before = _lexical(clf, BROAD_QUERIES[0])
+    for text in BROAD_QUERIES:
+        clf.classify(text, index_threshold=None)
+    assert clf.flush_online() == len(BROAD_QUERIES)
+    after = _lexical(clf, BROAD_QUERIES[0])
+    assert not np.allclose(before, after)  # the indexed texts joined the labels' backgrounds
+    raw, mean, sd = _raw_and_background(clf, tokenize(BROAD_QUERIES[0]))
+    assert after == pytest.approx(_standardised(raw, mean, sd))
+    clf.persist(tmp_path / "c")
+    loaded = GORAGClassifier.load(tmp_path / "c")
+    assert loaded.scorer.weights.background
+    for text in BROAD_QUERIES:
+        assert loaded.classify(text, online=False).scores == pytest.approx(clf.classify(text, online=False).scores)
+    # a file written before the background existed: loaded as it was built
+    state = tmp_path / "c" / "classifier.json"
+    data = json.loads(state.read_text())
+    del data["parameters"]["lexical_background"]
+    state.write_text(json.dumps(data))
+    assert not GORAGClassifier.load(tmp_path / "c").scorer.weights.background
+    assert not GORAGClassifier.as_published().scorer.weights.background
+    assert not GORAGClassifier(embedder=HashingEmbedder(64)).scorer.weights.background

@@ -61,10 +61,13 @@ OFFLINE_DEFAULTS: dict[str, Any] = {
     "temperature": 0.05,
     "name_match_weight": 0.25,
     "split_names": False,
+    "lexical_background": True,
 }
 """The scorer and cut defaults without an embedder (set on the gorag-wos dev split): the
 name-word share sharpens the probabilities of texts that name their label, so the 0.995
-coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts."""
+coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts; the
+lexical score is standardised against each label's background, so labels that gathered many
+online-indexed texts do not outrank the newer labels for every text."""
 
 EMBEDDER_DEFAULTS: dict[str, Any] = {
     "max_candidates": 12,
@@ -75,6 +78,7 @@ EMBEDDER_DEFAULTS: dict[str, Any] = {
     "temperature": 0.08,
     "name_match_weight": 0.25,
     "split_names": True,
+    "lexical_background": False,
 }
 """The defaults with an embedder (set on the gorag-wos dev split with all-MiniLM-L6-v2): the
 name scored apart from the examples, the name-word share, and a temperature at which the
@@ -143,6 +147,12 @@ class GORAGClassifier:
         Score a label's name apart from its examples (the cosine with the examples' centroid
         plus ``name_weight`` times the cosine with the name) instead of folding the name into
         the profile as one more text. ``None``: on with an embedder, off without.
+    lexical_background:
+        Standardise each label's lexical score against its background: the mean and standard
+        deviation of its score over the stored texts of the other labels (docs/gorag.md,
+        "Scoring"). A label whose profile gathered many online-indexed texts otherwise
+        outranks a new label with one example for texts of neither. ``None``: on without an
+        embedder, off with one.
     link_threshold, link_keywords:
         With an embedder, up to ``link_keywords`` query keywords the graph lacks are linked to
         the most similar keyword from the labelled texts when the cosine is at least
@@ -204,6 +214,7 @@ class GORAGClassifier:
         name_weight: float = 1.0,
         name_match_weight: float | None = None,
         split_names: bool | None = None,
+        lexical_background: bool | None = None,
         link_threshold: float = 0.8,
         link_keywords: int = 8,
         steiner: Literal["mehlhorn", "mst_prune"] = "mehlhorn",
@@ -232,6 +243,7 @@ class GORAGClassifier:
         temperature = preset["temperature"] if temperature is None else temperature
         name_match_weight = preset["name_match_weight"] if name_match_weight is None else name_match_weight
         split_names = preset["split_names"] if split_names is None else bool(split_names)
+        lexical_background = preset["lexical_background"] if lexical_background is None else bool(lexical_background)
         if callable(keyword_source):
             self._keyword_function: KeywordFunction | None = keyword_source
             self.keyword_source = "function"
@@ -340,6 +352,7 @@ class GORAGClassifier:
                 name_weight=float(name_weight),
                 name_match=float(name_match_weight),
                 split_names=split_names,
+                background=lexical_background,
             ),
         )
         self.members: dict[str, list[tuple[int, float]]] = {}
@@ -360,6 +373,7 @@ class GORAGClassifier:
             "index_threshold": None,
             "online_mode": "sequential",
             "label_choice": "model" if llm is not None else "graph",
+            "lexical_background": False,
         }
         settings.update(overrides)
         return cls(llm, **settings)
@@ -396,6 +410,7 @@ class GORAGClassifier:
             "name_weight": self.scorer.weights.name_weight,
             "name_match_weight": self.scorer.weights.name_match,
             "split_names": self.scorer.weights.split_names,
+            "lexical_background": self.scorer.weights.background,
             "link_threshold": self.link_threshold,
             "link_keywords": self.link_keywords,
         }
@@ -595,13 +610,15 @@ class GORAGClassifier:
         for y, info in self.labels.items():
             total = None
             weight = 0.0
+            vectors = []
             for position, w in self.members.get(y, []):
                 vec = space.vector(self.stats.texts[position].split())
+                vectors.append(vec)
                 total = w * vec if total is None else total + w * vec
                 weight += w
             if total is None:
                 total = self.scorer.ensure(y).lex_sum * 0
-            self.scorer.set_lexical(y, total, weight)
+            self.scorer.set_lexical(y, total, weight, vectors)
             name = tokenize(display_name(y))
             self.scorer.set_name_terms(y, [t for t in name if is_content_token(t)], name)
             self.scorer.set_name(y, space.vector(tokenize(info.name_text or _name_text(y, info.description))), None)

@@ -103,6 +103,7 @@ def load(
     # files written before these knobs existed scored the name inside the profile
     params.setdefault("name_match_weight", 0.0)
     params.setdefault("split_names", False)
+    params.setdefault("lexical_background", False)
     built_embedder = data.get("models", {}).get("embedder")
     embedder = overrides.pop("embedder", None)
     stored_source = params.pop("keyword_source")

@@ -19,6 +19,14 @@ the cosine with the label's examples alone (the unit mean of their unit vectors)
 ``name_weight`` times the cosine with the name's vector. A label's one or five examples then
 cannot outweigh its name, and its name cannot dilute them (docs/gorag.md, "Scoring").
 
+With ``background`` each label's ``lexical`` score is standardised against its own background:
+the mean and standard deviation of its lexical score over the stored texts of *other* labels
+(their labelled texts and the texts indexed online under them). A profile built from many
+texts is a centroid with a higher cosine with any text of the domain than one example has, so
+without it the labels that gathered online texts outrank a new label with one example for
+texts of neither. The standardised score is ``(lexical − mean) / sd``, times the median ``sd``
+over the labels, so the component keeps its usual scale (docs/gorag.md, "Scoring").
+
 The combined score ``s(y) = Σ weight_c · component_c(y)`` becomes a probability by a softmax
 with ``temperature``; the defaults were set on the gorag-wos *dev* split (one held-out text per
 label), never on its test texts. Profiles are sums, so adding a text is order-free; the
@@ -103,6 +111,8 @@ class Profile:
     name_dense: np.ndarray | None = None
     name_terms: frozenset[str] = frozenset()
     name_phrase: str = ""
+    texts: list[sparse.csr_matrix] = field(default_factory=list)
+    """The unit lexical vectors of its texts (for the ``background`` of other labels)."""
 
 
 @dataclass
@@ -116,6 +126,7 @@ class Weights:
     name_weight: float = 1.0
     name_match: float = 0.0
     split_names: bool = False
+    background: bool = False
 
 
 @dataclass
@@ -131,6 +142,7 @@ class LabelScorer:
     _name_dense_matrix: np.ndarray | None = None
     _term_index: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     _order: list[str] = field(default_factory=list)
+    _background: tuple[np.ndarray, np.ndarray] | None = None
 
     def ensure(self, label: str) -> Profile:
         if label not in self.profiles:
@@ -144,6 +156,7 @@ class LabelScorer:
         self._name_lex_matrix = None
         self._name_dense_matrix = None
         self._term_index = {}
+        self._background = None
 
     def set_name(self, label: str, lex: sparse.csr_matrix | None, dense: np.ndarray | None) -> None:
         """The unit vectors of the label's name (and description); ``None`` keeps what is there."""
@@ -162,10 +175,12 @@ class LabelScorer:
         profile.name_phrase = f" {' '.join(phrase)} " if phrase else ""
         self._dirty()
 
-    def set_lexical(self, label: str, lex_sum: sparse.csr_matrix, weight: float) -> None:
-        """Replace the label's lexical sum (after the IDF changed)."""
+    def set_lexical(
+        self, label: str, lex_sum: sparse.csr_matrix, weight: float, texts: Sequence[sparse.csr_matrix] = ()
+    ) -> None:
+        """Replace the label's lexical sum and its texts' unit vectors (after the IDF changed)."""
         profile = self.ensure(label)
-        profile.lex_sum, profile.weight = lex_sum, weight
+        profile.lex_sum, profile.weight, profile.texts = lex_sum, weight, list(texts)
         self._dirty()
 
     def add(self, label: str, lex: sparse.csr_matrix | None, dense: np.ndarray | None, weight: float = 1.0) -> None:
@@ -174,6 +189,7 @@ class LabelScorer:
         if lex is not None:
             profile.lex_sum = profile.lex_sum + weight * lex
             profile.weight += weight
+            profile.texts.append(lex)
         if dense is not None:
             dense = np.asarray(dense, dtype=np.float64)
             profile.dense_sum = weight * dense if profile.dense_sum is None else profile.dense_sum + weight * dense
@@ -235,7 +251,42 @@ class LabelScorer:
                 [np.asarray(v, dtype=np.float64) if v is not None else np.zeros(dim) for v in name_dense_rows]
             )
         self._order = list(labels)
+        if self.weights.background:
+            self._background = self._background_of(labels)
         return self._lex_matrix, self._dense_matrix
+
+    def _background_of(self, labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per label, the mean of its lexical score over the stored texts of the other labels
+        and the factor ``median sd / sd`` that standardises it (``None`` with fewer than two
+        labels' texts). A label's sd is floored at a tenth of the median, so a label that shares
+        almost no term with any other's texts does not get an unbounded scale."""
+        owners: list[int] = []
+        rows: list[sparse.csr_matrix] = []
+        for k, y in enumerate(labels):
+            texts = self.profiles[y].texts
+            rows += texts
+            owners += [k] * len(texts)
+        if len(set(owners)) < 2:
+            return None
+        x = sparse.vstack(rows, format="csr")
+        scores = np.asarray((x @ self._lex_matrix).todense())
+        if self.weights.split_names and self._name_lex_matrix is not None:
+            scores = scores + self.weights.name_weight * np.asarray((x @ self._name_lex_matrix).todense())
+        owner = np.asarray(owners)
+        n_labels = len(labels)
+        own_n = np.bincount(owner, minlength=n_labels).astype(np.float64)
+        own_sum = np.zeros(n_labels)
+        own_sq = np.zeros(n_labels)
+        own_sum[:] = [scores[owner == k, k].sum() for k in range(n_labels)]
+        own_sq[:] = [np.square(scores[owner == k, k]).sum() for k in range(n_labels)]
+        others = len(owners) - own_n
+        mean = (scores.sum(axis=0) - own_sum) / others
+        var = (np.square(scores).sum(axis=0) - own_sq) / others - np.square(mean)
+        sd = np.sqrt(np.maximum(var, 0.0))
+        typical = float(np.median(sd))
+        if typical <= 0:
+            return None
+        return mean, typical / np.maximum(sd, 0.1 * typical)
 
     def components(
         self,
@@ -280,6 +331,9 @@ class LabelScorer:
                 out["dense"][k] = (0.0 if drow is None else float(drow @ vector)) + (
                     w * float(p.name_dense @ vector) if split and p.name_dense is not None else 0.0
                 )
+        if self._background is not None:
+            mean, scale = self._background
+            out["lexical"] = (out["lexical"] - mean) * scale
         out["graph"] = np.array([graph.get(y, 0.0) for y in labels])
         if self.weights.name_match:
             match = np.zeros(len(labels))
