@@ -347,19 +347,14 @@ BROAD_QUERIES = ["An experiment on refraction in a prism.", "The detector measur
 
 
 def _raw_and_background(clf: GORAGClassifier, tokens: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The lexical scores of ``tokens`` without the background, and each label's mean and sd
-    over the stored texts of the other labels, computed here from the scorer's own raw scores."""
+    """The plain lexical scores of ``tokens``, and each label's mean and sd over the stored
+    texts of the other labels, computed here from the scorer's own plain scores."""
     labels = list(clf.labels)
-    clf.scorer.weights.background = False
-    clf.scorer._dirty()
-    score = lambda toks: clf.scorer.components(labels, clf.scorer.space.vector(toks), None, {}, toks)["lexical"]  # noqa: E731
-    raw = score(tokens)
+    score = lambda toks: _components(clf, toks)["lexical"]  # noqa: E731
     rows = [(k, score(clf.stats.texts[p].split())) for k, y in enumerate(labels) for p, _ in clf.members[y]]
-    clf.scorer.weights.background = True
-    clf.scorer._dirty()
     mean = np.array([np.mean([s[k] for owner, s in rows if owner != k]) for k in range(len(labels))])
     sd = np.array([np.std([s[k] for owner, s in rows if owner != k]) for k in range(len(labels))])
-    return raw, mean, sd
+    return score(tokens), mean, sd
 
 
 def _standardised(raw: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
@@ -367,32 +362,61 @@ def _standardised(raw: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarr
     return (raw - mean) / np.maximum(sd, 0.1 * typical) * typical
 
 
-def _lexical(clf: GORAGClassifier, text: str) -> np.ndarray:
-    tokens = tokenize(text)
-    return clf.scorer.components(list(clf.labels), clf.scorer.space.vector(tokens), None, {}, tokens)["lexical"]
+def _components(clf: GORAGClassifier, tokens: list[str]) -> dict[str, np.ndarray]:
+    return clf.scorer.components(list(clf.labels), clf.scorer.space.vector(tokens), None, {}, tokens)
+
+
+def _background_lexical(clf: GORAGClassifier, text: str) -> np.ndarray:
+    standardised = clf.scorer.standardised(_components(clf, tokenize(text)))
+    assert standardised is not None
+    return standardised["lexical"]
 
 
 def test_lexical_background_standardises_each_label_against_the_other_labels_texts():
     clf = GORAGClassifier(online=False)
     clf.fit_round(*split(BROAD))
     assert clf.scorer.weights.background
+    off = GORAGClassifier(online=False, lexical_background=False)
+    off.fit_round(*split(BROAD))
+    assert off.scorer.standardised(_components(off, tokenize(BROAD_QUERIES[0]))) is None
     for text in BROAD_QUERIES:
         raw, mean, sd = _raw_and_background(clf, tokenize(text))
-        got = _lexical(clf, text)
+        got = _background_lexical(clf, text)
         assert got == pytest.approx(_standardised(raw, mean, sd))
         assert not np.allclose(got, raw)
+        # the plain components are the same with the background on or off
+        assert raw == pytest.approx(_components(off, tokenize(text))["lexical"])
     # the broad label's centroid meets the other labels' texts with a higher cosine than a
     # single example does (the bias); standardised, every label's mean over them is 0
     labels = list(clf.labels)
     _, mean, _ = _raw_and_background(clf, tokenize(BROAD_QUERIES[0]))
     assert mean[labels.index("physics")] > mean[labels.index("optics")]
     for k, y in enumerate(labels):
-        others = [_lexical(clf, t)[k] for label, t in BROAD if label != y]
+        others = [_background_lexical(clf, t)[k] for label, t in BROAD if label != y]
         assert np.mean(others) == pytest.approx(0.0, abs=1e-9)
-    off = GORAGClassifier(online=False, lexical_background=False)
-    off.fit_round(*split(BROAD))
-    raw, _, _ = _raw_and_background(clf, tokenize(BROAD_QUERIES[0]))
-    assert _lexical(off, BROAD_QUERIES[0]) == pytest.approx(raw)
+
+
+def test_lexical_background_changes_the_candidates_only():
+    on = GORAGClassifier(online=False, max_candidates=2, candidate_coverage=0.9)
+    off = GORAGClassifier(online=False, max_candidates=2, candidate_coverage=0.9, lexical_background=False)
+    for clf in (on, off):
+        clf.fit_round(*split(BROAD))
+    differed = 0
+    for text in [*BROAD_QUERIES, *(t for _, t in BROAD)]:
+        a, b = on.classify(text), off.classify(text)
+        # the label, its confidence and every label's probability are the plain scorer's
+        assert (a.label, a.confidence) == (b.label, pytest.approx(b.confidence))
+        shared = set(a.candidates) & set(b.candidates)
+        assert {y: a.scores[y] for y in shared} == pytest.approx({y: b.scores[y] for y in shared})
+        # the choice is always a candidate, and the candidates are listed most probable first
+        assert a.label == a.candidates[0]
+        assert [a.scores[y] for y in a.candidates] == sorted(a.scores.values(), reverse=True)
+        # the rest are cut from the standardised probabilities
+        comps = on.scorer.components(list(on.labels), on.scorer.space.vector(tokenize(text)), None, {}, tokenize(text))
+        std = on.scorer.probabilities(on.scorer.standardised(comps))
+        assert set(a.candidates) <= {a.label, *on._cut([], std, list(on.labels))}
+        differed += a.candidates != b.candidates
+    assert differed  # the corpus is built so that the background moves some cut
 
 
 def test_lexical_background_leaves_labels_that_share_no_word_as_they_are():
@@ -400,17 +424,20 @@ def test_lexical_background_leaves_labels_that_share_no_word_as_they_are():
     on = two_rounds(GORAGClassifier(online=False))
     off = two_rounds(GORAGClassifier(online=False, lexical_background=False))
     for _, text in QUERIES:
-        assert _lexical(on, text) == pytest.approx(_lexical(off, text))
+        standardised = on.scorer.standardised(_components(on, tokenize(text)))
+        if standardised is not None:
+            assert standardised["lexical"] == pytest.approx(_components(off, tokenize(text))["lexical"])
+        assert on.classify(text).candidates == off.classify(text).candidates
 
 
 def test_lexical_background_follows_online_indexing_and_persistence(tmp_path):
     clf = GORAGClassifier()
     clf.fit_round(*split(BROAD))
-    before = _lexical(clf, BROAD_QUERIES[0])
+    before = _background_lexical(clf, BROAD_QUERIES[0])
     for text in BROAD_QUERIES:
         clf.classify(text, index_threshold=None)
     assert clf.flush_online() == len(BROAD_QUERIES)
-    after = _lexical(clf, BROAD_QUERIES[0])
+    after = _background_lexical(clf, BROAD_QUERIES[0])
     assert not np.allclose(before, after)  # the indexed texts joined the labels' backgrounds
     raw, mean, sd = _raw_and_background(clf, tokenize(BROAD_QUERIES[0]))
     assert after == pytest.approx(_standardised(raw, mean, sd))
@@ -418,7 +445,8 @@ def test_lexical_background_follows_online_indexing_and_persistence(tmp_path):
     loaded = GORAGClassifier.load(tmp_path / "c")
     assert loaded.scorer.weights.background
     for text in BROAD_QUERIES:
-        assert loaded.classify(text, online=False).scores == pytest.approx(clf.classify(text, online=False).scores)
+        got, want = loaded.classify(text, online=False), clf.classify(text, online=False)
+        assert (got.candidates, got.scores) == (want.candidates, pytest.approx(want.scores))
     # a file written before the background existed: loaded as it was built
     state = tmp_path / "c" / "classifier.json"
     data = json.loads(state.read_text())

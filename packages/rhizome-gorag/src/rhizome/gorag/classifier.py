@@ -66,8 +66,8 @@ OFFLINE_DEFAULTS: dict[str, Any] = {
 """The scorer and cut defaults without an embedder (set on the gorag-wos dev split): the
 name-word share sharpens the probabilities of texts that name their label, so the 0.995
 coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts; the
-lexical score is standardised against each label's background, so labels that gathered many
-online-indexed texts do not outrank the newer labels for every text."""
+candidates are cut with the lexical score standardised against each label's background, so
+labels that gathered many online-indexed texts do not crowd the newer labels out of them."""
 
 EMBEDDER_DEFAULTS: dict[str, Any] = {
     "max_candidates": 12,
@@ -148,11 +148,13 @@ class GORAGClassifier:
         plus ``name_weight`` times the cosine with the name) instead of folding the name into
         the profile as one more text. ``None``: on with an embedder, off without.
     lexical_background:
-        Standardise each label's lexical score against its background: the mean and standard
-        deviation of its score over the stored texts of the other labels (docs/gorag.md,
-        "Scoring"). A label whose profile gathered many online-indexed texts otherwise
-        outranks a new label with one example for texts of neither. ``None``: on without an
-        embedder, off with one.
+        Cut the candidates with each label's lexical score standardised against its
+        background: the mean and standard deviation of its score over the stored texts of the
+        other labels (docs/gorag.md, "Scoring"). A label whose profile gathered many
+        online-indexed texts otherwise outranks a new label with one example for texts of
+        neither. Only the candidates change: the probabilities, the label chosen without a
+        model and the confidence stay the plain scorer's, and its choice is always a
+        candidate. ``None``: on without an embedder, off with one.
     link_threshold, link_keywords:
         With an embedder, up to ``link_keywords`` query keywords the graph lacks are linked to
         the most similar keyword from the labelled texts when the cosine is at least
@@ -703,6 +705,8 @@ class GORAGClassifier:
         lex = self.scorer.space.vector(tokens)
         components = self.scorer.components(labels, lex, vector, graph_scores, tokens)
         probs = self.scorer.probabilities(components)
+        standardised = self.scorer.standardised(components)
+        cut_probs = probs if standardised is None else self.scorer.probabilities(standardised)
         scored = {
             "labels": labels,
             "probabilities": probs,
@@ -711,7 +715,7 @@ class GORAGClassifier:
         }
         if self.candidates == "scored":
             retrieved["steiner_candidates"] = list(retrieved["candidates"])
-            retrieved["candidates"] = self._cut(retrieved["candidates"], probs, labels)
+            retrieved["candidates"] = self._offer(retrieved["candidates"], probs, cut_probs, labels)
             seen = self.self_indexed.get(_text_key(tokens))
             if seen:
                 retrieved["candidates"] = self._cut_unseen(seen, tokens, lex, vector, terminals, links, labels, probs, retrieved)
@@ -742,12 +746,21 @@ class GORAGClassifier:
                 if label in links.get(node, {}):
                     links[node] = {y: w for y, w in links[node].items() if y != label}
         graph_scores = _scoring.graph_strength(terminals, links, len(labels))
-        loo = self.scorer.probabilities(self.scorer.components(labels, lex, vector, graph_scores, tokens, exclude))
-        candidates = self._cut(retrieved["steiner_candidates"], loo, labels)
+        components = self.scorer.components(labels, lex, vector, graph_scores, tokens, exclude)
+        standardised = self.scorer.standardised(components)
+        loo = self.scorer.probabilities(components if standardised is None else standardised)
+        return self._offer(retrieved["steiner_candidates"], probs, loo, labels)
+
+    def _offer(self, steiner: list[str], probs: Any, cut_probs: Any, labels: list[str]) -> list[str]:
+        """The candidates cut from ``cut_probs`` (:meth:`_cut`), with the label ``probs`` ranks
+        first among them (the scorer's choice is always a candidate), most probable by
+        ``probs`` first."""
+        candidates = self._cut(steiner, cut_probs, labels)
         best = labels[max(range(len(labels)), key=lambda k: (probs[k], -k))]
         if best not in candidates:
             candidates = [best, *candidates[: self.max_candidates - 1]]
-        return candidates
+        index = {y: k for k, y in enumerate(labels)}
+        return sorted(candidates, key=lambda y: (-probs[index[y]], index[y]))
 
     def _cut(self, steiner: list[str], probs: Any, labels: list[str]) -> list[str]:
         """The candidates: the Steiner labels and the ``nearest_labels`` most probable ones

@@ -192,7 +192,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--split-names", action=argparse.BooleanOptionalAction, default=None,
                    help="score a label's name apart from its examples (default: on with --embed, off without)")
     p.add_argument("--lexical-background", action=argparse.BooleanOptionalAction, default=None,
-                   help="standardise each label's TF-IDF score against its score on other labels' texts (default: off with --embed, on without)")
+                   help="cut the candidates with each label's TF-IDF score standardised against its score on other labels' texts (default: off with --embed, on without)")
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1; 1.5 with --embed)")
     p.add_argument("--dense-weight", type=float, help="scorer weight of embedding similarity (default 0.5; needs --embed)")
     p.add_argument("--graph-weight", type=float, help="scorer weight of the keyword graph (default 0.5; 0.25 with --embed)")

@@ -19,13 +19,15 @@ the cosine with the label's examples alone (the unit mean of their unit vectors)
 ``name_weight`` times the cosine with the name's vector. A label's one or five examples then
 cannot outweigh its name, and its name cannot dilute them (docs/gorag.md, "Scoring").
 
-With ``background`` each label's ``lexical`` score is standardised against its own background:
-the mean and standard deviation of its lexical score over the stored texts of *other* labels
-(their labelled texts and the texts indexed online under them). A profile built from many
-texts is a centroid with a higher cosine with any text of the domain than one example has, so
-without it the labels that gathered online texts outrank a new label with one example for
-texts of neither. The standardised score is ``(lexical − mean) / sd``, times the median ``sd``
-over the labels, so the component keeps its usual scale (docs/gorag.md, "Scoring").
+With ``background``, :meth:`LabelScorer.standardised` gives the components with each label's
+``lexical`` score standardised against its own background: the mean and standard deviation of
+its lexical score over the stored texts of *other* labels (their labelled texts and the texts
+indexed online under them). A profile built from many texts is a centroid with a higher cosine
+with any text of the domain than one example has, so plain scores rank the labels that gathered
+online texts above a new label with one example for texts of neither. The standardised score is
+``(lexical − mean) / sd``, times the median ``sd`` over the labels, so the component keeps its
+usual scale. The classifier cuts its candidates from the standardised probabilities and keeps
+the plain ones for its choice and confidence (docs/gorag.md, "Scoring").
 
 The combined score ``s(y) = Σ weight_c · component_c(y)`` becomes a probability by a softmax
 with ``temperature``; the defaults were set on the gorag-wos *dev* split (one held-out text per
@@ -331,9 +333,6 @@ class LabelScorer:
                 out["dense"][k] = (0.0 if drow is None else float(drow @ vector)) + (
                     w * float(p.name_dense @ vector) if split and p.name_dense is not None else 0.0
                 )
-        if self._background is not None:
-            mean, scale = self._background
-            out["lexical"] = (out["lexical"] - mean) * scale
         out["graph"] = np.array([graph.get(y, 0.0) for y in labels])
         if self.weights.name_match:
             match = np.zeros(len(labels))
@@ -347,6 +346,15 @@ class LabelScorer:
                     match[k] += 1.0
             out["name_match"] = match
         return out
+
+    def standardised(self, components: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+        """``components`` with the lexical score standardised against each label's background
+        (``None`` when ``background`` is off or there is no background yet). Call after
+        :meth:`components` for the same labels."""
+        if self._background is None:
+            return None
+        mean, scale = self._background
+        return {**components, "lexical": (components["lexical"] - mean) * scale}
 
     def probabilities(self, components: Mapping[str, np.ndarray]) -> np.ndarray:
         """Softmax of the weighted sum of the components, at the calibrated temperature."""
