@@ -325,7 +325,9 @@ def dev_cuts(shots: int, make) -> dict[str, Any]:
 
 def dev_cut_table(results: dict[str, Any]) -> str:
     lines = [f"Command: `{results['command']}`; dev texts only (never the test files), no online indexing, "
-             "every label scored; a rule keeps the most probable labels until they hold the coverage or reach the cap.", ""]
+             "every label scored; a rule keeps the most probable labels until they hold the coverage or reach the cap. "
+             "The rules read the plain probabilities: the lexical background of the shipped offline cut is not applied here "
+             "(this table is how the coverage and cap were chosen, before it; see the dev-stream tables).", ""]
     for shots, entry in results["shots"].items():
         lines += [f"#### {shots}-shot: candidate recall / mean candidates on the dev split "
                   f"({' / '.join(str(n) for n in entry['texts'])} texts at R1–R4)", "",
