@@ -276,12 +276,10 @@ class LabelScorer:
             scores = scores + self.weights.name_weight * np.asarray((x @ self._name_lex_matrix).todense())
         owner = np.asarray(owners)
         n_labels = len(labels)
-        own_n = np.bincount(owner, minlength=n_labels).astype(np.float64)
-        own_sum = np.zeros(n_labels)
-        own_sq = np.zeros(n_labels)
-        own_sum[:] = [scores[owner == k, k].sum() for k in range(n_labels)]
-        own_sq[:] = [np.square(scores[owner == k, k]).sum() for k in range(n_labels)]
-        others = len(owners) - own_n
+        own = scores[np.arange(len(owners)), owner]  # each text's score for its own label
+        own_sum = np.bincount(owner, weights=own, minlength=n_labels)
+        own_sq = np.bincount(owner, weights=np.square(own), minlength=n_labels)
+        others = len(owners) - np.bincount(owner, minlength=n_labels)
         mean = (scores.sum(axis=0) - own_sum) / others
         var = (np.square(scores).sum(axis=0) - own_sq) / others - np.square(mean)
         sd = np.sqrt(np.maximum(var, 0.0))
