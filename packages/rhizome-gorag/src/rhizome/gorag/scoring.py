@@ -114,7 +114,8 @@ class Profile:
     name_terms: frozenset[str] = frozenset()
     name_phrase: str = ""
     texts: list[sparse.csr_matrix] = field(default_factory=list)
-    """The unit lexical vectors of its texts (for the ``background`` of other labels)."""
+    """The unit lexical vectors of its texts, kept only with ``background`` (which reads them
+    as the other labels' background)."""
 
 
 @dataclass
@@ -182,7 +183,8 @@ class LabelScorer:
     ) -> None:
         """Replace the label's lexical sum and its texts' unit vectors (after the IDF changed)."""
         profile = self.ensure(label)
-        profile.lex_sum, profile.weight, profile.texts = lex_sum, weight, list(texts)
+        profile.lex_sum, profile.weight = lex_sum, weight
+        profile.texts = list(texts) if self.weights.background else []
         self._dirty()
 
     def add(self, label: str, lex: sparse.csr_matrix | None, dense: np.ndarray | None, weight: float = 1.0) -> None:
@@ -191,7 +193,8 @@ class LabelScorer:
         if lex is not None:
             profile.lex_sum = profile.lex_sum + weight * lex
             profile.weight += weight
-            profile.texts.append(lex)
+            if self.weights.background:
+                profile.texts.append(lex)
         if dense is not None:
             dense = np.asarray(dense, dtype=np.float64)
             profile.dense_sum = weight * dense if profile.dense_sum is None else profile.dense_sum + weight * dense
