@@ -754,3 +754,15 @@ def test_openie_extractor_batches_do_not_report_other_batches_passages(caplog):
         first, second = extractor.extract(chunks[:1]), extractor.extract(chunks[1:])
     assert "matched no given chunk" not in caplog.text  # each batch holds its own passages only
     assert first[0].entities[0].name == "Ilse" and second[0].entities[0].source_chunk_ids == ["d1:0"]  # whitespace-insensitive match
+
+
+def test_merge_memo_is_not_fooled_by_a_reused_list_id():
+    """The fold memo is keyed by a list's id; an entry left by another list under that id (as
+    after the first list was freed) must be rebuilt, not trusted."""
+    from rhizome.core.extraction.merge import _union_into
+
+    gone, grown = ["old"], ["a"]
+    seen = {id(grown): (gone, {"a", "b"})}  # as if `gone` had lived at `grown`'s address
+    _union_into(grown, ["b", "a"], seen)
+    assert grown == ["a", "b"]
+    assert seen[id(grown)][0] is grown

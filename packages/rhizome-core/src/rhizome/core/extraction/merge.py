@@ -101,7 +101,7 @@ def _merge(
     first_type: dict[str, list[str]] = {}
     known_chunks: dict[str, set[str]] = {}
     changed: set[str] = set()
-    seen: dict[int, set[str]] = {}  # the values of each list grown below, so a fold costs what it adds
+    seen: Seen = {}  # the values of each list grown below, so a fold costs what it adds
 
     for eid, entity in (existing_entities or {}).items():
         copy = _copy(entity)
@@ -228,17 +228,21 @@ def _copy(record: R) -> R:
     return record.model_copy(update=update)
 
 
-def _seen(into: list[str], seen: dict[int, set[str]], key: Callable[[str], str] = str) -> set[str]:
-    """The set of ``key`` of the values in ``into``, kept in ``seen`` (by the list's identity)
-    while ``into`` only grows through these helpers: a popular entity folded in m times costs
-    O(m), not O(m²)."""
-    held = seen.get(id(into))
-    if held is None:
-        held = seen[id(into)] = {key(v) for v in into}
-    return held
+Seen = dict[int, tuple[list[str], set[str]]]
+"""Per grown list (by identity): the list itself, held so its id cannot be reused while the
+entry lives, and the set of its values' keys."""
 
 
-def _union_into(into: list[str], values: Iterable[str], seen: dict[int, set[str]]) -> None:
+def _seen(into: list[str], seen: Seen, key: Callable[[str], str] = str) -> set[str]:
+    """The set of ``key`` of the values in ``into``, kept in ``seen`` while ``into`` only grows
+    through these helpers: a popular entity folded in m times costs O(m), not O(m²)."""
+    entry = seen.get(id(into))
+    if entry is None or entry[0] is not into:
+        entry = seen[id(into)] = (into, {key(v) for v in into})
+    return entry[1]
+
+
+def _union_into(into: list[str], values: Iterable[str], seen: Seen) -> None:
     known = _seen(into, seen)
     for value in values:
         if value and value not in known:
@@ -246,7 +250,7 @@ def _union_into(into: list[str], values: Iterable[str], seen: dict[int, set[str]
             known.add(value)
 
 
-def _fold_relation(held: Relation, relation: Relation, seen: dict[int, set[str]]) -> bool:
+def _fold_relation(held: Relation, relation: Relation, seen: Seen) -> bool:
     """Add ``relation`` into ``held``; returns whether the descriptions changed."""
     held.weight += relation.weight
     incoming = relation.descriptions or ([relation.description] if relation.description else [])
