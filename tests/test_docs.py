@@ -8,7 +8,7 @@ short documents), with ``OLLAMA_HOST`` pointing at the loopback stub of the Olla
 (tests/ollama_stub.py): ``ollama:`` models answer there, structured calls with JSON that fits
 their schema. A block that cannot run so (it needs a file only its reader has, a package not
 installed here) is marked, just above it, ``<!-- not run: why -->``; the marks are few and each
-says why.
+says why. A link to a heading (``#anchor``, ``page.md#anchor``) must name a heading that exists.
 """
 
 from __future__ import annotations
@@ -98,3 +98,29 @@ def test_commands_say_uv_run(page):
                 words = command.strip().lstrip("$ ").split()
                 if words[:1] == ["rhizome"] or (len(words) > 1 and words[0] in ("&&", ";") and words[1] == "rhizome"):
                     pytest.fail(f"{page.name}:{line + offset}: write `uv run rhizome`, not `{command.strip()}`")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives ``page``'s headings (lower case, punctuation dropped, spaces as
+    hyphens; a repeated heading gets ``-1``, ``-2``, ...)."""
+    out: set[str] = set()
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL | re.MULTILINE)
+    for heading in re.findall(r"^#{1,6} (.+)$", text, flags=re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        n = 0
+        while (slug if n == 0 else f"{slug}-{n}") in out:
+            n += 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES + PACKAGE_PAGES, ids=page_id)
+def test_links_to_headings_resolve(page):
+    """Every ``[...](#anchor)`` and ``[...](page.md#anchor)`` link of a page names a heading."""
+    text = page.read_text(encoding="utf-8")
+    broken = []
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", text):
+        linked = page if not target else (page.parent / target).resolve()
+        if linked.suffix == ".md" and linked.exists() and anchor not in anchors(linked):
+            broken.append(f"{target}#{anchor}")
+    assert not broken, f"{page_id(page)}: links to no heading: {broken}"
