@@ -54,3 +54,38 @@ def test_damaged_file(tmp_path):
     (tmp_path / "bad.npz").write_bytes(b"garbage")
     with pytest.raises(IndexFormatError):
         VectorStore.load(tmp_path / "bad.npz")
+
+
+def test_snapshot_is_an_npz_either_way(tmp_path):
+    """The streamed file is what ``np.savez`` writes (``np.load`` reads it), and a file written
+    by ``np.savez`` itself (snapshots saved before the streaming) still loads."""
+    import json
+
+    import faiss
+
+    rng = np.random.default_rng(1)
+    vectors = unit(rng.standard_normal((300, 16)).astype(np.float32))
+    store = VectorStore(16)
+    store.add([f"k{i}" for i in range(300)], vectors)
+    store.save(tmp_path / "new.npz", meta={"generation": 7})
+    with np.load(tmp_path / "new.npz") as data:
+        assert json.loads(data["header"].tobytes())["meta"] == {"generation": 7}
+        assert faiss.deserialize_index(data["index"]).ntotal == 300
+    header = json.dumps({"dimension": 16, "ids": store.ids(), "meta": {"generation": 6}}).encode()
+    with open(tmp_path / "old.npz", "wb") as handle:
+        np.savez(handle, index=faiss.serialize_index(store._index), header=np.frombuffer(header, dtype=np.uint8))
+    for name, generation in (("new.npz", 7), ("old.npz", 6)):
+        loaded, meta = VectorStore.load(tmp_path / name)
+        assert meta == {"generation": generation} and len(loaded) == 300
+        assert loaded.search(vectors[42], 1)[0][0][0] == "k42"
+        assert np.allclose(loaded.vectors(["k5"])[0], vectors[5])
+
+
+def test_a_cut_snapshot_is_a_format_error(tmp_path):
+    store = VectorStore(8)
+    store.add([f"k{i}" for i in range(100)], unit(np.ones((100, 8), dtype=np.float32)))
+    store.save(tmp_path / "v.npz")
+    data = (tmp_path / "v.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(IndexFormatError):
+        VectorStore.load(tmp_path / "cut.npz")

@@ -156,30 +156,42 @@ class VectorStore:
 
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path: str | Path, meta: dict | None = None) -> None:
-        """Write the index, its ids and ``meta`` to one ``.npz`` file, atomically (temp + rename),
-        so a concurrent reader sees either the old file or the new one, never a mix."""
+        """Write the index, its ids and ``meta`` to one ``.npz`` file (a ``header`` and an
+        ``index`` member, bytes as ``uint8`` arrays, so ``np.load`` reads it too), atomically
+        (temp + rename): a concurrent reader sees either the old file or the new one, never a
+        mix. faiss writes the index into the file a block at a time, so saving a collection
+        never holds a second copy of its vectors."""
         import faiss
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        header = json.dumps({"dimension": self.dimension, "ids": list(self._ids.values()), "meta": meta or {}})
+        header = json.dumps({"dimension": self.dimension, "ids": list(self._ids.values()), "meta": meta or {}}).encode()
+        size = _Counter()
+        faiss.write_index(self._index, faiss.PyCallbackIOWriter(size))  # a first pass only counts the bytes
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as handle:
-            np.savez(handle, index=faiss.serialize_index(self._index), header=np.frombuffer(header.encode(), dtype=np.uint8))
+            with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+                with _member(archive, "header", len(header)) as out:
+                    out.write(header)
+                with _member(archive, "index", size.total) as out:
+                    faiss.write_index(self._index, faiss.PyCallbackIOWriter(out.write))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: str | Path) -> tuple[VectorStore, dict]:
-        """Read a file written by :meth:`save`; returns the store and its ``meta``."""
+        """Read a file written by :meth:`save`; returns the store and its ``meta``. The index is
+        read from the file a block at a time, without a copy of it in memory first."""
         import faiss
 
         path = Path(path)
         try:
-            with np.load(path) as data:
-                header = json.loads(data["header"].tobytes().decode())
-                index = faiss.deserialize_index(data["index"])
+            with zipfile.ZipFile(path) as archive:
+                with _opened(archive, "header") as stream:
+                    header = json.loads(stream.read().decode())
+                with _opened(archive, "index") as stream:
+                    index = faiss.read_index(faiss.PyCallbackIOReader(stream.read))
         except (OSError, ValueError, KeyError, RuntimeError, EOFError, zipfile.BadZipFile) as exc:
             raise IndexFormatError(f"cannot read vector file {path}: {exc}") from exc
         store = cls(int(header["dimension"]))
@@ -190,6 +202,53 @@ class VectorStore:
                 f"vector file {path} holds {index.ntotal} vectors but lists {len(store._ids)} ids"
             )
         return store, dict(header.get("meta", {}))
+
+
+class _Counter:
+    """A write callback that only counts the bytes it is given."""
+
+    total = 0
+
+    def __call__(self, block: bytes) -> int:
+        self.total += len(block)
+        return len(block)
+
+
+class _Sized:
+    """A writable member that refuses to end with other than the size its header announced."""
+
+    def __init__(self, stream: Any, size: int) -> None:
+        self.stream, self.size, self.written = stream, size, 0
+
+    def write(self, block: bytes) -> int:
+        self.written += len(block)
+        if self.written > self.size:
+            raise IndexFormatError(f"vector file member grew past the {self.size} bytes announced")
+        return self.stream.write(block)
+
+
+@contextmanager
+def _member(archive: zipfile.ZipFile, name: str, size: int) -> Iterator[_Sized]:
+    """Write ``size`` bytes as the member ``name.npy``: a 1-D ``uint8`` array, as ``np.savez``
+    would store them."""
+    with archive.open(f"{name}.npy", "w", force_zip64=True) as stream:
+        np.lib.format.write_array_header_1_0(stream, {"descr": "|u1", "fortran_order": False, "shape": (size,)})
+        out = _Sized(stream, size)
+        yield out
+        if out.written != size:
+            raise IndexFormatError(f"vector file member {name} has {out.written} bytes, {size} announced")
+
+
+@contextmanager
+def _opened(archive: zipfile.ZipFile, name: str) -> Iterator[Any]:
+    """The bytes of member ``name.npy`` (a 1-D ``uint8`` array) as a stream, past its header."""
+    with archive.open(f"{name}.npy") as stream:
+        major, _ = np.lib.format.read_magic(stream)
+        read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(stream)
+        if dtype != np.uint8 or len(shape) != 1:
+            raise ValueError(f"member {name} is not a byte array")
+        yield stream
 
 
 __all__ = ["TIE_MARGIN", "VectorStore", "ranked", "stable_int_id"]
