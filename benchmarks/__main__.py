@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("size", type=int)
     p.add_argument("--warm-up", action="store_true", help="index 200 other documents first: one-time costs left out of the build")
     p.add_argument("--queries", type=int, default=100, help="queries a retrieval mode (0: time the build only)")
+    p.add_argument("--on-disk", metavar="DIR", help="build the index in a fresh folder under DIR (default: in memory)")
     p = sub.add_parser("peers", help="peer projects side by side (needs benchmarks/setup.sh)")
     p.add_argument("--passages", type=int, default=994)
     p.add_argument("--systems", nargs="*", help="run only these systems and merge their rows into the saved results")
@@ -128,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.suite == "scale-one":
-        print(json.dumps(harness.scale_one(args.method, args.size, queries=args.queries, emit=lambda row: print(json.dumps(row), flush=True), warm_up=args.warm_up)))
+        print(json.dumps(harness.scale_one(args.method, args.size, queries=args.queries, emit=lambda row: print(json.dumps(row), flush=True),
+                                            warm_up=args.warm_up, on_disk=args.on_disk)))
         return 0
     if args.suite == "peers":
         from benchmarks import peers

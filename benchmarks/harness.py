@@ -21,6 +21,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -292,18 +293,25 @@ def synthetic_documents(n: int, seed: int = 3) -> list[dict[str, str]]:
     return docs
 
 
-def scale_one(method: str, size: int, queries: int = 100, query_seconds: float = 300.0, emit: Any = None, warm_up: bool = False) -> dict[str, Any]:
+def scale_one(method: str, size: int, queries: int = 100, query_seconds: float = 300.0, emit: Any = None, warm_up: bool = False,
+              on_disk: str | None = None) -> dict[str, Any]:
     """Run in a subprocess: index ``size`` synthetic documents offline and time ``queries``
-    queries a retrieval mode (none: the build alone).
+    queries a retrieval mode (none: the build alone). The index is in memory (SQLite's
+    ``:memory:`` database holds every record and vector in the process) unless ``on_disk``
+    names a directory to build it in (a fresh folder there, removed afterwards).
     ``emit`` (when given) receives the row as soon as the build is measured, before any query,
     so a slow query phase cannot lose the build's numbers; each mode's queries stop after
     ``query_seconds`` (the row's ``note`` then says how many ran). ``warm_up``: first index 200
     other documents in a throwaway index, so that what a process pays once (imports, numba's
     compilation of UMAP for RAPTOR) is not in the build's time; its CPU goes in the row."""
-    return asyncio.run(_scale_one(method, size, queries, query_seconds, emit, warm_up))
+    if on_disk is None:
+        return asyncio.run(_scale_one(method, size, queries, query_seconds, emit, warm_up, None))
+    Path(on_disk).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=on_disk) as folder:
+        return asyncio.run(_scale_one(method, size, queries, query_seconds, emit, warm_up, Path(folder) / "index"))
 
 
-async def _scale_one(method: str, size: int, queries: int, query_seconds: float, emit: Any, warm_up: bool) -> dict[str, Any]:
+async def _scale_one(method: str, size: int, queries: int, query_seconds: float, emit: Any, warm_up: bool, path: Path | None) -> dict[str, Any]:
     documents = synthetic_documents(size)
     if warm_up:
         warm_cpu = time.process_time()
@@ -311,7 +319,7 @@ async def _scale_one(method: str, size: int, queries: int, query_seconds: float,
         await throwaway.ainsert(synthetic_documents(200, seed=11))
         throwaway.close()
         warm_cpu = time.process_time() - warm_cpu
-    index = build_index(method, embedder_for("hashing"), batch_size=1024)
+    index = build_index(method, embedder_for("hashing"), batch_size=1024, path=path)
     start, cpu = time.perf_counter(), time.process_time()
     await index.ainsert(documents)
     index_s, index_cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -323,6 +331,7 @@ async def _scale_one(method: str, size: int, queries: int, query_seconds: float,
         "chunks_per_second": round(size / index_s, 1),
         "latency_ms": {},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "store": "memory" if path is None else "disk",
     }
     if warm_up:
         row["warm_up_cpu_seconds"] = round(warm_cpu, 2)

@@ -47,11 +47,11 @@ def systems(methods: list[str] | None = None) -> list[System]:
 
 
 def build_index(method: str, embedder: Any, *, llm: Any = None, openie: str | None = None, **params: Any) -> Any:
-    """A fresh in-memory index of ``method``. With ``openie`` (a HippoRAG OpenIE JSON file) a
+    """A fresh index of ``method``, in memory unless ``path`` (a new directory) is given. With ``openie`` (a HippoRAG OpenIE JSON file) a
     method that extracts uses those triples (``extraction="openie:PATH"``) instead of extracting.
     ``params`` the method's configuration does not know (or runtime options) are left out."""
     cls = index_class(method)
-    known = set(cls.config_class.model_fields) | {"batch_size", "progress", "cache"}
+    known = set(cls.config_class.model_fields) | {"batch_size", "progress", "cache", "path"}
     kwargs = {k: v for k, v in params.items() if k in known}
     if openie is not None:
         if "extraction" not in cls.config_class.model_fields:

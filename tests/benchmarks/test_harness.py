@@ -127,6 +127,22 @@ def test_scale_one_in_process():
     assert f"(warm-up apart: {warmed['warm_up_cpu_seconds']})" in harness.scale_table({"rows": [row]})
 
 
+def test_scale_one_on_disk_builds_in_a_folder_it_removes(tmp_path, monkeypatch):
+    built, build = [], harness.build_index
+
+    def spy(*args, **kwargs):
+        index = build(*args, **kwargs)
+        built.append(sorted(p.name for p in kwargs["path"].iterdir()))  # the records file is there
+        return index
+
+    monkeypatch.setattr(harness, "build_index", spy)
+    result = harness.scale_one("naive", 50, queries=2, on_disk=str(tmp_path / "indexes"))
+    assert result["store"] == "disk" and set(result["latency_ms"]) == {"naive"} and built and built[0]
+    assert list((tmp_path / "indexes").iterdir()) == []  # the index folder went with the run
+    monkeypatch.undo()
+    assert harness.scale_one("naive", 20, queries=0)["store"] == "memory"
+
+
 def test_scale_one_reports_the_build_before_the_queries_and_bounds_them():
     import json
 
