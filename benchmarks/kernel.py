@@ -5,9 +5,13 @@
 2. Cache: the same extraction run again against the same SQLite cache makes no model call.
 3. Naive retrieval latency, excluding the model (the query vector is computed beforehand) at
    10k and 100k chunks of synthetic text, plus insert throughput and peak memory.
+4. Vector snapshots (``--snapshot N``, apart): saving and opening the faiss snapshot of one
+   collection of N random 384-dimensional vectors, each step in a fresh process: its seconds
+   and how far it raises the process's peak memory above the collection it holds.
 
     uv run python -m benchmarks.kernel            # full run (about two minutes)
     uv run python -m benchmarks.kernel --quick    # small sizes, for a smoke test
+    uv run python -m benchmarks.kernel --snapshot 1000000
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import platform
 import random
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +35,7 @@ import numpy as np
 from rhizome.core import Chunk, HashingEmbedder, ModelCache, VectorIndex
 from rhizome.core.extraction import LLMExtractor
 from rhizome.core.models.fake import FakeChatModel
+from rhizome.core.vectors import VectorStore
 
 RESULTS = Path(__file__).parent / "results"
 DELAY = 0.2
@@ -161,6 +168,40 @@ async def main(quick: bool) -> dict[str, Any]:
     }
 
 
+def snapshot_step(step: str, n: int, path: str) -> dict[str, Any]:
+    """One step of the snapshot benchmark, in this process: ``save`` builds a collection of
+    ``n`` vectors (in slices, so building it peaks at little more than what it holds) and
+    saves it to ``path``; ``open`` loads ``path``."""
+    if step == "save":
+        rng = np.random.default_rng(0)
+        store = VectorStore(384)
+        for start in range(0, n, 20_000):
+            part = rng.standard_normal((min(20_000, n - start), 384)).astype(np.float32)
+            store.add([f"v{i}" for i in range(start, start + len(part))], part / np.linalg.norm(part, axis=1, keepdims=True))
+            del part
+        held = peak_rss_mb()
+        began = time.perf_counter()
+        store.save(path)
+    else:
+        held = peak_rss_mb()
+        began = time.perf_counter()
+        store, _ = VectorStore.load(path)
+        assert len(store) == n
+    seconds = time.perf_counter() - began
+    return {"step": step, "vectors": n, "seconds": round(seconds, 2), "peak_before_mb": round(held), "peak_after_mb": round(peak_rss_mb())}
+
+
+def snapshot(n: int) -> list[dict[str, Any]]:
+    """Both steps of the snapshot benchmark, each in a fresh process."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for step in ("save", "open"):
+            out = subprocess.run([sys.executable, "-m", "benchmarks.kernel", "--snapshot-step", step, str(n), f"{tmp}/v.npz"],
+                                 check=True, capture_output=True, text=True).stdout
+            rows.append(json.loads(out.strip().splitlines()[-1]))
+    return rows
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines = ["| chunks | concurrency | calls | calls/chunk | seconds | ideal | ratio | max in flight |", "|---|---|---|---|---|---|---|---|"]
     for r in result["scheduling"]:
@@ -185,7 +226,16 @@ def markdown(result: dict[str, Any]) -> str:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--snapshot", type=int, metavar="N", help="only the vector snapshot benchmark, over N vectors")
+    parser.add_argument("--snapshot-step", nargs=3, metavar=("STEP", "N", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.snapshot_step:
+        print(json.dumps(snapshot_step(args.snapshot_step[0], int(args.snapshot_step[1]), args.snapshot_step[2])))
+        raise SystemExit(0)
+    if args.snapshot:
+        for row in snapshot(args.snapshot):
+            print(json.dumps(row))
+        raise SystemExit(0)
     result = asyncio.run(main(args.quick))
     RESULTS.mkdir(exist_ok=True)
     name = "kernel-quick.json" if args.quick else "kernel.json"
