@@ -81,7 +81,7 @@ def test_snapshot_is_an_npz_either_way(tmp_path):
         assert np.allclose(loaded.vectors(["k5"])[0], vectors[5])
 
 
-def test_a_cut_snapshot_is_a_format_error(tmp_path):
+def test_a_cut_or_damaged_snapshot_is_a_format_error(tmp_path):
     store = VectorStore(8)
     store.add([f"k{i}" for i in range(100)], unit(np.ones((100, 8), dtype=np.float32)))
     store.save(tmp_path / "v.npz")
@@ -89,3 +89,8 @@ def test_a_cut_snapshot_is_a_format_error(tmp_path):
     (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])
     with pytest.raises(IndexFormatError):
         VectorStore.load(tmp_path / "cut.npz")
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0xFF  # inside the vectors: the member's CRC-32 catches it as faiss reads
+    (tmp_path / "flipped.npz").write_bytes(bytes(flipped))
+    with pytest.raises(IndexFormatError, match="CRC"):
+        VectorStore.load(tmp_path / "flipped.npz")
