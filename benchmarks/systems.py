@@ -47,8 +47,9 @@ def systems(methods: list[str] | None = None) -> list[System]:
 
 
 def build_index(method: str, embedder: Any, *, llm: Any = None, openie: str | None = None, **params: Any) -> Any:
-    """A fresh index of ``method``, in memory unless ``path`` (a new directory) is given. With ``openie`` (a HippoRAG OpenIE JSON file) a
-    method that extracts uses those triples (``extraction="openie:PATH"``) instead of extracting.
+    """A fresh index of ``method``, in memory unless ``path`` (a new directory) is given. With
+    ``openie`` (a HippoRAG OpenIE JSON file) a method that extracts uses those triples
+    (``extraction="openie:PATH"``) instead of extracting.
     ``params`` the method's configuration does not know (or runtime options) are left out."""
     cls = index_class(method)
     known = set(cls.config_class.model_fields) | {"batch_size", "progress", "cache", "path"}
