@@ -26,6 +26,7 @@ from rhizome.core.extraction import (
     cooccurrence_pmi,
     entity_key,
     import_openie,
+    merge_extraction_batches,
     merge_extractions,
 )
 from rhizome.core.extraction.schema import new_entity, new_relation
@@ -633,7 +634,7 @@ LINKS = st.tuples(st.sampled_from(NAMES), st.sampled_from(NAMES), st.sampled_fro
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.lists(MENTIONS, max_size=4), st.lists(LINKS, max_size=3)), min_size=1, max_size=6), st.booleans(), st.booleans())
-def test_a_merge_that_consumes_its_extractions_gives_what_a_copying_one_gives(chunks, existing, shared):
+def test_a_merge_that_consumes_its_extractions_or_takes_them_in_batches_gives_what_a_copying_one_gives(chunks, existing, shared):
     extractions = [
         Extraction(
             chunk_id=f"c{i}",
@@ -647,9 +648,15 @@ def test_a_merge_that_consumes_its_extractions_gives_what_a_copying_one_gives(ch
     held = merge_extractions(extractions[:1]) if existing else ({}, {})
     expected = merge_extractions(extractions, *held)
     consumed = merge_extractions(copy.deepcopy(extractions), *copy.deepcopy(held), consume=True)
-    for want, got in zip(expected, consumed, strict=True):
-        assert {k: v.model_dump() for k, v in want.items()} == {k: v.model_dump() for k, v in got.items()}
-        assert list(want) == list(got)
+    # in batches of two, each a copy of its own (as if decoded one at a time), consumed or not
+    batched = merge_extraction_batches(
+        (copy.deepcopy(extractions[i : i + 2]) for i in range(0, len(extractions), 2)), len(extractions), *copy.deepcopy(held), consume=True
+    )
+    copied = merge_extraction_batches((extractions[i : i + 2] for i in range(0, len(extractions), 2)), len(extractions), *held)
+    for got_all in (consumed, batched, copied):
+        for want, got in zip(expected, got_all, strict=True):
+            assert {k: v.model_dump() for k, v in want.items()} == {k: v.model_dump() for k, v in got.items()}
+            assert list(want) == list(got)
 
 
 def test_merge_into_existing_graph_and_directed_relations():

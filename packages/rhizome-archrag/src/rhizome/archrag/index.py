@@ -43,7 +43,7 @@ from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM,
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
-from rhizome.core.extraction import Extraction, merge_extractions
+from rhizome.core.extraction import Extraction, merge_extraction_batches
 from rhizome.core.hierarchy import (
     GroupInput,
     GroupSummarizer,
@@ -61,6 +61,9 @@ from rhizome.core.types import Community, Entity, Relation
 
 SUMMARY_STAGE = "archrag.summary"
 REPORT_STAGE = "archrag.report"
+MERGE_BATCH = 1_000
+"""Chunks whose extractions the rebuild reads and merges at a time: the merged graph is held
+whole, the raw extractions only a batch at a time."""
 
 
 def entity_text(entity: Entity) -> str:
@@ -158,7 +161,7 @@ class ArchRAGIndex(BaseIndex):
     RELATION_COLLECTION: ClassVar[str] = "archrag_relations"
 
     def _setup(self) -> None:
-        self.extractions = self.store.table("archrag_extractions", Extraction, key="chunk_id", hand_over=True)
+        self.extractions = self.store.table("archrag_extractions", Extraction, key="chunk_id")
         self.entity_table = self.store.table("archrag_entities", Entity)
         self.relation_table = self.store.table("archrag_relations", Relation)
         self.communities = Hierarchy(self.store, "archrag_communities")
@@ -241,7 +244,9 @@ class ArchRAGIndex(BaseIndex):
         old_entities = {e.id: e for e in self.entity_table.all()}
         old_relations = {r.id: r for r in self.relation_table.all()}
         old_communities = self.communities.all()
-        entities, relations = merge_extractions(list(self.extractions.get(self.store.chunk_ids()).values()), consume=True)
+        chunk_ids = self.store.chunk_ids()
+        batches = (list(self.extractions.get(chunk_ids[i : i + MERGE_BATCH]).values()) for i in range(0, len(chunk_ids), MERGE_BATCH))
+        entities, relations = merge_extraction_batches(batches, len(chunk_ids), consume=True)
         relations = {k: r for k, r in relations.items() if r.source in entities and r.target in entities}
         names = {eid: e.name for eid, e in entities.items()}
         records: dict[str, Any] = {f"e:{k}": e for k, e in entities.items()}

@@ -23,6 +23,7 @@ from rhizome.core.extraction.merge import (
     COOCCURRENCE,
     DESCRIPTION_SEPARATOR,
     cooccurrence_pmi,
+    merge_extraction_batches,
     merge_extractions,
     merged_ids,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "entity_key",
     "import_openie",
     "make_extractor",
+    "merge_extraction_batches",
     "merge_extractions",
     "merged_ids",
     "relation_id",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from rhizome.core.extraction.schema import Extraction, key_of, relation_id
-from rhizome.core.progress import phase
+from rhizome.core.progress import Phase, phase
 from rhizome.core.types import Entity, Relation
 
 COOCCURRENCE = "cooccurrence"
@@ -65,9 +65,23 @@ def merge_extractions(
     """
     records = list(extractions)
     with phase("merging extractions", len(records), "chunk") as step:
-        merged = _merge(records, existing_entities, existing_relations, consume)
-        step.advance(len(records))
-    return merged
+        return _merge([records], existing_entities, existing_relations, consume, step)
+
+
+def merge_extraction_batches(
+    batches: Iterable[Sequence[Extraction]],
+    total: int,
+    existing_entities: Mapping[str, Entity] | None = None,
+    existing_relations: Mapping[str, Relation] | None = None,
+    *,
+    consume: bool = False,
+) -> tuple[dict[str, Entity], dict[str, Relation]]:
+    """:func:`merge_extractions` of the extractions of ``batches`` taken in order (``total`` of
+    them, for progress), with one batch held at a time: a caller that reads its extractions
+    batch by batch never holds them all, only what they merge into. With ``consume``, a record
+    object must not appear in two batches (batches decoded one at a time never share one)."""
+    with phase("merging extractions", total, "chunk") as step:
+        return _merge(batches, existing_entities, existing_relations, consume, step)
 
 
 def merged_ids(extractions: Iterable[Extraction]) -> tuple[list[str], list[str]]:
@@ -85,15 +99,16 @@ def merged_ids(extractions: Iterable[Extraction]) -> tuple[list[str], list[str]]
 
 
 def _merge(
-    extractions: list[Extraction],
+    batches: Iterable[Sequence[Extraction]],
     existing_entities: Mapping[str, Entity] | None,
     existing_relations: Mapping[str, Relation] | None,
     consume: bool,
+    step: Phase,
 ) -> tuple[dict[str, Entity], dict[str, Relation]]:
-    # consumed, a record object found twice in the input is copied still (it would be folded into itself)
-    times = Counter(id(r) for x in extractions for r in (*x.entities, *x.relations)) if consume else Counter()
+    times: Counter[int] = Counter()  # consumed, how often each record object is in the batch
 
     def take(record: R) -> R:
+        # consumed, a record object found twice is copied still (it would be folded into itself)
         return record if times[id(record)] == 1 else _copy(record)
 
     entities: dict[str, Entity] = {}
@@ -162,7 +177,7 @@ def _merge(
             if entity.type not in first_type[eid]:
                 first_type[eid].append(entity.type)
 
-    for extraction in extractions:
+    def add_extraction(extraction: Extraction) -> None:
         for entity in extraction.entities:
             add_entity(entity)
         for relation in extraction.relations:
@@ -193,6 +208,25 @@ def _merge(
             if _fold_relation(held, relation, seen):
                 rel_changed.add(key)
 
+    for batch in batches:
+        if consume:
+            times = Counter(id(r) for x in batch for r in (*x.entities, *x.relations))
+        for extraction in batch:
+            add_extraction(extraction)
+        step.advance(len(batch))
+    return _settled(entities, relations, votes, first_type, changed, rel_changed)
+
+
+def _settled(
+    entities: dict[str, Entity],
+    relations: dict[tuple[str, str, str], Relation],
+    votes: Mapping[str, Counter[str]],
+    first_type: Mapping[str, list[str]],
+    changed: set[str],
+    rel_changed: set[tuple[str, str, str]],
+) -> tuple[dict[str, Entity], dict[str, Relation]]:
+    """The merged records with their types and joined descriptions settled and the
+    co-occurrence weights computed, relations keyed by id."""
     # settle types and joined descriptions
     for eid, entity in entities.items():
         counter = votes.get(eid)
@@ -340,6 +374,7 @@ __all__ = [
     "COOCCURRENCE",
     "DESCRIPTION_SEPARATOR",
     "cooccurrence_pmi",
+    "merge_extraction_batches",
     "merge_extractions",
     "merged_ids",
     "pmi_values",
