@@ -705,8 +705,7 @@ class GORAGClassifier:
         lex = self.scorer.space.vector(tokens)
         components = self.scorer.components(labels, lex, vector, graph_scores, tokens)
         probs = self.scorer.probabilities(components)
-        standardised = self.scorer.standardised(components)
-        cut_probs = probs if standardised is None else self.scorer.probabilities(standardised)
+        cut_probs = self.scorer.cut_probabilities(components, probs)
         scored = {
             "labels": labels,
             "probabilities": probs,
@@ -746,9 +745,7 @@ class GORAGClassifier:
                 if label in links.get(node, {}):
                     links[node] = {y: w for y, w in links[node].items() if y != label}
         graph_scores = _scoring.graph_strength(terminals, links, len(labels))
-        components = self.scorer.components(labels, lex, vector, graph_scores, tokens, exclude)
-        standardised = self.scorer.standardised(components)
-        loo = self.scorer.probabilities(components if standardised is None else standardised)
+        loo = self.scorer.cut_probabilities(self.scorer.components(labels, lex, vector, graph_scores, tokens, exclude))
         return self._offer(retrieved["steiner_candidates"], probs, loo, labels)
 
     def _offer(self, steiner: list[str], probs: Any, cut_probs: Any, labels: list[str]) -> list[str]:

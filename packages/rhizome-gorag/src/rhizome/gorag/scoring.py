@@ -357,6 +357,15 @@ class LabelScorer:
         mean, scale = self._background
         return {**components, "lexical": (components["lexical"] - mean) * scale}
 
+    def cut_probabilities(self, components: Mapping[str, np.ndarray], plain: np.ndarray | None = None) -> np.ndarray:
+        """The probabilities candidates are cut from: those of the :meth:`standardised`
+        components when there is a background, else the plain ones (``plain``, when the caller
+        has them already)."""
+        standardised = self.standardised(components)
+        if standardised is not None:
+            return self.probabilities(standardised)
+        return self.probabilities(components) if plain is None else plain
+
     def probabilities(self, components: Mapping[str, np.ndarray]) -> np.ndarray:
         """Softmax of the weighted sum of the components, at the calibrated temperature."""
         w = self.weights
