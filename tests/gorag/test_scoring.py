@@ -396,6 +396,22 @@ def test_lexical_background_standardises_each_label_against_the_other_labels_tex
         assert np.mean(others) == pytest.approx(0.0, abs=1e-9)
 
 
+@pytest.mark.parametrize("split_names", [False, True])
+def test_lexical_background_kept_between_queries_equals_one_computed_afresh(split_names):
+    # sequential online indexing: each indexed text adds one row of stored scores and changes
+    # one label's column; the background must stay what scoring every stored text gives
+    clf = GORAGClassifier(online_mode="sequential", split_names=split_names)
+    clf.fit_round(*split(BROAD[:6] + BROAD[8:]))
+    queries = BROAD_QUERIES + [text for _, text in BROAD[6:8]] + ["Light and syntax in the prism of grammar."]
+    for round_, text in enumerate(queries):
+        if round_ == 3:  # a new round: a new label and a new IDF
+            clf.fit_round(["Proteins fold in the cell; the experiment measured enzyme kinetics."], ["biology"])
+        assert clf.classify(text, index_threshold=None).online_indexed
+        got = _background_lexical(clf, BROAD_QUERIES[0])
+        raw, mean, sd = _raw_and_background(clf, tokenize(BROAD_QUERIES[0]))
+        assert got == pytest.approx(_standardised(raw, mean, sd))
+
+
 def test_lexical_background_changes_the_candidates_only():
     on = GORAGClassifier(online=False, max_candidates=2, candidate_coverage=0.9)
     off = GORAGClassifier(online=False, max_candidates=2, candidate_coverage=0.9, lexical_background=False)

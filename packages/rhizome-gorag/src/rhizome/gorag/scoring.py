@@ -119,6 +119,30 @@ class Profile:
 
 
 @dataclass
+class _Rows:
+    """One label's rows of the scorer's stacked matrices."""
+
+    lex: sparse.csr_matrix
+    name: sparse.csr_matrix
+    scored: sparse.csr_matrix
+    """The row the background scores stored texts with (``lex``, plus the name with
+    ``split_names``)."""
+    dense: np.ndarray | None
+    name_dense: np.ndarray | None
+
+
+@dataclass
+class _StoredScores:
+    """The lexical scores of the stored texts (rows: ``x``, whose label is ``labels[owner]``)
+    against ``labels`` (columns)."""
+
+    labels: list[str]
+    owners: np.ndarray
+    x: sparse.csr_matrix
+    scores: np.ndarray
+
+
+@dataclass
 class Weights:
     """How the components combine (see the module docstring)."""
 
@@ -146,14 +170,22 @@ class LabelScorer:
     _term_index: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     _order: list[str] = field(default_factory=list)
     _background: tuple[np.ndarray, np.ndarray] | None = None
+    _rows: dict[str, _Rows] = field(default_factory=dict)
+    _scores: _StoredScores | None = None
+    _changed: set[str] = field(default_factory=set)
+    _added: list[tuple[str, sparse.csr_matrix]] = field(default_factory=list)
 
     def ensure(self, label: str) -> Profile:
         if label not in self.profiles:
             self.profiles[label] = Profile(lex_sum=sparse.csr_matrix((1, DIM), dtype=np.float64))
-            self._dirty()
+            self._dirty(label)
         return self.profiles[label]
 
-    def _dirty(self) -> None:
+    def _dirty(self, label: str) -> None:
+        """``label``'s profile changed: its rows are computed again, and the stacked matrices
+        and the background at the next query."""
+        self._rows.pop(label, None)
+        self._changed.add(label)
         self._lex_matrix = None
         self._dense_matrix = None
         self._name_lex_matrix = None
@@ -168,7 +200,7 @@ class LabelScorer:
             profile.name_lex = lex if lex.nnz else None
         if dense is not None:
             profile.name_dense = np.asarray(dense, dtype=np.float64)
-        self._dirty()
+        self._dirty(label)
 
     def set_name_terms(self, label: str, terms: Collection[str], phrase: Sequence[str] = ()) -> None:
         """The distinct content words of the label's name and its tokens in order (for the
@@ -176,7 +208,7 @@ class LabelScorer:
         profile = self.ensure(label)
         profile.name_terms = frozenset(terms)
         profile.name_phrase = f" {' '.join(phrase)} " if phrase else ""
-        self._dirty()
+        self._dirty(label)
 
     def set_lexical(
         self, label: str, lex_sum: sparse.csr_matrix, weight: float, texts: Sequence[sparse.csr_matrix] = ()
@@ -185,7 +217,8 @@ class LabelScorer:
         profile = self.ensure(label)
         profile.lex_sum, profile.weight = lex_sum, weight
         profile.texts = list(texts) if self.weights.background else []
-        self._dirty()
+        self._scores = None  # the label's stored texts were replaced: score them all again
+        self._dirty(label)
 
     def add(self, label: str, lex: sparse.csr_matrix | None, dense: np.ndarray | None, weight: float = 1.0) -> None:
         """Add one text of ``label`` (unit vectors) with ``weight`` (1 for a labelled text)."""
@@ -195,10 +228,11 @@ class LabelScorer:
             profile.weight += weight
             if self.weights.background:
                 profile.texts.append(lex)
+                self._added.append((label, lex))
         if dense is not None:
             dense = np.asarray(dense, dtype=np.float64)
             profile.dense_sum = weight * dense if profile.dense_sum is None else profile.dense_sum + weight * dense
-        self._dirty()
+        self._dirty(label)
 
     def _lex_row(self, p: Profile, lex_sum: sparse.csr_matrix, weight: float) -> sparse.csr_matrix:
         """A label's unit lexical profile: its examples' unit mean, with the name folded in
@@ -223,66 +257,95 @@ class LabelScorer:
         n = np.linalg.norm(vec)
         return vec / n if n > 1e-9 else None
 
+    def _label_rows(self, label: str) -> _Rows:
+        """The label's rows of the stacked matrices, kept until its profile changes."""
+        rows = self._rows.get(label)
+        if rows is None:
+            p = self.ensure(label)
+            lex = self._lex_row(p, p.lex_sum, p.weight)
+            name = p.name_lex if p.name_lex is not None else sparse.csr_matrix((1, DIM), dtype=np.float64)
+            # what the background scores a stored text with: the lexical component of this label
+            scored = lex + self.weights.name_weight * name if self.weights.split_names else lex
+            rows = self._rows[label] = _Rows(lex, name, scored, self._dense_row(p, p.dense_sum), p.name_dense)
+        return rows
+
     def _matrices(self, labels: Sequence[str]) -> tuple[sparse.csr_matrix, np.ndarray | None]:
         if self._lex_matrix is not None and self._order == list(labels):
             return self._lex_matrix, self._dense_matrix
-        rows = []
-        name_rows = []
-        dense_rows = []
-        name_dense_rows = []
-        has_dense = False
+        rows = [self._label_rows(y) for y in labels]
         self._term_index = {}
         for k, y in enumerate(labels):
-            p = self.ensure(y)
-            rows.append(self._lex_row(p, p.lex_sum, p.weight))
-            name_rows.append(p.name_lex if p.name_lex is not None else sparse.csr_matrix((1, DIM), dtype=np.float64))
-            has_dense = has_dense or p.dense_sum is not None or p.name_dense is not None
-            dense_rows.append(self._dense_row(p, p.dense_sum))
-            name_dense_rows.append(p.name_dense)
-            for term in p.name_terms:
-                self._term_index.setdefault(term, []).append((k, 1.0 / len(p.name_terms)))
+            terms = self.profiles[y].name_terms
+            for term in terms:
+                self._term_index.setdefault(term, []).append((k, 1.0 / len(terms)))
         # stored transposed (DIM × labels, CSR), so a query row multiplies it without conversion
         self._lex_matrix = (
-            sparse.vstack(rows, format="csr").T.tocsr() if rows else sparse.csr_matrix((DIM, 0))
+            sparse.vstack([r.lex for r in rows], format="csr").T.tocsr() if rows else sparse.csr_matrix((DIM, 0))
         )
         self._name_lex_matrix = (
-            sparse.vstack(name_rows, format="csr").T.tocsr() if name_rows else sparse.csr_matrix((DIM, 0))
+            sparse.vstack([r.name for r in rows], format="csr").T.tocsr() if rows else sparse.csr_matrix((DIM, 0))
         )
         self._dense_matrix = self._name_dense_matrix = None
-        if has_dense:
-            dim = next(v.shape[0] for v in [*dense_rows, *name_dense_rows] if v is not None)
-            self._dense_matrix = np.vstack([v if v is not None else np.zeros(dim) for v in dense_rows])
+        if any(r.dense is not None or r.name_dense is not None for r in rows):
+            dim = next(v.shape[0] for r in rows for v in (r.dense, r.name_dense) if v is not None)
+            self._dense_matrix = np.vstack([r.dense if r.dense is not None else np.zeros(dim) for r in rows])
             self._name_dense_matrix = np.vstack(
-                [np.asarray(v, dtype=np.float64) if v is not None else np.zeros(dim) for v in name_dense_rows]
+                [np.asarray(r.name_dense, dtype=np.float64) if r.name_dense is not None else np.zeros(dim) for r in rows]
             )
         self._order = list(labels)
         if self.weights.background:
             self._background = self._background_of(labels)
         return self._lex_matrix, self._dense_matrix
 
+    def _stored_scores(self, labels: Sequence[str]) -> _StoredScores:
+        """The lexical score of every stored text for every label. Kept between queries: a
+        text added since costs one row, a label whose profile changed one column; only
+        replaced texts (a new IDF) or another order of labels score everything again."""
+        known = self._scores
+        changed, added = self._changed, self._added
+        self._changed, self._added = set(), []
+        labels = list(labels)
+        if known is None or known.labels != labels[: len(known.labels)]:
+            owners = [k for k, y in enumerate(labels) for _ in self.profiles[y].texts]
+            texts = [v for y in labels for v in self.profiles[y].texts]
+            x = sparse.vstack(texts, format="csr") if texts else sparse.csr_matrix((0, DIM), dtype=np.float64)
+            return _StoredScores(labels, np.asarray(owners, dtype=np.int64), x, self._score_rows(x, labels))
+        scores = known.scores
+        if len(labels) > len(known.labels):
+            scores = np.hstack([scores, np.zeros((scores.shape[0], len(labels) - len(known.labels)))])
+        redo = [k for k, y in enumerate(labels) if y in changed or k >= len(known.labels)]
+        if redo and scores.shape[0]:
+            scores[:, redo] = self._score_rows(known.x, [labels[k] for k in redo])
+        x, owners = known.x, known.owners
+        if added:
+            index = {y: k for k, y in enumerate(labels)}
+            new = sparse.vstack([v for _, v in added], format="csr")
+            scores = np.vstack([scores, self._score_rows(new, labels)])
+            x = sparse.vstack([x, new], format="csr")
+            owners = np.concatenate([owners, np.asarray([index[y] for y, _ in added], dtype=np.int64)])
+        return _StoredScores(labels, owners, x, scores)
+
+    def _score_rows(self, x: sparse.csr_matrix, labels: Sequence[str]) -> np.ndarray:
+        """``x``'s rows scored against ``labels`` as the background scores them."""
+        if not labels or not x.shape[0]:
+            return np.zeros((x.shape[0], len(labels)))
+        scored = sparse.vstack([self._label_rows(y).scored for y in labels], format="csr")
+        return np.asarray((x @ scored.T).todense())
+
     def _background_of(self, labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """Per label, the mean of its lexical score over the stored texts of the other labels
         and the factor ``median sd / sd`` that standardises it (``None`` with fewer than two
         labels' texts). A label's sd is floored at a tenth of the median, so a label that shares
         almost no term with any other's texts does not get an unbounded scale."""
-        owners: list[int] = []
-        rows: list[sparse.csr_matrix] = []
-        for k, y in enumerate(labels):
-            texts = self.profiles[y].texts
-            rows += texts
-            owners += [k] * len(texts)
-        if len(set(owners)) < 2:
+        stored = self._scores = self._stored_scores(labels)
+        owner, scores = stored.owners, stored.scores
+        if len(np.unique(owner)) < 2:
             return None
-        x = sparse.vstack(rows, format="csr")
-        scores = np.asarray((x @ self._lex_matrix).todense())
-        if self.weights.split_names and self._name_lex_matrix is not None:
-            scores = scores + self.weights.name_weight * np.asarray((x @ self._name_lex_matrix).todense())
-        owner = np.asarray(owners)
         n_labels = len(labels)
-        own = scores[np.arange(len(owners)), owner]  # each text's score for its own label
+        own = scores[np.arange(len(owner)), owner]  # each text's score for its own label
         own_sum = np.bincount(owner, weights=own, minlength=n_labels)
         own_sq = np.bincount(owner, weights=np.square(own), minlength=n_labels)
-        others = len(owners) - np.bincount(owner, minlength=n_labels)
+        others = len(owner) - np.bincount(owner, minlength=n_labels)
         mean = (scores.sum(axis=0) - own_sum) / others
         var = (np.square(scores).sum(axis=0) - own_sq) / others - np.square(mean)
         sd = np.sqrt(np.maximum(var, 0.0))
