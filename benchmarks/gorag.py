@@ -22,6 +22,10 @@ the ceiling of any chooser among them, "oracle") and the mean number of candidat
     .venv-bench/bin/python -m benchmarks classify --embed minilm --write-docs   # with MiniLM
     uv run python -m benchmarks classify --shots 1 --limit 300      # quick look
     uv run python -m benchmarks classify --dev-cuts --write-docs    # candidate cut rules on the dev split
+    uv run python -m benchmarks classify --shots 1 --online-mode sequential   # each text indexed at once
+
+A run with ``--online-mode sequential`` writes its results beside the default mode's, its file
+name ending in ``-sequential``.
 """
 
 from __future__ import annotations
@@ -198,6 +202,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", help="result JSON (default benchmarks/results/gorag-<embed>.json)")
     parser.add_argument("--dev-stream", action="store_true",
                         help="the test protocol with the 5-shot dev texts as each round's stream instead of the test files")
+    parser.add_argument("--online-mode", choices=["deferred", "sequential"], default="deferred",
+                        help="GORAG's online_mode (sequential: each text indexed at once)")
     parser.add_argument("--dev-cuts", action="store_true",
                         help="instead of the test protocol: candidate cut rules on the dev split (how the defaults were set)")
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -227,15 +233,16 @@ def main(argv: list[str] | None = None) -> None:
         "stream": "5-shot dev texts" if args.dev_stream else "test texts",
         "orders": 1 + args.shuffles,
         "embed": args.embed,
+        "online_mode": args.online_mode,
         "note": "round-2 test file missing: R2 re-tests round 1 only; R_r counts existing test files only",
         "paper_gorag_llama3": PAPER,
         "shots": {},
     }
     # with --embed minilm only the MiniLM configuration runs (the TF-IDF-only one is the default run)
     configs: list[tuple[str, Any]] = (
-        [("gorag_minilm", lambda: GORAGClassifier(embedder=embedder))]
+        [("gorag_minilm", lambda: GORAGClassifier(embedder=embedder, online_mode=args.online_mode))]
         if embedder is not None
-        else [("gorag_tfidf", lambda: GORAGClassifier())]
+        else [("gorag_tfidf", lambda: GORAGClassifier(online_mode=args.online_mode))]
     )
     for shots in args.shots:
         rounds = load_dev_stream(shots) if args.dev_stream else load(shots, args.limit)
@@ -274,6 +281,8 @@ def main(argv: list[str] | None = None) -> None:
     name = f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot{'' if args.limit else '-all'}"
     if args.dev_stream:
         name = f"gorag-devstream-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot"
+    if args.online_mode != "deferred":
+        name += f"-{args.online_mode}"
     out = Path(args.out) if args.out else RESULTS / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2), encoding="utf-8")
