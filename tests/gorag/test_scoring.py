@@ -12,7 +12,7 @@ import pytest
 
 from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import ConfigurationError
-from rhizome.gorag import ClassificationError, GORAGClassifier
+from rhizome.gorag import ClassificationError, GORAGClassifier, scoring
 from rhizome.gorag.linking import KeywordLinker, part_terminals, vocabulary_terminals
 from rhizome.gorag.scoring import Weights, graph_strength
 from rhizome.gorag.text import tokenize
@@ -397,9 +397,10 @@ def test_lexical_background_standardises_each_label_against_the_other_labels_tex
 
 
 @pytest.mark.parametrize("split_names", [False, True])
-def test_lexical_background_kept_between_queries_equals_one_computed_afresh(split_names):
-    # sequential online indexing: each indexed text adds one row of stored scores and changes
+def test_lexical_background_kept_between_queries_equals_one_computed_afresh(split_names, monkeypatch):
+    # sequential online indexing: each indexed text is scored against every label and changes
     # one label's column; the background must stay what scoring every stored text gives
+    monkeypatch.setattr(scoring, "_SCORE_BLOCK", 3)  # several blocks of stored texts
     clf = GORAGClassifier(online_mode="sequential", split_names=split_names)
     clf.fit_round(*split(BROAD[:6] + BROAD[8:]))
     queries = BROAD_QUERIES + [text for _, text in BROAD[6:8]] + ["Light and syntax in the prism of grammar."]

@@ -52,6 +52,9 @@ from rhizome.gorag.text import TermStats, content_ngrams
 DIM = 1 << 20
 """Hashed feature space of the lexical vectors (collisions are negligible at this size)."""
 
+_SCORE_BLOCK = 4096
+"""Stored texts scored at once for the lexical background."""
+
 
 def _norm(row: sparse.csr_matrix) -> float:
     return float(np.sqrt(row.multiply(row).sum())) if row.nnz else 0.0
@@ -133,13 +136,15 @@ class _Rows:
 
 @dataclass
 class _StoredScores:
-    """The lexical scores of the stored texts (rows: ``x``, whose label is ``labels[owner]``)
-    against ``labels`` (columns)."""
+    """What the background needs of the lexical scores of the stored texts (rows of ``x``, text
+    ``i`` of label ``labels[owners[i]]``) against each of ``labels``: per label, the sum of the
+    scores and of their squares over every stored text (``sums[0]``, ``sums[1]``) and over the
+    label's own texts (``sums[2]``, ``sums[3]``)."""
 
     labels: list[str]
     owners: np.ndarray
     x: sparse.csr_matrix
-    scores: np.ndarray
+    sums: np.ndarray
 
 
 @dataclass
@@ -298,39 +303,54 @@ class LabelScorer:
         return self._lex_matrix, self._dense_matrix
 
     def _stored_scores(self, labels: Sequence[str]) -> _StoredScores:
-        """The lexical score of every stored text for every label. Kept between queries: a
-        text added since costs one row, a label whose profile changed one column; only
-        replaced texts (a new IDF) or another order of labels score everything again."""
+        """The sums of the stored texts' scores for every label. Kept between queries: a text
+        added since is scored against every label, a label whose profile changed against every
+        stored text; only replaced texts (a new IDF) or another order of labels score everything
+        again."""
         known = self._scores
         changed, added = self._changed, self._added
         self._changed, self._added = set(), []
         labels = list(labels)
+        every = list(range(len(labels)))
         if known is None or known.labels != labels[: len(known.labels)]:
-            owners = [k for k, y in enumerate(labels) for _ in self.profiles[y].texts]
+            owners = np.asarray([k for k, y in enumerate(labels) for _ in self.profiles[y].texts], dtype=np.int64)
             texts = [v for y in labels for v in self.profiles[y].texts]
             x = sparse.vstack(texts, format="csr") if texts else sparse.csr_matrix((0, DIM), dtype=np.float64)
-            return _StoredScores(labels, np.asarray(owners, dtype=np.int64), x, self._score_rows(x, labels))
-        scores = known.scores
-        if len(labels) > len(known.labels):
-            scores = np.hstack([scores, np.zeros((scores.shape[0], len(labels) - len(known.labels)))])
+            return _StoredScores(labels, owners, x, self._score_sums(x, owners, labels, every))
+        sums = np.hstack([known.sums, np.zeros((4, len(labels) - len(known.labels)))])
         redo = [k for k, y in enumerate(labels) if y in changed or k >= len(known.labels)]
-        if redo and scores.shape[0]:
-            scores[:, redo] = self._score_rows(known.x, [labels[k] for k in redo])
+        if redo:
+            sums[:, redo] = self._score_sums(known.x, known.owners, labels, redo)
         x, owners = known.x, known.owners
         if added:
             index = {y: k for k, y in enumerate(labels)}
             new = sparse.vstack([v for _, v in added], format="csr")
-            scores = np.vstack([scores, self._score_rows(new, labels)])
+            new_owners = np.asarray([index[y] for y, _ in added], dtype=np.int64)
+            sums += self._score_sums(new, new_owners, labels, every)
             x = sparse.vstack([x, new], format="csr")
-            owners = np.concatenate([owners, np.asarray([index[y] for y, _ in added], dtype=np.int64)])
-        return _StoredScores(labels, owners, x, scores)
+            owners = np.concatenate([owners, new_owners])
+        return _StoredScores(labels, owners, x, sums)
 
-    def _score_rows(self, x: sparse.csr_matrix, labels: Sequence[str]) -> np.ndarray:
-        """``x``'s rows scored against ``labels`` as the background scores them."""
-        if not labels or not x.shape[0]:
-            return np.zeros((x.shape[0], len(labels)))
-        scored = sparse.vstack([self._label_rows(y).scored for y in labels], format="csr")
-        return np.asarray((x @ scored.T).todense())
+    def _score_sums(self, x: sparse.csr_matrix, owners: np.ndarray, labels: Sequence[str], columns: list[int]) -> np.ndarray:
+        """The four sums of :class:`_StoredScores` of the texts ``x`` (of labels ``owners``)
+        for ``labels[k]``, ``k`` in ``columns``; scored a block of texts at a time, so no
+        texts × labels matrix is held whole."""
+        sums = np.zeros((4, len(columns)))
+        if not columns or not x.shape[0]:
+            return sums
+        scored = sparse.vstack([self._label_rows(labels[k]).scored for k in columns], format="csr").T.tocsr()
+        position = np.full(len(labels), -1)
+        position[columns] = np.arange(len(columns))
+        for start in range(0, x.shape[0], _SCORE_BLOCK):
+            scores = np.asarray((x[start : start + _SCORE_BLOCK] @ scored).todense())
+            sums[0] += scores.sum(axis=0)
+            sums[1] += np.square(scores).sum(axis=0)
+            mine = position[owners[start : start + _SCORE_BLOCK]]
+            rows = np.nonzero(mine >= 0)[0]
+            own = scores[rows, mine[rows]]  # each text's score for its own label, where scored
+            sums[2] += np.bincount(mine[rows], weights=own, minlength=len(columns))
+            sums[3] += np.bincount(mine[rows], weights=np.square(own), minlength=len(columns))
+        return sums
 
     def _background_of(self, labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """Per label, the mean of its lexical score over the stored texts of the other labels
@@ -338,16 +358,13 @@ class LabelScorer:
         labels' texts). A label's sd is floored at a tenth of the median, so a label that shares
         almost no term with any other's texts does not get an unbounded scale."""
         stored = self._scores = self._stored_scores(labels)
-        owner, scores = stored.owners, stored.scores
+        owner = stored.owners
         if len(np.unique(owner)) < 2:
             return None
-        n_labels = len(labels)
-        own = scores[np.arange(len(owner)), owner]  # each text's score for its own label
-        own_sum = np.bincount(owner, weights=own, minlength=n_labels)
-        own_sq = np.bincount(owner, weights=np.square(own), minlength=n_labels)
-        others = len(owner) - np.bincount(owner, minlength=n_labels)
-        mean = (scores.sum(axis=0) - own_sum) / others
-        var = (np.square(scores).sum(axis=0) - own_sq) / others - np.square(mean)
+        total, total_sq, own, own_sq = stored.sums
+        others = len(owner) - np.bincount(owner, minlength=len(labels))
+        mean = (total - own) / others
+        var = (total_sq - own_sq) / others - np.square(mean)
         sd = np.sqrt(np.maximum(var, 0.0))
         typical = float(np.median(sd))
         if typical <= 0:
