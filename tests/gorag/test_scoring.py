@@ -112,6 +112,31 @@ def test_online_indexing_only_above_the_threshold():
     assert per_call.stats_summary()["texts"] == size["texts"] + 1
 
 
+def test_deferred_texts_also_join_once_max_pending_wait(tmp_path):
+    # a classifier asked one text at a time (a Runnable, a graph node) never reaches a round's
+    # end: the waiting texts join when max_pending of them wait, and no more pile up
+    texts = [t for _, t in QUERIES]
+    bounded = two_rounds(GORAGClassifier(index_threshold=None, max_pending=2))
+    size = bounded.stats_summary()["texts"]
+    bounded.classify(texts[0])
+    assert bounded.stats_summary()["texts"] == size  # one waits
+    bounded.classify(texts[1])
+    assert bounded.stats_summary()["texts"] == size + 2 and bounded.flush_online() == 0
+    bounded.classify(texts[2])
+    assert bounded.flush_online() == 1
+    unbounded = two_rounds(GORAGClassifier(index_threshold=None, max_pending=None))
+    for text in texts:
+        unbounded.classify(text)
+    assert unbounded.stats_summary()["texts"] == size and unbounded.flush_online() == len(texts)
+    # the same texts joined together either way
+    joined = two_rounds(GORAGClassifier(index_threshold=None, max_pending=len(texts)))
+    for text in texts:
+        joined.classify(text)
+    assert joined.stats_summary() == unbounded.stats_summary()
+    joined.persist(tmp_path / "c")
+    assert GORAGClassifier.load(tmp_path / "c").max_pending == len(texts)
+
+
 def test_deferred_online_indexing_does_not_depend_on_the_order():
     more = [
         "An arrhythmia of the heart seen in cardiology.",
@@ -278,6 +303,8 @@ def test_knobs_are_checked():
         {"name_weight": -1},
         {"name_match_weight": -0.5},
         {"label_choice": "vote"},
+        {"max_pending": 0},
+        {"max_pending": 2.5},
     ):
         with pytest.raises(ConfigurationError):
             GORAGClassifier(**bad)

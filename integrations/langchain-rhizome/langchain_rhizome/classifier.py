@@ -28,7 +28,10 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
     ``evidence`` keywords, ``hallucinated``, ...; with ``output="label"`` the label string.
 
     ``batch`` / ``abatch`` keep the classifier's semantics: with online indexing the texts are
-    classified one after another in input order (each may grow the graph for the next).
+    classified one after another in input order; the texts taken for indexing join the graph
+    as the classifier's ``online_mode`` says (GORAG: deferred by default — together, at its
+    ``flush_online()``, ``persist()``, next round, or once ``max_pending`` wait; sequential —
+    each at once, so it may change the next one's result).
 
     Example:
         .. code-block:: python

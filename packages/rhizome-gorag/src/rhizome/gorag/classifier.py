@@ -134,6 +134,11 @@ class GORAGClassifier:
         the profiles together at the next :meth:`fit_round`, :meth:`flush_online` or
         :meth:`persist`, so a round's classifications do not depend on the order of its texts.
         ``"sequential"``: each joins at once and may change the next one's result (the paper).
+    max_pending:
+        With deferred indexing, the waiting texts also join once this many wait (default 5,000,
+        more than a WOS round's texts; ``None``: no bound), so a classifier that is only ever
+        asked one text at a time — a LangChain Runnable, a LangGraph node — still learns from
+        them, and the texts waiting do not grow without end.
     online_weight:
         The weight of an online-indexed text in its label's profiles (a labelled text weighs 1).
     lexical_weight, dense_weight, graph_weight, temperature, name_weight, name_match_weight:
@@ -208,6 +213,7 @@ class GORAGClassifier:
         nearest_labels: int | None = None,
         index_threshold: float | None = 0.5,
         online_mode: Literal["deferred", "sequential"] = "deferred",
+        max_pending: int | None = 5000,
         online_weight: float = 0.5,
         lexical_weight: float | None = None,
         dense_weight: float | None = None,
@@ -285,6 +291,7 @@ class GORAGClassifier:
             ("max_candidates", max_candidates, 1),
             ("nearest_labels", nearest_labels, 0),
             ("link_keywords", link_keywords, 0),
+            ("max_pending", 1 if max_pending is None else max_pending, 1),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ConfigurationError(f"{name} must be an integer of at least {low}, got {value!r}")
@@ -332,6 +339,7 @@ class GORAGClassifier:
         self.index_threshold = None if index_threshold is None else float(index_threshold)
         self.online_weight = float(online_weight)
         self.online_mode = online_mode
+        self.max_pending = max_pending
         self._pending: list[tuple[list[str], list[str], str, Any]] = []
         self.link_threshold = float(link_threshold)
         self.link_keywords = link_keywords
@@ -405,6 +413,7 @@ class GORAGClassifier:
             "index_threshold": self.index_threshold,
             "online_weight": self.online_weight,
             "online_mode": self.online_mode,
+            "max_pending": self.max_pending,
             "lexical_weight": self.scorer.weights.lexical,
             "dense_weight": self.scorer.weights.dense,
             "graph_weight": self.scorer.weights.graph,
@@ -870,6 +879,8 @@ class GORAGClassifier:
             elif index_it:
                 indexed = self._index_online(tokens, keywords, label, vector)
             evidence = _graph.evidence(self.graph, retrieved["terminals"], label)
+            if self.max_pending is not None and len(self._pending) >= self.max_pending:
+                self.flush_online()
         tree = SteinerTreeInfo(
             terminals=retrieved["terminals"],
             edges=[(str(u), str(v), float(w)) for u, v, w in retrieved["edges"]],

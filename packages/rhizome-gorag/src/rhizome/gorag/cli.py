@@ -67,6 +67,19 @@ def _threshold(value: str) -> float | str:
     return number
 
 
+def _bound(value: str) -> int | str:
+    """A positive count, or 'none' (no bound)."""
+    if value.strip().lower() == "none":
+        return "none"
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number or 'none', got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number or 'none', got {value!r}")
+    return number
+
+
 # flag → constructor parameter, for the classifier's knobs
 KNOBS = (
     "label_choice",
@@ -75,6 +88,7 @@ KNOBS = (
     "candidate_coverage",
     "index_threshold",
     "online_mode",
+    "max_pending",
     "online_weight",
     "lexical_weight",
     "dense_weight",
@@ -100,8 +114,9 @@ def cmd_classify(args: argparse.Namespace) -> int:
     models = choose_models(args, want_llm=True, fall_back=False)
     embedder = make_cli_embedder(embed_spec, args) if embed_spec else None
     options: dict[str, Any] = {k: getattr(args, k) for k in KNOBS if getattr(args, k, None) is not None}
-    if options.get("index_threshold") == "none":
-        options["index_threshold"] = None
+    for knob in ("index_threshold", "max_pending"):
+        if options.get(knob) == "none":
+            options[knob] = None
     if args.classifier and (Path(args.classifier) / "classifier.json").exists():
         classifier = GORAGClassifier.load(
             args.classifier,
@@ -184,6 +199,8 @@ def register(subparsers: Any) -> None:
                    help="index a text online only at this confidence or more; 'none' indexes all (default 0.5)")
     p.add_argument("--online-mode", choices=["deferred", "sequential"],
                    help="deferred (default): indexed texts join after the batch, order-free; sequential: at once (the paper)")
+    p.add_argument("--max-pending", type=_bound,
+                   help="with deferred indexing, the waiting texts also join once this many wait; 'none': only at the end (default 5000)")
     p.add_argument("--online-weight", type=float, help="weight of an indexed text in its label's profile (default 0.5)")
     p.add_argument("--name-weight", type=float,
                    help="weight of a label's name against its examples (default 1: as one text, or with split names as the examples' centroid)")
