@@ -291,10 +291,11 @@ class GORAGClassifier:
             ("max_candidates", max_candidates, 1),
             ("nearest_labels", nearest_labels, 0),
             ("link_keywords", link_keywords, 0),
-            ("max_pending", 1 if max_pending is None else max_pending, 1),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ConfigurationError(f"{name} must be an integer of at least {low}, got {value!r}")
+        if max_pending is not None and (not isinstance(max_pending, int) or isinstance(max_pending, bool) or max_pending < 1):
+            raise ConfigurationError(f"max_pending must be a whole number of at least 1, or None (no bound), got {max_pending!r}")
         if not 0 < epsilon < 1:
             raise ConfigurationError(f"epsilon must be between 0 and 1, got {epsilon!r}")
         for name, value, low, high in (
