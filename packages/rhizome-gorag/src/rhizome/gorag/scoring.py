@@ -338,7 +338,10 @@ class LabelScorer:
         sums = np.zeros((4, len(columns)))
         if not columns or not x.shape[0]:
             return sums
-        scored = sparse.vstack([self._label_rows(labels[k]).scored for k in columns], format="csr").T.tocsr()
+        if len(columns) == len(labels) and not self.weights.split_names and self._order == list(labels):
+            scored = self._lex_matrix  # the same rows, stacked by _matrices for this query already
+        else:
+            scored = sparse.vstack([self._label_rows(labels[k]).scored for k in columns], format="csr").T.tocsr()
         position = np.full(len(labels), -1)
         position[columns] = np.arange(len(columns))
         for start in range(0, x.shape[0], _SCORE_BLOCK):
