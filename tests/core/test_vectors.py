@@ -29,6 +29,32 @@ def test_add_search_replace_remove(tmp_path):
     assert all(k != "item-7" for k, _ in store.search(vectors[7], 49)[0])
 
 
+def test_replacing_in_place_after_removals_and_a_reload_equals_a_store_built_afresh(tmp_path, monkeypatch):
+    """Vectors replaced where they lie (no faiss ``remove_ids``) give the store that adding the
+    final vectors to an empty one gives, also after removals compacted the index and after a
+    save and load, with replaced and new keys in one add."""
+    import faiss
+
+    rng = np.random.default_rng(1)
+    final = {f"k{i}": unit(rng.standard_normal((1, 6)).astype(np.float32))[0] for i in range(40)}
+    store = VectorStore(6)
+    store.add(list(final), unit(rng.standard_normal((40, 6)).astype(np.float32)))
+    store.remove(["k3", "k17"])
+    store.save(tmp_path / "v.npz")
+    store, _ = VectorStore.load(tmp_path / "v.npz")
+    monkeypatch.setattr(faiss.IndexIDMap2, "remove_ids", lambda *a: pytest.fail("a replacement compacted the index"))
+    mixed = ["k0", "k3", "k39", "k17", "k20", "k40"]  # kept, removed before, kept, removed before, kept, new
+    final["k40"] = unit(rng.standard_normal((1, 6)).astype(np.float32))[0]
+    store.add(mixed, np.vstack([final[k] for k in mixed]))
+    store.add([k for k in final if k not in mixed], np.vstack([final[k] for k in final if k not in mixed]))
+    fresh = VectorStore(6)
+    fresh.add(list(final), np.vstack(list(final.values())))
+    assert len(store) == store._index.ntotal == len(fresh) == 41
+    assert np.array_equal(store.vectors(list(final)), fresh.vectors(list(final)))
+    queries = unit(rng.standard_normal((5, 6)).astype(np.float32))
+    assert store.search(queries, 10) == fresh.search(queries, 10)
+
+
 def test_ids_are_stable_across_processes_and_save_load(tmp_path):
     assert stable_int_id("abc") == stable_int_id("abc") >= 0
     store = VectorStore(4)

@@ -105,12 +105,27 @@ class VectorStore:
         if len(set(keys)) != len(keys):
             raise ConfigurationError("duplicate ids in one add")
         int_ids = np.array([stable_int_id(k) for k in keys], dtype=np.int64)
-        existing = [i for i in int_ids.tolist() if i in self._ids]
-        if existing:
-            self._index.remove_ids(np.array(existing, dtype=np.int64))
-        self._index.add_with_ids(array, int_ids)
+        known = np.array([i in self._ids for i in int_ids.tolist()], dtype=bool)
+        if known.any():
+            self._overwrite(int_ids[known], array[known])
+        if not known.all():
+            self._index.add_with_ids(array[~known], int_ids[~known])
         for key, int_id in zip(keys, int_ids.tolist()):
             self._ids[int_id] = key
+
+    def _overwrite(self, int_ids: np.ndarray, array: np.ndarray) -> None:
+        """Replace stored vectors where they lie. faiss's ``remove_ids`` would compact every
+        vector after the first removed one, once per add that replaces anything: an index that
+        keeps updating some of its vectors (profiles re-embedded batch after batch) would pay
+        for its whole size each time."""
+        import faiss
+
+        stored = faiss.vector_to_array(self._index.id_map)
+        rows = np.flatnonzero(np.isin(stored, int_ids))
+        position = dict(zip(stored[rows].tolist(), rows.tolist()))
+        flat = faiss.downcast_index(self._index.index)
+        held = faiss.rev_swig_ptr(flat.get_xb(), self._index.ntotal * self.dimension).reshape(-1, self.dimension)
+        held[[position[i] for i in int_ids.tolist()]] = array
 
     def remove(self, keys: Sequence[str]) -> int:
         """Remove ``keys`` (unknown keys are ignored); returns how many were removed."""
