@@ -766,10 +766,10 @@ def test_openie_extractor_batches_do_not_report_other_batches_passages(caplog):
 def test_merge_memo_is_not_fooled_by_a_reused_list_id():
     """The fold memo is keyed by a list's id; an entry left by another list under that id (as
     after the first list was freed) must be rebuilt, not trusted."""
-    from rhizome.core.extraction.merge import _union_into
+    from rhizome.core.extraction.merge import union_into
 
     gone, grown = ["old"], ["a"]
     seen = {id(grown): (gone, {"a", "b"})}  # as if `gone` had lived at `grown`'s address
-    _union_into(grown, ["b", "a"], seen)
+    union_into(grown, ["b", "a"], seen)
     assert grown == ["a", "b"]
     assert seen[id(grown)][0] is grown

@@ -46,3 +46,26 @@ def test_a_later_insert_summarises_again_only_past_the_threshold():
     assert summaries(responder) == 2
     assert ada.description.startswith("Summary ") and ada.description != first
     assert ada.metadata["summarised"] == 11
+
+
+def test_a_waiting_profile_keeps_its_value_until_the_call_summarises_it(monkeypatch):
+    """A profile that began waiting for its summary in one batch is not joined again in each
+    later batch of the call (it can only stay past the threshold): it keeps the value it had
+    when it began waiting, and the summary at the call's end covers every fragment."""
+    model, responder = fake_model()
+    index = LightRAGIndex(llm=model, batch_size=2, resolution=False, force_summary_fragments=4, pack_tokens=0)
+
+    async def cut_short(*args, **kwargs):  # the call ends before its summaries, as if interrupted
+        return None
+
+    monkeypatch.setattr(index, "_after_change", cut_short)
+    index.insert(documents(0, 12))  # Ada reaches four fragments in the second of six batches
+    ada = index.entity("Ada Lovelace")
+    assert len(ada.descriptions) == 12
+    assert ada.description == "\n".join(ada.descriptions[:4])
+    assert index.pending_summaries.keys() == ["e:ada lovelace"]
+    monkeypatch.undo()
+    index.insert(documents(12, 1))
+    ada = index.entity("Ada Lovelace")
+    assert ada.description.startswith("Summary ") and ada.metadata["summarised"] == 13
+    assert summaries(responder) == 1 and not index.pending_summaries.keys()

@@ -90,7 +90,7 @@ class DescriptionSummarizer:
         """``descriptions`` (duplicates removed) joined as they are when that needs no summary
         (few enough fragments and tokens), else ``None``: the description a record gets without
         a summary call, deciding and joining in one pass."""
-        fragments = _distinct(descriptions)
+        fragments = _distinct(descriptions, stop=self.min_fragments)
         if self.min_fragments is not None and len(fragments) >= self.min_fragments:
             return None
         text = "\n".join(fragments)
@@ -143,8 +143,20 @@ class DescriptionSummarizer:
         return await self._reduce(subject, summaries, depth + 1)
 
 
-def _distinct(descriptions: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(d.strip() for d in descriptions if d and d.strip()))
+def _distinct(descriptions: Sequence[str], stop: int | None = None) -> list[str]:
+    """The distinct non-blank descriptions, stripped, in first-seen order; only the first
+    ``stop`` of them when ``stop`` is given (a long profile is not read to its end to learn that
+    it has too many)."""
+    if stop is None:
+        return list(dict.fromkeys(d.strip() for d in descriptions if d and d.strip()))
+    seen: dict[str, None] = {}
+    for d in descriptions:
+        d = d.strip() if d else ""
+        if d:
+            seen[d] = None
+            if len(seen) >= stop:
+                break
+    return list(seen)
 
 
 def extractive_summary(fragments: Sequence[str], max_tokens: int) -> str:

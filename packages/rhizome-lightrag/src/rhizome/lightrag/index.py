@@ -35,6 +35,7 @@ import numpy as np
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, add_keywords
+from rhizome.core.extraction.merge import Seen
 from rhizome.core.extraction.schema import clean_name, entity_key
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
 from rhizome.core.progress import phase
@@ -337,6 +338,7 @@ class LightRAGIndex(BaseIndex):
 
         entities: dict[str, Entity] = {}
         relations: dict[str, Relation] = {}
+        seen: Seen = {}  # the folded profiles' lists as sets, for the whole batch
         # rebuild what the removal touches from the remaining chunks' stored records
         rebuild_e = [e for e in lost_e if e in before_e]
         rebuild_r = [r for r in lost_r if r in before_r]
@@ -355,7 +357,7 @@ class LightRAGIndex(BaseIndex):
                 for m in stored[chunk_id].entities:
                     if m.id == eid:
                         entity.name = entity.name or m.name
-                        fold_entity(entity, m, chunk_id)
+                        fold_entity(entity, m, chunk_id, seen)
             entities[eid] = entity
         for rid in rebuild_r:
             held = before_r[rid]
@@ -365,7 +367,7 @@ class LightRAGIndex(BaseIndex):
                     continue
                 for x in stored[chunk_id].relations:
                     if relation_id_for(x.source_id, x.target_id) == rid:
-                        fold_relation(relation, x, chunk_id)
+                        fold_relation(relation, x, chunk_id, seen)
             relations[rid] = relation
         # fold the new records onto the stored profiles
         with phase("merging extractions", len(records), "chunk") as step:
@@ -376,14 +378,14 @@ class LightRAGIndex(BaseIndex):
                         entity = copy_entity(before_e[m.id]) if m.id in before_e else new_entity(m.id, m.name)
                         entities[m.id] = entity
                     entity.name = entity.name or m.name
-                    fold_entity(entity, m, record.chunk_id)
+                    fold_entity(entity, m, record.chunk_id, seen)
                 for x in record.relations:
                     rid = relation_id_for(x.source_id, x.target_id)
                     relation = relations.get(rid)
                     if relation is None:
                         relation = copy_relation(before_r[rid]) if rid in before_r else new_relation(pair_id(x.source_id, x.target_id))
                         relations[rid] = relation
-                    fold_relation(relation, x, record.chunk_id)
+                    fold_relation(relation, x, record.chunk_id, seen)
                 step.advance()
 
         # settle: deletions, descriptions, what changed
@@ -411,10 +413,20 @@ class LightRAGIndex(BaseIndex):
         names = {eid: e.name for eid, e in entities.items() if e.source_chunk_ids}
         missing = {x for r in relations.values() for x in (r.source, r.target) if x not in names}
         names.update({eid: e.name for eid, e in self.entity_table.get(missing).items()})
+        # a profile already waiting for its summary that only gained fragments still needs it
+        # (both the fragment count and the length only grow): it keeps its stored value, and
+        # is not read again batch after batch of a long insert call
+        rebuilt = {f"e:{e}" for e in rebuild_e} | {f"r:{r}" for r in rebuild_r}
+        waiting_before = set(self.pending_summaries.get(_profile_key(rec) for rec, _, _ in jobs)) - rebuilt if defer else set()
         summary_jobs = {}
         for number, (rec, subject, _) in enumerate(jobs):
             key = _profile_key(rec)
             subject = subject or f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
+            held = (before_e if isinstance(rec, Entity) else before_r).get(rec.id)
+            if key in waiting_before and held is not None:
+                rec.description = held.description
+                plan.pending.append(key)
+                continue
             parts = pieces(rec)
             if parts and not unsummarised(rec):  # nothing arrived since its summary (a new name or source)
                 rec.description = parts[0]

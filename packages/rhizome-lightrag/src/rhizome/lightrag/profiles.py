@@ -25,6 +25,7 @@ from their remaining fragments at once, as one insert call of the remaining docu
 
 from __future__ import annotations
 
+from rhizome.core.extraction.merge import Seen, known_values, union_into
 from rhizome.core.extraction.schema import Extraction, relation_id, relation_key
 from rhizome.core.types import Entity, Relation
 from rhizome.lightrag.schema import ChunkExtraction, EntityMention, RelationMention
@@ -65,13 +66,13 @@ def new_entity(entity_id: str, name: str) -> Entity:
     return Entity(id=entity_id, name=name, metadata={"type_votes": []})
 
 
-def fold_entity(entity: Entity, mention: EntityMention, chunk_id: str) -> None:
-    """Add one mention to an entity profile in place."""
-    if chunk_id not in entity.source_chunk_ids:
-        entity.source_chunk_ids.append(chunk_id)
-    text = mention.description.strip()
-    if text and text not in entity.descriptions:
-        entity.descriptions.append(text)
+def fold_entity(entity: Entity, mention: EntityMention, chunk_id: str, seen: Seen | None = None) -> None:
+    """Add one mention to an entity profile in place. ``seen`` (one dict for every fold of a
+    batch) keeps the profile's chunk ids and fragments as sets between folds: a long profile
+    is read once a batch, not once a mention."""
+    seen = {} if seen is None else seen
+    union_into(entity.source_chunk_ids, [chunk_id], seen)
+    union_into(entity.descriptions, [mention.description.strip()], seen)
     if mention.type:
         votes: list[list] = entity.metadata.setdefault("type_votes", [])
         for vote in votes:
@@ -94,15 +95,13 @@ def new_relation(relation_key_: tuple[str, str, str]) -> Relation:
     )
 
 
-def fold_relation(relation: Relation, mention: RelationMention, chunk_id: str) -> None:
-    """Add one mention to a relation profile in place."""
-    if chunk_id not in relation.source_chunk_ids:
-        relation.source_chunk_ids.append(chunk_id)
+def fold_relation(relation: Relation, mention: RelationMention, chunk_id: str, seen: Seen | None = None) -> None:
+    """Add one mention to a relation profile in place (``seen``: as for :func:`fold_entity`)."""
+    seen = {} if seen is None else seen
+    union_into(relation.source_chunk_ids, [chunk_id], seen)
     relation.weight += float(mention.strength)
-    text = mention.description.strip()
-    if text and text not in relation.descriptions:
-        relation.descriptions.append(text)
-    have = {k.casefold() for k in relation.keywords}
+    union_into(relation.descriptions, [mention.description.strip()], seen)
+    have = known_values(relation.keywords, seen, str.casefold)
     for word in mention.keywords:
         if word and word.casefold() not in have:
             relation.keywords.append(word)

@@ -166,10 +166,10 @@ def _merge(
                 return
             incoming = entity.descriptions or ([entity.description] if entity.description else [])
             before = len(held.descriptions)
-            _union_into(held.descriptions, incoming, seen)
+            union_into(held.descriptions, incoming, seen)
             if len(held.descriptions) != before:
                 changed.add(eid)
-            _union_into(held.source_chunk_ids, entity.source_chunk_ids, seen)
+            union_into(held.source_chunk_ids, entity.source_chunk_ids, seen)
             for k, v in entity.metadata.items():
                 held.metadata.setdefault(k, v)
         if entity.type:
@@ -267,7 +267,7 @@ Seen = dict[int, tuple[list[str], set[str]]]
 entry lives, and the set of its values' keys."""
 
 
-def _seen(into: list[str], seen: Seen, key: Callable[[str], str] = str) -> set[str]:
+def known_values(into: list[str], seen: Seen, key: Callable[[str], str] = str) -> set[str]:
     """The set of ``key`` of the values in ``into``, kept in ``seen`` while ``into`` only grows
     through these helpers: a popular entity folded in m times costs O(m), not O(m²)."""
     entry = seen.get(id(into))
@@ -276,8 +276,9 @@ def _seen(into: list[str], seen: Seen, key: Callable[[str], str] = str) -> set[s
     return entry[1]
 
 
-def _union_into(into: list[str], values: Iterable[str], seen: Seen) -> None:
-    known = _seen(into, seen)
+def union_into(into: list[str], values: Iterable[str], seen: Seen) -> None:
+    """Append to ``into`` the non-empty ``values`` it does not hold yet, in order."""
+    known = known_values(into, seen)
     for value in values:
         if value and value not in known:
             into.append(value)
@@ -289,13 +290,13 @@ def _fold_relation(held: Relation, relation: Relation, seen: Seen) -> bool:
     held.weight += relation.weight
     incoming = relation.descriptions or ([relation.description] if relation.description else [])
     before = len(held.descriptions)
-    _union_into(held.descriptions, incoming, seen)
-    keywords = _seen(held.keywords, seen, str.casefold)
+    union_into(held.descriptions, incoming, seen)
+    keywords = known_values(held.keywords, seen, str.casefold)
     for word in relation.keywords:
         if word.casefold() not in keywords:
             held.keywords.append(word)
             keywords.add(word.casefold())
-    _union_into(held.source_chunk_ids, relation.source_chunk_ids, seen)
+    union_into(held.source_chunk_ids, relation.source_chunk_ids, seen)
     if not held.predicate and relation.predicate:
         held.predicate = relation.predicate
     for k, v in relation.metadata.items():
@@ -373,6 +374,9 @@ def pmi_values(
 __all__ = [
     "COOCCURRENCE",
     "DESCRIPTION_SEPARATOR",
+    "Seen",
+    "known_values",
+    "union_into",
     "cooccurrence_pmi",
     "merge_extraction_batches",
     "merge_extractions",
