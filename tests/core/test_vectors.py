@@ -55,6 +55,43 @@ def test_replacing_in_place_after_removals_and_a_reload_equals_a_store_built_afr
     assert store.search(queries, 10) == fresh.search(queries, 10)
 
 
+def test_a_search_waits_while_another_thread_changes_the_store():
+    """faiss searches without the GIL; an add that grew faiss's storage under a running search
+    crashed the process (and a removal under it raised KeyError). A search that starts while
+    an add is under way waits for it, and then sees the new vector."""
+    import threading
+
+    eye = np.eye(4, dtype=np.float32)
+    store = VectorStore(4)
+    store.add(["a"], eye[:1])
+    entered, release = threading.Event(), threading.Event()
+    real = store._index
+
+    class SlowAdd:  # the faiss index, with an add that holds on until released
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def add_with_ids(self, *args):
+            entered.set()
+            release.wait(10)
+            return real.add_with_ids(*args)
+
+    store._index = SlowAdd()
+    writer = threading.Thread(target=store.add, args=(["b"], eye[1:2]))
+    writer.start()
+    assert entered.wait(10)
+    found: list = []
+    reader = threading.Thread(target=lambda: found.append(store.search(eye[1], 2)[0]))
+    reader.start()
+    reader.join(0.5)
+    waited = reader.is_alive() and not found
+    release.set()
+    writer.join(10)
+    reader.join(10)
+    assert waited, "the search ran while the add was under way"
+    assert [key for key, _ in found[0]] == ["b", "a"]
+
+
 def test_ids_are_stable_across_processes_and_save_load(tmp_path):
     assert stable_int_id("abc") == stable_int_id("abc") >= 0
     store = VectorStore(4)

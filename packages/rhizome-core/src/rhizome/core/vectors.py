@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -66,8 +67,53 @@ def ranked(pairs: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
     return pairs[:k]
 
 
+class _SharedLock:
+    """Many readers at once, or one writer alone; a waiting writer goes before readers that
+    arrive after it (a steady stream of searches cannot hold an insert off for ever)."""
+
+    def __init__(self) -> None:
+        self._state = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting_writers = 0
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._state:
+            while self._writing or self._waiting_writers:
+                self._state.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._readers -= 1
+                if not self._readers:
+                    self._state.notify_all()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        with self._state:
+            self._waiting_writers += 1
+            try:
+                while self._writing or self._readers:
+                    self._state.wait()
+            finally:
+                self._waiting_writers -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._state:
+                self._writing = False
+                self._state.notify_all()
+
+
 class VectorStore:
-    """Exact cosine search over named vectors."""
+    """Exact cosine search over named vectors. Safe to search from many threads while another
+    adds or removes: faiss releases the GIL while it searches, and an add that grows its
+    storage (or a removal that compacts it) under a running search crashed the process, so
+    searches share a lock that changes take alone."""
 
     def __init__(self, dimension: int) -> None:
         import faiss
@@ -77,6 +123,7 @@ class VectorStore:
         self.dimension = dimension
         self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
         self._ids: dict[int, str] = {}
+        self._lock = _SharedLock()
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -85,7 +132,8 @@ class VectorStore:
         return stable_int_id(key) in self._ids
 
     def ids(self) -> list[str]:
-        return list(self._ids.values())
+        with self._lock.reading():
+            return list(self._ids.values())
 
     def _check(self, vectors: np.ndarray) -> np.ndarray:
         array = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -105,13 +153,14 @@ class VectorStore:
         if len(set(keys)) != len(keys):
             raise ConfigurationError("duplicate ids in one add")
         int_ids = np.array([stable_int_id(k) for k in keys], dtype=np.int64)
-        known = np.array([i in self._ids for i in int_ids.tolist()], dtype=bool)
-        if known.any():
-            self._overwrite(int_ids[known], array[known])
-        if not known.all():
-            self._index.add_with_ids(array[~known], int_ids[~known])
-        for key, int_id in zip(keys, int_ids.tolist()):
-            self._ids[int_id] = key
+        with self._lock.writing():
+            known = np.array([i in self._ids for i in int_ids.tolist()], dtype=bool)
+            if known.any():
+                self._overwrite(int_ids[known], array[known])
+            if not known.all():
+                self._index.add_with_ids(array[~known], int_ids[~known])
+            for key, int_id in zip(keys, int_ids.tolist()):
+                self._ids[int_id] = key
 
     def _overwrite(self, int_ids: np.ndarray, array: np.ndarray) -> None:
         """Replace stored vectors where they lie. faiss's ``remove_ids`` would compact every
@@ -130,11 +179,12 @@ class VectorStore:
     def remove(self, keys: Sequence[str]) -> int:
         """Remove ``keys`` (unknown keys are ignored); returns how many were removed."""
         int_ids = [stable_int_id(k) for k in keys]
-        present = [i for i in int_ids if i in self._ids]
-        if present:
-            self._index.remove_ids(np.array(present, dtype=np.int64))
-            for i in present:
-                del self._ids[i]
+        with self._lock.writing():
+            present = [i for i in int_ids if i in self._ids]
+            if present:
+                self._index.remove_ids(np.array(present, dtype=np.int64))
+                for i in present:
+                    del self._ids[i]
         return len(present)
 
     def search(self, queries: np.ndarray, k: int, among: Iterable[str] | None = None) -> list[list[tuple[str, float]]]:
@@ -143,30 +193,32 @@ class VectorStore:
         6 decimals) are ordered by id, so results do not depend on the order vectors were added
         in (faiss breaks ties by its internal position)."""
         array = self._check(queries)
-        params = None
-        size = len(self._ids)
-        if among is not None:
-            import faiss
+        with self._lock.reading():
+            params = None
+            size = len(self._ids)
+            if among is not None:
+                import faiss
 
-            wanted = np.array(sorted({i for i in map(stable_int_id, among) if i in self._ids}), dtype=np.int64)
-            size = len(wanted)
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(wanted)) if size else None
-        if not size or k < 1:
-            return [[] for _ in range(array.shape[0])]
-        scores, int_ids = _search(self._index, array, min(k + TIE_MARGIN, size), params)
-        return [
-            ranked([(self._ids[int(i)], float(s)) for s, i in zip(row_s, row_i) if int(i) != -1], k)
-            for row_s, row_i in zip(scores, int_ids)
-        ]
+                wanted = np.array(sorted({i for i in map(stable_int_id, among) if i in self._ids}), dtype=np.int64)
+                size = len(wanted)
+                params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(wanted)) if size else None
+            if not size or k < 1:
+                return [[] for _ in range(array.shape[0])]
+            scores, int_ids = _search(self._index, array, min(k + TIE_MARGIN, size), params)
+            return [
+                ranked([(self._ids[int(i)], float(s)) for s, i in zip(row_s, row_i) if int(i) != -1], k)
+                for row_s, row_i in zip(scores, int_ids)
+            ]
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""
         out = np.zeros((len(keys), self.dimension), dtype=np.float32)
-        for row, key in enumerate(keys):
-            int_id = stable_int_id(key)
-            if int_id not in self._ids:
-                raise KeyError(key)
-            out[row] = self._index.reconstruct(int_id)
+        with self._lock.reading():
+            for row, key in enumerate(keys):
+                int_id = stable_int_id(key)
+                if int_id not in self._ids:
+                    raise KeyError(key)
+                out[row] = self._index.reconstruct(int_id)
         return out
 
     # -- persistence ---------------------------------------------------------------------------
@@ -180,18 +232,19 @@ class VectorStore:
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        header = json.dumps({"dimension": self.dimension, "ids": list(self._ids.values()), "meta": meta or {}}).encode()
-        size = _Counter()
-        faiss.write_index(self._index, faiss.PyCallbackIOWriter(size))  # a first pass only counts the bytes
         tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as handle:
-            with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-                with _member(archive, "header", len(header)) as out:
-                    out.write(header)
-                with _member(archive, "index", size.total) as out:
-                    faiss.write_index(self._index, faiss.PyCallbackIOWriter(out.write))
-            handle.flush()
-            os.fsync(handle.fileno())
+        with self._lock.reading():  # the ids and the index of one state
+            header = json.dumps({"dimension": self.dimension, "ids": list(self._ids.values()), "meta": meta or {}}).encode()
+            size = _Counter()
+            faiss.write_index(self._index, faiss.PyCallbackIOWriter(size))  # a first pass only counts the bytes
+            with open(tmp, "wb") as handle:
+                with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+                    with _member(archive, "header", len(header)) as out:
+                        out.write(header)
+                    with _member(archive, "index", size.total) as out:
+                        faiss.write_index(self._index, faiss.PyCallbackIOWriter(out.write))
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
 
     @classmethod
