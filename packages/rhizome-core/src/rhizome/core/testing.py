@@ -29,7 +29,9 @@ chat model that answers every JSON schema, for methods that use one) and checks,
   model only writes whole-index structure, ``llm_per_document = False``: every document is
   stored and the change is reported unfinished until a healthy model finishes it);
 - concurrency: one retriever serving many threads and event loops gives the serial results and
-  keeps no per-call state; inserts from two threads both land; a read-only reader sees
+  keeps no per-call state; inserts from two threads both land; queries in one thread while
+  another inserts and deletes fail nothing and end on the results of the final state; a
+  read-only reader sees
   documents committed after it opened, also when it opened the index empty;
 - metadata: every hit carries the metadata of the documents it cites, and metadata filters
   (equality and ``$in``, on the retriever or per call) leave only hits — and context — whose
@@ -421,6 +423,40 @@ class IndexConformance:
         serial = self.build(method, documents=first)
         serial.insert(second)
         assert self.results(index) == self.results(serial)
+
+    def test_queries_while_another_thread_writes(self, method: Any) -> None:
+        index = self.build(method, documents=CORPUS[:4])
+        before = self.results(index)
+        done = threading.Event()
+        errors: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                for _ in range(2):
+                    index.insert(CORPUS[4:])
+                    index.delete([d.id for d in CORPUS[4:]])
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+            finally:
+                done.set()
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        queried = 0
+        while not done.is_set() or not queried:
+            for mode in modes_of(method):
+                for query in QUERIES:
+                    try:
+                        hits = index.as_retriever(k=3, mode=mode).retrieve(query)
+                    except BaseException as exc:  # pragma: no cover - reported below
+                        errors.append(exc)
+                        done.set()
+                        break
+                    assert len(hits) <= 3, mode
+                    queried += 1
+        writer.join()
+        assert not errors, errors[0]
+        assert self.results(index) == before
 
     def test_reader_sees_documents_committed_after_it_opened(self, method: Any, tmp_path: Path) -> None:
         where = self.place(tmp_path, "idx")
