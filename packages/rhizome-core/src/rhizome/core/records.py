@@ -121,9 +121,11 @@ class RecordTable(Generic[R]):
         wanted = [v for v in dict.fromkeys(values) if v is not None]
         found: dict[str, R] = {}
         for part in batches(wanted):
-            marks = ",".join("?" * len(part))
-            oldest = f"SELECT {column} AS v, MIN(rowid) AS r FROM {self.sql} WHERE {column} IN ({marks}) GROUP BY {column}"
-            sql = f"SELECT t.{column}, t.data FROM {self.sql} t JOIN ({oldest}) m ON t.{column} = m.v AND t.rowid = m.r"
+            # per value, its first row in the lookup's index (which SQLite keeps in rowid order):
+            # a value shared by many records costs one index step, not a scan of its records
+            oldest = f"SELECT u.rowid FROM {self.sql} u WHERE u.{column} = w.v ORDER BY u.rowid LIMIT 1"
+            values = ",".join(["(?)"] * len(part))
+            sql = f"WITH w(v) AS (VALUES {values}) SELECT t.{column}, t.data FROM w JOIN {self.sql} t ON t.rowid = ({oldest})"
             for value, data in self._rows(sql, part):
                 found[value] = self.model.model_validate_json(data)
         return {v: found[v] for v in wanted if v in found}
