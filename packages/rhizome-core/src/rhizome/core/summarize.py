@@ -147,14 +147,12 @@ def _distinct(descriptions: Sequence[str], stop: int | None = None) -> list[str]
     """The distinct non-blank descriptions, stripped, in first-seen order; only the first
     ``stop`` of them when ``stop`` is given (a long profile is not read to its end to learn that
     it has too many)."""
-    if stop is None:
-        return list(dict.fromkeys(d.strip() for d in descriptions if d and d.strip()))
     seen: dict[str, None] = {}
     for d in descriptions:
         d = d.strip() if d else ""
         if d:
             seen[d] = None
-            if len(seen) >= stop:
+            if stop is not None and len(seen) >= stop:
                 break
     return list(seen)
 

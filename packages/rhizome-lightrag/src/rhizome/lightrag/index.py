@@ -422,8 +422,8 @@ class LightRAGIndex(BaseIndex):
         for number, (rec, subject, _) in enumerate(jobs):
             key = _profile_key(rec)
             subject = subject or f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
-            held = (before_e if isinstance(rec, Entity) else before_r).get(rec.id)
-            if key in waiting_before and held is not None:
+            held = (before_e if isinstance(rec, Entity) else before_r).get(rec.id) if key in waiting_before else None
+            if held is not None:
                 rec.description = held.description
                 plan.pending.append(key)
                 continue
