@@ -106,6 +106,24 @@ async def test_modes_search_the_right_stores():
         assert hits[0].kind == "chunk" and hits[0].provenance.spans
 
 
+async def test_the_cosine_threshold_does_not_cut_the_passage_ranking():
+    # The threshold is for the keyword searches of entities and relations. The passage ranking
+    # fuses the whole dense ranking and keeps its first passages first, however low the
+    # embedder's cosines run (it used to drop every chunk under the threshold, so with low
+    # cosines the walk alone ranked the passages).
+    index = LightRAGIndex(chunk_size=64, chunk_overlap=8)
+    await index.ainsert(CORPUS)
+    query = "Where is the Nobel Prize awarded?"
+    dense = [h.id for h in await index.as_retriever(k=2, mode="naive").aretrieve(query)]
+    chunks = set(index.store.chunk_ids())
+    for mode in ("local", "global", "hybrid", "mix"):
+        retriever = index.as_retriever(k=3, mode=mode, cosine_threshold=0.999)
+        context = await retriever.ablocks(query)
+        assert {c for c, _, via in context.ranked if "vector" in via} == chunks, mode
+        assert [h.id for h in await retriever.aretrieve(query)][:2] == dense, mode
+        assert not context.entities and not context.relations, mode  # the keyword searches are still cut
+
+
 async def test_hits_carry_provenance_and_budgets_hold():
     index = LightRAGIndex(chunk_size=64, chunk_overlap=8)
     await index.ainsert(CORPUS)

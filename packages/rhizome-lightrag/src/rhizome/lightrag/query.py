@@ -106,7 +106,8 @@ class LightRAGRetriever(BaseRetriever):
         Entities (local) and relations (global) taken from the vector search (reference code:
         60 when the paper was published; 40 today).
     cosine_threshold:
-        Vector hits below this similarity are dropped (reference code: 0.2).
+        Entities and relations the keyword searches find below this similarity are dropped
+        (reference code: 0.2). The chunks of the passage ranking are not cut by it.
     link_k:
         Entities linked per low-level keyword, and facts per query text, where the walk over
         the entity–passage graph starts (5).
@@ -290,7 +291,12 @@ class LightRAGRetriever(BaseRetriever):
         return seeds
 
     def _search(self, collection: str, vector: Any, k: int) -> list[tuple[str, float]]:
-        return vector_search(self.index.store, collection, vector, k, self.cosine_threshold)
+        """The ``k`` nearest of ``collection``. The cosine threshold applies to the keyword
+        searches of entities and relations, not to the chunks: the passage ranking fuses the
+        whole dense ranking (a cut one dropped dense retrieval's evidence, and its lead, from
+        the fusion whenever the embedder's cosines run low)."""
+        threshold = None if collection == self.index.CHUNK_COLLECTION else self.cosine_threshold
+        return vector_search(self.index.store, collection, vector, k, threshold)
 
     def _local(self, vector: Any) -> tuple[list, list]:
         index = self.index
