@@ -31,4 +31,5 @@ def test_graph_modes_say_why_their_own_hits_ran_out():
     light = LightRAGIndex(chunk_size=200, chunk_overlap=20)
     light.insert(CORPUS)
     found = light.as_retriever(mode="local", k=2).search(NONSENSE)
-    assert found.notes[0] == "no passage, entity or relation is within cosine 0.2 of the query or its keywords (zebra, quantum, xylophone)"
+    assert found.notes[0] == "no entity or relation is within cosine 0.2 of the query's keywords (zebra, quantum, xylophone): the context holds passages only"
+    assert [h.kind for h in found.hits] == ["chunk"] * 2  # the passages are ranked whatever their cosine

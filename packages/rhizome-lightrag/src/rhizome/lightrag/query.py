@@ -266,10 +266,10 @@ class LightRAGRetriever(BaseRetriever):
             "high_level_keywords": found.keywords.high_level_keywords,
         }
         notes = []
-        if not hits:
+        if context and self.mode != "naive" and not found.entities and not found.relations:
             words = ", ".join(dict.fromkeys(found.keywords.low_level_keywords + found.keywords.high_level_keywords)) or "none"
-            notes.append(f"no passage, entity or relation is within cosine {self.cosine_threshold} of the query "
-                         f"or its keywords ({words})")
+            notes.append(f"no entity or relation is within cosine {self.cosine_threshold} of the query's keywords "
+                         f"({words}): the context holds passages only")
         return Retrieval(query=query, hits=hits[:k], context=found.entities + found.relations + found.chunks, stats=stats, notes=notes)
 
     async def _seeds(self, vectors: dict[str, Any]) -> dict[str, float]:
