@@ -2,7 +2,7 @@
 
     uv run python -m benchmarks retrieval                 # hotpotqa-100 recall, every method and mode
     uv run python -m benchmarks retrieval --data musique  # musique-dev recall, imported OpenIE triples
-    uv run python -m benchmarks proxy --limit 300         # medical answer-content proxy
+    uv run python -m benchmarks proxy --limit 300         # medical answer-content proxy (--budget: context tokens)
     uv run python -m benchmarks cost                      # calls and tokens with a counting fake model
     uv run python -m benchmarks scale --sizes 1000 10000  # speed and memory at growing sizes
     uv run python -m benchmarks classify --shots 1 5      # gorag-wos rounds (benchmarks/gorag.py)
@@ -10,7 +10,8 @@
     .venv-bench/bin/python -m benchmarks peers            # lightrag-hku, nano-graphrag side by side
     uv run python -m benchmarks compare OLD.json NEW.json # two retrieval results, question by question
 
-Each run writes benchmarks/results/<suite>-<variant>.json (retrieval: [musique-]<embed>[-openie]);
+Each run writes benchmarks/results/<suite>-<variant>.json (retrieval: [musique-]<embed>[-openie];
+proxy: <embed>[-<budget>]);
 with --write-docs its table replaces the matching section of docs/benchmarks.md.
 """
 
@@ -106,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         if name in ("retrieval", "proxy"):
             p.add_argument("--embed", default="hashing", help="hashing (offline) or minilm (needs benchmarks/setup.sh)")
             p.add_argument("--limit", type=int, help="number of questions (default: all)")
+        if name == "proxy":
+            p.add_argument("--budget", type=int, default=harness.PROXY_BUDGET,
+                           help=f"context tokens read per question ({harness.PROXY_BUDGET}; another budget is its own table)")
         if name == "retrieval":
             p.add_argument("--data", choices=sorted(harness.DATASETS), default="hotpotqa",
                            help="hotpotqa (offline extraction) or musique (its imported OpenIE triples)")
@@ -152,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         variant = f"{'' if args.data == 'hotpotqa' else args.data + '-'}{args.embed}{'-openie' if args.openie else ''}"
         table, title = harness.retrieval_table(result), f"Retrieval quality: {result['data']} ({variant})"
     elif args.suite == "proxy":
-        result = asyncio.run(harness.proxy(selected, args.embed, args.limit))
-        variant = args.embed
+        result = asyncio.run(harness.proxy(selected, args.embed, args.limit, args.budget))
+        variant = args.embed if args.budget == harness.PROXY_BUDGET else f"{args.embed}-{args.budget}"
         table, title = harness.proxy_table(result), f"Answer-context proxy: graphrag-bench-medical ({variant})"
     elif args.suite == "cost":
         result = asyncio.run(harness.cost(selected, args.passages, args.queries))

@@ -187,7 +187,11 @@ def compare(old: dict[str, Any], new: dict[str, Any], renamed: dict[str, str] | 
 
 
 # -- medical proxy ---------------------------------------------------------------------------
-async def proxy(selected: list[System], embed: str, limit: int | None = None, budget: int = 2000) -> dict[str, Any]:
+PROXY_BUDGET = 2000
+"""Context tokens the medical proxy reads per question by default."""
+
+
+async def proxy(selected: list[System], embed: str, limit: int | None = None, budget: int = PROXY_BUDGET) -> dict[str, Any]:
     documents, questions = data.medical()
     if limit:
         questions = random.Random(0).sample(questions, min(limit, len(questions)))

@@ -10,6 +10,7 @@ import pytest
 from benchmarks import data, harness, metrics
 from benchmarks.__main__ import main
 from benchmarks.systems import System, systems
+from rhizome.core import Document
 from rhizome.core.types import Hit, Provenance
 
 try:
@@ -174,6 +175,20 @@ def test_command_line_writes_results(tmp_path, monkeypatch, capsys):
     saved = json.loads((tmp_path / "retrieval-hashing.json").read_text())
     assert saved["questions"] == 3 and saved["data"] == "hotpotqa-100"
     assert "| system | R@2 | R@5 |" in capsys.readouterr().out
+
+
+def test_a_proxy_budget_is_its_own_table(tmp_path, monkeypatch, capsys):
+    import benchmarks.__main__ as cli
+
+    text = " ".join(f"Patient {i} took aspirin for a headache and recovered in {i} days." for i in range(200))
+    questions = [data.Question(f"q{i}", "What did the patient take for a headache?", "aspirin headache", "Fact Retrieval") for i in range(3)]
+    monkeypatch.setattr(data, "medical", lambda: ([Document(id="Medical-0", text=text)], questions))
+    monkeypatch.setattr(cli, "RESULTS", tmp_path)
+    assert main(["proxy", "--methods", "naive", "--budget", "40"]) == 0
+    saved = json.loads((tmp_path / "proxy-hashing-40.json").read_text())
+    assert saved["budget_tokens"] == 40 and saved["rows"][0]["all"] == 1.0
+    assert not (tmp_path / "proxy-hashing.json").exists()  # the default budget's table is left alone
+    assert "context budget 40 tokens" in capsys.readouterr().out
 
 
 @needs_data
