@@ -66,21 +66,38 @@ def publish(name: str, title: str, result: dict, table: str, write_docs: bool) -
 
 
 def merge_rows(saved: Path, new: dict) -> dict:
-    """``new``'s rows added to the results saved at ``saved``: rows of the methods ``new`` ran
-    replace theirs, every other row is kept, in the saved order, the new methods' rows after.
-    The run's settings (data, questions, budget...) must be the saved run's."""
+    """``new``'s rows added to the results saved at ``saved``: the rows of each method ``new``
+    ran take the place of that method's saved rows (a method not saved yet goes last), every
+    other row is kept. The run's settings (data, questions, budget...) must be the saved run's;
+    a run with another command line (a retrieval run of fewer methods) is listed under
+    ``rerun``, so the table says how its rows were made."""
     if not saved.exists():
         return new
     old = json.loads(saved.read_text(encoding="utf-8"))
-    settings = {k: v for k, v in new.items() if k != "rows"}
-    if settings != {k: v for k, v in old.items() if k != "rows"}:
+    kept = ("rows", "command", "rerun")
+    if {k: v for k, v in new.items() if k not in kept} != {k: v for k, v in old.items() if k not in kept}:
         raise SystemExit(f"--add: this run's settings differ from {saved.name}'s; run every method instead")
 
     def method(row: dict) -> str:
         return row.get("method") or row["system"].split(":")[0].split(" ")[0]
 
-    ran = {method(r) for r in new["rows"]}
-    return {**old, "rows": [r for r in old["rows"] if method(r) not in ran] + new["rows"]}
+    fresh: dict[str, list[dict]] = {}
+    for row in new["rows"]:
+        fresh.setdefault(method(row), []).append(row)
+    rows: list[dict] = []
+    placed: set[str] = set()
+    for row in old["rows"]:
+        name = method(row)
+        if name not in fresh:
+            rows.append(row)
+        elif name not in placed:
+            rows += fresh[name]
+            placed.add(name)
+    rows += [r for name, group in fresh.items() if name not in placed for r in group]
+    merged = {**old, "rows": rows}
+    if new.get("command") and new["command"] != old.get("command"):
+        merged["rerun"] = list(dict.fromkeys([*old.get("rerun", []), new["command"]]))
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,10 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name)
         p.add_argument("--methods", nargs="*", help=f"methods to run (default: all installed: {', '.join(available_methods())})")
         p.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
-        if name != "retrieval":
-            p.add_argument("--add", action="store_true",
-                           help="merge these methods' rows into the saved results (replacing theirs) instead of "
-                                "replacing the whole table, so a method joins a published table without re-running the others")
+        p.add_argument("--add", action="store_true",
+                       help="merge these methods' rows into the saved results (in place of theirs) instead of "
+                            "replacing the whole table, so a method joins or is re-run in a published table without re-running the others")
         if name in ("retrieval", "proxy"):
             p.add_argument("--embed", default="hashing", help="hashing (offline) or minilm (needs benchmarks/setup.sh)")
             p.add_argument("--limit", type=int, help="number of questions (default: all)")
@@ -168,9 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         result = harness.scale(methods, args.sizes)
         variant = "offline"
         table, title = harness.scale_table(result), "Speed and scale"
-    if getattr(args, "add", False):
+    if args.add:
         result = merge_rows(RESULTS / f"{args.suite}-{variant}.json", result)
-        table = {"proxy": harness.proxy_table, "cost": harness.cost_table, "scale": harness.scale_table}[args.suite](result)
+        table = {"retrieval": harness.retrieval_table, "proxy": harness.proxy_table, "cost": harness.cost_table,
+                 "scale": harness.scale_table}[args.suite](result)
     save(f"{args.suite}-{variant}", result)
     print(table)
     if args.write_docs:

@@ -146,7 +146,8 @@ def retrieval_table(result: dict[str, Any]) -> str:
     extraction = result["extraction"] + (f" (`{result['openie']}`)" if result.get("openie") else "")
     lines = [
         f"{result['data']}, {result['questions']} questions, embedder `{result['embedder']}`, {extraction} extraction, "
-        f"no chat model. Dense baseline: `naive`. Reproduce: `{result['command']}`",
+        f"no chat model. Dense baseline: `naive`. Reproduce: `{result['command']}`"
+        + "".join(f"; rows re-run with `{command}`" for command in result.get("rerun", [])),
         "",
         "| system | R@2 | R@5 | R@5 95% CI | ΔR@5 vs dense (95% CI) | W/L/T vs dense | p50 ms | p50 × dense | index s |",
         "|---|---|---|---|---|---|---|---|---|",

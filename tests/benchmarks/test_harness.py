@@ -242,8 +242,8 @@ def test_add_merges_one_methods_rows_into_a_saved_table(tmp_path):
     saved.write_text(json.dumps({**settings, "rows": rows}))
     new = {**settings, "rows": [{"system": "hipporag:v2", "all": 0.6}, {"system": "hipporag:v2 (walk ranks all)", "all": 0.7}]}
     merged = merge_rows(saved, new)
-    assert [r["system"] for r in merged["rows"]] == ["naive", "lightrag:local", "hipporag:v2", "hipporag:v2 (walk ranks all)"]
-    assert merged["rows"][2]["all"] == 0.6
+    assert [r["system"] for r in merged["rows"]] == ["naive", "hipporag:v2", "hipporag:v2 (walk ranks all)", "lightrag:local"]
+    assert merged["rows"][1]["all"] == 0.6 and "rerun" not in merged
     scale = {"suite": "scale", "rows": [{"method": "naive", "size": 1000}, {"method": "raptor", "size": 1000}]}
     saved.write_text(json.dumps(scale))
     assert merge_rows(saved, {"suite": "scale", "rows": [{"method": "raptor", "size": 2000}]})["rows"] == [
@@ -251,6 +251,30 @@ def test_add_merges_one_methods_rows_into_a_saved_table(tmp_path):
     with pytest.raises(SystemExit, match="settings differ"):  # another run's settings: not merged
         merge_rows(saved, {"suite": "scale", "questions": 5, "rows": []})
     assert merge_rows(tmp_path / "none.json", new) == new
+
+
+def test_a_retrieval_run_of_one_method_joins_the_saved_table(tmp_path, monkeypatch, capsys):
+    import benchmarks.__main__ as cli
+
+    monkeypatch.setattr(cli, "RESULTS", tmp_path)
+    monkeypatch.setattr(data, "hotpotqa", lambda: _tiny_hotpotqa())
+    assert main(["retrieval", "--methods", "naive", "sprag"]) == 0
+    full = json.loads((tmp_path / "retrieval-hashing.json").read_text())
+    capsys.readouterr()
+    assert main(["retrieval", "--methods", "sprag", "--add"]) == 0
+    merged = json.loads((tmp_path / "retrieval-hashing.json").read_text())
+    assert [r["system"] for r in merged["rows"]] == [r["system"] for r in full["rows"]]  # in place, naive first
+    assert merged["command"] == full["command"]
+    assert merged["rerun"] == ["uv run python -m benchmarks retrieval --embed hashing --methods sprag"]
+    assert "; rows re-run with `uv run python -m benchmarks retrieval --embed hashing --methods sprag`" in capsys.readouterr().out
+
+
+def _tiny_hotpotqa():
+    docs = [Document(id=t, text=f"{t} is a town where {w} grow beside the river.", metadata={"title": t})
+            for t, w in [("Arlen", "apples"), ("Brix", "pears"), ("Colm", "plums"), ("Dunmore", "figs")]]
+    questions = [data.Question("q1", "Where do pears grow?", "Brix", supporting=("Brix",)),
+                 data.Question("q2", "Which town has plums?", "Colm", supporting=("Colm",))]
+    return docs, questions
 
 
 def test_sections_written_side_by_side_are_all_kept(tmp_path, monkeypatch):
