@@ -157,3 +157,23 @@ def test_a_cut_or_damaged_snapshot_is_a_format_error(tmp_path):
     (tmp_path / "flipped.npz").write_bytes(bytes(flipped))
     with pytest.raises(IndexFormatError, match="CRC"):
         VectorStore.load(tmp_path / "flipped.npz")
+
+
+def test_stored_vectors_skips_a_key_deleted_between_the_check_and_the_read():
+    import numpy as np
+
+    from rhizome.core.retrieval import stored_vectors
+    from rhizome.core.vectors import VectorStore
+
+    store = VectorStore(2)
+    store.add(["a", "b"], np.eye(2, dtype=np.float32))
+    read = store.vectors
+
+    def delete_then_read(keys):  # another thread's delete lands after the membership check
+        if "b" in store:
+            store.remove(["b"])
+        return read(keys)
+
+    store.vectors = delete_then_read
+    keys, vectors = stored_vectors(store, ["a", "b", "gone"])
+    assert keys == ["a"] and vectors.tolist() == [[1.0, 0.0]]

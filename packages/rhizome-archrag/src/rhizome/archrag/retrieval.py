@@ -67,6 +67,7 @@ from rhizome.core.retrieval import (
     pack,
     provenance,
     query_vector,
+    stored_vectors,
     vector_search,
 )
 from rhizome.core.text import count_tokens
@@ -211,8 +212,8 @@ class HierarchicalSearch(BaseRetriever):
                 out[row] = near[:keep] + [c for c in cids if c not in first]
             else:
                 exact[row] = cids
-        ids = [c for c in dict.fromkeys(c for cids in exact.values() for c in cids) if c in held]
-        score = dict(zip(ids, (held.vectors(ids) @ vector[0]).tolist())) if ids else {}
+        ids, matrix = stored_vectors(held, dict.fromkeys(c for cids in exact.values() for c in cids))
+        score = dict(zip(ids, (matrix @ vector[0]).tolist())) if ids else {}
         out.update({row: sorted(cids, key=lambda c: -score.get(c, -2.0)) for row, cids in exact.items()})
         return {row: out[row] for row in sources}
 
@@ -363,7 +364,8 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         for layer, kind, key in rows:
             name = names.get(kind) or index.communities.collection(layer)
             held = store.collection(name, vector.shape[1]) if store.has_collection(name) else None
-            out.append(float(held.vectors([key])[0] @ vector[0]) if held is not None and key in held else 0.0)
+            found = stored_vectors(held, [key])[1] if held is not None else ()
+            out.append(float(found[0] @ vector[0]) if len(found) else 0.0)
         return out
 
     def batches(self, query: str, hits: list[Hit]) -> list[list[Hit]]:
