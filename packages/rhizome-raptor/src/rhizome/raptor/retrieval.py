@@ -37,6 +37,7 @@ from rhizome.core.retrieval import (
     pack,
     provenance,
     query_vector,
+    stored_vectors,
     vector_search,
 )
 from rhizome.core.types import Community, Hit
@@ -80,9 +81,9 @@ class _TreeRetriever(BaseRetriever):
 
     def _summary_hit(self, group: Community, score: float, vector: np.ndarray) -> Hit:
         leaves = self.index.store.collection(self.index.CHUNK_COLLECTION)
-        covered = [c for c in group.entity_ids if c in leaves]
+        covered, matrix = stored_vectors(leaves, group.entity_ids)
         if covered:  # the leaves most similar to the query first
-            order = np.argsort(-(leaves.vectors(covered) @ vector[0]), kind="stable")
+            order = np.argsort(-(matrix @ vector[0]), kind="stable")
             covered = [covered[i] for i in order]
         cited = provenance(self.index.store.chunks(covered[:MAX_PROVENANCE_CHUNKS]), covered)
         return Hit(
@@ -95,10 +96,10 @@ class _TreeRetriever(BaseRetriever):
         if not keys or not self.index.store.has_collection(collection):
             return []
         stored = self.index.store.collection(collection, vector.shape[1])
-        present = [k for k in keys if k in stored]
+        present, matrix = stored_vectors(stored, keys)
         if not present:
             return []
-        scores = stored.vectors(present) @ vector[0]
+        scores = matrix @ vector[0]
         return sorted(zip(present, (float(s) for s in scores)), key=lambda p: (-round(p[1], 6), p[0]))
 
 

@@ -49,6 +49,7 @@ from rhizome.core.retrieval import (
     provenance,
     query_vector,
     round_robin,
+    stored_vectors,
     vector_search,
 )
 from rhizome.core.text import chunk_id, chunk_position
@@ -194,8 +195,8 @@ class SegmentRetriever(BaseRetriever):
             hits = await self.source.aretrieve(query, self.candidates)
             ids = list(dict.fromkeys(cid for hit in hits for cid in hit.provenance.chunk_ids))
             collection = index.store.collection(index.CHUNK_COLLECTION, vector.shape[1])
-            ids = [cid for cid in ids if cid in collection]
-            cosines = collection.vectors(ids) @ vector[0] if ids else np.zeros(0)
+            ids, matrix = stored_vectors(collection, ids)
+            cosines = matrix @ vector[0] if ids else np.zeros(0)
         if not ids:
             return []
         if self.reranker is not None:
@@ -217,7 +218,7 @@ class SegmentRetriever(BaseRetriever):
             collection = store.collection(name, len(vector))
             ids = sorted(collection.ids())
             sample = ids[:: max(1, len(ids) // CENTROID_SAMPLE)][:CENTROID_SAMPLE]
-            return collection.vectors(sample).mean(axis=0)
+            return stored_vectors(collection, sample)[1].mean(axis=0)
 
         mean = float(self.index.derived("sprag:centroid", store.vector_generation(name), centroid) @ vector)
         top = float(cosines.max())
