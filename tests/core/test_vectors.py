@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from rhizome.core.errors import ConfigurationError, IndexFormatError
+from rhizome.core.retrieval import stored_vectors
 from rhizome.core.vectors import VectorStore, stable_int_id
 
 
@@ -160,11 +161,6 @@ def test_a_cut_or_damaged_snapshot_is_a_format_error(tmp_path):
 
 
 def test_stored_vectors_skips_a_key_deleted_between_the_check_and_the_read():
-    import numpy as np
-
-    from rhizome.core.retrieval import stored_vectors
-    from rhizome.core.vectors import VectorStore
-
     store = VectorStore(2)
     store.add(["a", "b"], np.eye(2, dtype=np.float32))
     read = store.vectors
