@@ -276,6 +276,23 @@ def test_offline_context_and_switching_it_off():
     assert {k: c.title for k, c in untitled.document_context(["n", "m"]).items()} == {"n": "Tarn Notes", "m": "m"}
 
 
+def test_an_offline_header_never_repeats_what_its_chunk_says():
+    embedder = RecordingEmbedder()
+    index = SpRAGIndex(embedder, chunk_size=32, cache=False)
+    body = " ".join(f"Entry {i}. The ferry {i} crosses to Gull Island at dawn." for i in range(12))
+    index.insert([Document(id="short", text="Tarn Harbour\nThe ferry crosses daily. Gulls follow it. Storms stop it."),
+                  Document(id="long", text=f"Gull Island\n{body}")])
+    short = index.store.chunks_of("short")
+    assert len(short) == 1 and index.headers(short) == {short[0].id: ""}  # title and lead are its own words
+    assert embedder.texts.count(short[0].text) == 1  # embedded bare, once
+    context = index.document_context(["long"])["long"]
+    assert context.summary.startswith("Entry 0.") and "Gull Island Entry" not in context.summary  # the title line is no sentence
+    first, *rest = index.store.chunks_of("long")
+    headers = index.headers([first, *rest])
+    assert headers[first.id] == "" and rest
+    assert all(headers[c.id] == f"Document: Gull Island — {context.summary}" for c in rest)  # the others learn what they are part of
+
+
 def test_section_summaries_follow_markdown_headings():
     text = "# Harbour\n\n" + " ".join(["The ferry sails at dawn."] * 30) + "\n\n## Lighthouse\n\n" + " ".join(["Osric keeps the light."] * 30)
     model = FakeChatModel(SchemaResponder(), name="fake:sections")

@@ -2,12 +2,13 @@
 
 Each document gets a title (its ``title`` metadata; else the chat model's; offline its first
 line when that reads as a title, else its id) and a one-sentence summary (the model's, from the
-document's first ``context_input_tokens`` tokens; offline its lead sentences). With
-``section_summaries`` each section (the text under a Markdown heading, in parts of at most
-``section_max_tokens`` tokens of whole chunks) gets a title and summary the same way. A chunk
-is embedded as ``header + "\\n\\n" + text``; the stored chunk, and every hit, keeps the clean
-text. Model answers are a resumable stage: each is committed when it arrives, keyed by a digest
-of its prompt's inputs, so an interrupted insert pays for nothing twice.
+document's first ``context_input_tokens`` tokens; offline its lead sentences after a title
+line). With ``section_summaries`` each section (the text under a Markdown heading, in parts of
+at most ``section_max_tokens`` tokens of whole chunks) gets a title and summary the same way. A
+chunk is embedded as ``header + "\\n\\n" + text``, the header leaving out what the chunk itself
+says (a title it begins with, a summary it contains); the stored chunk, and every hit, keeps
+the clean text. Model answers are a resumable stage: each is committed when it arrives, keyed
+by a digest of its prompt's inputs, so an interrupted insert pays for nothing twice.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from rhizome.sprag.prompts import CONTEXT_SYSTEM, ContextAnswer, document_prompt
 STAGE = "sprag_context"
 PROMPT_VERSION = 1
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_WORD = re.compile(r"\w+")
 
 
 class SectionContext(BaseModel):
@@ -49,16 +51,29 @@ class DocumentContext(BaseModel):
     summary: str = ""
     sections: list[SectionContext] = Field(default_factory=list)
 
-    def header(self, chunk_index: int) -> str:
-        """The header embedded with chunk ``chunk_index``: the document line, then its section's."""
-        lines = [_line("Document", self.title, self.summary)]
+    def header(self, chunk: Chunk) -> str:
+        """The header embedded with ``chunk``: the document line, then its section's, each
+        without the title the chunk begins with or the summary it contains. Repeating them adds
+        nothing the chunk lacks and weighs its opening sentences twice in its vector (a
+        one-chunk passage under an offline header is embedded with its lead sentences twice)."""
+        words = _words(chunk.text)
+        lines = [_line("Document", self.title, self.summary, words)]
         for section in self.sections:
-            if section.start <= chunk_index < section.end and (section.title or section.summary):
-                lines.append(_line("Section", section.title, section.summary))
+            if section.start <= chunk.index < section.end:
+                lines.append(_line("Section", section.title, section.summary, words))
         return "\n".join(line for line in lines if line)
 
 
-def _line(label: str, title: str, summary: str) -> str:
+def _words(text: str) -> str:
+    """``text`` as lower-case words joined by single spaces (what "the chunk says" compares)."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def _line(label: str, title: str, summary: str, chunk_words: str) -> str:
+    if title and chunk_words.startswith(_words(title)):
+        title = ""
+    if summary and _words(summary) in chunk_words:
+        summary = ""
     if not (title or summary):
         return ""
     return f"{label}: {title}" + (f" — {summary}" if summary and title else summary)
@@ -70,9 +85,12 @@ def embedding_text(header: str, chunk: Chunk) -> str:
 
 
 # -- offline -------------------------------------------------------------------------------------
-def lead(text: str, sentences: int, max_tokens: int) -> str:
-    """The first ``sentences`` sentences of ``text`` (Markdown headings skipped), cut to
-    ``max_tokens`` tokens: the offline summary."""
+def lead(text: str, sentences: int, max_tokens: int, title: str = "") -> str:
+    """The first ``sentences`` sentences of ``text`` (Markdown headings and a first line that
+    is ``title`` skipped), cut to ``max_tokens`` tokens: the offline summary."""
+    first, _, rest = text.lstrip().partition("\n")
+    if title and rest and _words(first) == _words(title):
+        text = rest  # a title line has no full stop: the sentence split would join it to the first sentence
     text = text[: 40 * max_tokens * sentences]  # the lead is all we read: no need to split a long document
     picked = [text[s:e] for s, e in trimmed_sentences(text) if not text[s:e].startswith("#")][:sentences]
     return truncate_tokens(" ".join(" ".join(p.split()) for p in picked), max_tokens)
@@ -120,7 +138,7 @@ async def document_contexts(index: Any, batch: list[tuple[Document, list[Chunk]]
     jobs = {}
     for doc, _ in batch:
         if config.document_summary:
-            contexts[doc.id].summary = lead(doc.text, config.lead_sentences, config.summary_max_tokens)
+            contexts[doc.id].summary = lead(doc.text, config.lead_sentences, config.summary_max_tokens, contexts[doc.id].title)
         if index.llm is not None and (config.document_summary or (config.generated_title and not given[doc.id])):
             jobs[doc.id] = asker.job(partial(document_prompt, title=given[doc.id]), doc.text, given[doc.id])
     for doc_id, answer in (await asker.run(jobs, stats, "AutoContext titles and summaries of documents")).items():
@@ -134,7 +152,7 @@ async def document_contexts(index: Any, batch: list[tuple[Document, list[Chunk]]
             context = contexts[doc.id]
             for i, (start, end, heading) in enumerate(sections_of(doc, chunks, config.section_max_tokens)):
                 text = doc.text[chunks[start].start : chunks[end - 1].end]
-                summary = lead(text, config.lead_sentences, config.summary_max_tokens)
+                summary = lead(text, config.lead_sentences, config.summary_max_tokens, heading)
                 context.sections.append(SectionContext(start=start, end=end, title=heading, summary=summary))
                 if index.llm is not None:
                     prompt = partial(section_prompt, title=heading, document=context.title)

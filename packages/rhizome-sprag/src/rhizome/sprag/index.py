@@ -53,7 +53,7 @@ class SpRAGIndex(BaseIndex):
     # -- BaseIndex hooks -------------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> tuple[list[DocumentContext], list[str], Any]:
         contexts = await document_contexts(self, batch, stats)
-        texts = {c.id: embedding_text(ctx.header(c.index), c) for ctx, (_, chunks) in zip(contexts, batch) for c in chunks}
+        texts = {c.id: embedding_text(ctx.header(c), c) for ctx, (_, chunks) in zip(contexts, batch) for c in chunks}
         stats["chunks_embedded"] = stats.get("chunks_embedded", 0) + len(texts)
         return contexts, list(texts), await self.embed(list(texts.values()), what="chunks with their headers")
 
@@ -71,7 +71,7 @@ class SpRAGIndex(BaseIndex):
     def headers(self, chunks: list[Chunk]) -> dict[str, str]:
         """The AutoContext header of each chunk, by chunk id (what was embedded before its text)."""
         found = self.contexts.get({c.document_id for c in chunks}) if self.config.auto_context else {}
-        return {c.id: found[c.document_id].header(c.index) if c.document_id in found else "" for c in chunks}
+        return {c.id: found[c.document_id].header(c) if c.document_id in found else "" for c in chunks}
 
     def document_context(self, document_ids: list[str]) -> dict[str, DocumentContext]:
         """The stored context (title, summary, sections) of each document, by id."""
