@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
 from rhizome.core.errors import ConfigurationError, IndexFormatError
-from rhizome.core.retrieval import stored_vectors
 from rhizome.core.vectors import VectorStore, stable_int_id
 
 
@@ -60,8 +61,6 @@ def test_a_search_waits_while_another_thread_changes_the_store():
     """faiss searches without the GIL; an add that grew faiss's storage under a running search
     crashed the process (and a removal under it raised KeyError). A search that starts while
     an add is under way waits for it, and then sees the new vector."""
-    import threading
-
     eye = np.eye(4, dtype=np.float32)
     store = VectorStore(4)
     store.add(["a"], eye[:1])
@@ -160,16 +159,36 @@ def test_a_cut_or_damaged_snapshot_is_a_format_error(tmp_path):
         VectorStore.load(tmp_path / "flipped.npz")
 
 
-def test_stored_vectors_skips_a_key_deleted_between_the_check_and_the_read():
+def test_present_reads_the_held_keys_and_their_vectors_in_one_step():
     store = VectorStore(2)
     store.add(["a", "b"], np.eye(2, dtype=np.float32))
-    read = store.vectors
+    keys, vectors = store.present(["b", "gone", "a"])
+    assert keys == ["b", "a"] and vectors.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    assert store.present([])[0] == [] and store.present(["gone"])[1].shape == (0, 2)
+    entered, release = threading.Event(), threading.Event()
 
-    def delete_then_read(keys):  # another thread's delete lands after the membership check
-        if "b" in store:
-            store.remove(["b"])
-        return read(keys)
+    class SlowReads:  # faiss's index, its reconstructions held until released
+        def __init__(self, inner):
+            self.inner = inner
 
-    store.vectors = delete_then_read
-    keys, vectors = stored_vectors(store, ["a", "b", "gone"])
-    assert keys == ["a"] and vectors.tolist() == [[1.0, 0.0]]
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def reconstruct(self, int_id):
+            entered.set()
+            release.wait(5)
+            return self.inner.reconstruct(int_id)
+
+    store._index = SlowReads(store._index)
+    result = {}
+    reader = threading.Thread(target=lambda: result.update(read=store.present(["a", "b"])))
+    reader.start()
+    assert entered.wait(5)
+    deleter = threading.Thread(target=store.remove, args=(["b"],))
+    deleter.start()
+    deleter.join(0.2)
+    assert deleter.is_alive()  # held off by the read
+    release.set()
+    reader.join(5)
+    deleter.join(5)
+    assert result["read"][0] == ["a", "b"] and "b" not in store

@@ -67,7 +67,6 @@ from rhizome.core.retrieval import (
     pack,
     provenance,
     query_vector,
-    stored_vectors,
     vector_search,
 )
 from rhizome.core.text import count_tokens
@@ -212,7 +211,7 @@ class HierarchicalSearch(BaseRetriever):
                 out[row] = near[:keep] + [c for c in cids if c not in first]
             else:
                 exact[row] = cids
-        ids, matrix = stored_vectors(held, dict.fromkeys(c for cids in exact.values() for c in cids))
+        ids, matrix = held.present(list(dict.fromkeys(c for cids in exact.values() for c in cids)))
         score = dict(zip(ids, (matrix @ vector[0]).tolist())) if ids else {}
         out.update({row: sorted(cids, key=lambda c: -score.get(c, -2.0)) for row, cids in exact.items()})
         return {row: out[row] for row in sources}
@@ -364,7 +363,7 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         for layer, kind, key in rows:
             name = names.get(kind) or index.communities.collection(layer)
             held = store.collection(name, vector.shape[1]) if store.has_collection(name) else None
-            found = stored_vectors(held, [key])[1] if held is not None else ()
+            found = held.present([key])[1] if held is not None else ()
             out.append(float(found[0] @ vector[0]) if len(found) else 0.0)
         return out
 

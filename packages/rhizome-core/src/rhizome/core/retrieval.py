@@ -139,19 +139,6 @@ def vector_search(
 
 
 # -- hits --------------------------------------------------------------------------------------
-def stored_vectors(collection: Any, keys: Iterable[str]) -> tuple[list[str], np.ndarray]:
-    """The keys of ``keys`` that ``collection`` holds, and their vectors. A query reads while
-    another thread may delete: a key found present can be gone when its vector is read (the
-    collection then raises ``KeyError``), so the keys are checked again and the read repeated."""
-    wanted = list(keys)
-    while True:
-        held = [key for key in wanted if key in collection]
-        try:
-            return held, collection.vectors(held)
-        except KeyError:  # deleted between the check and the read
-            wanted = held
-
-
 def provenance(chunks: dict[str, Chunk], chunk_ids: Iterable[str], limit: int = MAX_PROVENANCE_CHUNKS) -> Provenance:
     """Merged provenance of the first ``limit`` stored chunks among ``chunk_ids`` (``chunks``:
     the stored chunks by id, e.g. from ``store.chunks(...)``; missing ids are skipped)."""

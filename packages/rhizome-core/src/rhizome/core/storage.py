@@ -135,6 +135,12 @@ class Collection(Protocol):
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray: ...
 
+    def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The keys of ``keys`` the collection holds (in the order given) and their vectors,
+        read in one step: a query reading while another thread deletes gets the keys that were
+        present at that moment, never a ``KeyError`` for a key deleted after it was checked."""
+        ...
+
     def search(self, queries: np.ndarray, k: int, among: Iterable[str] | None = None) -> list[list[tuple[str, float]]]: ...
 
 

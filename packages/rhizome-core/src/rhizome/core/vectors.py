@@ -221,6 +221,16 @@ class VectorStore:
                 out[row] = self._index.reconstruct(int_id)
         return out
 
+    def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The keys of ``keys`` held here and their vectors, read under one lock (see
+        :meth:`rhizome.core.storage.Collection.present`)."""
+        with self._lock.reading():  # not through vectors(): a nested read would wait behind a waiting writer
+            held = [key for key in keys if stable_int_id(key) in self._ids]
+            out = np.zeros((len(held), self.dimension), dtype=np.float32)
+            for row, key in enumerate(held):
+                out[row] = self._index.reconstruct(stable_int_id(key))
+        return held, out
+
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path: str | Path, meta: dict | None = None) -> None:
         """Write the index, its ids and ``meta`` to one ``.npz`` file (a ``header`` and an

@@ -37,7 +37,6 @@ from rhizome.core.retrieval import (
     pack,
     provenance,
     query_vector,
-    stored_vectors,
     vector_search,
 )
 from rhizome.core.types import Community, Hit
@@ -81,7 +80,7 @@ class _TreeRetriever(BaseRetriever):
 
     def _summary_hit(self, group: Community, score: float, vector: np.ndarray) -> Hit:
         leaves = self.index.store.collection(self.index.CHUNK_COLLECTION)
-        covered, matrix = stored_vectors(leaves, group.entity_ids)
+        covered, matrix = leaves.present(group.entity_ids)
         if covered:  # the leaves most similar to the query first
             order = np.argsort(-(matrix @ vector[0]), kind="stable")
             covered = [covered[i] for i in order]
@@ -96,7 +95,7 @@ class _TreeRetriever(BaseRetriever):
         if not keys or not self.index.store.has_collection(collection):
             return []
         stored = self.index.store.collection(collection, vector.shape[1])
-        present, matrix = stored_vectors(stored, keys)
+        present, matrix = stored.present(keys)
         if not present:
             return []
         scores = matrix @ vector[0]

@@ -49,7 +49,6 @@ from rhizome.core.retrieval import (
     provenance,
     query_vector,
     round_robin,
-    stored_vectors,
     vector_search,
 )
 from rhizome.core.text import chunk_id, chunk_position
@@ -195,7 +194,7 @@ class SegmentRetriever(BaseRetriever):
             hits = await self.source.aretrieve(query, self.candidates)
             ids = list(dict.fromkeys(cid for hit in hits for cid in hit.provenance.chunk_ids))
             collection = index.store.collection(index.CHUNK_COLLECTION, vector.shape[1])
-            ids, matrix = stored_vectors(collection, ids)
+            ids, matrix = collection.present(ids)
             cosines = matrix @ vector[0] if ids else np.zeros(0)
         if not ids:
             return []
@@ -218,7 +217,7 @@ class SegmentRetriever(BaseRetriever):
             collection = store.collection(name, len(vector))
             ids = sorted(collection.ids())
             sample = ids[:: max(1, len(ids) // CENTROID_SAMPLE)][:CENTROID_SAMPLE]
-            return stored_vectors(collection, sample)[1].mean(axis=0)
+            return collection.present(sample)[1].mean(axis=0)
 
         mean = float(self.index.derived("sprag:centroid", store.vector_generation(name), centroid) @ vector)
         top = float(cosines.max())

@@ -460,6 +460,14 @@ class PgCollection:
             out.append(_array(rows[key]))
         return np.vstack(out) if out else np.zeros((0, self.store.embedding_dimension or 0), dtype=np.float32)
 
+    def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The keys of ``keys`` stored here and their vectors, from one query (see
+        :meth:`rhizome.core.storage.Collection.present`)."""
+        rows = dict(self.store.query("SELECT id, vector FROM vectors WHERE collection = ? AND id = ANY(?)", (self.name, list(keys))))
+        held = [key for key in keys if key in rows]
+        out = [_array(rows[key]) for key in held]
+        return held, np.vstack(out) if out else np.zeros((0, self.store.embedding_dimension or 0), dtype=np.float32)
+
     def search(self, queries: np.ndarray, k: int, among: Iterable[str] | None = None) -> list[list[tuple[str, float]]]:
         """The ``k`` nearest vectors of each query row as ``(id, cosine)``, best first (ties by id,
         as :class:`~rhizome.core.vectors.VectorStore` orders them); with ``among``, only those
