@@ -283,14 +283,18 @@ def test_an_offline_header_never_repeats_what_its_chunk_says():
     index.insert([Document(id="short", text="Tarn Harbour\nThe ferry crosses daily. Gulls follow it. Storms stop it."),
                   Document(id="long", text=f"Gull Island\n{body}")])
     short = index.store.chunks_of("short")
+    assert index.document_context(["short"])["short"].summary == "The ferry crosses daily. Gulls follow it."  # the title line is no sentence
     assert len(short) == 1 and index.headers(short) == {short[0].id: ""}  # title and lead are its own words
-    assert embedder.texts.count(short[0].text) == 1  # embedded bare, once
-    context = index.document_context(["long"])["long"]
-    assert context.summary.startswith("Entry 0.") and "Gull Island Entry" not in context.summary  # the title line is no sentence
+    summary = index.document_context(["long"])["long"].summary
     first, *rest = index.store.chunks_of("long")
     headers = index.headers([first, *rest])
-    assert headers[first.id] == "" and rest
-    assert all(headers[c.id] == f"Document: Gull Island — {context.summary}" for c in rest)  # the others learn what they are part of
+    assert summary.startswith("Entry 0.") and headers[first.id] == "" and rest
+    assert all(headers[c.id] == f"Document: Gull Island — {summary}" for c in rest)  # the others learn what they are part of
+    every = index.headers([*short, first, *rest])
+    assert embedder.texts == [f"{every[c.id]}\n\n{c.text}" if every[c.id] else c.text for c in [*short, first, *rest]]
+    bare_embedder = RecordingEmbedder()
+    SpRAGIndex(bare_embedder, chunk_size=32, cache=False, auto_context=False).insert(Document(id="long", text=f"Gull Island\n{body}"))
+    assert bare_embedder.texts == [c.text for c in [first, *rest]]  # without AutoContext: the chunks alone, no title line
 
 
 def test_section_summaries_follow_markdown_headings():

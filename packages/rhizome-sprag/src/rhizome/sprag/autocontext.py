@@ -53,9 +53,10 @@ class DocumentContext(BaseModel):
 
     def header(self, chunk: Chunk) -> str:
         """The header embedded with ``chunk``: the document line, then its section's, each
-        without the title the chunk begins with or the summary it contains. Repeating them adds
-        nothing the chunk lacks and weighs its opening sentences twice in its vector (a
-        one-chunk passage under an offline header is embedded with its lead sentences twice)."""
+        without the title the chunk begins with or the summary it contains. A header carries
+        what the chunk lacks: repeated, the title and the offline summary (the document's lead
+        sentences) would weigh the chunk's opening twice in its vector (every one-chunk
+        passage)."""
         words = _words(chunk.text)
         lines = [_line("Document", self.title, self.summary, words)]
         for section in self.sections:

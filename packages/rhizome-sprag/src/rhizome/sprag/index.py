@@ -53,7 +53,8 @@ class SpRAGIndex(BaseIndex):
     # -- BaseIndex hooks -------------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> tuple[list[DocumentContext], list[str], Any]:
         contexts = await document_contexts(self, batch, stats)
-        texts = {c.id: embedding_text(ctx.header(c), c) for ctx, (_, chunks) in zip(contexts, batch) for c in chunks}
+        on = self.config.auto_context  # off: the chunks alone (the context still holds their titles)
+        texts = {c.id: embedding_text(ctx.header(c) if on else "", c) for ctx, (_, chunks) in zip(contexts, batch) for c in chunks}
         stats["chunks_embedded"] = stats.get("chunks_embedded", 0) + len(texts)
         return contexts, list(texts), await self.embed(list(texts.values()), what="chunks with their headers")
 
