@@ -165,6 +165,8 @@ def test_present_reads_the_held_keys_and_their_vectors_in_one_step():
     keys, vectors = store.present(["b", "gone", "a"])
     assert keys == ["b", "a"] and vectors.tolist() == [[0.0, 1.0], [1.0, 0.0]]
     assert store.present([])[0] == [] and store.present(["gone"])[1].shape == (0, 2)
+    with pytest.raises(KeyError, match="gone"):
+        store.vectors(["a", "gone"])  # vectors() wants every key
     entered, release = threading.Event(), threading.Event()
 
     class SlowReads:  # faiss's index, its reconstructions held until released

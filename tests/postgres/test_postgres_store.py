@@ -122,6 +122,8 @@ def test_a_large_collection_is_searched_through_hnsw_with_the_exact_answers(post
     vectors = store.collection("chunks").vectors(ids)
     held, read = store.collection("chunks").present([ids[1], "gone", ids[0]])  # one query: the keys stored, in order
     assert held == [ids[1], ids[0]] and np.allclose(read, vectors[[1, 0]])
+    with pytest.raises(KeyError, match="gone"):
+        store.collection("chunks").vectors([ids[0], "gone"])
     for row, hits in zip(queries, found):
         exact = sorted(zip(ids, vectors @ row), key=lambda p: -p[1])[:3]
         assert [h[0] for h in hits] == [e[0] for e in exact]

@@ -212,19 +212,15 @@ class VectorStore:
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""
-        out = np.zeros((len(keys), self.dimension), dtype=np.float32)
-        with self._lock.reading():
-            for row, key in enumerate(keys):
-                int_id = stable_int_id(key)
-                if int_id not in self._ids:
-                    raise KeyError(key)
-                out[row] = self._index.reconstruct(int_id)
+        held, out = self.present(keys)
+        if len(held) < len(keys):
+            raise KeyError(next(key for key in keys if key not in held))
         return out
 
     def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The keys of ``keys`` held here and their vectors, read under one lock (see
         :meth:`rhizome.core.storage.Collection.present`)."""
-        with self._lock.reading():  # not through vectors(): a nested read would wait behind a waiting writer
+        with self._lock.reading():
             held = [key for key in keys if stable_int_id(key) in self._ids]
             out = np.zeros((len(held), self.dimension), dtype=np.float32)
             for row, key in enumerate(held):

@@ -452,13 +452,10 @@ class PgCollection:
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""
-        rows = dict(self.store.query("SELECT id, vector FROM vectors WHERE collection = ? AND id = ANY(?)", (self.name, list(keys))))
-        out = []
-        for key in keys:
-            if key not in rows:
-                raise KeyError(key)
-            out.append(_array(rows[key]))
-        return np.vstack(out) if out else np.zeros((0, self.store.embedding_dimension or 0), dtype=np.float32)
+        held, out = self.present(keys)
+        if len(held) < len(keys):
+            raise KeyError(next(key for key in keys if key not in held))
+        return out
 
     def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The keys of ``keys`` stored here and their vectors, from one query (see
