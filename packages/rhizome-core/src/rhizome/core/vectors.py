@@ -67,6 +67,15 @@ def ranked(pairs: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
     return pairs[:k]
 
 
+def every_vector(keys: Sequence[str], present: tuple[list[str], np.ndarray]) -> np.ndarray:
+    """The vectors of ``present`` (a collection's ``present(keys)``) when it holds every key of
+    ``keys``; ``KeyError`` for the first one it lacks (what ``vectors(keys)`` promises)."""
+    held, out = present
+    if len(held) < len(keys):
+        raise KeyError(next(key for key in keys if key not in held))
+    return out
+
+
 class _SharedLock:
     """Many readers at once, or one writer alone; a waiting writer goes before readers that
     arrive after it (a steady stream of searches cannot hold an insert off for ever)."""
@@ -212,10 +221,7 @@ class VectorStore:
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""
-        held, out = self.present(keys)
-        if len(held) < len(keys):
-            raise KeyError(next(key for key in keys if key not in held))
-        return out
+        return every_vector(keys, self.present(keys))
 
     def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The keys of ``keys`` held here and their vectors, read under one lock (see
@@ -325,4 +331,4 @@ def _opened(archive: zipfile.ZipFile, name: str) -> Iterator[Any]:
         yield stream
 
 
-__all__ = ["TIE_MARGIN", "VectorStore", "ranked", "stable_int_id"]
+__all__ = ["TIE_MARGIN", "VectorStore", "every_vector", "ranked", "stable_int_id"]

@@ -61,7 +61,7 @@ from rhizome.core.storage import (
     check_identity,
     vectors_generation,
 )
-from rhizome.core.vectors import TIE_MARGIN, ranked
+from rhizome.core.vectors import TIE_MARGIN, every_vector, ranked
 
 DEFAULT_SCHEMA = "rhizome"
 HNSW_FROM = 10_000
@@ -452,10 +452,7 @@ class PgCollection:
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""
-        held, out = self.present(keys)
-        if len(held) < len(keys):
-            raise KeyError(next(key for key in keys if key not in held))
-        return out
+        return every_vector(keys, self.present(keys))
 
     def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The keys of ``keys`` stored here and their vectors, from one query (see
