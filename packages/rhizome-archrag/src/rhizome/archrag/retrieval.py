@@ -359,12 +359,18 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         """Each row's cosine to the query, from its stored vector (0 when it has none)."""
         store, index = self.index.store, self.index
         names = {"entity": index.ENTITY_COLLECTION, "relation": index.RELATION_COLLECTION}
-        out = []
-        for layer, kind, key in rows:
-            name = names.get(kind) or index.communities.collection(layer)
-            held = store.collection(name, vector.shape[1]) if store.has_collection(name) else None
-            found = held.present([key])[1] if held is not None else ()
-            out.append(float(found[0] @ vector[0]) if len(found) else 0.0)
+        by_collection: dict[str, list[int]] = {}  # one read per collection, not one per row
+        for i, (layer, kind, _) in enumerate(rows):
+            by_collection.setdefault(names.get(kind) or index.communities.collection(layer), []).append(i)
+        out = [0.0] * len(rows)
+        for name, positions in by_collection.items():
+            if not store.has_collection(name):
+                continue
+            held, matrix = store.collection(name, vector.shape[1]).present([rows[i][2] for i in positions])
+            found = dict(zip(held, matrix))
+            for i in positions:
+                if rows[i][2] in found:
+                    out[i] = float(found[rows[i][2]] @ vector[0])
         return out
 
     def batches(self, query: str, hits: list[Hit]) -> list[list[Hit]]:
