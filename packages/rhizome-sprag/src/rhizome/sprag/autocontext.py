@@ -89,10 +89,10 @@ def embedding_text(header: str, chunk: Chunk) -> str:
 def lead(text: str, sentences: int, max_tokens: int, title: str = "") -> str:
     """The first ``sentences`` sentences of ``text`` (Markdown headings and a first line that
     is ``title`` skipped), cut to ``max_tokens`` tokens: the offline summary."""
+    text = text[: 40 * max_tokens * sentences]  # the lead is all we read: no need to split a long document
     first, _, rest = text.lstrip().partition("\n")
     if title and rest and _words(first) == _words(title):
         text = rest  # a title line has no full stop: the sentence split would join it to the first sentence
-    text = text[: 40 * max_tokens * sentences]  # the lead is all we read: no need to split a long document
     picked = [text[s:e] for s, e in trimmed_sentences(text) if not text[s:e].startswith("#")][:sentences]
     return truncate_tokens(" ".join(" ".join(p.split()) for p in picked), max_tokens)
 
