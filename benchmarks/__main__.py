@@ -24,7 +24,9 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks import harness
 from benchmarks.systems import available_methods, systems
@@ -65,6 +67,23 @@ def publish(name: str, title: str, result: dict, table: str, write_docs: bool) -
         write_section(name, title, table)
 
 
+def row_method(row: dict) -> str:
+    """The method a harness row belongs to (``method``, or the first word of its ``system``)."""
+    return row.get("method") or row["system"].split(":")[0].split(" ")[0]
+
+
+def keep_saved(saved: Path, ran: list[str], add: bool, held: Callable[[Any], list[str]]) -> None:
+    """Refuse, before running, a run of some methods only that would overwrite the results
+    file ``saved`` whole while it holds other methods' results (``held`` names the methods of
+    its JSON): without ``add`` their rows would be lost from the committed table."""
+    others = sorted(set(held(json.loads(saved.read_text(encoding="utf-8")))) - set(ran)) if saved.exists() else []
+    if not add and others:
+        raise SystemExit(
+            f"{saved.name} holds results of {', '.join(others)}, which this run does not make; "
+            f"pass --add to put this run's rows in place of their methods' saved rows, or run every method"
+        )
+
+
 def merge_rows(saved: Path, new: dict) -> dict:
     """``new``'s rows added to the results saved at ``saved``: the rows of each method ``new``
     ran take the place of that method's saved rows (a method not saved yet goes last), every
@@ -78,16 +97,13 @@ def merge_rows(saved: Path, new: dict) -> dict:
     if {k: v for k, v in new.items() if k not in kept} != {k: v for k, v in old.items() if k not in kept}:
         raise SystemExit(f"--add: this run's settings differ from {saved.name}'s; run every method instead")
 
-    def method(row: dict) -> str:
-        return row.get("method") or row["system"].split(":")[0].split(" ")[0]
-
     fresh: dict[str, list[dict]] = {}
     for row in new["rows"]:
-        fresh.setdefault(method(row), []).append(row)
+        fresh.setdefault(row_method(row), []).append(row)
     rows: list[dict] = []
     placed: set[str] = set()
     for row in old["rows"]:
-        name = method(row)
+        name = row_method(row)
         if name not in fresh:
             rows.append(row)
         elif name not in placed:
@@ -119,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
         p.add_argument("--add", action="store_true",
                        help="merge these methods' rows into the saved results (in place of theirs) instead of "
-                            "replacing the whole table, so a method joins or is re-run in a published table without re-running the others")
+                            "replacing the whole table, so a method joins or is re-run in a published table without re-running the others "
+                            "(a run of fewer methods than the saved table holds is refused without it)")
         if name in ("retrieval", "proxy"):
             p.add_argument("--embed", default="hashing", help="hashing (offline) or minilm (needs benchmarks/setup.sh)")
             p.add_argument("--limit", type=int, help="number of questions (default: all)")
@@ -166,26 +183,31 @@ def main(argv: list[str] | None = None) -> int:
             write_section(name, "Peers side by side" + ("" if name == "peers" else f": {args.passages} passages"), table)
         return 0
 
-    selected = systems(args.methods)
+    methods = args.methods or available_methods()
+    variant = {
+        "retrieval": lambda: f"{'' if args.data == 'hotpotqa' else args.data + '-'}{args.embed}{'-openie' if args.openie else ''}",
+        "proxy": lambda: args.embed if args.budget == harness.PROXY_BUDGET else f"{args.embed}-{args.budget}",
+        "cost": lambda: "fake",
+        "scale": lambda: "offline",
+    }[args.suite]()
+    saved = RESULTS / f"{args.suite}-{variant}.json"
+    ran = [*methods, "naive"] if args.suite == "retrieval" else methods  # every retrieval run measures dense retrieval
+    keep_saved(saved, ran, args.add, lambda held: [row_method(row) for row in held["rows"]])
+    selected = systems(methods)
     if args.suite == "retrieval":
         result = asyncio.run(harness.retrieval(selected, args.embed, args.limit, args.openie, args.data))
-        variant = f"{'' if args.data == 'hotpotqa' else args.data + '-'}{args.embed}{'-openie' if args.openie else ''}"
         table, title = harness.retrieval_table(result), f"Retrieval quality: {result['data']} ({variant})"
     elif args.suite == "proxy":
         result = asyncio.run(harness.proxy(selected, args.embed, args.limit, args.budget))
-        variant = args.embed if args.budget == harness.PROXY_BUDGET else f"{args.embed}-{args.budget}"
         table, title = harness.proxy_table(result), f"Answer-context proxy: graphrag-bench-medical ({variant})"
     elif args.suite == "cost":
         result = asyncio.run(harness.cost(selected, args.passages, args.queries))
-        variant = "fake"
         table, title = harness.cost_table(result), "Cost: model calls and tokens"
     else:
-        methods = args.methods or available_methods()
         result = harness.scale(methods, args.sizes)
-        variant = "offline"
         table, title = harness.scale_table(result), "Speed and scale"
     if args.add:
-        result = merge_rows(RESULTS / f"{args.suite}-{variant}.json", result)
+        result = merge_rows(saved, result)
         table = {"retrieval": harness.retrieval_table, "proxy": harness.proxy_table, "cost": harness.cost_table,
                  "scale": harness.scale_table}[args.suite](result)
     save(f"{args.suite}-{variant}", result)

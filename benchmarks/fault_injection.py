@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--add", action="store_true", help="merge these methods' cases into the saved results (replacing theirs)")
     args = parser.parse_args(argv)
+    from benchmarks.__main__ import keep_saved
+
+    keep_saved(RESULTS / "faults.json", args.methods, args.add, lambda held: [o["method"] for o in held])
     start = time.perf_counter()
     outcomes = run(args.methods, args.kills, args.seed)
     seconds = f"{time.perf_counter() - start:.0f} s"

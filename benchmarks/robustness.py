@@ -145,10 +145,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--busy", type=float, default=0.10)
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
+    from benchmarks.__main__ import keep_saved
+
     methods = args.methods or [m for m in registered_methods() if index_class(m).uses_llm]
+    name = f"robustness-{int(args.invalid * 100)}-{int(args.busy * 100)}"
+    keep_saved(RESULTS / f"{name}.json", methods, args.add, lambda held: [r["method"] for r in held])
     results = [run(m, args.invalid, args.busy) for m in methods]
     RESULTS.mkdir(exist_ok=True)
-    name = f"robustness-{int(args.invalid * 100)}-{int(args.busy * 100)}"
     if args.add and (RESULTS / f"{name}.json").exists():
         saved = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
         results = [r for r in saved if r["method"] not in methods] + results

@@ -261,6 +261,16 @@ def test_a_retrieval_run_of_one_method_joins_the_saved_table(tmp_path, monkeypat
     assert main(["retrieval", "--methods", "naive", "sprag"]) == 0
     full = json.loads((tmp_path / "retrieval-hashing.json").read_text())
     capsys.readouterr()
+    # without --add, a run of fewer methods may not drop the other methods' saved rows; it is
+    # refused before anything runs (dense retrieval, which every retrieval run measures, aside)
+    held = {**full, "rows": [*full["rows"], {**full["rows"][-1], "system": "lightrag:local"}]}
+    (tmp_path / "retrieval-hashing.json").write_text(json.dumps(held))
+    with monkeypatch.context() as m:
+        m.setattr(cli.harness, "retrieval", None)
+        with pytest.raises(SystemExit, match="holds results of lightrag, which this run does not make; pass --add"):
+            main(["retrieval", "--methods", "sprag"])
+    assert json.loads((tmp_path / "retrieval-hashing.json").read_text()) == held
+    (tmp_path / "retrieval-hashing.json").write_text(json.dumps(full))
     assert main(["retrieval", "--methods", "sprag", "--add"]) == 0
     merged = json.loads((tmp_path / "retrieval-hashing.json").read_text())
     assert [r["system"] for r in merged["rows"]] == [r["system"] for r in full["rows"]]  # in place, naive first
