@@ -197,9 +197,33 @@ def test_cli_classify_knobs_and_per_line_errors(tmp_path, capsys):
     saved = json.loads((tmp_path / "clf" / "classifier.json").read_text())["parameters"]
     assert saved["index_threshold"] is None and saved["max_candidates"] == 2 and saved["name_weight"] == 0.5
     assert saved["max_pending"] is None
+    capsys.readouterr()
+    code = main(["classify", str(queries), "--classifier", str(tmp_path / "clf"), "--offline", "-q", "--no-online",
+                 "--nearest-labels", "1", "--link-keywords", "3", "--label-edge-mode", "mean", "--no-label-names",
+                 "--max-keywords", "7", "--save", str(tmp_path / "clf2")])
+    assert code == 0
+    saved = json.loads((tmp_path / "clf2" / "classifier.json").read_text())["parameters"]
+    assert (saved["nearest_labels"], saved["link_keywords"], saved["label_edge_mode"]) == (1, 3, "mean")
+    assert saved["label_names"] is False and saved["max_keywords"] == 7
     with pytest.raises(SystemExit):  # a bound must be a positive whole number
         main(["classify", str(queries), "--train", str(r1), "--offline", "--max-pending", "0"])
     capsys.readouterr()
     code = main(["classify", str(queries), "--train", str(r1), "--offline", "--as-published", "-q", "--no-online"])
     out, _ = capsys.readouterr()
     assert code == 0 and out.splitlines()[1].startswith("ERROR\t")
+
+
+def test_every_constructor_knob_is_a_cli_flag():
+    import argparse
+    import inspect
+
+    from rhizome.gorag.classifier import GORAGClassifier
+    from rhizome.gorag.cli import KNOBS, register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    classify = next(a for a in parser._subparsers._group_actions[0].choices.values())
+    flags = {a.dest for a in classify._actions}
+    knobs = set(inspect.signature(GORAGClassifier.__init__).parameters) - {"self", "llm", "embedder", "online"}
+    assert knobs == set(KNOBS)  # llm and embedder are --llm / --embed, online is --no-online
+    assert set(KNOBS) <= flags

@@ -98,7 +98,22 @@ KNOBS = (
     "name_match_weight",
     "split_names",
     "lexical_background",
+    "nearest_labels",
+    "link_threshold",
+    "link_keywords",
+    "keyword_source",
     "steiner",
+    "label_edge_mode",
+    "label_names",
+    "describe_labels",
+    "name_keywords",
+    "max_keywords",
+    "max_ngram",
+    "epsilon",
+    "max_text_tokens",
+    "example_tokens",
+    "description_examples",
+    "constrain_labels",
 )
 
 
@@ -118,12 +133,10 @@ def cmd_classify(args: argparse.Namespace) -> int:
         if options.get(knob) == "none":
             options[knob] = None
     if args.classifier and (Path(args.classifier) / "classifier.json").exists():
+        if models.llm is None:
+            options.setdefault("keyword_source", "tfidf")
         classifier = GORAGClassifier.load(
-            args.classifier,
-            models.llm,
-            **({"keyword_source": "tfidf"} if models.llm is None else {}),
-            **({"embedder": embedder} if embedder is not None else {}),
-            **options,
+            args.classifier, models.llm, **({"embedder": embedder} if embedder is not None else {}), **options
         )
     elif args.as_published:
         classifier = GORAGClassifier.as_published(models.llm, embedder=embedder, **options)
@@ -214,6 +227,29 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dense-weight", type=float, help="scorer weight of embedding similarity (default 0.5; needs --embed)")
     p.add_argument("--graph-weight", type=float, help="scorer weight of the keyword graph (default 0.5; 0.25 with --embed)")
     p.add_argument("--temperature", type=float, help="softmax temperature of the scorer (default 0.05; 0.08 with --embed)")
+    p.add_argument("--nearest-labels", type=int,
+                   help="best-scored labels that join the Steiner labels in the pool the candidates are cut from (default: --max-candidates)")
+    p.add_argument("--link-threshold", type=float,
+                   help="with --embed, link a query keyword the graph lacks to its most similar graph keyword at this cosine or more (default 0.8)")
+    p.add_argument("--link-keywords", type=int, help="with --embed, at most this many query keywords are linked so (default 8)")
+    p.add_argument("--keyword-source", choices=["auto", "llm", "tfidf"],
+                   help="who picks a text's keywords (default auto: the model with --llm, else TF-IDF)")
+    p.add_argument("--label-edge-mode", choices=["printed", "mean"],
+                   help="weight of the edges between new and older labels: the paper's formula as printed (default) or its prose's mean")
+    p.add_argument("--label-names", action=argparse.BooleanOptionalAction, default=None,
+                   help="labels are meaningful names: a keyword equal to a name maps to the label, labels get descriptions (default on)")
+    p.add_argument("--describe-labels", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --llm and label names, the model describes each new label (default on)")
+    p.add_argument("--name-keywords", action=argparse.BooleanOptionalAction, default=None,
+                   help="without a model description, a label's name stands for its description (default on)")
+    p.add_argument("--max-keywords", type=int, help="keywords kept per text (default 20)")
+    p.add_argument("--max-ngram", type=int, help="longest offline keyword, in words (default 3)")
+    p.add_argument("--epsilon", type=float, help="smallest edge weight of the keyword graph (default 0.001)")
+    p.add_argument("--max-text-tokens", type=int, help="tokens of the text in the classification prompt (default 1000)")
+    p.add_argument("--example-tokens", type=int, help="tokens of each example in the label-description prompt (default 100)")
+    p.add_argument("--description-examples", type=int, help="examples in the label-description prompt (default 2)")
+    p.add_argument("--constrain-labels", action=argparse.BooleanOptionalAction, default=None,
+                   help="send the known labels as a JSON-schema enum with the classification request (default on)")
     p.add_argument("--json", action="store_true", help="one JSON record per line (label, candidates, tree, keywords)")
     p.add_argument("--out", help="write the predictions here instead of standard output")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress notes on standard error")
