@@ -229,3 +229,32 @@ async def _tokens(app) -> list[str]:
         if meta["langgraph_node"] == "answer":
             out.append(chunk.text)
     return out
+
+
+async def test_a_methods_json_model_calls_stay_out_of_the_message_stream():
+    """stream_mode="messages" streams chat: the JSON a method asks its (LangChain) model for
+    inside a node (keywords, ratings, map points) is tagged so LangGraph leaves it out."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from pydantic import BaseModel
+
+    from rhizome.core.models.adapters import LangChainChatModel
+
+    class Keywords(BaseModel):
+        words: list[str]
+
+    model = LangChainChatModel(FakeListChatModel(responses=['{"words": ["tarn", "school"]}', "The school stands by the tarn."]))
+
+    async def node(state: MessagesState) -> dict:
+        keywords = await model.acomplete_json("keywords of the question", Keywords)  # a method's own step
+        answer = await model.acomplete(f"answer using {keywords.words}")  # chat the user reads
+        return {"messages": [AIMessage(answer.text)]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("answer", node)
+    graph.add_edge(START, "answer")
+    graph.add_edge("answer", END)
+    app = graph.compile()
+    streamed = [message.content async for message, _ in app.astream({"messages": [("user", "Who founded the school?")]},
+                                                                   stream_mode="messages")]
+    assert "The school stands by the tarn." in streamed
+    assert not any("words" in text for text in streamed)

@@ -40,6 +40,10 @@ current context, or ``None``. Set by ``langchain_rhizome.RhizomeRetriever`` arou
 read by :class:`LangChainChatModel`. Context variables follow asyncio tasks, so concurrent
 retrievals each see their own value."""
 
+NO_STREAM = "nostream"
+"""The run tag LangGraph's ``stream_mode="messages"`` leaves out (``langgraph.constants.TAG_NOSTREAM``):
+the JSON a method asks the model for inside a retrieval is not chat for the user's stream."""
+
 
 @contextmanager
 def using_callbacks(callbacks: Any) -> Iterator[None]:
@@ -235,9 +239,10 @@ class LangChainChatModel(BaseChatModel):
         self, messages: list[Message], json_schema: dict[str, Any] | None
     ) -> Completion:
         callbacks = current_callbacks.get()
-        kwargs: dict[str, Any] = (
-            {"config": {"callbacks": callbacks}} if callbacks is not None else {}
-        )
+        config: dict[str, Any] = {"callbacks": callbacks} if callbacks is not None else {}
+        if json_schema is not None:  # a method's own step (keywords, ratings, map points), not chat
+            config["tags"] = [NO_STREAM]
+        kwargs: dict[str, Any] = {"config": config} if config else {}
         if json_schema is not None:
             runnable = self._structured_runnable(json_schema)
             if runnable is not None:
