@@ -256,5 +256,6 @@ async def test_a_methods_json_model_calls_stay_out_of_the_message_stream():
     app = graph.compile()
     streamed = [message.content async for message, _ in app.astream({"messages": [("user", "Who founded the school?")]},
                                                                    stream_mode="messages")]
-    assert "The school stands by the tarn." in streamed
-    assert not any("words" in text for text in streamed)
+    text = "".join(streamed)  # the fake model streams its answers a character at a time
+    assert "The school stands by the tarn." in text
+    assert "words" not in text
