@@ -180,6 +180,9 @@ def test_metadata_filters_and_node_metadata() -> None:
     assert {n.node.metadata["title"] for n in plain.retrieve(QUERY)} == {"Rivers", "Volcanoes"}
     for refused in (MetadataFilters(filters=[MetadataFilter(key="page", value=2, operator=FilterOperator.GT)]),
                     MetadataFilters(filters=[MetadataFilter(key="page", value=2), MetadataFilter(key="page", value=3)],
-                                    condition=FilterCondition.OR)):
+                                    condition=FilterCondition.OR),
+                    MetadataFilters(filters=[MetadataFilter(key="page", value=2)], condition=FilterCondition.NOT)):
         with pytest.raises(ValueError):
             RhizomeRetriever.from_index(index, filters=refused)
+    one = MetadataFilters(filters=[MetadataFilter(key="title", value="Wasps")], condition=FilterCondition.OR)
+    assert [n.node.metadata["title"] for n in RhizomeRetriever.from_index(index, filters=one).retrieve(QUERY)] == ["Wasps"]

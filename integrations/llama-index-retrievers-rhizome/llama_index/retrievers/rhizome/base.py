@@ -75,7 +75,10 @@ def rhizome_filter(filters: Any) -> dict[str, Any] | None:
         return filters
     if not isinstance(filters, MetadataFilters):
         raise InvalidInputError(f"filters must be LlamaIndex MetadataFilters or a dict, not {type(filters).__name__}")
-    if filters.condition not in (FilterCondition.AND, None) and len(filters.filters) > 1:
+    # "or" over one condition is that condition; "not" negates even one, which Rhizome cannot
+    if filters.condition not in (FilterCondition.AND, None) and (
+        len(filters.filters) > 1 or filters.condition.value == "not"
+    ):
         raise InvalidInputError(f"Rhizome filters join conditions with and; {filters.condition.value!r} is not supported")
     parts: list[dict[str, Any]] = []
     for item in filters.filters:
