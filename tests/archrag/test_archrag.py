@@ -390,8 +390,10 @@ def test_filtered_search_runs_as_a_langgraph_map_reduce_graph():
     app = create_global_search_graph(index, k=6)  # finds the archrag mode by its plan, map and reduce
     question = "Who keeps the lighthouse on Gull Island?"
     state = app.invoke({"question": question})
-    expected = [h for h in index.as_retriever(k=6).retrieve(question) if h.kind == "point"]  # (fill re-scores by rank)
+    expected = index.as_retriever(k=6).retrieve(question)  # the points, topped up with the nearest passages
     got = [Hit.model_validate(d) for d in state["documents"]]
-    assert expected and [(h.id, h.text, h.provenance) for h in got] == [(h.id, h.text, h.provenance) for h in expected]
-    assert [h.metadata["importance"] for h in got] == sorted((h.metadata["importance"] for h in got), reverse=True)
+    assert any(h.kind == "point" for h in expected)
+    assert [(h.id, h.text, h.provenance) for h in got] == [(h.id, h.text, h.provenance) for h in expected]
+    importance = [h.metadata["importance"] for h in got if h.kind == "point"]
+    assert importance == sorted(importance, reverse=True)
     assert len(state["plan"]["batches"]) >= 2

@@ -27,7 +27,7 @@ class Scripted(MapReduceSearch):
     fill = False
 
     def __init__(self, batches: int, words: int = 5) -> None:
-        super().__init__(index=None, k=50)
+        super().__init__(index=VectorIndex(), k=50)  # an empty index: nothing to top up with
         self.n, self.words = batches, words
         self.started = 0
         self.all_started: asyncio.Event | None = None
@@ -72,11 +72,25 @@ def test_graphrag_global_search_as_a_graph_matches_the_retriever(islands):
     index = islands["islands_graph"]
     app = create_global_search_graph(index, k=5)
     state = app.invoke({"question": GLOBAL})
-    expected = [h for h in index.as_retriever(mode="global", k=5).retrieve(GLOBAL) if h.kind == "point"]
-    assert expected and [Hit.model_validate(d) for d in state["documents"]] == expected
+    expected = index.as_retriever(mode="global", k=5).retrieve(GLOBAL)
+    assert any(h.kind == "point" for h in expected) and [Hit.model_validate(d) for d in state["documents"]] == expected
     json.dumps(state)  # plan, points and documents are plain JSON
     again = app.invoke({"question": GLOBAL, "points": state["points"]})  # a new search starts empty
     assert again["documents"] == state["documents"]
+
+
+def test_the_graph_applies_the_retrievers_filter_and_k_as_its_search_does(islands):
+    index = islands["islands_graph"]
+    sources = sorted({m["source"] for m in index.store.documents_metadata(index.store.document_ids()).values()})
+    wanted = {"source": {"$in": sources[:3]}}
+    allowed = {d for d, m in index.store.documents_metadata(index.store.document_ids()).items() if m["source"] in sources[:3]}
+    retriever = index.as_retriever(mode="global", k=5, filter=wanted)
+    expected = retriever.retrieve(GLOBAL)
+    state = create_global_search_graph(retriever, k=5).invoke({"question": GLOBAL})
+    found = [Hit.model_validate(d) for d in state["documents"]]
+    assert found == expected and found  # every hit the retriever gives, and only those
+    assert all(set(h.provenance.document_ids) <= allowed for h in found)
+    assert all(h.metadata.get("source") in sources[:3] for h in found if len(h.provenance.document_ids) == 1)
 
 
 class Renamed(TypedDict, total=False):

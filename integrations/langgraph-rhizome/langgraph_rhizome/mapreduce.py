@@ -10,8 +10,9 @@ graph runs them as nodes::
 
 ``plan`` chooses the groups and batches them (the plan is JSON, kept in the state); each
 ``Send`` starts one ``map`` branch, and LangGraph runs the branches of a step concurrently;
-``reduce`` orders every branch's points with the method's own reduce, keeps the best ``k`` and
-then as many of them as fit in ``max_tokens``. Each branch is a node run of its own, so
+``reduce`` orders every branch's points with the method's own reduce and ends as the retriever's
+own search does (:meth:`~rhizome.core.retrieval.BaseRetriever.afinish`: its filter, the best
+``k``, the nearest passages when the points are fewer), then keeps as many as fit in ``max_tokens``. Each branch is a node run of its own, so
 ``stream_mode="updates"`` and ``astream_events`` show the batches as they finish.
 
 Add the compiled graph as a node of your graph (its keys are shared with the parent state), or
@@ -32,7 +33,7 @@ from langgraph.types import Send
 from langgraph_rhizome.nodes import as_retriever, graph_node
 from langgraph_rhizome.state import read_text, write_hits
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.retrieval import MapPlan, check_k, check_positive, pack
+from rhizome.core.retrieval import MapPlan, Retrieval, check_k, check_positive, pack
 from rhizome.core.types import Hit
 
 
@@ -47,6 +48,8 @@ class MapTask(TypedDict):
     query: str
     batch: list[str]
     order: int
+    k: int
+    """Points the batch may give (the search's ``k``, more under a filter)."""
 
 
 class GlobalSearchState(TypedDict, total=False):
@@ -60,22 +63,30 @@ class GlobalSearchState(TypedDict, total=False):
     points: Annotated[list[dict[str, Any]], _gather]
 
 
+STEPS = ("aplan", "amap", "reduce", "asked", "afinish")
+"""What the graph calls of a map-reduce search (:class:`rhizome.core.retrieval.MapReduceSearch`)."""
+
+
+def _is_map_reduce(retriever: Any) -> bool:
+    return all(callable(getattr(retriever, step, None)) for step in STEPS)
+
+
 def map_reduce_retriever(source: Any, mode: str | None = None) -> Any:
     """The map-reduce retriever of ``source``: a map-reduce retriever as is; for an index, its
     mode ``mode`` — by default the first of its modes that is a map-reduce search."""
-    if all(callable(getattr(source, step, None)) for step in ("aplan", "amap", "reduce")):
+    if _is_map_reduce(source):
         return source
     if mode is not None or not callable(getattr(source, "as_retriever", None)):
         retriever = as_retriever(source, mode)
-        if all(callable(getattr(retriever, step, None)) for step in ("aplan", "amap", "reduce")):
+        if _is_map_reduce(retriever):
             return retriever
         raise ConfigurationError(
-            f"{type(retriever).__name__} is not a map-reduce search (aplan, amap, reduce); choose a mode "
+            f"{type(retriever).__name__} is not a map-reduce search ({', '.join(STEPS)}); choose a mode "
             "such as GraphRAG's 'global'"
         )
     for candidate in getattr(source, "modes", ()) or ():
         retriever = source.as_retriever(mode=candidate)
-        if all(callable(getattr(retriever, step, None)) for step in ("aplan", "amap", "reduce")):
+        if _is_map_reduce(retriever):
             return retriever
     raise ConfigurationError(
         f"no retrieval mode of this {getattr(source, 'method', type(source).__name__)} index is a map-reduce "
@@ -120,17 +131,21 @@ def create_global_search_graph(
         batches = MapPlan.model_validate(state["plan"]).batches
         if not batches:
             return "reduce"
-        return [Send("map", MapTask(query=question, batch=batch, order=i)) for i, batch in enumerate(batches)]
+        asked = retriever.asked(k)  # more than k when the retriever's filter will drop some
+        return [Send("map", MapTask(query=question, batch=batch, order=i, k=asked)) for i, batch in enumerate(batches)]
 
     async def amap(task: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        points = await retriever.amap(task["query"], task["batch"], k)
+        points = await retriever.amap(task["query"], task["batch"], task["k"])
         return {"points": [{"order": task["order"], "hits": [p.model_dump(mode="json") for p in points]}]}
 
     async def areduce(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         question, from_messages = read_text(state, query_key, name)
         mapped = sorted(state.get("points") or [], key=lambda branch: branch["order"])
         points = [Hit.model_validate(p) for branch in mapped for p in branch["hits"]]
-        best = retriever.reduce(question, points, k)
+        reduced = Retrieval(query=question, hits=retriever.reduce(question, points, retriever.asked(k)))
+        # as the retriever's own search ends: its filter, the best k, topped up with the nearest
+        # chunks, the cited documents' metadata
+        best = (await retriever.afinish(reduced, k)).hits
         packed = pack(best, max_tokens, lambda hit: hit.text, overhead=1)  # a first point too long alone is cut
         kept = [hit if text == hit.text else hit.model_copy(update={"text": text}) for hit, text in packed]
         return write_hits(kept, documents_key, from_messages, name, {"query": question, "k": k})

@@ -286,35 +286,63 @@ class BaseRetriever:
         with usage_scope() as usage:
             allowed = self._allowed(wanted)
             if allowed is not None and not allowed:
-                result = Retrieval(query=query, notes=[f"no stored document matches the filter {wanted}"])
-                hits: list[Hit] = []
+                result = Retrieval(query=query)
             else:
                 asked = k if allowed is None else self._overfetch(k, len(allowed))
                 result = await search(query, asked)
-                if allowed is not None:
-                    # a mode that does not fill asks again for more while too few hits match
-                    # and it had more to give
-                    while (not self.fill and len(self._within(result.hits, allowed)) < k
-                           and len(result.hits) >= asked and asked < k * self.OVERFETCH):
-                        asked = min(asked * 2, k * self.OVERFETCH)
-                        result = await search(query, asked)
-                    before = len(result.hits)
-                    result.hits = self._within(result.hits, allowed)
-                    result.context = self._within(result.context, allowed)
-                    result.stats["filtered_out"] = before - len(result.hits)
-                hits = sorted(dedupe(result.hits), key=lambda h: -h.score)[:k]  # stable: ties keep the mode's order
-                own = len(hits)
-                if len(hits) < k and self.fill:
-                    held = {cid for h in hits if h.kind in ("chunk", "segment") for cid in h.provenance.chunk_ids}
-                    fill = await self._nearest_chunks(query, k, held, allowed)
-                    if fill:
-                        result.stats["filled"] = len(fill[: k - len(hits)])
-                        hits = by_rank(hits + fill[: k - len(hits)])
-                result.notes += self._explain(own, len(hits), k, allowed, wanted)
+                # a mode that does not fill asks again for more while too few hits match and it
+                # had more to give
+                while (allowed is not None and not self.fill and len(self._within(result.hits, allowed)) < k
+                       and len(result.hits) >= asked and asked < k * self.OVERFETCH):
+                    asked = min(asked * 2, k * self.OVERFETCH)
+                    result = await search(query, asked)
+            result = await self._complete(result, query, k, wanted, allowed)
+        result.stats = {**usage.stats(), **result.stats}
+        return result
+
+    def asked(self, k: int | None = None, *, filter: Any = None) -> int:
+        """How many hits a search asks the mode's own steps for to return ``k`` (more under a
+        filter, which drops the hits citing other documents): for steps run outside
+        :meth:`asearch`, such as a LangGraph graph's map and reduce, which then end with
+        :meth:`afinish`."""
+        k = check_k(k, self.k)
+        allowed = self._allowed(as_filter(filter) if filter is not None else self.filter)
+        return k if not allowed else self._overfetch(k, len(allowed))
+
+    async def afinish(self, result: Retrieval, k: int | None = None, *, filter: Any = None) -> Retrieval:
+        """What every search of this retriever ends with, for a ``result`` its mode's steps
+        made elsewhere (see :meth:`asked`): the filter applied, the best ``k`` kept, topped up
+        with the nearest chunks, notes on why hits are few, and each hit given the metadata of
+        the documents it cites."""
+        k = check_k(k, self.k)
+        wanted = as_filter(filter) if filter is not None else self.filter
+        return await self._complete(result, check_query(result.query), k, wanted, self._allowed(wanted))
+
+    async def _complete(
+        self, result: Retrieval, query: str, k: int, wanted: MetadataFilter | None, allowed: set[str] | None
+    ) -> Retrieval:
+        """The end of a search (:meth:`afinish`): ``result`` holds the mode's own hits."""
+        if allowed is not None and not allowed:
+            result.notes.append(f"no stored document matches the filter {wanted}")
+            hits: list[Hit] = []
+        else:
+            if allowed is not None:
+                before = len(result.hits)
+                result.hits = self._within(result.hits, allowed)
+                result.context = self._within(result.context, allowed)
+                result.stats["filtered_out"] = before - len(result.hits)
+            hits = sorted(dedupe(result.hits), key=lambda h: -h.score)[:k]  # stable: ties keep the mode's order
+            own = len(hits)
+            if len(hits) < k and self.fill:
+                held = {cid for h in hits if h.kind in ("chunk", "segment") for cid in h.provenance.chunk_ids}
+                fill = await self._nearest_chunks(query, k, held, allowed)
+                if fill:
+                    result.stats["filled"] = len(fill[: k - len(hits)])
+                    hits = by_rank(hits + fill[: k - len(hits)])
+            result.notes += self._explain(own, len(hits), k, allowed, wanted)
         result.hits = with_document_metadata(self.index.store, hits)
         result.context = with_document_metadata(self.index.store, result.context)
         result.mode = self.mode
-        result.stats = {**usage.stats(), **result.stats}
         return result
 
     def _allowed(self, wanted: MetadataFilter | None) -> set[str] | None:
