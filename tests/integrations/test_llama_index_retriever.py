@@ -186,3 +186,29 @@ def test_metadata_filters_and_node_metadata() -> None:
             RhizomeRetriever.from_index(index, filters=refused)
     one = MetadataFilters(filters=[MetadataFilter(key="title", value="Wasps")], condition=FilterCondition.OR)
     assert [n.node.metadata["title"] for n in RhizomeRetriever.from_index(index, filters=one).retrieve(QUERY)] == ["Wasps"]
+
+
+def test_fusion_merges_the_same_passage_found_by_two_retrievers() -> None:
+    """LlamaIndex's fusion keys on ``node.hash``: the same passage, found with another score or
+    by another path, is one node whose fused score adds up, and the fused list stays full."""
+    from llama_index.core.retrievers import QueryFusionRetriever
+    from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
+
+    index = VectorIndex(HashingEmbedder())
+    index.insert(CORPUS)
+    plain = RhizomeRetriever.from_index(index, similarity_top_k=3)
+
+    class Rescored(ToyRetriever):  # the same hits, other scores and another path in the metadata
+        async def aretrieve(self, query: str, k: int | None = None) -> list[Any]:
+            hits = await index.as_retriever().aretrieve(query, k)
+            return [h.model_copy(update={"score": h.score / 2, "metadata": {**h.metadata, "via": "other"}}) for h in hits]
+
+    other = RhizomeRetriever(Rescored(CORPUS), similarity_top_k=3)
+    a, b = plain.retrieve(QUERY)[0].node, other.retrieve(QUERY)[0].node
+    assert a.node_id == b.node_id and a.metadata != b.metadata and a.hash == b.hash
+    fused = QueryFusionRetriever([plain, other], llm=MockLLM(), num_queries=1, use_async=False,
+                                 mode="reciprocal_rerank", similarity_top_k=3).retrieve(QUERY)
+    assert [n.node.node_id for n in fused] == [n.node.node_id for n in plain.retrieve(QUERY)]
+    assert fused[0].score == pytest.approx(2 / 60)  # 1 / (rank + 60), rank from 0, from each retriever
+    stored = json_to_doc(doc_to_json(a))  # kept in a docstore, it reads back as a plain TextNode
+    assert type(stored) is TextNode and stored.metadata == a.metadata

@@ -6,6 +6,7 @@ it without method-specific code.
 
 from __future__ import annotations
 
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,22 @@ _HIDDEN_FROM_MODELS = ("id", "score")
 """Scalar keys that mean nothing to an embedding model or an LLM prompt."""
 
 
+class RhizomeNode(TextNode):
+    """A ``TextNode`` whose ``hash`` is the hit's identity: its id and text. LlamaIndex's own
+    hash also covers the metadata, where a hit keeps what this retrieval found (its score, the
+    path that found it), so the same passage found by two retrievers or for two queries would
+    hash apart and fusion (``QueryFusionRetriever``) could not merge it. It is stored and
+    loaded as a plain ``TextNode``."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "TextNode"
+
+    @property
+    def hash(self) -> str:
+        return sha256(f"{self.id_}\x1f{self.text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def hit_to_node(hit: Hit) -> NodeWithScore:
     """A LlamaIndex ``NodeWithScore`` for one Rhizome hit.
 
@@ -53,7 +70,7 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
         relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=document_ids[0])
     spans = hit.provenance.spans
     start, end = (spans[0].start, spans[0].end) if len(spans) == 1 else (None, None)
-    node = TextNode(
+    node = RhizomeNode(
         id_=hit.id,
         text=hit.text,
         metadata=metadata,
@@ -255,4 +272,4 @@ class RhizomeRetriever(BaseRetriever):
         return [hit_to_node(hit) for hit in hits]
 
 
-__all__ = ["PROVENANCE_KEYS", "RhizomeRetriever", "hit_to_node", "rhizome_filter"]
+__all__ = ["PROVENANCE_KEYS", "RhizomeNode", "RhizomeRetriever", "hit_to_node", "rhizome_filter"]
