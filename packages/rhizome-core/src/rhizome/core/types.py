@@ -158,7 +158,10 @@ class Hit(_Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def flat_metadata(self) -> dict[str, Any]:
-        """Metadata as flat JSON-friendly values, the shape vector stores and tracers expect."""
+        """The hit's metadata with its id, score, kind and provenance as top-level keys, every
+        value JSON (what LangChain documents, LlamaIndex nodes and tracers carry). Not flat:
+        the provenance keys are lists (``spans`` a list of dicts), so a vector store that takes
+        only scalar metadata (Chroma; LlamaIndex's flat-metadata check) needs them joined first."""
         out: dict[str, Any] = dict(self.metadata)
         out.update(
             id=self.id,
