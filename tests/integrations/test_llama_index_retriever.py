@@ -14,8 +14,10 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, Te
 from llama_index.core.tools import RetrieverTool
 
 from llama_index.retrievers.rhizome import PROVENANCE_KEYS, RhizomeRetriever
+from llama_index.retrievers.rhizome.base import hit_to_node
 from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.naive import VectorIndex
+from rhizome.core.types import Hit
 
 
 @pytest.fixture
@@ -62,6 +64,11 @@ def test_node_shape_and_metadata_visibility() -> None:
     assert node.metadata["sources"] == ["notes/wasps.md"]
     assert node.ref_doc_id == "doc-wasps"
     assert (node.start_char_idx, node.end_char_idx) == (0, len(CORPUS[2].text))
+    # an entity's profile cites one passage's span, but its text is not that passage: no offsets
+    entity = hit_to_node(Hit(id="wasp", text="Wasp: an insect that builds paper nests.", score=1.0, kind="entity",
+                             provenance=ToyRetriever(CORPUS).retrieve("paper nests of wasps", 1)[0].provenance)).node
+    assert entity.metadata["spans"] == node.metadata["spans"]
+    assert entity.start_char_idx is None and entity.end_char_idx is None
     for keys in (node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys):
         assert set(PROVENANCE_KEYS) | {"id", "score"} <= set(keys)
         assert "title" not in keys and "kind" not in keys

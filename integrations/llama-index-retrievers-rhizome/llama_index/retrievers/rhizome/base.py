@@ -56,7 +56,8 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
     the provenance lists). The provenance lists, the id and the score stay in ``metadata`` for
     citations but are excluded from the text LlamaIndex shows to embedding models and LLMs.
     A hit from a single document also gets that document as its ``SOURCE`` relationship (so
-    ``node.ref_doc_id`` works), and a hit covering a single span gets its character offsets.
+    ``node.ref_doc_id`` works), and a passage hit (a chunk or segment) covering a single span
+    gets its character offsets.
     """
     metadata = hit.flat_metadata()
     hidden = [
@@ -69,7 +70,9 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
     if len(document_ids) == 1:
         relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=document_ids[0])
     spans = hit.provenance.spans
-    start, end = (spans[0].start, spans[0].end) if len(spans) == 1 else (None, None)
+    # offsets of the text itself: a passage's span, not the passage an entity's profile cites
+    passage = hit.kind in ("chunk", "segment") and len(spans) == 1
+    start, end = (spans[0].start, spans[0].end) if passage else (None, None)
     node = RhizomeNode(
         id_=hit.id,
         text=hit.text,
