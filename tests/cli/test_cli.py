@@ -223,6 +223,25 @@ def test_reopening_an_index_honours_offline_and_refuses_another_embedder(tmp_pat
     assert code == 2 and "built with the embedder 'hashing:384'" in err
 
 
+def test_a_first_run_that_stored_no_vector_takes_another_embedder(tmp_path, capsys, monkeypatch):
+    """Defect: a first `rhizome index` whose embedder failed left an index bound to that
+    embedder, and the flag its error advised (another --embed) was refused."""
+    out = tmp_path / "i"
+    with OllamaStub(models=["nomic-embed-text"]) as stub:  # the server cannot embed: the first run stops
+        stub.embed_fn = lambda text: []
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, _, err = run(capsys, "index", str(_docs(tmp_path, 2)), "--out", str(out), "--embed", "ollama:nomic-embed-text", "-q")
+    assert code != 0 and (out / "manifest.json").exists()
+    code, _, err = run(capsys, "index", str(_docs(tmp_path, 2)), "--out", str(out), "--embed", "hashing:384", "-q")
+    assert code == 0, err
+    assert json.loads((out / "manifest.json").read_text())["models"]["embedder"] == "hashing:384"
+    code, printed, _ = run(capsys, "docs", "list", str(out))
+    assert code == 0 and "2 documents: 2 done" in printed
+    # with vectors stored, another embedder is refused again
+    code, _, err = run(capsys, "index", str(_docs(tmp_path, 2)), "--out", str(out), "--embed", "hashing:256", "-q")
+    assert code == 2 and "built with the embedder 'hashing:384'" in err
+
+
 def test_status_describes_an_index(tmp_path, capsys):
     out = tmp_path / "g"
     assert run(capsys, "index", str(_docs(tmp_path, 3)), "--method", "graphrag", "--out", str(out), "--offline", "-q")[0] == 0

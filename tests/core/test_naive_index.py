@@ -213,6 +213,19 @@ def test_mismatched_embedder_is_refused(tmp_path):
         load_index(tmp_path / "idx", embedder=FakeEmbedder(384))
 
 
+def test_an_index_without_vectors_takes_another_embedder(tmp_path):
+    """An index whose first insert stopped before any vector was stored holds nothing made with
+    its embedder: opening it with another one re-binds it (in the manifest) instead of refusing."""
+    VectorIndex(HashingEmbedder(64), path=tmp_path / "idx").close()
+    index = VectorIndex.load(tmp_path / "idx", embedder=HashingEmbedder(256))
+    index.insert(CORPUS)
+    index.close()
+    assert json.loads((tmp_path / "idx" / "manifest.json").read_text())["models"]["embedder"] == "hashing:256"
+    assert load_index(tmp_path / "idx").embedder.name == "hashing:256"
+    with pytest.raises(IndexMismatchError, match="hashing:256"):  # now it holds vectors
+        VectorIndex.load(tmp_path / "idx", embedder=HashingEmbedder(64))
+
+
 def test_format_version_and_missing_index(tmp_path):
     with pytest.raises(IndexNotFoundError, match="rhizome index"):
         load_index(tmp_path / "nothing")

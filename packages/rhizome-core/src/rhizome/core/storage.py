@@ -381,12 +381,16 @@ class IndexStore:
                     f"rhizome.core.storage.load_index() or the {manifest.method} package"
                 )
             built_with = manifest.models.get("embedder")
-            if embedder is not None and built_with is not None and embedder != built_with:
-                raise IndexMismatchError(
-                    f"{location} was built with the embedder {built_with!r}, not {embedder!r}; vectors of "
-                    f"different models cannot be compared. Query it with {built_with!r}, or re-index "
-                    "into a new location with the new embedder"
-                )
+            other = embedder is not None and built_with is not None and embedder != built_with
+            mismatch = IndexMismatchError(
+                f"{location} was built with the embedder {built_with!r}, not {embedder!r}; vectors of "
+                f"different models cannot be compared. Query it with {built_with!r}, or re-index "
+                "into a new location with the new embedder"
+            )
+            # an index that holds no vector yet (its first insert stopped before any) takes the
+            # new embedder: nothing in it was made with the old one
+            if other and (readonly or (shared is not None and not shared.closed) or manifest.embedding_dimension is not None):
+                raise mismatch
             if (
                 dimension is not None
                 and manifest.embedding_dimension is not None
@@ -400,6 +404,12 @@ class IndexStore:
                 shared._users += 1
                 return shared
             store = store_class._existing(location, manifest, readonly)
+            if other:
+                if store._stored_dimension() is not None:
+                    store._close()  # not close(): it takes _OPEN_LOCK, held here
+                    raise mismatch
+                store.manifest.models["embedder"] = embedder
+                store.write_manifest()
             if not readonly:
                 _OPEN[store_class.key(location)] = store
             return store

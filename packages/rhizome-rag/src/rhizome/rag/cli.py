@@ -79,6 +79,8 @@ def _open_or_create(
             raise ConfigurationError(f"{out} holds a {manifest.method!r} index; choose another --out for {method!r}")
         built = manifest.models.get("embedder") or OFFLINE_EMBED
         asked = OFFLINE_EMBED if args.offline else (args.embed or os.environ.get("RHIZOME_EMBED"))
+        if asked and asked != built and manifest.embedding_dimension is None:
+            built = asked  # no vector stored yet (a first run that stopped early): it takes the new one
         if asked and asked != built:
             flag = "--offline uses" if args.offline else "--embed asks for"
             raise IndexMismatchError(
