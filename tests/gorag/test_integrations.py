@@ -96,12 +96,35 @@ def test_cli_classify_offline(tmp_path, capsys):
     assert "accuracy 1.0000 over 3" in err and "round 2" in err
     # reuse the saved classifier, unlabelled input, JSON output
     plain = tmp_path / "plain.txt"
-    plain.write_text(QUERIES[1][1] + "\n\n", encoding="utf-8")
+    plain.write_text(QUERIES[1][1] + "\n", encoding="utf-8")
     code = main(["classify", str(plain), "--classifier", str(tmp_path / "clf"), "--offline", "--json", "-q"])
     out, _ = capsys.readouterr()
     assert code == 0
     record = json.loads(out)
     assert record["label"] == "astronomy" and "gold" not in record
+
+
+def test_cli_classify_blank_lines_are_items_numbered_as_in_the_file(tmp_path, capsys):
+    # Defect: blank lines were dropped, so the output stopped lining up with the input and the
+    # "line" of an error was its row among the non-blank lines (2 and 3 for lines 4 and 5).
+    r1 = write_tsv(tmp_path / "r1.tsv", ROUND1)
+    queries = tmp_path / "q.tsv"
+    queries.write_bytes(f"{QUERIES[0][1]}\n\n   \nastronomy\t\nMagma \xe9rupts.\n".encode("latin-1"))
+    code = main(["classify", str(queries), "--train", str(r1), "--offline", "--json", "--no-online"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    records = [json.loads(line) for line in out.splitlines()]
+    assert len(records) == 5  # one output line per input line
+    assert records[0]["label"] == "cardiology"
+    assert [r.get("line") for r in records[1:]] == [2, 3, 4, 5]
+    assert "empty" in records[1]["error"] and "empty" in records[2]["error"]
+    assert records[3]["gold"] == "astronomy" and "empty" in records[3]["error"]
+    assert "UTF-8" in records[4]["error"]
+    assert all(f"{queries}:{n}: " in err for n in (2, 3, 4, 5))
+    assert "4 of 5 texts could not be classified" in err
+    code = main(["classify", str(queries), "--train", str(r1), "--offline", "-q", "--no-online"])
+    out, _ = capsys.readouterr()
+    assert out.splitlines()[1:] == ["ERROR\t", "ERROR\t   ", "ERROR\t", "ERROR\tMagma \ufffdrupts."]
 
 
 def test_cli_classify_errors(tmp_path, capsys):

@@ -18,11 +18,13 @@ from rhizome.core.errors import ConfigurationError, InvalidInputError
 
 def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[str | None, str | bytes]]:
     """Lines of ``label<TAB>text`` (or bare ``text`` when ``labelled`` is false or the line has
-    no tab); blank lines are skipped. Returns ``(label or None, text)`` pairs.
+    no tab). Returns ``(label or None, text)`` pairs.
 
-    Labelled (training) files must be clean: a bad line is an error naming it. In a file to
-    classify, a line that is not UTF-8 is kept as its raw bytes and an empty text as ``""``:
-    the classifier reports each as a per-line error and classifies the rest."""
+    Labelled (training) files must be clean: a bad line is an error naming it; their blank
+    lines are skipped. In a file to classify every line is a row, so row ``i`` is line
+    ``i + 1`` of the file: a line that is not UTF-8 is kept as its raw bytes and a blank line
+    or an empty text as ``""``, and the classifier reports each as a per-line error and
+    classifies the rest."""
     path = Path(path)
     if not path.is_file():
         raise InvalidInputError(f"{path} is not a file; give a TSV file with one `label<TAB>text` per line")
@@ -30,7 +32,7 @@ def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[st
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, 1):
             raw = raw.rstrip(b"\n").rstrip(b"\r")
-            if not raw.strip():
+            if labelled and not raw.strip():
                 continue
             try:
                 line = raw.decode("utf-8")
@@ -151,11 +153,11 @@ def cmd_classify(args: argparse.Namespace) -> int:
     results = classifier.batch([t for _, t in rows], online=not args.no_online)
     lines = []
     errors = 0
-    for number, ((gold, text), result) in enumerate(zip(rows, results), 1):
+    for number, ((gold, text), result) in enumerate(zip(rows, results), 1):  # row i is line i + 1
         shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
         if result.label is None:  # a ClassificationError: this line only
             errors += 1
-            _note(args, f"{args.input}: text {number}: {result.error}")
+            _note(args, f"{args.input}:{number}: {result.error}")
             if args.json:
                 lines.append(json.dumps({"gold": gold, "line": number, "error": result.error}, ensure_ascii=False) + "\n")
             else:
