@@ -139,6 +139,38 @@ def test_cli_classify_errors(tmp_path, capsys):
     assert "expected `label<TAB>text`" in capsys.readouterr().err
 
 
+def test_cli_classify_reads_a_utf8_bom_and_refuses_utf16_and_binary_files(tmp_path, capsys):
+    # Defect: the BOM stayed glued to the first label ("\ufeffcardiology", accuracy 0), and a
+    # UTF-16 file was "classified" as texts full of NULs with exit 0.
+    from rhizome.core.loaders import UnreadableFileError
+    from rhizome.gorag.cli import read_tsv
+
+    r1 = tmp_path / "r1.tsv"
+    r1.write_bytes(b"\xef\xbb\xbf" + "".join(f"{lab}\t{t}\r\n" for lab, t in ROUND1).encode())
+    one = tmp_path / "one.tsv"
+    one.write_bytes(b"\xef\xbb\xbf" + f"cardiology\t{QUERIES[0][1]}\n".encode())
+    code = main(["classify", str(one), "--train", str(r1), "--offline", "--json", "--no-online"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "\ufeff" not in out
+    record = json.loads(out)
+    assert record["gold"] == "cardiology" and record["label"] == "cardiology"
+    assert "accuracy 1.0000 over 1" in err
+    text = f"cardiology\t{QUERIES[0][1]}\n"
+    for name, data, what in [
+        ("utf16.tsv", text.encode("utf-16"), "UTF-16"),  # with its byte-order mark
+        ("utf16le.tsv", text.encode("utf-16-le"), "NUL"),  # without one
+        ("binary.tsv", b"cardiology\tok\n\x00\x01\x02", "NUL"),
+    ]:
+        bad = tmp_path / name
+        bad.write_bytes(data)
+        code = main(["classify", str(bad), "--train", str(r1), "--offline"])
+        err = capsys.readouterr().err
+        assert code == 2 and str(bad) in err and what in err and "re-encode it as UTF-8" in err, err
+        assert "round 1" not in err  # refused before any work
+        with pytest.raises(UnreadableFileError):
+            read_tsv(bad, labelled=True)
+
+
 class CountingClassifier:
     """Wraps a classifier and records the texts of every abatch call."""
 

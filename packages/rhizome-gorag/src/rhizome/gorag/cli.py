@@ -4,6 +4,7 @@ label the lines of a TSV file. Registered under the ``rhizome.commands`` entry p
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import sys
 from pathlib import Path
@@ -24,37 +25,73 @@ def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[st
     lines are skipped. In a file to classify every line is a row, so row ``i`` is line
     ``i + 1`` of the file: a line that is not UTF-8 is kept as its raw bytes and a blank line
     or an empty text as ``""``, and the classifier reports each as a per-line error and
-    classifies the rest."""
+    classifies the rest.
+
+    The file is UTF-8 (a leading byte-order mark is dropped, as ``utf-8-sig`` does). A file
+    in UTF-16 or UTF-32, or any file holding NUL bytes (binary), is refused as a whole with
+    :class:`~rhizome.core.loaders.UnreadableFileError`, the document loader's error for a
+    file that is not text."""
     path = Path(path)
     if not path.is_file():
         raise InvalidInputError(f"{path} is not a file; give a TSV file with one `label<TAB>text` per line")
+    data = path.read_bytes()
+    _refuse_not_utf8_text(path, data)
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    lines = data.split(b"\n")
+    if lines[-1] == b"":  # the newline that ends the last line (or an empty file)
+        lines.pop()
     rows: list[tuple[str | None, str | bytes]] = []
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            raw = raw.rstrip(b"\n").rstrip(b"\r")
-            if labelled and not raw.strip():
-                continue
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if labelled:
-                    raise InvalidInputError(
-                        f"{path}:{number}: not UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file as UTF-8"
-                    ) from None
-                label_part, tab, text_part = raw.partition(b"\t")
-                label = label_part.decode("utf-8", "replace").strip() if tab and labelled is not False else None
-                rows.append((label, text_part if label is not None else raw))
-                continue
-            if "\t" in line and labelled is not False:
-                label, text = line.split("\t", 1)
-                if labelled and (not label.strip() or not text.strip()):
-                    raise InvalidInputError(f"{path}:{number}: empty label or text in `label<TAB>text`")
-                rows.append((label.strip() or None, text))
-            elif labelled:
-                raise InvalidInputError(f"{path}:{number}: expected `label<TAB>text`, found no tab")
-            else:
-                rows.append((None, line))
+    for number, raw in enumerate(lines, 1):
+        raw = raw.rstrip(b"\r")
+        if labelled and not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if labelled:
+                raise InvalidInputError(
+                    f"{path}:{number}: not UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file as UTF-8"
+                ) from None
+            label_part, tab, text_part = raw.partition(b"\t")
+            label = label_part.decode("utf-8", "replace").strip() if tab and labelled is not False else None
+            rows.append((label, text_part if label is not None else raw))
+            continue
+        if "\t" in line and labelled is not False:
+            label, text = line.split("\t", 1)
+            if labelled and (not label.strip() or not text.strip()):
+                raise InvalidInputError(f"{path}:{number}: empty label or text in `label<TAB>text`")
+            rows.append((label.strip() or None, text))
+        elif labelled:
+            raise InvalidInputError(f"{path}:{number}: expected `label<TAB>text`, found no tab")
+        else:
+            rows.append((None, line))
     return rows
+
+
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),  # before UTF-16: FF FE 00 00 starts with FF FE
+    (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+def _refuse_not_utf8_text(path: Path, data: bytes) -> None:
+    """Refuse a whole file that is UTF-16/UTF-32 text or binary: read line by line as UTF-8
+    it would give texts full of NULs (or nothing but per-line errors)."""
+    from rhizome.core.loaders import UnreadableFileError
+
+    for bom, encoding in _WIDE_BOMS:
+        if data.startswith(bom):
+            raise UnreadableFileError(
+                f"{path} is {encoding} text (it starts with a {encoding} byte-order mark), not UTF-8; "
+                f"re-encode it as UTF-8 (e.g. `iconv -f {encoding} -t UTF-8 {path} > {path.stem}.utf8{path.suffix}`)"
+            )
+    if b"\x00" in data:
+        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
+        raise UnreadableFileError(
+            f"{path} holds NUL bytes (first on line {line}), so it is binary or UTF-16/UTF-32 text, not UTF-8; "
+            "re-encode it as UTF-8 (e.g. `iconv -f UTF-16 -t UTF-8`), or give the TSV text file"
+        )
 
 
 def _threshold(value: str) -> float | str:
@@ -125,6 +162,9 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
     if not args.train and not args.classifier:
         raise ConfigurationError("nothing to classify with: pass --train FILE (one per round) and/or --classifier DIR")
+    # every file is read (and a bad one refused) before any model is asked or round is fit
+    rounds = [(train, read_tsv(train, labelled=True)) for train in args.train or []]
+    rows = read_tsv(args.input)
     embed_spec = None if args.offline else args.embed
     if not args.embed:
         args.embed = "hashing:384"  # the classifier needs no embedder; don't ask Ollama for one
@@ -144,12 +184,10 @@ def cmd_classify(args: argparse.Namespace) -> int:
         classifier = GORAGClassifier.as_published(models.llm, embedder=embedder, **options)
     else:
         classifier = GORAGClassifier(models.llm, embedder=embedder, **options)
-    for train in args.train or []:
-        rows = read_tsv(train, labelled=True)
-        report = classifier.fit_round([t for _, t in rows], [lab for lab, _ in rows])
+    for train, labelled in rounds:
+        report = classifier.fit_round([t for _, t in labelled], [lab for lab, _ in labelled])
         _note(args, f"round {report.round} from {train}: {len(report.new_labels)} new labels, "
                     f"{report.texts} texts, graph {report.nodes} nodes / {report.edges} edges")
-    rows = read_tsv(args.input)
     results = classifier.batch([t for _, t in rows], online=not args.no_online)
     lines = []
     errors = 0
