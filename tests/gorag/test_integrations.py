@@ -171,6 +171,22 @@ def test_cli_classify_reads_a_utf8_bom_and_refuses_utf16_and_binary_files(tmp_pa
             read_tsv(bad, labelled=True)
 
 
+def test_cli_classify_says_when_the_classifier_directory_holds_no_classifier(tmp_path, capsys):
+    # Defect: a --classifier without a saved classifier was silently replaced by a new, empty
+    # one, and the error was "call fit_round(texts, labels) first".
+    queries = write_tsv(tmp_path / "q.tsv", QUERIES)
+    r1 = write_tsv(tmp_path / "r1.tsv", ROUND1)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for directory, what in [(tmp_path / "nope", "no such directory"), (empty, "no classifier.json"),
+                             (queries, "is a file")]:
+        for train in ([], ["--train", str(r1)]):
+            code = main(["classify", str(queries), "--classifier", str(directory), "--offline", *train])
+            err = capsys.readouterr().err
+            assert code == 2 and what in err and "--save DIR" in err and "fit_round" not in err, err
+            assert "round 1" not in err
+
+
 class CountingClassifier:
     """Wraps a classifier and records the texts of every abatch call."""
 

@@ -14,7 +14,7 @@ from typing import Any
 # module (the `rhizome.commands` entry point), so the classifier, scikit-learn and the models are
 # imported inside cmd_classify.
 from rhizome.core.cli import choose_models, model_flags
-from rhizome.core.errors import ConfigurationError, InvalidInputError
+from rhizome.core.errors import ConfigurationError, IndexNotFoundError, InvalidInputError
 
 
 def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[str | None, str | bytes]]:
@@ -162,6 +162,8 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
     if not args.train and not args.classifier:
         raise ConfigurationError("nothing to classify with: pass --train FILE (one per round) and/or --classifier DIR")
+    if args.classifier:
+        _check_saved_classifier(args.classifier)
     # every file is read (and a bad one refused) before any model is asked or round is fit
     rounds = [(train, read_tsv(train, labelled=True)) for train in args.train or []]
     rows = read_tsv(args.input)
@@ -174,7 +176,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     for knob in ("index_threshold", "max_pending"):
         if options.get(knob) == "none":
             options[knob] = None
-    if args.classifier and (Path(args.classifier) / "classifier.json").exists():
+    if args.classifier:
         if models.llm is None:
             options.setdefault("keyword_source", "tfidf")
         classifier = GORAGClassifier.load(
@@ -220,6 +222,21 @@ def cmd_classify(args: argparse.Namespace) -> int:
         classifier.persist(args.save)
         _note(args, f"saved the classifier to {args.save}")
     return 1 if errors and errors == len(rows) else 0
+
+
+def _check_saved_classifier(directory: str) -> None:
+    """Refuse a ``--classifier`` that holds no saved classifier, saying what is there."""
+    from rhizome.gorag.persistence import STATE_FILE
+
+    path = Path(directory)
+    todo = ("give the directory a `rhizome classify ... --save DIR` wrote, or drop --classifier and "
+            "train a new classifier with --train FILE (add --save DIR to keep it)")
+    if not path.exists():
+        raise IndexNotFoundError(f"--classifier {directory}: no such directory, so no saved classifier; {todo}")
+    if not path.is_dir():
+        raise IndexNotFoundError(f"--classifier {directory} is a file, not a saved classifier's directory; {todo}")
+    if not (path / STATE_FILE).is_file():
+        raise IndexNotFoundError(f"--classifier {directory} holds no saved classifier (no {STATE_FILE} in it); {todo}")
 
 
 def _note(args: argparse.Namespace, text: str) -> None:
