@@ -187,6 +187,24 @@ def test_cli_classify_says_when_the_classifier_directory_holds_no_classifier(tmp
             assert "round 1" not in err
 
 
+def test_cli_classify_refuses_a_save_target_that_is_a_file_before_any_work(tmp_path, capsys, clf):
+    # Defect: --save naming an existing file raised FileExistsError after the rounds and the
+    # classification were done, so the work was lost.
+    from rhizome.core.errors import InvalidInputError
+
+    queries = write_tsv(tmp_path / "q.tsv", QUERIES)
+    r1 = write_tsv(tmp_path / "r1.tsv", ROUND1)
+    before = queries.read_bytes()
+    for target in (queries, queries / "clf"):
+        code = main(["classify", str(queries), "--train", str(r1), "--offline", "--save", str(target)])
+        out, err = capsys.readouterr()
+        assert code == 2 and f"{queries} is a file" in err and "directory" in err, err
+        assert out == "" and "round 1" not in err
+        with pytest.raises(InvalidInputError, match="is a file"):
+            clf.persist(target)
+    assert queries.read_bytes() == before
+
+
 class CountingClassifier:
     """Wraps a classifier and records the texts of every abatch call."""
 

@@ -159,11 +159,14 @@ KNOBS = (
 def cmd_classify(args: argparse.Namespace) -> int:
     from rhizome.core.cli import make_cli_embedder
     from rhizome.gorag.classifier import GORAGClassifier
+    from rhizome.gorag.persistence import check_target
 
     if not args.train and not args.classifier:
         raise ConfigurationError("nothing to classify with: pass --train FILE (one per round) and/or --classifier DIR")
     if args.classifier:
         _check_saved_classifier(args.classifier)
+    if args.save:
+        check_target(args.save)  # a --save that is a file would fail only after all the work
     # every file is read (and a bad one refused) before any model is asked or round is fit
     rounds = [(train, read_tsv(train, labelled=True)) for train in args.train or []]
     rows = read_tsv(args.input)

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rhizome.core.errors import ConfigurationError, IndexFormatError, IndexNotFoundError
+from rhizome.core.errors import (
+    ConfigurationError,
+    IndexFormatError,
+    IndexNotFoundError,
+    InvalidInputError,
+)
 from rhizome.gorag.results import LabelInfo
 from rhizome.gorag.text import TermStats, normalize_keyword
 
@@ -25,9 +30,24 @@ FORMAT_VERSION = 2
 STATE_FILE = "classifier.json"
 
 
+def check_target(path: str | Path) -> Path:
+    """The directory ``path`` a classifier can be saved to, or :class:`InvalidInputError` when
+    it (or the nearest existing folder above it) is a file: checked before any work is done."""
+    directory = Path(path)
+    for existing in (directory, *directory.parents):
+        if existing.exists():
+            if not existing.is_dir():
+                raise InvalidInputError(
+                    f"cannot save the classifier to {path}: {existing} is a file, not a directory; "
+                    "give the path of a directory (a missing one is created)"
+                )
+            break
+    return directory
+
+
 def save(classifier: GORAGClassifier, path: str | Path) -> Path:
     """Write ``classifier`` to the directory ``path`` (see :meth:`GORAGClassifier.persist`)."""
-    directory = Path(path)
+    directory = check_target(path)
     directory.mkdir(parents=True, exist_ok=True)
     classifier.flush_online()
     with classifier._lock:
@@ -173,4 +193,4 @@ def _version() -> str:
         return "0"
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "STATE_FILE", "load", "save"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "STATE_FILE", "check_target", "load", "save"]
