@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from langchain_core.runnables import RunnableLambda
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from llama_index.core.schema import MetadataMode, TextNode
 
 from langchain_rhizome import RhizomeClassifier
 from llama_index.retrievers.rhizome import RhizomeClassifierTransform
+from rhizome.core.errors import InvalidInputError
 from rhizome.gorag import GORAGClassifier
 from rhizome.rag.cli import main
 from tests.gorag.conftest import QUERIES, ROUND1, ROUND2, split
@@ -53,6 +55,75 @@ def test_langchain_runnable_online_batch_keeps_order():
     labels = RhizomeClassifier(classifier=a, output="label").batch(texts)
     assert labels == [b.classify(t).label for t in texts]
     assert a.stats_summary() == b.stats_summary()
+
+
+class ChainRuns(BaseCallbackHandler):
+    """Records the chain runs a Runnable reports: name, tags, input, output or error."""
+
+    def __init__(self):
+        self.runs: dict = {}
+
+    def on_chain_start(self, serialized, inputs, *, run_id, tags=None, **kw):
+        self.runs[run_id] = {"name": kw.get("name"), "tags": tags or [], "input": inputs}
+
+    def on_chain_end(self, outputs, *, run_id, **kw):
+        self.runs[run_id]["output"] = outputs
+
+    def on_chain_error(self, error, *, run_id, **kw):
+        self.runs[run_id]["error"] = error
+
+    def named(self, name):
+        return [r for r in self.runs.values() if r["name"] == name]
+
+
+async def test_langchain_runnable_batch_honours_config(clf):
+    # Defect: batch / abatch ignored config: no run was started, so callbacks (LangSmith) never
+    # saw the classifier in a batched chain, and run_name, tags and max_concurrency were dropped.
+    labeller = RhizomeClassifier(classifier=clf, output="label")
+    texts = [t for _, t in QUERIES]
+    for call in ("batch", "abatch"):
+        h = ChainRuns()
+        config = {"callbacks": [h], "run_name": "gorag", "tags": ["t"]}
+        out = labeller.batch(texts, config) if call == "batch" else await labeller.abatch(texts, config)
+        assert out == ["cardiology", "astronomy", "cooking"]
+        runs = h.named("gorag")
+        assert len(runs) == 3 and all("t" in r["tags"] for r in runs), call
+        assert sorted((r["input"], r["output"]) for r in runs) == sorted(zip(texts, out))
+        one, two = ChainRuns(), ChainRuns()  # a config per input
+        configs = [{"callbacks": [one], "run_name": "a"}, {"callbacks": [two], "run_name": "b"}, {}]
+        labeller.batch(texts, configs) if call == "batch" else await labeller.abatch(texts, configs)
+        assert [r["input"] for r in one.named("a")] == [texts[0]] and [r["input"] for r in two.named("b")] == [texts[1]]
+        h = ChainRuns()  # a step of a chain's batch
+        chain = RunnablePassthrough() | labeller
+        chain.batch(texts, {"callbacks": [h]}) if call == "batch" else await chain.abatch(texts, {"callbacks": [h]})
+        assert len(h.named("RhizomeClassifier")) == 3
+        h = ChainRuns()  # per-item errors: each refused input's run ends with its error
+        bad = [texts[0], "  ", {"wrong": 1}]
+        if call == "batch":
+            out = labeller.batch(bad, {"callbacks": [h]}, return_exceptions=True)
+        else:
+            out = await labeller.abatch(bad, {"callbacks": [h]}, return_exceptions=True)
+        assert out[0] == "cardiology" and isinstance(out[1], InvalidInputError) and isinstance(out[2], ValueError)
+        errors = [r.get("error") for r in sorted(h.named("RhizomeClassifier"), key=lambda r: str(r["input"]))]
+        assert sum(e is not None for e in errors) == 2
+    seen: list = []
+
+    class Limited(CountingClassifier):
+        async def abatch(self, texts, **kw):
+            seen.append(kw.get("max_concurrency"))
+            return await self.inner.abatch(texts, **kw)
+
+    RhizomeClassifier(classifier=Limited(clf)).batch(texts, {"max_concurrency": 1})
+    await RhizomeClassifier(classifier=Limited(clf)).abatch(texts, {"max_concurrency": 2})
+    assert seen == [1, 2]
+    # kept: without return_exceptions a refused text gives its error output and the others are
+    # classified, while an input that is no text fails the batch before anything is classified
+    counting = CountingClassifier(clf)
+    out = RhizomeClassifier(classifier=counting).batch([texts[0], "  "])
+    assert out[0]["label"] == "cardiology" and out[1]["label"] is None and "empty" in out[1]["error"]
+    with pytest.raises(ValueError, match="text"):
+        RhizomeClassifier(classifier=counting).batch([texts[0], {"wrong": 1}])
+    assert len(counting.seen) == 1
 
 
 def test_langchain_runnable_rejects_bad_input(clf):

@@ -7,6 +7,7 @@ so this package needs no dependency on the classifier's package.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from langchain_core.runnables.config import ensure_config
 from pydantic import ConfigDict, field_validator
 
 from rhizome.core.aio import run_sync
+from rhizome.core.errors import InvalidInputError
 
 ClassifierInput = str | dict[str, Any]
 
@@ -31,7 +33,12 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
     classified one after another in input order; the texts taken for indexing join the graph
     as the classifier's ``online_mode`` says (GORAG: deferred by default — together, at its
     ``flush_online()``, ``persist()``, next round, or once ``max_pending`` wait; sequential —
-    each at once, so it may change the next one's result).
+    each at once, so it may change the next one's result). They start one run per input
+    (callbacks, ``run_name``, ``tags``: one config for all or one per input) and pass
+    ``max_concurrency`` to the classifier's ``abatch`` when it takes it. A text the classifier
+    refuses gives its per-item error output, or with ``return_exceptions=True`` its
+    :class:`~rhizome.core.errors.InvalidInputError`; an input that is not a text fails the
+    batch before anything is classified (with ``return_exceptions=True``: its ``ValueError``).
 
     Example:
         .. code-block:: python
@@ -100,9 +107,45 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
     async def ainvoke(self, input: ClassifierInput, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return await self._acall_with_config(self._aone, input, ensure_config(config), run_type="chain")
 
-    async def _amany(self, inputs: Sequence[ClassifierInput]) -> list[Any]:
-        texts = [self._text(value) for value in inputs]
-        return [self._shape(r) for r in await self.classifier.abatch(texts, online=self.online, **self.options)]
+    async def _amany(
+        self, inputs: Sequence[ClassifierInput], *, return_exceptions: bool, max_concurrency: int | None
+    ) -> list[Any]:
+        """The outputs of ``inputs`` from one ``abatch`` call of the classifier (which keeps
+        its semantics: with online indexing the texts are classified one after another, in
+        order). An input that is not a text raises at once, before anything is classified,
+        unless ``return_exceptions``: then it, and each text the classifier refused, gives its
+        exception in its place; otherwise a refused text gives its per-item error output."""
+        texts: list[str] = []
+        out: list[Any] = [None] * len(inputs)
+        good: list[int] = []
+        for i, value in enumerate(inputs):
+            try:
+                texts.append(self._text(value))
+            except ValueError as exc:
+                if not return_exceptions:
+                    raise
+                out[i] = exc
+            else:
+                good.append(i)
+        if not texts:
+            return out
+        kwargs: dict[str, Any] = {"online": self.online, **self.options}
+        if max_concurrency is not None and _accepts(self.classifier.abatch, "max_concurrency"):
+            kwargs["max_concurrency"] = max_concurrency
+        results = await self.classifier.abatch(texts, **kwargs)
+        for i, result in zip(good, results):
+            if return_exceptions and result.label is None:  # the classifier refused this text
+                out[i] = InvalidInputError(getattr(result, "error", None) or "the classifier refused this text")
+            else:
+                out[i] = self._shape(result)
+        return out
+
+    async def _abatch_configured(
+        self, inputs: list[ClassifierInput], config: list[RunnableConfig], *, return_exceptions: bool
+    ) -> list[Any]:
+        return await self._amany(
+            inputs, return_exceptions=return_exceptions, max_concurrency=config[0].get("max_concurrency")
+        )
 
     def batch(
         self,
@@ -112,7 +155,16 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
         return_exceptions: bool = False,
         **kwargs: Any,
     ) -> list[Any]:
-        return run_sync(self.abatch(inputs, config, return_exceptions=return_exceptions, **kwargs))
+        """Classify ``inputs`` with one run per input (``config``: one for all or one per
+        input; callbacks, ``run_name``, ``tags``, ``max_concurrency`` — the classifier's
+        concurrency without online indexing, or of model keyword extraction with it)."""
+
+        def classify_all(values: list[ClassifierInput], config: list[RunnableConfig]) -> list[Any]:
+            return run_sync(self._abatch_configured(values, config, return_exceptions=return_exceptions))
+
+        return self._batch_with_config(
+            classify_all, inputs, config, return_exceptions=return_exceptions, run_type="chain"
+        )
 
     async def abatch(
         self,
@@ -122,17 +174,22 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
         return_exceptions: bool = False,
         **kwargs: Any,
     ) -> list[Any]:
-        if not inputs:
-            return []
-        if return_exceptions:  # per-input errors: one call per input, in order
-            out: list[Any] = []
-            for value in inputs:
-                try:
-                    out.append(await self.ainvoke(value, config if isinstance(config, dict) else None))
-                except Exception as exc:  # noqa: BLE001 - LangChain's contract
-                    out.append(exc)
-            return out
-        return await self._amany(inputs)
+        """Async :meth:`batch`."""
 
+        async def classify_all(values: list[ClassifierInput], config: list[RunnableConfig]) -> list[Any]:
+            return await self._abatch_configured(values, config, return_exceptions=return_exceptions)
+
+        return await self._abatch_with_config(
+            classify_all, inputs, config, return_exceptions=return_exceptions, run_type="chain"
+        )
+
+
+def _accepts(function: Any, name: str) -> bool:
+    """Whether ``function`` takes the keyword ``name`` (the classifier is duck-typed)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 __all__ = ["RhizomeClassifier"]
