@@ -217,3 +217,19 @@ def test_a_creation_cut_short_before_its_manifest_is_started_again(tmp_path):
         db.execute("CREATE TABLE documents (id TEXT PRIMARY KEY)")
     assert build(tmp_path / "i")  # no data to lose: the new index starts over
     assert check_index(tmp_path / "i").ok
+
+
+def test_an_edited_manifest_is_found_and_restored_from_the_records(tmp_path):
+    """Defect: check and repair compared only the manifest's index and method with the records'
+    copy, so an edited dimension blamed the vectors (and repair the records) and an edited
+    config passed as sound while every open failed."""
+    hits = build(tmp_path / "i")
+    original = json.loads((tmp_path / "i" / MANIFEST).read_text())
+    for edited in ({**original, "embedding_dimension": 128}, {**original, "config": {**original["config"], "chunk_size": -5}}):
+        (tmp_path / "i" / MANIFEST).write_text(json.dumps(edited))
+        found = check_index(tmp_path / "i")
+        assert not found.ok and len(found.problems) == 1, found.problems
+        assert "differs from its copy in the records" in found.problems[0] and "rhizome repair" in found.problems[0]
+        assert repair_index(tmp_path / "i").ok
+        assert json.loads((tmp_path / "i" / MANIFEST).read_text()) == original
+        assert search(tmp_path / "i") == hits

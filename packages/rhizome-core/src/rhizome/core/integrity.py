@@ -76,6 +76,14 @@ def check_index(path: str | Path) -> IndexCheck:
                 f"{MANIFEST} (index {manifest.index_id}, method {manifest.method!r}) does not belong to the records "
                 f"(index {identity.get('id')}, method {identity.get('method')!r}); `rhizome repair` restores it from the records"
             )
+        elif manifest is not None and stored is not None and (fields := _differing(manifest, stored)):
+            report.problems.append(
+                f"{MANIFEST} differs from its copy in the records ({', '.join(fields)}): it was edited or written "
+                "halfway; `rhizome repair` restores it from the records"
+            )
+        if stored is not None:  # the records' copy is the one written with them
+            with contextlib.suppress(ValueError):
+                manifest = Manifest.model_validate(stored)
         dimension = manifest.embedding_dimension if manifest is not None else None
         columns = {r[1] for r in _rows(db, "PRAGMA table_info(chunks)")}
         _check_chunks(lambda sql: _rows(db, sql), "checksum" in columns, report)
@@ -181,7 +189,18 @@ def _manifest_differs(path: Path, stored: dict) -> bool:
         current = read_manifest(path)
     except IndexStorageError:
         return True
-    return (current.index_id, current.method) != (stored.get("index_id"), stored.get("method"))
+    return bool(_differing(current, stored))
+
+
+def _differing(current: Manifest, stored: dict) -> list[str]:
+    """The fields in which the manifest file differs from the records' copy (both are written
+    together, so at rest they agree)."""
+    try:
+        copy = Manifest.model_validate(stored).model_dump(mode="json")
+    except ValueError:
+        return ["the records' copy"]
+    mine = current.model_dump(mode="json")
+    return [name for name in mine if mine[name] != copy.get(name)]
 
 
 def _check_database(url: str) -> IndexCheck:
