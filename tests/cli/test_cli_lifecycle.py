@@ -89,6 +89,64 @@ def test_sync_adds_new_reindexes_changed_and_deletes_removed_files(tmp_path, cap
     assert code == 0 and "0 new, 0 changed, 3 unchanged, 0 removed" in out
 
 
+def stored_texts(index_dir: Path) -> dict[str, str]:
+    index = load_index(index_dir, readonly=True, offline=True)
+    try:
+        ids = index.store.document_ids()
+        return {c.document_id: c.text.strip() for c in index.store.chunks(index.store.chunk_ids(ids)).values()}
+    finally:
+        index.close()
+
+
+def test_a_folder_with_the_same_file_names_as_another_is_refused_not_replaced(tmp_path, capsys):
+    fa, fb = tmp_path / "fa", tmp_path / "fb"
+    for team, where in (("Alpha", fa), ("Beta", fb)):
+        where.mkdir()
+        (where / "notes.md").write_text(f"{team} team notes: the ferry leaves at nine.", encoding="utf-8")
+    index_dir = tmp_path / "idx"
+    assert run(capsys, "index", str(fa), "--out", str(index_dir), "--offline", "-q")[0] == 0
+    code, out, err = run(capsys, "index", str(fb), "--out", str(index_dir), "--offline", "-q")
+    assert code == 2 and out == ""
+    assert f"notes.md: stored from {(fa / 'notes.md').resolve()}, now from {(fb / 'notes.md').resolve()}" in err
+    assert "Nothing was written" in err and "--id-prefix fb" in err and "--replace" in err
+    assert stored_texts(index_dir) == {"notes.md": "Alpha team notes: the ferry leaves at nine."}
+    # both kept: the second folder under its own ids
+    code, out, _ = run(capsys, "index", str(fb), "--out", str(index_dir), "--offline", "--id-prefix", "fb")
+    assert code == 0 and "1 new, 0 changed" in out
+    assert stored_texts(index_dir) == {"notes.md": "Alpha team notes: the ferry leaves at nine.",
+                                       "fb/notes.md": "Beta team notes: the ferry leaves at nine."}
+    # the same folder again still updates its changed files
+    (fa / "notes.md").write_text("Alpha team notes: the ferry leaves at ten.", encoding="utf-8")
+    code, out, _ = run(capsys, "index", str(fa), "--out", str(index_dir), "--offline")
+    assert code == 0 and "0 new, 1 changed" in out
+    # replacing on purpose
+    code, out, _ = run(capsys, "index", str(fb), "--out", str(index_dir), "--offline", "--replace")
+    assert code == 0 and "0 new, 1 changed" in out
+    assert stored_texts(index_dir)["notes.md"] == "Beta team notes: the ferry leaves at nine."
+
+
+def test_a_single_file_with_the_name_of_a_stored_one_is_refused(tmp_path, capsys):
+    for team in ("a", "b"):
+        (tmp_path / team).mkdir()
+        (tmp_path / team / "report.txt").write_text(f"Report {team.upper()} on kelp.", encoding="utf-8")
+    index_dir = tmp_path / "idx"
+    assert run(capsys, "index", str(tmp_path / "a" / "report.txt"), "--out", str(index_dir), "--offline", "-q")[0] == 0
+    code, _, err = run(capsys, "index", str(tmp_path / "b" / "report.txt"), "--out", str(index_dir), "--offline", "-q")
+    assert code == 2 and "report.txt: stored from" in err and "--id-prefix b" in err
+    assert stored_texts(index_dir) == {"report.txt": "Report A on kelp."}
+
+
+def test_two_tables_with_the_same_ids_name_both_files(tmp_path, capsys):
+    docs = tmp_path / "two"
+    docs.mkdir()
+    (docs / "ferries.csv").write_text("id,text\n1,Ferry timetable for spring.\n", encoding="utf-8")
+    (docs / "lights.csv").write_text("id,text\n1,Lighthouse keepers of Oskel.\n", encoding="utf-8")
+    code, _, err = run(capsys, "index", str(docs), "--out", str(tmp_path / "idx"), "--offline", "-q")
+    assert code == 2 and "document id '1' is given twice" in err
+    assert str((docs / "ferries.csv").resolve()) in err and str((docs / "lights.csv").resolve()) in err
+    assert "--id-field" in err and not (tmp_path / "idx").exists()  # refused before anything is written
+
+
 def test_sync_keeps_the_documents_of_a_file_that_cannot_be_read_now(tmp_path, capsys):
     docs = folder(tmp_path)
     index_dir = tmp_path / "idx"

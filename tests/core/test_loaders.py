@@ -194,3 +194,13 @@ def test_framework_documents_go_straight_into_insert():
     assert again.skipped and not again.inserted  # a LlamaIndex document without an id: its content hash
     stored = index.store.documents_metadata(report.inserted)
     assert {"page": 2, "author": "Ann"} in stored.values() and stored["crab"] == {"shore": True}
+
+
+def test_an_id_prefix_goes_before_every_id(tmp_path):
+    (tmp_path / "notes.md").write_text("# Notes\n\nThe ferry leaves at nine.", encoding="utf-8")
+    (tmp_path / "rows.csv").write_text("id,text\nk1,The ketch sank.\n,The sloop sails.\n", encoding="utf-8")
+    found = load_files(tmp_path, id_prefix="team-b/")
+    assert sorted(d.id for d in found.documents) == ["team-b/k1", "team-b/notes.md", "team-b/rows.csv#1"]
+    assert sorted(d.id for d in load_files(tmp_path / "notes.md", id_prefix="b").documents) == ["b/notes.md"]
+    with pytest.raises(InvalidInputError, match="id prefix '/' is empty"):
+        load_files(tmp_path, id_prefix="/")

@@ -91,10 +91,22 @@ def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
         previous = documents.get(document.id)
         if previous is not None and previous.text != document.text:
             raise InvalidInputError(
-                f"document id {document.id!r} is given twice with different texts; ids must be unique"
+                f"document id {document.id!r} is given twice with different texts{_origins(previous, document)}"
             )
         documents[document.id] = document
     return list(documents.values())
+
+
+def _origins(first: Document, second: Document) -> str:
+    """Where two documents with one id came from, when both name their file (``source``, as
+    the loaders set it), and what to do."""
+    sources = [d.metadata.get("source") for d in (first, second)]
+    if not all(isinstance(s, str) and s for s in sources):
+        return "; ids must be unique"
+    where = f"both in {sources[0]}" if sources[0] == sources[1] else f"in {sources[0]} and in {sources[1]}"
+    return (f" ({where}); ids must be unique: for rows of CSV or JSON files, name a column whose values are "
+            "unique with --id-field (id_field= in Python), or index the files separately, each with its own "
+            "--id-prefix (id_prefix=)")
 
 
 def _check_storable(position: int, document: Document) -> None:

@@ -14,7 +14,9 @@ suffix         what becomes a document                                          
 Every document gets ``source`` (the file's absolute path) and, where the format has one, a
 ``title``; a row's or record's other fields become its metadata. Ids are the path relative to
 the folder loaded (``notes/a.md``), with ``#page=N`` for a PDF page and ``#N`` (0-based) for a
-row or record without an id field, so loading the same folder again gives the same ids.
+row or record without an id field, so loading the same folder again gives the same ids;
+``id_prefix="team-b"`` puts ``team-b/`` before every id (two folders with the same file names in
+one index).
 
 Text files are decoded as UTF-8 when they are UTF-8 (a byte-order mark is honoured), else with
 the encoding charset-normalizer finds (a Western text too short to tell apart defaults to
@@ -152,16 +154,18 @@ def _requires(module: str, suffix: str) -> Any:
 # -- one loader per format -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Source:
-    """One file being loaded: its path, its id prefix and the options of the call."""
+    """One file being loaded: its path, its id (relative path), the options of the call and
+    the prefix of every id (``""``, or ``"NAME/"``)."""
 
     file: Path
     rel: str
     text_field: str | None
     id_field: str | None
+    prefix: str = ""
 
     def document(self, text: str, id: str | None = None, **metadata: Any) -> Document:
         meta = {"source": str(self.file.resolve()), **{k: v for k, v in metadata.items() if v not in (None, "")}}
-        return Document(text=text, id=id or self.rel, metadata=meta)
+        return Document(text=text, id=self.prefix + (id or self.rel), metadata=meta)
 
 
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -339,15 +343,19 @@ def _files(root: Path) -> list[Path]:
     return found
 
 
-def load_files(path: str | Path, *, text_field: str | None = None, id_field: str | None = None) -> LoadResult:
+def load_files(
+    path: str | Path, *, text_field: str | None = None, id_field: str | None = None, id_prefix: str | None = None
+) -> LoadResult:
     """Documents from a file or a folder (recursively), with every file that gave none.
 
     ``text_field`` names the column or field holding the text of a CSV row or JSON record
     (default: the first of :data:`TEXT_FIELDS` present); ``id_field`` the one holding its id
-    (default ``id`` when present, else ``FILE#N``)."""
+    (default ``id`` when present, else ``FILE#N``); ``id_prefix`` is put before every id, with a
+    ``/`` (``team-b/notes.md``)."""
     root = Path(path)
     if not root.exists():
         raise InvalidInputError(f"{root} does not exist")
+    prefix = _id_prefix(id_prefix)
     result = LoadResult()
     for file in _files(root):
         loader = LOADERS.get(file.suffix.lower())
@@ -356,7 +364,7 @@ def load_files(path: str | Path, *, text_field: str | None = None, id_field: str
             continue
         rel = file.name if root.is_file() else file.relative_to(root).as_posix()
         try:
-            documents = loader(_Source(file, rel, text_field, id_field), result)
+            documents = loader(_Source(file, rel, text_field, id_field, prefix), result)
         except UnreadableFileError as exc:
             result.unreadable[str(file)] = str(exc)
             continue
@@ -372,11 +380,23 @@ def load_files(path: str | Path, *, text_field: str | None = None, id_field: str
     return result
 
 
-def load_path(path: str | Path, *, text_field: str | None = None, id_field: str | None = None) -> list[Document]:
+def _id_prefix(id_prefix: str | None) -> str:
+    """``"NAME/"`` for an ``id_prefix`` (slashes around it dropped), ``""`` for none."""
+    if id_prefix is None:
+        return ""
+    name = id_prefix.strip().strip("/")
+    if not name:
+        raise InvalidInputError(f"the id prefix {id_prefix!r} is empty; give a name such as 'team-b' (ids become team-b/FILE)")
+    return name + "/"
+
+
+def load_path(
+    path: str | Path, *, text_field: str | None = None, id_field: str | None = None, id_prefix: str | None = None
+) -> list[Document]:
     """The documents of :func:`load_files`; each warning and each file that gave no document is
     reported as a :class:`LoaderWarning`. Nothing loadable at all is an
     :class:`~rhizome.core.errors.InvalidInputError` that lists why."""
-    result = load_files(path, text_field=text_field, id_field=id_field)
+    result = load_files(path, text_field=text_field, id_field=id_field, id_prefix=id_prefix)
     for file, messages in result.warnings.items():
         for message in messages:
             warnings.warn(f"{file}: {message}", LoaderWarning, stacklevel=2)

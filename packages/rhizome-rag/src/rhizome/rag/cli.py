@@ -109,20 +109,24 @@ def _open_or_create(
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from rhizome.core.documents import coerce_documents
     from rhizome.core.index import DeleteReport, InsertReport
     from rhizome.core.loaders import load_files, no_documents
     from rhizome.core.storage import as_location
 
     started = time.monotonic()
-    loaded = load_files(args.path, text_field=args.text_field, id_field=args.id_field)
+    loaded = load_files(args.path, text_field=args.text_field, id_field=args.id_field, id_prefix=args.id_prefix)
     if not loaded.documents and not args.sync:
         raise InvalidInputError(no_documents(args.path, loaded))
     if args.workers is not None and args.workers < 1:
         raise ConfigurationError(f"--workers must be at least 1, got {args.workers}")
+    documents = coerce_documents(loaded.documents)  # bad input is refused before anything is written
     index, models = _open_or_create(args.method, as_location(args.out), args)
     try:
+        if not args.replace:
+            _refuse_clashes(index, documents, args)
         removed = _remove_stale(index, Path(args.path), loaded) if args.sync else DeleteReport()
-        report = index.insert(loaded.documents) if loaded.documents else InsertReport()
+        report = index.insert(documents) if documents else InsertReport()
         totals = {"documents": index.store.count("documents"), "chunks": len(index), **index.graph_contents().summary()}
     finally:
         index.close()
@@ -150,6 +154,29 @@ def cmd_index(args: argparse.Namespace) -> int:
         print("run the same command again to retry only what failed (see --max-retries, --timeout); "
               f"`uv run rhizome status {args.out}` lists it", file=sys.stderr)
     return 1
+
+
+def _refuse_clashes(index: Any, documents: list[Any], args: argparse.Namespace) -> None:
+    """Ids are paths relative to the folder indexed, so two folders (or two files) with the same
+    file names give the same ids. A document whose id is stored with another ``source`` (or
+    none: a document inserted from Python) is a clash: refused before anything is written,
+    naming each clash, unless ``--replace`` says to replace it."""
+    stored = index.store.documents_metadata(d.id for d in documents)
+    clashes = [(d.id, stored[d.id].get("source"), d.metadata.get("source")) for d in documents
+               if d.id in stored and stored[d.id].get("source") != d.metadata.get("source")]
+    if not clashes:
+        return
+    given = Path(args.path).resolve()
+    name = (given if given.is_dir() else given.parent).name or "NAME"
+    lines = "\n".join(f"  {doc_id}: stored from {old or 'no file (inserted from Python)'}, now from {new}"
+                      for doc_id, old, new in clashes)
+    raise InvalidInputError(
+        f"{plural(len(clashes), 'document')} of {args.path} {'has' if len(clashes) == 1 else 'have'} the id of a "
+        f"document {_shown(args.out)} holds from another file, which indexing would replace:\n{lines}\n"
+        f"Nothing was written. To keep both, index {args.path} under its own ids with --id-prefix "
+        f"(e.g. --id-prefix {name}: its ids become {name}/...); to replace the stored documents on purpose "
+        "(the files moved, say), add --replace"
+    )
 
 
 def _remove_stale(index: Any, folder: Path, loaded: Any) -> Any:
@@ -569,6 +596,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="make the index match the folder: add new files, re-index changed ones, delete the documents of removed files")
     p.add_argument("--text-field", help="the column (CSV) or field (JSON) holding a row's text (default: text, content, context, page_content or body)")
     p.add_argument("--id-field", help="the column or field holding a row's id (default: id when present, else FILE#ROW)")
+    p.add_argument("--id-prefix", metavar="PREFIX",
+                   help="put PREFIX/ before every id of this run (ids are paths relative to the folder: two folders "
+                        "with the same file names need different prefixes to share an index)")
+    p.add_argument("--replace", action="store_true",
+                   help="replace stored documents whose id this run gives to a file other than the one they came from "
+                        "(refused without it)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="extract on N Ray workers (local Ray in this process unless --ray-address; needs rhizome-rag[ray]); "
                         "the index is the same as without")
