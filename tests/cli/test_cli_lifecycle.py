@@ -5,6 +5,7 @@ delete, export, filters and empty results."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import networkx as nx
@@ -155,6 +156,21 @@ def test_sync_keeps_the_documents_of_a_file_that_cannot_be_read_now(tmp_path, ca
     code, out, err = run(capsys, "index", str(docs), "--out", str(index_dir), "--offline", "--sync")
     assert code == 1 and "guild.txt: it holds NUL bytes" in err
     assert "0 removed" in out and "guild.txt" in cited(index_dir, "Salt Guild")
+
+
+def test_bytes_that_are_not_utf8_in_a_file_name_or_an_argument_are_reported(tmp_path, capsys):
+    docs = folder(tmp_path)
+    with open(os.fsencode(docs) + b"/caf\xe9.txt", "wb") as f:  # a Latin-1 file name
+        f.write(b"Notes about the cafe by the harbour.")
+    index_dir = str(tmp_path / "idx")
+    code, out, err = run(capsys, "index", str(docs), "--out", index_dir, "--offline")
+    assert code == 1 and "3 new" in out
+    assert f"not read: {docs}/caf\\xe9.txt: its path is not UTF-8" in err
+    code, out, err = run(capsys, "query", index_dir, os.fsdecode(b"caf\xe9"))
+    assert code == 2 and "the query is not valid Unicode" in err
+    code, out, err = run(capsys, "docs", "delete", index_dir, os.fsdecode(b"x\xff"), "-q", "--offline")
+    assert code == 1 and "not in the index: x\\xff" in err
+    assert run(capsys, "docs", "list", index_dir)[1].endswith("3 documents: 3 done\n")
 
 
 def test_docs_delete_uses_the_methods_delete_and_reports_unknown_ids(tmp_path, capsys):

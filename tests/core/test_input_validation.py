@@ -222,3 +222,21 @@ async def test_a_degenerate_answer_ends_in_a_model_output_error():
     model = FakeChatModel(DEGENERATE[:2], max_retries=1)
     with pytest.raises(ModelOutputError, match="invalid Pair JSON 2 times"):
         await model.acomplete_json("give me a pair", Pair)
+
+
+def test_a_query_that_is_not_valid_unicode_is_refused():
+    index = VectorIndex()
+    index.insert(GOOD[:2])
+    with pytest.raises(InvalidInputError, match="the query is not valid Unicode"):
+        index.as_retriever(k=1).retrieve("caf\udce9")  # a Latin-1 byte from the command line
+
+
+def test_delete_takes_ids_and_reports_ids_that_cannot_be_stored_as_missing():
+    index = VectorIndex()
+    index.insert(GOOD[:2])
+    for bad in (None, 3, ["g0", None]):
+        with pytest.raises(InvalidInputError, match="document id"):
+            index.delete(bad)
+    report = index.delete(["x\udcff", "g0"])
+    assert report.missing == ["x\udcff"] and report.deleted == ["g0"]
+    assert index.store.document_ids() == ["g1"]

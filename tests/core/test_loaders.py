@@ -4,13 +4,14 @@ says about the files it could not read."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 
 import pytest
 
 from rhizome.core.errors import InvalidInputError
-from rhizome.core.loaders import LoaderWarning, decode_bytes, load_files, load_path
+from rhizome.core.loaders import LoaderWarning, decode_bytes, describe_files, load_files, load_path
 
 
 def make_pdf(pages: list[str], title: str | None = None) -> bytes:
@@ -204,3 +205,16 @@ def test_an_id_prefix_goes_before_every_id(tmp_path):
     assert sorted(d.id for d in load_files(tmp_path / "notes.md", id_prefix="b").documents) == ["b/notes.md"]
     with pytest.raises(InvalidInputError, match="id prefix '/' is empty"):
         load_files(tmp_path, id_prefix="/")
+
+
+def test_a_file_whose_name_is_not_utf8_is_reported_and_the_rest_read(tmp_path):
+    (tmp_path / "ferry.txt").write_text("The ferry leaves at nine.", encoding="utf-8")
+    folder = os.fsencode(tmp_path)
+    for name in (b"caf\xe9.txt", b"pic\xe9.png"):  # Latin-1 names
+        with open(folder + b"/" + name, "wb") as f:
+            f.write(b"Notes about the cafe by the harbour.")
+    found = load_files(tmp_path)
+    assert [d.id for d in found.documents] == ["ferry.txt"]
+    [(file, reason)] = found.unreadable.items()
+    assert os.fsencode(file) == folder + b"/caf\xe9.txt" and "its path is not UTF-8" in reason and "rename it" in reason
+    assert describe_files(found.unsupported) == "pic\\xe9.png"  # printable

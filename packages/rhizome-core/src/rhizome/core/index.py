@@ -40,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +55,7 @@ from rhizome.core.errors import (
     ConfigurationError,
     IndexFormatError,
     IndexMismatchError,
+    InvalidInputError,
     fails_alone,
 )
 from rhizome.core.heap import full_collections_deferred
@@ -631,18 +632,26 @@ class BaseIndex:
         return None
 
     async def adelete(self, document_ids: Sequence[str] | str) -> DeleteReport:
-        """Remove documents and what only they supported. Unknown ids are reported, not raised."""
-        ids = [document_ids] if isinstance(document_ids, str) else list(document_ids)
+        """Remove documents and what only they supported. Unknown ids are reported, not raised
+        (an id that is not valid Unicode cannot be stored, so it is unknown); anything but an id
+        or ids is an :class:`InvalidInputError`."""
+        ids = _document_ids(document_ids)
         report = DeleteReport()
         title = f"{self.method}: deleting {len(ids)} document{'' if len(ids) == 1 else 's'}"
         async with self._writing():
             with usage_scope() as usage, reporting(self.progress, title):
-                present = []
+                present, stored = [], []
                 for doc_id in dict.fromkeys(ids):
-                    (present if self.store.document_state(doc_id) is not None else report.missing).append(doc_id)
-                if report.missing:  # a failed or interrupted version leaves only its status
+                    if not _storable(doc_id):
+                        report.missing.append(doc_id)
+                    elif self.store.document_state(doc_id) is not None:
+                        present.append(doc_id)
+                    else:
+                        report.missing.append(doc_id)
+                        stored.append(doc_id)
+                if stored:  # a failed or interrupted version leaves only its status
                     with self.store.transaction() as db:
-                        IndexStore.clear_status(db, report.missing)
+                        IndexStore.clear_status(db, stored)
                 if present:
                     prepared = await self._prepare_delete(present, report.stats)
                     with self.store.transaction() as db:
@@ -821,6 +830,30 @@ class BaseIndex:
         if stream:
             return iterate_sync(self.astream_answer(question, mode=mode, k=k, **options))
         return run_sync(self.aanswer(question, mode=mode, k=k, **options))
+
+
+def _document_ids(document_ids: Any) -> list[str]:
+    """The ids a delete was given: one id or an iterable of ids, each a string."""
+    if isinstance(document_ids, str):
+        return [document_ids]
+    if isinstance(document_ids, Iterable):
+        ids = list(document_ids)
+        wrong = [i for i in ids if not isinstance(i, str)]
+        if not wrong:
+            return ids
+        raise InvalidInputError(f"document ids are strings, got {wrong[0]!r}; `index.store.document_ids()` lists them")
+    raise InvalidInputError(
+        f"delete takes a document id or a list of ids, got {document_ids!r}; `index.store.document_ids()` lists them"
+    )
+
+
+def _storable(text: str) -> bool:
+    """Whether ``text`` can be stored (valid Unicode: no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _same_location(a: str | Path, b: str | Path) -> bool:

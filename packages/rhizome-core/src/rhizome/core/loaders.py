@@ -25,7 +25,7 @@ encoding explains are replaced with U+FFFD and reported, never dropped silently.
 
 Nothing is skipped without a word: :func:`load_files` returns the documents together with the
 files it could not read (and why: a missing optional library, a damaged or encrypted file, no
-text column), the files of a type it does not read, and the warnings (encodings guessed, bytes
+text column, a name that is not UTF-8), the files of a type it does not read, and the warnings (encodings guessed, bytes
 replaced, PDF pages without text). Hidden files and folders (``.git``, ``.DS_Store``) are not
 looked at.
 """
@@ -37,6 +37,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -363,6 +364,12 @@ def load_files(
             result.unsupported.append(str(file))
             continue
         rel = file.name if root.is_file() else file.relative_to(root).as_posix()
+        if printable(rel) != rel or printable(file.resolve()) != str(file.resolve()):  # id and source
+            result.unreadable[str(file)] = (
+                "its path is not UTF-8 (a name in Latin-1 or another legacy encoding), and a document's id and "
+                "source are stored as UTF-8; rename it (e.g. `convmv -f latin1 -t utf8 --notest FILE`) and run again"
+            )
+            continue
         try:
             documents = loader(_Source(file, rel, text_field, id_field, prefix), result)
         except UnreadableFileError as exc:
@@ -412,16 +419,22 @@ def load_path(
 
 def no_documents(path: str | Path, result: LoadResult) -> str:
     """Why ``path`` gave no document, as one message."""
-    why = [f"{file}: {reason}" for file, reason in result.unreadable.items()]
+    why = [f"{printable(file)}: {reason}" for file, reason in result.unreadable.items()]
     if result.unsupported:
         why.append(f"files of other types: {describe_files(result.unsupported)}")
     return (f"found no documents in {path}; readable files: {', '.join(sorted(SUFFIXES))}"
             + (" — " + "; ".join(why) if why else ""))
 
 
+def printable(path: str | Path) -> str:
+    """``path`` as text that can be printed and stored: a name whose bytes are not UTF-8 (which
+    Python keeps as lone surrogates) shows them as ``\\xe9``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def describe_files(files: Sequence[str], limit: int = 5) -> str:
     """A few file names and how many more."""
-    names = [Path(f).name for f in files[:limit]]
+    names = [printable(Path(f).name) for f in files[:limit]]
     return ", ".join(names) + (f" and {len(files) - limit} more" if len(files) > limit else "")
 
 
@@ -435,4 +448,5 @@ __all__ = [
     "describe_files",
     "load_files",
     "load_path",
+    "printable",
 ]

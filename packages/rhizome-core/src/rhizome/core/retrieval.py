@@ -79,6 +79,13 @@ class Retrieval(BaseModel):
 def check_query(query: Any) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError("the query must be a non-empty string")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:  # bytes that were not UTF-8 (a terminal in another encoding)
+        raise InvalidInputError(
+            f"the query is not valid Unicode (a lone surrogate at position {exc.start}: bytes that are not "
+            "UTF-8, e.g. from a terminal set to Latin-1); give it as UTF-8 text"
+        ) from exc
     return query
 
 

@@ -229,15 +229,15 @@ def _print_summary(args: argparse.Namespace, report: Any, removed: Any, totals: 
 def _print_loaded(args: argparse.Namespace, loaded: Any) -> int:
     """What reading the files found, beside the documents: files not read (on standard error,
     with the reason), files of other types, and the warnings. Returns how many were not read."""
-    from rhizome.core.loaders import describe_files
+    from rhizome.core.loaders import describe_files, printable
 
     others = f", {len(loaded.unsupported)} of other types left out ({describe_files(loaded.unsupported)})" if loaded.unsupported else ""
     _say(args, f"  files: {loaded.files} read{others}")
     for file, messages in loaded.warnings.items():
         for message in messages:
-            print(f"warning: {file}: {message}", file=sys.stderr)
+            print(f"warning: {printable(file)}: {message}", file=sys.stderr)
     for file, reason in loaded.unreadable.items():
-        print(f"not read: {file}: {reason}", file=sys.stderr)
+        print(f"not read: {printable(file)}: {reason}", file=sys.stderr)
     n = len(loaded.unreadable)
     if n:
         print(f"{plural(n, 'file')} could not be read and {'is' if n == 1 else 'are'} not in the index; fix them (or "
@@ -517,7 +517,10 @@ def cmd_docs_delete(args: argparse.Namespace) -> int:
         print(f"the whole-index work after the delete did not finish ({report.unfinished}); nothing of the deleted "
               "documents is searchable; run `uv run rhizome index` or this command again to finish it", file=sys.stderr)
     if report.missing:
-        print(f"not in the index: {', '.join(report.missing)} (`uv run rhizome docs list {args.index}` lists the ids)", file=sys.stderr)
+        from rhizome.core.loaders import printable
+
+        missing = ", ".join(printable(i) for i in report.missing)
+        print(f"not in the index: {missing} (`uv run rhizome docs list {args.index}` lists the ids)", file=sys.stderr)
     return 1 if report.missing or report.unfinished else 0
 
 
