@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -330,3 +331,47 @@ def test_index_stores_the_documents_when_the_whole_index_work_fails(tmp_path, ca
         assert code == 0, err
     code, out, _ = run(capsys, "status", out_dir)
     assert "unfinished" not in out
+
+
+def test_a_file_where_a_folder_is_due_is_a_typed_error(tmp_path, capsys):
+    from rhizome.core.errors import InvalidInputError
+    from rhizome.core.naive import VectorIndex
+
+    afile = tmp_path / "afile"
+    afile.write_text("hi", encoding="utf-8")
+    code, out, err = run(capsys, "index", str(sample_corpus()), "--out", str(afile), "--offline", "-q")
+    assert code == 2 and f"cannot create an index at {afile}: {afile} is a file" in err
+    code, out, err = run(capsys, "demo", "--offline", "--method", "naive", "--out", str(afile))
+    assert code == 2 and f"{afile} is a file, and an index is a directory" in err
+    with pytest.raises(InvalidInputError, match="is a file"):
+        VectorIndex(path=afile)
+    assert afile.read_text(encoding="utf-8") == "hi"
+    run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "g"), "--method", "graphrag", "--offline", "-q")
+    (tmp_path / "adir").mkdir()
+    code, out, err = run(capsys, "export", str(tmp_path / "g"), "--out", str(tmp_path / "adir"))
+    assert code == 2 and "adir is a folder; GraphML is one file" in err
+
+
+def test_a_malformed_ollama_host_is_a_typed_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "::::")
+    for module in ("ollama", "rhizome.core.models.ollama"):  # the ollama package reads OLLAMA_HOST when imported
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    code, out, err = run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"), "-q")
+    assert code == 2 and "OLLAMA_HOST='::::' is not an address" in err and "HOST:PORT" in err
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly(tmp_path, capsys):
+    script = Path(sys.executable).parent / "rhizome"
+    if not script.exists():
+        pytest.skip("the rhizome console script is not installed in this environment")
+    run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"), "--offline", "-q")
+    env = {"PATH": str(Path(sys.executable).parent), "OLLAMA_HOST": closed_port_url(), "HOME": str(tmp_path)}
+    for argv in (["status", str(tmp_path / "i")], ["docs", "list", str(tmp_path / "i")],
+                 ["query", str(tmp_path / "i"), "lighthouse", "--offline"]):
+        read, write = os.pipe()
+        os.close(read)  # `| head` that has already stopped reading
+        try:
+            result = subprocess.run([str(script), *argv], stdout=write, stderr=subprocess.PIPE, env=env, timeout=120)
+        finally:
+            os.close(write)
+        assert (result.returncode, result.stderr) == (141, b""), argv

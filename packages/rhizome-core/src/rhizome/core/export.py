@@ -223,6 +223,8 @@ def write_graphml(graph: Any, path: str | Path) -> Path:
             "for its documents, chunks and summary nodes (the communities table, with level and children)"
         )
     target = Path(path)
+    if target.is_dir():
+        raise InvalidInputError(f"{target} is a folder; GraphML is one file: name the file, e.g. {target / 'graph.graphml'}")
     target.parent.mkdir(parents=True, exist_ok=True)
     nx.write_graphml(graph, target)
     return target

@@ -8,6 +8,7 @@ steps only; ``OLLAMA_HOST`` points at the Ollama server.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -678,7 +679,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader gone away is noticed here, not when the interpreter exits
+        return code
+    except BrokenPipeError:
+        # the reader stopped reading (`rhizome docs list IDX | head`): stop quietly, as CLIs do
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # stdout may not be a file
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 141  # 128 + SIGPIPE, what a shell reports for a program a closed pipe stopped
     except RhizomeError as exc:
         print(f"rhizome: error: {exc}", file=sys.stderr)
         return 2

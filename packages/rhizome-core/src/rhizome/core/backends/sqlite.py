@@ -39,6 +39,7 @@ from rhizome.core.errors import (
     IndexFormatError,
     IndexLockedError,
     IndexNotFoundError,
+    InvalidInputError,
 )
 from rhizome.core.storage import (
     MANIFEST,
@@ -197,6 +198,12 @@ class SQLiteStore(IndexStore):
         if location is None:
             return cls(None, manifest)
         path = Path(location)
+        blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise InvalidInputError(
+                f"cannot create an index at {path}: {blocker} is a file, and an index is a directory; "
+                "choose another path (or move the file away)"
+            )
         _refuse_orphans(path, clear=True)
         path.mkdir(parents=True, exist_ok=True)
         store = cls(path, manifest, new=True)

@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
-import ollama
 from pydantic import BaseModel
 
 from rhizome.core.aio import PerLoop, run_sync
@@ -46,6 +45,14 @@ from rhizome.core.errors import (
 )
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
 from rhizome.core.protocols import Completion
+
+try:
+    import ollama  # which builds a default client from OLLAMA_HOST as it is imported
+except ValueError as exc:  # a malformed OLLAMA_HOST (a port that is not a number)
+    raise ConfigurationError(
+        f"OLLAMA_HOST={os.environ.get('OLLAMA_HOST')!r} is not an address ({exc}); set it to HOST:PORT or "
+        "http://HOST:PORT (e.g. localhost:11434), or unset it"
+    ) from exc
 
 T = TypeVar("T")
 S = TypeVar("S", bound="_OllamaTransport")
