@@ -173,6 +173,31 @@ def test_bytes_that_are_not_utf8_in_a_file_name_or_an_argument_are_reported(tmp_
     assert run(capsys, "docs", "list", index_dir)[1].endswith("3 documents: 3 done\n")
 
 
+def test_nan_never_reaches_the_json_the_commands_print(tmp_path, capsys):
+    from rhizome.core.errors import InvalidInputError
+    from rhizome.core.naive import VectorIndex
+
+    index_dir = tmp_path / "idx"
+    index = VectorIndex(path=index_dir)
+    try:
+        with pytest.raises(InvalidInputError, match="cannot be stored as JSON"):
+            index.insert([{"id": "n", "text": "a reading", "metadata": {"x": float("nan"), "y": float("inf")}}])
+        index.insert([{"id": "r", "text": "a reading", "metadata": {"x": 3.5}}])
+    finally:
+        index.close()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "readings.jsonl").write_text('{"text": "another reading", "x": NaN}\n', encoding="utf-8")
+    code, _, err = run(capsys, "index", str(docs), "--out", str(index_dir), "--offline", "-q")
+    assert code == 2 and "readings.jsonl: it is not valid JSON (NaN is not a JSON value" in err  # its only file
+    strict = {"parse_constant": lambda c: pytest.fail(f"not JSON: {c}")}
+    code, out, _ = run(capsys, "query", str(index_dir), "a reading", "--json", "-k", "1")
+    assert code == 0 and json.loads(out, **strict)["hits"][0]["metadata"]["x"] == 3.5
+    assert run(capsys, "export", str(index_dir), "--format", "jsonl", "--out", str(tmp_path / "t"))[0] == 0
+    for line in (tmp_path / "t" / "documents.jsonl").read_text(encoding="utf-8").splitlines():
+        json.loads(json.loads(line, **strict)["metadata"], **strict)
+
+
 def test_docs_delete_uses_the_methods_delete_and_reports_unknown_ids(tmp_path, capsys):
     docs = folder(tmp_path)
     index_dir = tmp_path / "g"

@@ -142,6 +142,9 @@ def test_the_message_counts_the_bad_vectors():
         ({"nested": {1: "a", "b": 2}}, "cannot be stored as JSON"),  # was a raw TypeError from the document hash
         ({"note": "a\x00b"}, "NUL character in its metadata"),
         ({"k\udc80": "v"}, "metadata that is not valid Unicode"),
+        ({"x": float("nan")}, "cannot be stored as JSON"),  # was stored, then printed as NaN: not JSON
+        ({"readings": [1.0, float("inf")]}, "None for NaN"),
+        ({"deep": {"y": float("-inf")}}, "finite float"),
     ],
 )
 def test_metadata_that_cannot_be_stored_as_it_is_fails_the_call(metadata, says):

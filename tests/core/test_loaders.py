@@ -218,3 +218,13 @@ def test_a_file_whose_name_is_not_utf8_is_reported_and_the_rest_read(tmp_path):
     [(file, reason)] = found.unreadable.items()
     assert os.fsencode(file) == folder + b"/caf\xe9.txt" and "its path is not UTF-8" in reason and "rename it" in reason
     assert describe_files(found.unsupported) == "pic\\xe9.png"  # printable
+
+
+def test_nan_and_infinity_in_a_json_file_are_not_json(tmp_path):
+    (tmp_path / "ok.jsonl").write_text('{"text": "A reading of 3.5.", "x": 3.5}\n', encoding="utf-8")
+    (tmp_path / "nan.jsonl").write_text('{"text": "A reading.", "x": NaN}\n', encoding="utf-8")
+    (tmp_path / "inf.json").write_text('[{"text": "A reading.", "x": -Infinity}]', encoding="utf-8")
+    found = load_files(tmp_path)
+    assert [d.id for d in found.documents] == ["ok.jsonl#0"]
+    assert "NaN is not a JSON value" in found.unreadable[str(tmp_path / "nan.jsonl")]
+    assert "-Infinity is not a JSON value" in found.unreadable[str(tmp_path / "inf.json")]

@@ -117,11 +117,11 @@ def _check_storable(position: int, document: Document) -> None:
     may change from run to run and with it the document's hash."""
     where = f"document {position} ({document.id!r})"
     try:
-        json.dumps(document.metadata, sort_keys=True)  # the way the index hashes and stores it
+        json.dumps(document.metadata, sort_keys=True, allow_nan=False)  # NaN and infinity are not JSON
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(
-            f"{where} has metadata that cannot be stored as JSON ({exc}); use str, int, float, bool, "
-            "None, lists and dicts with string keys (e.g. str(value) or value.isoformat())"
+            f"{where} has metadata that cannot be stored as JSON ({exc}); use str, int, finite float, bool, "
+            "None, lists and dicts with string keys (e.g. str(value) or value.isoformat(); None for NaN)"
         ) from exc
     parts = [("text", document.text), ("id", document.id), *(("metadata", s) for s in _strings(document.metadata))]
     for part, value in parts:

@@ -281,10 +281,10 @@ def _records(source: _Source, result: LoadResult) -> Iterator[tuple[int, dict[st
         return
     try:
         if suffix == ".json":
-            loaded = json.loads(text)
+            loaded = json.loads(text, parse_constant=_not_json)
             records = loaded if isinstance(loaded, list) else [loaded]
         else:
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            records = [json.loads(line, parse_constant=_not_json) for line in text.splitlines() if line.strip()]
     except ValueError as exc:
         raise UnreadableFileError(f"it is not valid JSON ({exc})") from exc
     for number, record in enumerate(records):
@@ -293,6 +293,11 @@ def _records(source: _Source, result: LoadResult) -> Iterator[tuple[int, dict[st
         if not isinstance(record, dict):
             raise UnreadableFileError(f"record {number} is neither an object nor a string")
         yield number, record
+
+
+def _not_json(constant: str) -> Any:
+    """NaN and Infinity, which Python's json reads but JSON does not have: refused."""
+    raise ValueError(f"{constant} is not a JSON value; write null or a string")
 
 
 def _record_file(source: _Source, result: LoadResult) -> list[Document]:
