@@ -357,3 +357,18 @@ def test_embedding_in_slices_keeps_every_vector_in_order(monkeypatch):
     assert vectors.shape == (8, 16)
     assert np.allclose(vectors, embedder.embed(texts))
     assert np.allclose(asyncio.run(index.embed(texts[:2])), embedder.embed(texts[:2]))  # one slice
+
+
+def test_document_fields_named_like_a_hits_own_keys_are_kept_beside_them():
+    """Defect: a document field named ``score``, ``kind``, ``id`` or ``sources`` (a CSV column,
+    say) was overwritten by the hit's own key in every hit, so the user's value was lost."""
+    index = VectorIndex(HashingEmbedder())
+    index.insert([{"id": "r1", "text": "The espresso machine broke after a week.",
+                   "metadata": {"score": 1, "kind": "review", "sources": "amazon", "id": "SKU-9", "title": "Espresso"}}])
+    hit = index.as_retriever(k=1).retrieve("espresso machine")[0]
+    flat = hit.flat_metadata()
+    assert (flat["score"], flat["kind"], flat["id"], flat["sources"]) == (hit.score, "chunk", "r1:0", [])
+    assert {k: flat[f"document.{k}"] for k in ("score", "kind", "sources", "id")} == {
+        "score": 1, "kind": "review", "sources": "amazon", "id": "SKU-9"}
+    assert flat["title"] == "Espresso" and "document.title" not in flat  # no clash: under its own name
+    assert index.as_retriever(k=1, filter={"score": 1}).retrieve("espresso")[0].id == "r1:0"  # filters read the stored fields

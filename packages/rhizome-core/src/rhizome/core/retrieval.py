@@ -50,7 +50,7 @@ from rhizome.core.errors import ConfigurationError, IndexMismatchError, InvalidI
 from rhizome.core.filters import MetadataFilter, as_filter
 from rhizome.core.models.base import usage_scope
 from rhizome.core.text import count_tokens, truncate_tokens
-from rhizome.core.types import Chunk, Hit, Provenance
+from rhizome.core.types import HIT_KEYS, Chunk, Hit, Provenance
 
 T = TypeVar("T")
 
@@ -430,7 +430,9 @@ def _count(n: int, word: str) -> str:
 
 def with_document_metadata(store: Any, hits: list[Hit]) -> list[Hit]:
     """The hits with the metadata of the documents they cite under their own keys: all of it
-    for a hit from one document, the fields its documents agree on for one that cites several."""
+    for a hit from one document, the fields its documents agree on for one that cites several.
+    A field the hit's own keys would hide (:data:`HIT_KEYS` — a CSV column ``score`` or ``id``
+    — or a key of the hit's metadata holding another value) is kept as ``document.<field>``."""
     if not hits:
         return hits
     stored = store.documents_metadata(d for h in hits for d in h.provenance.document_ids)
@@ -441,6 +443,10 @@ def with_document_metadata(store: Any, hits: list[Hit]) -> list[Hit]:
             out.append(hit)
             continue
         shared = {key: value for key, value in cited[0].items() if all(key in m and m[key] == value for m in cited[1:])}
+        shared = {
+            f"document.{key}" if key in HIT_KEYS or hit.metadata.get(key, value) != value else key: value
+            for key, value in shared.items()
+        }
         out.append(hit.model_copy(update={"metadata": {**shared, **hit.metadata}}) if shared else hit)
     return out
 

@@ -146,6 +146,10 @@ class Community(_Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+HIT_KEYS = ("id", "score", "kind", "document_ids", "chunk_ids", "spans", "sources")
+"""The keys :meth:`Hit.flat_metadata` sets from the hit itself (over any metadata key of the name)."""
+
+
 class Hit(_Record):
     """One retrieved item: what the integrations turn into a LangChain ``Document`` or a
     LlamaIndex ``NodeWithScore``."""
@@ -176,6 +180,7 @@ class Hit(_Record):
 
 
 __all__ = [
+    "HIT_KEYS",
     "Chunk",
     "Community",
     "Document",
