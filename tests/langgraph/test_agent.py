@@ -59,6 +59,12 @@ def test_a_scripted_model_calls_several_tools_and_cites(islands):
     assert state["citations"] == [{"id": "07-mire-fisheries.md:0", "tool": "islands_graph", "document_ids": ["07-mire-fisheries.md"], "sources": state["citations"][0]["sources"]}]
     system = model.seen[0][0]
     assert system.type == "system" and "islands_graph with mode=global" in system.text  # routes in the prompt
+    # a history stored as dicts (messages_to_dict: the artifacts' Documents become dicts) cites the same
+    from langchain_core.messages import messages_from_dict, messages_to_dict
+    from langgraph_rhizome.agent import cited_hits
+
+    stored = messages_from_dict(json.loads(json.dumps(messages_to_dict(state["messages"]))))
+    assert isinstance(stored[2].artifact[0], dict) and cited_hits({"messages": stored}) == state["citations"]
 
 
 def test_a_checkpointed_thread_resumes(islands):

@@ -51,13 +51,16 @@ def read_text(state: Mapping[str, Any], key: str, node: str) -> tuple[str, bool]
 
 
 def hits_from(values: Sequence[Any]) -> list[Hit]:
-    """Hits from what a state or an artifact holds: hits, their JSON dicts, or Documents."""
+    """Hits from what a state or an artifact holds: hits, Documents, or the JSON dicts of
+    either (a message history stored with ``messages_to_dict`` keeps artifacts as dicts)."""
     out = []
     for value in values:
         if isinstance(value, Hit):
             out.append(value)
         elif isinstance(value, Document):
             out.append(document_to_hit(value))
+        elif isinstance(value, Mapping) and "page_content" in value:  # a Document as JSON (messages_to_dict)
+            out.append(document_to_hit(Document.model_validate(value)))
         else:
             out.append(Hit.model_validate(value))
     return out
