@@ -228,3 +228,15 @@ def test_nan_and_infinity_in_a_json_file_are_not_json(tmp_path):
     assert [d.id for d in found.documents] == ["ok.jsonl#0"]
     assert "NaN is not a JSON value" in found.unreadable[str(tmp_path / "nan.jsonl")]
     assert "-Infinity is not a JSON value" in found.unreadable[str(tmp_path / "inf.json")]
+
+
+def test_an_index_built_into_the_folder_it_reads_is_left_out(tmp_path):
+    """Defect: `rhizome index DIR --out DIR/idx` read its own manifest.json on the next run,
+    reported it as a document it could not read and exited 1."""
+    from rhizome.core import VectorIndex
+
+    (tmp_path / "notes.md").write_text("Bees make honey.", encoding="utf-8")
+    VectorIndex(path=tmp_path / "idx").close()
+    found = load_files(tmp_path)
+    assert [d.id for d in found.documents] == ["notes.md"] and not found.unreadable
+    assert "Rhizome index" in found.warnings[str(tmp_path / "idx")][0]

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from rhizome.core.errors import InvalidInputError
+from rhizome.core.storage import MANIFEST, RECORDS
 from rhizome.core.types import Document
 
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".rst", ".md", ".markdown"})
@@ -338,13 +339,18 @@ LOADERS: dict[str, Callable[[_Source, LoadResult], list[Document]]] = {
 
 
 # -- folders -------------------------------------------------------------------------------------
-def _files(root: Path) -> list[Path]:
+def _files(root: Path, result: LoadResult) -> list[Path]:
+    """The files of ``root`` (itself when a file), hidden ones left out, and the folders that
+    hold a Rhizome index (an index built into the folder it reads: its manifest is no document)."""
     if root.is_file():
         return [root]
+    indexes = {f.parent for f in root.rglob(RECORDS) if (f.parent / MANIFEST).is_file()}
+    for index in sorted(indexes):
+        result.warn(index, "a Rhizome index (its manifest and records): left out")
     found = []
     for file in sorted(root.rglob("*")):
         parts = file.relative_to(root).parts
-        if file.is_file() and not any(part.startswith(".") for part in parts):
+        if file.is_file() and not any(part.startswith(".") for part in parts) and not indexes.intersection(file.parents):
             found.append(file)
     return found
 
@@ -363,7 +369,7 @@ def load_files(
         raise InvalidInputError(f"{root} does not exist")
     prefix = _id_prefix(id_prefix)
     result = LoadResult()
-    for file in _files(root):
+    for file in _files(root, result):
         loader = LOADERS.get(file.suffix.lower())
         if loader is None:
             result.unsupported.append(str(file))
