@@ -233,3 +233,16 @@ def test_an_edited_manifest_is_found_and_restored_from_the_records(tmp_path):
         assert repair_index(tmp_path / "i").ok
         assert json.loads((tmp_path / "i" / MANIFEST).read_text()) == original
         assert search(tmp_path / "i") == hits
+
+
+def test_a_delete_leaves_the_snapshots_matching_the_records(tmp_path):
+    """Defect: a delete from a freshly opened index (its collection not loaded) left the old
+    snapshot behind, so `rhizome check` warned after a clean delete."""
+    build(tmp_path / "i")
+    for doomed in ([DOCS[0].id], [d.id for d in DOCS[1:]]):  # some, then every document left
+        index = load_index(tmp_path / "i")
+        index.delete(doomed)
+        index.close()
+        found = check_index(tmp_path / "i")
+        assert found.ok and not found.warnings, found.warnings
+    assert not list((tmp_path / "i" / "vectors").glob("*.npz"))  # nothing left to snapshot

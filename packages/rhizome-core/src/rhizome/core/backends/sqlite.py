@@ -125,6 +125,9 @@ class SQLiteStore(IndexStore):
         """Generation of each collection held in memory (checked by readers before a search)."""
         self._saved: dict[str, int] = {}
         """Generation of each collection's snapshot file, when known to match the database."""
+        self._unloaded_deletes: set[str] = set()
+        """Collections whose vectors were deleted while not in memory: their snapshot files are
+        brought up to date (or removed, when nothing is left) with the others'."""
         if path is None:
             raw = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         else:
@@ -326,6 +329,8 @@ class SQLiteStore(IndexStore):
         super().delete_vectors(db, collection, ids)
         if collection in self._collections:
             self._collections[collection].remove(list(ids))
+        else:
+            self._unloaded_deletes.add(collection)
 
     def has_collection(self, name: str) -> bool:
         """Whether the collection holds (or held, in this session) any vector."""
@@ -426,7 +431,14 @@ class SQLiteStore(IndexStore):
 
     def _save_collections(self) -> None:
         """Write the faiss snapshot of every loaded collection that changed since its snapshot
-        was written or read."""
+        was written or read, and of every collection a delete changed without loading it (a
+        collection left empty loses its snapshot)."""
+        for name in sorted(self._unloaded_deletes - set(self._collections)) if self.path is not None else ():
+            if super().has_collection(name):
+                self.collection(name)  # rebuilt from the records, saved below
+            else:
+                self._snapshot_path(name).unlink(missing_ok=True)
+        self._unloaded_deletes.clear()
         for name, store in self._collections.items():
             generation = self.generation(vectors_generation(name))
             self._loaded[name] = generation
