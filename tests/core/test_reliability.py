@@ -246,3 +246,14 @@ def test_a_delete_leaves_the_snapshots_matching_the_records(tmp_path):
         found = check_index(tmp_path / "i")
         assert found.ok and not found.warnings, found.warnings
     assert not list((tmp_path / "i" / "vectors").glob("*.npz"))  # nothing left to snapshot
+
+
+def test_check_and_repair_of_a_folder_that_holds_no_index_say_so(tmp_path):
+    from rhizome.core.errors import IndexNotFoundError
+
+    for where in (tmp_path / "plain", tmp_path / "missing"):
+        (tmp_path / "plain").mkdir(exist_ok=True)
+        with pytest.raises(IndexNotFoundError, match="no Rhizome index"):
+            check_index(where)
+        with pytest.raises(IndexNotFoundError, match="no Rhizome index"):
+            repair_index(where)

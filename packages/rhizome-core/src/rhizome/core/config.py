@@ -38,7 +38,10 @@ class IndexConfig(BaseModel):
     @model_validator(mode="after")
     def _overlap_fits(self) -> IndexConfig:
         if self.chunk_overlap >= self.chunk_size:
-            raise ValueError("chunk_overlap must be smaller than chunk_size")
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}; 100 unless given) must be smaller than chunk_size "
+                f"({self.chunk_size}); give a smaller chunk_overlap with it (rhizome index --chunk-overlap)"
+            )
         return self
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from rhizome.core.errors import IndexCorruptError, IndexStorageError
+from rhizome.core.errors import IndexCorruptError, IndexNotFoundError, IndexStorageError
 from rhizome.core.storage import (
     MANIFEST,
     RECORDS,
@@ -62,6 +62,8 @@ def check_index(path: str | Path) -> IndexCheck:
     path = Path(path)
     report = IndexCheck(path=str(path))
     records = path / RECORDS
+    if not records.exists() and not (path / MANIFEST).exists():
+        raise IndexNotFoundError(f"no Rhizome index at {path} (neither {MANIFEST} nor {RECORDS}); give an index directory")
     if not records.exists() or records.stat().st_size == 0:
         report.problems.append(f"{records} is {'missing' if not records.exists() else 'empty'}: the records are gone; restore a backup or re-index")
         return report
@@ -106,6 +108,8 @@ def repair_index(path: str | Path) -> IndexCheck:
     path = Path(path)
     found = IndexCheck(path=str(path))
     records = path / RECORDS
+    if not records.exists() and not (path / MANIFEST).exists():
+        raise IndexNotFoundError(f"no Rhizome index at {path} (neither {MANIFEST} nor {RECORDS}); give an index directory")
     if not records.exists() or records.stat().st_size == 0:
         raise IndexCorruptError(f"{records} is missing or empty: nothing to repair from; restore it from a backup or re-index")
     with _connect(records, found) as db:
