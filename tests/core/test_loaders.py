@@ -240,3 +240,14 @@ def test_an_index_built_into_the_folder_it_reads_is_left_out(tmp_path):
     found = load_files(tmp_path)
     assert [d.id for d in found.documents] == ["notes.md"] and not found.unreadable
     assert "Rhizome index" in found.warnings[str(tmp_path / "idx")][0]
+
+
+def test_a_dangling_link_and_a_pipe_are_reported_not_skipped(tmp_path):
+    (tmp_path / "notes.md").write_text("Bees make honey.", encoding="utf-8")
+    (tmp_path / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    os.mkfifo(tmp_path / "pipe.txt")
+    os.mkfifo(tmp_path / "socketish")  # of no type a loader reads: listed with the other types
+    found = load_files(tmp_path)
+    assert [d.id for d in found.documents] == ["notes.md"] and found.unsupported == [str(tmp_path / "socketish")]
+    assert "does not exist" in found.unreadable[str(tmp_path / "gone.md")]
+    assert "not a regular file" in found.unreadable[str(tmp_path / "pipe.txt")]

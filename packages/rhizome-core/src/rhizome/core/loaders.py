@@ -350,8 +350,16 @@ def _files(root: Path, result: LoadResult) -> list[Path]:
     found = []
     for file in sorted(root.rglob("*")):
         parts = file.relative_to(root).parts
-        if file.is_file() and not any(part.startswith(".") for part in parts) and not indexes.intersection(file.parents):
+        if any(part.startswith(".") for part in parts) or indexes.intersection(file.parents) or file.is_dir():
+            continue
+        if file.is_file():
             found.append(file)
+        elif file.suffix.lower() not in SUFFIXES:
+            result.unsupported.append(str(file))
+        elif file.is_symlink():
+            result.unreadable[str(file)] = "it is a link to a file that does not exist"
+        else:
+            result.unreadable[str(file)] = "it is not a regular file (a pipe, socket or device)"
     return found
 
 
