@@ -251,3 +251,9 @@ def test_a_dangling_link_and_a_pipe_are_reported_not_skipped(tmp_path):
     assert [d.id for d in found.documents] == ["notes.md"] and found.unsupported == [str(tmp_path / "socketish")]
     assert "does not exist" in found.unreadable[str(tmp_path / "gone.md")]
     assert "not a regular file" in found.unreadable[str(tmp_path / "pipe.txt")]
+
+
+def test_a_bad_json_lines_record_names_its_line_of_the_file(tmp_path):
+    (tmp_path / "rows.jsonl").write_text('{"text": "Bees make honey."}\n\n{"text": oops}\n', encoding="utf-8")
+    found = load_files(tmp_path)
+    assert found.unreadable[str(tmp_path / "rows.jsonl")].startswith("line 3 is not valid JSON")

@@ -280,14 +280,21 @@ def _records(source: _Source, result: LoadResult) -> Iterator[tuple[int, dict[st
         for number, row in enumerate(reader):
             yield number, {str(k): v for k, v in row.items() if k is not None}
         return
-    try:
-        if suffix == ".json":
+    if suffix == ".json":
+        try:
             loaded = json.loads(text, parse_constant=_not_json)
-            records = loaded if isinstance(loaded, list) else [loaded]
-        else:
-            records = [json.loads(line, parse_constant=_not_json) for line in text.splitlines() if line.strip()]
-    except ValueError as exc:
-        raise UnreadableFileError(f"it is not valid JSON ({exc})") from exc
+        except ValueError as exc:
+            raise UnreadableFileError(f"it is not valid JSON ({exc})") from exc
+        records = loaded if isinstance(loaded, list) else [loaded]
+    else:  # one record per line: an error names the file's line
+        records = []
+        for line_number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line, parse_constant=_not_json))
+            except ValueError as exc:
+                raise UnreadableFileError(f"line {line_number} is not valid JSON ({exc})") from exc
     for number, record in enumerate(records):
         if isinstance(record, str):
             record = {"text": record}
