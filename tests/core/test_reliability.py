@@ -257,3 +257,15 @@ def test_check_and_repair_of_a_folder_that_holds_no_index_say_so(tmp_path):
             check_index(where)
         with pytest.raises(IndexNotFoundError, match="no Rhizome index"):
             repair_index(where)
+
+
+def test_an_unreadable_or_empty_manifest_points_to_repair(tmp_path):
+    from rhizome.core.errors import IndexFormatError
+
+    hits = build(tmp_path / "i")
+    for damaged in ("{not json", "{}"):
+        (tmp_path / "i" / MANIFEST).write_text(damaged)
+        with pytest.raises(IndexFormatError, match="rhizome repair"):
+            load_index(tmp_path / "i")
+        repair_index(tmp_path / "i")
+        assert search(tmp_path / "i") == hits

@@ -183,15 +183,18 @@ class SQLiteStore(IndexStore):
             raise IndexNotFoundError(
                 f"no Rhizome index at {path} (missing {MANIFEST}); build one with `rhizome index`"
             )
+        repair = f"`rhizome repair {path}` restores it from the copy in the records"
         try:
             raw = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"cannot read {manifest_path}: {exc}") from exc
+            raise IndexFormatError(f"cannot read {manifest_path}: {exc}; {repair}") from exc
+        if not isinstance(raw, dict) or "format_version" not in raw:
+            raise IndexFormatError(f"{manifest_path} is not a Rhizome manifest (it names no format version); {repair}")
         check_format(raw, path)
         try:
             manifest = Manifest.model_validate(raw)
         except ValidationError as exc:
-            raise IndexFormatError(f"{manifest_path} is not a valid manifest: {exc}") from exc
+            raise IndexFormatError(f"{manifest_path} is not a valid manifest: {exc}; {repair}") from exc
         check_identity(path, manifest, _stored_identity(path),
                        f"`rhizome repair {path}` rewrites the manifest from the records, which are the source of truth")
         return manifest
