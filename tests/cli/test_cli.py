@@ -243,6 +243,17 @@ def test_a_first_run_that_stored_no_vector_takes_another_embedder(tmp_path, caps
     assert code == 2 and "built with the embedder 'hashing:384'" in err
 
 
+def test_an_embedder_flag_names_the_same_model_or_is_refused_by_index_and_query(tmp_path, capsys):
+    """Defects: `--embed hashing` was refused on a `hashing:384` index (the same embedder), and
+    `rhizome query --embed OTHER` was silently ignored."""
+    out = tmp_path / "i"
+    assert run(capsys, "index", str(_docs(tmp_path, 2)), "--out", str(out), "--offline", "-q")[0] == 0
+    assert run(capsys, "index", str(_docs(tmp_path, 2)), "--out", str(out), "--embed", "hashing", "-q")[0] == 0
+    assert run(capsys, "query", str(out), "d0", "-k", "1", "--embed", "hashing")[0] == 0
+    code, _, err = run(capsys, "query", str(out), "d0", "-k", "1", "--embed", "hashing:128")
+    assert code == 2 and "built with the embedder 'hashing:384', but --embed asks for 'hashing:128'" in err
+
+
 def test_status_describes_an_index(tmp_path, capsys):
     out = tmp_path / "g"
     assert run(capsys, "index", str(_docs(tmp_path, 3)), "--method", "graphrag", "--out", str(out), "--offline", "-q")[0] == 0

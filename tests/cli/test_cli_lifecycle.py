@@ -189,7 +189,7 @@ def test_nan_never_reaches_the_json_the_commands_print(tmp_path, capsys):
     docs.mkdir()
     (docs / "readings.jsonl").write_text('{"text": "another reading", "x": NaN}\n', encoding="utf-8")
     code, _, err = run(capsys, "index", str(docs), "--out", str(index_dir), "--offline", "-q")
-    assert code == 2 and "readings.jsonl: it is not valid JSON (NaN is not a JSON value" in err  # its only file
+    assert code == 2 and "readings.jsonl: line 1 is not valid JSON (NaN is not a JSON value" in err  # its only file
     strict = {"parse_constant": lambda c: pytest.fail(f"not JSON: {c}")}
     code, out, _ = run(capsys, "query", str(index_dir), "a reading", "--json", "-k", "1")
     assert code == 0 and json.loads(out, **strict)["hits"][0]["metadata"]["x"] == 3.5

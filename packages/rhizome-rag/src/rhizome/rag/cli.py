@@ -66,7 +66,6 @@ def _open_or_create(
     steps, or says which flag it needs); an embedder other than the index's — ``--embed``,
     ``RHIZOME_EMBED`` or ``--offline``'s hashing embedder — is an error, never ignored.
     ``want_llm``: ask for a chat model even if the method does not use one (the demo answers)."""
-    from rhizome.core.errors import IndexMismatchError
     from rhizome.core.storage import has_index, is_url, read_manifest
 
     if is_url(out) and not getattr(args, "cache", None):
@@ -78,17 +77,8 @@ def _open_or_create(
     if manifest is not None:
         if manifest.method != method:
             raise ConfigurationError(f"{out} holds a {manifest.method!r} index; choose another --out for {method!r}")
-        built = manifest.models.get("embedder") or OFFLINE_EMBED
         asked = OFFLINE_EMBED if args.offline else (args.embed or os.environ.get("RHIZOME_EMBED"))
-        if asked and asked != built and manifest.embedding_dimension is None:
-            built = asked  # no vector stored yet (a first run that stopped early): it takes the new one
-        if asked and asked != built:
-            flag = "--offline uses" if args.offline else "--embed asks for"
-            raise IndexMismatchError(
-                f"{out} was built with the embedder {built!r}, but {flag} {asked!r}; vectors of different "
-                f"models cannot be compared. Drop the flag to use {built!r}, or index into a new --out"
-            )
-        args.embed = built
+        args.embed = _index_embedder(out, manifest, asked, "--offline uses" if args.offline else "--embed asks for")
         if not (args.offline or args.llm or os.environ.get("RHIZOME_LLM")):
             args.llm = manifest.models.get("llm")  # built offline: stays offline unless a flag says
             want_llm = want_llm and (args.llm is not None or forced)
@@ -107,6 +97,27 @@ def _open_or_create(
     elif getattr(args, "ray_address", None) or getattr(args, "ollama_hosts", None):
         raise ConfigurationError("--ray-address and --ollama-hosts go with --workers N (extraction over Ray)")
     return cls(make_cli_embedder(models.embed_spec, args), **kwargs), models
+
+
+def _index_embedder(out: Any, manifest: Any, asked: str | None, flag: str) -> str:
+    """The embedder spec to open the index at ``out`` with: the one it was built with. One a
+    flag ``asked`` for must be the same (``hashing`` is ``hashing:384``), unless the index holds
+    no vector yet (a first run that stopped early): then it takes the new one."""
+    from rhizome.core.errors import IndexMismatchError
+    from rhizome.core.models.registry import make_embedder
+
+    built = manifest.models.get("embedder") or OFFLINE_EMBED
+    if not asked or asked == built:
+        return built
+    with contextlib.suppress(RhizomeError, ImportError):  # a spec that cannot be built: compared as written
+        if make_embedder(asked).name == built:
+            return built
+    if manifest.embedding_dimension is None:
+        return asked
+    raise IndexMismatchError(
+        f"{out} was built with the embedder {built!r}, but {flag} {asked!r}; vectors of different "
+        f"models cannot be compared. Drop the flag to use {built!r}, or index into a new --out"
+    )
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -276,7 +287,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from rhizome.core.storage import load_index, read_manifest
 
     manifest = read_manifest(args.index)
-    embed_spec = manifest.models.get("embedder") or OFFLINE_EMBED
+    embed_spec = _index_embedder(args.index, manifest, args.embed, "--embed asks for")
     # the chat model: --llm, else the one the index was built with, else (to write an answer)
     # the default one; none with --offline
     llm_spec = None
