@@ -246,7 +246,6 @@ def test_delete_takes_ids_and_reports_ids_that_cannot_be_stored_as_missing():
 
 
 def test_a_chunk_size_below_the_default_overlap_names_both_values():
-    from rhizome.core import VectorIndex
     from rhizome.core.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError, match=r"chunk_overlap \(100; 100 unless given\) must be smaller than chunk_size \(50\)"):
