@@ -84,6 +84,37 @@ def test_in_memory_index_moves_to_disk_on_persist(tmp_path):
     assert len(records(tmp_path / "idx")["documents"]) == 4
 
 
+def test_an_insert_during_persist_waits_and_lands_in_the_new_location(tmp_path, monkeypatch):
+    """Defect: persist() of an in-memory index took no write lock, so an insert committed to
+    the in-memory store after the copy (and before the switch) was reported done but lost, and
+    closing the old store failed searches still reading it."""
+    import threading
+    import time
+
+    from rhizome.core.storage import IndexStore
+
+    index = VectorIndex()
+    index.insert(CORPUS[:2])
+    copied = threading.Event()
+    copy_to = IndexStore.copy_to
+
+    def slow_copy(store, target):  # an insert arrives between the copy and the switch
+        copy_to(store, target)
+        copied.set()
+        time.sleep(0.3)
+
+    monkeypatch.setattr(IndexStore, "copy_to", slow_copy)
+    inserted, searched = [], []
+    writer = threading.Thread(target=lambda: copied.wait() and inserted.append(index.insert(CORPUS[2:])))
+    reader = threading.Thread(target=lambda: copied.wait() and searched.append(index.as_retriever(k=2).retrieve("tea")))
+    writer.start(), reader.start()
+    index.persist(tmp_path / "idx")
+    writer.join(), reader.join()
+    assert inserted[0].inserted == ["fruit", "tea"] and len(searched[0]) == 2
+    index.close()
+    assert len(records(tmp_path / "idx")["documents"]) == 4
+
+
 def test_unchanged_documents_are_skipped_and_changed_ones_replaced(tmp_path):
     embedder = HashingEmbedder()
     index = VectorIndex(embedder, path=tmp_path / "idx")

@@ -510,9 +510,13 @@ class BaseIndex:
     async def _writing(self) -> AsyncIterator[None]:
         """What every write holds: the store's write lock, with full garbage collections
         deferred until it ends (:mod:`rhizome.core.heap`)."""
-        async with self.store.write_lock:
-            with full_collections_deferred():
-                yield
+        while True:
+            store = self.store
+            async with store.write_lock:
+                if store is self.store:  # else persist() moved the index while this waited
+                    with full_collections_deferred():
+                        yield
+                    return
 
     @property
     def _tracks_changes(self) -> bool:
@@ -690,7 +694,15 @@ class BaseIndex:
     def persist(self, path: str | Path | None = None) -> Any:
         """Save to ``path`` (a directory or a ``postgresql://`` URL). An in-memory index is
         written there and from then on lives there; an index that has a location saves its
-        snapshots (``path=None``) or writes a copy to ``path``."""
+        snapshots (``path=None``) or writes a copy to ``path``. Writes wait while it saves (and
+        then go to the new location); searches go on."""
+        return run_sync(self._apersist(path))
+
+    async def _apersist(self, path: str | Path | None) -> Any:
+        async with self._writing():
+            return self._persist(path)
+
+    def _persist(self, path: str | Path | None) -> Any:
         if path is None:
             if self.store.location is None:
                 raise ConfigurationError("this index lives in memory: give persist() a directory or a database URL")
@@ -702,9 +714,9 @@ class BaseIndex:
             return target
         self.store.copy_to(target)
         if self.store.location is None:
-            old = self.store
+            # the in-memory store is left to searches still reading it (it holds the same
+            # records), and closes when the last of them lets it go
             self.store = IndexStore.open(target, method=self.method)
-            old.close()
             self._derived = {}
             self._setup()
         return target
