@@ -124,6 +124,25 @@ async def test_structured_chat_round_trip(ollama_stub: OllamaStub, make_chat, mo
     assert model.usage.prompt_tokens > 0 and model.usage.completion_tokens > 0
 
 
+async def test_prompts_are_checked_against_the_context_the_model_was_trained_with(ollama_stub: OllamaStub, make_chat) -> None:
+    """Ollama runs a model with at most the context it was trained with, whatever num_ctx asks,
+    and cuts the front of a longer prompt without a word: such a prompt is refused instead."""
+    from rhizome.core.errors import PromptTooLongError
+
+    ollama_stub.context_length = 4096
+    ollama_stub.replies.append("short answer")
+    model = make_chat(num_ctx=32768)
+    assert (await model.acomplete("Hi")).text == "short answer"
+    assert model.context_window == 4096  # what budgets read from now on
+    with pytest.raises(PromptTooLongError, match="4096-token context"):
+        await model.acomplete("word " * 6000)
+    assert len(ollama_stub.calls("/api/chat")) == 1 and len(ollama_stub.calls("/api/show")) == 1  # asked once
+    roomy = make_chat(num_ctx=2048)  # a num_ctx below the trained context stays the bound
+    ollama_stub.replies.append("fine")
+    await roomy.acomplete("Hi")
+    assert roomy.context_window == 2048
+
+
 async def test_plain_completion_sends_no_format_and_custom_options(
     ollama_stub: OllamaStub, make_chat
 ) -> None:

@@ -41,9 +41,11 @@ from rhizome.core.errors import (
     ModelNotFoundError,
     ModelTimeoutError,
     ModelUnavailableError,
+    PromptTooLongError,
     RhizomeError,
 )
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
+from rhizome.core.models.budget import MIN_REPLY_TOKENS, prompt_tokens
 from rhizome.core.protocols import Completion
 
 try:
@@ -419,6 +421,8 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         self.keep_alive = keep_alive
         self.think = think
         self._send_think = True
+        self._trained: int | None = None
+        """The model's trained context (``/api/show``), once asked; 0 when the server does not say."""
 
     def options(self) -> dict[str, Any]:
         """The ``options`` object sent with every request."""
@@ -467,9 +471,43 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         self._send_think = False
         return await once(None)
 
+    async def _fit(self, messages: list[Message]) -> None:
+        """Check ``messages`` against the window the model really runs with. Ollama runs a model
+        with the smaller of ``num_ctx`` and the context it was trained with, and cuts the front
+        of a longer prompt without a word; so the first request asks the server for the latter
+        (``/api/show``), and from then on it bounds :attr:`context_window` (what budgets read)."""
+        if self._trained is None:
+            self._trained = await self._trained_context()
+            if self._trained and self._trained < self.num_ctx:
+                self.context_window = self._trained
+        self._check_fits(messages)
+
+    async def _trained_context(self) -> int:
+        try:
+            shown = await self._client.show(self.model)
+        except (ollama.ResponseError, httpx.HTTPError, OSError):
+            return 0  # a server that cannot say now: the request itself will report what is wrong
+        info = shown.modelinfo or {}
+        value = info.get(f"{info.get('general.architecture')}.context_length")
+        return value if isinstance(value, int) and value > 0 else 0
+
+    def _check_fits(self, messages: list[Message]) -> None:
+        if self._trained and self._trained < self.num_ctx:
+            needed = prompt_tokens(messages)
+            if needed + MIN_REPLY_TOKENS > self._trained:
+                raise PromptTooLongError(
+                    f"a prompt of about {needed} tokens leaves less than {MIN_REPLY_TOKENS} tokens for the answer in "
+                    f"the {self._trained}-token context {self.model} was trained with (Ollama runs it with no more, "
+                    f"whatever num_ctx says, and would cut the prompt): use smaller chunks or context settings, "
+                    "or a model with a longer context"
+                )
+            return
+        super()._check_fits(messages)
+
     async def _achat(
         self, messages: list[Message], json_schema: dict[str, Any] | None
     ) -> Completion:
+        await self._fit(messages)
         response = await self._send(lambda: self._request(messages, json_schema, stream=False))
         return Completion(
             text=response.message.content or "",
@@ -485,6 +523,8 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         async def start() -> tuple[Any, Any]:
             stream = await self._request(messages, None, stream=True)
             return stream, await anext(stream, None)
+
+        await self._fit(messages)
 
         stream, part = await self._send(start)
         try:
