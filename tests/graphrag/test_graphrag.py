@@ -489,6 +489,40 @@ def test_lazy_reports_are_written_only_for_what_a_query_needs():
     assert responder.counts["report"] == written  # reports written once are kept
 
 
+def test_lazy_reports_written_across_a_delete_are_not_stored():
+    """Defect: a search writing lazy reports stored them after a delete committed meanwhile,
+    bringing back communities the delete had removed (members and reports of deleted
+    documents), which later searches and exports then read."""
+    import threading
+
+    from rhizome.core.models.fake import SchemaResponder
+    from rhizome.core.testing import CORPUS
+
+    responder, asked, go = SchemaResponder(), threading.Event(), threading.Event()
+
+    def reports_wait(messages, schema):  # a report is being written when the delete commits
+        if messages[0]["content"] == REPORT_SYSTEM and not go.is_set():
+            asked.set()
+            go.wait(10)
+        return responder(messages, schema)
+
+    settings = {"reports": "lazy", "extraction": "offline", "cache": False}
+    index = offline_index(llm=FakeChatModel(reports_wait), **settings)
+    index.insert(CORPUS)
+    gone = ["island", "storm", "chapel", "survey"]
+    search = threading.Thread(target=lambda: index.as_retriever(mode="global", k=5, dynamic=False, level=0).retrieve(
+        "Who keeps the lighthouse on Gull Island?"))
+    search.start()
+    assert asked.wait(10)
+    index.delete(gone)
+    go.set()
+    search.join()
+    clean = offline_index(llm=FakeChatModel(responder), **settings)
+    clean.insert([d for d in CORPUS if d.id not in gone])
+    members = {c.id: sorted(c.entity_ids) for c in index.graph().communities.values()}
+    assert members == {c.id: sorted(c.entity_ids) for c in clean.graph().communities.values()}
+
+
 # -- DRIFT and basic ---------------------------------------------------------------------------
 
 

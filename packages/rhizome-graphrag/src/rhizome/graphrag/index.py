@@ -651,7 +651,10 @@ class GraphRAGIndex(BaseIndex):
     async def areports(self, community_ids: Sequence[str]) -> dict[str, Community]:
         """The communities ``community_ids`` with their reports, writing the missing ones now
         (lazy mode; in eager mode every report already exists). Reports written here are stored
-        when the index is writable, and kept in the store's memory when it is read-only."""
+        when the index is writable, and kept in the store's memory when it is read-only. They
+        are not stored when the graph changed while they were written (an insert or delete
+        committed meanwhile): they describe communities it may have removed."""
+        read = (*self._record_generations(), self.communities.groups.generation())
         graph = self.graph()
         wanted = [graph.communities[c] for c in dict.fromkeys(community_ids) if c in graph.communities]
         missing = {c.id for c in wanted if not has_summary(c)}
@@ -665,8 +668,9 @@ class GraphRAGIndex(BaseIndex):
             todo += [graph.communities[x] for x in c.children if x in graph.communities and x not in subtree]
         done, _ = await self._reports(graph).asummarize(list(subtree.values()), only=missing)
         if not self.store.readonly:
-            with self.store.transaction() as db:
-                self.communities.put(db, [done[c] for c in missing])
+            with self.store.transaction() as db:  # the check and the write under one lock
+                if (*self._record_generations(), self.communities.groups.generation()) == read:
+                    self.communities.put(db, [done[c] for c in missing])
         return {c.id: done.get(c.id, c) for c in wanted}
 
     # -- retrieval -----------------------------------------------------------------------------
