@@ -319,3 +319,21 @@ async def test_adapters_embed_queries_with_the_frameworks_query_methods():
 
     li = LlamaIndexEmbedder(RecordingLI(embed_dim=4))
     assert (await li.aembed_query(["q"]))[0].tolist() == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_framework_models_cache_by_their_answer_settings() -> None:
+    """Defect: a wrapped ChatOllama / LlamaIndex Ollama was cached by class and model name only,
+    so an answer written at temperature 0.9 with a 2,048-token window was served at 0 and 32,768."""
+    from langchain_ollama import ChatOllama
+    from llama_index.llms.ollama import Ollama
+
+    def lc(**kw: Any) -> dict[str, Any]:
+        return LangChainChatModel(ChatOllama(model="qwen2.5:7b", **kw)).cache_identity()
+
+    def li(**kw: Any) -> dict[str, Any]:
+        return LlamaIndexLLM(Ollama(model="qwen2.5:7b", **kw)).cache_identity()
+
+    assert lc(temperature=0.9, num_ctx=2048) != lc(temperature=0.0, num_ctx=32768)
+    assert lc(temperature=0.9) == lc(temperature=0.9, base_url="http://other:11434")  # where it runs is not a setting
+    assert li(temperature=0.9, context_window=2048) != li(temperature=0.0, context_window=32768)
+    assert li(temperature=0.9) == li(temperature=0.9, base_url="http://other:11434", request_timeout=5.0)

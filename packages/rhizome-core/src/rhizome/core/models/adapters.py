@@ -161,6 +161,34 @@ def _dimension_hint(obj: Any, *attributes: str) -> int | None:
 
 
 # -- LangChain ---------------------------------------------------------------------------------
+_TRANSPORT = frozenset({
+    "base_url", "host", "headers", "timeout", "request_timeout", "max_retries", "keep_alive", "verbose", "callbacks",
+    "callback_manager", "tags", "metadata", "cache", "rate_limiter", "disable_streaming", "validate_model_on_init",
+    "num_gpu", "num_thread", "class_name", "client_kwargs", "async_client_kwargs", "sync_client_kwargs",
+})
+"""Fields of a framework model that say where and how its requests travel, not what it answers."""
+
+
+def answer_settings(model: Any) -> dict[str, Any]:
+    """A LangChain or LlamaIndex model's settings that can change an answer, for cache keys
+    (read when the model is wrapped): its fields that hold JSON values (temperature, num_ctx,
+    top_p, ...), leaving out where and how requests travel (:data:`_TRANSPORT`) and credentials
+    (``*key*``, ``*secret*``). A model that is not a pydantic model gives none."""
+    try:
+        fields = model.model_dump()
+    except Exception:  # not a pydantic model, or one that cannot dump itself
+        return {}
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name in _TRANSPORT or "key" in name or "secret" in name:
+            continue
+        try:
+            out[name] = json.loads(json.dumps(value))
+        except (TypeError, ValueError):  # a client, a callable: not a setting
+            continue
+    return out
+
+
 class LangChainChatModel(BaseChatModel):
     """A LangChain chat model (``ChatOllama``, ``ChatOpenAI``, ...) used as a Rhizome chat model.
 
@@ -206,11 +234,12 @@ class LangChainChatModel(BaseChatModel):
             context_window=_dimension_hint(model, "num_ctx"),  # ChatOllama's, when set
         )
         self.model = model
+        self._settings = answer_settings(model)  # as wrapped: a model's own counters are no setting
         self.structured_output = structured_output
         self._structured: dict[str, Any] = {}
 
     def cache_identity(self) -> dict[str, Any]:
-        identity: dict[str, Any] = {"name": self.name}
+        identity: dict[str, Any] = {"name": self.name, "settings": self._settings}
         try:
             params = getattr(self.model, "_identifying_params", None)
             if isinstance(params, dict):
@@ -383,6 +412,10 @@ class LlamaIndexLLM(BaseChatModel):
             context_window=window,
         )
         self.llm = llm
+        self._settings = answer_settings(llm)
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"name": self.name, "settings": self._settings}
 
     async def _achat(
         self, messages: list[Message], json_schema: dict[str, Any] | None
