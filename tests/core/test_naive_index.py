@@ -403,3 +403,20 @@ def test_document_fields_named_like_a_hits_own_keys_are_kept_beside_them():
         "score": 1, "kind": "review", "sources": "amazon", "id": "SKU-9"}
     assert flat["title"] == "Espresso" and "document.title" not in flat  # no clash: under its own name
     assert index.as_retriever(k=1, filter={"score": 1}).retrieve("espresso")[0].id == "r1:0"  # filters read the stored fields
+
+
+def test_one_model_shared_by_two_indexes_caches_into_each(tmp_path, monkeypatch):
+    """Defect: the first index attached its cache to the model object itself, so a second
+    index given the same model (an on-disk one after an in-memory try-out) cached in the first
+    one's memory, and a re-run after an interruption paid its answers again."""
+    from rhizome.core.models.fake import FakeChatModel
+
+    monkeypatch.delenv("RHIZOME_CACHE_DIR", raising=False)  # each index's own cache
+    llm = FakeChatModel(lambda messages, schema: "ok")
+    scratch = VectorIndex(llm=llm)
+    disk = VectorIndex(llm=llm, path=tmp_path / "idx")
+    assert llm.cache is None  # the user's object is left as given
+    assert scratch.llm.cache is not disk.llm.cache and disk.llm.cache.path == tmp_path / "idx" / "model-calls.sqlite"
+    assert disk.llm.complete("q").text == "ok"
+    assert VectorIndex.load(tmp_path / "idx", llm=llm).llm.complete("q").cached  # the disk index kept the answer
+    scratch.close(), disk.close()

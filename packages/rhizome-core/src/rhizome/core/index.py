@@ -37,6 +37,7 @@ rebuilds the chat model from the manifest; ``readonly=True`` opens for queries b
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -354,17 +355,27 @@ class BaseIndex:
         return stored
 
     def _attach_cache(self, cache: Any) -> None:
+        """Give the models a call cache: ``cache`` itself, or with ``True`` the index's own
+        (:func:`default_cache`) for each model that has none. A model gets the index's own as a
+        copy of its own, so one model object shared by two indexes caches into each's store (the
+        first one's cache, in memory say, would otherwise stay with the model)."""
         if cache is False or cache is None:
             return
         if cache is True:
-            models = [m for m in (self.llm, self.embedder) if getattr(m, "cache", False) is None and getattr(m, "cacheable", True)]
-            if not models:
+            wanted = [getattr(m, "cache", False) is None and getattr(m, "cacheable", True) for m in (self.llm, self.embedder)]
+            if not any(wanted):
                 return
             cache = default_cache(self.store)
-        else:
-            models = [m for m in (self.llm, self.embedder) if hasattr(m, "cache") and getattr(m, "cacheable", True)]
-        for model in models:
-            model.cache = cache
+            if wanted[0]:
+                self.llm = copy.copy(self.llm)
+                self.llm.cache = cache
+            if wanted[1]:
+                self.embedder = copy.copy(self.embedder)
+                self.embedder.cache = cache
+            return
+        for model in (self.llm, self.embedder):
+            if hasattr(model, "cache") and getattr(model, "cacheable", True):
+                model.cache = cache
 
     # -- properties ----------------------------------------------------------------------------
     @property
