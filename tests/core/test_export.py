@@ -4,6 +4,7 @@ back with pyarrow and networkx."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import networkx as nx
 import pyarrow.parquet as pq
@@ -19,6 +20,10 @@ from rhizome.core.export import (
     write_parquet,
 )
 from rhizome.core.testing import IndexConformance, registered_methods, shelved
+from rhizome.core.types import Document
+
+CONTROL = Document(id="pdf-page", text="Captain Mira Holt\x0c sails the Tarn Ferry.\x1b[0m Osric Vane\x0b keeps Gull Island Light.")
+"""Control characters common in PDF and terminal text, which an insert accepts and XML 1.0 cannot hold."""
 
 
 @pytest.fixture(scope="module", params=registered_methods())
@@ -86,3 +91,46 @@ def test_graphml_reads_back_in_networkx(tables, tmp_path):
     relation = found["relationships"][0]
     edge = back.edges[relation["source"], relation["target"], relation["id"]]
     assert edge["weight"] == pytest.approx(relation["weight"]) and edge["predicate"] == relation["predicate"]
+
+
+@pytest.mark.parametrize("method", registered_methods())
+def test_graphml_of_text_with_control_characters_is_valid(method, tmp_path):
+    index = IndexConformance().build(method, documents=[CONTROL], llm=None)
+    found = export_tables(index)
+    index.close()
+    if not found["entities"]:
+        pytest.skip(f"{method} keeps no entity graph")
+    graph = to_graph(found)
+    back = nx.read_graphml(write_graphml(graph, tmp_path / "g.graphml"), force_multigraph=True)
+    assert back.number_of_nodes() == graph.number_of_nodes() and back.number_of_edges() == graph.number_of_edges()
+    written = "".join(str(value) for _, data in back.nodes(data=True) for value in data.values())
+    written += "".join(str(value) for *_, data in back.edges(keys=True, data=True) for value in data.values())
+    assert "\ufffd" in written and not set("\x0b\x0c\x1b") & set(written)
+    assert any("\x1b" in e["description"] for e in found["entities"] + found["relationships"])  # the tables keep it
+
+
+def test_a_failed_graphml_write_leaves_no_partial_file(tables, tmp_path, monkeypatch):
+    _, found, _ = tables
+    if not found["entities"]:
+        return
+
+    def fails(graph, path):
+        Path(path).write_text("<?xml version=", encoding="utf-8")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(nx, "write_graphml", fails)
+    with pytest.raises(OSError, match="disk full"):
+        write_graphml(to_graph(found), tmp_path / "new.graphml")
+    (tmp_path / "old.graphml").write_text("an earlier export", encoding="utf-8")
+    with pytest.raises(OSError, match="disk full"):
+        write_graphml(to_graph(found), tmp_path / "old.graphml")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.graphml"]
+    assert (tmp_path / "old.graphml").read_text(encoding="utf-8") == "an earlier export"
+
+
+def test_graphml_refuses_ids_that_differ_only_in_control_characters(tmp_path):
+    graph = nx.MultiDiGraph()
+    graph.add_nodes_from(["Vane\x0b", "Vane\x0c"])
+    with pytest.raises(InvalidInputError, match="parquet or jsonl"):
+        write_graphml(graph, tmp_path / "g.graphml")
+    assert not list(tmp_path.iterdir())

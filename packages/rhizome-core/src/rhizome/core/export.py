@@ -17,12 +17,14 @@ communities, which it hands over through one hook, :meth:`BaseIndex.graph_conten
   networkx: entities as nodes,
   relations as directed edges (several between one pair allowed), each entity's community at
   every level as the node attributes ``community_0``, ``community_1``...; list fields are joined
-  with ``;`` (GraphML holds scalars only).
+  with ``;`` (GraphML holds scalars only), characters XML 1.0 cannot hold as U+FFFD.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -211,9 +213,17 @@ def to_graph(tables: dict[str, list[dict[str, Any]]]) -> Any:
     return g
 
 
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""A character XML 1.0 cannot hold: control characters other than tab, newline and carriage
+return (a form feed or an escape from PDF or terminal text), surrogates, U+FFFE and U+FFFF."""
+
+
 def write_graphml(graph: Any, path: str | Path) -> Path:
-    """A graph of :func:`to_graph` as a GraphML file. An index without entities (the naive
-    baseline) has no graph: that is an :class:`InvalidInputError` that says so."""
+    """A graph of :func:`to_graph` as a GraphML file. Every character XML 1.0 cannot hold (in
+    ids, keys and attributes) is written as U+FFFD (``\ufffd``, the replacement character);
+    the tables keep the text exactly. The file is written under a temporary name and renamed,
+    so a failed write leaves no partial file (and an existing file as it was). An index without
+    entities (the naive baseline) has no graph: that is an :class:`InvalidInputError` that says so."""
     import networkx as nx
 
     if not graph.number_of_nodes():
@@ -226,8 +236,38 @@ def write_graphml(graph: Any, path: str | Path) -> Path:
     if target.is_dir():
         raise InvalidInputError(f"{target} is a folder; GraphML is one file: name the file, e.g. {target / 'graph.graphml'}")
     target.parent.mkdir(parents=True, exist_ok=True)
-    nx.write_graphml(graph, target)
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        nx.write_graphml(_xml_safe(graph), tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return target
+
+
+def _xml_safe(graph: Any) -> Any:
+    """A copy of ``graph`` with every string that XML 1.0 cannot hold made writable."""
+
+    def safe(value: Any) -> Any:
+        return _NOT_XML.sub("\ufffd", value) if isinstance(value, str) else value
+
+    def attributes(items: dict[str, Any]) -> dict[str, Any]:
+        return {safe(name): safe(value) for name, value in items.items()}
+
+    out = graph.__class__()
+    out.graph.update(attributes(graph.graph))
+    out.add_nodes_from((safe(node), attributes(data)) for node, data in graph.nodes(data=True))
+    if graph.is_multigraph():
+        out.add_edges_from((safe(u), safe(v), safe(key), attributes(data)) for u, v, key, data in graph.edges(keys=True, data=True))
+    else:
+        out.add_edges_from((safe(u), safe(v), attributes(data)) for u, v, data in graph.edges(data=True))
+    if (out.number_of_nodes(), out.number_of_edges()) != (graph.number_of_nodes(), graph.number_of_edges()):
+        raise InvalidInputError(
+            "two entities or relations of this graph differ only in characters GraphML cannot hold "
+            "(control characters); export --format parquet or jsonl, which keep them"
+        )
+    return out
 
 
 def _folder(folder: str | Path) -> Path:
