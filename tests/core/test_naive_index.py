@@ -14,6 +14,7 @@ from rhizome.core import (
     Document,
     FakeEmbedder,
     HashingEmbedder,
+    IndexClosedError,
     IndexCorruptError,
     IndexFormatError,
     IndexMismatchError,
@@ -320,6 +321,39 @@ def test_one_writer_process_many_readers(tmp_path):
     reader.close()
     out = subprocess.run([sys.executable, "-c", script.replace("readonly=True", "readonly=False"), str(tmp_path / "idx")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr  # the lock is released when the last writer closes
+
+
+def test_closing_an_index_twice_leaves_the_store_it_shares_open(tmp_path):
+    """Defect: the store counted close() calls, not index objects, so a ``with`` block plus a
+    close() on one object closed the store under another (raw sqlite3.ProgrammingError)."""
+    first = VectorIndex(path=tmp_path / "idx")
+    first.insert(CORPUS[:2])
+    second = VectorIndex.load(tmp_path / "idx")  # shares first's store
+    with first:
+        pass
+    first.close()
+    assert [h.provenance.document_ids for h in second.as_retriever(k=1).retrieve("capital of France")] == [["fr"]]
+    assert second.insert(CORPUS[2:]).inserted == ["fruit", "tea"]
+    second.close()
+    second.close()
+
+
+@pytest.mark.parametrize("where", ["memory", "directory"])
+def test_a_closed_index_says_to_open_it_again(tmp_path, where):
+    """Defect: search, insert and len() of a closed index raised sqlite3.ProgrammingError."""
+    index = VectorIndex(path=None if where == "memory" else tmp_path / "idx")
+    index.insert(CORPUS)
+    retriever = index.as_retriever(k=1)
+    index.close()
+    told = "gone once closed" if where == "memory" else "open it again"
+    for use in (lambda: retriever.retrieve("capital"), lambda: index.as_retriever(k=1), lambda: index.insert(["Rome."]),
+                lambda: index.delete(["fr"]), lambda: len(index)):
+        with pytest.raises(IndexClosedError, match=told):
+            use()
+    if where == "directory":
+        with pytest.raises(IndexClosedError, match="load_index"):
+            index.store.document_ids()
+        assert len(load_index(index.location)) == 4  # nothing stored was lost
 
 
 def test_load_rejects_unknown_options_and_unrebuildable_embedders(tmp_path):

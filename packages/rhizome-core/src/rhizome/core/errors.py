@@ -68,6 +68,11 @@ class IndexLockedError(IndexStorageError):
     """Another process is writing to this index."""
 
 
+class IndexClosedError(IndexStorageError):
+    """The index object was closed (``close()``, or the end of its ``with`` block): open the
+    index again to use it."""
+
+
 class IndexUnavailableError(IndexStorageError, ConnectionError):
     """The database server that holds the index cannot be reached (or the connection broke)."""
 
@@ -88,6 +93,7 @@ def fails_alone(exc: BaseException) -> bool:
 __all__ = [
     "ConfigurationError",
     "EmptyExtractionError",
+    "IndexClosedError",
     "IndexCorruptError",
     "IndexFormatError",
     "IndexLockedError",

@@ -380,13 +380,13 @@ class BaseIndex:
     # -- properties ----------------------------------------------------------------------------
     @property
     def path(self) -> Path | None:
-        """The index directory (``None`` for an index in memory or in a database: see :attr:`location`)."""
-        return self.store.path
+        """The index directory (``None`` for an index in memory or in a database: see :attr:`location`); kept after :meth:`close`."""
+        return self._opened_store.path
 
     @property
     def location(self) -> str | Path | None:
-        """Where the index lives: its directory, its ``postgresql://`` URL, or ``None`` (memory)."""
-        return self.store.location
+        """Where the index lives: its directory, its ``postgresql://`` URL, or ``None`` (memory); kept after :meth:`close`, to open it again."""
+        return self._opened_store.location
 
     @property
     def offline(self) -> bool:
@@ -763,8 +763,30 @@ class BaseIndex:
         chat = None if offline else (llm if llm is not None else _rebuild(manifest.models.get("llm"), "llm", resolve_llm, path))
         return cls(embedder, llm=chat, path=path, readonly=readonly, **options)
 
+    _closed = False
+
+    @property
+    def store(self) -> IndexStore:
+        """Where the index lives (:class:`IndexStore`); a closed index raises
+        :class:`IndexClosedError`, which says how to open it again."""
+        self._check_open()
+        return self._opened_store
+
+    @store.setter
+    def store(self, store: IndexStore) -> None:
+        self._opened_store = store
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise self._opened_store.closed_error()
+
     def close(self) -> None:
-        self.store.close()
+        """Let the index go (the store, with the writer lock, closes when the last index object
+        sharing it closes). Closing again does nothing; using a closed index raises
+        :class:`IndexClosedError`."""
+        if not self._closed:
+            self._closed = True
+            self._opened_store.close()
 
     def __enter__(self) -> Any:
         return self
@@ -802,6 +824,7 @@ class BaseIndex:
         mode's own settings."""
         from rhizome.core.filters import as_filter
 
+        self._check_open()
         mode = self.check_mode(mode)
         wanted = as_filter(filter)
         try:

@@ -47,6 +47,7 @@ from pydantic import BaseModel, Field
 from rhizome.core.aio import WriteLock
 from rhizome.core.errors import (
     ConfigurationError,
+    IndexClosedError,
     IndexCorruptError,
     IndexFormatError,
     IndexLockedError,
@@ -439,12 +440,31 @@ class IndexStore:
 
     def close(self) -> None:
         """Close this handle; the store closes (and releases the writer lock) when the last
-        index object sharing it closes."""
+        index object sharing it closes. An index object closes its handle once, however often
+        its ``close()`` is called (:meth:`BaseIndex.close <rhizome.core.index.BaseIndex.close>`)."""
         with _OPEN_LOCK:
+            if self._users <= 0:
+                return
             self._users -= 1
             if self._users > 0:
                 return
         self._close()
+
+    def closed_error(self) -> IndexClosedError:
+        """What using a closed index raises, with how to open it again."""
+        if self.location is None:
+            return IndexClosedError(
+                "this index was closed, and an index in memory is gone once closed: build it again "
+                "(persist() it to a directory before closing to keep it)"
+            )
+        where = repr(str(self.path)) if self.path is not None else "its postgresql:// URL"
+        return IndexClosedError(
+            f"this index was closed; open it again to use it: load_index({where}), or its index class with path={where}"
+        )
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise self.closed_error()
 
     def __del__(self) -> None:  # release the writer lock if the user forgot close()
         with contextlib.suppress(Exception):
@@ -457,6 +477,7 @@ class IndexStore:
             return
         self.manifest.updated = _now()
         text = self.manifest.model_dump_json(indent=2)
+        self._check_open()
         with self._lock, self._errors():
             self.db.upsert("meta", ("key", "value"), ("key",), [("manifest", text)])
         self._write_manifest_copy(text)
@@ -467,6 +488,7 @@ class IndexStore:
         """One atomic write: everything inside commits together or not at all."""
         if self.readonly:
             raise IndexLockedError("this index was opened read-only")
+        self._check_open()
         with self._lock, self._errors():
             self.db.begin()
             try:
@@ -480,6 +502,7 @@ class IndexStore:
                 self.db.commit()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        self._check_open()
         with self._lock, self._errors():
             return self.db.execute(sql, params).fetchall()
 
