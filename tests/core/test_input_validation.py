@@ -200,6 +200,19 @@ def test_dates_paths_and_numpy_numbers_in_metadata_are_stored_as_plain_values():
     assert index.insert([Document(id="d", text="Harbour log.", metadata={"when": datetime(2024, 5, 1), "file": Path("/logs/a.txt"), "n": np.int64(3)})]).skipped == ["d"]
 
 
+def test_one_id_given_twice_in_a_call_with_other_metadata_is_refused():
+    """Defect: the same id and text with other metadata in one call kept the last metadata silently."""
+    index = VectorIndex(batch_size=4)
+    with pytest.raises(InvalidInputError, match="'y' is given twice with the same text and different metadata \\(year\\)"):
+        index.insert([*GOOD, Document(id="y", text="Ferry log.", metadata={"year": 1911, "shelf": "north"}),
+                      Document(id="y", text="Ferry log.", metadata={"year": 1999, "shelf": "north"})])
+    with pytest.raises(InvalidInputError, match="different metadata \\(flag\\)"):  # 1 and True are stored differently
+        index.insert([Document(id="z", text="Ferry log.", metadata={"flag": 1}), Document(id="z", text="Ferry log.", metadata={"flag": True})])
+    assert len(index) == 0 and index.store.statuses() == []
+    same = Document(id="y", text="Ferry log.", metadata={"year": 1911})
+    assert index.insert([same, same.model_copy()]).inserted == ["y"]  # the same document twice is kept once
+
+
 def test_an_id_of_zero_is_kept():
     index = VectorIndex()
     index.insert([{"id": 0, "text": "Zero harbours."}])  # an id of 0 used to become the text's hash

@@ -73,7 +73,8 @@ def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
 
     Raises :class:`InvalidInputError` for an unusable item, an empty text, text or metadata
     that cannot be stored as UTF-8 (a lone surrogate such as ``"\\ud800"``, a NUL character),
-    or one id given twice with different texts (the same document given twice is kept once).
+    or one id given twice with different texts or metadata (the same document given twice is
+    kept once).
     One bad document fails the whole call before anything of it is stored."""
     if isinstance(items, (str, bytes, bytearray, Document, Mapping)) or not isinstance(items, Iterable):
         items = [items]
@@ -93,8 +94,20 @@ def coerce_documents(items: Iterable[Any] | Any) -> list[Document]:
             raise InvalidInputError(
                 f"document id {document.id!r} is given twice with different texts{_origins(previous, document)}"
             )
+        if previous is not None and _json_text(previous.metadata) != _json_text(document.metadata):
+            differ = sorted(k for k in {*previous.metadata, *document.metadata}
+                            if _json_text(previous.metadata.get(k)) != _json_text(document.metadata.get(k)))
+            raise InvalidInputError(
+                f"document id {document.id!r} is given twice with the same text and different metadata "
+                f"({', '.join(differ)}){_origins(previous, document)}"
+            )
         documents[document.id] = document
     return list(documents.values())
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as it is stored (JSON), so ``1`` and ``True`` differ as they do once stored."""
+    return json.dumps(value, sort_keys=True)
 
 
 def _origins(first: Document, second: Document) -> str:
