@@ -654,6 +654,14 @@ def test_bad_input_gets_typed_errors():
         index.as_retriever(mode="global").retrieve("x", k=0)
     with pytest.raises(ConfigurationError):
         index.as_retriever(mode="local", text_unit_prop=0.9, community_prop=0.5)
+    # checked when the retriever is made, saying what is allowed: "no" was taken as true, "high" a raw ValueError
+    for option, says in [({"min_score": "high"}, "min_score must be a number between 0 and 100"),
+                         ({"keep_parent": "no"}, "keep_parent must be True or False"),
+                         ({"dynamic": "no"}, "dynamic must be True or False"),
+                         ({"seed": "x"}, "seed must be an integer"),
+                         ({"threshold": "1"}, "threshold must be a number between 0 and 5")]:
+        with pytest.raises(ConfigurationError, match=says):
+            index.as_retriever(mode="global", **option)
     with pytest.raises(ConfigurationError):
         GraphRAGIndex(HashingEmbedder(), extraction="llm").insert(topic_docs("music"))
 

@@ -104,6 +104,20 @@ def check_positive(name: str, value: Any) -> int:
     return value
 
 
+def check_integer(name: str, value: Any, low: int | None = None) -> int:
+    """``value`` as an integer (``low`` or more when given), e.g. a seed or a level."""
+    if not isinstance(value, int) or isinstance(value, bool) or (low is not None and value < low):
+        raise ConfigurationError(f"{name} must be an integer{'' if low is None else f' of at least {low}'}, got {value!r}")
+    return value
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` as a switch: ``True`` or ``False`` only (``"no"`` would be true as ``bool("no")``)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigurationError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_non_negative(name: str, value: Any) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
         raise ConfigurationError(f"{name} must be a number of at least 0, got {value!r}")
@@ -111,8 +125,13 @@ def check_non_negative(name: str, value: Any) -> float:
 
 
 def check_share(name: str, value: Any) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
-        raise ConfigurationError(f"{name} must be a number between 0 and 1, got {value!r}")
+    return check_number(name, value, 0, 1)
+
+
+def check_number(name: str, value: Any, low: float, high: float) -> float:
+    """``value`` as a number from ``low`` to ``high`` (both included)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not low <= value <= high:
+        raise ConfigurationError(f"{name} must be a number between {low:g} and {high:g}, got {value!r}")
     return float(value)
 
 
@@ -515,8 +534,11 @@ __all__ = [
     "MapReduceSearch",
     "Retrieval",
     "by_rank",
+    "check_flag",
+    "check_integer",
     "check_k",
     "check_non_negative",
+    "check_number",
     "check_positive",
     "check_query",
     "check_share",

@@ -39,6 +39,9 @@ from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import (
     MapPlan,
     MapReduceSearch,
+    check_flag,
+    check_integer,
+    check_number,
     check_positive,
     provenance,
     query_vector,
@@ -96,7 +99,7 @@ class GlobalSearch(MapReduceSearch):
         Points asked for per map call (not in GraphRAG, whose map answer is bounded by
         ``map_max_length`` 1,000 tokens; 10).
     min_score:
-        Points scoring at or below this are dropped (GraphRAG drops score 0).
+        Points scoring at or below this (0–100) are dropped (GraphRAG drops score 0).
     seed:
         Shuffle seed of the map batches (GraphRAG's context builder uses 86).
     max_new_reports:
@@ -133,15 +136,11 @@ class GlobalSearch(MapReduceSearch):
         offline_batch: int = 20,
     ) -> None:
         super().__init__(index, k)
-        if not isinstance(level, int) or level < 0 or not isinstance(max_level, int) or max_level < 0:
-            raise ConfigurationError("level and max_level must be integers >= 0")
-        if not 0 <= threshold <= 5:
-            raise ConfigurationError(f"threshold must be between 0 and 5, got {threshold!r}")
-        self.level = level
-        self.dynamic = bool(dynamic)
-        self.threshold = threshold
-        self.max_level = max_level
-        self.keep_parent = keep_parent
+        self.level = check_integer("level", level, 0)
+        self.dynamic = check_flag("dynamic", dynamic)
+        self.threshold = check_number("threshold", threshold, 0, 5)
+        self.max_level = check_integer("max_level", max_level, 0)
+        self.keep_parent = check_flag("keep_parent", keep_parent)
         self.candidate_limit = check_positive("candidate_limit", candidate_limit)
         self.max_rating_calls = check_positive("max_rating_calls", max_rating_calls)
         self.rate_max_tokens = check_positive("rate_max_tokens", rate_max_tokens)
@@ -149,8 +148,8 @@ class GlobalSearch(MapReduceSearch):
         if self.map_max_tokens <= MAP_OVERHEAD_TOKENS:
             raise ConfigurationError(f"map_max_tokens must exceed {MAP_OVERHEAD_TOKENS}")
         self.max_points = check_positive("max_points", max_points)
-        self.min_score = float(min_score)
-        self.seed = seed
+        self.min_score = check_number("min_score", min_score, 0, 100)
+        self.seed = check_integer("seed", seed)
         self.max_new_reports = check_positive("max_new_reports", max_new_reports)
         self.offline_batch = check_positive("offline_batch", offline_batch)
 
