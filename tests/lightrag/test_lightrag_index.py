@@ -171,6 +171,8 @@ def test_bad_input_and_parameters():
     index = LightRAGIndex()
     with pytest.raises(ConfigurationError, match="modes"):
         index.as_retriever(mode="drift")
+    with pytest.raises(ConfigurationError, match="cosine_threshold must be a number between -1 and 1"):
+        index.as_retriever(cosine_threshold="0.2")  # accepted, then a TypeError inside search()
     index.insert(CORPUS)
     with pytest.raises(InvalidInputError):
         index.as_retriever().retrieve("   ")

@@ -45,6 +45,7 @@ from rhizome.core.retrieval import (
     Retrieval,
     by_rank,
     check_non_negative,
+    check_number,
     check_positive,
     check_query,
     chunk_hit,
@@ -155,7 +156,7 @@ class LightRAGRetriever(BaseRetriever):
             raise ConfigurationError(f"kinds must be a non-empty subset of {KINDS}, got {list(kinds)}")
         self.mode = mode
         self.top_k = top_k
-        self.cosine_threshold = cosine_threshold
+        self.cosine_threshold = check_number("cosine_threshold", cosine_threshold, -1, 1)
         self.link_k = check_positive("link_k", link_k)
         self.dense_k = check_positive("dense_k", dense_k)
         self.passage_seed = check_non_negative("passage_seed", passage_seed)
