@@ -381,6 +381,15 @@ def test_bad_settings_are_typed_errors():
     index, _ = build(documents=CORPUS[:2])
     with pytest.raises(ConfigurationError):
         index.as_retriever(k_per_layer=0)
+    held = [0, *index.communities.levels()]
+    for mode in ("archrag", "hierarchical", "passages"):  # a layer the index lacks returned only the nearest passages, silently
+        with pytest.raises(ConfigurationError, match=rf"layers \[99\] do not exist in this index; its layers are {', '.join(map(str, held))}"):
+            index.as_retriever(mode=mode, layers=[0, 99])
+    assert index.as_retriever(mode="hierarchical", layers=held).layers == tuple(held)
+    with pytest.raises(ConfigurationError, match="rank_provenance must be True or False"):
+        index.as_retriever(mode="hierarchical", rank_provenance="no")
+    with pytest.raises(ConfigurationError, match="community_seeds must be True or False"):
+        index.as_retriever(mode="passages", community_seeds="no")
 
 
 def test_filtered_search_runs_as_a_langgraph_map_reduce_graph():

@@ -62,6 +62,7 @@ from rhizome.core.retrieval import (
     MapPlan,
     MapReduceSearch,
     Retrieval,
+    check_flag,
     check_positive,
     chunk_hits,
     pack,
@@ -108,12 +109,18 @@ class HierarchicalSearch(BaseRetriever):
     ) -> None:
         super().__init__(index, k)
         config = index.config
-        self.rank_provenance = config.rank_provenance if rank_provenance is None else bool(rank_provenance)
+        self.rank_provenance = config.rank_provenance if rank_provenance is None else check_flag("rank_provenance", rank_provenance)
         self.k_per_layer = check_positive("k_per_layer", config.k_per_layer if k_per_layer is None else k_per_layer)
         self.ef_search = check_positive("ef_search", config.ef_search if ef_search is None else ef_search)
         if layers is not None and (isinstance(layers, (str, bytes)) or not all(isinstance(x, int) and x >= 0 for x in layers)):
             raise ConfigurationError(f"layers must be a list of layer numbers (0 = entities), got {layers!r}")
         self.layers = None if layers is None else tuple(sorted(set(layers)))
+        held = [0, *index.communities.levels()]
+        if self.layers is not None and not set(self.layers) <= set(held):
+            raise ConfigurationError(
+                f"layers {sorted(set(self.layers) - set(held))} do not exist in this index; its layers are "
+                f"{', '.join(map(str, held))} (0 = entities, then the community layers)"
+            )
 
     async def nodes(self, query: str) -> tuple[list[tuple[Row, float]], dict[str, Any], Any]:
         """The nodes hierarchical search finds, ``((layer, kind, id), cosine)`` layer by layer,
@@ -246,7 +253,7 @@ class PassageSearch(HierarchicalSearch):
     def __init__(self, index: Any, k: int | None = None, *, dense_k: int = 100, community_seeds: bool = True, **options: Any) -> None:
         super().__init__(index, k, **options)
         self.dense_k = check_positive("dense_k", dense_k)
-        self.community_seeds = bool(community_seeds)
+        self.community_seeds = check_flag("community_seeds", community_seeds)
 
     def seeds(self, ranked: Sequence[tuple[Row, float]]) -> dict[str, float]:
         """Where the walk starts: each retrieved entity and relation endpoint at its cosine (the
