@@ -249,6 +249,9 @@ def test_bad_retriever_settings_are_refused(openie_file):
         index.as_retriever(damping=1.0)
     with pytest.raises(ConfigurationError):
         index.as_retriever(fact_k=0)
+    for option in ("fact_filter", "entity_seeds"):  # "no" was taken as true
+        with pytest.raises(ConfigurationError, match=f"{option} must be True or False"):
+            index.as_retriever(**{option: "no"})
 
 
 def test_tied_passages_rank_by_id_not_by_insertion_order():

@@ -43,6 +43,7 @@ from rhizome.core.graph import DEFAULT_PPR_DAMPING
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
+    check_flag,
     check_non_negative,
     check_positive,
     chunk_hits,
@@ -111,7 +112,7 @@ class HippoRAGRetriever(BaseRetriever):
         self.mode = mode
         self.fact_k = check_positive("fact_k", fact_k)
         self.keep_facts = check_positive("keep_facts", keep_facts)
-        self.fact_filter = bool(fact_filter)
+        self.fact_filter = check_flag("fact_filter", fact_filter)
         self.link_k = check_positive("link_k", link_k)
         self.dense_k = check_positive("dense_k", dense_k)
         self.passage_seed = check_non_negative("passage_seed", passage_seed)
@@ -120,7 +121,7 @@ class HippoRAGRetriever(BaseRetriever):
         self.damping = float(damping)
         self.dense_weight = check_non_negative("dense_weight", dense_weight)
         self.dense_lead = int(check_non_negative("dense_lead", dense_lead))
-        self.entity_seeds = bool(entity_seeds)
+        self.entity_seeds = check_flag("entity_seeds", entity_seeds)
 
     # -- the model's steps (offline stand-ins without one) ---------------------------------------
     async def aquery_entities(self, query: str) -> list[str]:
