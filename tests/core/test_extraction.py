@@ -159,6 +159,40 @@ async def test_empty_extraction_is_reported():
     assert len(model.requests) == 2
 
 
+async def test_an_empty_extraction_leaves_no_answer_in_the_cache_so_a_rerun_asks_again():
+    from rhizome.core.cache import ModelCache
+
+    cache = ModelCache()
+    empty = FakeChatModel([{"entities": [], "relations": []}], cache=cache)
+    with pytest.raises(EmptyExtractionError):
+        await LLMExtractor(empty, gleaning=1).aextract([make_chunk(ADA_TEXT)])
+    assert len(empty.requests) == 2 and len(cache) == 0  # first call and gleaning: both refused
+
+    healthy = FakeChatModel(lambda messages, schema: GLEAN_ANSWER if is_gleaning(messages) else FIRST_ANSWER, cache=cache)
+    [result] = await LLMExtractor(healthy, gleaning=1).aextract([make_chunk(ADA_TEXT)])
+    assert len(healthy.requests) == 2 and result.entities  # asked again, not answered from the cache
+    assert len(cache) == 2  # accepted answers stay: a third run pays nothing
+    again = FakeChatModel(["never asked"], cache=cache)
+    await LLMExtractor(again, gleaning=1).aextract([make_chunk(ADA_TEXT)])
+    assert again.requests == []
+
+
+async def test_an_empty_answer_cached_before_is_refused_and_taken_out_of_the_cache():
+    from rhizome.core.cache import ModelCache
+
+    cache = ModelCache()
+    await LLMExtractor(FakeChatModel([{"entities": [], "relations": []}], cache=cache), gleaning=0, allow_empty=True).aextract(
+        [make_chunk(ADA_TEXT)]
+    )
+    assert len(cache) == 1  # accepted where empty answers are allowed
+    strict = FakeChatModel([FIRST_ANSWER], cache=cache)
+    with pytest.raises(EmptyExtractionError):  # from the cache
+        await LLMExtractor(strict, gleaning=0).aextract([make_chunk(ADA_TEXT)])
+    assert strict.requests == [] and len(cache) == 0
+    [result] = await LLMExtractor(strict, gleaning=0).aextract([make_chunk(ADA_TEXT)])
+    assert len(strict.requests) == 1 and result.entities
+
+
 async def test_allow_empty_and_blank_chunks():
     model = FakeChatModel([{"entities": [], "relations": []}])
     extractor = LLMExtractor(model, gleaning=0, allow_empty=True)

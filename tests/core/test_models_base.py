@@ -56,6 +56,22 @@ async def test_only_valid_answers_are_cached():
     assert again.usage.calls == 0 and again.usage.cache_hits == 1
 
 
+async def test_answers_a_caller_rejects_leave_the_cache_and_others_stay():
+    from rhizome.core.models.base import answers_on_trial
+
+    cache = ModelCache()
+    model = FakeChatModel(["text", "broken", {"name": "a", "count": 1}, "more"], cache=cache)
+    await model.acomplete("before")  # outside the block: kept
+    with answers_on_trial() as trial:
+        await model.acomplete_json("q", Pair)  # stored twice: after the retry and under "q"
+        assert [piece async for piece in model.astream("before")] == ["text"]  # from the cache
+        trial.reject()
+    assert len(cache) == 0
+    with answers_on_trial():
+        await model.acomplete("kept")  # not rejected: stays
+    assert len(cache) == 1
+
+
 async def test_concurrency_is_bounded_per_model():
     model = FakeChatModel(["ok"], delay=0.01, max_concurrency=3)
     await asyncio.gather(*(model.acomplete(f"p{i}") for i in range(12)))

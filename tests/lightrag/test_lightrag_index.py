@@ -163,6 +163,18 @@ def test_empty_extraction_fails_the_documents_and_keeps_what_was_stored():
     assert index.store.document_ids() == ["curie"] and index.entity("Marie Curie") is not None
 
 
+def test_a_document_failed_by_an_empty_extraction_is_asked_again_on_the_next_insert(tmp_path):
+    model = FakeChatModel([{"entities": [], "relations": []}])
+    index = LightRAGIndex(HashingEmbedder(), llm=model, extraction="llm", path=tmp_path / "i")
+    assert list(index.insert(CORPUS[:1]).failed) == ["curie"]
+    index.close()
+    healthy, _ = fake_model()
+    with LightRAGIndex.load(tmp_path / "i", llm=healthy) as index:  # the index's own cache on disk
+        report = index.insert(CORPUS[:1])
+        assert report.inserted == ["curie"] and not report.failed
+        assert report.stats["model_calls"] > 0 and index.entity("Marie Curie") is not None
+
+
 def test_bad_input_and_parameters():
     with pytest.raises(ConfigurationError):
         LightRAGIndex(entity_types="PERSON")

@@ -110,6 +110,11 @@ class ModelCache:
                 (key, kind, blob, time.time()),
             )
 
+    def delete(self, key: str) -> None:
+        """Forget the answer stored under ``key`` (nothing happens when there is none)."""
+        with self._session() as db:
+            db.execute(f"DELETE FROM {self.table} WHERE key = ?", (key,))
+
     def __len__(self) -> int:
         with self._session() as db:
             return int(db.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0])

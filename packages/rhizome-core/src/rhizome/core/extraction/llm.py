@@ -27,6 +27,7 @@ from rhizome.core.extraction.schema import (
     new_relation,
     normalise_type,
 )
+from rhizome.core.models.base import answers_on_trial
 from rhizome.core.models.budget import TOKEN_MARGIN, context_window, prompt_tokens
 from rhizome.core.progress import Phase, phase
 from rhizome.core.protocols import ChatModel
@@ -218,36 +219,38 @@ class LLMExtractor:
         passages = [(_title(c), c.text) for c in live]
         collected = _Collected(live)
         schema = KeywordExtractionOutput if self.keywords else ExtractionOutput
-        first = await self.model.acomplete_json(
-            extraction_prompt(passages, self.entity_types, self.language, keywords=self.keywords), schema, system=EXTRACTION_SYSTEM
-        )
-        calls, rounds = 1, 0
-        collected.add(first)
-        for item in getattr(first, "content_keywords", []):
-            index = item.passage - 1 if 1 <= item.passage <= len(live) else (0 if len(live) == 1 else -1)
-            if index >= 0:
-                collected.keywords[index].extend(item.keywords)
-        for _ in range(self.gleaning):
-            rounds += 1
-            calls += 1
-            prompt = gleaning_prompt(passages, self.entity_types, collected.entity_names(), collected.pair_names(), self.language)
-            try:
-                extra = await self.model.acomplete_json(prompt, ExtractionOutput, system=EXTRACTION_SYSTEM)
-            except (ModelOutputError, PromptTooLongError) as exc:  # an optional call must not cost the pack what it has
-                metadata["gleaning_error"] = str(exc)
-                break
-            if not collected.add(extra):
-                break
-        metadata.update(calls=calls, gleaning_rounds=rounds)
-        records = collected.records(metadata)
-        if not self.allow_empty and not any(r.entities for r in records):
-            raise EmptyExtractionError(
-                f"{getattr(self.model, 'name', 'the model')} found no entities in chunk(s) "
-                f"{', '.join(c.id for c in live)}. Small models often return empty lists: try a "
-                "bigger instruction-tuned model, a larger context window (num_ctx), smaller chunks "
-                "or pack_tokens, or allow_empty=True to keep such chunks without entities.",
-                last_output=first.model_dump_json(),
+        with answers_on_trial() as trial:  # an empty pack's answers are refused below
+            first = await self.model.acomplete_json(
+                extraction_prompt(passages, self.entity_types, self.language, keywords=self.keywords), schema, system=EXTRACTION_SYSTEM
             )
+            calls, rounds = 1, 0
+            collected.add(first)
+            for item in getattr(first, "content_keywords", []):
+                index = item.passage - 1 if 1 <= item.passage <= len(live) else (0 if len(live) == 1 else -1)
+                if index >= 0:
+                    collected.keywords[index].extend(item.keywords)
+            for _ in range(self.gleaning):
+                rounds += 1
+                calls += 1
+                prompt = gleaning_prompt(passages, self.entity_types, collected.entity_names(), collected.pair_names(), self.language)
+                try:
+                    extra = await self.model.acomplete_json(prompt, ExtractionOutput, system=EXTRACTION_SYSTEM)
+                except (ModelOutputError, PromptTooLongError) as exc:  # an optional call must not cost the pack what it has
+                    metadata["gleaning_error"] = str(exc)
+                    break
+                if not collected.add(extra):
+                    break
+            metadata.update(calls=calls, gleaning_rounds=rounds)
+            records = collected.records(metadata)
+            if not self.allow_empty and not any(r.entities for r in records):
+                trial.reject()  # out of the cache: inserting the document again asks the model again
+                raise EmptyExtractionError(
+                    f"{getattr(self.model, 'name', 'the model')} found no entities in chunk(s) "
+                    f"{', '.join(c.id for c in live)}. Small models often return empty lists: try a "
+                    "bigger instruction-tuned model, a larger context window (num_ctx), smaller chunks "
+                    "or pack_tokens, or allow_empty=True to keep such chunks without entities.",
+                    last_output=first.model_dump_json(),
+                )
         by_id = {r.chunk_id: r for r in records}
         return [by_id.get(c.id) or Extraction(chunk_id=c.id, metadata=dict(metadata)) for c in pack]
 

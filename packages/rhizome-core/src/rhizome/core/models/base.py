@@ -115,6 +115,47 @@ def record_usage(model: Any, counts: dict[str, int]) -> None:
     _record(model.usage, "chat", **{k: int(counts.get(k, 0)) for k in CHAT_COUNTERS})
 
 
+class AnswerTrial:
+    """The cached model answers given inside one :func:`answers_on_trial` block."""
+
+    def __init__(self) -> None:
+        self._given: list[tuple[ModelCache, str]] = []
+
+    def _note(self, cache: ModelCache, key: str) -> None:
+        self._given.append((cache, key))
+
+    def reject(self) -> None:
+        """Take every answer given inside the block out of the cache it was stored in (or read
+        from): the caller refused them, so a re-run asks the model again."""
+        given, self._given = self._given, []
+        for cache, key in given:
+            cache.delete(key)
+
+
+_TRIALS: contextvars.ContextVar[tuple[AnswerTrial, ...]] = contextvars.ContextVar("rhizome_answer_trials", default=())
+
+
+@contextlib.contextmanager
+def answers_on_trial() -> Iterator[AnswerTrial]:
+    """Keep track of the cached answers the models give inside the block — stored fresh or
+    served from the cache, in this context and the tasks it starts — so that a caller whose
+    own check refuses them after the model layer's validation (an extraction that found
+    nothing) can take them out of the cache with :meth:`AnswerTrial.reject`: otherwise every
+    re-run would be answered with the refused answer and never reach the model again."""
+    trial = AnswerTrial()
+    token = _TRIALS.set((*_TRIALS.get(), trial))
+    try:
+        yield trial
+    finally:
+        _TRIALS.reset(token)
+
+
+def _given(cache: ModelCache, key: str) -> None:
+    """Note a cached answer given (stored or read) in every :func:`answers_on_trial` around."""
+    for trial in _TRIALS.get():
+        trial._note(cache, key)
+
+
 def _without_thoughts(text: str) -> str:
     """``text`` without its closed ``<think>...</think>`` blocks, in one linear pass (a lazy
     regular expression took quadratic time on answers full of unclosed ``<think>`` tags)."""
@@ -252,6 +293,7 @@ class BaseChatModel(ABC):
             hit = self.cache.get(key)
             if hit is not None:
                 _record(self.usage, "chat", cache_hits=1)
+                _given(self.cache, key)
                 return Completion(text=hit["text"], cached=True), None
         async with self._semaphore.get():
             completion = await self._achat(messages, json_schema)
@@ -283,6 +325,7 @@ class BaseChatModel(ABC):
     def _remember(self, key: str | None, completion: Completion) -> None:
         if key is not None and self.cache is not None:
             self.cache.put(key, {"text": completion.text}, kind="chat")
+            _given(self.cache, key)
 
     @staticmethod
     def _messages(prompt: str, system: str | None) -> list[Message]:
@@ -342,6 +385,7 @@ class BaseChatModel(ABC):
         key = self._key(messages, None)
         if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
             _record(self.usage, "chat", cache_hits=1)
+            _given(self.cache, key)
             yield hit["text"]
             return
         pieces: list[str] = []
@@ -555,4 +599,4 @@ class BaseEmbedder(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-__all__ = ["BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "extract_json", "usage_scope", "validate_json"]
+__all__ = ["AnswerTrial", "BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "answers_on_trial", "extract_json", "usage_scope", "validate_json"]
