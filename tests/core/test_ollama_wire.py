@@ -20,6 +20,7 @@ from rhizome.core.errors import (
     ModelError,
     ModelNotFoundError,
     ModelOutputError,
+    ModelServerError,
     ModelTimeoutError,
     ModelUnavailableError,
 )
@@ -288,7 +289,7 @@ async def test_a_busy_server_beyond_the_retries_names_the_flags(ollama_stub: Oll
     ollama_stub.default_reply = StubError(503, "server busy")
     model = make_chat(transport_retries=2, retry_backoff=0.01)
 
-    with pytest.raises(ModelError, match="--max-retries") as info:
+    with pytest.raises(ModelServerError, match="--max-retries") as info:  # the server's failure: stops an insert
         await model.acomplete("hi")
     assert "server busy" in str(info.value) and "--concurrency" in str(info.value)
     assert len(ollama_stub.calls("/api/chat")) == 3
@@ -300,10 +301,13 @@ async def test_transient_errors_give_up_after_bounded_retries(
     ollama_stub.default_reply = StubError(500, "llama runner process has terminated")
     model = make_chat(transport_retries=1)
 
-    with pytest.raises(ModelError, match="llama runner process has terminated"):
+    with pytest.raises(ModelServerError, match="llama runner process has terminated"):
         await model.acomplete("hi")
 
     assert len(ollama_stub.calls("/api/chat")) == 2
+    ollama_stub.default_reply = StubDrop()
+    with pytest.raises(ModelServerError, match="dropped the connection"):
+        await model.acomplete("hi again")
 
 
 async def test_client_errors_carry_the_server_message(ollama_stub: OllamaStub, make_chat) -> None:
@@ -313,7 +317,7 @@ async def test_client_errors_carry_the_server_message(ollama_stub: OllamaStub, m
     with pytest.raises(ModelError, match="invalid format: expected object") as info:
         await model.acomplete("hi")
 
-    assert not isinstance(info.value, ModelNotFoundError | ModelUnavailableError)
+    assert not isinstance(info.value, ModelNotFoundError | ModelUnavailableError | ModelServerError)
     assert len(ollama_stub.calls("/api/chat")) == 1
 
 
@@ -534,7 +538,7 @@ async def test_a_stream_that_stops_early_is_an_error(ollama_stub: OllamaStub, ma
     ollama_stub.truncate_streams = True
     model = make_chat()
     seen = []
-    with pytest.raises(ModelError, match="ended the answer stream"):
+    with pytest.raises(ModelServerError, match="ended the answer stream"):
         async for piece in model.astream("count"):
             seen.append(piece)
     assert seen  # what came before the break was shown

@@ -31,6 +31,11 @@ class ModelTimeoutError(ModelError, TimeoutError):
     """A model call did not finish within its timeout."""
 
 
+class ModelServerError(ModelError):
+    """The model server kept failing after the retries — error or busy answers (5xx, 429),
+    dropped connections, an answer stream cut short: the server's failure, not the request's."""
+
+
 class PromptTooLongError(ModelError, ValueError):
     """A prompt would not fit the model's context window with room for the answer; it is
     refused before it is sent (a server would silently cut its front)."""
@@ -82,12 +87,18 @@ class IndexCorruptError(IndexFormatError):
     database, records of another index, chunk text changed outside Rhizome)."""
 
 
+SERVER_FAILURES = (ModelUnavailableError, ModelNotFoundError, ModelTimeoutError, ModelServerError)
+"""Model errors that say the server failed, not the request: see :func:`fails_alone`."""
+
+
 def fails_alone(exc: BaseException) -> bool:
     """Whether ``exc`` costs only the item (document, report, summary) whose model call raised
-    it: an answer that stayed invalid, a call that timed out or a server that kept failing after
-    the retries. A server that cannot be reached or lacks the model is not: every item would
-    fail alike, so the work stops (and a re-run resumes)."""
-    return isinstance(exc, ModelError) and not isinstance(exc, ModelUnavailableError | ModelNotFoundError)
+    it: an answer that stayed invalid after the retries (or that the caller refused), a prompt
+    too long for the context window, a request the server refused. A failure of the server
+    itself (:data:`SERVER_FAILURES`) is not — unreachable, lacking the model, no answer within
+    the timeout, still failing after the retries: every item would fail alike, so the work
+    stops at once instead of sending every request again (and a re-run resumes)."""
+    return isinstance(exc, ModelError) and not isinstance(exc, SERVER_FAILURES)
 
 
 __all__ = [
@@ -105,8 +116,10 @@ __all__ = [
     "ModelError",
     "ModelNotFoundError",
     "ModelOutputError",
+    "ModelServerError",
     "ModelTimeoutError",
     "ModelUnavailableError",
     "fails_alone",
     "RhizomeError",
+    "SERVER_FAILURES",
 ]

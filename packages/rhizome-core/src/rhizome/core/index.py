@@ -57,6 +57,9 @@ from rhizome.core.errors import (
     IndexFormatError,
     IndexMismatchError,
     InvalidInputError,
+    ModelError,
+    ModelNotFoundError,
+    ModelUnavailableError,
     fails_alone,
 )
 from rhizome.core.heap import full_collections_deferred
@@ -132,9 +135,10 @@ class InsertReport(BaseModel):
     replaced: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)
-    """Documents not stored, by id, with the reason: their model answers stayed invalid, or
-    the server kept failing, after the retries. The rest of the insert went on; inserting them
-    again retries only them."""
+    """Documents not stored, by id, with the reason: their model answers stayed invalid after
+    the retries (or were refused), or a prompt did not fit the context window. The rest of the
+    insert went on; inserting them again retries only them. A failing server is no document's
+    failure: it stops the insert (:func:`~rhizome.core.errors.fails_alone`)."""
     chunks: int = 0
     tokens: int = 0
     unfinished: str | None = None
@@ -540,7 +544,10 @@ class BaseIndex:
         nothing; each batch of ``batch_size`` chunks commits on its own, so an interrupted run
         resumes where it stopped. A document whose model work fails after the retries is
         recorded as failed (``report.failed``, :meth:`IndexStore.statuses`) and the others go
-        on; inserting it again retries it. Inserts and deletes on one index are serialised."""
+        on; inserting it again retries it. A failing server (no answer in time, still failing
+        after the retries, unreachable) stops the insert with its error: the batches stored
+        stay, the others are stored by a re-run. Inserts and deletes on one index are
+        serialised."""
         docs = coerce_documents(documents)
         report = InsertReport()
         async with self._writing():
@@ -585,7 +592,9 @@ class BaseIndex:
         (:func:`fails_alone`), the batch is split in halves, each stored on its own (and
         split again while it fails; answers already paid for come from the model cache), so a
         document that fails alone is recorded as ``failed`` with the reason and the rest are
-        stored, at about twice the batch's work rather than once per document."""
+        stored, at about twice the batch's work rather than once per document. A failure of
+        the server (no answer in time, still failing after the retries, unreachable) is no
+        document's: it is raised at once, unsplit, and the batch stays for a re-run."""
         n_chunks = sum(len(c) for *_, c in pending)
         with self.store.transaction() as db:
             IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _, _ in pending], "processing")
@@ -632,14 +641,17 @@ class BaseIndex:
 
     async def _finish_change(self, inserted: list[str], removed: list[str], stats: Stats, *, isolate: bool = True) -> str | None:
         """Run :meth:`_after_change` when documents changed now or an earlier run was cut short.
-        With ``isolate``, a model failure in it (:func:`fails_alone`) does not fail the
-        call that stored the documents: the work stays pending and the reason is returned."""
+        With ``isolate``, a model failure in it does not fail the call that stored the
+        documents: the work stays pending and the reason is returned. An invalid answer or a
+        failing server (:func:`fails_alone` or not) stops the work alike — the documents are
+        stored either way — except a server that cannot be reached or lacks the model, which
+        stops every call."""
         if not self._tracks_changes or not (inserted or removed or self.store.get_meta("pending_change", False)):
             return None
         try:
             await self._after_change(inserted, removed, stats)
         except Exception as exc:
-            if not (isolate and fails_alone(exc)):
+            if not (isolate and isinstance(exc, ModelError)) or isinstance(exc, ModelUnavailableError | ModelNotFoundError):
                 raise
             return failure_reason(exc)
         with self.store.transaction() as db:

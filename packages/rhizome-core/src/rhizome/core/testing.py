@@ -27,7 +27,9 @@ chat model that answers every JSON schema, for methods that use one) and checks,
 - failure isolation: a document whose model answers stay invalid is recorded as failed, with
   the reason, while the others are stored; inserting again retries only it (for a method whose
   model only writes whole-index structure, ``llm_per_document = False``: every document is
-  stored and the change is reported unfinished until a healthy model finishes it);
+  stored and the change is reported unfinished until a healthy model finishes it); a server
+  that times out or keeps failing stops the insert of documents, no request sent twice, and a
+  re-run stores everything;
 - concurrency: one retriever serving many threads and event loops gives the serial results and
   keeps no per-call state; inserts from two threads both land; queries in one thread while
   another inserts and deletes fail nothing and end on the results of the final state; a
@@ -58,7 +60,13 @@ from typing import Any
 import pytest
 
 from rhizome.core.embeddings import HashingEmbedder
-from rhizome.core.errors import InvalidInputError, ModelUnavailableError
+from rhizome.core.errors import (
+    InvalidInputError,
+    ModelError,
+    ModelServerError,
+    ModelTimeoutError,
+    ModelUnavailableError,
+)
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 from rhizome.core.protocols import Completion
 from rhizome.core.storage import method_registry
@@ -105,15 +113,18 @@ def modes_of(method: Any) -> tuple[str | None, ...]:
 
 class FailingChatModel(FakeChatModel):
     """The schema-answering fake, failing like a server that goes away after ``fail_after``
-    calls (``None``: never)."""
+    calls (``None``: never): every later request is recorded in ``requests`` and raises
+    ``error`` (by default :class:`ModelUnavailableError`)."""
 
-    def __init__(self, fail_after: int | None = None) -> None:
+    def __init__(self, fail_after: int | None = None, error: type[ModelError] = ModelUnavailableError) -> None:
         super().__init__(SchemaResponder(), name="fake:conformance")
         self.fail_after = fail_after
+        self.error = error
 
     async def _achat(self, messages: Any, json_schema: Any) -> Any:
         if self.fail_after is not None and self.usage.calls >= self.fail_after:
-            raise ModelUnavailableError("the fake model server went away")
+            self.requests.append([dict(m) for m in messages])
+            raise self.error("the fake model server failed")
         return await super()._achat(messages, json_schema)
 
 
@@ -291,6 +302,24 @@ class IndexConformance:
         assert failing.usage.calls + healthy.usage.calls <= full_price, "a model call was paid twice"
         assert self.results(resumed) == expected
         resumed.close()
+
+    def test_a_failing_server_stops_the_insert_and_no_request_is_sent_twice(self, method: Any, tmp_path: Path) -> None:
+        cls = index_class(method)
+        if not cls.uses_llm or not cls.llm_per_document:  # whole-index work: left unfinished, as above
+            return
+        for error in (ModelTimeoutError, ModelServerError):
+            where = self.place(tmp_path, error.__name__)
+            hung = FailingChatModel(fail_after=0, error=error)
+            with pytest.raises(error):
+                self.build(method, llm=hung, path=where, batch_size=4, cache=False)
+            sent = [repr(r) for r in hung.requests]
+            assert len(sent) == len(set(sent)), "a request the server failed was sent again"
+            healthy = FailingChatModel()
+            again = cls.load(where, llm=healthy, batch_size=4, cache=False)
+            again.insert(CORPUS)  # the documents were left for this re-run
+            assert {s.status for s in again.store.statuses()} == {"done"} and not again.needs_refresh
+            assert sorted(again.store.document_ids()) == sorted(d.id for d in CORPUS)
+            again.close()
 
     def test_a_document_whose_answers_stay_invalid_fails_alone(self, method: Any, tmp_path: Path) -> None:
         where = self.place(tmp_path, "idx")

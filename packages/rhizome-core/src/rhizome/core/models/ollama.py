@@ -9,6 +9,8 @@ this module only speaks Ollama's HTTP API and turns its failures into the typed 
 * server not reachable → :class:`~rhizome.core.errors.ModelUnavailableError`
 * model not pulled → :class:`~rhizome.core.errors.ModelNotFoundError`
 * no answer in time → :class:`~rhizome.core.errors.ModelTimeoutError`
+* still failing after the retries (5xx, 429, dropped connections) →
+  :class:`~rhizome.core.errors.ModelServerError`
 * anything else the server refuses → :class:`~rhizome.core.errors.ModelError`
 
 Dropped connections and 5xx answers are retried a few times with a short exponential backoff.
@@ -39,6 +41,7 @@ from rhizome.core.errors import (
     ConfigurationError,
     ModelError,
     ModelNotFoundError,
+    ModelServerError,
     ModelTimeoutError,
     ModelUnavailableError,
     PromptTooLongError,
@@ -161,7 +164,7 @@ def _map_error(exc: BaseException, *, host: str, model: str, timeout: float) -> 
         unretryable = "does not support" in str(reason).lower()
         if (status >= 500 or status == 429) and not unretryable:  # busy, overloaded, restarting
             raise _Transient(
-                ModelError(
+                ModelServerError(
                     f"{error}; still failing after the retries — raise --max-retries "
                     "(RHIZOME_MAX_RETRIES, transport_retries=) or lower --concurrency"
                 )
@@ -184,7 +187,7 @@ def _map_error(exc: BaseException, *, host: str, model: str, timeout: float) -> 
         | BrokenPipeError,
     ):
         raise _Transient(
-            ModelError(
+            ModelServerError(
                 f"Ollama at {host} dropped the connection while serving model '{model}' ({exc!r})"
                 " — see the `ollama serve` log; the model may have run out of memory, so a "
                 "smaller num_ctx or model may help"
@@ -546,7 +549,7 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
             # it and the generator inside it at once ("aclose(): asynchronous generator is
             # already running" on standard error)
             await stream.aclose()
-        raise ModelError(
+        raise ModelServerError(
             f"Ollama at {self.host} ended the answer stream of model '{self.model}' before the answer "
             "was complete — see the `ollama serve` log; the model may have run out of memory"
         )
