@@ -37,6 +37,14 @@ async def test_invalid_json_is_retried_with_the_error_shown():
     assert "count" in model.requests[2][-1]["content"]  # the validation error names the field
 
 
+async def test_a_runaway_invalid_answer_is_shown_cut_short_so_the_retry_fits_the_window():
+    runaway = '{"name": "' + "x" * 40_000  # cut off by the length limit: no closing quote or brace
+    model = FakeChatModel([runaway, {"name": "x", "count": 2}], context_window=4096)
+    assert await model.acomplete_json("give me a pair", Pair) == Pair(name="x", count=2)
+    shown = model.requests[1][-2]["content"]
+    assert len(shown) < 2100 and shown.startswith('{"name": "xxx') and "characters left out" in shown
+
+
 async def test_gives_up_after_max_retries_with_typed_error():
     model = FakeChatModel(["nope"], max_retries=1)
     with pytest.raises(ModelOutputError) as info:

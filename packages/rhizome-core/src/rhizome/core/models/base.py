@@ -242,7 +242,8 @@ class BaseChatModel(ABC):
         is refused with :class:`~rhizome.core.errors.PromptTooLongError` before it is sent.
     max_retries:
         Extra attempts when a structured answer is not valid JSON or fails the schema; each retry
-        shows the model its previous answer and the validation error.
+        shows the model its previous answer (at most :data:`RETRY_ECHO_CHARS` of it: its start
+        and end) and the validation error.
     cache:
         A :class:`ModelCache`; identical calls are then answered from it, across runs.
     """
@@ -358,7 +359,7 @@ class BaseChatModel(ABC):
                 last_text, last_error = completion.text, _short_error(exc)
                 messages = [
                     *first,
-                    {"role": "assistant", "content": last_text},
+                    {"role": "assistant", "content": _excerpt(last_text)},
                     {
                         "role": "user",
                         "content": f"That answer could not be used ({last_error}). "
@@ -426,6 +427,20 @@ class BaseChatModel(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+RETRY_ECHO_CHARS = 2000
+"""Most characters of an invalid answer shown back to the model when it is asked again (about
+600 tokens): a runaway answer shown whole made the retry too long for the context window."""
+
+
+def _excerpt(text: str, limit: int = RETRY_ECHO_CHARS) -> str:
+    """``text``, or when it is longer than ``limit`` its start and its end (where an answer cut
+    off by the length limit broke), with how much was left out between them."""
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    return f"{text[:head]}\n[... {len(text) - limit} characters left out ...]\n{text[-(limit - head):]}"
 
 
 def _short_error(exc: Exception) -> str:
