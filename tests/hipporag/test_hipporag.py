@@ -241,6 +241,24 @@ def test_model_openie_asks_for_entities_then_triples():
     assert [f.description for f in index.facts.all()] == ["Ada Lovelace worked with Charles Babbage"]
 
 
+@pytest.mark.parametrize("wrong", [{}, {"entities": ["Ada Lovelace"]}, {"facts": [["Ada Lovelace", "met", "Charles Babbage"]]}])
+def test_an_openie_answer_without_its_field_is_asked_again_and_never_stored_as_nothing(wrong):
+    from rhizome.hipporag.prompts import KeptFacts, NamedEntities, Triples
+
+    for schema in (NamedEntities, Triples, KeptFacts):
+        assert schema.model_json_schema()["required"]  # Ollama's format forbids {} too
+    right = {"named_entities": ["Ada Lovelace", "Charles Babbage"], "triples": [["Ada Lovelace", "worked with", "Charles Babbage"]]}
+    model = FakeChatModel([wrong, right, wrong, right])  # each call: the wrong answer first
+    index = HippoRAGIndex(HashingEmbedder(), llm=model, cache=False)
+    report = index.insert([Document(id="d", text="Ada Lovelace worked with Charles Babbage.")])
+    assert report.inserted == ["d"] and model.usage.retries == 2
+    assert [f.description for f in index.facts.all()] == ["Ada Lovelace worked with Charles Babbage"]
+    stubborn = HippoRAGIndex(HashingEmbedder(), llm=FakeChatModel([wrong], max_retries=1), cache=False)
+    report = stubborn.insert([Document(id="d", text="Ada Lovelace worked with Charles Babbage.")])
+    assert list(report.failed) == ["d"] and "ModelOutputError" in report.failed["d"] and not report.inserted
+    assert KeptFacts.model_validate({"facts": []}).facts == [] and NamedEntities.model_validate({"named_entities": None}).named_entities == []
+
+
 def test_bad_retriever_settings_are_refused(openie_file):
     index = imported(openie_file)
     with pytest.raises(ConfigurationError):

@@ -30,25 +30,28 @@ TripleList = Annotated[list[list[str]], BeforeValidator(_triples_only)]
 
 
 class _Strict(BaseModel):
+    """Answer schemas: every field is required (an empty list is an answer; ``{}``, or a list
+    under another key, fails validation and is asked again), other keys are ignored."""
+
     model_config = ConfigDict(extra="ignore")
 
 
 class NamedEntities(_Strict):
     """Answer of the NER calls (passage and query)."""
 
-    named_entities: TextList = Field(default_factory=list, description="the named entities, as written")
+    named_entities: TextList = Field(description="the named entities, as written")
 
 
 class Triples(_Strict):
     """Answer of the triple call: ``[subject, predicate, object]`` lists."""
 
-    triples: TripleList = Field(default_factory=list, description="[subject, predicate, object] triples")
+    triples: TripleList = Field(description="[subject, predicate, object] triples")
 
 
 class KeptFacts(_Strict):
     """Answer of the recognition-memory call: the facts kept, copied from the candidates."""
 
-    facts: TripleList = Field(default_factory=list, description="the kept [subject, predicate, object] facts")
+    facts: TripleList = Field(description="the kept [subject, predicate, object] facts")
 
 
 OPENIE_SYSTEM = "You turn passages into knowledge-graph facts. Answer with JSON only."
