@@ -3,12 +3,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from rhizome.core.cache import ModelCache
 from rhizome.core.errors import ConfigurationError, ModelOutputError
 from rhizome.core.models.base import extract_json
 from rhizome.core.models.fake import FakeChatModel, FakeEmbedder
+from rhizome.core.protocols import Completion
 
 
 class Pair(BaseModel):
@@ -78,6 +81,37 @@ async def test_answers_a_caller_rejects_leave_the_cache_and_others_stay():
     with answers_on_trial():
         await model.acomplete("kept")  # not rejected: stays
     assert len(cache) == 1
+
+
+@given(
+    st.lists(st.sampled_from(["<think>", "</think>", "<", "<th", "think>", "</", "[2]", " ", "\n", "a", "Mira [1]."]), max_size=14),
+    st.lists(st.integers(min_value=0, max_value=200), max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_streamed_thoughts_are_removed_as_from_the_whole_answer(parts, cuts):
+    from rhizome.core.models.base import _ThoughtFilter, _without_thoughts
+
+    text = "".join(parts)
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    thoughts = _ThoughtFilter()
+    shown = [thoughts.feed(p) for p in pieces] + [thoughts.end()]
+    assert "".join(shown) == _without_thoughts(text).lstrip()
+
+
+async def test_a_streamed_answer_comes_without_its_thoughts_and_is_not_held_back():
+    class Streaming(FakeChatModel):
+        async def _astream(self, messages):
+            for piece in ["<thi", "nk>Item [2] is off topic.</th", "ink>\n\n", "Mira Holt", " runs the ferry [1].", "<"]:
+                yield piece
+            yield Completion(text="")
+
+    cache = ModelCache()
+    model = Streaming(cache=cache)
+    pieces = [p async for p in model.astream("Who runs the ferry?")]
+    assert pieces == ["Mira Holt", " runs the ferry [1].", "<"]  # each visible piece as it came
+    again = [p async for p in model.astream("Who runs the ferry?")]  # from the cache
+    assert again == ["Mira Holt runs the ferry [1].<"]
 
 
 async def test_concurrency_is_bounded_per_model():

@@ -533,6 +533,23 @@ async def test_an_answer_streams_in_pieces_and_is_cached_whole(ollama_stub: Olla
     assert again == [ollama_stub.default_reply] and len(ollama_stub.calls("/api/chat")) == 1
 
 
+def test_a_streamed_answer_shows_no_thoughts_and_cites_only_the_answer(ollama_stub: OllamaStub, tmp_path) -> None:
+    from rhizome.core import HashingEmbedder, VectorIndex
+    from rhizome.core.answer import cited
+
+    thought = "<think>The question is who runs the ferry. Item [2] is about the lighthouse.</think>\n\n"
+    ollama_stub.default_reply = thought + "Mira Holt runs the Tarn ferry [1]."
+    index = VectorIndex(HashingEmbedder(), llm=chat_model(ollama_stub), path=tmp_path / "i")
+    index.insert([{"id": "ferry", "text": "Mira Holt runs the Tarn ferry."}, {"id": "light", "text": "Piet Hale keeps the lighthouse."}])
+    hits = index.as_retriever(k=2).retrieve("Who runs the Tarn ferry?")
+    for _ in range(2):  # from the server, then from the cache
+        streamed = "".join(index.answer("Who runs the Tarn ferry?", stream=True))
+        assert streamed == "Mira Holt runs the Tarn ferry [1]."
+        assert [h.id for h in cited(streamed, hits)] == [hits[0].id]
+    assert len(ollama_stub.calls("/api/chat")) == 1
+    index.close()
+
+
 async def test_a_stream_that_stops_early_is_an_error(ollama_stub: OllamaStub, make_chat) -> None:
     ollama_stub.default_reply = "one two three four five six"
     ollama_stub.truncate_streams = True

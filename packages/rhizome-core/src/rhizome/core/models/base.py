@@ -171,6 +171,67 @@ def _without_thoughts(text: str) -> str:
     return "".join(kept)
 
 
+def _partial(text: str, tag: str) -> int:
+    """How many of ``text``'s last characters may be the start of ``tag`` (at most
+    ``len(tag) - 1``): the text that must wait for the next piece to be told apart."""
+    for n in range(min(len(tag) - 1, len(text)), 0, -1):
+        if tag.startswith(text[-n:]):
+            return n
+    return 0
+
+
+class _ThoughtFilter:
+    """Takes the closed ``<think>...</think>`` blocks out of a text that arrives in pieces, as
+    :func:`_without_thoughts` does out of a whole one, and the whitespace before the first
+    character shown. Text outside a block is given back at once, but for the few last
+    characters of a piece that may begin a ``<think>`` tag; a block is held until it closes
+    (then dropped) or the text ends (then given back: an unclosed block is kept)."""
+
+    _OPEN, _CLOSE = "<think>", "</think>"
+
+    def __init__(self) -> None:
+        self._carry = ""  # characters that may begin the tag looked for next
+        self._thought: list[str] | None = None  # the block being held, from its <think>
+        self._started = False
+
+    def feed(self, piece: str) -> str:
+        text, self._carry = self._carry + piece, ""
+        shown: list[str] = []
+        while text:
+            if self._thought is None:
+                start = text.find(self._OPEN)
+                if start == -1:
+                    keep = _partial(text, self._OPEN)
+                    shown.append(text[: len(text) - keep])
+                    self._carry = text[len(text) - keep :]
+                    break
+                shown.append(text[:start])
+                self._thought = [self._OPEN]
+                text = text[start + len(self._OPEN) :]
+            else:
+                end = text.find(self._CLOSE)
+                if end == -1:
+                    keep = _partial(text, self._CLOSE)
+                    self._thought.append(text[: len(text) - keep])
+                    self._carry = text[len(text) - keep :]
+                    break
+                self._thought = None
+                text = text[end + len(self._CLOSE) :]
+        return self._lead("".join(shown))
+
+    def end(self) -> str:
+        """What is still held when the text is complete."""
+        rest = "".join(self._thought or ()) + self._carry
+        self._thought, self._carry = None, ""
+        return self._lead(rest)
+
+    def _lead(self, text: str) -> str:
+        if not self._started:
+            text = text.lstrip()
+            self._started = bool(text)
+        return text
+
+
 def _unfenced(text: str) -> str:
     """The body of a Markdown code fence (optionally tagged ``json``) that encloses all of
     ``text``, or ``text`` itself. Plain string operations: a backtracking regular expression
@@ -379,15 +440,18 @@ class BaseChatModel(ABC):
 
     async def astream(self, prompt: str, *, system: str | None = None) -> AsyncIterator[str]:
         """The answer to ``prompt`` in pieces as the model writes them (models without a
-        streaming primitive, and answers from the cache, come as one piece). The whole answer
-        enters the cache once it is complete."""
+        streaming primitive, and answers from the cache, come as one piece), without its
+        ``<think>`` blocks, as structured answers are read. The whole answer enters the cache
+        once it is complete."""
         messages = self._messages(prompt, system)
         self._check_fits(messages)
         key = self._key(messages, None)
+        thoughts = _ThoughtFilter()
         if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
             _record(self.usage, "chat", cache_hits=1)
             _given(self.cache, key)
-            yield hit["text"]
+            if text := thoughts.feed(hit["text"]) + thoughts.end():
+                yield text
             return
         pieces: list[str] = []
         async with self._semaphore.get():
@@ -396,7 +460,10 @@ class BaseChatModel(ABC):
                     _record(self.usage, "chat", calls=1, prompt_tokens=piece.prompt_tokens, completion_tokens=piece.completion_tokens)
                     break
                 pieces.append(piece)
-                yield piece
+                if shown := thoughts.feed(piece):
+                    yield shown
+        if rest := thoughts.end():
+            yield rest
         self._remember(key, Completion(text="".join(pieces)))
 
     async def _astream(self, messages: list[Message]) -> AsyncIterator[str | Completion]:
