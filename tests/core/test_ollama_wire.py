@@ -201,6 +201,16 @@ async def test_think_parameter_dropped_when_model_rejects_it(
     assert "think" not in third  # remembered: no second rejected request
 
 
+async def test_think_parameter_dropped_when_the_first_request_is_a_stream(ollama_stub: OllamaStub, make_chat) -> None:
+    ollama_stub.no_think_models.add(CHAT)
+    ollama_stub.default_reply = "Mira Holt runs the ferry."
+    model = make_chat(think=True)  # the refusal comes with the stream's first part
+
+    assert "".join([p async for p in model.astream("who?")]) == "Mira Holt runs the ferry."
+    first, second = ollama_stub.calls("/api/chat")
+    assert first["think"] is True and "think" not in second
+
+
 # -- chat: errors -------------------------------------------------------------------------------
 async def test_server_down_is_model_unavailable() -> None:
     url = closed_port_url()

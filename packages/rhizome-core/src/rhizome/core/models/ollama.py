@@ -451,10 +451,11 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
 
     async def _request(self, messages: list[Message], json_schema: dict[str, Any] | None, *, stream: bool) -> Any:
         """One ``/api/chat`` request, sent again without ``think`` when the server says the
-        model does not know it (and without it from then on)."""
+        model does not know it (and without it from then on). A streamed request gives the
+        stream and its first part: the server's refusal comes with that part."""
 
         async def once(think: bool | None) -> Any:
-            return await self._client.chat(
+            response = await self._client.chat(
                 model=self.model,
                 messages=messages,
                 format=json_schema or None,
@@ -463,6 +464,7 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
                 keep_alive=self.keep_alive,
                 stream=stream,
             )
+            return (response, await anext(response, None)) if stream else response
 
         if not self._send_think:
             return await once(None)
@@ -523,13 +525,8 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         any request; a stream that breaks or ends before the server's last chunk raises
         :class:`ModelError` (what was shown cannot be taken back)."""
 
-        async def start() -> tuple[Any, Any]:
-            stream = await self._request(messages, None, stream=True)
-            return stream, await anext(stream, None)
-
         await self._fit(messages)
-
-        stream, part = await self._send(start)
+        stream, part = await self._send(lambda: self._request(messages, None, stream=True))
         try:
             while part is not None:
                 if part.message.content:
