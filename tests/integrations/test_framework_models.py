@@ -97,6 +97,25 @@ def test_framework_chat_models_stream_from_sync_and_async_code(ollama_stub, kind
     assert asyncio.run(collect()) == ollama_stub.default_reply
 
 
+@pytest.mark.parametrize("kind", ["langchain", "llama_index"])
+def test_a_framework_stream_cut_short_is_an_error_and_never_cached(ollama_stub, kind):
+    from rhizome.core.aio import iterate_sync
+    from rhizome.core.cache import ModelCache
+    from rhizome.core.errors import ModelServerError
+
+    ollama_stub.default_reply = "Mira Holt has run the Tarn ferry since 1990 and keeps its log [1]."
+    cache = ModelCache()
+    model = wrap_chat_model(_chat_models(ollama_stub.url)[kind])
+    model.cache = cache
+    ollama_stub.truncate_streams = True  # the model runner died before the last chunk
+    with pytest.raises(ModelServerError, match="before the answer was complete"):
+        list(iterate_sync(model.astream("Who runs the ferry?")))
+    assert len(cache) == 0
+    ollama_stub.truncate_streams = False
+    assert "".join(iterate_sync(model.astream("Who runs the ferry?"))) == ollama_stub.default_reply
+    assert len(cache) == 1
+
+
 def test_index_answers_stream_with_an_ollama_model(ollama_stub):
     from rhizome.core.models.ollama import OllamaChatModel
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from rhizome.core.aio import home_loop
 from rhizome.core.cache import ModelCache
-from rhizome.core.errors import ConfigurationError
+from rhizome.core.errors import ConfigurationError, ModelServerError
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
 from rhizome.core.protocols import ChatModel, Completion, Embedder
 
@@ -73,6 +73,20 @@ def _with_schema_instruction(messages: list[Message], json_schema: dict[str, Any
     else:
         out.append({"role": "user", "content": note.strip()})
     return out
+
+
+def _streams_from_ollama(obj: Any) -> bool:
+    """Whether ``obj`` is a LangChain or LlamaIndex Ollama model, whose stream ends with a chunk
+    that says so (``done``): one that ends without it was cut short."""
+    module = type(obj).__module__
+    return module.split(".")[0] == "langchain_ollama" or module.startswith("llama_index.llms.ollama")
+
+
+def _cut_short(name: str) -> ModelServerError:
+    return ModelServerError(
+        f"{name} ended its answer stream before the answer was complete (no last chunk from the "
+        "server) — see the `ollama serve` log; the model may have run out of memory"
+    )
 
 
 def _model_label(obj: Any, *attributes: str) -> str | None:
@@ -285,11 +299,15 @@ class LangChainChatModel(BaseChatModel):
         callbacks = current_callbacks.get()
         kwargs: dict[str, Any] = {"config": {"callbacks": callbacks}} if callbacks is not None else {}
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        done = False
         async for chunk in home_loop.stream(self.model.astream(_langchain_messages(messages), **kwargs)):
             for key, value in _langchain_usage(chunk).items():  # usage arrives on one chunk
                 usage[key] = max(usage[key], value)
+            done = done or (getattr(chunk, "response_metadata", None) or {}).get("done") is True
             if text := _message_text(chunk):
                 yield text
+        if not done and _streams_from_ollama(self.model):
+            raise _cut_short(self.name)
         yield Completion(text="", **usage)
 
 
@@ -439,10 +457,15 @@ class LlamaIndexLLM(BaseChatModel):
                 yield response
 
         last = None
+        done = False
         async for response in home_loop.stream(responses()):
             last = response
+            raw = getattr(response, "raw", None)
+            done = done or (isinstance(raw, dict) and raw.get("done") is True)
             if delta := getattr(response, "delta", None):
                 yield delta
+        if not done and _streams_from_ollama(self.llm):
+            raise _cut_short(self.name)
         yield Completion(text="", **(_llama_index_usage(last) if last is not None else {}))
 
 
