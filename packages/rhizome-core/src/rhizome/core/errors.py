@@ -87,17 +87,20 @@ class IndexCorruptError(IndexFormatError):
     database, records of another index, chunk text changed outside Rhizome)."""
 
 
-SERVER_FAILURES = (ModelUnavailableError, ModelNotFoundError, ModelTimeoutError, ModelServerError)
-"""Model errors that say the server failed, not the request: see :func:`fails_alone`."""
+SERVER_FAILURES = (ModelUnavailableError, ModelNotFoundError, ModelTimeoutError)
+"""Model errors that say the server cannot serve at all, not this request: see :func:`fails_alone`."""
 
 
 def fails_alone(exc: BaseException) -> bool:
     """Whether ``exc`` costs only the item (document, report, summary) whose model call raised
     it: an answer that stayed invalid after the retries (or that the caller refused), a prompt
-    too long for the context window, a request the server refused. A failure of the server
-    itself (:data:`SERVER_FAILURES`) is not — unreachable, lacking the model, no answer within
-    the timeout, still failing after the retries: every item would fail alike, so the work
-    stops at once instead of sending every request again (and a re-run resumes)."""
+    too long for the context window, a request the server refused, and a server still busy or
+    failing after the transport retries (:class:`ModelServerError`: a flaky or overloaded
+    server serves the next request, and a smaller batch may fit its memory). A server that
+    cannot serve (:data:`SERVER_FAILURES`) is not — unreachable, lacking the model, no answer
+    within the timeout (a hung server would make every request wait it out): every item would
+    fail alike, so the work stops at once instead of sending every request again (and a re-run
+    resumes)."""
     return isinstance(exc, ModelError) and not isinstance(exc, SERVER_FAILURES)
 
 

@@ -136,9 +136,11 @@ class InsertReport(BaseModel):
     skipped: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)
     """Documents not stored, by id, with the reason: their model answers stayed invalid after
-    the retries (or were refused), or a prompt did not fit the context window. The rest of the
-    insert went on; inserting them again retries only them. A failing server is no document's
-    failure: it stops the insert (:func:`~rhizome.core.errors.fails_alone`)."""
+    the retries (or were refused), a prompt did not fit the context window, or the server was
+    still busy or failing after the transport retries. The rest of the insert went on;
+    inserting them again retries only them. A server that cannot serve (no answer in time,
+    unreachable) is no document's failure: it stops the insert
+    (:func:`~rhizome.core.errors.fails_alone`)."""
     chunks: int = 0
     tokens: int = 0
     unfinished: str | None = None
@@ -544,8 +546,8 @@ class BaseIndex:
         nothing; each batch of ``batch_size`` chunks commits on its own, so an interrupted run
         resumes where it stopped. A document whose model work fails after the retries is
         recorded as failed (``report.failed``, :meth:`IndexStore.statuses`) and the others go
-        on; inserting it again retries it. A failing server (no answer in time, still failing
-        after the retries, unreachable) stops the insert with its error: the batches stored
+        on; inserting it again retries it. A server that cannot serve (no answer in time,
+        unreachable, lacking the model) stops the insert with its error: the batches stored
         stay, the others are stored by a re-run. Inserts and deletes on one index are
         serialised."""
         docs = coerce_documents(documents)
@@ -592,9 +594,9 @@ class BaseIndex:
         (:func:`fails_alone`), the batch is split in halves, each stored on its own (and
         split again while it fails; answers already paid for come from the model cache), so a
         document that fails alone is recorded as ``failed`` with the reason and the rest are
-        stored, at about twice the batch's work rather than once per document. A failure of
-        the server (no answer in time, still failing after the retries, unreachable) is no
-        document's: it is raised at once, unsplit, and the batch stays for a re-run."""
+        stored, at about twice the batch's work rather than once per document. A server that
+        cannot serve (no answer in time, unreachable, lacking the model) is no document's
+        failure: it is raised at once, unsplit, and the batch stays for a re-run."""
         n_chunks = sum(len(c) for *_, c in pending)
         with self.store.transaction() as db:
             IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _, _ in pending], "processing")

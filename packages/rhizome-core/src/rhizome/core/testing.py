@@ -28,7 +28,7 @@ chat model that answers every JSON schema, for methods that use one) and checks,
   the reason, while the others are stored; inserting again retries only it (for a method whose
   model only writes whole-index structure, ``llm_per_document = False``: every document is
   stored and the change is reported unfinished until a healthy model finishes it); a server
-  that times out or keeps failing stops the insert of documents, no request sent twice, and a
+  that times out or goes away stops the insert of documents, no request sent twice, and a
   re-run stores everything;
 - concurrency: one retriever serving many threads and event loops gives the serial results and
   keeps no per-call state; inserts from two threads both land; queries in one thread while
@@ -63,7 +63,6 @@ from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import (
     InvalidInputError,
     ModelError,
-    ModelServerError,
     ModelTimeoutError,
     ModelUnavailableError,
 )
@@ -307,7 +306,7 @@ class IndexConformance:
         cls = index_class(method)
         if not cls.uses_llm or not cls.llm_per_document:  # whole-index work: left unfinished, as above
             return
-        for error in (ModelTimeoutError, ModelServerError):
+        for error in (ModelTimeoutError, ModelUnavailableError):
             where = self.place(tmp_path, error.__name__)
             hung = FailingChatModel(fail_after=0, error=error)
             with pytest.raises(error):
