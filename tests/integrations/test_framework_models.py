@@ -155,3 +155,25 @@ def test_framework_models_inside_langgraph_nodes(ollama_stub):
     for i in range(5):
         assert app.invoke({"question": f"Who runs the ferry? {i}"})["answer"] == "Mira Holt runs it."
     assert asyncio.run(app.ainvoke({"question": "Who runs the ferry?"}))["answer"] == "Mira Holt runs it."
+
+
+@pytest.mark.parametrize("kind", ["langchain", "llama_index"])
+def test_framework_models_retry_busy_answers_and_give_typed_errors(ollama_stub, kind):
+    """Defect: a wrapped ChatOllama / LlamaIndex Ollama raised the frameworks' own errors and
+    was never retried, so one 503 aborted an insert; wrapping a LlamaIndex Ollama whose server
+    was down failed at once (its metadata asks the server)."""
+    from ollama_stub import StubDrop, StubError, closed_port_url
+
+    from rhizome.core.errors import ModelNotFoundError, ModelUnavailableError
+
+    ollama_stub.replies.extend([StubError(503, "server busy", retry_after=0.05), StubDrop(), "after a busy answer and a drop"])
+    assert wrap_chat_model(_chat_models(ollama_stub.url)[kind]).complete("q").text == "after a busy answer and a drop"
+    ollama_stub.models = [EMBED]  # the chat model is not pulled
+    with pytest.raises(ModelNotFoundError, match="ollama pull"):
+        wrap_chat_model(_chat_models(ollama_stub.url)[kind]).complete("q")
+    ollama_stub.models = [CHAT]  # nor is the embedding model
+    with pytest.raises(ModelNotFoundError, match="ollama pull"):
+        wrap_embedder(_embedders(ollama_stub.url)[kind]).embed(["a text"])
+    down = wrap_chat_model(_chat_models(closed_port_url())[kind])  # wrapping asks nothing of the server
+    with pytest.raises(ModelUnavailableError, match="not reachable"):
+        down.complete("q")

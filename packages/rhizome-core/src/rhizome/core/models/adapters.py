@@ -23,10 +23,10 @@ any other callback handler.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 from rhizome.core.aio import home_loop
 from rhizome.core.cache import ModelCache
@@ -203,6 +203,29 @@ def answer_settings(model: Any) -> dict[str, Any]:
     return out
 
 
+T = TypeVar("T")
+
+
+async def _with_retries(call: Callable[[], Awaitable[T]], framework_model: Any, label: str | None) -> T:
+    """A LangChain or LlamaIndex model's request with the retries and typed errors of
+    Rhizome's own Ollama models (:func:`~rhizome.core.models.ollama.send_with_retries`): busy
+    or failing answers and dropped connections are sent again, a missing model, an unreachable
+    server or a timeout is a Rhizome error. Errors that are not the Ollama client's or its
+    transport's (another provider's, the framework's own) pass as they are."""
+    from rhizome.core.models.ollama import send_with_retries
+
+    timeout = getattr(framework_model, "request_timeout", None) or getattr(framework_model, "timeout", None)
+    return await send_with_retries(
+        call, host=str(getattr(framework_model, "base_url", None) or "its server"), model=label or "the model",
+        timeout=timeout if isinstance(timeout, int | float) else None, retries=TRANSPORT_RETRIES, backoff=0.5,
+        client_errors_only=True,
+    )
+
+
+TRANSPORT_RETRIES = 2
+"""More attempts after a transient failure of a framework model's request (as ``OllamaChatModel``)."""
+
+
 class LangChainChatModel(BaseChatModel):
     """A LangChain chat model (``ChatOllama``, ``ChatOpenAI``, ...) used as a Rhizome chat model.
 
@@ -248,6 +271,7 @@ class LangChainChatModel(BaseChatModel):
             context_window=_dimension_hint(model, "num_ctx"),  # ChatOllama's, when set
         )
         self.model = model
+        self._label = label
         self._settings = answer_settings(model)  # as wrapped: a model's own counters are no setting
         self.structured_output = structured_output
         self._structured: dict[str, Any] = {}
@@ -289,10 +313,14 @@ class LangChainChatModel(BaseChatModel):
         if json_schema is not None:
             runnable = self._structured_runnable(json_schema)
             if runnable is not None:
-                result = await home_loop.run(runnable.ainvoke(_langchain_messages(messages), **kwargs))
+                result = await _with_retries(
+                    lambda: home_loop.run(runnable.ainvoke(_langchain_messages(messages), **kwargs)), self.model, self._label
+                )
                 return _structured_completion(result)
             messages = _with_schema_instruction(messages, json_schema)
-        answer = await home_loop.run(self.model.ainvoke(_langchain_messages(messages), **kwargs))
+        answer = await _with_retries(
+            lambda: home_loop.run(self.model.ainvoke(_langchain_messages(messages), **kwargs)), self.model, self._label
+        )
         return Completion(text=_message_text(answer), **_langchain_usage(answer))
 
     async def _astream(self, messages: list[Message]) -> AsyncIterator[str | Completion]:
@@ -360,13 +388,17 @@ class LangChainEmbedder(BaseEmbedder):
             cache=cache,
         )
         self.embeddings = embeddings
+        self._label = label
 
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
-        return list(await home_loop.run(self.embeddings.aembed_documents(texts)))
+        return list(await _with_retries(lambda: home_loop.run(self.embeddings.aembed_documents(texts)), self.embeddings, self._label))
 
     async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
         # LangChain embeddings embed queries their own way (instructions, prefixes)
-        return [list(await home_loop.run(self.embeddings.aembed_query(self.query_prefix + t))) for t in texts]
+        return [
+            list(await _with_retries(lambda t=t: home_loop.run(self.embeddings.aembed_query(self.query_prefix + t)), self.embeddings, self._label))
+            for t in texts
+        ]
 
 
 # -- LlamaIndex --------------------------------------------------------------------------------
@@ -430,6 +462,7 @@ class LlamaIndexLLM(BaseChatModel):
             context_window=window,
         )
         self.llm = llm
+        self._label = label
         self._settings = answer_settings(llm)
 
     def cache_identity(self) -> dict[str, Any]:
@@ -443,7 +476,7 @@ class LlamaIndexLLM(BaseChatModel):
         if json_schema is not None:
             messages = _with_schema_instruction(messages, json_schema)
         chat = [ChatMessage(role=m["role"], content=m["content"]) for m in messages]
-        response = await home_loop.run(self.llm.achat(chat))
+        response = await _with_retries(lambda: home_loop.run(self.llm.achat(chat)), self.llm, self._label)
         text = getattr(getattr(response, "message", None), "content", None)
         return Completion(text=text or "", **_llama_index_usage(response))
 
@@ -501,13 +534,17 @@ class LlamaIndexEmbedder(BaseEmbedder):
             cache=cache,
         )
         self.embed_model = embed_model
+        self._label = label
 
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
-        return list(await home_loop.run(self.embed_model.aget_text_embedding_batch(texts)))
+        return list(await _with_retries(lambda: home_loop.run(self.embed_model.aget_text_embedding_batch(texts)), self.embed_model, self._label))
 
     async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
         # LlamaIndex embeddings embed queries their own way (query instructions)
-        return [list(await home_loop.run(self.embed_model.aget_query_embedding(self.query_prefix + t))) for t in texts]
+        return [
+            list(await _with_retries(lambda t=t: home_loop.run(self.embed_model.aget_query_embedding(self.query_prefix + t)), self.embed_model, self._label))
+            for t in texts
+        ]
 
 
 # -- recognising foreign models ----------------------------------------------------------------
@@ -522,7 +559,8 @@ def is_langchain_embeddings(obj: Any) -> bool:
 
 
 def is_llama_index_llm(obj: Any) -> bool:
-    return hasattr(obj, "achat") and hasattr(obj, "metadata")
+    # the class's attribute: LlamaIndex's Ollama computes ``metadata`` by asking the server
+    return hasattr(obj, "achat") and hasattr(type(obj), "metadata")
 
 
 def is_llama_index_embedding(obj: Any) -> bool:

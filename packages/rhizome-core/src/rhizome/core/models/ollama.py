@@ -146,7 +146,7 @@ def _is_think_rejected(exc: ollama.ResponseError) -> bool:
     return exc.status_code == 400 and "think" in str(exc.error).lower()
 
 
-def _map_error(exc: BaseException, *, host: str, model: str, timeout: float) -> RhizomeError:
+def _map_error(exc: BaseException, *, host: str, model: str, timeout: float | None) -> RhizomeError:
     """Translate an exception from the ``ollama`` client into a Rhizome error.
 
     Raises :class:`_Transient` (wrapping the error to report if retries run out) for failures
@@ -174,7 +174,7 @@ def _map_error(exc: BaseException, *, host: str, model: str, timeout: float) -> 
         return _unreachable(host)
     if isinstance(exc, httpx.TimeoutException):
         return ModelTimeoutError(
-            f"Ollama did not answer within {timeout:g} s (model '{model}' at {host}) — raise "
+            f"Ollama did not answer within {f'{timeout:g} s' if timeout else 'the timeout'} (model '{model}' at {host}) — raise "
             "--timeout (RHIZOME_TIMEOUT, timeout=), or use a smaller model or a smaller --num-ctx"
         )
     if isinstance(
@@ -323,29 +323,46 @@ class _OllamaTransport:
         await self._slots.get().aclose()
 
     async def _send(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Run ``call`` with bounded retries of transient failures and typed errors.
+        """Run ``call`` with bounded retries of transient failures and typed errors
+        (:func:`send_with_retries`)."""
+        return await send_with_retries(
+            call, host=self.host, model=self.model, timeout=self.timeout,
+            retries=self.transport_retries, backoff=self.retry_backoff,
+        )
 
-        Before another attempt it waits what the server asked for (``Retry-After`` on a 429 or
-        503, at most :data:`MAX_RETRY_AFTER` seconds), else ``retry_backoff`` doubled on each
-        attempt, times a random factor between 0.5 and 1.5 so that concurrent requests do not
-        come back in step."""
-        attempt = 0
-        while True:
-            _RETRY_AFTER.set(None)
+
+async def send_with_retries(
+    call: Callable[[], Awaitable[T]], *, host: str, model: str, timeout: float | None, retries: int, backoff: float,
+    client_errors_only: bool = False,
+) -> T:
+    """Run ``call`` (a request through the ``ollama`` client: Rhizome's, or a LangChain or
+    LlamaIndex model's) with up to ``retries`` more attempts after a transient failure, and the
+    failure as a typed error. With ``client_errors_only`` (a framework's call), an exception
+    that is not the client's or its transport's is raised as it is.
+
+    Before another attempt it waits what the server asked for (``Retry-After`` on a 429 or 503,
+    at most :data:`MAX_RETRY_AFTER` seconds, when the client is Rhizome's), else ``backoff``
+    doubled on each attempt, times a random factor between 0.5 and 1.5 so that concurrent
+    requests do not come back in step."""
+    attempt = 0
+    while True:
+        _RETRY_AFTER.set(None)
+        try:
+            return await call()
+        except Exception as exc:
+            if client_errors_only and not isinstance(exc, ollama.ResponseError | httpx.HTTPError | OSError):
+                raise
             try:
-                return await call()
-            except Exception as exc:
-                try:
-                    error = _map_error(exc, host=self.host, model=self.model, timeout=self.timeout)
-                except _Transient as transient:
-                    if attempt >= self.transport_retries:
-                        raise transient.final from exc
-                    asked = _RETRY_AFTER.get()
-                    delay = asked if asked is not None else self.retry_backoff * 2**attempt * random.uniform(0.5, 1.5)
-                    await asyncio.sleep(delay)
-                    attempt += 1
-                    continue
-                raise error from exc
+                error = _map_error(exc, host=host, model=model, timeout=timeout)
+            except _Transient as transient:
+                if attempt >= retries:
+                    raise transient.final from exc
+                asked = _RETRY_AFTER.get()
+                delay = asked if asked is not None else backoff * 2**attempt * random.uniform(0.5, 1.5)
+                await asyncio.sleep(delay)
+                attempt += 1
+                continue
+            raise error from exc
 
 
 # -- chat ---------------------------------------------------------------------------------------
@@ -750,6 +767,7 @@ __all__ = [
     "acheck_ollama",
     "check_ollama",
     "default_num_ctx",
+    "send_with_retries",
     "require_model",
     "resolve_host",
 ]
