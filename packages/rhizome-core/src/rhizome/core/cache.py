@@ -9,6 +9,7 @@ interrupted keeps every answer it already paid for.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 import sqlite3
@@ -124,4 +125,21 @@ class ModelCache:
             db.execute(f"DELETE FROM {self.table}")
 
 
-__all__ = ["ModelCache", "cache_key"]
+def needs_cache(model: Any) -> bool:
+    """Whether ``model`` (a chat model or an embedder) has no call cache and would gain from one
+    (not a model whose answers cost less than a lookup, ``cacheable = False``)."""
+    return model is not None and getattr(model, "cache", False) is None and getattr(model, "cacheable", True)
+
+
+def with_cache(model: Any, cache: ModelCache) -> Any:
+    """``model`` answering through ``cache`` when it :func:`needs_cache`: a copy of it given the
+    cache, so the caller's object is left as it was and two users of one model object each keep
+    their own cache; else ``model`` itself."""
+    if not needs_cache(model):
+        return model
+    twin = copy.copy(model)
+    twin.cache = cache
+    return twin
+
+
+__all__ = ["ModelCache", "cache_key", "needs_cache", "with_cache"]

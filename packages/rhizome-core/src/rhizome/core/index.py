@@ -37,7 +37,6 @@ rebuilds the chat model from the manifest; ``readonly=True`` opens for queries b
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -50,6 +49,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from rhizome.core.aio import iterate_sync, run_sync
+from rhizome.core.cache import needs_cache, with_cache
 from rhizome.core.config import IndexConfig, build_config
 from rhizome.core.documents import coerce_documents
 from rhizome.core.errors import (
@@ -368,16 +368,10 @@ class BaseIndex:
         if cache is False or cache is None:
             return
         if cache is True:
-            wanted = [getattr(m, "cache", False) is None and getattr(m, "cacheable", True) for m in (self.llm, self.embedder)]
-            if not any(wanted):
+            if not (needs_cache(self.llm) or needs_cache(self.embedder)):
                 return
             cache = default_cache(self.store)
-            if wanted[0]:
-                self.llm = copy.copy(self.llm)
-                self.llm.cache = cache
-            if wanted[1]:
-                self.embedder = copy.copy(self.embedder)
-                self.embedder.cache = cache
+            self.llm, self.embedder = with_cache(self.llm, cache), with_cache(self.embedder, cache)
             return
         for model in (self.llm, self.embedder):
             if hasattr(model, "cache") and getattr(model, "cacheable", True):
