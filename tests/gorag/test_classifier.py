@@ -270,3 +270,29 @@ def test_the_scorers_label_is_a_candidate_even_with_no_nearest_labels():
     assert result.tree.terminals == ["kw:heart"]  # the tree reaches cardiology alone
     assert result.label == "astronomy" and result.label in result.candidates
     assert result.candidates == sorted(result.scores, key=result.scores.get, reverse=True)
+
+
+def test_a_round_run_again_after_a_failure_pays_only_for_what_it_did_not_get():
+    """Defect: one answer that stayed invalid failed fit_round, and running the round again
+    asked the model for every description and keyword list again."""
+    from rhizome.core.errors import ModelOutputError
+    from rhizome.gorag import prompts
+
+    healthy = scripted_model()
+    broken = {"on": True}
+
+    def respond(messages, schema):  # the description of one label stays invalid while broken
+        asked = messages[:2]  # the system prompt and the question (a retry adds its own messages)
+        if broken["on"] and asked[0]["content"] == prompts.DESCRIBE_SYSTEM and '"astronomy"' in asked[1]["content"]:
+            return "I cannot help with that."
+        return healthy._responses(asked, schema)
+
+    llm = type(healthy)(respond)
+    clf = GORAGClassifier(llm)
+    with pytest.raises(ModelOutputError):
+        clf.fit_round(*split(ROUND1))
+    broken["on"] = False
+    clf.fit_round(*split(ROUND1))
+    described = [m[1]["content"] for m in llm.requests if m[0]["content"] == prompts.DESCRIBE_SYSTEM]
+    assert clf.round == 1 and sum('"cardiology"' in d for d in described) == 1  # its valid answer was kept
+    assert llm.cache is None  # the caller's model is left as given

@@ -25,6 +25,7 @@ import networkx as nx
 from pydantic import BaseModel
 
 from rhizome.core.aio import gather_limited, run_sync
+from rhizome.core.cache import ModelCache, with_cache
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.index import resolve_embedder, resolve_llm
 from rhizome.gorag import candidates as _candidates
@@ -351,6 +352,8 @@ class GORAGClassifier:
         self.stats = TermStats(max_ngram)
         self._names: dict[str, str] = {}
         self._lock = threading.RLock()
+        self._round_cache: ModelCache | None = None
+        """The answers of a round that has not succeeded yet (see :meth:`afit_round`)."""
         self._solver: SteinerSolver | None = None
         self._choice_schema: tuple[tuple[str, ...], type[BaseModel]] | None = None
         self.scorer = _scoring.LabelScorer(
@@ -453,11 +456,11 @@ class GORAGClassifier:
             self.stats, tokens, max_ngram=self.max_ngram, max_keywords=self.max_keywords, virtual=virtual
         )
 
-    async def _model_keywords(self, text: str) -> list[str]:
+    async def _model_keywords(self, text: str, llm: Any = None) -> list[str]:
         return await _keywords.model_keywords(
             text,
             function=self._keyword_function,
-            llm=self.llm,
+            llm=llm or self.llm,
             max_keywords=self.max_keywords,
             max_text_tokens=self.max_text_tokens,
         )
@@ -509,13 +512,17 @@ class GORAGClassifier:
         new = [y for y in round_labels if y not in self.labels]
         self.flush_online()
 
-        # model work first, outside the lock: descriptions, then keywords of texts and descriptions
+        # model work first, outside the lock: descriptions, then keywords of texts and descriptions.
+        # A model without a cache answers the round through one in memory, kept until a round
+        # succeeds: the same round run again after a failure pays only for what it did not get
+        self._round_cache = self._round_cache or ModelCache()
+        llm = with_cache(self.llm, self._round_cache)
         to_describe = [y for y in new if y not in descriptions]
-        if self.llm is not None and self.describe_labels and self.label_names and to_describe:
+        if llm is not None and self.describe_labels and self.label_names and to_describe:
             examples = {y: [t for t, lab in zip(texts, labels) if lab == y][: self.description_examples] for y in to_describe}
             written = await asyncio.gather(
                 *(
-                    _keywords.describe_label(self.llm, y, examples[y], example_tokens=self.example_tokens)
+                    _keywords.describe_label(llm, y, examples[y], example_tokens=self.example_tokens)
                     for y in to_describe
                 )
             )
@@ -527,13 +534,14 @@ class GORAGClassifier:
         documents = [*zip(texts, labels), *desc_items]
         model_keywords: list[list[str]] | None = None
         if self._model_extracts:
-            model_keywords = list(await asyncio.gather(*(self._model_keywords(t) for t, _ in documents)))
+            model_keywords = list(await asyncio.gather(*(self._model_keywords(t, llm) for t, _ in documents)))
         name_texts = {y: _name_text(y, descriptions.get(y)) for y in round_labels if y in new or y in descriptions}
         text_vectors = name_vectors = None
         if self.embedder is not None:
             text_vectors = await self.embedder.aembed(texts) if texts else None
             name_vectors = await self.embedder.aembed(list(name_texts.values())) if name_texts else None
 
+        self._round_cache = None  # the round's answers are in the graph now
         with self._lock:
             self.round += 1
             old = list(self.labels)
