@@ -123,7 +123,7 @@ class FailingChatModel(FakeChatModel):
     async def _achat(self, messages: Any, json_schema: Any) -> Any:
         if self.fail_after is not None and self.usage.calls >= self.fail_after:
             self.requests.append([dict(m) for m in messages])
-            raise self.error("the fake model server failed")
+            raise self.error("the fake model server went away")
         return await super()._achat(messages, json_schema)
 
 
@@ -307,7 +307,7 @@ class IndexConformance:
         if not cls.uses_llm or not cls.llm_per_document:  # whole-index work: left unfinished, as above
             return
         for error in (ModelTimeoutError, ModelUnavailableError):
-            where = self.place(tmp_path, error.__name__)
+            where = self.place(tmp_path, error.__name__.lower())  # a PostgreSQL schema name is lower case
             hung = FailingChatModel(fail_after=0, error=error)
             with pytest.raises(error):
                 self.build(method, llm=hung, path=where, batch_size=4, cache=False)
