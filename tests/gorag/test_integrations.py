@@ -387,3 +387,55 @@ def test_every_constructor_knob_is_a_cli_flag():
     knobs = set(inspect.signature(GORAGClassifier.__init__).parameters) - {"self", "llm", "embedder", "online"}
     assert knobs == set(KNOBS)  # llm and embedder are --llm / --embed, online is --no-online
     assert set(KNOBS) <= flags
+
+
+def test_surfaces_agree_on_a_saved_classifier(tmp_path, capsys):
+    """Defects: a classifier built offline and loaded with a model never asked the model (its
+    resolved label_choice 'score' was kept); the CLI indexed the texts of a classifier saved with
+    online=False; --offline dropped a local --embed; --as-published with --classifier was
+    silently ignored; the LlamaIndex transform left an old label beside a new error."""
+    from tests.gorag.conftest import scripted_model
+
+    offline = GORAGClassifier(online=False)
+    offline.fit_round(*split(ROUND1))
+    offline.persist(tmp_path / "clf")
+    loaded = GORAGClassifier.load(tmp_path / "clf", scripted_model(), keyword_source="tfidf")
+    assert loaded.label_choice == "model" and loaded.classify(QUERIES[0][1]).chosen_by == "model"
+    assert GORAGClassifier.load(tmp_path / "clf").label_choice == "score"
+
+    queries = write_tsv(tmp_path / "q.tsv", QUERIES[:2])
+    before = json.loads((tmp_path / "clf" / "classifier.json").read_text())["self_indexed"]
+    assert main(["classify", str(queries), "--classifier", str(tmp_path / "clf"), "--offline", "-q", "--save", str(tmp_path / "clf")]) == 0
+    assert json.loads((tmp_path / "clf" / "classifier.json").read_text())["self_indexed"] == before  # its online=False held
+    r1 = write_tsv(tmp_path / "r1.tsv", ROUND1)
+    assert main(["classify", str(queries), "--train", str(r1), "--offline", "--embed", "hashing:64", "-q", "--save", str(tmp_path / "emb")]) == 0
+    assert json.loads((tmp_path / "emb" / "classifier.json").read_text())["models"]["embedder"] == "hashing:64"
+    capsys.readouterr()
+    assert main(["classify", str(queries), "--classifier", str(tmp_path / "clf"), "--as-published", "--offline", "-q"]) == 2
+    assert "--as-published" in capsys.readouterr().err
+
+    node = TextNode(text=QUERIES[0][1])
+    RhizomeClassifierTransform(classifier=offline)([node])
+    assert node.metadata["label"] == "cardiology"
+    node.set_content("   ")  # classified again, refused: the old label goes
+    RhizomeClassifierTransform(classifier=offline)([node])
+    assert "label" not in node.metadata and "label_error" in node.metadata
+
+
+def test_bad_labels_thresholds_and_files_are_typed_errors(tmp_path, clf):
+    from rhizome.core.errors import ConfigurationError, IndexFormatError
+
+    with pytest.raises(InvalidInputError, match="list of labels"):
+        clf.fit_round([], [], new_labels="geology")
+    with pytest.raises(InvalidInputError, match="tab"):
+        clf.fit_round(["Rocks and soil."], ["geo\tlogy"])
+    assert "g" not in clf.labels and "geo\tlogy" not in clf.labels
+    for wrong in ("none", 1.5, -3):
+        with pytest.raises(ConfigurationError, match="index_threshold"):
+            clf.classify(QUERIES[0][1], index_threshold=wrong)
+    clf.persist(tmp_path / "c")
+    data = json.loads((tmp_path / "c" / "classifier.json").read_text())
+    del data["parameters"]
+    (tmp_path / "c" / "classifier.json").write_text(json.dumps(data))
+    with pytest.raises(IndexFormatError, match="damaged"):
+        GORAGClassifier.load(tmp_path / "c")

@@ -85,8 +85,12 @@ class RhizomeClassifierTransform(TransformComponent):
                 node = nodes[i]
                 if getattr(result, "label", None) is None:
                     node.metadata[self.error_key] = str(getattr(result, "error", "could not be classified"))
+                    for stale in (self.label_key, self.candidates_key):  # from an earlier classification
+                        if stale:
+                            node.metadata.pop(stale, None)
                     keys = [self.error_key]
                 else:
+                    node.metadata.pop(self.error_key, None)
                     node.metadata[self.label_key] = result.label
                     keys = [self.label_key]
                     if self.candidates_key:

@@ -270,6 +270,7 @@ class GORAGClassifier:
                 f"label_choice must be 'auto', 'model', 'score' or 'graph', got {label_choice!r}"
             )
         self.label_choice = ("model" if self.llm is not None else "score") if label_choice == "auto" else label_choice
+        self._label_choice_asked = label_choice  # "auto" is resolved again when a saved classifier gets a model
         if online_mode not in ("deferred", "sequential"):
             raise ConfigurationError(f"online_mode must be 'deferred' or 'sequential', got {online_mode!r}")
         if candidates not in ("scored", "steiner"):
@@ -313,14 +314,7 @@ class GORAGClassifier:
                 raise ConfigurationError(f"{name} must be a number in [{low}, {high}], got {value!r}")
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
             raise ConfigurationError(f"temperature must be a positive number, got {temperature!r}")
-        if index_threshold is not None and (
-            isinstance(index_threshold, bool)
-            or not isinstance(index_threshold, (int, float))
-            or not 0 <= index_threshold <= 1
-        ):
-            raise ConfigurationError(
-                f"index_threshold must be a probability in [0, 1] or None (index every text), got {index_threshold!r}"
-            )
+        _check_threshold(index_threshold)
         self.steiner = steiner
         self.label_edge_mode = label_edge_mode
         self.label_names = label_names
@@ -393,10 +387,12 @@ class GORAGClassifier:
         return cls(llm, **settings)
     # -- parameters ------------------------------------------------------------------------------
     def parameters(self) -> dict[str, Any]:
-        """Constructor parameters (as resolved), for persistence and reports."""
+        """Constructor parameters (as resolved), for persistence and reports; ``label_choice_asked``
+        is the ``label_choice`` given (``"auto"`` picks again when the classifier is loaded)."""
         return {
             "keyword_source": self.keyword_source,
             "label_choice": self.label_choice,
+            "label_choice_asked": self._label_choice_asked,
             "steiner": self.steiner,
             "label_edge_mode": self.label_edge_mode,
             "label_names": self.label_names,
@@ -500,6 +496,8 @@ class GORAGClassifier:
         if len(texts) != len(labels):
             raise InvalidInputError(f"got {len(texts)} texts and {len(labels)} labels; give one label per text")
         texts = [_check_text(text) for text in texts]
+        if isinstance(new_labels, str):  # a string is a sequence of letters, not of labels
+            raise InvalidInputError(f"new_labels takes a list of labels, got the string {new_labels!r}; write [{new_labels!r}]")
         round_labels = list(dict.fromkeys([*labels, *new_labels]))
         for label in round_labels:
             _check_label(label)
@@ -989,6 +987,8 @@ class GORAGClassifier:
         profiles. ``bytes`` are read as UTF-8."""
         text = _check_text(text)
         self._check_ready()
+        if index_threshold != "default":
+            _check_threshold(index_threshold)  # one given per call is checked as the constructor's is
         return await self._aclassify(text, self.online if online is None else online, threshold=index_threshold)
 
     def classify(
@@ -1010,6 +1010,8 @@ class GORAGClassifier:
         another in the given order (spec §9 #14: sequential), though model keyword extraction
         runs ahead concurrently; without it, whole classifications run concurrently."""
         self._check_ready()
+        if index_threshold != "default":
+            _check_threshold(index_threshold)
         items: list[str | ClassificationError] = []
         for i, text in enumerate(texts):
             try:
@@ -1083,6 +1085,12 @@ def _text_key(tokens: Sequence[str]) -> str:
     return hashlib.blake2b(" ".join(tokens).encode("utf-8"), digest_size=16).hexdigest()
 
 
+def _check_threshold(threshold: Any) -> None:
+    """``index_threshold``: a probability in [0, 1], or ``None`` (index every text)."""
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1):
+        raise ConfigurationError(f"index_threshold must be a probability in [0, 1] or None (index every text), got {threshold!r}")
+
+
 def _check_text(text: Any) -> str:
     """The text to classify: a non-empty string (bytes are decoded as UTF-8)."""
     if isinstance(text, (bytes, bytearray)):
@@ -1102,6 +1110,8 @@ def _check_text(text: Any) -> str:
 def _check_label(label: Any) -> None:
     if not isinstance(label, str) or not label.strip():
         raise InvalidInputError(f"labels must be non-empty strings, got {label!r}")
+    if any(c in label for c in "\t\r\n"):  # a label is one field of one line of the TSV files
+        raise InvalidInputError(f"labels cannot hold a tab or a line break, got {label!r}")
 
 
 __all__ = [

@@ -13,7 +13,7 @@ from typing import Any
 # Only argparse and the kernel's light CLI helpers at module level: `rhizome --help` loads this
 # module (the `rhizome.commands` entry point), so the classifier, scikit-learn and the models are
 # imported inside cmd_classify.
-from rhizome.core.cli import choose_models, model_flags
+from rhizome.core.cli import choose_models, is_ollama, model_flags
 from rhizome.core.errors import ConfigurationError, IndexNotFoundError, InvalidInputError
 
 
@@ -170,7 +170,12 @@ def cmd_classify(args: argparse.Namespace) -> int:
     # every file is read (and a bad one refused) before any model is asked or round is fit
     rounds = [(train, read_tsv(train, labelled=True)) for train in args.train or []]
     rows = read_tsv(args.input)
-    embed_spec = None if args.offline else args.embed
+    if args.offline and is_ollama(args.embed):
+        raise ConfigurationError(f"--offline uses no model server, but --embed {args.embed} is served by Ollama; drop one of them")
+    if args.as_published and args.classifier:
+        raise ConfigurationError("--as-published builds a new classifier the paper's way; it cannot change a saved one "
+                                 "(--classifier): drop one of them")
+    embed_spec = args.embed  # offline too: an embedder that runs here (sentence-transformers, hashing) helps the scorer
     if not args.embed:
         args.embed = "hashing:384"  # the classifier needs no embedder; don't ask Ollama for one
     models = choose_models(args, want_llm=True, fall_back=False)
@@ -193,7 +198,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
         report = classifier.fit_round([t for _, t in labelled], [lab for lab, _ in labelled])
         _note(args, f"round {report.round} from {train}: {len(report.new_labels)} new labels, "
                     f"{report.texts} texts, graph {report.nodes} nodes / {report.edges} edges")
-    results = classifier.batch([t for _, t in rows], online=not args.no_online)
+    results = classifier.batch([t for _, t in rows], online=False if args.no_online else None)  # else the classifier's own
     lines = []
     errors = 0
     for number, ((gold, text), result) in enumerate(zip(rows, results), 1):  # row i is line i + 1

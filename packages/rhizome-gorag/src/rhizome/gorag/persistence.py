@@ -119,16 +119,20 @@ def load(
             f"{target} uses GORAG classifier format {data.get('format_version')}, this version reads "
             f"{FORMAT_VERSION}; rebuild it, or install the rhizome-gorag version that wrote it"
         )
-    params = dict(data["parameters"])
+    try:
+        params = dict(data["parameters"])
+        models = dict(data.get("models") or {})
+        stored_source = params.pop("keyword_source")
+        stored_choice = params.pop("label_choice")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IndexFormatError(f"{target} lacks its parameters or models ({exc!r}); the file is damaged, rebuild the classifier") from exc
     # files written before these knobs existed scored the name inside the profile
     params.setdefault("name_match_weight", 0.0)
     params.setdefault("split_names", False)
     params.setdefault("lexical_background", False)
-    built_embedder = data.get("models", {}).get("embedder")
+    built_embedder = models.get("embedder")
     embedder = overrides.pop("embedder", None)
-    stored_source = params.pop("keyword_source")
-    stored_choice = params.pop("label_choice")
-    built_with = data.get("models", {}).get("llm")
+    built_with = models.get("llm")
     if keyword_source is None:
         if stored_source == "function":
             raise ConfigurationError(
@@ -140,8 +144,12 @@ def load(
                 "model for consistent keywords), or keyword_source='tfidf' to query it offline"
             )
         keyword_source = stored_source
+    asked_choice = params.pop("label_choice_asked", None)  # absent from files written before it
     if "label_choice" not in overrides:
-        overrides["label_choice"] = stored_choice if (stored_choice != "model" or llm is not None) else "score"
+        if asked_choice == "auto":  # who chooses follows the model given now
+            overrides["label_choice"] = "auto"
+        else:
+            overrides["label_choice"] = stored_choice if (stored_choice != "model" or llm is not None) else "score"
     params.update(overrides)
     try:
         classifier = cls(llm, embedder=embedder, keyword_source=keyword_source, **params)
