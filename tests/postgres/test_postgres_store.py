@@ -72,6 +72,13 @@ def test_a_schema_holding_other_tables_or_another_index_is_refused_and_left_alon
         GraphRAGIndex(HashingEmbedder(), path=other)
     with pytest.raises(IndexMismatchError, match="built with the embedder"):
         VectorIndex(HashingEmbedder(dimension=64), path=other)
+    # a password in the URL (the local server ignores it) is not shown in the messages
+    secret = other.replace("postgresql://postgres:@", "postgresql://postgres:hunter2@", 1)
+    assert secret != other
+    for refused in (lambda: GraphRAGIndex(HashingEmbedder(), path=secret), lambda: VectorIndex(HashingEmbedder(dimension=64), path=secret)):
+        with pytest.raises(IndexMismatchError) as info:
+            refused()
+        assert "hunter2" not in str(info.value) and ":***@" in str(info.value)
     assert read_manifest(other).stats == {"documents": len(CORPUS), "chunks": len(CORPUS)}
 
 

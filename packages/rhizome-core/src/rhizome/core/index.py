@@ -65,7 +65,15 @@ from rhizome.core.errors import (
 from rhizome.core.heap import full_collections_deferred
 from rhizome.core.models.base import usage_scope
 from rhizome.core.progress import ProgressArg, Reporter, phase, reporting
-from rhizome.core.storage import IndexStore, Manifest, as_location, has_index, is_url, read_manifest
+from rhizome.core.storage import (
+    IndexStore,
+    Manifest,
+    as_location,
+    has_index,
+    is_url,
+    read_manifest,
+    shown,
+)
 from rhizome.core.text import Chunker
 from rhizome.core.types import Chunk, Document
 
@@ -298,7 +306,7 @@ class BaseIndex:
         existing = read_manifest(path) if path is not None and has_index(path) else None
         if existing is not None and existing.method != self.method:
             raise IndexMismatchError(
-                f"{path} holds a {existing.method!r} index, not a {self.method!r} one; open it with "
+                f"{shown(path)} holds a {existing.method!r} index, not a {self.method!r} one; open it with "
                 "rhizome.core.storage.load_index(), or choose another directory"
             )
         if embedder is None and existing is not None:
@@ -765,7 +773,7 @@ class BaseIndex:
         manifest = read_manifest(path)
         if manifest.method != cls.method:
             raise IndexMismatchError(
-                f"{path} is a {manifest.method!r} index, not {cls.method!r}; open it with "
+                f"{shown(path)} is a {manifest.method!r} index, not {cls.method!r}; open it with "
                 f"rhizome.core.storage.load_index() or the {manifest.method} package"
             )
         chat = None if offline else (llm if llm is not None else _rebuild(manifest.models.get("llm"), "llm", resolve_llm, path))
@@ -923,7 +931,7 @@ def _rebuild(spec: str | None, what: str, resolve: Any, path: Any) -> Any:
         return resolve(spec)
     except ConfigurationError as exc:
         raise ConfigurationError(
-            f"{path} was built with the {what} {spec!r}, which cannot be rebuilt from its name; "
+            f"{shown(path)} was built with the {what} {spec!r}, which cannot be rebuilt from its name; "
             f"pass the same model again as {what}=..."
         ) from exc
 

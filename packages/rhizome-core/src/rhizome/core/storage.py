@@ -40,6 +40,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -149,6 +150,17 @@ class Collection(Protocol):
 def is_url(location: Any) -> bool:
     """Whether ``location`` names a database (``postgresql://…``) rather than a directory."""
     return isinstance(location, str) and location.startswith(URL_SCHEMES)
+
+
+def shown(location: Any) -> str:
+    """``location`` as messages show it: a database URL without its password."""
+    text = str(location)
+    if not is_url(location):
+        return text
+    parts = urlsplit(text)
+    if parts.password is None:
+        return text
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
 
 
 def as_location(location: str | Path) -> str | Path:
@@ -342,7 +354,7 @@ class IndexStore:
             return store_class._new(None, manifest)
         if store_class.holds_index(location):
             raise InvalidInputError(
-                f"{location} already holds an index; open it with load() to add documents, or choose "
+                f"{shown(location)} already holds an index; open it with load() to add documents, or choose "
                 "another location"
             )
         with _OPEN_LOCK:
@@ -357,7 +369,7 @@ class IndexStore:
         if location is not None and has_index(location):
             return cls.open(location, method=manifest.method, embedder=manifest.models.get("embedder"), readonly=readonly)
         if readonly:
-            raise IndexNotFoundError(f"no Rhizome index at {location} to open read-only; build one first")
+            raise IndexNotFoundError(f"no Rhizome index at {shown(location)} to open read-only; build one first")
         return cls.create(location, manifest)
 
     @classmethod
@@ -378,13 +390,13 @@ class IndexStore:
             manifest = shared.manifest if shared is not None and not shared.closed else store_class.read_manifest(location)
             if method is not None and manifest.method != method:
                 raise IndexMismatchError(
-                    f"{location} is a {manifest.method!r} index, not {method!r}; open it with "
+                    f"{shown(location)} is a {manifest.method!r} index, not {method!r}; open it with "
                     f"rhizome.core.storage.load_index() or the {manifest.method} package"
                 )
             built_with = manifest.models.get("embedder")
             other = embedder is not None and built_with is not None and embedder != built_with
             mismatch = IndexMismatchError(
-                f"{location} was built with the embedder {built_with!r}, not {embedder!r}; vectors of "
+                f"{shown(location)} was built with the embedder {built_with!r}, not {embedder!r}; vectors of "
                 f"different models cannot be compared. Query it with {built_with!r}, or re-index "
                 "into a new location with the new embedder"
             )
@@ -398,7 +410,7 @@ class IndexStore:
                 and dimension != manifest.embedding_dimension
             ):
                 raise IndexMismatchError(
-                    f"{location} holds {manifest.embedding_dimension}-dimensional vectors but the embedder "
+                    f"{shown(location)} holds {manifest.embedding_dimension}-dimensional vectors but the embedder "
                     f"gives {dimension}; use the embedder the index was built with ({built_with})"
                 )
             if shared is not None and not shared.closed:
@@ -431,7 +443,7 @@ class IndexStore:
             raise IndexCorruptError(
                 f"{self.location or 'memory'}: the manifest (index {self.manifest.index_id}, method {self.manifest.method!r}) "
                 f"does not belong to the records (index {stored.get('id')}, method {stored.get('method')!r}); "
-                f"`rhizome repair {self.location}` rewrites the manifest from the records. Nothing was changed"
+                f"`rhizome repair {shown(self.location)}` rewrites the manifest from the records. Nothing was changed"
             )
 
     @property
@@ -602,7 +614,7 @@ class IndexStore:
             raise IndexCorruptError(
                 f"the stored text of chunk {row[0]} (document {row[1]!r}) in {self.location or 'memory'} does not match "
                 "its checksum: it was changed outside Rhizome. Delete that document and insert it again; "
-                f"`rhizome check {self.location}` lists every such chunk"
+                f"`rhizome check {shown(self.location)}` lists every such chunk"
             )
         return Chunk(
             id=row[0], document_id=row[1], index=row[2], text=row[3], start=row[4], end=row[5],
@@ -820,7 +832,7 @@ def load_index(location: str | Path, **models: Any) -> Any:
     registry = method_registry()
     if manifest.method not in registry:
         raise IndexMismatchError(
-            f"{location} is a {manifest.method!r} index but no installed package provides that method "
+            f"{shown(location)} is a {manifest.method!r} index but no installed package provides that method "
             f"(installed: {', '.join(sorted(registry)) or 'none'}); install rhizome-{manifest.method}"
         )
     return registry[manifest.method].load().load(location, **models)
@@ -836,6 +848,7 @@ __all__ = [
     "has_index",
     "is_url",
     "load_index",
+    "shown",
     "method_registry",
     "split_load_options",
     "read_manifest",
