@@ -39,12 +39,17 @@ from rhizome.core.errors import (
     ModelUnavailableError,
     RhizomeError,
 )
-from rhizome.core.storage import shown
 from rhizome.rag.demo import sample_corpus  # noqa: F401  (examples and tests import it from here)
 
 if TYPE_CHECKING:
     from rhizome.core.answer import Answer
     from rhizome.core.types import Hit
+
+def _shown(location: Any) -> str:
+    from rhizome.core.storage import shown  # here: `--help` imports no storage code
+
+    return shown(location)
+
 
 def _index_class(method: str) -> Any:
     from rhizome.core.storage import method_registry
@@ -77,7 +82,7 @@ def _open_or_create(
     manifest = read_manifest(out) if has_index(out) else None
     if manifest is not None:
         if manifest.method != method:
-            raise ConfigurationError(f"{shown(out)} holds a {manifest.method!r} index; choose another --out for {method!r}")
+            raise ConfigurationError(f"{_shown(out)} holds a {manifest.method!r} index; choose another --out for {method!r}")
         asked = OFFLINE_EMBED if args.offline else (args.embed or os.environ.get("RHIZOME_EMBED"))
         args.embed = _index_embedder(out, manifest, asked, "--offline uses" if args.offline else "--embed asks for")
         if not (args.offline or args.llm or os.environ.get("RHIZOME_LLM")):
@@ -116,7 +121,7 @@ def _index_embedder(out: Any, manifest: Any, asked: str | None, flag: str) -> st
     if manifest.embedding_dimension is None:
         return asked
     raise IndexMismatchError(
-        f"{shown(out)} was built with the embedder {built!r}, but {flag} {asked!r}; vectors of different "
+        f"{_shown(out)} was built with the embedder {built!r}, but {flag} {asked!r}; vectors of different "
         f"models cannot be compared. Drop the flag to use {built!r}, or index into a new --out"
     )
 
@@ -146,7 +151,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     how = "offline" if models.llm is None else f"model {models.llm.name}"
     if args.workers:
         how += f", extraction on {plural(args.workers, 'Ray worker')}"
-    _say(args, f"indexed {args.path} into {shown(args.out)} ({args.method}; embedder {models.embed_spec}, {how})")
+    _say(args, f"indexed {args.path} into {_shown(args.out)} ({args.method}; embedder {models.embed_spec}, {how})")
     unread = _print_loaded(args, loaded)
     _print_summary(args, report, removed, totals, time.monotonic() - started)
     done = len(report.inserted) + len(report.replaced) + len(report.skipped)
@@ -185,7 +190,7 @@ def _refuse_clashes(index: Any, documents: list[Any], args: argparse.Namespace) 
                       for doc_id, old, new in clashes)
     raise InvalidInputError(
         f"{plural(len(clashes), 'document')} of {args.path} {'has' if len(clashes) == 1 else 'have'} the id of a "
-        f"document {shown(args.out)} holds from another file, which indexing would replace:\n{lines}\n"
+        f"document {_shown(args.out)} holds from another file, which indexing would replace:\n{lines}\n"
         f"Nothing was written. To keep both, index {args.path} under its own ids with --id-prefix "
         f"(e.g. --id-prefix {name}: its ids become {name}/...); to replace the stored documents on purpose "
         "(the files moved, say), add --replace"
@@ -441,7 +446,7 @@ def _index_status(path: Any) -> int:
     from rhizome.core.storage import IndexStore, method_registry, read_manifest
 
     manifest = read_manifest(path)
-    print(f"index: {shown(str(path))}")
+    print(f"index: {_shown(str(path))}")
     print(f"method: {manifest.method} (format {manifest.format_version}, written by rhizome-core {manifest.rhizome_version}, updated {manifest.updated})")
     print(f"embedder: {manifest.models.get('embedder')} ({manifest.embedding_dimension or '?'} dimensions); chat model: {manifest.models.get('llm') or 'none'}")
     store = IndexStore.open(path, readonly=True)
