@@ -209,7 +209,7 @@ def _differing(current: Manifest, stored: dict) -> list[str]:
 
 def _check_database(url: str) -> IndexCheck:
     """The checks of a PostgreSQL index: identity and manifest (on open), chunk checksums and
-    counts, vectors (finite, one per chunk), unfinished work."""
+    counts, vectors (of the index's length, finite, one per chunk), unfinished work."""
     from rhizome.core.backends.postgres import parse_url
 
     report = IndexCheck(path=parse_url(url)[2])
@@ -221,6 +221,13 @@ def _check_database(url: str) -> IndexCheck:
     try:
         _check_chunks(store.query, True, report)
         for name in store.collections():
+            dimension = store.embedding_dimension
+            lengths = store.query("SELECT id, vector_dims(vector) FROM vectors WHERE collection = ?", (name,))
+            wrong = [vid for vid, n in lengths if dimension is not None and n != dimension]
+            if wrong or len({n for _, n in lengths}) > 1:  # the rows cannot be read as one matrix
+                wrong = wrong or [vid for vid, _ in lengths]
+                report.problems.append(f"collection {name!r}: {len(wrong)} vectors of the wrong length: {', '.join(wrong[:LISTED])}")
+                continue
             ids, matrix, _ = store.vector_rows(name)
             bad = [ids[i] for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1))] if matrix is not None else []
             if bad:
