@@ -276,3 +276,20 @@ def test_record_table_lookups_order_by_the_last_write_on_postgres(postgres):
         edges.put(db, [Edge(id="ab", source="a", weight=2.0)])
     assert edges.first("source", ["a"])["a"].id == edges.find("source", ["a"])[0].id == "ac"
     index.close()
+
+
+def test_a_creation_that_finds_an_index_made_meanwhile_is_refused(postgres, monkeypatch):
+    """Defect: two processes creating one index at once both checked the schema before taking
+    its lock, both succeeded, and the schema held both embedders' vectors. The check is made
+    again under the lock: here the first check is made to miss the index, as in the race."""
+    from rhizome.core.backends.postgres import PostgresStore
+    from rhizome.core.storage import Manifest
+
+    url = postgres.url()
+    naive(url).close()
+    before = read_manifest(url)
+    with monkeypatch.context() as m:
+        m.setattr(PostgresStore, "_state", classmethod(lambda cls, url: (None, None, [])))
+        with pytest.raises(InvalidInputError, match="created meanwhile by another process"):
+            PostgresStore._new(url, Manifest(method="naive", models={"embedder": "hashing:64"}))
+    assert read_manifest(url) == before  # the index made first is left as it was

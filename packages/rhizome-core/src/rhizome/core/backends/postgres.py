@@ -313,6 +313,13 @@ class PostgresStore(IndexStore):
                 raw.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}")
                 for statement in filter(str.strip, (_TABLES + ";" + _CACHE_TABLE).split(";")):
                     raw.execute(statement)
+                # checked again under the lock: another process may have created an index here
+                # since the check above (two creations at once would mix their records)
+                if raw.execute("SELECT 1 FROM meta WHERE key IN ('index', 'manifest')").fetchone():
+                    raise InvalidInputError(
+                        f"{shown} already holds an index (created meanwhile by another process); open it with "
+                        "load() to add documents, or choose another schema with ?schema=NAME"
+                    )
                 manifest.index_id = manifest.index_id or _new_id()
                 cls.set_meta(db, "index", {"id": manifest.index_id, "method": manifest.method})
                 db.upsert("meta", ("key", "value"), ("key",), [("manifest", manifest.model_dump_json(indent=2))])
