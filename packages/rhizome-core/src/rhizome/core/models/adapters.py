@@ -206,8 +206,9 @@ def answer_settings(model: Any) -> dict[str, Any]:
 T = TypeVar("T")
 
 
-async def _with_retries(call: Callable[[], Awaitable[T]], framework_model: Any, label: str | None) -> T:
-    """A LangChain or LlamaIndex model's request with the retries and typed errors of
+async def _with_retries(request: Callable[[], Awaitable[T]], framework_model: Any, label: str | None) -> T:
+    """A LangChain or LlamaIndex model's request (``request()`` makes its coroutine, awaited on
+    the home loop once per attempt) with the retries and typed errors of
     Rhizome's own Ollama models (:func:`~rhizome.core.models.ollama.send_with_retries`): busy
     or failing answers and dropped connections are sent again, a missing model, an unreachable
     server or a timeout is a Rhizome error. Errors that are not the Ollama client's or its
@@ -216,7 +217,7 @@ async def _with_retries(call: Callable[[], Awaitable[T]], framework_model: Any, 
 
     timeout = getattr(framework_model, "request_timeout", None) or getattr(framework_model, "timeout", None)
     return await send_with_retries(
-        call, host=str(getattr(framework_model, "base_url", None) or "its server"), model=label or "the model",
+        lambda: home_loop.run(request()), host=str(getattr(framework_model, "base_url", None) or "its server"), model=label or "the model",
         timeout=timeout if isinstance(timeout, int | float) else None, retries=TRANSPORT_RETRIES, backoff=0.5,
         client_errors_only=True,
     )
@@ -314,12 +315,12 @@ class LangChainChatModel(BaseChatModel):
             runnable = self._structured_runnable(json_schema)
             if runnable is not None:
                 result = await _with_retries(
-                    lambda: home_loop.run(runnable.ainvoke(_langchain_messages(messages), **kwargs)), self.model, self._label
+                    lambda: runnable.ainvoke(_langchain_messages(messages), **kwargs), self.model, self._label
                 )
                 return _structured_completion(result)
             messages = _with_schema_instruction(messages, json_schema)
         answer = await _with_retries(
-            lambda: home_loop.run(self.model.ainvoke(_langchain_messages(messages), **kwargs)), self.model, self._label
+            lambda: self.model.ainvoke(_langchain_messages(messages), **kwargs), self.model, self._label
         )
         return Completion(text=_message_text(answer), **_langchain_usage(answer))
 
@@ -391,12 +392,12 @@ class LangChainEmbedder(BaseEmbedder):
         self._label = label
 
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
-        return list(await _with_retries(lambda: home_loop.run(self.embeddings.aembed_documents(texts)), self.embeddings, self._label))
+        return list(await _with_retries(lambda: self.embeddings.aembed_documents(texts), self.embeddings, self._label))
 
     async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
         # LangChain embeddings embed queries their own way (instructions, prefixes)
         return [
-            list(await _with_retries(lambda t=t: home_loop.run(self.embeddings.aembed_query(self.query_prefix + t)), self.embeddings, self._label))
+            list(await _with_retries(lambda t=t: self.embeddings.aembed_query(self.query_prefix + t), self.embeddings, self._label))
             for t in texts
         ]
 
@@ -476,7 +477,7 @@ class LlamaIndexLLM(BaseChatModel):
         if json_schema is not None:
             messages = _with_schema_instruction(messages, json_schema)
         chat = [ChatMessage(role=m["role"], content=m["content"]) for m in messages]
-        response = await _with_retries(lambda: home_loop.run(self.llm.achat(chat)), self.llm, self._label)
+        response = await _with_retries(lambda: self.llm.achat(chat), self.llm, self._label)
         text = getattr(getattr(response, "message", None), "content", None)
         return Completion(text=text or "", **_llama_index_usage(response))
 
@@ -537,12 +538,12 @@ class LlamaIndexEmbedder(BaseEmbedder):
         self._label = label
 
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
-        return list(await _with_retries(lambda: home_loop.run(self.embed_model.aget_text_embedding_batch(texts)), self.embed_model, self._label))
+        return list(await _with_retries(lambda: self.embed_model.aget_text_embedding_batch(texts), self.embed_model, self._label))
 
     async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
         # LlamaIndex embeddings embed queries their own way (query instructions)
         return [
-            list(await _with_retries(lambda t=t: home_loop.run(self.embed_model.aget_query_embedding(self.query_prefix + t)), self.embed_model, self._label))
+            list(await _with_retries(lambda t=t: self.embed_model.aget_query_embedding(self.query_prefix + t), self.embed_model, self._label))
             for t in texts
         ]
 

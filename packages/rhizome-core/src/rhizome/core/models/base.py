@@ -375,9 +375,13 @@ class BaseChatModel(ABC):
         if needed + MIN_REPLY_TOKENS > self.context_window:
             raise PromptTooLongError(
                 f"a prompt of about {needed} tokens leaves less than {MIN_REPLY_TOKENS} of the "
-                f"{self.context_window}-token context window of {self.name} for the answer — raise "
-                "--num-ctx (RHIZOME_NUM_CTX, num_ctx=), or use smaller chunks or context settings"
+                f"{self.context_window}-token context window of {self.name} for the answer — {self._window_advice()}"
             )
+
+    def _window_advice(self) -> str:
+        """What to do when a prompt does not fit :attr:`context_window` (a model whose window is
+        not its own setting says otherwise)."""
+        return "raise --num-ctx (RHIZOME_NUM_CTX, num_ctx=), or use smaller chunks or context settings"
 
     def _key(self, messages: list[Message], json_schema: dict[str, Any] | None) -> str | None:
         if self.cache is None:

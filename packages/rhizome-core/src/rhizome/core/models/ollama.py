@@ -44,11 +44,9 @@ from rhizome.core.errors import (
     ModelServerError,
     ModelTimeoutError,
     ModelUnavailableError,
-    PromptTooLongError,
     RhizomeError,
 )
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
-from rhizome.core.models.budget import MIN_REPLY_TOKENS, prompt_tokens
 from rhizome.core.protocols import Completion
 
 try:
@@ -513,18 +511,12 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         value = info.get(f"{info.get('general.architecture')}.context_length")
         return value if isinstance(value, int) and value > 0 else 0
 
-    def _check_fits(self, messages: list[Message]) -> None:
-        if self._trained and self._trained < self.num_ctx:
-            needed = prompt_tokens(messages)
-            if needed + MIN_REPLY_TOKENS > self._trained:
-                raise PromptTooLongError(
-                    f"a prompt of about {needed} tokens leaves less than {MIN_REPLY_TOKENS} tokens for the answer in "
-                    f"the {self._trained}-token context {self.model} was trained with (Ollama runs it with no more, "
-                    f"whatever num_ctx says, and would cut the prompt): use smaller chunks or context settings, "
-                    "or a model with a longer context"
-                )
-            return
-        super()._check_fits(messages)
+    def _window_advice(self) -> str:
+        if self._trained and self._trained < self.num_ctx:  # the window is the model's, not num_ctx
+            return (f"it is the context {self.model} was trained with (Ollama runs it with no more, whatever "
+                    "num_ctx says, and would cut the prompt): use smaller chunks or context settings, or a model "
+                    "with a longer context")
+        return super()._window_advice()
 
     async def _achat(
         self, messages: list[Message], json_schema: dict[str, Any] | None
