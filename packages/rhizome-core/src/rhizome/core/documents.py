@@ -122,6 +122,16 @@ def _origins(first: Document, second: Document) -> str:
             "--id-prefix (id_prefix=)")
 
 
+def lone_surrogate(text: str) -> int | None:
+    """Where ``text`` holds a lone surrogate (text decoded from bytes that were not UTF-8), which
+    nothing that takes UTF-8 can store; ``None`` when it is valid Unicode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
 def _check_storable(position: int, document: Document) -> None:
     """Text, id and metadata must be storable as they are: valid Unicode (no lone surrogates:
     SQLite and every model server take UTF-8), no NUL characters (a NUL ends a string in many
@@ -138,13 +148,11 @@ def _check_storable(position: int, document: Document) -> None:
         ) from exc
     parts = [("text", document.text), ("id", document.id), *(("metadata", s) for s in _strings(document.metadata))]
     for part, value in parts:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
+        if (at := lone_surrogate(value)) is not None:
             raise InvalidInputError(
-                f"{where} has {part} that is not valid Unicode (a lone surrogate at position {exc.start}); "
+                f"{where} has {part} that is not valid Unicode (a lone surrogate at position {at}); "
                 "decode the source with errors='replace', or remove the character"
-            ) from exc
+            )
         if "\x00" in value:
             raise InvalidInputError(f"{where} has a NUL character in its {part}; remove it (e.g. text.replace('\\x00', ''))")
 
@@ -180,4 +188,4 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-__all__ = ["as_document", "coerce_documents", "load_path"]
+__all__ = ["as_document", "coerce_documents", "load_path", "lone_surrogate"]

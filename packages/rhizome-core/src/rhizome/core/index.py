@@ -51,7 +51,7 @@ from pydantic import BaseModel, Field, ValidationError
 from rhizome.core.aio import iterate_sync, run_sync
 from rhizome.core.cache import needs_cache, with_cache
 from rhizome.core.config import IndexConfig, build_config
-from rhizome.core.documents import coerce_documents
+from rhizome.core.documents import coerce_documents, lone_surrogate
 from rhizome.core.errors import (
     ConfigurationError,
     IndexFormatError,
@@ -673,7 +673,7 @@ class BaseIndex:
             with usage_scope() as usage, reporting(self.progress, title):
                 present, stored = [], []
                 for doc_id in dict.fromkeys(ids):
-                    if not _storable(doc_id):
+                    if lone_surrogate(doc_id) is not None:  # never stored: unknown
                         report.missing.append(doc_id)
                     elif self.store.document_state(doc_id) is not None:
                         present.append(doc_id)
@@ -907,15 +907,6 @@ def _document_ids(document_ids: Any) -> list[str]:
     raise InvalidInputError(
         f"delete takes a document id or a list of ids, got {document_ids!r}; `index.store.document_ids()` lists them"
     )
-
-
-def _storable(text: str) -> bool:
-    """Whether ``text`` can be stored (valid Unicode: no lone surrogate)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _same_location(a: str | Path, b: str | Path) -> bool:

@@ -46,6 +46,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from rhizome.core.aio import run_sync
+from rhizome.core.documents import lone_surrogate
 from rhizome.core.errors import ConfigurationError, IndexMismatchError, InvalidInputError
 from rhizome.core.filters import MetadataFilter, as_filter
 from rhizome.core.models.base import usage_scope
@@ -79,13 +80,11 @@ class Retrieval(BaseModel):
 def check_query(query: Any) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError("the query must be a non-empty string")
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as exc:  # bytes that were not UTF-8 (a terminal in another encoding)
+    if (at := lone_surrogate(query)) is not None:  # bytes that were not UTF-8 (a terminal in another encoding)
         raise InvalidInputError(
-            f"the query is not valid Unicode (a lone surrogate at position {exc.start}: bytes that are not "
+            f"the query is not valid Unicode (a lone surrogate at position {at}: bytes that are not "
             "UTF-8, e.g. from a terminal set to Latin-1); give it as UTF-8 text"
-        ) from exc
+        )
     return query
 
 
