@@ -62,8 +62,7 @@ def check_index(path: str | Path) -> IndexCheck:
     path = Path(path)
     report = IndexCheck(path=str(path))
     records = path / RECORDS
-    if not records.exists() and not (path / MANIFEST).exists():
-        raise IndexNotFoundError(f"no Rhizome index at {path} (neither {MANIFEST} nor {RECORDS}); give an index directory")
+    _require_index(path)
     if not records.exists() or records.stat().st_size == 0:
         report.problems.append(f"{records} is {'missing' if not records.exists() else 'empty'}: the records are gone; restore a backup or re-index")
         return report
@@ -108,8 +107,7 @@ def repair_index(path: str | Path) -> IndexCheck:
     path = Path(path)
     found = IndexCheck(path=str(path))
     records = path / RECORDS
-    if not records.exists() and not (path / MANIFEST).exists():
-        raise IndexNotFoundError(f"no Rhizome index at {path} (neither {MANIFEST} nor {RECORDS}); give an index directory")
+    _require_index(path)
     if not records.exists() or records.stat().st_size == 0:
         raise IndexCorruptError(f"{records} is missing or empty: nothing to repair from; restore it from a backup or re-index")
     with _connect(records, found) as db:
@@ -142,6 +140,12 @@ def repair_index(path: str | Path) -> IndexCheck:
 
 
 # -- the checks ------------------------------------------------------------------------------
+
+
+def _require_index(path: Path) -> None:
+    """A folder with neither a manifest nor records holds no index: say so, not "damaged"."""
+    if not (path / RECORDS).exists() and not (path / MANIFEST).exists():
+        raise IndexNotFoundError(f"no Rhizome index at {path} (neither {MANIFEST} nor {RECORDS}); give an index directory")
 
 
 @contextlib.contextmanager

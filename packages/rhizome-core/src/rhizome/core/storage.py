@@ -163,6 +163,13 @@ def shown(location: Any) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
 
 
+def file_in_the_way(folder: str | Path) -> Path | None:
+    """The file that keeps ``folder`` from being a directory: ``folder`` itself, or the nearest
+    existing path above it, when that is not a directory; ``None`` when the folder can be made."""
+    existing = next((p for p in (Path(folder), *Path(folder).parents) if p.exists()), None)
+    return existing if existing is not None and not existing.is_dir() else None
+
+
 def as_location(location: str | Path) -> str | Path:
     """A location as given on a command line: a URL stays text, anything else is a path."""
     if is_url(location):
@@ -849,6 +856,7 @@ __all__ = [
     "is_url",
     "load_index",
     "shown",
+    "file_in_the_way",
     "method_registry",
     "split_load_options",
     "read_manifest",

@@ -19,6 +19,7 @@ from rhizome.core.errors import (
     IndexNotFoundError,
     InvalidInputError,
 )
+from rhizome.core.storage import file_in_the_way
 from rhizome.gorag.results import LabelInfo
 from rhizome.gorag.text import TermStats, normalize_keyword
 
@@ -33,16 +34,12 @@ STATE_FILE = "classifier.json"
 def check_target(path: str | Path) -> Path:
     """The directory ``path`` a classifier can be saved to, or :class:`InvalidInputError` when
     it (or the nearest existing folder above it) is a file: checked before any work is done."""
-    directory = Path(path)
-    for existing in (directory, *directory.parents):
-        if existing.exists():
-            if not existing.is_dir():
-                raise InvalidInputError(
-                    f"cannot save the classifier to {path}: {existing} is a file, not a directory; "
-                    "give the path of a directory (a missing one is created)"
-                )
-            break
-    return directory
+    if (blocker := file_in_the_way(path)) is not None:
+        raise InvalidInputError(
+            f"cannot save the classifier to {path}: {blocker} is a file, not a directory; "
+            "give the path of a directory (a missing one is created)"
+        )
+    return Path(path)
 
 
 def save(classifier: GORAGClassifier, path: str | Path) -> Path:

@@ -59,6 +59,7 @@ from rhizome.core.storage import (
     Manifest,
     check_format,
     check_identity,
+    shown,
     vectors_generation,
 )
 from rhizome.core.vectors import TIE_MARGIN, every_vector, ranked
@@ -130,11 +131,7 @@ def parse_url(url: str) -> tuple[str, str, str]:
         )
     rest = urlencode([(k, v) for k, v in query if k != "schema"])
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    shown = urlunsplit((parts.scheme, netloc, parts.path, urlencode([(k, v) for k, v in query if k == "schema"] or [("schema", schema)]), ""))
-    return conninfo, schema, shown
+    return conninfo, schema, shown(urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode([("schema", schema)]), "")))
 
 
 def _sql(statement: str) -> str:

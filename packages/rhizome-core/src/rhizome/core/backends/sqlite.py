@@ -48,6 +48,7 @@ from rhizome.core.storage import (
     Manifest,
     check_format,
     check_identity,
+    file_in_the_way,
     vectors_generation,
 )
 from rhizome.core.vectors import VectorStore
@@ -204,8 +205,7 @@ class SQLiteStore(IndexStore):
         if location is None:
             return cls(None, manifest)
         path = Path(location)
-        blocker = next((p for p in (path, *path.parents) if p.exists()), None)
-        if blocker is not None and not blocker.is_dir():
+        if (blocker := file_in_the_way(path)) is not None:
             raise InvalidInputError(
                 f"cannot create an index at {path}: {blocker} is a file, and an index is a directory; "
                 "choose another path (or move the file away)"
