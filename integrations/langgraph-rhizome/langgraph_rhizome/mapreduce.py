@@ -60,6 +60,8 @@ class GlobalSearchState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     documents: list[dict[str, Any]]
     plan: dict[str, Any]
+    asked: int
+    """Points each batch may give: the search's ``k``, more when the retriever's filter will drop some."""
     points: Annotated[list[dict[str, Any]], _gather]
 
 
@@ -124,15 +126,14 @@ def create_global_search_graph(
     async def aplan(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         question, _ = read_text(state, query_key, name)
         plan = await retriever.aplan(question)
-        return {"plan": plan.model_dump(mode="json"), "points": None}
+        return {"plan": plan.model_dump(mode="json"), "asked": retriever.asked(k), "points": None}
 
     def branches(state: Mapping[str, Any]) -> Any:
         question, _ = read_text(state, query_key, name)
         batches = MapPlan.model_validate(state["plan"]).batches
         if not batches:
             return "reduce"
-        asked = retriever.asked(k)  # more than k when the retriever's filter will drop some
-        return [Send("map", MapTask(query=question, batch=batch, order=i, k=asked)) for i, batch in enumerate(batches)]
+        return [Send("map", MapTask(query=question, batch=batch, order=i, k=state["asked"])) for i, batch in enumerate(batches)]
 
     async def amap(task: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         points = await retriever.amap(task["query"], task["batch"], task["k"])
@@ -142,7 +143,7 @@ def create_global_search_graph(
         question, from_messages = read_text(state, query_key, name)
         mapped = sorted(state.get("points") or [], key=lambda branch: branch["order"])
         points = [Hit.model_validate(p) for branch in mapped for p in branch["hits"]]
-        reduced = Retrieval(query=question, hits=retriever.reduce(question, points, retriever.asked(k)))
+        reduced = Retrieval(query=question, hits=retriever.reduce(question, points, state["asked"]))
         # as the retriever's own search ends: its filter, the best k, topped up with the nearest
         # chunks, the cited documents' metadata
         best = (await retriever.afinish(reduced, k)).hits
