@@ -231,7 +231,8 @@ def test_an_edited_manifest_is_found_and_restored_from_the_records(tmp_path):
         assert not found.ok and len(found.problems) == 1, found.problems
         assert "differs from its copy in the records" in found.problems[0] and "rhizome repair" in found.problems[0]
         assert repair_index(tmp_path / "i").ok
-        assert json.loads((tmp_path / "i" / MANIFEST).read_text()) == original
+        restored = json.loads((tmp_path / "i" / MANIFEST).read_text())
+        assert {**restored, "updated": None} == {**original, "updated": None}  # repair's own write moves `updated`
         assert search(tmp_path / "i") == hits
 
 
