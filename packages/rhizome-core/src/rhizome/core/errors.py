@@ -82,6 +82,11 @@ class IndexUnavailableError(IndexStorageError, ConnectionError):
     """The database server that holds the index cannot be reached (or the connection broke)."""
 
 
+class IndexWriteError(IndexStorageError, OSError):
+    """The index's files cannot be written: no permission, a read-only file system, a full
+    disk or a failing device. What was committed before is kept."""
+
+
 class IndexCorruptError(IndexFormatError):
     """A file of the index is damaged or does not belong to it (a truncated or garbled
     database, records of another index, chunk text changed outside Rhizome)."""
@@ -115,6 +120,7 @@ __all__ = [
     "IndexNotFoundError",
     "IndexStorageError",
     "IndexUnavailableError",
+    "IndexWriteError",
     "InvalidInputError",
     "ModelError",
     "ModelNotFoundError",

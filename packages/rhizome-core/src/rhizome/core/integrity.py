@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
+from rhizome.core.backends.sqlite import connect_records
 from rhizome.core.errors import IndexCorruptError, IndexNotFoundError, IndexStorageError
 from rhizome.core.storage import (
     MANIFEST,
@@ -152,7 +153,7 @@ def _require_index(path: Path) -> None:
 def _connect(records: Path, report: IndexCheck) -> Iterator[sqlite3.Connection | None]:
     """A read-only connection, after SQLite's full integrity check (``None`` when it fails)."""
     try:
-        db = sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)
+        db = connect_records(records, readonly=True)
     except sqlite3.Error as exc:
         report.problems.append(f"{records} cannot be opened: {exc}")
         yield None

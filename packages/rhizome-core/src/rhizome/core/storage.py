@@ -284,8 +284,11 @@ class IndexStore:
         raise NotImplementedError
 
     @classmethod
-    def _new(cls, location: str | Path | None, manifest: Manifest) -> IndexStore:
-        """A new index at ``location``, which holds none (refuse records left without a manifest)."""
+    def _new(cls, location: str | Path | None, manifest: Manifest, publish: bool = True) -> IndexStore:
+        """A new index at ``location``, which holds none (refuse records left without a manifest;
+        clear those of a creation cut short, which hold nothing but an identity). ``publish``:
+        write the manifest now; without it the location holds no index until the creator
+        writes it (:meth:`copy_to`)."""
         raise NotImplementedError
 
     @classmethod
@@ -307,6 +310,11 @@ class IndexStore:
 
     def _rolled_back(self) -> None:
         """After a rollback: forget in-memory state that may hold the rolled-back writes."""
+
+    def _hold_creation(self, db: Connection) -> None:
+        """Inside a transaction of an index not yet published: keep other processes from
+        creating an index at the same location until it commits (a directory's writer lock
+        already does)."""
 
     def is_missing_table(self, exc: BaseException) -> bool:
         """Whether ``exc`` says a table does not exist (a reader opened before it was made)."""
@@ -354,8 +362,10 @@ class IndexStore:
 
     # -- lifecycle -----------------------------------------------------------------------------
     @classmethod
-    def create(cls, location: str | Path | None, manifest: Manifest) -> IndexStore:
-        """A new index at ``location`` (which must not already hold one), or in memory."""
+    def create(cls, location: str | Path | None, manifest: Manifest, *, publish: bool = True) -> IndexStore:
+        """A new index at ``location`` (which must not already hold one), or in memory.
+        ``publish=False``: the location holds no index until the creator writes the manifest
+        (:meth:`write_manifest`), so a creation cut short before that can start again."""
         store_class = backend(location)
         if location is None:
             return store_class._new(None, manifest)
@@ -365,7 +375,7 @@ class IndexStore:
                 "another location"
             )
         with _OPEN_LOCK:
-            store = store_class._new(location, manifest)
+            store = store_class._new(location, manifest, publish)
             _OPEN[store_class.key(location)] = store
         return store
 
@@ -434,9 +444,10 @@ class IndexStore:
                 _OPEN[store_class.key(location)] = store
             return store
 
-    def _check_identity(self) -> None:
+    def _check_identity(self, *, new: bool = False) -> None:
         """Records and manifest must name the same index and method. An index written before
-        ids gets one on its first writable open."""
+        ids gets one on its first writable open; a ``new`` one gets its identity here and its
+        manifest from its creator."""
         stored = self.get_meta("index")
         if stored is None:
             if self.readonly:
@@ -444,7 +455,8 @@ class IndexStore:
             self.manifest.index_id = self.manifest.index_id or uuid.uuid4().hex
             with self.transaction() as db:
                 self.set_meta(db, "index", {"id": self.manifest.index_id, "method": self.manifest.method})
-            self.write_manifest()
+            if not new:
+                self.write_manifest()
             return
         if stored.get("id") != self.manifest.index_id or stored.get("method") != self.manifest.method:
             raise IndexCorruptError(
@@ -770,11 +782,16 @@ class IndexStore:
         manifest.index_id = uuid.uuid4().hex
         manifest.updated = _now()
         with self._lock:
-            target = IndexStore.create(location, manifest)
+            # the copy is published by its manifest, written once its records are complete: a
+            # copy cut short holds no index and the same call can start it again
+            target = IndexStore.create(location, manifest, publish=False)
             try:
                 with target.transaction() as db:
+                    target._hold_creation(db)
                     self._copy_rows(db, target)
-                target.save_snapshots()
+                    manifest.stats = {"documents": self.count("documents"), "chunks": self.count("chunks")}
+                    db.upsert("meta", ("key", "value"), ("key",), [("manifest", manifest.model_dump_json(indent=2))])
+                target.save_snapshots()  # the snapshots, then the manifest file of a directory
             finally:
                 target.close()
 

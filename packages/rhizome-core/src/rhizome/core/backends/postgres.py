@@ -13,6 +13,8 @@ What differs from a directory:
 
 - the manifest lives in the records only (``meta``); there are no files to check or repair;
 - a creation is one transaction (schema, tables, identity, manifest), so it is never cut short;
+  a copy (``persist``) commits its identity first and its records with its manifest after, and
+  the identity alone that a copy cut short leaves is cleared by the next creation;
 - writers in many processes take turns: each insert, delete or refresh holds a session
   advisory lock on the schema for its duration (a directory lets one process write at all);
   readers never wait;
@@ -285,20 +287,15 @@ class PostgresStore(IndexStore):
         return manifest
 
     @classmethod
-    def _new(cls, location: str | Path | None, manifest: Manifest) -> PostgresStore:
+    def _new(cls, location: str | Path | None, manifest: Manifest, publish: bool = True) -> PostgresStore:
         url = str(location)
         shown = parse_url(url)[2]
-        _, identity, tables = cls._state(url)
+        tables = cls._state(url)[2]
         foreign = sorted(t for t in tables if t not in _OURS and not t.startswith("rec_"))
         if foreign:
             raise InvalidInputError(
                 f"schema {parse_url(url)[1]!r} of {shown} holds tables that are not a Rhizome index "
                 f"({', '.join(foreign[:5])}); choose another schema with ?schema=NAME"
-            )
-        if identity is not None:
-            raise IndexCorruptError(
-                f"{shown} holds the records of an index but no manifest; a new index there would mix with them. "
-                "Choose another schema with ?schema=NAME"
             )
         raw = connect(url, create=True)
         try:
@@ -310,16 +307,25 @@ class PostgresStore(IndexStore):
                 raw.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}")
                 for statement in filter(str.strip, (_TABLES + ";" + _CACHE_TABLE).split(";")):
                     raw.execute(statement)
-                # checked again under the lock: another process may have created an index here
-                # since the check above (two creations at once would mix their records)
-                if raw.execute("SELECT 1 FROM meta WHERE key IN ('index', 'manifest')").fetchone():
+                # checked under the lock: another process may have created an index here since
+                # the caller looked (two creations at once would mix their records)
+                found = {r[0] for r in raw.execute("SELECT key FROM meta WHERE key IN ('index', 'manifest')")}
+                if "manifest" in found:
                     raise InvalidInputError(
                         f"{shown} already holds an index (created meanwhile by another process); open it with "
                         "load() to add documents, or choose another schema with ?schema=NAME"
                     )
+                if "index" in found:
+                    if _holds_data(raw, schema):
+                        raise IndexCorruptError(
+                            f"{shown} holds the records of an index but no manifest; a new index there would mix "
+                            "with them. Choose another schema with ?schema=NAME"
+                        )
+                    raw.execute("DELETE FROM meta")  # a creation cut short: nothing but its identity
                 manifest.index_id = manifest.index_id or _new_id()
                 cls.set_meta(db, "index", {"id": manifest.index_id, "method": manifest.method})
-                db.upsert("meta", ("key", "value"), ("key",), [("manifest", manifest.model_dump_json(indent=2))])
+                if publish:
+                    db.upsert("meta", ("key", "value"), ("key",), [("manifest", manifest.model_dump_json(indent=2))])
             except BaseException:
                 db.rollback()
                 raise
@@ -350,6 +356,9 @@ class PostgresStore(IndexStore):
 
     def _cross_process_lock(self) -> Any:
         return _AdvisoryLock(self)
+
+    def _hold_creation(self, db: Any) -> None:
+        db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (f"rhizome-ddl:{self.schema}",))
 
     def _verify_owner(self) -> None:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'index'").fetchone()
@@ -582,6 +591,16 @@ def _literal(text: str) -> str:
     """A string constant for SQL (collection names are our own, but quote them properly): a
     partial index is only used by a query that names its collection as a constant."""
     return "'" + text.replace("'", "''") + "'"
+
+
+def _holds_data(raw: Any, schema: str) -> bool:
+    """Whether the index tables of ``schema`` hold any row besides ``meta`` (and the cache)."""
+    tables = [r[0] for r in raw.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))]
+    return any(
+        raw.execute(f"SELECT 1 FROM {_quote(t)} LIMIT 1").fetchone()
+        for t in tables if t in _OURS - {"meta", "model_calls"} or t.startswith("rec_")
+    )
 
 
 def _new_id() -> str:

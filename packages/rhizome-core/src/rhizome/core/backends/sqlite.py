@@ -10,7 +10,8 @@ my-index/
   model-calls.sqlite   the model-call cache
 ```
 
-The directory itself is ``flock``-ed by the one process allowed to write.
+The directory itself is ``flock``-ed by the one process allowed to write (and the file a linked
+``records.sqlite`` points to); a creation takes the lock before it clears or writes anything.
 
 SQLite is the source of truth: it holds the index's id and method and a copy of the manifest
 (see :mod:`rhizome.core.integrity` for check and repair). The faiss files are a fast-loading
@@ -27,6 +28,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,9 @@ from rhizome.core.errors import (
     IndexFormatError,
     IndexLockedError,
     IndexNotFoundError,
+    IndexWriteError,
     InvalidInputError,
+    RhizomeError,
 )
 from rhizome.core.storage import (
     MANIFEST,
@@ -101,7 +105,8 @@ class SQLiteConnection:
         self.raw.execute("COMMIT")
 
     def rollback(self) -> None:
-        self.raw.execute("ROLLBACK")
+        if self.raw.in_transaction:  # SQLite rolls back itself on a full disk or an I/O error
+            self.raw.execute("ROLLBACK")
 
     @property
     def in_transaction(self) -> bool:
@@ -118,6 +123,8 @@ class SQLiteStore(IndexStore):
         super().__init__(path, manifest, readonly=readonly)
         self.path = path
         self._lock_fd: int | None = None
+        self._lock_fds: list[int] = []
+        """Further ``flock``-ed files (the target of a linked ``records.sqlite``)."""
         self._owned: dict[Path, tuple[int, int]] = {}
         """(device, inode) of the directory and the records file this writer opened: checked
         before each commit, so a directory moved or a database replaced under it is noticed."""
@@ -138,9 +145,15 @@ class SQLiteStore(IndexStore):
                 self._acquire_writer_lock()
             raw = None
             try:
+                if new:  # under the writer lock: no other process is creating an index here now
+                    _refuse_orphans(path, clear=True)
+                    if (path / MANIFEST).exists():
+                        raise InvalidInputError(
+                            f"{path} already holds an index (created meanwhile by another process); open it "
+                            "with load() to add documents, or choose another directory"
+                        )
                 with self._errors():
-                    uri = f"file:{path / RECORDS}{'?mode=ro' if readonly else ''}"
-                    raw = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+                    raw = connect_records(path / RECORDS, readonly=readonly)
                     if not readonly:
                         raw.execute("PRAGMA journal_mode=WAL")
                         raw.execute("PRAGMA synchronous=NORMAL")
@@ -161,7 +174,7 @@ class SQLiteStore(IndexStore):
                 self._chunk_select = self._chunk_select.replace("checksum", "''")
         if path is not None and not readonly:
             self._owned = {p: _identity(p) for p in (path, path / RECORDS)}
-        self._check_identity()
+        self._check_identity(new=new)
 
     def _has_column(self, table: str, column: str) -> bool:
         return any(row[1] == column for row in self.db.execute(f"PRAGMA table_info({table})"))
@@ -201,7 +214,7 @@ class SQLiteStore(IndexStore):
         return manifest
 
     @classmethod
-    def _new(cls, location: str | Path | None, manifest: Manifest) -> SQLiteStore:
+    def _new(cls, location: str | Path | None, manifest: Manifest, publish: bool = True) -> SQLiteStore:
         if location is None:
             return cls(None, manifest)
         path = Path(location)
@@ -210,10 +223,10 @@ class SQLiteStore(IndexStore):
                 f"cannot create an index at {path}: {blocker} is a file, and an index is a directory; "
                 "choose another path (or move the file away)"
             )
-        _refuse_orphans(path, clear=True)
         path.mkdir(parents=True, exist_ok=True)
         store = cls(path, manifest, new=True)
-        store.write_manifest()
+        if publish:
+            store.write_manifest()
         return store
 
     @classmethod
@@ -228,9 +241,17 @@ class SQLiteStore(IndexStore):
         try:
             yield
         except sqlite3.DatabaseError as exc:
+            where = self.path / RECORDS if self.path is not None else "the in-memory database"
+            if _cannot_write(exc, where):
+                raise IndexWriteError(
+                    f"cannot write {where} ({exc}): the file or its directory is read-only for this user, the "
+                    "disk is full, or the device failed. Nothing more was written; what was committed is kept. "
+                    "Give write permission or free space, then run the same call again (`rhizome check "
+                    f"{self.path}` tells whether the index is sound); to search it meanwhile, open it "
+                    "read-only (readonly=True)"
+                ) from exc
             if not _damaged(exc):
                 raise
-            where = self.path / RECORDS if self.path is not None else "the in-memory database"
             raise IndexCorruptError(
                 f"{where} is damaged ({exc}); nothing more was written to it. Run `rhizome check "
                 f"{self.path}` for details, then restore the file from a backup or index the documents "
@@ -242,28 +263,38 @@ class SQLiteStore(IndexStore):
 
     def _acquire_writer_lock(self) -> None:
         """Take the exclusive ``flock`` on the index directory itself: no file that a user
-        could delete holds it, so it cannot be bypassed."""
+        could delete holds it, so it cannot be bypassed. When ``records.sqlite`` is a symbolic
+        link (the database kept on another disk), the file it points to is locked too: a copy
+        of the directory holds the same link, and its writer must not write the same records."""
         assert self.path is not None
         if fcntl is None:  # pragma: no cover
             return
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(fd)
-            raise IndexLockedError(
-                f"{self.path} is open for writing elsewhere (another process, or another index "
-                "object in this one: close() it first); wait for the writer to finish, or open "
-                "the index read-only (readonly=True) to query it meanwhile"
-            ) from exc
-        self._lock_fd = fd
+        busy = IndexLockedError(
+            f"{self.path} is open for writing elsewhere (another process, or another index "
+            "object in this one: close() it first); wait for the writer to finish, or open "
+            "the index read-only (readonly=True) to query it meanwhile"
+        )
+        self._lock_fd = _flock(self.path, busy)
+        records = self.path / RECORDS
+        if records.is_symlink() and records.exists():
+            try:
+                self._lock_fds.append(_flock(records.resolve(), IndexLockedError(
+                    f"{records} links to {records.resolve()}, which another index directory's writer is writing "
+                    "(a copy of this directory holds the same link); close that writer, or give this copy "
+                    "its own records: replace the link by a copy of the file"
+                )))
+            except BaseException:
+                self._release_writer_lock()
+                raise
 
     def _release_writer_lock(self) -> None:
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
-                os.close(self._lock_fd)
-            self._lock_fd = None
+        for fd in (self._lock_fd, *self._lock_fds):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
+                    os.close(fd)
+        self._lock_fd = None
+        self._lock_fds = []
 
     def _verify_owner(self) -> None:
         for owned, identity in self._owned.items():
@@ -274,7 +305,8 @@ class SQLiteStore(IndexStore):
             if now != identity:
                 raise IndexLockedError(
                     f"{owned} was moved, deleted or replaced while this process was writing to {self.path}; "
-                    "the change was not committed. Close the index and open it again"
+                    "nothing more was written (the change was not committed). Close the index and open it "
+                    "again where it is now"
                 )
 
     def _rolled_back(self) -> None:
@@ -288,9 +320,28 @@ class SQLiteStore(IndexStore):
                 self.db.close()
             self._release_writer_lock()
 
+    @contextlib.contextmanager
+    def _file_errors(self) -> Iterator[None]:
+        """Raise a failed write of a file beside the records (the manifest, a vector snapshot)
+        as :class:`IndexWriteError` naming the file."""
+        try:
+            yield
+        except OSError as exc:
+            if isinstance(exc, RhizomeError):
+                raise
+            raise IndexWriteError(
+                f"cannot write {exc.filename or self.path} ({exc.strerror or exc}): the directory is read-only "
+                "for this user, or the disk is full. Nothing stored is lost: the records hold every committed "
+                "change; a vector snapshot left behind is rebuilt from them when it is read, and "
+                f"`rhizome repair {self.path}` restores the manifest from them. Give write permission or free "
+                "space, then run the same call again"
+            ) from exc
+
     def _write_manifest_copy(self, text: str) -> None:
         if self.path is not None:
-            _atomic_write(self.path / MANIFEST, text)
+            self._verify_owner()  # never over the manifest of an index now at this path
+            with self._file_errors():
+                _atomic_write(self.path / MANIFEST, text)
 
     def model_cache(self) -> Any:
         from rhizome.core.cache import ModelCache
@@ -436,19 +487,34 @@ class SQLiteStore(IndexStore):
         """Write the faiss snapshot of every loaded collection that changed since its snapshot
         was written or read, and of every collection a delete changed without loading it (a
         collection left empty loses its snapshot)."""
+        self._verify_owner()  # never over the snapshots of an index now at this path
         for name in sorted(self._unloaded_deletes - set(self._collections)) if self.path is not None else ():
             if super().has_collection(name):
                 self.collection(name)  # rebuilt from the records, saved below
             else:
-                self._snapshot_path(name).unlink(missing_ok=True)
+                with self._file_errors():
+                    self._snapshot_path(name).unlink(missing_ok=True)
         self._unloaded_deletes.clear()
         for name, store in self._collections.items():
             generation = self.generation(vectors_generation(name))
             self._loaded[name] = generation
             if self.path is None or self._saved.get(name) == generation:
                 continue
-            store.save(self._snapshot_path(name), meta={"generation": generation, "index_id": self.manifest.index_id})
+            with self._file_errors():
+                store.save(self._snapshot_path(name), meta={"generation": generation, "index_id": self.manifest.index_id})
             self._saved[name] = generation
+
+
+def _flock(path: Path, busy: IndexLockedError) -> int:
+    """An open descriptor of ``path`` holding its exclusive ``flock``; ``busy`` when another
+    descriptor holds it."""
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if path.is_dir() else 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[union-attr]
+    except BlockingIOError as exc:
+        os.close(fd)
+        raise busy from exc
+    return fd
 
 
 def _identity(path: Path) -> tuple[int, int]:
@@ -464,6 +530,38 @@ def _quick_check(raw: sqlite3.Connection) -> None:
         raise sqlite3.DatabaseError("; ".join(found))
 
 
+def connect_records(records: Path, *, readonly: bool) -> sqlite3.Connection:
+    """A connection to a records file (autocommit: transactions are explicit). A read-only one
+    in a directory this user may not write (read-only media, another user's index) cannot make
+    the shared-memory file SQLite's readers of a WAL database keep beside it; there, when no
+    writer is at work (no ``-wal`` file), the file is read as immutable."""
+    def connect(options: str) -> sqlite3.Connection:
+        # quoted: a '#' or '?' in a directory name would end the path of the URI
+        uri = f"file:{urllib.parse.quote(str(records))}{options}"
+        return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+
+    if not readonly:
+        return connect("")
+    raw = connect("?mode=ro")
+    try:
+        raw.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.OperationalError as exc:
+        raw.close()
+        if not _cannot_write(exc, records) or records.with_name(records.name + "-wal").exists():
+            raise
+        return connect("?mode=ro&immutable=1")
+    return raw
+
+
+def _cannot_write(exc: sqlite3.DatabaseError, records: Path | str) -> bool:
+    """Whether a sqlite3 error says the file cannot be written (permissions, a read-only file
+    system, a full disk, a failing device) rather than that it is damaged."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name.startswith(("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_PERM")):
+        return True
+    return name.startswith("SQLITE_CANTOPEN") and isinstance(records, Path) and records.exists()
+
+
 def _damaged(exc: sqlite3.DatabaseError) -> bool:
     """Whether a sqlite3 error means the file is damaged or gone (not a locked database, a
     missing table or a constraint)."""
@@ -471,7 +569,7 @@ def _damaged(exc: sqlite3.DatabaseError) -> bool:
         return True
     text = str(exc).lower()
     return isinstance(exc, sqlite3.OperationalError) and any(
-        w in text for w in ("malformed", "disk i/o error", "not a database", "unable to open database")
+        w in text for w in ("malformed", "not a database", "unable to open database")
     )
 
 
@@ -499,9 +597,12 @@ def _refuse_orphans(path: Path, *, clear: bool = False) -> None:
     if not records.exists():
         return
     if not _holds_data(records):
-        if clear:
-            for leftover in (records, path / (RECORDS + "-wal"), path / (RECORDS + "-shm")):
-                leftover.unlink(missing_ok=True)
+        if clear:  # emptied in place: a link to a database kept elsewhere stays a link
+            real = records.resolve()
+            for suffix in ("-wal", "-shm"):
+                real.with_name(real.name + suffix).unlink(missing_ok=True)
+                (path / (RECORDS + suffix)).unlink(missing_ok=True)
+            os.truncate(real, 0)
         return
     raise IndexCorruptError(
         f"{path} holds the records of an index ({RECORDS}) but no {MANIFEST}; a new index there would "
@@ -516,7 +617,7 @@ def _holds_data(records: Path) -> bool:
     if not records.stat().st_size and not (records.parent / (RECORDS + "-wal")).exists():
         return False
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)) as db:
+        with contextlib.closing(connect_records(records, readonly=True)) as db:
             tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             return any(db.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchall() for t in tables if t != "meta")
     except sqlite3.Error:
@@ -530,7 +631,7 @@ def _stored_identity(path: Path) -> dict | None:
     if not records.exists() or not records.stat().st_size:
         return None
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{records}?mode=ro", uri=True, timeout=30.0)) as db:
+        with contextlib.closing(connect_records(records, readonly=True)) as db:
             rows = db.execute("SELECT value FROM meta WHERE key = 'index'").fetchall()
     except sqlite3.Error:
         return None
@@ -546,4 +647,4 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["CACHE_FILE", "SQLiteConnection", "SQLiteStore"]
+__all__ = ["CACHE_FILE", "SQLiteConnection", "SQLiteStore", "connect_records"]

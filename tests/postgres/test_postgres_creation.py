@@ -1,0 +1,57 @@
+"""Creating an index in a PostgreSQL schema: a copy (persist) is an index only once it is
+complete, and what a creation cut short leaves is cleared by the next one (docs/storage.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rhizome.core import VectorIndex
+from rhizome.core.backends import postgres as pg
+from rhizome.core.embeddings import HashingEmbedder
+from rhizome.core.errors import IndexCorruptError
+from rhizome.core.integrity import check_index
+from rhizome.core.storage import IndexStore, has_index, load_index, read_manifest
+from rhizome.core.testing import CORPUS
+
+
+def test_a_copy_cut_short_holds_no_index_and_runs_again(postgres, monkeypatch):
+    """Defect: persist() to a database committed the copy's manifest (with the source's counts)
+    before its records; cut short, it left an empty index that `check` passed and that a second
+    persist() refused."""
+    url = postgres.url()
+    source = VectorIndex(HashingEmbedder())
+    source.insert(CORPUS)
+    copy_rows = IndexStore._copy_rows
+
+    def cut(self, db, target):
+        copy_rows(self, db, target)
+        raise KeyboardInterrupt  # the process is stopped after the rows, before the commit
+
+    monkeypatch.setattr(IndexStore, "_copy_rows", cut)
+    with pytest.raises(KeyboardInterrupt):
+        source.persist(url)
+    assert not has_index(url)
+    monkeypatch.setattr(IndexStore, "_copy_rows", copy_rows)
+    source.persist(url)  # the identity the first attempt left is cleared
+    assert read_manifest(url).stats == {"documents": len(CORPUS), "chunks": len(CORPUS)}
+    copy = load_index(url, readonly=True)
+    assert copy.store.document_ids() == sorted(d.id for d in CORPUS)
+    copy.close()
+    source.close()
+    assert check_index(url).ok
+
+
+def test_records_without_a_manifest_are_still_refused(postgres):
+    """Only an identity with nothing else is a creation cut short; records are never adopted."""
+    url = postgres.url()
+    first = VectorIndex(HashingEmbedder(), path=url)
+    first.insert(CORPUS[:2])
+    first.close()
+    raw = pg.connect(url)
+    raw.execute("DELETE FROM meta WHERE key = 'manifest'")
+    raw.close()
+    with pytest.raises(IndexCorruptError, match="holds the records of an index but no manifest"):
+        VectorIndex(HashingEmbedder(), path=url)
+    raw = pg.connect(url)
+    assert raw.execute("SELECT COUNT(*) FROM documents").fetchone() == (2,)
+    raw.close()
