@@ -4,6 +4,7 @@ the LangChain and LlamaIndex suites once on a database-backed index."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from rhizome.core.backends import postgres as pg
 from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import (
     ConfigurationError,
+    IndexLockedError,
     IndexMismatchError,
     IndexNotFoundError,
     IndexUnavailableError,
@@ -293,3 +295,112 @@ def test_a_creation_that_finds_an_index_made_meanwhile_is_refused(postgres, monk
         with pytest.raises(InvalidInputError, match="created meanwhile by another process"):
             PostgresStore._new(url, Manifest(method="naive", models={"embedder": "hashing:64"}))
     assert read_manifest(url) == before  # the index made first is left as it was
+
+
+# -- a connection that drops -------------------------------------------------------------------------
+def _terminate(store: pg.PostgresStore) -> None:
+    """End the store's server session from another connection, as a restart, a failover or an
+    idle timeout does (and wait until it is gone)."""
+    raw = pg.connect(str(store.location))
+    assert raw.execute("SELECT pg_terminate_backend(%s, 5000)", (store.db.raw.info.backend_pid,)).fetchone()[0]
+    raw.close()
+
+
+def _search(index: VectorIndex) -> list[tuple[str, str]]:
+    return signature(index.as_retriever(k=3).retrieve(QUERIES[0]))
+
+
+def test_an_index_whose_connection_dropped_connects_again_on_the_next_call(postgres, monkeypatch):
+    """Defect: after its connection dropped, every call on an index object failed for good with
+    "check the server, then run the same call again". Now the call that finds the connection
+    broken fails (typed) or, a read, runs again on a fresh connection; the next call works, a
+    read-only index stays read-only, and while the server cannot be reached each call says so."""
+    import psycopg
+
+    url = postgres.url()
+    index = naive(url, documents=CORPUS[:6])
+    reader = VectorIndex.load(url, readonly=True)
+    expected = _search(index)
+    for opened in (index, reader):
+        _terminate(opened.store)
+        with contextlib.suppress(IndexUnavailableError):
+            _search(opened)
+        assert _search(opened) == expected
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):  # the fresh session is read-only too
+        reader.store.db.execute("DELETE FROM documents")
+
+    _terminate(index.store)
+    with monkeypatch.context() as down:  # the server is down
+        down.setattr(psycopg, "connect", lambda *a, **k: (_ for _ in ()).throw(psycopg.OperationalError("connection refused")))
+        for _ in range(2):
+            with pytest.raises(IndexUnavailableError, match="cannot reach PostgreSQL"):
+                _search(index)
+        with pytest.raises(IndexUnavailableError, match="cannot reach PostgreSQL"):
+            index.insert(CORPUS[6:])
+    assert _search(index) == expected  # and back
+    index.insert(CORPUS[6:])
+    assert sorted(reader.store.document_ids()) == sorted(d.id for d in CORPUS)
+    reader.close()
+    index.close()
+
+
+@pytest.mark.parametrize("read_between", [False, True], ids=["dropped", "dropped-and-reopened-by-a-reader"])
+def test_an_insert_whose_connection_dropped_fails_and_runs_again_to_a_clean_build(postgres, monkeypatch, read_between):
+    """The connection of a writer drops between two batches of an insert. Its writer lock (a
+    session advisory lock) goes with the session, so another process may write: the insert
+    fails with IndexUnavailableError, commits nothing more, even when a search on the same
+    index object (another thread) has opened a fresh connection in between, and the same insert
+    run again gives the index a clean build gives."""
+    url = postgres.url()
+    index = naive(url, documents=None, batch_size=2)
+    reader = VectorIndex.load(url, readonly=True)
+    schema = pg.parse_url(url)[1]
+    other = pg.connect(url)
+    batches = 0
+    prepare = index._prepare
+
+    async def dropping(batch, stats):
+        nonlocal batches
+        batches += 1
+        if batches == 2:
+            _terminate(index.store)
+            if read_between:
+                assert index.store.document_ids()  # a reader's call connects again
+            # the lock went with the session: another writer may take it now
+            assert other.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (f"rhizome-writer:{schema}",)).fetchone()[0]
+        return await prepare(batch, stats)
+
+    monkeypatch.setattr(index, "_prepare", dropping)
+    with pytest.raises(IndexUnavailableError, match="writer lock went with it" if read_between else "PostgreSQL at"):
+        index.insert(CORPUS)
+    # the first batch was committed, nothing of the second
+    stored = dict(other.execute("SELECT id, status FROM documents").fetchall())
+    assert stored == {d.id: "done" for d in CORPUS[:2]}
+    assert other.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 2
+    other.close()  # the other writer is done
+
+    _terminate(reader.store)
+    index.insert(CORPUS)
+    clean = naive(postgres.url(), batch_size=2)
+    assert index.store.contents() == reader.store.contents() == clean.store.contents()
+    assert _search(reader) == _search(index) == _search(clean)
+    for opened in (index, reader, clean):
+        opened.close()
+
+
+def test_an_index_replaced_while_the_connection_was_down_is_not_written(postgres):
+    """The connection drops, and meanwhile the index is dropped and another one is made at its
+    URL: the next write of the old index object connects again, sees the other index and
+    commits nothing (IndexLockedError), as it does on a live connection."""
+    url = postgres.url()
+    index = naive(url, documents=CORPUS[:2])
+    _terminate(index.store)
+    raw = pg.connect(url)
+    raw.execute(f'DROP SCHEMA "{pg.parse_url(url)[1]}" CASCADE')
+    raw.close()
+    newcomer = naive(url, documents=CORPUS[2:3])
+    with pytest.raises(IndexLockedError, match="dropped or replaced"):
+        index.insert(CORPUS[3:4])
+    assert newcomer.store.document_ids() == [CORPUS[2].id]
+    newcomer.close()
+    index.close()

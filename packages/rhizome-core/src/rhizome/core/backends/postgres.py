@@ -18,6 +18,11 @@ What differs from a directory:
 - writers in many processes take turns: each insert, delete or refresh holds a session
   advisory lock on the schema for its duration (a directory lets one process write at all);
   readers never wait;
+- a connection that drops (a server restart, a failover, an idle timeout) is opened again by
+  the next call: the call that finds it broken fails with
+  :class:`~rhizome.core.errors.IndexUnavailableError` (a read outside a transaction runs once
+  more on a fresh connection instead), the transaction open on it is lost, and a writer whose
+  session (so whose advisory lock) went with it commits nothing more;
 - vectors are ``vector`` values searched by the server (inner product of normalised vectors,
   i.e. cosine): exactly while a collection is small, through an HNSW index once it holds
   :data:`HNSW_FROM` vectors (built then, kept up to date by the server). A search restricted
@@ -38,9 +43,9 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
@@ -66,6 +71,7 @@ from rhizome.core.storage import (
 )
 from rhizome.core.vectors import TIE_MARGIN, every_vector, ranked
 
+T = TypeVar("T")
 DEFAULT_SCHEMA = "rhizome"
 HNSW_FROM = 10_000
 """Vectors a collection holds before it gets an HNSW index; smaller ones are searched exactly
@@ -182,17 +188,34 @@ def connect(url: str, *, readonly: bool = False, create: bool = False) -> Any:
 
 
 class PostgresConnection:
-    """:class:`~rhizome.core.storage.Connection` over one psycopg connection."""
+    """:class:`~rhizome.core.storage.Connection` over one psycopg connection.
 
-    def __init__(self, raw: Any) -> None:
+    With ``reopen`` (a function that opens a connection like the first one), a connection that
+    broke (a server restart, a failover, an idle timeout, a terminated backend) is replaced by a
+    fresh one on its next use outside a transaction: the statement that found it broken failed,
+    and so does every later statement of a transaction that was open on it, up to its rollback
+    (the transaction is lost with the connection; it never goes on in another session)."""
+
+    def __init__(self, raw: Any, reopen: Callable[[], Any] | None = None) -> None:
         self.raw = raw
+        self.reopen = reopen
+        self.session = 0
+        """How often the connection was opened again: what a session held under an earlier
+        number (a session advisory lock) is gone."""
+        self._transaction = False
+
+    def _live(self) -> Any:
+        if self.raw.closed and self.reopen is not None and not self._transaction:
+            self.raw = self.reopen()
+            self.session += 1
+        return self.raw
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.raw.execute(_sql(sql), tuple(params))
+        return self._live().execute(_sql(sql), tuple(params))
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
         rows = list(rows)
-        with self.raw.cursor() as cursor:
+        with self._live().cursor() as cursor:
             if rows:
                 cursor.executemany(_sql(sql), rows)
 
@@ -204,25 +227,40 @@ class PostgresConnection:
             f"INSERT INTO {table} ({', '.join(map(_quote, columns))}) VALUES ({', '.join(['%s'] * len(columns))})"
             f" ON CONFLICT ({', '.join(map(_quote, key))}) DO UPDATE SET {', '.join(updates)}"
         )
-        with self.raw.cursor() as cursor:
+        with self._live().cursor() as cursor:
             cursor.executemany(statement, rows)
 
     def begin(self) -> None:
-        self.raw.execute("BEGIN")
+        self._live().execute("BEGIN")
+        self._transaction = True
 
     def commit(self) -> None:
-        self.raw.execute("COMMIT")
+        try:
+            self.raw.execute("COMMIT")  # on the connection the transaction began on, never a new one
+        finally:
+            self._transaction = False
 
     def rollback(self) -> None:
         psycopg = _driver()
-        with contextlib.suppress(psycopg.OperationalError, psycopg.InterfaceError):  # a broken connection rolls back itself
-            self.raw.execute("ROLLBACK")
+        try:
+            with contextlib.suppress(psycopg.OperationalError, psycopg.InterfaceError):  # a broken connection rolls back itself
+                self.raw.execute("ROLLBACK")
+        finally:
+            self._transaction = False
 
     @property
     def in_transaction(self) -> bool:
-        return self.raw.info.transaction_status != 0  # psycopg.pq.TransactionStatus.IDLE
+        """Whether :meth:`begin` ran and neither :meth:`commit` nor :meth:`rollback` since."""
+        return self._transaction
+
+    @property
+    def broken(self) -> bool:
+        """Whether the connection is known to be closed (the next use outside a transaction
+        opens a fresh one)."""
+        return bool(self.raw.closed)
 
     def close(self) -> None:
+        self.reopen = None  # closed on purpose: stays closed
         self.raw.close()
 
 
@@ -232,7 +270,7 @@ class PostgresStore(IndexStore):
     def __init__(self, url: str, manifest: Manifest, raw: Any, *, readonly: bool = False) -> None:
         super().__init__(url, manifest, readonly=readonly)
         self.conninfo, self.schema, self.shown = parse_url(url)
-        self.db = PostgresConnection(raw)
+        self.db = PostgresConnection(raw, functools.partial(connect, url, readonly=readonly))
         self._collections: dict[str, PgCollection] = {}
         self._hnsw: set[str] = set()
         """Collections known to have an HNSW index."""
@@ -339,34 +377,66 @@ class PostgresStore(IndexStore):
     def _existing(cls, location: str | Path, manifest: Manifest, readonly: bool) -> PostgresStore:
         return cls(str(location), manifest, connect(str(location), readonly=readonly), readonly=readonly)
 
-    # -- errors and the writer lock -----------------------------------------------------------
+    # -- errors, reading and the writer lock -------------------------------------------------
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
-        psycopg = _driver()
-        try:
+        with _server_errors(self.shown):
             yield
-        except psycopg.OperationalError as exc:
-            raise IndexUnavailableError(
-                f"PostgreSQL at {self.shown} failed ({' '.join(str(exc).split())}); what was not committed is lost, what "
-                "was is kept: check the server, then run the same call again"
-            ) from exc
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self._read(lambda db: db.execute(sql, params).fetchall())
+
+    def _read(self, run: Callable[[PostgresConnection], T]) -> T:
+        """``run(self.db)``, reads only, under the lock with typed errors. Outside a transaction,
+        a read that finds its connection broken (after an idle timeout, a failover) runs once
+        more on a fresh connection: it changed nothing."""
+        self._check_open()
+        with self._lock:
+            again = not self.db.in_transaction and not self.db.broken
+            try:
+                with self._errors():
+                    return run(self.db)
+            except IndexUnavailableError:
+                if not (again and self.db.broken):
+                    raise
+            with self._errors():
+                return run(self.db)
 
     def is_missing_table(self, exc: BaseException) -> bool:
         return isinstance(exc, _driver().errors.UndefinedTable)
 
     def _cross_process_lock(self) -> Any:
-        return _AdvisoryLock(self)
+        self._writer = _AdvisoryLock(self)
+        return self._writer
+
+    def _check_writer(self) -> None:
+        """A write of this store's writer goes on only in the session that holds its lock."""
+        if self._writer.lost():
+            raise IndexUnavailableError(
+                f"the connection to PostgreSQL at {self.shown} broke while this process was writing, and the writer "
+                "lock went with it; this change was not committed (what was committed before is kept): run the same "
+                "call again"
+            )
 
     def _hold_creation(self, db: Any) -> None:
         db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (f"rhizome-ddl:{self.schema}",))
 
     def _verify_owner(self) -> None:
+        self._check_writer()
         row = self.db.execute("SELECT value FROM meta WHERE key = 'index'").fetchone()
         if row is None or json.loads(row[0]).get("id") != self.manifest.index_id:
             raise IndexLockedError(
                 f"the index at {self.shown} was dropped or replaced while this process was writing to it; the change "
                 "was not committed. Close the index and open it again"
             )
+
+    def _rolled_back(self) -> None:
+        self._hnsw.clear()  # an HNSW index made in the transaction is gone with it
+
+    def write_manifest(self) -> None:
+        with self._lock:
+            self._check_writer()
+            super().write_manifest()
 
     def _close(self) -> None:
         with self._lock:
@@ -494,10 +564,11 @@ class PgCollection:
         else:
             among_clause = " AND id = ANY(?)" if wanted is not None else ""
             statement = f"SELECT id, vector <#> ? AS d FROM vectors WHERE collection = ?{among_clause} ORDER BY d LIMIT ?"
-        out = []
-        with self.store._lock, self.store._errors():
+
+        def run(db: PostgresConnection) -> list[list[tuple[str, float]]]:
+            out = []
             if approximate:
-                self.store.db.execute(f"SET hnsw.ef_search = {max(40, limit)}")
+                db.execute(f"SET hnsw.ef_search = {max(40, limit)}")
             for row in array:
                 if approximate:
                     params: tuple = (row, row, limit)
@@ -505,9 +576,11 @@ class PgCollection:
                     params = (row, self.name, wanted, limit)
                 else:
                     params = (row, self.name, limit)
-                found = self.store.db.execute(statement, params).fetchall()
+                found = db.execute(statement, params).fetchall()
                 out.append(ranked([(key, -float(d)) for key, d in found], k))
-        return out
+            return out
+
+        return self.store._read(run)
 
 
 class _AdvisoryLock:
@@ -516,14 +589,28 @@ class _AdvisoryLock:
 
     def __init__(self, store: PostgresStore) -> None:
         self.store = store
+        self.session: int | None = None
+        """The :attr:`PostgresConnection.session` that holds the lock, while it is held."""
 
     def _key(self) -> str:
         return f"rhizome-writer:{self.store.schema}"
 
+    def _try(self) -> bool:
+        with self.store._lock:
+            if not self.store.query("SELECT pg_try_advisory_lock(hashtext(?))", (self._key(),))[0][0]:
+                return False
+            self.session = self.store.db.session
+            return True
+
+    def lost(self) -> bool:
+        """Whether the lock is held by a session that is gone (its connection broke and another
+        was opened): another process may be writing now."""
+        return self.session is not None and self.session != self.store.db.session
+
     async def acquire(self) -> None:
         deadline = time.monotonic() + LOCK_WAIT
         delay = 0.01
-        while not self.store.query("SELECT pg_try_advisory_lock(hashtext(?))", (self._key(),))[0][0]:
+        while not self._try():
             if time.monotonic() > deadline:
                 raise IndexLockedError(
                     f"another process has been writing to {self.store.shown} for {LOCK_WAIT:.0f} s; wait for it to "
@@ -533,8 +620,12 @@ class _AdvisoryLock:
             delay = min(delay * 2, 0.5)
 
     def release(self) -> None:
-        with contextlib.suppress(Exception):  # a lost connection has released it already
-            self.store.query("SELECT pg_advisory_unlock(hashtext(?))", (self._key(),))
+        with self.store._lock:
+            held, self.session = self.session, None
+            if held != self.store.db.session or self.store.db.broken:
+                return  # a lost connection has released it already
+            with contextlib.suppress(Exception):
+                self.store.query("SELECT pg_advisory_unlock(hashtext(?))", (self._key(),))
 
 
 class PostgresCache(ModelCache):
@@ -542,7 +633,7 @@ class PostgresCache(ModelCache):
     process and Ray worker that uses the index; each answer is committed as it is written.
     Made by an open store, it uses the store's connection while the store is open (cache
     writes happen between the store's transactions, under its lock); a pickled copy (a Ray
-    worker's) connects on its own."""
+    worker's) connects on its own. Either connection is opened again after it broke."""
 
     table = "model_calls"
 
@@ -561,14 +652,14 @@ class PostgresCache(ModelCache):
     @contextlib.contextmanager
     def _session(self) -> Iterator[Any]:
         if self._store is not None and not self._store.closed:
-            with self._store._lock:
+            with self._store._lock, self._store._errors():
                 yield self._store.db
             return
-        with self._own_lock:
+        with self._own_lock, _server_errors(parse_url(self.url)[2]):
             if self._conn is None:
                 raw = connect(self.url)
                 raw.execute(_CACHE_TABLE)
-                self._conn = PostgresConnection(raw)
+                self._conn = PostgresConnection(raw, functools.partial(connect, self.url))
             yield self._conn
 
     def close(self) -> None:
@@ -576,6 +667,19 @@ class PostgresCache(ModelCache):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+@contextlib.contextmanager
+def _server_errors(shown: str) -> Iterator[None]:
+    """The driver's errors about the server or the connection, as :class:`IndexUnavailableError`."""
+    psycopg = _driver()
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        raise IndexUnavailableError(
+            f"PostgreSQL at {shown} failed ({' '.join(str(exc).split())}); what was not committed is lost, what "
+            "was is kept: check the server, then run the same call again (the next call connects anew)"
+        ) from exc
 
 
 def _array(value: Any) -> np.ndarray:
