@@ -298,11 +298,13 @@ def test_a_creation_that_finds_an_index_made_meanwhile_is_refused(postgres, monk
 
 
 # -- a connection that drops -------------------------------------------------------------------------
-def _terminate(store: pg.PostgresStore) -> None:
-    """End the store's server session from another connection, as a restart, a failover or an
-    idle timeout does (and wait until it is gone)."""
-    raw = pg.connect(str(store.location))
-    assert raw.execute("SELECT pg_terminate_backend(%s, 5000)", (store.db.raw.info.backend_pid,)).fetchone()[0]
+def _terminate(store: pg.PostgresStore | pg.PostgresCache) -> None:
+    """End the server session of a store (or of a cache's own connection) from another
+    connection, as a restart, a failover or an idle timeout does (and wait until it is gone)."""
+    db = store.db if isinstance(store, pg.PostgresStore) else store._conn
+    url = str(store.location) if isinstance(store, pg.PostgresStore) else store.url
+    raw = pg.connect(url)
+    assert raw.execute("SELECT pg_terminate_backend(%s, 5000)", (db.raw.info.backend_pid,)).fetchone()[0]
     raw.close()
 
 
@@ -328,6 +330,13 @@ def test_an_index_whose_connection_dropped_connects_again_on_the_next_call(postg
         assert _search(opened) == expected
     with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):  # the fresh session is read-only too
         reader.store.db.execute("DELETE FROM documents")
+    cache = pg.PostgresCache(url)  # a model-call cache on a connection of its own (a Ray worker's)
+    cache.put("k", [1.0], kind="embed")
+    _terminate(cache)
+    with pytest.raises(IndexUnavailableError):
+        cache.get("k")
+    assert cache.get("k") == [1.0]
+    cache.close()
 
     _terminate(index.store)
     with monkeypatch.context() as down:  # the server is down
