@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rhizome.core.errors import ModelServerError
 from rhizome.core.models.fake import FakeChatModel
 from rhizome.gorag import prompts
 
@@ -53,6 +54,40 @@ def scripted_model(*, choose=None, **kwargs: Any) -> FakeChatModel:
         raise AssertionError(f"unexpected prompt: {json.dumps(messages)[:200]}")
 
     return FakeChatModel(respond, **kwargs)
+
+
+def learned_state(clf: Any) -> dict:
+    """Everything classifying with online indexing may change, as plain values."""
+    profiles = {
+        y: (p.weight, sorted(zip(p.lex_sum.indices.tolist(), p.lex_sum.data.tolist())), len(p.texts))
+        for y, p in clf.scorer.profiles.items()
+    }
+    return {
+        "nodes": sorted((n, sorted(d.items())) for n, d in clf.graph.nodes(data=True)),
+        "edges": sorted((*sorted((u, v)), sorted(d.items())) for u, v, d in clf.graph.edges(data=True)),
+        "texts": list(clf.stats.texts),
+        "extra": dict(clf.stats.extra),
+        "members": {y: list(m) for y, m in clf.members.items()},
+        "self_indexed": {k: list(v) for k, v in clf.self_indexed.items()},
+        "pending": [(tokens, keywords, label) for tokens, keywords, label, _ in clf._pending],
+        "profiles": profiles,
+    }
+
+
+def failing_model(fail_on: int) -> tuple[FakeChatModel, dict[str, int]]:
+    """The scripted model, whose ``fail_on``-th classification request (1-based) meets a server
+    failure once; ``calls["classify"]`` counts the classification requests."""
+    healthy = scripted_model()
+    calls = {"classify": 0}
+
+    def respond(messages, schema):
+        if messages[0]["content"] == prompts.CLASSIFY_SYSTEM:
+            calls["classify"] += 1
+            if calls["classify"] == fail_on:
+                raise ModelServerError("the model server answered 503 after its retries")
+        return healthy._responses(messages, schema)
+
+    return FakeChatModel(respond), calls
 
 
 @pytest.fixture

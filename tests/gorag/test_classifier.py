@@ -13,8 +13,16 @@ from rhizome.core.errors import (
     IndexNotFoundError,
     InvalidInputError,
 )
-from rhizome.gorag import GORAGClassifier
-from tests.gorag.conftest import QUERIES, ROUND1, ROUND2, scripted_model, split
+from rhizome.gorag import ClassificationError, GORAGClassifier
+from tests.gorag.conftest import (
+    QUERIES,
+    ROUND1,
+    ROUND2,
+    failing_model,
+    learned_state,
+    scripted_model,
+    split,
+)
 
 
 def two_rounds(clf: GORAGClassifier) -> GORAGClassifier:
@@ -296,3 +304,78 @@ def test_a_round_run_again_after_a_failure_pays_only_for_what_it_did_not_get():
     described = [m[1]["content"] for m in llm.requests if m[0]["content"] == prompts.DESCRIBE_SYSTEM]
     assert clf.round == 1 and sum('"cardiology"' in d for d in described) == 1  # its valid answer was kept
     assert llm.cache is None  # the caller's model is left as given
+
+
+BATCH = [
+    QUERIES[0][1],
+    "  ",  # a bad input: a per-item error, never a failure of the batch
+    QUERIES[1][1],
+    QUERIES[2][1],
+    "Stars and galaxies seen through a telescope at night.",
+    "Garlic and herbs season the roasted vegetables.",
+]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"max_pending": 2}, {"online_mode": "sequential"}],
+    ids=["deferred", "deferred-flush-midway", "sequential"],
+)
+def test_a_batch_that_meets_a_model_failure_leaves_the_classifier_as_it_was(options):
+    """Defect: texts classified before a model server failure stayed indexed (or waiting to
+    be), so the same batch run again after the server recovered indexed them twice."""
+    from rhizome.core.errors import ModelServerError
+
+    settings = {"index_threshold": None, **options}
+    whole = two_rounds(GORAGClassifier(scripted_model(), **settings))
+    llm, calls = failing_model(fail_on=5)  # the fourth good text of the batch: three went before
+    clf = two_rounds(GORAGClassifier(llm, **settings))
+    for c in (whole, clf):
+        c.classify("A telescope on a mountain.")  # one text indexed or waiting before the batch
+    before = learned_state(clf)
+    with pytest.raises(ModelServerError):
+        clf.batch(BATCH)
+    assert calls["classify"] == 5
+    assert learned_state(clf) == before  # nothing of the failed batch stayed
+    again = clf.batch(BATCH)  # the server is back
+    assert isinstance(again[1], ClassificationError) and again[1].index == 1
+    assert [r.model_dump() for r in again] == [r.model_dump() for r in whole.batch(BATCH)]
+    clf.flush_online()
+    whole.flush_online()
+    assert learned_state(clf) == learned_state(whole)
+
+
+def test_a_failed_batch_keeps_the_answers_a_failed_round_is_waiting_for():
+    """The round cache (the answers of a round that has not succeeded yet) is no part of what
+    a failed batch puts back: the round run again still pays only for what it did not get."""
+    from rhizome.core.errors import ModelOutputError, ModelServerError
+    from rhizome.gorag import prompts
+
+    healthy = scripted_model()
+    broken = {"describe": True, "classify": True}
+
+    def respond(messages, schema):
+        asked = messages[:2]
+        if broken["describe"] and asked[0]["content"] == prompts.DESCRIBE_SYSTEM and '"geology"' in asked[1]["content"]:
+            return "I cannot help with that."
+        if broken["classify"] and asked[0]["content"] == prompts.CLASSIFY_SYSTEM:
+            raise ModelServerError("the model server answered 503 after its retries")
+        return healthy._responses(asked, schema)
+
+    llm = type(healthy)(respond)
+    clf = two_rounds(GORAGClassifier(llm, index_threshold=None))
+    round3 = (["Sediment settles where rivers slow.", "Volcanoes erupt lava."], ["geology", "volcanology"])
+    with pytest.raises(ModelOutputError):
+        clf.fit_round(*round3)
+    cache = clf._round_cache
+    assert cache is not None and len(cache) > 0
+    before = learned_state(clf)
+    with pytest.raises(ModelServerError):
+        clf.batch([t for _, t in QUERIES])
+    assert clf._round_cache is cache and learned_state(clf) == before
+    broken.update(describe=False, classify=False)
+    asked = len(llm.requests)
+    clf.fit_round(*round3)
+    described = [m[1]["content"] for m in llm.requests[asked:] if m[0]["content"] == prompts.DESCRIBE_SYSTEM]
+    assert clf.round == 3 and clf._round_cache is None
+    assert described and all('"geology"' in d for d in described)  # volcanology's answer was kept

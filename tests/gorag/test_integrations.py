@@ -14,7 +14,15 @@ from llama_index.retrievers.rhizome import RhizomeClassifierTransform
 from rhizome.core.errors import InvalidInputError
 from rhizome.gorag import GORAGClassifier
 from rhizome.rag.cli import main
-from tests.gorag.conftest import QUERIES, ROUND1, ROUND2, split
+from tests.gorag.conftest import (
+    QUERIES,
+    ROUND1,
+    ROUND2,
+    failing_model,
+    learned_state,
+    scripted_model,
+    split,
+)
 
 
 @pytest.fixture
@@ -150,6 +158,37 @@ async def test_llama_index_transform_async(clf):
         RhizomeClassifierTransform(classifier=object())
 
 
+@pytest.mark.parametrize("piece", ["langchain", "llama_index"])
+def test_a_framework_batch_that_meets_a_model_failure_changes_nothing(piece):
+    """Defect: a model server failure part-way through a Runnable batch or an ingestion
+    transform left the texts classified before it indexed; run again, they counted twice."""
+    from rhizome.core.errors import ModelServerError
+
+    texts = [t for _, t in QUERIES] + ["Galaxies and a supernova in the night sky."]
+
+    def run(classifier):
+        if piece == "langchain":
+            return RhizomeClassifier(classifier=classifier, output="label").batch(texts)
+        nodes = RhizomeClassifierTransform(classifier=classifier)([TextNode(text=t) for t in texts])
+        return [n.metadata["label"] for n in nodes]
+
+    def build(llm):
+        c = GORAGClassifier(llm, index_threshold=None, online_mode="sequential")
+        c.fit_round(*split(ROUND1))
+        c.fit_round(*split(ROUND2))
+        return c
+
+    whole = build(scripted_model())
+    llm, _ = failing_model(fail_on=3)
+    clf = build(llm)
+    before = learned_state(clf)
+    with pytest.raises(ModelServerError):
+        run(clf)
+    assert learned_state(clf) == before
+    assert run(clf) == run(whole)
+    assert learned_state(clf) == learned_state(whole)
+
+
 def write_tsv(path, rows):
     path.write_text("".join(f"{label}\t{text}\n" for label, text in rows), encoding="utf-8")
     return path
@@ -173,6 +212,65 @@ def test_cli_classify_offline(tmp_path, capsys):
     assert code == 0
     record = json.loads(out)
     assert record["label"] == "astronomy" and "gold" not in record
+
+
+def test_cli_classify_that_meets_a_model_failure_saves_nothing(tmp_path, capsys, monkeypatch):
+    """`rhizome classify --classifier DIR --save DIR` whose model server fails part-way leaves
+    the saved classifier as it was; the same command run again gives what one uninterrupted
+    run gives."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from ollama_stub import OllamaStub, StubError
+
+    down = {"after": None, "asked": 0}
+
+    def reply(body: dict):
+        props = set((body.get("format") or {}).get("properties", {}))
+        prompt = body["messages"][-1]["content"]
+        if "keywords" in props:
+            words = [w.strip(".,;()").lower() for w in prompt.split("Text:\n", 1)[1].split()]
+            return {"keywords": [w for w in words if len(w) > 5][:8]}
+        if "description" in props:
+            return {"description": "Texts of this category."}
+        down["asked"] += 1
+        if down["after"] is not None and down["asked"] > down["after"]:
+            return StubError(503, "server busy")
+        first = prompt.split("Candidate labels", 1)[1].split("\n- ", 1)[1].split("\n", 1)[0]
+        return {"label": first.split(" (score", 1)[0].split(":", 1)[0]}
+
+    r1, r2 = write_tsv(tmp_path / "r1.tsv", ROUND1), write_tsv(tmp_path / "r2.tsv", ROUND2)
+    queries = write_tsv(tmp_path / "q.tsv", [*QUERIES, ("astronomy", "Galaxies and a supernova in the night sky.")])
+    model = ["--llm", "ollama:qwen2.5:7b-instruct", "--no-cache", "--max-retries", "0", "-q"]
+    saved, whole = tmp_path / "clf", tmp_path / "whole"
+
+    def classify(directory):
+        code = main(["classify", str(queries), "--classifier", str(directory), "--save", str(directory), *model])
+        return code, capsys.readouterr()
+
+    def state(directory):
+        data = json.loads((directory / "classifier.json").read_text(encoding="utf-8"))
+        data.pop("saved")
+        return data
+
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        stub.reply_fn = reply
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code = main(["classify", str(queries), "--train", str(r1), "--train", str(r2), "--save", str(saved), *model])
+        assert code == 0, capsys.readouterr().err
+        capsys.readouterr()
+        shutil.copytree(saved, whole)
+        before = (saved / "classifier.json").read_bytes()
+        down.update(after=down["asked"] + 2)  # the third text meets a server that stays busy
+        code, (_, err) = classify(saved)
+        assert code == 2 and "HTTP 503" in err
+        assert (saved / "classifier.json").read_bytes() == before
+        down.update(after=None)
+        again, whole_run = classify(saved), classify(whole)
+    assert again[0] == whole_run[0] == 0 and again[1].out == whole_run[1].out
+    assert state(saved) == state(whole)
 
 
 def test_cli_classify_blank_lines_are_items_numbered_as_in_the_file(tmp_path, capsys):

@@ -15,6 +15,7 @@ labels), ``choice`` (one label: the model's answer or the graph's choice), ``per
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
@@ -828,7 +829,12 @@ class GORAGClassifier:
         return _choice.match_label(self.labels, answer)
 
     async def _aclassify(
-        self, text: str, online: bool, keywords: list[str] | None = None, threshold: Any = "default"
+        self,
+        text: str,
+        online: bool,
+        keywords: list[str] | None = None,
+        threshold: Any = "default",
+        batch: _BatchWrites | None = None,
     ) -> Classification:
         if keywords is None and self._model_extracts:
             keywords = await self._model_keywords(text)
@@ -882,11 +888,18 @@ class GORAGClassifier:
         index_it = online and not hallucinated and (threshold is None or confidence >= threshold)
         with self._lock:
             if index_it and self.online_mode == "deferred":
-                self._pending.append((tokens, list(keywords), label, vector))
+                (self._pending if batch is None else batch.pending).append((tokens, list(keywords), label, vector))
             elif index_it:
+                if batch is not None:
+                    batch.save(self)
                 indexed = self._index_online(tokens, keywords, label, vector)
             evidence = _graph.evidence(self.graph, retrieved["terminals"], label)
-            if self.max_pending is not None and len(self._pending) >= self.max_pending:
+            waiting = len(self._pending) + (0 if batch is None else len(batch.pending))
+            if self.max_pending is not None and waiting >= self.max_pending:
+                if batch is not None:
+                    batch.save(self)
+                    self._pending.extend(batch.pending)
+                    batch.pending.clear()
                 self.flush_online()
         tree = SteinerTreeInfo(
             terminals=retrieved["terminals"],
@@ -978,6 +991,16 @@ class GORAGClassifier:
         self.stats.add_yielded(position, keywords)
         return self._join(position, tokens, keywords, label, vector, lambda v: self._terminal(v) is not None)
 
+    def _learned(self) -> tuple[Any, ...]:
+        """What classifying with online indexing changes: the graph, ``T``, the scorer, the
+        profiles' members, the self-indexed texts and the texts waiting to be indexed."""
+        return (self.graph, self.stats, self.scorer, self.members, self.self_indexed, self._pending)
+
+    def _restore(self, learned: tuple[Any, ...]) -> None:
+        """Put back what :meth:`_learned` gave (a copy of it; caller holds the lock)."""
+        self.graph, self.stats, self.scorer, self.members, self.self_indexed, self._pending = learned
+        self._solver = None
+
     async def aclassify(
         self, text: str | bytes, *, online: bool | None = None, index_threshold: Any = "default"
     ) -> Classification:
@@ -1008,7 +1031,15 @@ class GORAGClassifier:
         a string, bytes that are not UTF-8) gets a :class:`ClassificationError` in its place;
         the others are classified. With online indexing, texts are classified one after
         another in the given order (spec §9 #14: sequential), though model keyword extraction
-        runs ahead concurrently; without it, whole classifications run concurrently."""
+        runs ahead concurrently; without it, whole classifications run concurrently.
+
+        A batch is all or nothing: when a call fails part-way (a model server error, a
+        cancellation), it raises and leaves the classifier as it was before the batch, so the
+        same texts run again give the classifier that one uninterrupted run gives. The texts it
+        takes for deferred indexing join the waiting ones only when it succeeds; a batch that
+        changes the classifier before it ends (sequential indexing, or ``max_pending`` reached)
+        first keeps a copy of it to go back to. Another call that indexes texts while such a
+        batch runs is undone with it when the batch fails."""
         self._check_ready()
         if index_threshold != "default":
             _check_threshold(index_threshold)
@@ -1031,9 +1062,18 @@ class GORAGClassifier:
                 keywords = list(
                     await gather_limited([lambda t=t: self._model_keywords(t) for t in good_texts], max_concurrency)
                 )
-            done = [
-                await self._aclassify(t, True, k, threshold=index_threshold) for t, k in zip(good_texts, keywords)
-            ]
+            batch = _BatchWrites()
+            try:
+                done = [
+                    await self._aclassify(t, True, k, threshold=index_threshold, batch=batch)
+                    for t, k in zip(good_texts, keywords)
+                ]
+            except BaseException:
+                with self._lock:
+                    batch.undo(self)
+                raise
+            with self._lock:
+                self._pending.extend(batch.pending)
         out: list[Classification | ClassificationError] = list(items)  # type: ignore[arg-type]
         for i, result in zip(good, done):
             out[i] = result
@@ -1071,6 +1111,28 @@ class GORAGClassifier:
         built with one; ``keyword_source`` and other parameters may be overridden (e.g.
         ``online=False``)."""
         return _persistence.load(cls, path, llm, keyword_source=keyword_source, **overrides)
+
+
+class _BatchWrites:
+    """What an online batch holds back until it succeeds: the texts it took for deferred
+    indexing, and a copy of the classifier's learned state, made before the batch first
+    changes it, to go back to when it fails."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[list[str], list[str], str, Any]] = []
+        self.saved: tuple[Any, ...] | None = None
+
+    def save(self, classifier: GORAGClassifier) -> None:
+        """Copy the classifier's learned state, unless this batch has copied it already."""
+        if self.saved is None:
+            self.saved = copy.deepcopy(classifier._learned())
+
+    def undo(self, classifier: GORAGClassifier) -> None:
+        """Leave the classifier as the batch found it."""
+        self.pending.clear()
+        if self.saved is not None:
+            classifier._restore(self.saved)
+            self.saved = None
 
 
 def _name_text(label: str, description: str | None) -> str:
