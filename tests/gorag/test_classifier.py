@@ -245,6 +245,33 @@ def test_zero_shot_labels_and_given_descriptions():
     assert clf.classify("astronomy of distant galaxies", online=False).label == "astronomy"
 
 
+@pytest.mark.parametrize("with_texts", [False, True], ids=["label-not-in-the-round", "label-with-more-texts"])
+def test_a_description_given_in_a_later_round_works_as_in_the_labels_own_round(with_texts):
+    """Defect: a description given for a label of an earlier round was stored and shown to the
+    model, but the graph never got its keywords (nor, for a label without texts in the round,
+    the scorer its words)."""
+    description = "Comets, nebulae and quasars."
+    early = GORAGClassifier()
+    early.fit_round(*split(ROUND1), descriptions={"astronomy": description})
+    early.fit_round(*split(ROUND2))
+    late = GORAGClassifier()
+    late.fit_round(*split(ROUND1))
+    texts, labels = split(ROUND2)
+    if with_texts:
+        texts, labels = [*texts, "Stars seen through a telescope."], [*labels, "astronomy"]
+    late.fit_round(texts, labels, descriptions={"astronomy": description})
+    for clf in (early, late):
+        info = clf.labels["astronomy"]
+        assert info.round == 1 and info.description == description
+        assert info.name_text == f"astronomy. {description}"  # what the scorer reads as the name
+        assert all(clf.graph.has_edge(f"kw:{w}", "label:astronomy") for w in ("comets", "nebulae", "quasars"))
+        result = clf.classify("Quasars behind the nebulae.", online=False)
+        assert result.label == "astronomy" and {"quasars", "nebulae"} <= set(result.evidence)
+    size = late.stats_summary()
+    late.fit_round([], [], new_labels=["cooking"], descriptions={"astronomy": description})  # the same again
+    assert late.stats_summary() == {**size, "round": 3}
+
+
 def test_offline_choice_is_the_candidate_most_tied_to_the_query_keywords():
     import asyncio
 

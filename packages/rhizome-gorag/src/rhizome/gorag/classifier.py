@@ -492,6 +492,11 @@ class GORAGClassifier:
         A label already known may get more texts; only labels new in this round are connected
         to the older ones by label–label edges (Eqs. 7–8). ``descriptions`` overrides the
         description of any new label (else the model writes one, or offline the name is used).
+        A description given for a label of an earlier round replaces its description and works
+        as a new label's does: the model is shown it, the scorer reads it with the name, and its
+        keywords join the graph as a pseudo-document of the label (those of the description it
+        replaces stay: the graph never loses an edge). One equal to the label's description
+        changes nothing.
         """
         texts, labels = list(texts), list(labels)
         if len(texts) != len(labels):
@@ -529,12 +534,15 @@ class GORAGClassifier:
         elif self.label_names and self.name_keywords:
             for y in to_describe:
                 descriptions[y] = display_name(y)
-        desc_items = [(descriptions[y], y) for y in new if descriptions.get(y)]
+        # labels of earlier rounds given another description get it as a new label does
+        redescribed = [y for y in descriptions if y in self.labels and descriptions[y] != self.labels[y].description]
+        described = [*new, *redescribed]
+        desc_items = [(descriptions[y], y) for y in described if descriptions.get(y)]
         documents = [*zip(texts, labels), *desc_items]
         model_keywords: list[list[str]] | None = None
         if self._model_extracts:
             model_keywords = list(await asyncio.gather(*(self._model_keywords(t, llm) for t, _ in documents)))
-        name_texts = {y: _name_text(y, descriptions.get(y)) for y in round_labels if y in new or y in descriptions}
+        name_texts = {y: _name_text(y, descriptions.get(y)) for y in described}
         text_vectors = name_vectors = None
         if self.embedder is not None:
             text_vectors = await self.embedder.aembed(texts) if texts else None
@@ -549,9 +557,8 @@ class GORAGClassifier:
                 self.graph.add_node(label_node(y), kind="label", round=self.round, name=y)
                 if self.label_names:
                     self._names.setdefault(normalize_keyword(y), y)
-            for y in descriptions:
-                if y in self.labels and y not in new:
-                    self.labels[y].description = descriptions[y]
+            for y in redescribed:
+                self.labels[y].description = descriptions[y]
             for y in labels:
                 self.labels[y].n_texts += 1
             tokens = [tokenize(t) for t, _ in documents]
