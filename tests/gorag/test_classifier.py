@@ -56,6 +56,37 @@ def test_label_name_in_query_is_a_terminal():
     assert result.label == "astronomy"
 
 
+def test_a_label_named_by_a_number_is_not_named_by_every_text_that_holds_the_number(tmp_path):
+    """Defect: with label names on, a label named "1990" (or "2") was the graph node of the
+    keyword "1990" in any text, so every text mentioning the year was tied to it."""
+    from rhizome.gorag.text import tokenize
+
+    texts = {
+        "The heart pumps blood through arteries.": "1990",
+        "Telescopes observe distant galaxies, stars and planets.": "2",
+        "Water molecules form hydrogen bonds.": "h2o",
+    }
+
+    def keywords(text):  # a model would keep the numbers: its words of 4+ letters and numbers
+        return ["zebra"] if "zebra" in text else [w for w in tokenize(text) if len(w) > 3 or any(map(str.isdigit, w))]
+
+    clf = GORAGClassifier(keyword_source=keywords)
+    clf.fit_round(list(texts), list(texts.values()))
+    assert "kw:1990" not in clf.graph and clf.labels["1990"].description is None  # no name to describe it
+    query = "In 1990 the telescope observed distant galaxies."
+    result = clf.classify(query, online=False)
+    assert "label:1990" not in result.tree.terminals and result.label == "2"
+    assert "label:h2o" in clf.classify("Where h2o boils.", online=False).tree.terminals  # a name with a letter
+    clf.persist(tmp_path / "c")
+    loaded = GORAGClassifier.load(tmp_path / "c", keyword_source=keywords)
+    assert loaded.classify(query, online=False).tree.terminals == result.tree.terminals
+    # the graph's offline choice, when no keyword is a node, does not read the number as the name
+    graph = GORAGClassifier(keyword_source=keywords, label_choice="graph", candidates="steiner")
+    graph.fit_round(list(texts), list(texts.values()))
+    zebra = graph.classify("A zebra seen in 1990.", online=False)
+    assert zebra.fallback == "no_terminals" and zebra.label == "2"  # the label with most keyword edges
+
+
 def test_online_indexing_adds_only_unseen_keywords():
     kws = {
         **{t: ["heart", "artery"] for _, t in ROUND1[:2]},

@@ -50,7 +50,7 @@ from rhizome.gorag.text import (
     TermStats,
     display_name,
     is_content_token,
-    normalize_keyword,
+    name_keyword,
     tokenize,
 )
 
@@ -176,6 +176,8 @@ class GORAGClassifier:
     label_names:
         Labels are meaningful names (WOS: yes; Reuters: numbers). When true, a query keyword
         equal to a label's name maps to that label node (spec §9 #2) and labels get descriptions.
+        A name without a letter (``2``, ``1990``, ``4.5``) is no name of its label: a number in a
+        text is then a keyword like any other, and offline the name is not its description.
     describe_labels:
         With a model and label names, have the model describe each new label from its name and
         up to ``description_examples`` examples (Eq. 12; spec §9 #7) and index the description's
@@ -533,7 +535,8 @@ class GORAGClassifier:
             descriptions.update(zip(to_describe, written))
         elif self.label_names and self.name_keywords:
             for y in to_describe:
-                descriptions[y] = display_name(y)
+                if name_keyword(y):  # a number says nothing of its label's texts
+                    descriptions[y] = display_name(y)
         # labels of earlier rounds given another description get it as a new label does
         redescribed = [y for y in descriptions if y in self.labels and descriptions[y] != self.labels[y].description]
         described = [*new, *redescribed]
@@ -555,8 +558,8 @@ class GORAGClassifier:
             for y in new:
                 self.labels[y] = LabelInfo(name=y, round=self.round, description=descriptions.get(y))
                 self.graph.add_node(label_node(y), kind="label", round=self.round, name=y)
-                if self.label_names:
-                    self._names.setdefault(normalize_keyword(y), y)
+                if self.label_names and (key := name_keyword(y)):
+                    self._names.setdefault(key, y)
             for y in redescribed:
                 self.labels[y].description = descriptions[y]
             for y in labels:

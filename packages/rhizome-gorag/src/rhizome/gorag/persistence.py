@@ -21,7 +21,7 @@ from rhizome.core.errors import (
 )
 from rhizome.core.storage import file_in_the_way
 from rhizome.gorag.results import LabelInfo
-from rhizome.gorag.text import TermStats, normalize_keyword
+from rhizome.gorag.text import TermStats, name_keyword
 
 if TYPE_CHECKING:
     from rhizome.gorag.classifier import GORAGClassifier
@@ -165,8 +165,8 @@ def load(
         for info in data["labels"]:
             label = LabelInfo.model_validate(info)
             classifier.labels[label.name] = label
-            if classifier.label_names:
-                classifier._names.setdefault(normalize_keyword(label.name), label.name)
+            if classifier.label_names and (key := name_keyword(label.name)):
+                classifier._names.setdefault(key, label.name)
         classifier.graph.add_nodes_from((n, d) for n, d in data["nodes"])
         classifier.graph.add_edges_from((u, v, d) for u, v, d in data["edges"])
         classifier.stats = TermStats.from_json(data["corpus"])

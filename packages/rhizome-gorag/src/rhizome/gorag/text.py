@@ -42,6 +42,14 @@ def normalize_keyword(keyword: str) -> str:
     return " ".join(tokenize(keyword))
 
 
+def name_keyword(label: str) -> str | None:
+    """The keyword that stands for a label's name (its normalised name), or ``None`` for a
+    name without a letter — a number or code such as ``2``, ``1990`` or ``4.5``: texts hold
+    such numbers for every other reason (years, counts, sections), so they do not name it."""
+    key = normalize_keyword(label)
+    return key if any(c.isalpha() for c in key) else None
+
+
 def display_name(label: str) -> str:
     """A label as words: ``machine_learning`` → ``machine learning``."""
     return " ".join(label.replace("_", " ").split())
@@ -167,6 +175,7 @@ __all__ = [
     "correlation_score",
     "display_name",
     "is_content_token",
+    "name_keyword",
     "normalize_keyword",
     "phrase_count",
     "tokenize",
