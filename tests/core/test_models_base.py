@@ -114,6 +114,18 @@ async def test_a_streamed_answer_comes_without_its_thoughts_and_is_not_held_back
     assert again == ["Mira Holt runs the ferry [1].<"]
 
 
+async def test_a_plain_answer_comes_without_its_thoughts_as_a_streamed_one():
+    """Defect: acomplete() returned the reasoning model's <think> block with the answer,
+    where astream() and the JSON calls left it out."""
+    answer = "<think>Item [2] is off topic.</think>\n\nMira Holt runs the ferry [1]."
+    cache = ModelCache()
+    model = FakeChatModel([answer], cache=cache)
+    assert model.complete("Who runs the ferry?").text == "Mira Holt runs the ferry [1]."
+    again = await model.acomplete("Who runs the ferry?")  # from the cache, which keeps it whole
+    assert again.cached and again.text == "Mira Holt runs the ferry [1]."
+    assert [p async for p in model.astream("Who runs the ferry?")] == [again.text]
+
+
 async def test_concurrency_is_bounded_per_model():
     model = FakeChatModel(["ok"], delay=0.01, max_concurrency=3)
     await asyncio.gather(*(model.acomplete(f"p{i}") for i in range(12)))

@@ -403,9 +403,12 @@ class BaseChatModel(ABC):
 
     # -- public API ----------------------------------------------------------------------------
     async def acomplete(self, prompt: str, *, system: str | None = None) -> Completion:
+        """The answer to ``prompt`` as plain text, without its ``<think>`` blocks and the
+        whitespace before its first character, as :meth:`astream` gives it; the whole answer
+        enters the cache."""
         completion, key = await self._call(self._messages(prompt, system), None)
         self._remember(key, completion)
-        return completion
+        return completion.model_copy(update={"text": _without_thoughts(completion.text).lstrip()})
 
     async def acomplete_json(self, prompt: str, schema: type[M], *, system: str | None = None) -> M:
         """Ask for JSON matching ``schema``; validate it; on failure retry, showing the model its
