@@ -41,7 +41,7 @@ import hashlib
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -598,11 +598,18 @@ class BaseIndex:
         document that fails alone is recorded as ``failed`` with the reason and the rest are
         stored, at about twice the batch's work rather than once per document. A server that
         cannot serve (no answer in time, unreachable, lacking the model) is no document's
-        failure: it is raised at once, unsplit, and the batch stays for a re-run."""
+        failure: it is raised at once, unsplit, and the batch stays for a re-run (``pending``,
+        with the reason)."""
         n_chunks = sum(len(c) for *_, c in pending)
         with self.store.transaction() as db:
             IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _, _ in pending], "processing")
-        await self._store_or_split(pending, report)
+        try:
+            await self._store_or_split(pending, report)
+        except BaseException as exc:
+            reason = f"the insert stopped before this document was stored ({failure_reason(exc)}); the next insert retries it"
+            with suppress(Exception), self.store.transaction() as db:  # the store itself may be what failed
+                IndexStore.requeue(db, [doc.id for doc, *_ in pending], reason)
+            raise
         if run is not None:
             run.advance_run(n_chunks)
 

@@ -591,6 +591,17 @@ class IndexStore:
         )
 
     @staticmethod
+    def requeue(db: Connection, document_ids: Iterable[str], reason: str) -> None:
+        """Put those of ``document_ids`` still ``processing`` back to ``pending``, with the
+        reason their insert stopped (the next insert retries them)."""
+        for part in batches(list(document_ids)):
+            marks = ",".join("?" * len(part))
+            db.execute(
+                f"UPDATE document_status SET status = 'pending', error = ?, updated = ? WHERE status = 'processing' AND id IN ({marks})",
+                [reason, _now(), *part],
+            )
+
+    @staticmethod
     def clear_status(db: Connection, document_ids: Iterable[str]) -> None:
         db.executemany("DELETE FROM document_status WHERE id = ?", [(d,) for d in document_ids])
 

@@ -313,6 +313,12 @@ class IndexConformance:
                 self.build(method, llm=hung, path=where, batch_size=4, cache=False)
             sent = [repr(r) for r in hung.requests]
             assert len(sent) == len(set(sent)), "a request the server failed was sent again"
+            left = cls.load(where, llm=FailingChatModel(), readonly=True)
+            statuses = left.store.statuses()
+            left.close()
+            # nothing is left "processing": the batch in flight waits for the re-run, with the reason
+            assert statuses and {s.status for s in statuses} == {"pending"}, statuses
+            assert any(s.error and error.__name__ in s.error for s in statuses), statuses
             healthy = FailingChatModel()
             again = cls.load(where, llm=healthy, batch_size=4, cache=False)
             again.insert(CORPUS)  # the documents were left for this re-run
