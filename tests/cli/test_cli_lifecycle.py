@@ -137,6 +137,19 @@ def test_a_single_file_with_the_name_of_a_stored_one_is_refused(tmp_path, capsys
     assert stored_texts(index_dir) == {"report.txt": "Report A on kelp."}
 
 
+def test_many_clashes_are_counted_not_all_listed(tmp_path, capsys):
+    """A moved folder of thousands of files printed one line per file."""
+    for team in ("a", "b"):
+        (tmp_path / team).mkdir()
+        for i in range(25):
+            (tmp_path / team / f"r{i:02d}.txt").write_text(f"Report {team}{i} on kelp.", encoding="utf-8")
+    index_dir = tmp_path / "idx"
+    assert run(capsys, "index", str(tmp_path / "a"), "--out", str(index_dir), "--offline", "-q")[0] == 0
+    code, _, err = run(capsys, "index", str(tmp_path / "b"), "--out", str(index_dir), "--offline", "-q")
+    assert code == 2 and "25 documents of" in err and "… and 5 more" in err
+    assert err.count(": stored from") == 20 and "--replace" in err
+
+
 def test_two_tables_with_the_same_ids_name_both_files(tmp_path, capsys):
     docs = tmp_path / "two"
     docs.mkdir()

@@ -186,8 +186,11 @@ def _refuse_clashes(index: Any, documents: list[Any], args: argparse.Namespace) 
         return
     given = Path(args.path).resolve()
     name = (given if given.is_dir() else given.parent).name or "NAME"
+    shown = 20  # a moved folder of thousands of files: the first ones say enough
     lines = "\n".join(f"  {doc_id}: stored from {old or 'no file (inserted from Python)'}, now from {new}"
-                      for doc_id, old, new in clashes)
+                      for doc_id, old, new in clashes[:shown])
+    if len(clashes) > shown:
+        lines += f"\n  … and {len(clashes) - shown} more"
     raise InvalidInputError(
         f"{plural(len(clashes), 'document')} of {args.path} {'has' if len(clashes) == 1 else 'have'} the id of a "
         f"document {_shown(args.out)} holds from another file, which indexing would replace:\n{lines}\n"
