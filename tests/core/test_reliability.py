@@ -3,6 +3,7 @@ not match, chunk checksums, the writer lock, `check` and `repair` (docs/reliabil
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -270,3 +271,110 @@ def test_an_unreadable_or_empty_manifest_points_to_repair(tmp_path):
             load_index(tmp_path / "i")
         repair_index(tmp_path / "i")
         assert search(tmp_path / "i") == hits
+
+
+def _writer_steps(index) -> itertools.cycle:
+    """One insert or delete per call, alternately (each a commit and a rewrite of the manifest
+    and the snapshots)."""
+    extra = [Document(id=f"w{i}", text=f"Note {i}: the {w} ferry was late.") for i, w in enumerate(["red", "blue", "green"])]
+    return itertools.cycle([lambda: index.insert(extra), lambda: index.delete([d.id for d in extra])])
+
+
+def test_check_reads_one_state_of_the_records_while_a_writer_commits(tmp_path, monkeypatch):
+    """Defect: check read the chunks, the vectors and the manifest's copy in separate
+    transactions, so a writer's commit between two reads showed as chunks without vectors,
+    vectors without chunks or a manifest that differs: exit 1 on a healthy index."""
+    from rhizome.core import integrity
+
+    build(tmp_path / "i")
+    writer = load_index(tmp_path / "i")
+    steps, rows = _writer_steps(writer), integrity._rows
+    writes = []
+
+    def rows_then_commit(db, sql, params=()):  # a writer commits after every read of check
+        found = rows(db, sql, params)
+        writes.append(next(steps)())
+        return found
+
+    monkeypatch.setattr(integrity, "_rows", rows_then_commit)
+    try:
+        for _ in range(2):
+            found = check_index(tmp_path / "i")
+            assert found.ok, found.problems
+    finally:
+        monkeypatch.undo()
+        writer.close()
+    assert len(writes) > 10
+    assert check_index(tmp_path / "i").ok
+
+
+def test_a_manifest_a_writer_is_writing_is_no_problem_but_one_left_halfway_is(tmp_path, monkeypatch):
+    """Defect: the writer updates the manifest's copy in the records and then manifest.json; a
+    check between the two reported "differs from its copy" (restore a backup or repair) while
+    the writer was only halfway. A difference with no writer left is still a problem."""
+    build(tmp_path / "i")
+    writer = load_index(tmp_path / "i")
+    write_file = writer.store._write_manifest_copy
+    seen = []
+
+    def check_between(text):  # the records hold the new manifest, the file the old one
+        seen.append(check_index(tmp_path / "i"))
+        write_file(text)
+
+    monkeypatch.setattr(writer.store, "_write_manifest_copy", check_between)
+    writer.insert([Document(id="w0", text="Note: the red ferry was late.")])
+    assert seen and all(found.ok for found in seen), [found.problems for found in seen]
+    assert any("while a writer had the index open" in w for w in seen[0].warnings), seen[0].warnings
+    # a writer that stops between the two (killed): while it is open, the difference is a
+    # warning; once it is gone, a problem
+    monkeypatch.setattr(writer.store, "_write_manifest_copy", lambda text: None)
+    writer.delete(["w0"])
+    found = check_index(tmp_path / "i")
+    assert found.ok and any("while a writer had the index open" in w for w in found.warnings), found.problems
+    writer.close()
+    found = check_index(tmp_path / "i")
+    assert not found.ok and "differs from its copy in the records (" in found.problems[0], found.problems
+
+
+def test_snapshots_rewritten_or_removed_during_check_are_no_finding(tmp_path, monkeypatch):
+    """Defect: check read the records before the snapshot file, so a snapshot the writer
+    rewrote in between looked out of date, and one it removed (its collection emptied)
+    unreadable."""
+    from rhizome.core.vectors import VectorStore
+
+    build(tmp_path / "i")
+    load, busy = VectorStore.load, []
+    changes = [lambda w: w.insert([Document(id="w0", text="Note: the red ferry was late.")]),
+               lambda w: w.delete([d.id for d in DOCS] + ["w0"])]
+
+    def write_then_load(path):  # one change per check, just before it reads the snapshot
+        if not busy:  # the writer loads snapshots too
+            busy.append(path)
+            writer = load_index(tmp_path / "i")
+            changes.pop(0)(writer)
+            writer.close()
+            busy.clear()
+        return load(path)
+
+    monkeypatch.setattr(VectorStore, "load", staticmethod(write_then_load))
+    for _ in range(2):
+        found = check_index(tmp_path / "i")
+        assert found.ok and not found.warnings, (found.problems, found.warnings)
+    assert not changes
+    assert not list((tmp_path / "i" / "vectors").glob("*.npz"))  # the delete removed it
+
+
+def test_a_read_snapshot_sees_one_committed_state(tmp_path):
+    from rhizome.core.storage import IndexStore
+
+    build(tmp_path / "i")
+    writer, reader = load_index(tmp_path / "i"), IndexStore.open(tmp_path / "i", readonly=True)
+    try:
+        with reader.read_snapshot():
+            before = reader.count("chunks")
+            writer.insert([Document(id="w0", text="Note: the red ferry was late.")])
+            assert reader.count("chunks") == before
+        assert reader.count("chunks") == before + 1
+    finally:
+        reader.close()
+        writer.close()

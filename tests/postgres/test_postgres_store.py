@@ -5,6 +5,7 @@ the LangChain and LlamaIndex suites once on a database-backed index."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import subprocess
 import sys
@@ -187,6 +188,32 @@ def test_check_and_repair_read_a_database_index(postgres):
     found = check_index(url)
     assert any("1 vectors of the wrong length" in p for p in found.problems), found.problems
     index.close()
+
+
+def test_check_reads_one_state_of_the_records_while_a_writer_commits(postgres, monkeypatch):
+    """Defect: check read the chunks and the vectors in separate transactions, so a writer's
+    commit between the two showed as chunks without vectors or vectors without chunks."""
+    url = postgres.url()
+    writer = naive(url)
+    extra = [CORPUS[0].model_copy(update={"id": "extra"})]
+    steps = itertools.cycle([lambda: writer.insert(extra), lambda: writer.delete(["extra"])])
+    query, writes = pg.PostgresStore.query, []
+
+    def query_then_commit(store, sql, params=()):  # a writer commits after every read of check
+        found = query(store, sql, params)
+        if store.readonly:
+            writes.append(next(steps)())
+        return found
+
+    monkeypatch.setattr(pg.PostgresStore, "query", query_then_commit)
+    try:
+        for _ in range(2):
+            found = check_index(url)
+            assert found.ok, found.problems
+    finally:
+        monkeypatch.undo()
+        writer.close()
+    assert len(writes) > 5
 
 
 def test_the_cli_indexes_queries_and_describes_a_database_index(postgres, corpus_folder, tmp_path, capsys):

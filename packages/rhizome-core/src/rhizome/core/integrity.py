@@ -9,6 +9,11 @@
   that does not match the records (opening the index already ignores it), a missing manifest
   (its copy is in the records), whole-index work left pending, documents that failed.
 
+It may run beside a writer: the tables it compares come from one read transaction, each vector
+snapshot is read before the records it is compared with, and a manifest file that differs from
+its copy in the records is a problem only when no writer can be halfway through writing it
+(:func:`_compare_manifest`).
+
 :func:`repair_index` rebuilds what is derived from the records — the manifest and every vector
 snapshot — and never deletes or changes a record: SQLite is the source of truth. Damage to the
 records themselves cannot be repaired here; the report says to restore a backup or re-index.
@@ -19,13 +24,14 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from rhizome.core.backends.sqlite import connect_records
+from rhizome.core.backends.sqlite import connect_records, writer_active
 from rhizome.core.errors import IndexCorruptError, IndexNotFoundError, IndexStorageError
 from rhizome.core.storage import (
     MANIFEST,
@@ -40,6 +46,10 @@ from rhizome.core.vectors import VectorStore
 
 LISTED = 20
 """Most items of one kind named in a report (the count is always given)."""
+LOOKS = 5
+PAUSE = 0.05
+"""How often, and how many seconds apart, check reads ``manifest.json`` and its copy in the
+records when they differ while a writer may be between writing the one and the other."""
 
 
 class IndexCheck(BaseModel):
@@ -70,27 +80,17 @@ def check_index(path: str | Path) -> IndexCheck:
     with _connect(records, report) as db:
         if db is None:
             return report
-        stored = _meta(db, "manifest")
-        manifest = _check_manifest(path, stored, report)
-        identity = _meta(db, "index")
-        if manifest is not None and identity is not None and (identity.get("id"), identity.get("method")) != (manifest.index_id, manifest.method):
-            report.problems.append(
-                f"{MANIFEST} (index {manifest.index_id}, method {manifest.method!r}) does not belong to the records "
-                f"(index {identity.get('id')}, method {identity.get('method')!r}); `rhizome repair` restores it from the records"
-            )
-        elif manifest is not None and stored is not None and (fields := _differing(manifest, stored)):
-            report.problems.append(
-                f"{MANIFEST} differs from its copy in the records ({', '.join(fields)}): it was edited or written "
-                "halfway; `rhizome repair` restores it from the records"
-            )
-        if stored is not None:  # the records' copy is the one written with them
-            with contextlib.suppress(ValueError):
-                manifest = Manifest.model_validate(stored)
-        dimension = manifest.embedding_dimension if manifest is not None else None
-        columns = {r[1] for r in _rows(db, "PRAGMA table_info(chunks)")}
-        _check_chunks(lambda sql: _rows(db, sql), "checksum" in columns, report)
-        _check_vectors(db, dimension, report)
-        _check_work(lambda sql: _rows(db, sql), report)
+        manifest = _compare_manifest(path, db, report)
+        with _snapshot(db):  # the tables compared with each other come from one committed state
+            stored = _meta(db, "manifest")
+            if stored is not None:  # the records' copy is the one written with them
+                with contextlib.suppress(ValueError):
+                    manifest = Manifest.model_validate(stored)
+            dimension = manifest.embedding_dimension if manifest is not None else None
+            columns = {r[1] for r in _rows(db, "PRAGMA table_info(chunks)")}
+            _check_chunks(lambda sql: _rows(db, sql), "checksum" in columns, report)
+            _check_vectors(db, dimension, report)
+            _check_work(lambda sql: _rows(db, sql), report)
         if manifest is not None:
             _check_snapshots(path, db, manifest, report)
     return report
@@ -151,7 +151,8 @@ def _require_index(path: Path) -> None:
 
 @contextlib.contextmanager
 def _connect(records: Path, report: IndexCheck) -> Iterator[sqlite3.Connection | None]:
-    """A read-only connection, after SQLite's full integrity check (``None`` when it fails)."""
+    """A read-only connection, after SQLite's full integrity check (``None`` when it fails).
+    Each query reads the newest committed state, except inside :func:`_snapshot`."""
     try:
         db = connect_records(records, readonly=True)
     except sqlite3.Error as exc:
@@ -172,6 +173,18 @@ def _connect(records: Path, report: IndexCheck) -> Iterator[sqlite3.Connection |
         db.close()
 
 
+@contextlib.contextmanager
+def _snapshot(db: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: every query inside reads the same committed state, whatever a
+    writer commits meanwhile (WAL lets it go on)."""
+    db.execute("BEGIN")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("COMMIT")
+
+
 def _rows(db: sqlite3.Connection, sql: str, params: tuple = ()) -> list[tuple]:
     try:
         return db.execute(sql, params).fetchall()
@@ -182,6 +195,59 @@ def _rows(db: sqlite3.Connection, sql: str, params: tuple = ()) -> list[tuple]:
 def _meta(db: sqlite3.Connection, key: str) -> dict | None:
     rows = _rows(db, "SELECT value FROM meta WHERE key = ?", (key,))
     return json.loads(rows[0][0]) if rows else None
+
+
+def _compare_manifest(path: Path, db: sqlite3.Connection, report: IndexCheck) -> Manifest | None:
+    """Check ``manifest.json`` against the records' identity and copy of it; returns the file's
+    manifest (the copy when the file cannot be read).
+
+    A writer updates the copy and then the file, so while it works the two may differ for a
+    moment. A difference is a problem only when it was seen with no writer holding the
+    directory's lock before and after the look, and the file was not replaced during it: then
+    no write can have fallen between the two reads. Otherwise check looks again (:data:`LOOKS`
+    times), and a difference that outlasts them while the index is open for writing is a
+    warning to check again later."""
+    for look in range(LOOKS):
+        if look:
+            time.sleep(PAUSE)
+        idle, before = not writer_active(path), _stamp(path / MANIFEST)
+        seen = IndexCheck(path=report.path)
+        stored, identity = _meta(db, "manifest"), _meta(db, "index")
+        manifest = _check_manifest(path, stored, seen)
+        differences = _differences(manifest, stored, identity)
+        if not differences or (idle and not writer_active(path) and _stamp(path / MANIFEST) == before):
+            report.problems += seen.problems + differences
+            report.warnings += seen.warnings
+            return manifest
+    report.warnings += seen.warnings
+    report.warnings.append(
+        f"{MANIFEST} differed from its copy in the records while a writer had the index open (a writer updates the "
+        f"copy and then {MANIFEST}); run `rhizome check` again when no writer has it open"
+    )
+    return manifest
+
+
+def _differences(manifest: Manifest | None, stored: dict | None, identity: dict | None) -> list[str]:
+    if manifest is not None and identity is not None and (identity.get("id"), identity.get("method")) != (manifest.index_id, manifest.method):
+        return [
+            f"{MANIFEST} (index {manifest.index_id}, method {manifest.method!r}) does not belong to the records "
+            f"(index {identity.get('id')}, method {identity.get('method')!r}); `rhizome repair` restores it from the records"
+        ]
+    if manifest is not None and stored is not None and (fields := _differing(manifest, stored)):
+        return [
+            f"{MANIFEST} differs from its copy in the records ({', '.join(fields)}): it was edited or written "
+            "halfway; `rhizome repair` restores it from the records"
+        ]
+    return []
+
+
+def _stamp(file: Path) -> tuple[int, ...] | None:
+    """What changes when a file is replaced or written."""
+    try:
+        st = file.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _check_manifest(path: Path, stored: dict | None, report: IndexCheck) -> Manifest | None:
@@ -224,21 +290,22 @@ def _check_database(url: str) -> IndexCheck:
         report.problems.append(str(exc))
         return report
     try:
-        _check_chunks(store.query, True, report)
-        for name in store.collections():
+        with store.read_snapshot():  # the tables compared with each other come from one committed state
+            _check_chunks(store.query, True, report)
             dimension = store.embedding_dimension
-            lengths = store.query("SELECT id, vector_dims(vector) FROM vectors WHERE collection = ?", (name,))
-            wrong = [vid for vid, n in lengths if dimension is not None and n != dimension]
-            if wrong or len({n for _, n in lengths}) > 1:  # the rows cannot be read as one matrix
-                wrong = wrong or [vid for vid, _ in lengths]
-                report.problems.append(f"collection {name!r}: {len(wrong)} vectors of the wrong length: {', '.join(wrong[:LISTED])}")
-                continue
-            ids, matrix, _ = store.vector_rows(name)
-            bad = [ids[i] for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1))] if matrix is not None else []
-            if bad:
-                report.problems.append(f"collection {name!r}: {len(bad)} vectors hold NaN or infinity: {', '.join(bad[:LISTED])}")
-        _check_coverage({r[0] for r in store.query("SELECT id FROM chunks")}, set(store.vector_ids("chunks")), store.embedding_dimension, report)
-        _check_work(store.query, report)
+            for name in store.collections():
+                lengths = store.query("SELECT id, vector_dims(vector) FROM vectors WHERE collection = ?", (name,))
+                wrong = [vid for vid, n in lengths if dimension is not None and n != dimension]
+                if wrong or len({n for _, n in lengths}) > 1:  # the rows cannot be read as one matrix
+                    wrong = wrong or [vid for vid, _ in lengths]
+                    report.problems.append(f"collection {name!r}: {len(wrong)} vectors of the wrong length: {', '.join(wrong[:LISTED])}")
+                    continue
+                ids, matrix, _ = store.vector_rows(name)
+                bad = [ids[i] for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1))] if matrix is not None else []
+                if bad:
+                    report.problems.append(f"collection {name!r}: {len(bad)} vectors hold NaN or infinity: {', '.join(bad[:LISTED])}")
+            _check_coverage({r[0] for r in store.query("SELECT id FROM chunks")}, set(store.vector_ids("chunks")), dimension, report)
+            _check_work(store.query, report)
     finally:
         store.close()
     return report
@@ -297,16 +364,21 @@ def _check_coverage(chunks: set[str], vectors: set[str], dimension: int | None, 
 
 
 def _check_snapshots(path: Path, db: sqlite3.Connection, manifest: Manifest, report: IndexCheck) -> None:
+    """Each snapshot file against the records. The file is read first and the records after
+    it: a writer commits before it writes a snapshot (atomically), so a snapshot it rewrites
+    meanwhile is never newer than the records it is compared with."""
     folder = path / "vectors"
     for file in sorted(folder.glob("*.npz")) if folder.exists() else ():
         name = file.stem
-        ids = {r[0] for r in _rows(db, "SELECT id FROM vectors WHERE collection = ?", (name,))}
-        generation = _rows(db, "SELECT value FROM meta WHERE key = ?", (f"generation:vectors/{name}",))
         try:
             store, meta = VectorStore.load(file)
         except IndexStorageError as exc:
-            report.warnings.append(f"snapshot {file.name} is unreadable ({exc}); it is rebuilt from the records (`rhizome repair`)")
+            if file.exists():  # else a writer removed it meanwhile (its collection was emptied)
+                report.warnings.append(f"snapshot {file.name} is unreadable ({exc}); it is rebuilt from the records (`rhizome repair`)")
             continue
+        with _snapshot(db):
+            ids = {r[0] for r in _rows(db, "SELECT id FROM vectors WHERE collection = ?", (name,))}
+            generation = _rows(db, "SELECT value FROM meta WHERE key = ?", (f"generation:vectors/{name}",))
         if meta.get("index_id") != manifest.index_id:
             report.warnings.append(f"snapshot {file.name} belongs to another index; it is ignored and rebuilt (`rhizome repair`)")
         elif set(store.ids()) != ids or (generation and int(generation[0][0]) != meta.get("generation")):

@@ -332,6 +332,13 @@ class IndexStore:
         """The dimension of a stored vector, if any."""
         raise NotImplementedError
 
+    def read_snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """A context in which every query reads one committed state of the records: a commit
+        made meanwhile (by another connection) is seen whole or not at all, so tables compared
+        with each other agree (``rhizome check``). For queries only; inside a
+        :meth:`transaction`, which already is one state, it adds nothing."""
+        raise NotImplementedError
+
     def put_vectors(
         self, db: Connection, collection: str, ids: Sequence[str], vectors: np.ndarray, digests: Sequence[str] | None = None
     ) -> None:

@@ -509,6 +509,21 @@ class PostgresStore(IndexStore):
             return [], None, []
         return [r[0] for r in rows], np.vstack([_array(r[1]) for r in rows]), [r[2] for r in rows]
 
+    @contextlib.contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """A REPEATABLE READ, read-only transaction: every query inside sees the records as the
+        first one did."""
+        with self._lock:
+            if self.db.in_transaction:
+                yield
+                return
+            with self._errors():
+                self.db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield
+            finally:
+                self.db.rollback()  # it wrote nothing
+
     def collection(self, name: str, dimension: int | None = None) -> PgCollection:
         with self._lock:
             found = self._collections.get(name)

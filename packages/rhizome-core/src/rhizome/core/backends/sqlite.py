@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -436,6 +437,11 @@ class SQLiteStore(IndexStore):
         return store
 
     @contextlib.contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        with self._lock, self._read():
+            yield
+
+    @contextlib.contextmanager
     def _read(self) -> Iterator[None]:
         """One read transaction (nothing to do inside a write transaction, which already is one)."""
         if self.db.in_transaction:
@@ -507,14 +513,39 @@ class SQLiteStore(IndexStore):
 
 def _flock(path: Path, busy: IndexLockedError) -> int:
     """An open descriptor of ``path`` holding its exclusive ``flock``; ``busy`` when another
-    descriptor holds it."""
+    descriptor holds it. Tried three times, 10 ms apart: `rhizome check` may hold a shared
+    lock for an instant (:func:`writer_active`)."""
     fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if path.is_dir() else 0))
+    for attempt in range(3):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[union-attr]
+            return fd
+        except BlockingIOError as exc:
+            if attempt == 2:
+                os.close(fd)
+                raise busy from exc
+            time.sleep(0.01)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def writer_active(path: Path) -> bool:
+    """Whether a process holds the writer lock of the index directory ``path``, i.e. has the
+    index open for writing (see :meth:`SQLiteStore._acquire_writer_lock`). Asks by taking a
+    shared lock without waiting and giving it back at once; a writer that opens the index in
+    that instant tries again."""
+    if fcntl is None:  # pragma: no cover
+        return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[union-attr]
-    except BlockingIOError as exc:
-        os.close(fd)
-        raise busy from exc
-    return fd
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # gives the shared lock back
+    return False
 
 
 def _identity(path: Path) -> tuple[int, int]:
@@ -647,4 +678,4 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["CACHE_FILE", "SQLiteConnection", "SQLiteStore", "connect_records"]
+__all__ = ["CACHE_FILE", "SQLiteConnection", "SQLiteStore", "connect_records", "writer_active"]
