@@ -230,8 +230,9 @@ class PostgresConnection:
         with self._live().cursor() as cursor:
             cursor.executemany(statement, rows)
 
-    def begin(self) -> None:
-        self._live().execute("BEGIN")
+    def begin(self, mode: str = "") -> None:
+        """Start a transaction (``mode``: e.g. ``ISOLATION LEVEL REPEATABLE READ READ ONLY``)."""
+        self._live().execute(f"BEGIN {mode}".strip())
         self._transaction = True
 
     def commit(self) -> None:
@@ -518,7 +519,7 @@ class PostgresStore(IndexStore):
                 yield
                 return
             with self._errors():
-                self.db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                self.db.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY")  # never continued on another connection
             try:
                 yield
             finally:
