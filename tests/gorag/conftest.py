@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import ModelServerError
 from rhizome.core.models.fake import FakeChatModel
 from rhizome.gorag import prompts
@@ -72,6 +73,46 @@ def learned_state(clf: Any) -> dict:
         "pending": [(tokens, keywords, label) for tokens, keywords, label, _ in clf._pending],
         "profiles": profiles,
     }
+
+
+def classifier_state(clf: Any) -> dict:
+    """:func:`learned_state` and what a round changes besides: the round, the labels (with
+    their descriptions and counts), the label names, the embedding profiles and the targets of
+    embedding links."""
+    dense = {
+        y: [None if v is None else v.tolist() for v in (p.dense_sum, p.name_dense)]
+        for y, p in clf.scorer.profiles.items()
+    }
+    return {
+        **learned_state(clf),
+        "round": clf.round,
+        "labels": {y: info.model_dump() for y, info in clf.labels.items()},
+        "names": dict(clf._names),
+        "idf_texts": clf.scorer.space.n,
+        "dense": dense,
+        "link_targets": (list(clf.linker.names), [v.tolist() for v in clf.linker.vectors]),
+    }
+
+
+class FlakyEmbedder(HashingEmbedder):
+    """The hashing embedder, whose calls can be made to meet a model failure once: after
+    ``fail(n, error)`` the n-th ``aembed`` call from then on raises ``error``. ``calls`` counts
+    the ``aembed`` calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self._fail_at: int | None = None
+        self._error: type[Exception] = ModelServerError
+
+    def fail(self, nth: int, error: type[Exception] = ModelServerError) -> None:
+        self._fail_at, self._error = self.calls + nth, error
+
+    async def aembed(self, texts):
+        self.calls += 1
+        if self.calls == self._fail_at:
+            raise self._error("the embedding server failed after its retries")
+        return await super().aembed(texts)
 
 
 def failing_model(fail_on: int) -> tuple[FakeChatModel, dict[str, int]]:

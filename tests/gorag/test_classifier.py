@@ -18,6 +18,8 @@ from tests.gorag.conftest import (
     QUERIES,
     ROUND1,
     ROUND2,
+    FlakyEmbedder,
+    classifier_state,
     failing_model,
     learned_state,
     scripted_model,
@@ -437,3 +439,79 @@ def test_a_failed_batch_keeps_the_answers_a_failed_round_is_waiting_for():
     described = [m[1]["content"] for m in llm.requests[asked:] if m[0]["content"] == prompts.DESCRIBE_SYSTEM]
     assert clf.round == 3 and clf._round_cache is None
     assert described and all('"geology"' in d for d in described)  # volcanology's answer was kept
+
+
+ROUND2_MORE = {"new_labels": ["geology"], "descriptions": {"cardiology": "Hearts, arteries and blood pressure."}}
+"""Round 2 also adds a label without texts and describes a label of round 1 again."""
+
+
+@pytest.mark.parametrize("error", ["ModelServerError", "ModelUnavailableError"])
+@pytest.mark.parametrize("fail_on", [1, 2, 3], ids=["texts", "names", "link-targets"])
+def test_a_round_whose_embedder_fails_changes_nothing(fail_on, error):
+    """Defect: fit_round embedded the round's keywords (the targets of embedding links) after
+    it had applied the round, so an embedder failure there raised with the round applied, and
+    the same round run again added it a second time."""
+    from rhizome.core import errors
+
+    error = getattr(errors, error)
+    embedder = FlakyEmbedder()
+    clf, whole = GORAGClassifier(embedder=embedder), GORAGClassifier(embedder=FlakyEmbedder())
+    for c in (clf, whole):
+        c.fit_round(*split(ROUND1))
+        c.classify(QUERIES[1][1])  # indexed online: the failed round meets a grown classifier
+        c.flush_online()
+    before = classifier_state(clf)
+    embedder.fail(fail_on, error)
+    with pytest.raises(error):
+        clf.fit_round(*split(ROUND2), **ROUND2_MORE)
+    assert classifier_state(clf) == before
+    report = clf.fit_round(*split(ROUND2), **ROUND2_MORE)  # the embedder is back
+    calls = whole.embedder.calls
+    assert report == whole.fit_round(*split(ROUND2), **ROUND2_MORE)
+    assert whole.embedder.calls - calls == 3  # the texts, the names, the keywords: each may fail
+    assert classifier_state(clf) == classifier_state(whole)
+    assert clf.labels["cardiology"].description == ROUND2_MORE["descriptions"]["cardiology"]
+    assert [r.model_dump() for r in clf.batch([t for _, t in QUERIES])] == [
+        r.model_dump() for r in whole.batch([t for _, t in QUERIES])
+    ]
+
+
+def test_a_round_whose_embedder_fails_last_keeps_the_answers_it_paid_for():
+    """With a chat model the round's answers (descriptions, keyword lists) are kept for the
+    round run again when the embedder fails after them, as when the model itself fails."""
+    from rhizome.core.errors import ModelServerError
+
+    embedder, llm = FlakyEmbedder(), scripted_model()
+    clf = GORAGClassifier(llm, embedder=embedder)
+    whole = GORAGClassifier(scripted_model(), embedder=FlakyEmbedder())
+    before = classifier_state(clf)
+    embedder.fail(3)  # the round's keywords, the last call of the round
+    with pytest.raises(ModelServerError):
+        clf.fit_round(*split(ROUND1))
+    assert classifier_state(clf) == before and clf._round_cache is not None
+    asked = len(llm.requests)
+    clf.fit_round(*split(ROUND1))
+    assert len(llm.requests) == asked  # every answer came from the round's cache
+    whole.fit_round(*split(ROUND1))
+    assert classifier_state(clf) == classifier_state(whole) and clf._round_cache is None
+
+
+@pytest.mark.parametrize("mode", ["deferred", "sequential"])
+def test_classifying_with_an_embedder_that_fails_changes_nothing(mode):
+    """classify and batch make their embedder calls before they index (a batch that indexes
+    as it goes undoes what it did): a failure leaves the classifier as it was."""
+    from rhizome.core.errors import ModelServerError
+
+    embedder = FlakyEmbedder()
+    clf = GORAGClassifier(embedder=embedder, online_mode=mode, index_threshold=None)
+    clf.fit_round(*split(ROUND1))
+    clf.classify(QUERIES[0][1])
+    before = classifier_state(clf)
+    embedder.fail(2)  # the text's keywords, after its own vector
+    with pytest.raises(ModelServerError):
+        clf.classify(QUERIES[1][1])
+    assert classifier_state(clf) == before
+    embedder.fail(3)  # the second text's vector, the first text taken (sequential: indexed)
+    with pytest.raises(ModelServerError):
+        clf.batch([QUERIES[1][1], QUERIES[2][1]])
+    assert embedder.calls == embedder._fail_at and classifier_state(clf) == before

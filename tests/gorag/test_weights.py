@@ -112,3 +112,21 @@ def test_paraphrased_keyword_counts_once_in_df():
     assert c.stats.df("pets") == 1
     # count is at least 1: CS = 1/3 * ln(2/2) = 0
     assert weight(c, "pets", "a") == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("stats_ngram", [3, 2], ids=["same-n", "longer-keywords-than-T-counts"])
+def test_a_rounds_offline_keywords_are_read_before_its_texts_join(stats_ngram):
+    """fit_round takes its texts' TF-IDF keywords before it changes anything: they are the
+    ones the texts would get once all of them joined T."""
+    from rhizome.gorag.keywords import joining_tfidf_keywords, tfidf_keywords
+    from rhizome.gorag.text import TermStats
+
+    stats = TermStats(stats_ngram)
+    for text in ["deep network models", "circuit voltage and current in a circuit"]:
+        stats.add_text(tokenize(text))
+    joining = [tokenize(t) for t in ["neural network training with neural network pruning",
+                                     "transistor circuit design for neural network chips", "deep deep models"]]
+    before = joining_tfidf_keywords(stats, joining, max_ngram=3, max_keywords=5)
+    for tokens in joining:
+        stats.add_text(tokens)
+    assert before == [tfidf_keywords(stats, t, max_ngram=3, max_keywords=5, virtual=False) for t in joining]

@@ -499,6 +499,12 @@ class GORAGClassifier:
         keywords join the graph as a pseudo-document of the label (those of the description it
         replaces stay: the graph never loses an edge). One equal to the label's description
         changes nothing.
+
+        A round is all or nothing: every model and embedder call it needs is made before it
+        changes the classifier, so one that fails (a model server error, an answer that stays
+        invalid) raises and leaves the classifier as it was, but for the texts waiting for
+        online indexing, which join first. Run again, it pays only for the chat answers it did
+        not get: they are kept in the round's cache until a round succeeds.
         """
         texts, labels = list(texts), list(labels)
         if len(texts) != len(labels):
@@ -518,7 +524,8 @@ class GORAGClassifier:
         new = [y for y in round_labels if y not in self.labels]
         self.flush_online()
 
-        # model work first, outside the lock: descriptions, then keywords of texts and descriptions.
+        # every model and embedder call first, before anything changes: descriptions, keywords of
+        # texts and descriptions, then the embeddings of texts, names and keywords (link targets).
         # A model without a cache answers the round through one in memory, kept until a round
         # succeeds: the same round run again after a failure pays only for what it did not get
         self._round_cache = self._round_cache or ModelCache()
@@ -542,15 +549,34 @@ class GORAGClassifier:
         described = [*new, *redescribed]
         desc_items = [(descriptions[y], y) for y in described if descriptions.get(y)]
         documents = [*zip(texts, labels), *desc_items]
-        model_keywords: list[list[str]] | None = None
+        tokens = [tokenize(t) for t, _ in documents]
         if self._model_extracts:
-            model_keywords = list(await asyncio.gather(*(self._model_keywords(t, llm) for t, _ in documents)))
+            doc_keywords = list(await asyncio.gather(*(self._model_keywords(t, llm) for t, _ in documents)))
+        else:
+            with self._lock:
+                doc_keywords = _keywords.joining_tfidf_keywords(
+                    self.stats, tokens, max_ngram=self.max_ngram, max_keywords=self.max_keywords
+                )
         name_texts = {y: _name_text(y, descriptions.get(y)) for y in described}
-        text_vectors = name_vectors = None
+        text_vectors = name_vectors = target_vectors = None
+        names = set(self._names) | {key for y in new if (key := name_keyword(y))}
+
+        def is_label_name(v: str) -> bool:
+            # a label's name: the label node itself stands for it
+            return self.label_names and v in names
+
+        known_targets = set(self.linker.names)
+        targets = list(
+            dict.fromkeys(v for keywords in doc_keywords for v in keywords if v not in known_targets and not is_label_name(v))
+        )
         if self.embedder is not None:
             text_vectors = await self.embedder.aembed(texts) if texts else None
             name_vectors = await self.embedder.aembed(list(name_texts.values())) if name_texts else None
+            if self.link_keywords and targets:
+                target_vectors = await self.embedder.aembed(targets)
 
+        # no model or embedder is called below: a round that failed above left the classifier as
+        # it was (the waiting texts aside, flushed first), and the same round can simply run again
         self._round_cache = None  # the round's answers are in the graph now
         with self._lock:
             self.round += 1
@@ -564,21 +590,13 @@ class GORAGClassifier:
                 self.labels[y].description = descriptions[y]
             for y in labels:
                 self.labels[y].n_texts += 1
-            tokens = [tokenize(t) for t, _ in documents]
             positions = [self.stats.add_text(tok) for tok in tokens]
-            if model_keywords is None:
-                model_keywords = [self._tfidf_keywords(tok, virtual=False) for tok in tokens]
-            for position, keywords in zip(positions, model_keywords):
+            for position, keywords in zip(positions, doc_keywords):
                 self.stats.add_yielded(position, keywords)
             occurrences = 0
             empty: list[int] = []
             edges_before = self.graph.number_of_edges()
-
-            def is_label_name(v: str) -> bool:
-                # a label's name: the label node itself stands for it
-                return self.label_names and v in self._names
-
-            for i, ((_, label), tok, position, keywords) in enumerate(zip(documents, tokens, positions, model_keywords)):
+            for i, ((_, label), tok, position, keywords) in enumerate(zip(documents, tokens, positions, doc_keywords)):
                 if not keywords and i < len(texts):
                     empty.append(i)
                 linked = _graph.add_text_keywords(
@@ -610,15 +628,8 @@ class GORAGClassifier:
                 self.scorer.set_name(y, None, None if name_vectors is None else name_vectors[k])
                 self.labels[y].name_text = name_texts[y]
             self._rebuild_lexical()
-            targets = [
-                v for keywords in model_keywords for v in keywords if v not in self.linker.names and not is_label_name(v)
-            ]
-        if self.embedder is not None and self.link_keywords and targets:
-            targets = list(dict.fromkeys(targets))
-            vectors = await self.embedder.aembed(targets)
-            with self._lock:
-                self.linker.add(targets, vectors)
-        with self._lock:
+            if target_vectors is not None:
+                self.linker.add(targets, target_vectors)
             return RoundReport(
                 round=self.round,
                 new_labels=new,

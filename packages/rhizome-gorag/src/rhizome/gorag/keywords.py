@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -37,16 +38,41 @@ def tfidf_keywords(
     itself when it is not in ``T`` yet: ``virtual``). Smoothing (``ln((1+N)/(1+df)) + 1``, as in
     scikit-learn) keeps every candidate's score positive, so even a first, lone text yields
     keywords; the edge weights use the paper's unsmoothed CS."""
-    grams = content_ngrams(tokens, max_ngram)
+    extra = 1 if virtual else 0
+    return _top_grams(
+        content_ngrams(tokens, max_ngram), len(tokens), stats.n_texts + extra, lambda g: stats.df(g) + extra, max_keywords
+    )
+
+
+def joining_tfidf_keywords(
+    stats: TermStats, token_lists: Sequence[Sequence[str]], *, max_ngram: int, max_keywords: int
+) -> list[list[str]]:
+    """The offline keywords of texts about to join ``T`` together: for each, what
+    :func:`tfidf_keywords` gives once all of them are in ``T``, read without adding them (a
+    round's texts get their keywords before the round changes anything). A text holds a
+    content n-gram exactly when the n-gram is among its own content n-grams, so the texts'
+    n-gram counts are what joining them would add to each document frequency."""
+    grams = [content_ngrams(tokens, max_ngram) for tokens in token_lists]
+    joining: Counter[str] = Counter()
+    for own in grams:
+        joining.update(own.keys())
+    n = stats.n_texts + len(token_lists)
+    return [
+        _top_grams(own, len(tokens), n, lambda g: stats.df(g) + joining[g], max_keywords)
+        for own, tokens in zip(grams, token_lists)
+    ]
+
+
+def _top_grams(
+    grams: Counter[str], length: int, n: int, df: Callable[[str], int], max_keywords: int
+) -> list[str]:
+    """The ``max_keywords`` n-grams of a text of ``length`` tokens with the highest
+    tf · smoothed idf, ``n`` texts in ``T`` and ``df`` their document frequencies."""
     if not grams:
         return []
-    extra = 1 if virtual else 0
-    n = stats.n_texts + extra
-    length = len(tokens)
     scored = []
     for gram, count in grams.items():
-        df = stats.df(gram) + extra
-        idf = math.log((1 + n) / (1 + df)) + 1.0
+        idf = math.log((1 + n) / (1 + df(gram))) + 1.0
         scored.append((-(count / length) * idf, -gram.count(" "), gram))
     scored.sort()
     return [gram for _, _, gram in scored[:max_keywords]]
@@ -91,4 +117,11 @@ async def describe_label(llm: Any, label: str, examples: list[str], *, example_t
     return answer.description.strip()
 
 
-__all__ = ["KeywordFunction", "clean_keywords", "describe_label", "model_keywords", "tfidf_keywords"]
+__all__ = [
+    "KeywordFunction",
+    "clean_keywords",
+    "describe_label",
+    "joining_tfidf_keywords",
+    "model_keywords",
+    "tfidf_keywords",
+]
