@@ -235,3 +235,47 @@ def test_a_directory_name_with_uri_characters_keeps_its_records_inside(tmp_path,
     with sqlite3.connect(target / RECORDS) as raw:
         assert raw.execute("SELECT COUNT(*) FROM documents").fetchone() == (5,)
     assert isinstance(SQLiteStore.read_manifest(target).index_id, str)
+
+
+def test_repair_waits_for_the_writer_to_close(tmp_path):
+    """Defect: repair restored manifest.json before it took the writer lock, so it could
+    rewrite the file beside a writer that was rewriting it too."""
+    writer = VectorIndex(path=tmp_path / "idx")
+    writer.insert(DOCS)
+    manifest = tmp_path / "idx" / MANIFEST
+    edited = {**json.loads(manifest.read_text()), "embedding_dimension": 7}
+    manifest.write_text(json.dumps(edited))
+    with pytest.raises(IndexLockedError, match="open for writing elsewhere"):
+        repair_index(tmp_path / "idx")
+    assert json.loads(manifest.read_text()) == edited and not (tmp_path / "idx" / f"{MANIFEST}.replaced").exists()
+    writer.close()
+    assert repair_index(tmp_path / "idx").ok
+
+
+def test_deleting_every_document_leaves_no_snapshot_whichever_way(tmp_path):
+    """A writer that had searched (its collection loaded) and then deleted every document left
+    an empty vectors/chunks.npz, where a delete from a fresh open removed the file; repair then
+    took the empty file for a stale one."""
+    for searched in (True, False):
+        where = tmp_path / f"idx-{searched}"
+        VectorIndex(path=where).insert(DOCS)
+        index = VectorIndex(path=where)
+        if searched:
+            assert index.as_retriever(k=1).retrieve("blue ferry")
+        index.delete([d.id for d in DOCS])
+        index.close()
+        assert not (where / "vectors" / "chunks.npz").exists()
+        found = check_index(where)
+        assert found.ok and not found.warnings, found
+        assert VectorIndex.load(where, readonly=True).as_retriever(k=1).retrieve("blue ferry") == []
+
+
+def test_check_beside_a_writer_says_the_writer_may_finish_what_it_warns_of(tmp_path):
+    writer = VectorIndex(path=tmp_path / "idx")
+    writer.insert(DOCS)
+    (tmp_path / "idx" / "vectors" / "chunks.npz").write_bytes(b"not a snapshot")
+    found = check_index(tmp_path / "idx")
+    assert found.ok and "a writer has the index open" in found.warnings[-1]
+    writer.close()
+    found = check_index(tmp_path / "idx")
+    assert found.warnings and not any("a writer has the index open" in w for w in found.warnings)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from rhizome.core.backends.sqlite import connect_records, writer_active
+from rhizome.core.backends.sqlite import connect_records, writer_active, writer_lock
 from rhizome.core.errors import IndexCorruptError, IndexNotFoundError, IndexStorageError
 from rhizome.core.storage import (
     MANIFEST,
@@ -93,6 +93,11 @@ def check_index(path: str | Path) -> IndexCheck:
             _check_work(lambda sql: _rows(db, sql), report)
         if manifest is not None:
             _check_snapshots(path, db, manifest, report)
+    if report.warnings and writer_active(path):
+        report.warnings.append(
+            "a writer has the index open and may be finishing what the warnings above name itself: "
+            "run `rhizome check` again once it is closed before you repair anything"
+        )
     return report
 
 
@@ -119,22 +124,23 @@ def repair_index(path: str | Path) -> IndexCheck:
             "backup or index the documents again"
         )
     repaired: list[str] = []
-    if stored is not None and _manifest_differs(path, stored):
-        with contextlib.suppress(FileNotFoundError):
-            (path / MANIFEST).replace(path / (MANIFEST + ".replaced"))
-            repaired.append(f"kept the old {MANIFEST} as {MANIFEST}.replaced")
-        (path / MANIFEST).write_text(json.dumps(stored, indent=2), encoding="utf-8")
-        repaired.append(f"restored {MANIFEST} from the copy in the records")
-    store = IndexStore.open(path)
+    with writer_lock(path):  # a writer may be rewriting the manifest itself
+        if stored is not None and _manifest_differs(path, stored):
+            with contextlib.suppress(FileNotFoundError):
+                (path / MANIFEST).replace(path / (MANIFEST + ".replaced"))
+                repaired.append(f"kept the old {MANIFEST} as {MANIFEST}.replaced")
+            (path / MANIFEST).write_text(json.dumps(stored, indent=2), encoding="utf-8")
+            repaired.append(f"restored {MANIFEST} from the copy in the records")
+    store = IndexStore.open(path)  # takes the writer lock for the snapshots
     try:
         names = store.rebuild_snapshots()
+        repaired.append(f"rebuilt {len(names)} vector snapshots from the records")
+        for stale in sorted((path / "vectors").glob("*.npz")) if (path / "vectors").exists() else ():
+            if stale.stem not in names:
+                stale.unlink()
+                repaired.append(f"removed the snapshot of a collection the records do not hold: {stale.name}")
     finally:
         store.close()
-    repaired.append(f"rebuilt {len(names)} vector snapshots from the records")
-    for stale in sorted((path / "vectors").glob("*.npz")) if (path / "vectors").exists() else ():
-        if stale.stem not in names:
-            stale.unlink()
-            repaired.append(f"removed the snapshot of a collection the records do not hold: {stale.name}")
     after = check_index(path)
     after.repaired = repaired
     return after

@@ -506,6 +506,11 @@ class SQLiteStore(IndexStore):
             self._loaded[name] = generation
             if self.path is None or self._saved.get(name) == generation:
                 continue
+            if not len(store):  # as a delete without the collection loaded leaves it: no file
+                with self._file_errors():
+                    self._snapshot_path(name).unlink(missing_ok=True)
+                self._saved[name] = generation
+                continue
             with self._file_errors():
                 store.save(self._snapshot_path(name), meta={"generation": generation, "index_id": self.manifest.index_id})
             self._saved[name] = generation
@@ -526,6 +531,25 @@ def _flock(path: Path, busy: IndexLockedError) -> int:
                 raise busy from exc
             time.sleep(0.01)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+@contextlib.contextmanager
+def writer_lock(path: Path) -> Iterator[None]:
+    """Hold the writer lock of the index directory ``path`` for a change made outside an
+    open store (``rhizome repair`` restoring the manifest); :class:`IndexLockedError` while
+    a writer has the index open."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = _flock(path, IndexLockedError(
+        f"{path} is open for writing elsewhere; close that index (or wait for the writer to finish), then run this again"
+    ))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
 
 def writer_active(path: Path) -> bool:
@@ -678,4 +702,4 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["CACHE_FILE", "SQLiteConnection", "SQLiteStore", "connect_records", "writer_active"]
+__all__ = ["CACHE_FILE", "SQLiteConnection", "SQLiteStore", "connect_records", "writer_active", "writer_lock"]
