@@ -8,7 +8,7 @@ import pytest
 from rhizome.core import VectorIndex
 from rhizome.core.backends import postgres as pg
 from rhizome.core.embeddings import HashingEmbedder
-from rhizome.core.errors import IndexCorruptError
+from rhizome.core.errors import IndexCorruptError, IndexLockedError
 from rhizome.core.integrity import check_index
 from rhizome.core.storage import IndexStore, has_index, load_index, read_manifest
 from rhizome.core.testing import CORPUS
@@ -55,3 +55,18 @@ def test_records_without_a_manifest_are_still_refused(postgres):
     raw = pg.connect(url)
     assert raw.execute("SELECT COUNT(*) FROM documents").fetchone() == (2,)
     raw.close()
+
+
+def test_a_writer_whose_schema_was_dropped_gets_a_typed_error(postgres):
+    """Defect: a writer whose schema was dropped (not recreated) under it got psycopg's raw
+    UndefinedTable on every call."""
+    url = postgres.url()
+    writer = VectorIndex(HashingEmbedder(), path=url)
+    writer.insert(CORPUS[:2])
+    raw = pg.connect(url)
+    raw.execute(f'DROP SCHEMA "{pg.parse_url(url)[1]}" CASCADE')
+    raw.close()
+    for call in (lambda: writer.insert(CORPUS[2:4]), lambda: writer.as_retriever(k=2).retrieve("ferry")):
+        with pytest.raises(IndexLockedError, match="was dropped while this process had it open"):
+            call()
+    writer.close()

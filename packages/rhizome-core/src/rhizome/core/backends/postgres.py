@@ -381,8 +381,18 @@ class PostgresStore(IndexStore):
     # -- errors, reading and the writer lock -------------------------------------------------
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
-        with _server_errors(self.shown):
-            yield
+        psycopg = _driver()
+        try:
+            with _server_errors(self.shown):
+                yield
+        except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName) as exc:
+            if self.readonly:
+                raise  # a reader of an index that did not have the table yet (is_missing_table)
+            raise IndexLockedError(
+                f"the index at {self.shown} was dropped while this process had it open "
+                f"({' '.join(str(exc).split())}); nothing more was written. Close it, then create the index "
+                "again (or open another)"
+            ) from exc
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self._read(lambda db: db.execute(sql, params).fetchall())
