@@ -1,0 +1,41 @@
+"""The GORAG benchmark's name-rule baseline on a tiny hand-made case (no data needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks.gorag import name_rule, named_labels, tfidf_nearest
+
+LABELS = ["machine_learning", "learning", "alzheimer's_disease", "attention", "cancer"]
+
+
+def test_a_name_occurs_as_whole_words_case_and_punctuation_ignored():
+    assert named_labels("New Machine-Learning methods", LABELS) == ["machine_learning", "learning"]
+    assert named_labels("Patients with Alzheimer's disease", LABELS) == ["alzheimer's_disease"]
+    assert named_labels("attentional bias and cancers", LABELS) == []  # whole words only
+    assert named_labels("learning machines", LABELS) == ["learning"]  # the words in order, side by side
+
+
+def test_the_longest_named_label_wins_then_the_fallback_decides():
+    def fallback(train, labels, tests):  # prefers the labels late in the list
+        return np.tile(np.linspace(0.0, 0.5, len(labels)), (len(tests), 1))
+
+    scores_of = name_rule(fallback)
+    tests = ["machine learning for cancer", "nothing named here", "attention and cancer"]
+    scores = scores_of([], LABELS, tests)
+    assert [LABELS[k] for k in scores.argmax(axis=1)] == [
+        "machine_learning",  # longer than "cancer" and "learning"
+        "cancer",  # nothing named: the fallback's best
+        "attention",  # "attention" (9 characters) beats "cancer" (6)
+    ]
+    # names of the same length: the fallback's higher score decides
+    pair = ["cancer", "asthma"]
+    assert pair[name_rule(fallback)([], pair, ["asthma or cancer"]).argmax()] == "asthma"
+
+
+def test_with_tfidf_the_rule_overrides_the_nearest_example():
+    train = [("genetics", "genes and heredity of traits"), ("cancer", "tumour growth in patients")]
+    labels = ["genetics", "cancer"]
+    tests = ["tumour growth studied through genetics", "tumour growth in patients"]
+    assert [labels[k] for k in tfidf_nearest(train, labels, tests).argmax(axis=1)] == ["cancer", "cancer"]
+    assert [labels[k] for k in name_rule(tfidf_nearest)(train, labels, tests).argmax(axis=1)] == ["genetics", "cancer"]
