@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     embedder = minilm_embedder(args.embed_cache) if args.embed == "minilm" else None
     if args.dev_cuts:
         every = {"nearest_labels": 10_000, "max_candidates": 10_000, "candidate_coverage": 1.0}
-        cuts = {"command": "python -m benchmarks classify " + " ".join(argv), "embed": args.embed,
+        cuts = {"command": _command(argv), "embed": args.embed,
                 "shots": {str(shots): dev_cuts(shots, lambda: GORAGClassifier(embedder=embedder, **every))
                           for shots in args.shots}}
         from benchmarks.__main__ import publish
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     results: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
-        "command": "python -m benchmarks classify " + " ".join(argv),
+        "command": _command(argv),
         "limit": args.limit,
         "stream": "5-shot dev texts" if args.dev_stream else "test texts",
         "orders": 1 + args.shuffles,
@@ -360,6 +360,21 @@ def main(argv: list[str] | None = None) -> None:
         write_section(name, title, table)
 
 
+def _command(argv: list[str]) -> str:
+    """The command recorded with results: ``argv`` without the embedding cache's location,
+    which is where this machine keeps vectors, not a setting of the run."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--embed-cache":
+            skip = True
+        elif not arg.startswith("--embed-cache="):
+            kept.append(arg)
+    return "python -m benchmarks classify " + " ".join(kept)
+
+
 def merge_baselines(out: Path, args: argparse.Namespace, argv: list[str], embedder) -> None:
     """``--baselines-only``: the baselines run again on the saved run's texts and written into
     its results file in place of its baseline rows; every other entry (GORAG's rows, the
@@ -382,7 +397,7 @@ def merge_baselines(out: Path, args: argparse.Namespace, argv: list[str], embedd
                 r["cumulative_accuracy"] for r in fresh["nearest_tfidf"]["rounds"]]:
             raise SystemExit(f"{out.name}: the TF-IDF 1-NN baseline differs from the saved one, so the texts differ")
         entry.update(fresh)
-    saved["baselines_command"] = "python -m benchmarks classify " + " ".join(argv)
+    saved["baselines_command"] = _command(argv)
     out.write_text(json.dumps(saved, indent=2), encoding="utf-8")
 
 
