@@ -291,9 +291,7 @@ class SQLiteStore(IndexStore):
     def _release_writer_lock(self) -> None:
         for fd in (self._lock_fd, *self._lock_fds):
             if fd is not None:
-                with contextlib.suppress(OSError):
-                    fcntl.flock(fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
-                    os.close(fd)
+                _unlock(fd)
         self._lock_fd = None
         self._lock_fds = []
 
@@ -547,9 +545,14 @@ def writer_lock(path: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        _unlock(fd)
+
+
+def _unlock(fd: int) -> None:
+    """Give back a lock :func:`_flock` took, and its descriptor."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
+        os.close(fd)
 
 
 def writer_active(path: Path) -> bool:
