@@ -27,7 +27,7 @@ class Killed(BaseException):
 
 def rows(index: LightRAGIndex) -> dict[str, list]:
     q = index.store.query
-    tables = (index.entity_table, index.relation_table, index.extraction_table, index.mentions)
+    tables = (index.entity_table, index.relation_table, index.lists.citations, index.lists.fragments, index.extraction_table, index.mentions)
     return {
         "documents": sorted(r[:2] for r in q("SELECT id, content_hash FROM documents")),
         "chunks": sorted(q("SELECT id, document_id, text FROM chunks")),

@@ -29,7 +29,7 @@ def kernel_rows(index) -> dict[str, list]:
 
 def graph_rows(index) -> dict[str, list]:
     """Every LightRAG record, sorted: equal snapshots mean equal graph records."""
-    tables = (index.entity_table, index.relation_table, index.extraction_table, index.mentions)
+    tables = (index.entity_table, index.relation_table, index.lists.citations, index.lists.fragments, index.extraction_table, index.mentions)
     return {t.name: sorted(r.model_dump_json() for r in t.all()) for t in tables}
 
 

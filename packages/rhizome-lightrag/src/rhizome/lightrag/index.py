@@ -9,14 +9,17 @@ three vector collections (entities, relations, chunks) and the graph (the relati
 docs/lightrag.md for every choice the paper leaves open.
 
 Records (kernel record tables): ``lightrag_entities`` and ``lightrag_relations`` (the profiles;
-relations looked up by either endpoint: the graph's edge list), ``lightrag_extractions`` (each
-chunk's raw extraction, resolved to entity ids, so a delete rebuilds shared profiles without
-extracting again) and ``lightrag_mentions`` (one row per chunk and surface name, with the keys
-entity resolution looks names up by).
+relations looked up by either endpoint: the graph's edge list), ``lightrag_citations`` and
+``lightrag_fragments`` (each profile's cited chunks and description fragments, one row each,
+appended: see :mod:`rhizome.lightrag.lists`), ``lightrag_extractions`` (each chunk's raw
+extraction, resolved to entity ids, so a delete rebuilds shared profiles without extracting
+again) and ``lightrag_mentions`` (one row per chunk and surface name, with the keys entity
+resolution looks names up by).
 
 Insert: documents are identified by content hash (a repeat is skipped with no model call);
 only new chunks are extracted; their records are folded onto the stored profiles they touch,
-and only touched rows and vectors are written; a profile whose fragments grew past the summary
+and only touched rows and vectors are written (a profile's new citations and fragments are
+appended, its record rewritten without them); a profile whose fragments grew past the summary
 threshold is summarised once, when the insert call ends (see :mod:`rhizome.lightrag.profiles`).
 Delete: a document's chunks go, entities and relations that only it supported go, and shared
 profiles are rebuilt from the remaining chunks' stored records (no extraction), giving the
@@ -49,13 +52,16 @@ from rhizome.core.resolution import (
     normalise_name,
 )
 from rhizome.core.stages import arun_stage, digest
+from rhizome.core.storage import IndexStore
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Chunk, Entity, Relation
 from rhizome.lightrag.config import LightRAGConfig
+from rhizome.lightrag.lists import ProfileLists, counts, head, profile_key
 from rhizome.lightrag.profiles import (
     chunk_record,
     copy_entity,
     copy_relation,
+    covered,
     entity_text,
     fold_entity,
     fold_relation,
@@ -66,11 +72,13 @@ from rhizome.lightrag.profiles import (
     relation_id_for,
     relation_text,
     set_summary,
-    unsummarised,
+    skip_stored,
 )
 from rhizome.lightrag.schema import ChunkExtraction, EntityMention, Mention, PendingSummary
 
 SUMMARY_STAGE = "lightrag.summary"
+ROWS = "lightrag.list_rows"
+"""Meta flag: every profile keeps its citations and fragments as rows (rhizome.lightrag.lists)."""
 
 
 @dataclass
@@ -82,6 +90,11 @@ class _Plan:
     mentions: list[Mention] = field(default_factory=list)
     entities: dict[str, Entity] = field(default_factory=dict)
     relations: dict[str, Relation] = field(default_factory=dict)
+    """The records to write, as stored: counts of their lists, not the lists."""
+    rows: list[tuple[str, int, list[str], int, list[str]]] = field(default_factory=list)
+    """Citation and fragment rows to write (:meth:`ProfileLists.append`)."""
+    dropped: list[str] = field(default_factory=list)
+    """Profiles whose rows go: deleted ones, and rebuilt ones written again whole."""
     deleted_entities: list[str] = field(default_factory=list)
     deleted_relations: list[str] = field(default_factory=list)
     entity_vectors: tuple[list[str], Any] = ((), None)  # type: ignore[assignment]
@@ -125,6 +138,12 @@ class LightRAGIndex(BaseIndex):
         self.extraction_table = self.store.table("lightrag_extractions", ChunkExtraction, key="chunk_id")
         self.mentions = self.store.table("lightrag_mentions", Mention, lookups=("chunk_id", "key", "norm", "initials", "acronym"))
         self.pending_summaries = self.store.table("lightrag_pending_summaries", PendingSummary)
+        self.lists = ProfileLists(self.store)
+        if not self.store.readonly and not self.store.get_meta(ROWS, False):
+            # an index written before the lists were rows: move them (once, on a writable open)
+            with self.store.transaction() as db:
+                self.lists.migrate(db, (self.entity_table, self.relation_table))
+                IndexStore.set_meta(db, ROWS, True)
         c = self.config
         self.summarizer = DescriptionSummarizer(
             self.llm, max_tokens=c.summary_max_tokens, min_fragments=c.force_summary_fragments,
@@ -141,12 +160,12 @@ class LightRAGIndex(BaseIndex):
 
     # -- reading the graph -----------------------------------------------------------------------
     def entities(self) -> list[Entity]:
-        """Every entity profile (sorted by id)."""
-        return self.entity_table.all()
+        """Every entity profile (sorted by id), with its citations and fragments."""
+        return self.lists.whole(self.entity_table.all())
 
     def relations(self) -> list[Relation]:
-        """Every relation profile (sorted by id)."""
-        return self.relation_table.all()
+        """Every relation profile (sorted by id), with its citations and fragments."""
+        return self.lists.whole(self.relation_table.all())
 
     def graph_contents(self) -> GraphContents:
         """The entity and relation profiles (LightRAG has no communities), for export."""
@@ -156,15 +175,19 @@ class LightRAGIndex(BaseIndex):
         """The profile a name resolves to (exact surface form or entity id), or ``None``."""
         key = entity_key(name)
         found = self.mentions.first("key", [key]).get(key)
-        return self.entity_table.one(found.entity_id if found else key)
+        entity = self.entity_table.one(found.entity_id if found else key)
+        return None if entity is None else self.lists.whole([entity])[0]
 
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph the searches walk (cached until the next change)."""
-        return self.derived(
-            "evidence",
-            (self.entity_table.generation(), self.relation_table.generation()),
-            lambda: EvidenceGraph.from_records(self.entity_table.all(), self.relation_table.all()),
-        )
+        def build() -> EvidenceGraph:
+            entities = self.entity_table.all()
+            sources = self.lists.sources(entities)
+            passages = {e.id: sources[f"e:{e.id}"] for e in entities}
+            edges = ((r.source, r.target, r.weight or 1.0) for r in self.relation_table.all())
+            return EvidenceGraph({eid: chunk_ids for eid, chunk_ids in passages.items() if chunk_ids}, edges)
+
+        return self.derived("evidence", (self.entity_table.generation(), self.relation_table.generation(), *self.lists.generation()), build)
 
     def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
         """Relations per entity (the degree LightRAG ranks by)."""
@@ -333,25 +356,25 @@ class LightRAGIndex(BaseIndex):
         lost_r = list(dict.fromkeys(relation_id_for(x.source_id, x.target_id) for r in old.values() for x in r.relations))
         new_e = list(dict.fromkeys(m.id for _, r in records for m in r.entities))
         new_r = list(dict.fromkeys(relation_id_for(x.source_id, x.target_id) for _, r in records for x in r.relations))
+        # the stored records: their lists stay in their rows (rhizome.lightrag.lists)
         before_e = self.entity_table.get(lost_e + new_e)
         before_r = self.relation_table.get(lost_r + new_r)
 
         entities: dict[str, Entity] = {}
         relations: dict[str, Relation] = {}
         seen: Seen = {}  # the folded profiles' lists as sets, for the whole batch
-        # rebuild what the removal touches from the remaining chunks' stored records
+        # rebuild what the removal touches from the remaining chunks' stored records: these
+        # profiles hold their whole lists here, and their rows are written again whole
         rebuild_e = [e for e in lost_e if e in before_e]
         rebuild_r = [r for r in lost_r if r in before_r]
-        remaining = {
-            c
-            for rec in [*(before_e[e] for e in rebuild_e), *(before_r[r] for r in rebuild_r)]
-            for c in rec.source_chunk_ids
-            if c not in plan.removed
-        }
+        rebuilt = [before_e[e] for e in rebuild_e] + [before_r[r] for r in rebuild_r]
+        held_sources = self.lists.sources(rebuilt)
+        held_fragments = self.lists.texts(rebuilt)
+        remaining = {c for ids in held_sources.values() for c in ids if c not in plan.removed}
         stored = self.extraction_table.get(sorted(remaining))
         for eid in rebuild_e:
             entity = new_entity(eid, "")
-            for chunk_id in before_e[eid].source_chunk_ids:
+            for chunk_id in held_sources[f"e:{eid}"]:
                 if chunk_id in plan.removed or chunk_id not in stored:
                     continue
                 for m in stored[chunk_id].entities:
@@ -362,20 +385,48 @@ class LightRAGIndex(BaseIndex):
         for rid in rebuild_r:
             held = before_r[rid]
             relation = new_relation(pair_id(held.source, held.target))
-            for chunk_id in held.source_chunk_ids:
+            for chunk_id in held_sources[f"r:{rid}"]:
                 if chunk_id in plan.removed or chunk_id not in stored:
                     continue
                 for x in stored[chunk_id].relations:
                     if relation_id_for(x.source_id, x.target_id) == rid:
                         fold_relation(relation, x, chunk_id, seen)
             relations[rid] = relation
+        # the other stored profiles the new records touch are folded onto their rows: their
+        # lists here collect only what this batch adds, after the ``start`` values their rows
+        # hold, and the folds skip what the rows hold already (read by key, not whole)
+        start: dict[str, tuple[int, int]] = {}
+        pairs: tuple[list[tuple[str, str]], list[tuple[str, str]]] = ([], [])
+        for _, record in records:
+            for m in record.entities:
+                if m.id in before_e and m.id not in entities:
+                    pairs[0].append((f"e:{m.id}", record.chunk_id))
+                    pairs[1].append((f"e:{m.id}", m.description.strip()))
+            for x in record.relations:
+                rid = relation_id_for(x.source_id, x.target_id)
+                if rid in before_r and rid not in relations:
+                    pairs[0].append((f"r:{rid}", record.chunk_id))
+                    pairs[1].append((f"r:{rid}", x.description.strip()))
+        cited, known = self.lists.held(*pairs)
+        held_by: dict[str, tuple[set[str], set[str]]] = {}
+        for key, chunk_id in cited:
+            held_by.setdefault(key, (set(), set()))[0].add(chunk_id)
+        for key, text in known:
+            held_by.setdefault(key, (set(), set()))[1].add(text)
+
+        def onto_rows(record: Any) -> Any:
+            key = profile_key(record)
+            start[key] = counts(record)
+            skip_stored(seen, record, *held_by.get(key, (set(), set())))
+            return record
+
         # fold the new records onto the stored profiles
         with phase("merging extractions", len(records), "chunk") as step:
             for _, record in records:
                 for m in record.entities:
                     entity = entities.get(m.id)
                     if entity is None:
-                        entity = copy_entity(before_e[m.id]) if m.id in before_e else new_entity(m.id, m.name)
+                        entity = onto_rows(copy_entity(before_e[m.id])) if m.id in before_e else new_entity(m.id, m.name)
                         entities[m.id] = entity
                     entity.name = entity.name or m.name
                     fold_entity(entity, m, record.chunk_id, seen)
@@ -383,52 +434,59 @@ class LightRAGIndex(BaseIndex):
                     rid = relation_id_for(x.source_id, x.target_id)
                     relation = relations.get(rid)
                     if relation is None:
-                        relation = copy_relation(before_r[rid]) if rid in before_r else new_relation(pair_id(x.source_id, x.target_id))
+                        relation = onto_rows(copy_relation(before_r[rid])) if rid in before_r else new_relation(pair_id(x.source_id, x.target_id))
                         relations[rid] = relation
                     fold_relation(relation, x, record.chunk_id, seen)
                 step.advance()
 
         # settle: deletions, descriptions, what changed
-        jobs: list[tuple[Any, str, list[str]]] = []
-        for eid, entity in entities.items():
-            before = before_e.get(eid)
-            if not entity.source_chunk_ids:
+        sizes: dict[str, tuple[int, int]] = {}  # citations and fragments of each profile now
+        jobs: list[tuple[Any, str]] = []
+        for rec in [*entities.values(), *relations.values()]:
+            key = profile_key(rec)
+            before = (before_e if isinstance(rec, Entity) else before_r).get(rec.id)
+            first_source, first_fragment = start.get(key, (0, 0))
+            sizes[key] = (first_source + len(rec.source_chunk_ids), first_fragment + len(rec.descriptions))
+            if not sizes[key][0]:
                 if before is not None:
-                    plan.deleted_entities.append(eid)
+                    (plan.deleted_entities if isinstance(rec, Entity) else plan.deleted_relations).append(rec.id)
                 continue
-            if before is not None and before.descriptions == entity.descriptions and before.name == entity.name:
-                entity.description = before.description
+            # no fragment added (folded onto the rows) or the same fragments (rebuilt)
+            same = before is not None and (not rec.descriptions if key in start else held_fragments.get(key) == rec.descriptions)
+            if isinstance(rec, Entity):
+                same = same and before.name == rec.name
+            if same:
+                rec.description = before.description
             else:
-                jobs.append((entity, entity.name, entity.descriptions))
-        for rid, relation in relations.items():
-            before = before_r.get(rid)
-            if not relation.source_chunk_ids:
-                if before is not None:
-                    plan.deleted_relations.append(rid)
-                continue
-            if before is not None and before.descriptions == relation.descriptions:
-                relation.description = before.description
-            else:
-                jobs.append((relation, "", relation.descriptions))
-        names = {eid: e.name for eid, e in entities.items() if e.source_chunk_ids}
+                jobs.append((rec, rec.name if isinstance(rec, Entity) else ""))
+        names = {eid: e.name for eid, e in entities.items() if sizes[f"e:{eid}"][0]}
         missing = {x for r in relations.values() for x in (r.source, r.target) if x not in names}
         names.update({eid: e.name for eid, e in self.entity_table.get(missing).items()})
         # a profile already waiting for its summary that only gained fragments still needs it
         # (both the fragment count and the length only grow): it keeps its stored value, and
         # is not read again batch after batch of a long insert call
-        rebuilt = {f"e:{e}" for e in rebuild_e} | {f"r:{r}" for r in rebuild_r}
-        waiting_before = set(self.pending_summaries.get(_profile_key(rec) for rec, _, _ in jobs)) - rebuilt if defer else set()
+        rebuilt_keys = {f"e:{e}" for e in rebuild_e} | {f"r:{r}" for r in rebuild_r}
+        waiting_before = set(self.pending_summaries.get(profile_key(rec) for rec, _ in jobs)) - rebuilt_keys if defer else set()
+        # the fragments since its last summary of every other profile: those its rows hold
+        # (fewer than the summary rule allows, or it would be waiting) and those added here
+        stored_since = []
+        for rec, _ in jobs:
+            if (key := profile_key(rec)) in start and key not in waiting_before:
+                before = (before_e if isinstance(rec, Entity) else before_r)[rec.id]
+                stored_since.append((before, covered(before)))
+        since = self.lists.tails(stored_since)
         summary_jobs = {}
-        for number, (rec, subject, _) in enumerate(jobs):
-            key = _profile_key(rec)
+        for number, (rec, subject) in enumerate(jobs):
+            key = profile_key(rec)
             subject = subject or f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
             held = (before_e if isinstance(rec, Entity) else before_r).get(rec.id) if key in waiting_before else None
             if held is not None:
                 rec.description = held.description
                 plan.pending.append(key)
                 continue
-            parts = pieces(rec)
-            if parts and not unsummarised(rec):  # nothing arrived since its summary (a new name or source)
+            fragments = since[key] + rec.descriptions if key in start else rec.descriptions[covered(rec):]
+            parts = pieces(rec, fragments)
+            if parts and not fragments:  # nothing arrived since its summary (a new name or source)
                 rec.description = parts[0]
                 plan.settled.append(key)
             elif (joined := self.summarizer.joined(parts)) is not None:
@@ -442,14 +500,32 @@ class LightRAGIndex(BaseIndex):
                 plan.settled.append(key)
         summaries, written = await arun_stage(self.store, SUMMARY_STAGE, summary_jobs, label="summarising profiles")
         for number, text in summaries.items():
-            set_summary(jobs[number][0], text)
+            rec = jobs[number][0]
+            set_summary(rec, text, sizes[profile_key(rec)][1])
 
         deleted_e = set(plan.deleted_entities)
         deleted_r = set(plan.deleted_relations)
         plan.settled += [f"e:{e}" for e in deleted_e] + [f"r:{r}" for r in deleted_r]
+        plan.dropped = [f"e:{e}" for e in plan.deleted_entities] + [f"r:{r}" for r in plan.deleted_relations]
         waiting = set(plan.pending)  # embedded once summarised
-        plan.entities = {eid: e for eid, e in entities.items() if eid not in deleted_e and e.source_chunk_ids and e != before_e.get(eid)}
-        plan.relations = {rid: r for rid, r in relations.items() if rid not in deleted_r and r.source_chunk_ids and r != before_r.get(rid)}
+        # the records as stored (counts, no lists) and the rows they add or rewrite
+        for rec in [*entities.values(), *relations.values()]:
+            key = profile_key(rec)
+            if not sizes[key][0]:
+                continue
+            stored_head = head(rec, *sizes[key])
+            if isinstance(rec, Entity):
+                if stored_head != before_e.get(rec.id):
+                    plan.entities[rec.id] = stored_head
+            elif stored_head != before_r.get(rec.id):
+                plan.relations[rec.id] = stored_head
+            if key in start:
+                if rec.source_chunk_ids or rec.descriptions:
+                    plan.rows.append((key, start[key][0], rec.source_chunk_ids, start[key][1], rec.descriptions))
+            elif key not in rebuilt_keys or held_sources[key] != rec.source_chunk_ids or held_fragments[key] != rec.descriptions:
+                if key in rebuilt_keys:
+                    plan.dropped.append(key)
+                plan.rows.append((key, 0, rec.source_chunk_ids, 0, rec.descriptions))
 
         # vectors of what a search would now see differently
         renamed = {eid for eid, e in plan.entities.items() if eid not in before_e or before_e[eid].name != e.name}
@@ -518,10 +594,11 @@ class LightRAGIndex(BaseIndex):
         names = {eid: e.name for eid, e in {**self.entity_table.get(ends), **entities}.items()}
         records: dict[str, Entity | Relation] = {f"e:{k}": e for k, e in entities.items()}
         records.update({f"r:{k}": r for k, r in relations.items()})
+        since = self.lists.tails([(rec, covered(rec)) for rec in records.values()])
         jobs = {}
         for key, rec in records.items():
             subject = rec.name if isinstance(rec, Entity) else f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
-            parts = pieces(rec)
+            parts = pieces(rec, since[key])
             joined = self.summarizer.joined(parts)
             if joined is None:
                 jobs[key] = (self._summary_digest(subject, parts), lambda s=subject, f=parts: self.summarizer.asummarize(s, f))
@@ -529,14 +606,14 @@ class LightRAGIndex(BaseIndex):
                 rec.description = joined
         summaries, written = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising profiles")
         for key, text in summaries.items():
-            set_summary(records[key], text)
+            set_summary(records[key], text, counts(records[key])[1])
         e_ids, r_ids = list(entities), list(relations)
         e_vectors = await self.embed([entity_text(entities[e]) for e in e_ids]) if e_ids else None
         r_texts = [relation_text(r, names.get(r.source, r.source), names.get(r.target, r.target)) for r in relations.values()]
         r_vectors = await self.embed(r_texts) if r_ids else None
         with self.store.transaction() as db:
-            self.entity_table.put(db, entities.values())
-            self.relation_table.put(db, relations.values())
+            self.entity_table.put(db, (head(e, *counts(e)) for e in entities.values()))
+            self.relation_table.put(db, (head(r, *counts(r)) for r in relations.values()))
             if e_ids:
                 self.store.put_vectors(db, self.ENTITY_COLLECTION, e_ids, e_vectors)
             if r_ids:
@@ -551,6 +628,8 @@ class LightRAGIndex(BaseIndex):
         self.mentions.put(db, plan.mentions)
         self.relation_table.delete(db, plan.deleted_relations)
         self.entity_table.delete(db, plan.deleted_entities)
+        self.lists.drop(db, plan.dropped)
+        self.lists.append(db, plan.rows)
         self.entity_table.put(db, plan.entities.values())
         self.relation_table.put(db, plan.relations.values())
         if self.store.embedding_dimension is not None:
@@ -582,9 +661,6 @@ class LightRAGIndex(BaseIndex):
         context = list(retrieval.context or retrieval.hits)
         return context, {"system": ANSWER_SYSTEM, "instructions": ANSWER_INSTRUCTIONS, "max_context_tokens": 8000}
 
-
-def _profile_key(record: Entity | Relation) -> str:
-    return f"e:{record.id}" if isinstance(record, Entity) else f"r:{record.id}"
 
 
 __all__ = ["LightRAGIndex"]

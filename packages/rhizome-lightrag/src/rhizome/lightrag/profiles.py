@@ -136,24 +136,32 @@ SUMMARY = "summary"
 """Profile metadata: the last summary written (of the covered fragments)."""
 
 
-def pieces(record: Entity | Relation) -> list[str]:
-    """What a profile's value is made from: its last summary (when it has one) followed by the
-    fragments added since, or every fragment when it was never summarised."""
-    covered = int(record.metadata.get(SUMMARISED, 0))
-    head = [record.metadata.get(SUMMARY, "")] if covered else []
-    return [*head, *record.descriptions[covered:]]
+def covered(record: Entity | Relation) -> int:
+    """How many leading fragments the profile's last summary covers (0: never summarised)."""
+    return int(record.metadata.get(SUMMARISED, 0))
 
 
-def unsummarised(record: Entity | Relation) -> int:
-    """How many fragments arrived after the last summary."""
-    return len(record.descriptions) - int(record.metadata.get(SUMMARISED, 0))
+def pieces(record: Entity | Relation, since: list[str]) -> list[str]:
+    """What a profile's value is made from: its last summary (when it has one) followed by
+    ``since``, the fragments added after it (every fragment when it was never summarised)."""
+    head = [record.metadata.get(SUMMARY, "")] if covered(record) else []
+    return [*head, *since]
 
 
-def set_summary(record: Entity | Relation, text: str) -> None:
-    """Make ``text`` the profile's value, covering every fragment it holds now."""
+def set_summary(record: Entity | Relation, text: str, fragments: int) -> None:
+    """Make ``text`` the profile's value, covering the ``fragments`` it holds now."""
     record.description = text
     record.metadata[SUMMARY] = text
-    record.metadata[SUMMARISED] = len(record.descriptions)
+    record.metadata[SUMMARISED] = fragments
+
+
+def skip_stored(seen: Seen, record: Entity | Relation, sources: set[str], fragments: set[str]) -> None:
+    """Make the next folds into ``record`` — a stored profile whose lists stay in their rows, so
+    that its ``source_chunk_ids`` and ``descriptions`` collect only what the folds add — skip
+    the chunk ids and fragments its rows hold already (``sources``, ``fragments``: those of
+    the values about to be folded that are stored; see :mod:`rhizome.lightrag.lists`)."""
+    seen[id(record.source_chunk_ids)] = (record.source_chunk_ids, {*sources, *record.source_chunk_ids})
+    seen[id(record.descriptions)] = (record.descriptions, {*fragments, *record.descriptions})
 
 
 def entity_text(entity: Entity) -> str:
@@ -170,6 +178,7 @@ def relation_text(relation: Relation, source_name: str, target_name: str) -> str
 __all__ = [
     "chunk_record",
     "copy_entity",
+    "covered",
     "copy_relation",
     "entity_text",
     "fold_entity",
@@ -179,7 +188,7 @@ __all__ = [
     "pair_id",
     "pieces",
     "set_summary",
-    "unsummarised",
+    "skip_stored",
     "relation_id_for",
     "relation_text",
 ]

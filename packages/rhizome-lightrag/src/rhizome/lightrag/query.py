@@ -41,6 +41,7 @@ from rhizome.core.errors import ConfigurationError, ModelOutputError
 from rhizome.core.evidence import DEFAULT_LINK_K, DEFAULT_PASSAGE_SEED, link_entities, rank_passages
 from rhizome.core.extraction import content_words, query_names
 from rhizome.core.retrieval import (
+    MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
     Retrieval,
     by_rank,
@@ -57,6 +58,7 @@ from rhizome.core.retrieval import (
 )
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Hit
+from rhizome.lightrag.lists import counts, profile_key
 from rhizome.lightrag.prompts import KEYWORDS_SYSTEM, keywords_prompt
 from rhizome.lightrag.schema import QueryKeywords
 
@@ -333,16 +335,19 @@ class LightRAGRetriever(BaseRetriever):
         return entities, rels
 
     # -- hits ------------------------------------------------------------------------------------
-    def _cited(self, records: Sequence[Any]) -> dict[str, Any]:
-        return self.index.store.chunks(list(dict.fromkeys(c for r in records for c in r.source_chunk_ids[:20])))
+    def _cited(self, records: Sequence[Any]) -> tuple[dict[str, list[str]], dict[str, Any]]:
+        """The first chunk ids each profile cites (as many as a hit's provenance takes), by
+        profile key, and those chunks."""
+        sources = self.index.lists.sources(records, limit=MAX_PROVENANCE_CHUNKS)
+        return sources, self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
 
     def _entity_hits(self, entities: list[tuple]) -> list[Hit]:
         packed = pack(entities, self.max_entity_tokens, lambda x: f"{x[2].name} ({x[2].type or 'entity'}): {x[2].description}".strip())
-        chunks = self._cited([x[2] for x, _ in packed])
+        sources, chunks = self._cited([x[2] for x, _ in packed])
         return [
             Hit(
-                id=eid, text=text, score=float(score), kind="entity", provenance=provenance(chunks, e.source_chunk_ids),
-                metadata={"section": "Entities", "name": e.name, "type": e.type, "degree": degree, "level": "low", "n_sources": len(e.source_chunk_ids)},
+                id=eid, text=text, score=float(score), kind="entity", provenance=provenance(chunks, sources[profile_key(e)]),
+                metadata={"section": "Entities", "name": e.name, "type": e.type, "degree": degree, "level": "low", "n_sources": counts(e)[0]},
             )
             for (eid, score, e, degree), text in packed
         ]
@@ -356,13 +361,13 @@ class LightRAGRetriever(BaseRetriever):
             return f"{names.get(rel.source, rel.source)} — {names.get(rel.target, rel.target)}{keywords}: {rel.description}".strip()
 
         packed = pack(relations, self.max_relation_tokens, text)
-        chunks = self._cited([x[2] for x, _ in packed])
+        sources, chunks = self._cited([x[2] for x, _ in packed])
         return [
             Hit(
-                id=rid, text=body, score=float(score), kind="relation", provenance=provenance(chunks, rel.source_chunk_ids),
+                id=rid, text=body, score=float(score), kind="relation", provenance=provenance(chunks, sources[profile_key(rel)]),
                 metadata={
                     "section": "Relations", "source": names.get(rel.source, rel.source), "target": names.get(rel.target, rel.target),
-                    "keywords": list(rel.keywords), "weight": rel.weight, "level": "high", "n_sources": len(rel.source_chunk_ids),
+                    "keywords": list(rel.keywords), "weight": rel.weight, "level": "high", "n_sources": counts(rel)[0],
                 },
             )
             for (rid, score, rel), body in packed

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rhizome.core.index import text_digest
 from rhizome.core.models.lenient import TextList
 
 
@@ -67,6 +68,55 @@ class ChunkExtraction(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class Citation(BaseModel):
+    """One chunk a profile's mentions come from, the ``seq``-th of its citations in order of
+    arrival; ``profile`` is ``e:<entity id>`` or ``r:<relation id>``. Appended as a row of its
+    own (see :mod:`rhizome.lightrag.lists`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: str
+    seq: int
+    chunk_id: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.profile}\x1f{self.chunk_id}"
+
+    @property
+    def slot(self) -> str:
+        return slot(self.profile, self.seq)
+
+
+class Fragment(BaseModel):
+    """One distinct description fragment of a profile, the ``seq``-th in order of arrival
+    (see :class:`Citation`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: str
+    seq: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        return fragment_id(self.profile, self.text)
+
+    @property
+    def slot(self) -> str:
+        return slot(self.profile, self.seq)
+
+
+def slot(profile: str, seq: int) -> str:
+    """The lookup value of a profile's ``seq``-th citation or fragment."""
+    return f"{profile}\x1f{seq}"
+
+
+def fragment_id(profile: str, text: str) -> str:
+    """The key of a fragment: one row per profile and distinct text."""
+    return f"{profile}\x1f{text_digest(text)}"
+
+
 class Mention(BaseModel):
     """One surface name in one chunk, with the keys entity resolution looks names up by, and
     the entity it was resolved to."""
@@ -81,4 +131,15 @@ class Mention(BaseModel):
     entity_id: str
 
 
-__all__ = ["ChunkExtraction", "EntityMention", "Mention", "PendingSummary", "QueryKeywords", "RelationMention"]
+__all__ = [
+    "ChunkExtraction",
+    "Citation",
+    "EntityMention",
+    "Fragment",
+    "Mention",
+    "PendingSummary",
+    "QueryKeywords",
+    "RelationMention",
+    "fragment_id",
+    "slot",
+]

@@ -1,0 +1,174 @@
+"""A profile's citations and description fragments, stored as rows of their own.
+
+An entity or relation profile cites every chunk that mentions it and keeps every distinct
+description fragment until a summary covers it; both lists grow with the corpus. Stored inside
+the profile's record, they were read, decoded, encoded and written again whole by every insert
+batch touching the profile, so a batch cost more the larger the corpus already was. Here each
+citation (:class:`~rhizome.lightrag.schema.Citation`) and each fragment
+(:class:`~rhizome.lightrag.schema.Fragment`) is one row, keyed by its profile and its value and
+numbered in order of arrival; the profile record keeps only their counts (metadata ``n_sources``
+and ``n_fragments``). A batch appends the rows it adds and rewrites the small record; it reads
+back only what it needs: whether a value is stored already (by key), and the fragments a
+profile gathered since its last summary (by number). A delete rebuilds the rows of the profiles
+it touches whole, as it rebuilds the profiles.
+
+Indexes written before this layout hold the lists inside the records (no count in the
+metadata): every reader here reads both forms, and the first writable open moves such records
+to rows (:meth:`ProfileLists.migrate`). :meth:`ProfileLists.whole` gives back a record as that
+layout held it, lists inside: what ``entities()``, ``relations()`` and exports return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
+from rhizome.core.types import Entity, Relation
+from rhizome.lightrag.schema import Citation, Fragment, fragment_id, slot
+
+SOURCES = "n_sources"
+"""Profile metadata: how many chunks it cites (rows of ``lightrag_citations``)."""
+FRAGMENTS = "n_fragments"
+"""Profile metadata: how many distinct fragments it holds (rows of ``lightrag_fragments``)."""
+
+P = TypeVar("P", Entity, Relation)
+
+
+def profile_key(record: Entity | Relation) -> str:
+    """``e:<entity id>`` or ``r:<relation id>``: the profile a row belongs to."""
+    return f"e:{record.id}" if isinstance(record, Entity) else f"r:{record.id}"
+
+
+def in_rows(record: Entity | Relation) -> bool:
+    """Whether the record keeps its lists as rows (else, an old record, it holds them)."""
+    return SOURCES in record.metadata
+
+
+def counts(record: Entity | Relation) -> tuple[int, int]:
+    """How many citations and fragments the profile has, in either layout."""
+    if in_rows(record):
+        return int(record.metadata[SOURCES]), int(record.metadata[FRAGMENTS])
+    return len(record.source_chunk_ids), len(record.descriptions)
+
+
+def head(record: P, n_sources: int, n_fragments: int) -> P:
+    """The record as stored: without its lists, with their counts (last, so that equal records
+    are stored alike)."""
+    meta = _without_counts(record)
+    return record.model_copy(update={"descriptions": [], "source_chunk_ids": [], "metadata": {**meta, SOURCES: n_sources, FRAGMENTS: n_fragments}})
+
+
+def _without_counts(record: Entity | Relation) -> dict[str, Any]:
+    return {k: v for k, v in record.metadata.items() if k not in (SOURCES, FRAGMENTS)}
+
+
+class ProfileLists:
+    """The citation and fragment rows of an index's profiles (see the module docstring)."""
+
+    def __init__(self, store: Any) -> None:
+        self.citations = store.table("lightrag_citations", Citation, lookups=("profile", "slot"))
+        self.fragments = store.table("lightrag_fragments", Fragment, lookups=("profile", "slot"))
+
+    def generation(self) -> tuple[int, int]:
+        return self.citations.generation(), self.fragments.generation()
+
+    # -- reading -----------------------------------------------------------------------------------
+    def sources(self, records: Iterable[Entity | Relation], limit: int | None = None) -> dict[str, list[str]]:
+        """Each profile's cited chunk ids in order (the first ``limit``), by profile key."""
+        records = list(records)
+        out = {profile_key(r): list(r.source_chunk_ids[:limit]) for r in records if not in_rows(r)}
+        rows = self._read(self.citations, [r for r in records if in_rows(r)], SOURCES, limit)
+        out.update({key: [c.chunk_id for c in found] for key, found in rows.items()})
+        return out
+
+    def texts(self, records: Iterable[Entity | Relation]) -> dict[str, list[str]]:
+        """Each profile's fragments in order, by profile key."""
+        records = list(records)
+        out = {profile_key(r): list(r.descriptions) for r in records if not in_rows(r)}
+        rows = self._read(self.fragments, [r for r in records if in_rows(r)], FRAGMENTS, None)
+        out.update({key: [f.text for f in found] for key, found in rows.items()})
+        return out
+
+    def tails(self, wanted: Sequence[tuple[Entity | Relation, int]]) -> dict[str, list[str]]:
+        """For each ``(record, start)``, the profile's fragments from the ``start``-th on (one
+        read for all)."""
+        out: dict[str, list[str]] = {}
+        slots: list[str] = []
+        for record, start in wanted:
+            key = profile_key(record)
+            if in_rows(record):
+                out[key] = []
+                slots += [slot(key, i) for i in range(start, counts(record)[1])]
+            else:
+                out[key] = list(record.descriptions[start:])
+        for row in sorted(self.fragments.find("slot", slots), key=lambda f: (f.profile, f.seq)):
+            out[row.profile].append(row.text)
+        return out
+
+    def _read(self, table: Any, records: list[Entity | Relation], field: str, limit: int | None) -> dict[str, list[Any]]:
+        """The rows of ``table`` of each profile (its first ``limit``), in order."""
+        keys = [profile_key(r) for r in records]
+        if limit is None:
+            found = table.find("profile", keys)
+        else:  # by number: a long profile costs what is read of it
+            found = table.find("slot", [slot(key, i) for key, r in zip(keys, records, strict=True) for i in range(min(int(r.metadata[field]), limit))])
+        out: dict[str, list[Any]] = {key: [] for key in keys}
+        for row in sorted(found, key=lambda x: x.seq):
+            out[row.profile].append(row)
+        return out
+
+    def whole(self, records: Sequence[P]) -> list[P]:
+        """The records with their lists inside, as the layout before the rows stored them."""
+        stored = [r for r in records if in_rows(r)]
+        sources = self.sources(stored)
+        fragments = self.texts(stored)
+        out = []
+        for record in records:
+            if in_rows(record):
+                key = profile_key(record)
+                record = record.model_copy(update={"source_chunk_ids": sources[key], "descriptions": fragments[key], "metadata": _without_counts(record)})
+            out.append(record)
+        return out
+
+    def held(self, citations: Iterable[tuple[str, str]], fragments: Iterable[tuple[str, str]]) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+        """Which of the ``(profile key, chunk id)`` and ``(profile key, fragment)`` pairs are
+        stored already (read by key: a pair that is not costs an index probe)."""
+        citations, fragments = list(citations), list(fragments)
+        cited = self.citations.get(f"{key}\x1f{chunk}" for key, chunk in citations)
+        known = self.fragments.get(fragment_id(key, text) for key, text in fragments)
+        return (
+            {(c.profile, c.chunk_id) for c in cited.values()},
+            {(f.profile, f.text) for f in known.values()},
+        )
+
+    # -- writing (inside a transaction) --------------------------------------------------------------
+    def append(self, db: Any, items: Iterable[tuple[str, int, Sequence[str], int, Sequence[str]]]) -> None:
+        """Store new citations and fragments: per item, ``(profile key, number of the first
+        citation, chunk ids, number of the first fragment, fragments)``."""
+        citations: list[Citation] = []
+        fragments: list[Fragment] = []
+        for key, first_source, chunk_ids, first_fragment, texts in items:
+            citations += (Citation(profile=key, seq=first_source + i, chunk_id=c) for i, c in enumerate(chunk_ids))
+            fragments += (Fragment(profile=key, seq=first_fragment + i, text=t) for i, t in enumerate(texts))
+        self.citations.put(db, citations)
+        self.fragments.put(db, fragments)
+
+    def drop(self, db: Any, keys: Iterable[str]) -> None:
+        """Remove every row of these profiles."""
+        keys = list(keys)
+        self.citations.delete_by(db, "profile", keys)
+        self.fragments.delete_by(db, "profile", keys)
+
+    def migrate(self, db: Any, tables: Iterable[Any]) -> int:
+        """Move the lists of every record still holding them (an index written before the rows)
+        to rows; returns how many records moved. Idempotent: a record moved already is skipped."""
+        moved = 0
+        for table in tables:
+            old = [r for r in table.all() if not in_rows(r)]
+            self.append(db, ((profile_key(r), 0, r.source_chunk_ids, 0, r.descriptions) for r in old))
+            table.put(db, (head(r, len(r.source_chunk_ids), len(r.descriptions)) for r in old))
+            moved += len(old)
+        return moved
+
+
+__all__ = ["FRAGMENTS", "SOURCES", "ProfileLists", "counts", "head", "in_rows", "profile_key"]
