@@ -93,8 +93,8 @@ class _Plan:
     """The records to write, as stored: counts of their lists, not the lists."""
     rows: list[tuple[str, int, list[str], int, list[str]]] = field(default_factory=list)
     """Citation and fragment rows to write (:meth:`ProfileLists.append`)."""
-    dropped: list[str] = field(default_factory=list)
-    """Profiles whose rows go: deleted ones, and rebuilt ones written again whole."""
+    dropped: list[Any] = field(default_factory=list)
+    """Profiles (as stored) whose rows go: deleted ones, and rebuilt ones written again whole."""
     deleted_entities: list[str] = field(default_factory=list)
     deleted_relations: list[str] = field(default_factory=list)
     entity_vectors: tuple[list[str], Any] = ((), None)  # type: ignore[assignment]
@@ -506,7 +506,7 @@ class LightRAGIndex(BaseIndex):
         deleted_e = set(plan.deleted_entities)
         deleted_r = set(plan.deleted_relations)
         plan.settled += [f"e:{e}" for e in deleted_e] + [f"r:{r}" for r in deleted_r]
-        plan.dropped = [f"e:{e}" for e in plan.deleted_entities] + [f"r:{r}" for r in plan.deleted_relations]
+        plan.dropped = [before_e[e] for e in plan.deleted_entities] + [before_r[r] for r in plan.deleted_relations]
         waiting = set(plan.pending)  # embedded once summarised
         # the records as stored (counts, no lists) and the rows they add or rewrite
         for rec in [*entities.values(), *relations.values()]:
@@ -524,7 +524,7 @@ class LightRAGIndex(BaseIndex):
                     plan.rows.append((key, start[key][0], rec.source_chunk_ids, start[key][1], rec.descriptions))
             elif key not in rebuilt_keys or held_sources[key] != rec.source_chunk_ids or held_fragments[key] != rec.descriptions:
                 if key in rebuilt_keys:
-                    plan.dropped.append(key)
+                    plan.dropped.append((before_e if isinstance(rec, Entity) else before_r)[rec.id])
                 plan.rows.append((key, 0, rec.source_chunk_ids, 0, rec.descriptions))
 
         # vectors of what a search would now see differently

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from rhizome.core.types import Entity, Relation
-from rhizome.lightrag.schema import Citation, Fragment, fragment_id, slot
+from rhizome.lightrag.schema import Citation, Fragment, citation_id, fragment_id, slot
 
 SOURCES = "n_sources"
 """Profile metadata: how many chunks it cites (rows of ``lightrag_citations``)."""
@@ -66,8 +66,9 @@ class ProfileLists:
     """The citation and fragment rows of an index's profiles (see the module docstring)."""
 
     def __init__(self, store: Any) -> None:
-        self.citations = store.table("lightrag_citations", Citation, lookups=("profile", "slot"))
-        self.fragments = store.table("lightrag_fragments", Fragment, lookups=("profile", "slot"))
+        # one lookup: the rows of a profile are found by number (its record has their counts)
+        self.citations = store.table("lightrag_citations", Citation, lookups=("slot",))
+        self.fragments = store.table("lightrag_fragments", Fragment, lookups=("slot",))
 
     def generation(self) -> tuple[int, int]:
         return self.citations.generation(), self.fragments.generation()
@@ -108,10 +109,8 @@ class ProfileLists:
     def _read(self, table: Any, records: list[Entity | Relation], field: str, limit: int | None) -> dict[str, list[Any]]:
         """The rows of ``table`` of each profile (its first ``limit``), in order."""
         keys = [profile_key(r) for r in records]
-        if limit is None:
-            found = table.find("profile", keys)
-        else:  # by number: a long profile costs what is read of it
-            found = table.find("slot", [slot(key, i) for key, r in zip(keys, records, strict=True) for i in range(min(int(r.metadata[field]), limit))])
+        end = [int(r.metadata[field]) if limit is None else min(int(r.metadata[field]), limit) for r in records]
+        found = table.find("slot", [slot(key, i) for key, n in zip(keys, end, strict=True) for i in range(n)])
         out: dict[str, list[Any]] = {key: [] for key in keys}
         for row in sorted(found, key=lambda x: x.seq):
             out[row.profile].append(row)
@@ -134,7 +133,7 @@ class ProfileLists:
         """Which of the ``(profile key, chunk id)`` and ``(profile key, fragment)`` pairs are
         stored already (read by key: a pair that is not costs an index probe)."""
         citations, fragments = list(citations), list(fragments)
-        cited = self.citations.get(f"{key}\x1f{chunk}" for key, chunk in citations)
+        cited = self.citations.get(citation_id(key, chunk) for key, chunk in citations)
         known = self.fragments.get(fragment_id(key, text) for key, text in fragments)
         return (
             {(c.profile, c.chunk_id) for c in cited.values()},
@@ -153,11 +152,11 @@ class ProfileLists:
         self.citations.put(db, citations)
         self.fragments.put(db, fragments)
 
-    def drop(self, db: Any, keys: Iterable[str]) -> None:
-        """Remove every row of these profiles."""
-        keys = list(keys)
-        self.citations.delete_by(db, "profile", keys)
-        self.fragments.delete_by(db, "profile", keys)
+    def drop(self, db: Any, records: Iterable[Entity | Relation]) -> None:
+        """Remove every row of these profiles (as stored: their counts number the rows)."""
+        records = [r for r in records if in_rows(r)]
+        self.citations.delete_by(db, "slot", (slot(profile_key(r), i) for r in records for i in range(counts(r)[0])))
+        self.fragments.delete_by(db, "slot", (slot(profile_key(r), i) for r in records for i in range(counts(r)[1])))
 
     def migrate(self, db: Any, tables: Iterable[Any]) -> int:
         """Move the lists of every record still holding them (an index written before the rows)

@@ -81,7 +81,7 @@ class Citation(BaseModel):
 
     @property
     def id(self) -> str:
-        return f"{self.profile}\x1f{self.chunk_id}"
+        return citation_id(self.profile, self.chunk_id)
 
     @property
     def slot(self) -> str:
@@ -112,6 +112,11 @@ def slot(profile: str, seq: int) -> str:
     return f"{profile}\x1f{seq}"
 
 
+def citation_id(profile: str, chunk_id: str) -> str:
+    """The key of a citation: one row per profile and chunk."""
+    return f"{profile}\x1f{chunk_id}"
+
+
 def fragment_id(profile: str, text: str) -> str:
     """The key of a fragment: one row per profile and distinct text."""
     return f"{profile}\x1f{text_digest(text)}"
@@ -140,6 +145,7 @@ __all__ = [
     "PendingSummary",
     "QueryKeywords",
     "RelationMention",
+    "citation_id",
     "fragment_id",
     "slot",
 ]
