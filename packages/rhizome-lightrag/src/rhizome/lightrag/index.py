@@ -56,7 +56,15 @@ from rhizome.core.storage import IndexStore
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Chunk, Entity, Relation
 from rhizome.lightrag.config import LightRAGConfig
-from rhizome.lightrag.lists import ProfileLists, counts, head, profile_key
+from rhizome.lightrag.lists import (
+    ProfileLists,
+    as_stored,
+    counts,
+    head,
+    in_rows,
+    is_long,
+    profile_key,
+)
 from rhizome.lightrag.profiles import (
     chunk_record,
     copy_entity,
@@ -78,7 +86,7 @@ from rhizome.lightrag.schema import ChunkExtraction, EntityMention, Mention, Pen
 
 SUMMARY_STAGE = "lightrag.summary"
 ROWS = "lightrag.list_rows"
-"""Meta flag: every profile keeps its citations and fragments as rows (rhizome.lightrag.lists)."""
+"""Meta flag: every long profile keeps its citations and fragments as rows (rhizome.lightrag.lists)."""
 
 
 @dataclass
@@ -392,19 +400,20 @@ class LightRAGIndex(BaseIndex):
                     if relation_id_for(x.source_id, x.target_id) == rid:
                         fold_relation(relation, x, chunk_id, seen)
             relations[rid] = relation
-        # the other stored profiles the new records touch are folded onto their rows: their
-        # lists here collect only what this batch adds, after the ``start`` values their rows
-        # hold, and the folds skip what the rows hold already (read by key, not whole)
+        # the other stored profiles the new records touch whose lists are rows are folded onto
+        # them: their lists here collect only what this batch adds, after the ``start`` values
+        # their rows hold, and the folds skip what the rows hold already (read by key, not
+        # whole); a short profile holds its lists itself and is folded as it is
         start: dict[str, tuple[int, int]] = {}
         pairs: tuple[list[tuple[str, str]], list[tuple[str, str]]] = ([], [])
         for _, record in records:
             for m in record.entities:
-                if m.id in before_e and m.id not in entities:
+                if m.id in before_e and m.id not in entities and in_rows(before_e[m.id]):
                     pairs[0].append((f"e:{m.id}", record.chunk_id))
                     pairs[1].append((f"e:{m.id}", m.description.strip()))
             for x in record.relations:
                 rid = relation_id_for(x.source_id, x.target_id)
-                if rid in before_r and rid not in relations:
+                if rid in before_r and rid not in relations and in_rows(before_r[rid]):
                     pairs[0].append((f"r:{rid}", record.chunk_id))
                     pairs[1].append((f"r:{rid}", x.description.strip()))
         cited, known = self.lists.held(*pairs)
@@ -414,10 +423,11 @@ class LightRAGIndex(BaseIndex):
         for key, text in known:
             held_by.setdefault(key, (set(), set()))[1].add(text)
 
-        def onto_rows(record: Any) -> Any:
-            key = profile_key(record)
-            start[key] = counts(record)
-            skip_stored(seen, record, *held_by.get(key, (set(), set())))
+        def onto_stored(record: Any) -> Any:
+            if in_rows(record):
+                key = profile_key(record)
+                start[key] = counts(record)
+                skip_stored(seen, record, *held_by.get(key, (set(), set())))
             return record
 
         # fold the new records onto the stored profiles
@@ -426,7 +436,7 @@ class LightRAGIndex(BaseIndex):
                 for m in record.entities:
                     entity = entities.get(m.id)
                     if entity is None:
-                        entity = onto_rows(copy_entity(before_e[m.id])) if m.id in before_e else new_entity(m.id, m.name)
+                        entity = onto_stored(copy_entity(before_e[m.id])) if m.id in before_e else new_entity(m.id, m.name)
                         entities[m.id] = entity
                     entity.name = entity.name or m.name
                     fold_entity(entity, m, record.chunk_id, seen)
@@ -434,7 +444,7 @@ class LightRAGIndex(BaseIndex):
                     rid = relation_id_for(x.source_id, x.target_id)
                     relation = relations.get(rid)
                     if relation is None:
-                        relation = onto_rows(copy_relation(before_r[rid])) if rid in before_r else new_relation(pair_id(x.source_id, x.target_id))
+                        relation = onto_stored(copy_relation(before_r[rid])) if rid in before_r else new_relation(pair_id(x.source_id, x.target_id))
                         relations[rid] = relation
                     fold_relation(relation, x, record.chunk_id, seen)
                 step.advance()
@@ -451,8 +461,11 @@ class LightRAGIndex(BaseIndex):
                 if before is not None:
                     (plan.deleted_entities if isinstance(rec, Entity) else plan.deleted_relations).append(rec.id)
                 continue
-            # no fragment added (folded onto the rows) or the same fragments (rebuilt)
-            same = before is not None and (not rec.descriptions if key in start else held_fragments.get(key) == rec.descriptions)
+            # no fragment added (folded onto the rows) or the same fragments (rebuilt, or held)
+            if key in start:
+                same = not rec.descriptions
+            else:
+                same = before is not None and held_fragments.get(key, before.descriptions) == rec.descriptions
             if isinstance(rec, Entity):
                 same = same and before.name == rec.name
             if same:
@@ -508,23 +521,28 @@ class LightRAGIndex(BaseIndex):
         plan.settled += [f"e:{e}" for e in deleted_e] + [f"r:{r}" for r in deleted_r]
         plan.dropped = [before_e[e] for e in plan.deleted_entities] + [before_r[r] for r in plan.deleted_relations]
         waiting = set(plan.pending)  # embedded once summarised
-        # the records as stored (counts, no lists) and the rows they add or rewrite
+        # the records as stored (a long profile: counts instead of its lists) and the rows
+        # they add or rewrite
         for rec in [*entities.values(), *relations.values()]:
             key = profile_key(rec)
             if not sizes[key][0]:
                 continue
-            stored_head = head(rec, *sizes[key])
-            if isinstance(rec, Entity):
-                if stored_head != before_e.get(rec.id):
-                    plan.entities[rec.id] = stored_head
-            elif stored_head != before_r.get(rec.id):
-                plan.relations[rec.id] = stored_head
-            if key in start:
+            before = (before_e if isinstance(rec, Entity) else before_r).get(rec.id)
+            long = key in start or is_long(*sizes[key])  # folded onto its rows: it keeps them
+            stored = head(rec, *sizes[key]) if long else rec
+            if stored != before:
+                (plan.entities if isinstance(rec, Entity) else plan.relations)[rec.id] = stored
+            if key in start:  # folded onto its rows
                 if rec.source_chunk_ids or rec.descriptions:
                     plan.rows.append((key, start[key][0], rec.source_chunk_ids, start[key][1], rec.descriptions))
-            elif key not in rebuilt_keys or held_sources[key] != rec.source_chunk_ids or held_fragments[key] != rec.descriptions:
-                if key in rebuilt_keys:
-                    plan.dropped.append((before_e if isinstance(rec, Entity) else before_r)[rec.id])
+                continue
+            # new, rebuilt or held its lists: its rows (if any) are written whole, when changed
+            had_rows = before is not None and in_rows(before)
+            if had_rows and long and held_sources[key] == rec.source_chunk_ids and held_fragments[key] == rec.descriptions:
+                continue
+            if had_rows:
+                plan.dropped.append(before)
+            if long:
                 plan.rows.append((key, 0, rec.source_chunk_ids, 0, rec.descriptions))
 
         # vectors of what a search would now see differently
@@ -612,8 +630,8 @@ class LightRAGIndex(BaseIndex):
         r_texts = [relation_text(r, names.get(r.source, r.source), names.get(r.target, r.target)) for r in relations.values()]
         r_vectors = await self.embed(r_texts) if r_ids else None
         with self.store.transaction() as db:
-            self.entity_table.put(db, (head(e, *counts(e)) for e in entities.values()))
-            self.relation_table.put(db, (head(r, *counts(r)) for r in relations.values()))
+            self.entity_table.put(db, (as_stored(e) for e in entities.values()))
+            self.relation_table.put(db, (as_stored(r) for r in relations.values()))
             if e_ids:
                 self.store.put_vectors(db, self.ENTITY_COLLECTION, e_ids, e_vectors)
             if r_ids:

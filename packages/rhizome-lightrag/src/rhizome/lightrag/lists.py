@@ -1,21 +1,25 @@
-"""A profile's citations and description fragments, stored as rows of their own.
+"""A long profile's citations and description fragments, stored as rows of their own.
 
 An entity or relation profile cites every chunk that mentions it and keeps every distinct
 description fragment until a summary covers it; both lists grow with the corpus. Stored inside
 the profile's record, they were read, decoded, encoded and written again whole by every insert
-batch touching the profile, so a batch cost more the larger the corpus already was. Here each
+batch touching the profile, so a batch cost more the larger the corpus already was. A profile
+with more than :data:`INLINE` citations or fragments (a *long* one) keeps them as rows: each
 citation (:class:`~rhizome.lightrag.schema.Citation`) and each fragment
 (:class:`~rhizome.lightrag.schema.Fragment`) is one row, keyed by its profile and its value and
-numbered in order of arrival; the profile record keeps only their counts (metadata ``n_sources``
-and ``n_fragments``). A batch appends the rows it adds and rewrites the small record; it reads
-back only what it needs: whether a value is stored already (by key), and the fragments a
-profile gathered since its last summary (by number). A delete rebuilds the rows of the profiles
-it touches whole, as it rebuilds the profiles.
+numbered in order of arrival, and the profile record keeps only their counts (metadata
+``n_sources`` and ``n_fragments``). A batch appends the rows it adds and rewrites the small
+record; it reads back only what it needs: whether a value is stored already (by key), and the
+fragments the profile gathered since its last summary (by number). A short profile keeps its
+lists inside its record, as every profile did before: a row costs more to write than a few list
+items cost to rewrite, and most relations are mentioned once or twice. Which form a profile
+takes depends on its lists alone, so a delete that rebuilds a profile gives it the form (and the
+rows) one insert of the remaining documents would.
 
-Indexes written before this layout hold the lists inside the records (no count in the
-metadata): every reader here reads both forms, and the first writable open moves such records
-to rows (:meth:`ProfileLists.migrate`). :meth:`ProfileLists.whole` gives back a record as that
-layout held it, lists inside: what ``entities()``, ``relations()`` and exports return.
+Indexes written before long profiles had rows hold every list inside its record: readers here
+read both forms, and the first writable open moves the long ones to rows
+(:meth:`ProfileLists.migrate`). :meth:`ProfileLists.whole` gives back any record with its lists
+inside: what ``entities()``, ``relations()`` and exports return.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ SOURCES = "n_sources"
 FRAGMENTS = "n_fragments"
 """Profile metadata: how many distinct fragments it holds (rows of ``lightrag_fragments``)."""
 
+INLINE = 16
+"""Most citations, and most fragments, a profile keeps inside its record."""
+
 P = TypeVar("P", Entity, Relation)
 
 
@@ -40,8 +47,13 @@ def profile_key(record: Entity | Relation) -> str:
 
 
 def in_rows(record: Entity | Relation) -> bool:
-    """Whether the record keeps its lists as rows (else, an old record, it holds them)."""
+    """Whether the record keeps its lists as rows (else it holds them)."""
     return SOURCES in record.metadata
+
+
+def is_long(n_sources: int, n_fragments: int) -> bool:
+    """Whether a profile with these many citations and fragments keeps them as rows."""
+    return max(n_sources, n_fragments) > INLINE
 
 
 def counts(record: Entity | Relation) -> tuple[int, int]:
@@ -56,6 +68,12 @@ def head(record: P, n_sources: int, n_fragments: int) -> P:
     are stored alike)."""
     meta = _without_counts(record)
     return record.model_copy(update={"descriptions": [], "source_chunk_ids": [], "metadata": {**meta, SOURCES: n_sources, FRAGMENTS: n_fragments}})
+
+
+def as_stored(record: P) -> P:
+    """A stored record given back after a change of its value: as it was stored (counts last
+    when its lists are rows)."""
+    return head(record, *counts(record)) if in_rows(record) else record
 
 
 def _without_counts(record: Entity | Relation) -> dict[str, Any]:
@@ -147,8 +165,9 @@ class ProfileLists:
         citations: list[Citation] = []
         fragments: list[Fragment] = []
         for key, first_source, chunk_ids, first_fragment, texts in items:
-            citations += (Citation(profile=key, seq=first_source + i, chunk_id=c) for i, c in enumerate(chunk_ids))
-            fragments += (Fragment(profile=key, seq=first_fragment + i, text=t) for i, t in enumerate(texts))
+            # built without validation: the values are the plan's own strings and numbers
+            citations += (Citation.model_construct(profile=key, seq=first_source + i, chunk_id=c) for i, c in enumerate(chunk_ids))
+            fragments += (Fragment.model_construct(profile=key, seq=first_fragment + i, text=t) for i, t in enumerate(texts))
         self.citations.put(db, citations)
         self.fragments.put(db, fragments)
 
@@ -159,15 +178,16 @@ class ProfileLists:
         self.fragments.delete_by(db, "slot", (slot(profile_key(r), i) for r in records for i in range(counts(r)[1])))
 
     def migrate(self, db: Any, tables: Iterable[Any]) -> int:
-        """Move the lists of every record still holding them (an index written before the rows)
-        to rows; returns how many records moved. Idempotent: a record moved already is skipped."""
+        """Move the lists of every long record still holding them (an index written before
+        long profiles had rows) to rows; returns how many records moved. Idempotent: a record
+        moved already is skipped."""
         moved = 0
         for table in tables:
-            old = [r for r in table.all() if not in_rows(r)]
+            old = [r for r in table.all() if not in_rows(r) and is_long(len(r.source_chunk_ids), len(r.descriptions))]
             self.append(db, ((profile_key(r), 0, r.source_chunk_ids, 0, r.descriptions) for r in old))
             table.put(db, (head(r, len(r.source_chunk_ids), len(r.descriptions)) for r in old))
             moved += len(old)
         return moved
 
 
-__all__ = ["FRAGMENTS", "SOURCES", "ProfileLists", "counts", "head", "in_rows", "profile_key"]
+__all__ = ["FRAGMENTS", "INLINE", "SOURCES", "ProfileLists", "as_stored", "counts", "head", "in_rows", "is_long", "profile_key"]
