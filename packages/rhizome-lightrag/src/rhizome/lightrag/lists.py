@@ -96,16 +96,14 @@ class ProfileLists:
         """Each profile's cited chunk ids in order (the first ``limit``), by profile key."""
         records = list(records)
         out = {profile_key(r): list(r.source_chunk_ids[:limit]) for r in records if not in_rows(r)}
-        rows = self._read(self.citations, [r for r in records if in_rows(r)], SOURCES, limit)
-        out.update({key: [c.chunk_id for c in found] for key, found in rows.items()})
+        out.update(self._read(self.citations, [r for r in records if in_rows(r)], SOURCES, limit))
         return out
 
     def texts(self, records: Iterable[Entity | Relation]) -> dict[str, list[str]]:
         """Each profile's fragments in order, by profile key."""
         records = list(records)
         out = {profile_key(r): list(r.descriptions) for r in records if not in_rows(r)}
-        rows = self._read(self.fragments, [r for r in records if in_rows(r)], FRAGMENTS, None)
-        out.update({key: [f.text for f in found] for key, found in rows.items()})
+        out.update(self._read(self.fragments, [r for r in records if in_rows(r)], FRAGMENTS, None))
         return out
 
     def tails(self, wanted: Sequence[tuple[Entity | Relation, int]]) -> dict[str, list[str]]:
@@ -120,18 +118,28 @@ class ProfileLists:
                 slots += [slot(key, i) for i in range(start, counts(record)[1])]
             else:
                 out[key] = list(record.descriptions[start:])
-        for row in sorted(self.fragments.find("slot", slots), key=lambda f: (f.profile, f.seq)):
-            out[row.profile].append(row.text)
+        for key, _, text in sorted(self._find(self.fragments, slots)):
+            out[key].append(text)
         return out
 
-    def _read(self, table: Any, records: list[Entity | Relation], field: str, limit: int | None) -> dict[str, list[Any]]:
-        """The rows of ``table`` of each profile (its first ``limit``), in order."""
+    def _read(self, table: Any, records: list[Entity | Relation], field: str, limit: int | None) -> dict[str, list[str]]:
+        """The values in ``table`` of each profile (its first ``limit``), in order."""
         keys = [profile_key(r) for r in records]
         end = [int(r.metadata[field]) if limit is None else min(int(r.metadata[field]), limit) for r in records]
-        found = table.find("slot", [slot(key, i) for key, n in zip(keys, end, strict=True) for i in range(n)])
-        out: dict[str, list[Any]] = {key: [] for key in keys}
-        for row in sorted(found, key=lambda x: x.seq):
-            out[row.profile].append(row)
+        found = self._find(table, [slot(key, i) for key, n in zip(keys, end, strict=True) for i in range(n)])
+        out: dict[str, list[str]] = {key: [] for key in keys}
+        for key, _, value in sorted(found, key=lambda x: x[1]):
+            out[key].append(value)
+        return out
+
+    @staticmethod
+    def _find(table: Any, slots: list[str], part: int = 4096) -> list[tuple[str, int, str]]:
+        """``(profile, number, value)`` of the rows at ``slots``, decoded a part at a time: the
+        rows of many long profiles (a summary pass, the evidence graph) are never all held as
+        models at once."""
+        out: list[tuple[str, int, str]] = []
+        for i in range(0, len(slots), part):
+            out += ((r.profile, r.seq, r.chunk_id if isinstance(r, Citation) else r.text) for r in table.find("slot", slots[i : i + part]))
         return out
 
     def whole(self, records: Sequence[P]) -> list[P]:
