@@ -10,7 +10,7 @@ docs/lightrag.md for every choice the paper leaves open.
 
 Records (kernel record tables): ``lightrag_entities`` and ``lightrag_relations`` (the profiles;
 relations looked up by either endpoint: the graph's edge list), ``lightrag_citations`` and
-``lightrag_fragments`` (each profile's cited chunks and description fragments, one row each,
+``lightrag_fragments`` (a long profile's cited chunks and description fragments, one row each,
 appended: see :mod:`rhizome.lightrag.lists`), ``lightrag_extractions`` (each chunk's raw
 extraction, resolved to entity ids, so a delete rebuilds shared profiles without extracting
 again) and ``lightrag_mentions`` (one row per chunk and surface name, with the keys entity
@@ -18,8 +18,8 @@ resolution looks names up by).
 
 Insert: documents are identified by content hash (a repeat is skipped with no model call);
 only new chunks are extracted; their records are folded onto the stored profiles they touch,
-and only touched rows and vectors are written (a profile's new citations and fragments are
-appended, its record rewritten without them); a profile whose fragments grew past the summary
+and only touched rows and vectors are written (a long profile's new citations and fragments
+are appended, its record rewritten without them); a profile whose fragments grew past the summary
 threshold is summarised once, when the insert call ends (see :mod:`rhizome.lightrag.profiles`).
 Delete: a document's chunks go, entities and relations that only it supported go, and shared
 profiles are rebuilt from the remaining chunks' stored records (no extraction), giving the
