@@ -34,6 +34,19 @@ def split(rows):
     return [t for _, t in rows], [label for label, _ in rows]
 
 
+def stub_round_answer(body: dict) -> dict | None:
+    """For a loopback Ollama stub: a round's keyword or description request answered (the
+    keywords are the prompt text's long words), or ``None`` for a label request."""
+    props = set((body.get("format") or {}).get("properties", {}))
+    prompt = body["messages"][-1]["content"]
+    if "keywords" in props:
+        words = [w.strip(".,;()").lower() for w in prompt.split("Text:\n", 1)[1].split()]
+        return {"keywords": [w for w in words if len(w) > 5][:8]}
+    if "description" in props:
+        return {"description": "Texts of this category."}
+    return None
+
+
 def scripted_model(*, choose=None, **kwargs: Any) -> FakeChatModel:
     """A fake model that extracts keywords (words longer than 5 letters), describes labels from
     their name, and classifies by the first candidate (or ``choose(prompt)``)."""

@@ -22,6 +22,7 @@ from tests.gorag.conftest import (
     learned_state,
     scripted_model,
     split,
+    stub_round_answer,
 )
 
 
@@ -228,16 +229,12 @@ def test_cli_classify_that_meets_a_model_failure_saves_nothing(tmp_path, capsys,
     down = {"after": None, "asked": 0}
 
     def reply(body: dict):
-        props = set((body.get("format") or {}).get("properties", {}))
-        prompt = body["messages"][-1]["content"]
-        if "keywords" in props:
-            words = [w.strip(".,;()").lower() for w in prompt.split("Text:\n", 1)[1].split()]
-            return {"keywords": [w for w in words if len(w) > 5][:8]}
-        if "description" in props:
-            return {"description": "Texts of this category."}
+        if (answer := stub_round_answer(body)) is not None:
+            return answer
         down["asked"] += 1
         if down["after"] is not None and down["asked"] > down["after"]:
             return StubError(503, "server busy")
+        prompt = body["messages"][-1]["content"]
         first = prompt.split("Candidate labels", 1)[1].split("\n- ", 1)[1].split("\n", 1)[0]
         return {"label": first.split(" (score", 1)[0].split(":", 1)[0]}
 
