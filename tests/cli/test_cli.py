@@ -157,6 +157,26 @@ def test_index_json_and_jsonl_files(tmp_path, capsys):
     assert json.loads(out)["hits"][0]["provenance"]["document_ids"] == ["b1"]
 
 
+def test_json_output_is_strict_json_when_an_old_index_holds_nan(tmp_path, capsys):
+    """Defect: an index written before metadata was checked on input may hold NaN, which
+    `--json` printed as the bare NaN no strict JSON reader accepts."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("Alpha text about owls.", encoding="utf-8")
+    assert run(capsys, "index", str(tmp_path / "docs"), "--out", str(tmp_path / "i"), "--offline", "-q")[0] == 0
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "i" / "records.sqlite") as raw:  # as an older Rhizome stored it
+        raw.execute("UPDATE documents SET metadata = json_set(metadata, '$.rating', 'x')")
+        raw.execute("UPDATE documents SET metadata = replace(metadata, '\"x\"', 'NaN')")
+
+    def strict(text: str):
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the output"))
+
+    code, out, _ = run(capsys, "query", str(tmp_path / "i"), "owls", "--json", "-k", "1", "--offline")
+    hit = strict(out)["hits"][0]
+    assert code == 0 and hit["metadata"]["rating"] is None
+
+
 def test_console_script_runs_the_offline_demo(tmp_path):
     script = Path(sys.executable).parent / "rhizome"
     if not script.exists():

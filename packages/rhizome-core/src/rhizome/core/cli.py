@@ -41,6 +41,25 @@ def model_cache(args: argparse.Namespace) -> Any:
     return ModelCache(Path(args.cache) if getattr(args, "cache", None) else default_cache_path())
 
 
+def as_json(value: Any, **options: Any) -> str:
+    """``value`` as JSON text for a command's output. JSON has no NaN or infinity: an index
+    written before metadata was checked on input may hold them, and they are printed as
+    ``null`` (Python's ``NaN`` would break a strict reader)."""
+    import json
+    import math
+
+    def finite(item: Any) -> Any:
+        if isinstance(item, float) and not math.isfinite(item):
+            return None
+        if isinstance(item, dict):
+            return {key: finite(v) for key, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [finite(v) for v in item]
+        return item
+
+    return json.dumps(finite(value), ensure_ascii=False, allow_nan=False, **options)
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``n`` and ``word``, in the plural unless ``n`` is 1 (``many``: an irregular plural)."""
     return f"{n:,} {word if n == 1 else many or word + 's'}"

@@ -446,6 +446,12 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, a NaN counting as equal to a NaN (an index written before metadata was
+    checked on input may hold them)."""
+    return a == b or (a != a and b != b)
+
+
 def with_document_metadata(store: Any, hits: list[Hit]) -> list[Hit]:
     """The hits with the metadata of the documents they cite under their own keys: all of it
     for a hit from one document, the fields its documents agree on for one that cites several.
@@ -462,7 +468,7 @@ def with_document_metadata(store: Any, hits: list[Hit]) -> list[Hit]:
             continue
         shared = {key: value for key, value in cited[0].items() if all(key in m and m[key] == value for m in cited[1:])}
         shared = {
-            f"document.{key}" if key in HIT_KEYS or hit.metadata.get(key, value) != value else key: value
+            f"document.{key}" if key in HIT_KEYS or (key in hit.metadata and not _same(hit.metadata[key], value)) else key: value
             for key, value in shared.items()
         }
         out.append(hit.model_copy(update={"metadata": {**shared, **hit.metadata}}) if shared else hit)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 # Only argparse and the kernel's light CLI helpers at module level: `rhizome --help` loads this
 # module (the `rhizome.commands` entry point), so the classifier, scikit-learn and the models are
 # imported inside cmd_classify.
-from rhizome.core.cli import choose_models, is_ollama, model_flags
+from rhizome.core.cli import as_json, choose_models, is_ollama, model_flags
 from rhizome.core.errors import ConfigurationError, IndexNotFoundError, InvalidInputError
 
 
@@ -207,13 +206,13 @@ def cmd_classify(args: argparse.Namespace) -> int:
             errors += 1
             _note(args, f"{args.input}:{number}: {result.error}")
             if args.json:
-                lines.append(json.dumps({"gold": gold, "line": number, "error": result.error}, ensure_ascii=False) + "\n")
+                lines.append(as_json({"gold": gold, "line": number, "error": result.error}) + "\n")
             else:
                 lines.append(f"ERROR\t{shown}\n")
             continue
         if args.json:
             record = {"gold": gold, **result.model_dump()} if gold is not None else result.model_dump()
-            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+            lines.append(as_json(record) + "\n")
         else:
             lines.append(f"{result.label}\t{shown}\n")
     if args.out:

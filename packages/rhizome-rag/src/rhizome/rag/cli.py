@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from rhizome.core.cli import (
     OFFLINE_EMBED,
     Models,
+    as_json,
     choose_models,
     is_ollama,
     make_cli_chat_model,
@@ -342,7 +343,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         payload: dict[str, Any] = {"question": args.question, "hits": [h.model_dump() for h in hits], "notes": found.notes}
         if result is not None:
             payload["answer"] = result.model_dump()
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print(as_json(payload, indent=2))
     elif hits:
         _print_hits(hits)
         _print_notes(found.notes)
@@ -497,7 +498,7 @@ def cmd_docs_list(args: argparse.Namespace) -> int:
     rows = [{"id": s.id, "status": s.status, "chunks": chunks.get(s.id, 0), "title": metadata.get(s.id, {}).get("title"),
              "source": metadata.get(s.id, {}).get("source"), "updated": s.updated, "error": s.error} for s in statuses]
     if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(as_json(rows, indent=2))
         return 0
     if not rows:
         print(f"{args.index} holds no documents; add some with `uv run rhizome index FOLDER --out {args.index}`")
