@@ -31,7 +31,12 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from rhizome.core.backends.sqlite import connect_records, writer_active, writer_lock
+from rhizome.core.backends.sqlite import (
+    connect_records,
+    read_transaction,
+    writer_active,
+    writer_lock,
+)
 from rhizome.core.errors import IndexCorruptError, IndexNotFoundError, IndexStorageError
 from rhizome.core.storage import (
     MANIFEST,
@@ -81,7 +86,7 @@ def check_index(path: str | Path) -> IndexCheck:
         if db is None:
             return report
         manifest = _compare_manifest(path, db, report)
-        with _snapshot(db):  # the tables compared with each other come from one committed state
+        with read_transaction(db):  # the tables compared with each other come from one committed state
             stored = _meta(db, "manifest")
             if stored is not None:  # the records' copy is the one written with them
                 with contextlib.suppress(ValueError):
@@ -158,7 +163,7 @@ def _require_index(path: Path) -> None:
 @contextlib.contextmanager
 def _connect(records: Path, report: IndexCheck) -> Iterator[sqlite3.Connection | None]:
     """A read-only connection, after SQLite's full integrity check (``None`` when it fails).
-    Each query reads the newest committed state, except inside :func:`_snapshot`."""
+    Each query reads the newest committed state, except inside a :func:`read_transaction`."""
     try:
         db = connect_records(records, readonly=True)
     except sqlite3.Error as exc:
@@ -177,18 +182,6 @@ def _connect(records: Path, report: IndexCheck) -> Iterator[sqlite3.Connection |
         yield None
     finally:
         db.close()
-
-
-@contextlib.contextmanager
-def _snapshot(db: sqlite3.Connection) -> Iterator[None]:
-    """One read transaction: every query inside reads the same committed state, whatever a
-    writer commits meanwhile (WAL lets it go on)."""
-    db.execute("BEGIN")
-    try:
-        yield
-    finally:
-        with contextlib.suppress(sqlite3.Error):
-            db.execute("COMMIT")
 
 
 def _rows(db: sqlite3.Connection, sql: str, params: tuple = ()) -> list[tuple]:
@@ -382,7 +375,7 @@ def _check_snapshots(path: Path, db: sqlite3.Connection, manifest: Manifest, rep
             if file.exists():  # else a writer removed it meanwhile (its collection was emptied)
                 report.warnings.append(f"snapshot {file.name} is unreadable ({exc}); it is rebuilt from the records (`rhizome repair`)")
             continue
-        with _snapshot(db):
+        with read_transaction(db):
             ids = {r[0] for r in _rows(db, "SELECT id FROM vectors WHERE collection = ?", (name,))}
             generation = _rows(db, "SELECT value FROM meta WHERE key = ?", (f"generation:vectors/{name}",))
         if meta.get("index_id") != manifest.index_id:

@@ -442,16 +442,8 @@ class SQLiteStore(IndexStore):
     @contextlib.contextmanager
     def _read(self) -> Iterator[None]:
         """One read transaction (nothing to do inside a write transaction, which already is one)."""
-        if self.db.in_transaction:
+        with self._errors(), read_transaction(self.db.raw):
             yield
-            return
-        with self._errors():
-            self.db.execute("BEGIN")
-        try:
-            yield
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                self.db.execute("COMMIT")
 
     def _snapshot_path(self, name: str) -> Path:
         assert self.path is not None
@@ -588,6 +580,22 @@ def _quick_check(raw: sqlite3.Connection) -> None:
         raise sqlite3.DatabaseError("; ".join(found))
 
 
+@contextlib.contextmanager
+def read_transaction(raw: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction on an autocommit connection: every query inside reads the same
+    committed state, whatever a writer commits meanwhile (WAL lets it go on). Inside a
+    transaction already open, that one serves."""
+    if raw.in_transaction:
+        yield
+        return
+    raw.execute("BEGIN")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            raw.execute("COMMIT")
+
+
 def connect_records(records: Path, *, readonly: bool) -> sqlite3.Connection:
     """A connection to a records file (autocommit: transactions are explicit). A read-only one
     in a directory this user may not write (read-only media, another user's index) cannot make
@@ -705,4 +713,4 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["CACHE_FILE", "SQLiteConnection", "SQLiteStore", "connect_records", "writer_active", "writer_lock"]
+__all__ = ["CACHE_FILE", "SQLiteConnection", "SQLiteStore", "connect_records", "read_transaction", "writer_active", "writer_lock"]
