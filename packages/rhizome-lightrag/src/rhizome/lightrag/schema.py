@@ -68,43 +68,39 @@ class ChunkExtraction(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class Citation(BaseModel):
-    """One chunk a profile's mentions come from, the ``seq``-th of its citations in order of
-    arrival; ``profile`` is ``e:<entity id>`` or ``r:<relation id>``. Appended as a row of its
-    own (see :mod:`rhizome.lightrag.lists`)."""
+class _ProfileRow(BaseModel):
+    """What a citation and a fragment row share: their profile (``e:<entity id>`` or
+    ``r:<relation id>``) and their place, the ``seq``-th in order of arrival. Appended as rows
+    of their own (see :mod:`rhizome.lightrag.lists`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     profile: str
     seq: int
+
+    @property
+    def slot(self) -> str:
+        return slot(self.profile, self.seq)
+
+
+class Citation(_ProfileRow):
+    """One chunk a profile's mentions come from."""
+
     chunk_id: str
 
     @property
     def id(self) -> str:
         return citation_id(self.profile, self.chunk_id)
 
-    @property
-    def slot(self) -> str:
-        return slot(self.profile, self.seq)
 
+class Fragment(_ProfileRow):
+    """One distinct description fragment of a profile."""
 
-class Fragment(BaseModel):
-    """One distinct description fragment of a profile, the ``seq``-th in order of arrival
-    (see :class:`Citation`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    profile: str
-    seq: int
     text: str
 
     @property
     def id(self) -> str:
         return fragment_id(self.profile, self.text)
-
-    @property
-    def slot(self) -> str:
-        return slot(self.profile, self.seq)
 
 
 def slot(profile: str, seq: int) -> str:
