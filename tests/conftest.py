@@ -55,6 +55,27 @@ class PostgresServer:
         return f"{self.base}{'&' if '?' in self.base else '?'}schema={prefix}_{os.getpid()}_{next(self._names)}"
 
 
+@pytest.fixture
+def persist_cut_short(monkeypatch):
+    """``persist_cut_short(index, target)``: ``index.persist(target)`` stopped after the copy's
+    rows are written, before they commit (as a killed process stops it); raises nothing."""
+    from rhizome.core.storage import IndexStore
+
+    copy_rows = IndexStore._copy_rows
+
+    def cut(self, db, target):
+        copy_rows(self, db, target)
+        raise KeyboardInterrupt
+
+    def run(index, target) -> None:
+        with monkeypatch.context() as patched:
+            patched.setattr(IndexStore, "_copy_rows", cut)
+            with pytest.raises(KeyboardInterrupt):
+                index.persist(target)
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def postgres() -> PostgresServer:
     """One server for the whole session, started on first use (a few seconds) and removed at

@@ -20,7 +20,7 @@ from rhizome.core.backends.sqlite import SQLiteConnection, SQLiteStore
 from rhizome.core.errors import IndexLockedError, IndexWriteError
 from rhizome.core.integrity import check_index, repair_index
 from rhizome.core.naive import VectorIndex
-from rhizome.core.storage import MANIFEST, RECORDS, IndexStore, has_index, load_index
+from rhizome.core.storage import MANIFEST, RECORDS, has_index, load_index
 from rhizome.core.types import Document
 
 DOCS = [Document(id=f"d{i}", text=f"Report {i}: the {w} ferry crossed to {p} at dawn.") for i, (w, p) in enumerate(
@@ -102,23 +102,14 @@ def test_a_writer_whose_directory_was_moved_writes_nothing_at_the_old_path(tmp_p
     assert stored_ids(moved) == [d.id for d in DOCS] and check_index(moved).ok
 
 
-def test_a_copy_cut_short_holds_no_index_and_runs_again(tmp_path, monkeypatch):
+def test_a_copy_cut_short_holds_no_index_and_runs_again(tmp_path, persist_cut_short):
     """Defect: persist() to a new directory wrote the copy's manifest (with the source's
     counts) before its records; cut short, it left an empty index that `check` passed and a
     second persist() refused."""
     source = VectorIndex()
     source.insert(DOCS)
-    copy_rows = IndexStore._copy_rows
-
-    def cut(self, db, target):
-        copy_rows(self, db, target)
-        raise KeyboardInterrupt  # the process is stopped after the rows, before the commit
-
-    monkeypatch.setattr(IndexStore, "_copy_rows", cut)
-    with pytest.raises(KeyboardInterrupt):
-        source.persist(tmp_path / "copy")
+    persist_cut_short(source, tmp_path / "copy")
     assert not has_index(tmp_path / "copy")
-    monkeypatch.setattr(IndexStore, "_copy_rows", copy_rows)
     source.persist(tmp_path / "copy")
     assert stored_ids(tmp_path / "copy") == [d.id for d in DOCS] and check_index(tmp_path / "copy").ok
     assert json.loads((tmp_path / "copy" / MANIFEST).read_text())["stats"] == {"documents": 5, "chunks": 5}

@@ -10,28 +10,19 @@ from rhizome.core.backends import postgres as pg
 from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import IndexCorruptError, IndexLockedError
 from rhizome.core.integrity import check_index
-from rhizome.core.storage import IndexStore, has_index, load_index, read_manifest
+from rhizome.core.storage import has_index, load_index, read_manifest
 from rhizome.core.testing import CORPUS
 
 
-def test_a_copy_cut_short_holds_no_index_and_runs_again(postgres, monkeypatch):
+def test_a_copy_cut_short_holds_no_index_and_runs_again(postgres, persist_cut_short):
     """Defect: persist() to a database committed the copy's manifest (with the source's counts)
     before its records; cut short, it left an empty index that `check` passed and that a second
     persist() refused."""
     url = postgres.url()
     source = VectorIndex(HashingEmbedder())
     source.insert(CORPUS)
-    copy_rows = IndexStore._copy_rows
-
-    def cut(self, db, target):
-        copy_rows(self, db, target)
-        raise KeyboardInterrupt  # the process is stopped after the rows, before the commit
-
-    monkeypatch.setattr(IndexStore, "_copy_rows", cut)
-    with pytest.raises(KeyboardInterrupt):
-        source.persist(url)
+    persist_cut_short(source, url)
     assert not has_index(url)
-    monkeypatch.setattr(IndexStore, "_copy_rows", copy_rows)
     source.persist(url)  # the identity the first attempt left is cleared
     assert read_manifest(url).stats == {"documents": len(CORPUS), "chunks": len(CORPUS)}
     copy = load_index(url, readonly=True)
