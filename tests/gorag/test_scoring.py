@@ -60,8 +60,11 @@ def test_embedding_link_takes_the_most_similar_keyword_above_the_threshold():
 
 
 def test_probabilities_are_a_distribution_and_candidates_cut_by_coverage():
-    clf = two_rounds(GORAGClassifier(online=False))
-    wide = two_rounds(GORAGClassifier(online=False, max_candidates=10, candidate_coverage=1.0))
+    # without the components only the choice reads (the nearest example, the whole name), the
+    # candidates are cut from the very probabilities the result reports
+    same = {"nearest_example_weight": 0.0, "name_match_weight": 0.0}
+    clf = two_rounds(GORAGClassifier(online=False, **same))
+    wide = two_rounds(GORAGClassifier(online=False, max_candidates=10, candidate_coverage=1.0, **same))
     for gold, text in QUERIES:
         full = wide.classify(text)
         assert sorted(full.candidates) == sorted(clf.labels)
@@ -102,7 +105,7 @@ def test_online_indexing_only_above_the_threshold():
     assert always.stats_summary() == size  # deferred: nothing joins before the flush
     assert always.flush_online() == 3 and always.flush_online() == 0
     assert always.stats_summary()["texts"] == size["texts"] + 3
-    assert sum(w for _, w in always.members["cooking"]) == pytest.approx(2 + 0.5)  # online_weight
+    assert sum(w for _, w, _ in always.members["cooking"]) == pytest.approx(2 + 0.5)  # online_weight
     gated = two_rounds(GORAGClassifier(index_threshold=0.5))
     for r in gated.batch(texts):
         assert r.online_indexed == (r.confidence >= 0.5)
@@ -215,27 +218,34 @@ def test_split_names_scores_the_name_apart_from_the_examples():
     assert joint.scorer.components(labels, lex, None, {}, tokens)["lexical"] != pytest.approx(got)
 
 
-def test_name_match_is_the_share_of_the_name_words_in_the_text():
+def test_name_match_is_the_whole_name_and_name_words_the_share_of_its_words():
     clf = GORAGClassifier(online=False, name_match_weight=0.5)
     clf.fit_round(["Waves break on the beach.", "Stars shine."], ["ocean_waves_and_tides", "astronomy"])
     labels = list(clf.labels)
-    tokens = tokenize("Tides and the moon; waves at night.")
-    match = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)["name_match"]
-    assert match.tolist() == pytest.approx([2 / 3, 0.0])  # "ocean waves tides": waves, tides
-    # the whole name as a phrase adds 1
-    tokens = tokenize("Ocean waves and tides, seen in astronomy.")
-    match = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)["name_match"]
-    assert match.tolist() == pytest.approx([2.0, 2.0])
-    off = GORAGClassifier(online=False, name_match_weight=0.0)  # weight 0: the component is not computed
+
+    def name_scores(text):
+        tokens = tokenize(text)
+        got = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)
+        return [round(v, 6) for v in got["name_match"]], [round(v, 6) for v in got["name_words"]]
+
+    # "ocean waves tides": two of its three words — a share for the cut, nothing for the choice
+    assert name_scores("Tides and the moon; waves at night.") == ([0.0, 0.0], [round(2 / 3, 6), 0.0])
+    # every word, not as a phrase: 1 in both
+    assert name_scores("Tides, waves and the open ocean.") == ([1.0, 0.0], [1.0, 0.0])
+    # the whole name as a phrase adds 1 to both
+    assert name_scores("Ocean waves and tides, seen in astronomy.") == ([2.0, 2.0], [2.0, 2.0])
+    off = GORAGClassifier(online=False, name_match_weight=0.0)  # weight 0: neither is computed
     off.fit_round(["Waves break on the beach.", "Stars shine."], ["ocean_waves_and_tides", "astronomy"])
-    assert "name_match" not in off.scorer.components(labels, off.scorer.space.vector(tokens), None, {}, tokens)
+    tokens = tokenize("Ocean waves and tides.")
+    got = off.scorer.components(labels, off.scorer.space.vector(tokens), None, {}, tokens)
+    assert not {"name_match", "name_words"} & set(got)
 
 
 def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     offline = GORAGClassifier()
     assert (offline.max_candidates, offline.candidate_coverage, offline.nearest_labels) == (12, 0.995, 12)
     # the folded-in profile, with the name-word share and the lexical background
-    assert offline.scorer.weights == Weights(temperature=0.05, name_match=0.25, background=True)
+    assert offline.scorer.weights == Weights(temperature=0.05, name_match=0.25, nearest_example=1.0, background=True)
     assert GORAGClassifier(max_candidates=3).nearest_labels == 3
     assert GORAGClassifier(max_candidates=3, nearest_labels=20).nearest_labels == 20
     dense = GORAGClassifier(embedder=HashingEmbedder(64))
@@ -249,13 +259,51 @@ def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     assert loaded.scorer.weights == clf.scorer.weights
     for _, text in QUERIES:
         assert loaded.classify(text, online=False).scores == pytest.approx(clf.classify(text, online=False).scores)
-    # a file written before split names and the name-word share: loaded as it was built
+    # a file written before split names, the name-word share and the nearest example: loaded as
+    # it was built
     state = tmp_path / "c" / "classifier.json"
     data = json.loads(state.read_text())
-    del data["parameters"]["split_names"], data["parameters"]["name_match_weight"]
+    for knob in ("split_names", "name_match_weight", "nearest_example_weight"):
+        del data["parameters"][knob]
     state.write_text(json.dumps(data))
     old = GORAGClassifier.load(tmp_path / "c", embedder=HashingEmbedder(64))
-    assert (old.scorer.weights.split_names, old.scorer.weights.name_match) == (False, 0.0)
+    assert (old.scorer.weights.split_names, old.scorer.weights.name_match, old.scorer.weights.nearest_example) == (
+        False, 0.0, 0.0)
+
+
+def test_nearest_example_is_the_cosine_with_the_labels_closest_labelled_text():
+    clf = two_rounds(GORAGClassifier(index_threshold=None))
+    labels = list(clf.labels)
+    text = QUERIES[0][1]
+    tokens = tokenize(text)
+    lex = clf.scorer.space.vector(tokens)
+    got = clf.scorer.components(labels, lex, None, {}, tokens)["nearest_example"]
+    for k, y in enumerate(labels):
+        examples = [t for lab, t in ROUND1 + ROUND2 if lab == y]
+        cosines = [(lex @ clf.scorer.space.vector(tokenize(t)).T).toarray()[0, 0] for t in examples]
+        assert got[k] == pytest.approx(max(cosines))
+    # a text indexed online joins its label's profile, but it is no example: the component stays
+    clf.classify(text)
+    clf.flush_online()
+    assert clf.members[clf.classify(text, online=False).label][-1][2] is False
+    again = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)
+    assert again["nearest_example"] == pytest.approx(got)
+
+
+def test_the_cut_reads_the_name_word_share_and_not_the_nearest_example():
+    clf = two_rounds(GORAGClassifier(online=False, lexical_background=False))
+    labels = list(clf.labels)
+    tokens = tokenize(QUERIES[1][1])
+    components = clf.scorer.components(labels, clf.scorer.space.vector(tokens), None, {}, tokens)
+    assert {"nearest_example", "name_match", "name_words"} <= set(components)
+    cut = {k: v for k, v in components.items() if k not in ("nearest_example", "name_match")}
+    cut["name_match"] = components["name_words"]  # weighed as the name match is
+    choice = {k: v for k, v in components.items() if k != "name_words"}
+    plain = GORAGClassifier(online=False, lexical_background=False, nearest_example_weight=0.0).scorer
+    plain.weights = clf.scorer.weights.__class__(**{**vars(clf.scorer.weights), "nearest_example": 0.0})
+    assert clf.scorer.cut_probabilities(components) == pytest.approx(plain.probabilities(cut))
+    assert clf.scorer.probabilities(components) == pytest.approx(
+        clf.scorer.probabilities(choice, {k: k for k in choice}))
 
 
 def test_leaving_a_text_out_of_its_label_scores_as_if_it_had_never_joined():
@@ -277,9 +325,11 @@ def test_leaving_a_text_out_of_its_label_scores_as_if_it_had_never_joined():
 
 
 def test_a_text_indexed_online_keeps_its_label_but_not_as_its_only_candidate(tmp_path):
-    # a sharp scorer, so that the copy's weight shows: no name-word share (the text names its gold
-    # label, which no pseudo-label outweighs), a low temperature
-    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0, name_match_weight=0.0, temperature=0.02))
+    # a sharp scorer, so that the copy's weight shows: no name match (the text names its gold
+    # label, which no pseudo-label outweighs), no nearest example (the gold label's example is
+    # near it), a low temperature
+    clf = two_rounds(GORAGClassifier(online=False, online_weight=5.0, name_match_weight=0.0,
+                                     nearest_example_weight=0.0, temperature=0.02))
     gold, text = QUERIES[0]
     assert clf.classify(text).label == gold
     tokens = tokenize(text)
@@ -371,7 +421,7 @@ def _raw_and_background(clf: GORAGClassifier, tokens: list[str]) -> tuple[np.nda
     texts of the other labels, computed here from the scorer's own plain scores."""
     labels = list(clf.labels)
     score = lambda toks: _components(clf, toks)["lexical"]  # noqa: E731
-    rows = [(k, score(clf.stats.texts[p].split())) for k, y in enumerate(labels) for p, _ in clf.members[y]]
+    rows = [(k, score(clf.stats.texts[p].split())) for k, y in enumerate(labels) for p, _, _ in clf.members[y]]
     mean = np.array([np.mean([s[k] for owner, s in rows if owner != k]) for k in range(len(labels))])
     sd = np.array([np.std([s[k] for owner, s in rows if owner != k]) for k in range(len(labels))])
     return score(tokens), mean, sd
@@ -450,7 +500,8 @@ def test_lexical_background_changes_the_candidates_only():
         assert [a.scores[y] for y in a.candidates] == sorted(a.scores.values(), reverse=True)
         # the rest are cut from the standardised probabilities
         comps = on.scorer.components(list(on.labels), on.scorer.space.vector(tokenize(text)), None, {}, tokenize(text))
-        std = on.scorer.probabilities(on.scorer.standardised(comps))
+        std = on.scorer.cut_probabilities(comps)
+        assert std == pytest.approx(on.scorer.probabilities({**on.scorer.standardised(comps)}, scoring.CUT))
         assert set(a.candidates) <= {a.label, *on._cut([], std, list(on.labels))}
         differed += a.candidates != b.candidates
     assert differed  # the corpus is built so that the background moves some cut

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -51,6 +50,7 @@ from rhizome.gorag.text import (
     display_name,
     is_content_token,
     name_keyword,
+    text_key,
     tokenize,
 )
 
@@ -62,6 +62,7 @@ OFFLINE_DEFAULTS: dict[str, Any] = {
     "graph_weight": 0.5,
     "temperature": 0.05,
     "name_match_weight": 0.25,
+    "nearest_example_weight": 1.0,
     "split_names": False,
     "lexical_background": True,
 }
@@ -69,7 +70,8 @@ OFFLINE_DEFAULTS: dict[str, Any] = {
 name-word share sharpens the probabilities of texts that name their label, so the 0.995
 coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts; the
 candidates are cut with the lexical score standardised against each label's background, so
-labels that gathered many online-indexed texts do not crowd the newer labels out of them."""
+labels that gathered many online-indexed texts do not crowd the newer labels out of them. The
+choice also weighs the text's nearest labelled example (docs/gorag.md, "Scoring")."""
 
 EMBEDDER_DEFAULTS: dict[str, Any] = {
     "max_candidates": 12,
@@ -79,12 +81,14 @@ EMBEDDER_DEFAULTS: dict[str, Any] = {
     "graph_weight": 0.25,
     "temperature": 0.08,
     "name_match_weight": 0.25,
+    "nearest_example_weight": 0.0,
     "split_names": True,
     "lexical_background": False,
 }
 """The defaults with an embedder (set on the gorag-wos dev split with all-MiniLM-L6-v2): the
 name scored apart from the examples, the name-word share, and a temperature at which the
-0.99 coverage keeps more labels when the scores are close."""
+0.99 coverage keeps more labels when the scores are close. The nearest labelled example, which
+helps without an embedder, did not change the dev accuracy with one, so it is off."""
 
 
 class GORAGClassifier:
@@ -147,9 +151,13 @@ class GORAGClassifier:
         The scorer's calibration (docs/gorag.md, "Scoring"): component weights, softmax
         temperature, how much a label's name (and description) counts (with ``split_names``:
         its cosine's weight against the examples'; else as how many texts), and the weight of
-        the share of the name's words found in the text. ``None`` takes the defaults set on the
-        gorag-wos dev split: without an embedder 1 / 0.25 / 0.5 / 0.05 / 1 / 0.25, with one
-        1.5 / 0.5 / 0.25 / 0.08 / 1 / 0.25.
+        whole name found in the text (for the candidates: the share of its words). ``None``
+        takes the defaults set on the gorag-wos dev split: without an embedder
+        1 / 0.25 / 0.5 / 0.05 / 1 / 0.25, with one 1.5 / 0.5 / 0.25 / 0.08 / 1 / 0.25.
+    nearest_example_weight:
+        The weight, in the label's probability (not in the candidate cut), of the text's
+        cosine with the label's nearest labelled text. ``None``: 1 without an embedder, 0 with
+        one (set on the gorag-wos dev split).
     split_names:
         Score a label's name apart from its examples (the cosine with the examples' centroid
         plus ``name_weight`` times the cosine with the name) instead of folding the name into
@@ -225,6 +233,7 @@ class GORAGClassifier:
         temperature: float | None = None,
         name_weight: float = 1.0,
         name_match_weight: float | None = None,
+        nearest_example_weight: float | None = None,
         split_names: bool | None = None,
         lexical_background: bool | None = None,
         link_threshold: float = 0.8,
@@ -254,6 +263,8 @@ class GORAGClassifier:
         graph_weight = preset["graph_weight"] if graph_weight is None else graph_weight
         temperature = preset["temperature"] if temperature is None else temperature
         name_match_weight = preset["name_match_weight"] if name_match_weight is None else name_match_weight
+        if nearest_example_weight is None:
+            nearest_example_weight = preset["nearest_example_weight"]
         split_names = preset["split_names"] if split_names is None else bool(split_names)
         lexical_background = preset["lexical_background"] if lexical_background is None else bool(lexical_background)
         if callable(keyword_source):
@@ -312,6 +323,7 @@ class GORAGClassifier:
             ("graph_weight", graph_weight, 0.0, float("inf")),
             ("name_weight", name_weight, 0.0, float("inf")),
             ("name_match_weight", name_match_weight, 0.0, float("inf")),
+            ("nearest_example_weight", nearest_example_weight, 0.0, float("inf")),
         ):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
                 raise ConfigurationError(f"{name} must be a number in [{low}, {high}], got {value!r}")
@@ -362,12 +374,14 @@ class GORAGClassifier:
                 temperature=float(temperature),
                 name_weight=float(name_weight),
                 name_match=float(name_match_weight),
+                nearest_example=float(nearest_example_weight),
                 split_names=split_names,
                 background=lexical_background,
             ),
         )
-        self.members: dict[str, list[tuple[int, float]]] = {}
-        """Per label, the texts of ``T`` in its profile: (position, weight)."""
+        self.members: dict[str, list[tuple[int, float, bool]]] = {}
+        """Per label, the texts of ``T`` in its profile: (position, weight, whether labelled —
+        the others were indexed online)."""
         self.self_indexed: dict[str, list[tuple[str, float, list[str]]]] = {}
         """Online-indexed texts (by a digest of their tokens): the label they were indexed
         under, their weight in its profiles and the keyword nodes they linked to it. When such a
@@ -423,6 +437,7 @@ class GORAGClassifier:
             "temperature": self.scorer.weights.temperature,
             "name_weight": self.scorer.weights.name_weight,
             "name_match_weight": self.scorer.weights.name_match,
+            "nearest_example_weight": self.scorer.weights.nearest_example,
             "split_names": self.scorer.weights.split_names,
             "lexical_background": self.scorer.weights.background,
             "link_threshold": self.link_threshold,
@@ -622,7 +637,7 @@ class GORAGClassifier:
             # the scorer: members, name vectors, dense sums; the lexical profiles are rebuilt
             # with this round's IDF
             for i, (_, label) in enumerate(documents[: len(texts)]):
-                self.members.setdefault(label, []).append((positions[i], 1.0))
+                self.members.setdefault(label, []).append((positions[i], 1.0, True))
                 self.scorer.add(label, None, None if text_vectors is None else text_vectors[i])
             for k, y in enumerate(name_texts):
                 self.scorer.set_name(y, None, None if name_vectors is None else name_vectors[k])
@@ -650,15 +665,17 @@ class GORAGClassifier:
         for y, info in self.labels.items():
             total = None
             weight = 0.0
-            vectors = []
-            for position, w in self.members.get(y, []):
+            vectors, examples = [], []
+            for position, w, labelled in self.members.get(y, []):
                 vec = space.vector(self.stats.texts[position].split())
                 vectors.append(vec)
+                if labelled:
+                    examples.append(vec)
                 total = w * vec if total is None else total + w * vec
                 weight += w
             if total is None:
                 total = self.scorer.ensure(y).lex_sum * 0
-            self.scorer.set_lexical(y, total, weight, vectors)
+            self.scorer.set_lexical(y, total, weight, vectors, examples)
             name = tokenize(display_name(y))
             self.scorer.set_name_terms(y, [t for t in name if is_content_token(t)], name)
             self.scorer.set_name(y, space.vector(tokenize(info.name_text or _name_text(y, info.description))), None)
@@ -743,7 +760,7 @@ class GORAGClassifier:
         lex = self.scorer.space.vector(tokens)
         components = self.scorer.components(labels, lex, vector, graph_scores, tokens)
         probs = self.scorer.probabilities(components)
-        cut_probs = self.scorer.cut_probabilities(components, probs)
+        cut_probs = self.scorer.cut_probabilities(components)
         scored = {
             "labels": labels,
             "probabilities": probs,
@@ -753,7 +770,7 @@ class GORAGClassifier:
         if self.candidates == "scored":
             retrieved["steiner_candidates"] = list(retrieved["candidates"])
             retrieved["candidates"] = self._offer(retrieved["candidates"], probs, cut_probs, labels)
-            seen = self.self_indexed.get(_text_key(tokens))
+            seen = self.self_indexed.get(text_key(tokens))
             if seen:
                 retrieved["candidates"] = self._cut_unseen(seen, tokens, lex, vector, terminals, links, labels, probs, retrieved)
         return retrieved, scored
@@ -985,7 +1002,7 @@ class GORAGClassifier:
         ``online_weight``) and, for its keywords not ``skip``-ped, new keyword nodes linked to
         the label (Eq. 14); it is remembered as self-indexed. Returns the keywords linked."""
         if self.online_weight > 0:
-            self.members.setdefault(label, []).append((position, self.online_weight))
+            self.members.setdefault(label, []).append((position, self.online_weight, False))
             self.scorer.add(label, self.scorer.space.vector(tokens), vector, self.online_weight)
         linked = _graph.add_text_keywords(
             self.graph,
@@ -998,7 +1015,7 @@ class GORAGClassifier:
             epsilon=self.epsilon,
             round=self.round,
         )
-        self.self_indexed.setdefault(_text_key(tokens), []).append(
+        self.self_indexed.setdefault(text_key(tokens), []).append(
             (label, self.online_weight, [_graph.keyword_node(v) for v in linked])
         )
         return linked
@@ -1161,11 +1178,6 @@ def _name_text(label: str, description: str | None) -> str:
     says more than the name."""
     name = display_name(label)
     return f"{name}. {description}" if description and description.strip() != name else name
-
-
-def _text_key(tokens: Sequence[str]) -> str:
-    """A text's key among the self-indexed ones: a digest of its tokens."""
-    return hashlib.blake2b(" ".join(tokens).encode("utf-8"), digest_size=16).hexdigest()
 
 
 def _check_threshold(threshold: Any) -> None:

@@ -134,6 +134,7 @@ KNOBS = (
     "temperature",
     "name_weight",
     "name_match_weight",
+    "nearest_example_weight",
     "split_names",
     "lexical_background",
     "nearest_labels",
@@ -282,7 +283,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--name-weight", type=float,
                    help="weight of a label's name against its examples (default 1: as one text, or with split names as the examples' centroid)")
     p.add_argument("--name-match-weight", type=float,
-                   help="scorer weight of the share of a label's name words found in the text (default 0.25)")
+                   help="scorer weight of the label's whole name found in the text (for the candidates: the share of its words) (default 0.25)")
+    p.add_argument("--nearest-example-weight", type=float,
+                   help="scorer weight of the text's cosine with the label's nearest labelled text, in the choice only (default 1; 0 with --embed)")
     p.add_argument("--split-names", action=argparse.BooleanOptionalAction, default=None,
                    help="score a label's name apart from its examples (default: on with --embed, off without)")
     p.add_argument("--lexical-background", action=argparse.BooleanOptionalAction, default=None,

@@ -21,7 +21,7 @@ from rhizome.core.errors import (
 )
 from rhizome.core.storage import file_in_the_way
 from rhizome.gorag.results import LabelInfo
-from rhizome.gorag.text import TermStats, name_keyword
+from rhizome.gorag.text import TermStats, name_keyword, text_key
 
 if TYPE_CHECKING:
     from rhizome.gorag.classifier import GORAGClassifier
@@ -63,7 +63,7 @@ def save(classifier: GORAGClassifier, path: str | Path) -> Path:
             "nodes": [[n, d] for n, d in classifier.graph.nodes(data=True)],
             "edges": [[u, v, d] for u, v, d in classifier.graph.edges(data=True)],
             "corpus": classifier.stats.to_json(),
-            "members": {y: [[p, w] for p, w in m] for y, m in classifier.members.items()},
+            "members": {y: [[p, w, labelled] for p, w, labelled in m] for y, m in classifier.members.items()},
             "dense": {
                 y: {
                     "sum": None if p.dense_sum is None else p.dense_sum.tolist(),
@@ -125,6 +125,7 @@ def load(
         raise IndexFormatError(f"{target} lacks its parameters or models ({exc!r}); the file is damaged, rebuild the classifier") from exc
     # files written before these knobs existed scored the name inside the profile
     params.setdefault("name_match_weight", 0.0)
+    params.setdefault("nearest_example_weight", 0.0)
     params.setdefault("split_names", False)
     params.setdefault("lexical_background", False)
     built_embedder = models.get("embedder")
@@ -171,8 +172,6 @@ def load(
         classifier.graph.add_edges_from((u, v, d) for u, v, d in data["edges"])
         classifier.stats = TermStats.from_json(data["corpus"])
         classifier.scorer.space.stats = classifier.stats
-        for y, members in data["members"].items():
-            classifier.members[y] = [(int(p), float(w)) for p, w in members]
         for y, dense in data["dense"].items():
             if built_embedder and given == built_embedder:
                 if dense["sum"] is not None:
@@ -183,12 +182,25 @@ def load(
             classifier.linker.load_json(data.get("linker", {}))
         for key, seen in data.get("self_indexed", {}).items():  # absent from files written before
             classifier.self_indexed[key] = [(str(y), float(w), [str(n) for n in nodes]) for y, w, nodes in seen]
+        for y, members in data["members"].items():
+            classifier.members[y] = [_member(classifier, y, *entry) for entry in members]
         classifier._rebuild_lexical(upto=int(data.get("idf_texts", classifier.stats.n_texts)))
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, ConfigurationError):
             raise
         raise IndexFormatError(f"{target} is damaged ({exc!r}); rebuild the classifier") from exc
     return classifier
+
+
+def _member(classifier: GORAGClassifier, label: str, position: Any, weight: Any, *labelled: Any) -> tuple[int, float, bool]:
+    """A profile member as stored: ``[position, weight, labelled]``. Files written before
+    members said whether they are labelled hold ``[position, weight]``: such a text is labelled
+    unless it was indexed online under ``label``."""
+    position = int(position)
+    if labelled:
+        return position, float(weight), bool(labelled[0])
+    key = text_key(classifier.stats.texts[position].split())
+    return position, float(weight), all(y != label for y, _, _ in classifier.self_indexed.get(key, ()))
 
 
 def _version() -> str:

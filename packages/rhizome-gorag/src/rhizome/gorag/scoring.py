@@ -10,9 +10,19 @@ kinds of evidence (docs/gorag.md, "Scoring"):
 - ``graph`` — GORAG's keyword–label graph: the correlation scores (1 − edge weight) of the
   text's terminals linked to the label, each weighted by its specificity (a keyword linked to
   few labels says more), as a share of the text's total terminal specificity;
-- ``name_match`` — the share of the distinct content words of the label's name that occur in
-  the text, plus 1 when the whole name occurs in it as a phrase (WOS labels are the papers' own
-  keywords, so the name is often in the text).
+- ``name_match`` — whether the text holds the label's whole name: 1 when every content word of
+  the name occurs in it, plus 1 when the name occurs as a phrase (WOS labels are the papers' own
+  keywords, so the name is often in the text);
+- ``nearest_example`` — the cosine of the text's lexical vector with the label's nearest
+  *labelled* text (online-indexed texts are not examples): the averaged profile hides a text
+  that resembles one example closely and the others not at all.
+
+Two sets of components are read: the label's probability (its choice and confidence) from all
+of the above; the probabilities the candidates are cut from (:meth:`LabelScorer.cut_probabilities`)
+without ``nearest_example`` and with ``name_words`` in ``name_match``'s place — the *share* of
+the name's content words in the text, plus 1 for the name as a phrase. A label one of whose name
+words occurs in the text is worth offering; it is not worth choosing over one whose examples
+the text resembles (a two-word name such as ``machine_learning`` shares a word with many texts).
 
 With ``split_names`` the name is not folded into the profiles: ``lexical`` (and ``dense``) is
 the cosine with the label's examples alone (the unit mean of their unit vectors) plus
@@ -29,7 +39,8 @@ online texts above a new label with one example for texts of neither. The standa
 usual scale. The classifier cuts its candidates from the standardised probabilities and keeps
 the plain ones for its choice and confidence (docs/gorag.md, "Scoring").
 
-The combined score ``s(y) = Σ weight_c · component_c(y)`` becomes a probability by a softmax
+The combined score ``s(y) = Σ weight_c · component_c(y)`` (``name_words`` weighs
+``name_match``'s weight) becomes a probability by a softmax
 with ``temperature``; the defaults were set on the gorag-wos *dev* split (one held-out text per
 label), never on its test texts. Profiles are sums, so adding a text is order-free; the
 IDF of the lexical space is frozen at each round (:meth:`LexicalSpace.refresh`), so queries
@@ -116,6 +127,8 @@ class Profile:
     name_dense: np.ndarray | None = None
     name_terms: frozenset[str] = frozenset()
     name_phrase: str = ""
+    examples: list[sparse.csr_matrix] = field(default_factory=list)
+    """The unit lexical vectors of its labelled texts (for ``nearest_example``)."""
     texts: list[sparse.csr_matrix] = field(default_factory=list)
     """The unit lexical vectors of its texts, kept only with ``background`` (which reads them
     as the other labels' background)."""
@@ -157,8 +170,16 @@ class Weights:
     temperature: float = 0.02
     name_weight: float = 1.0
     name_match: float = 0.0
+    nearest_example: float = 0.0
     split_names: bool = False
     background: bool = False
+
+
+CHOICE = {"lexical": "lexical", "dense": "dense", "graph": "graph", "name_match": "name_match",
+          "nearest_example": "nearest_example"}
+"""The components a label's probability is made of, each with the weight it takes."""
+CUT = {"lexical": "lexical", "dense": "dense", "graph": "graph", "name_words": "name_match"}
+"""The components the candidates are cut from, each with the weight it takes."""
 
 
 @dataclass
@@ -173,6 +194,8 @@ class LabelScorer:
     _name_lex_matrix: sparse.csr_matrix | None = None
     _name_dense_matrix: np.ndarray | None = None
     _term_index: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    _examples: tuple[sparse.csr_matrix, np.ndarray] | None = None
+    """The labelled texts' unit vectors (DIM × texts) and the label index of each."""
     _order: list[str] = field(default_factory=list)
     _background: tuple[np.ndarray, np.ndarray] | None = None
     _rows: dict[str, _Rows] = field(default_factory=dict)
@@ -196,6 +219,7 @@ class LabelScorer:
         self._name_lex_matrix = None
         self._name_dense_matrix = None
         self._term_index = {}
+        self._examples = None
         self._background = None
 
     def set_name(self, label: str, lex: sparse.csr_matrix | None, dense: np.ndarray | None) -> None:
@@ -216,12 +240,19 @@ class LabelScorer:
         self._dirty(label)
 
     def set_lexical(
-        self, label: str, lex_sum: sparse.csr_matrix, weight: float, texts: Sequence[sparse.csr_matrix] = ()
+        self,
+        label: str,
+        lex_sum: sparse.csr_matrix,
+        weight: float,
+        texts: Sequence[sparse.csr_matrix] = (),
+        examples: Sequence[sparse.csr_matrix] = (),
     ) -> None:
-        """Replace the label's lexical sum and its texts' unit vectors (after the IDF changed)."""
+        """Replace the label's lexical sum, its texts' unit vectors and those of its labelled
+        texts among them (after the IDF changed)."""
         profile = self.ensure(label)
         profile.lex_sum, profile.weight = lex_sum, weight
         profile.texts = list(texts) if self.weights.background else []
+        profile.examples = list(examples) if self.weights.nearest_example else []
         self._scores = None  # the label's stored texts were replaced: score them all again
         self._dirty(label)
 
@@ -296,6 +327,13 @@ class LabelScorer:
             self._dense_matrix = np.vstack([r.dense if r.dense is not None else np.zeros(dim) for r in rows])
             self._name_dense_matrix = np.vstack(
                 [np.asarray(r.name_dense, dtype=np.float64) if r.name_dense is not None else np.zeros(dim) for r in rows]
+            )
+        if self.weights.nearest_example:
+            owners = [k for k, y in enumerate(labels) for _ in self.profiles[y].examples]
+            examples = [v for y in labels for v in self.profiles[y].examples]
+            self._examples = (
+                sparse.vstack(examples, format="csr").T.tocsr() if examples else sparse.csr_matrix((DIM, 0)),
+                np.asarray(owners, dtype=np.int64),
             )
         self._order = list(labels)
         if self.weights.background:
@@ -384,7 +422,7 @@ class LabelScorer:
         exclude: Mapping[str, float] | None = None,
     ) -> dict[str, np.ndarray]:
         """Each component's score of every label (arrays in ``labels`` order); ``terms`` are
-        the text's tokens (for ``name_match``). ``exclude`` maps labels whose profiles hold
+        the text's tokens (for ``name_match`` and ``name_words``). ``exclude`` maps labels whose profiles hold
         this very text (online-indexed) onto its weight there: those labels are scored
         without it (leave-one-out), so a text's own pseudo-label is no evidence for it."""
         lex_m, dense_m = self._matrices(labels)
@@ -419,16 +457,22 @@ class LabelScorer:
                 )
         out["graph"] = np.array([graph.get(y, 0.0) for y in labels])
         if self.weights.name_match:
-            match = np.zeros(len(labels))
+            share = np.zeros(len(labels))
             for term in set(terms):
-                for k, share in self._term_index.get(term, ()):
-                    match[k] += share
+                for k, part in self._term_index.get(term, ()):
+                    share[k] += part
             padded = f" {' '.join(terms)} "
-            for k, y in enumerate(labels):
-                phrase = self.profiles[y].name_phrase
-                if phrase and match[k] > 0 and phrase in padded:
-                    match[k] += 1.0
-            out["name_match"] = match
+            phrase = np.array([
+                bool(p.name_phrase) and share[k] > 0 and p.name_phrase in padded
+                for k, p in enumerate(self.profiles[y] for y in labels)
+            ], dtype=np.float64)
+            out["name_words"] = share + phrase
+            out["name_match"] = (share > 1.0 - 1e-9) + phrase
+        if self.weights.nearest_example and self._examples is not None:
+            x, owners = self._examples
+            nearest = np.zeros(len(labels))
+            np.maximum.at(nearest, owners, np.asarray((lex @ x).todense()).ravel())
+            out["nearest_example"] = nearest
         return out
 
     def standardised(self, components: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
@@ -440,19 +484,16 @@ class LabelScorer:
         mean, scale = self._background
         return {**components, "lexical": (components["lexical"] - mean) * scale}
 
-    def cut_probabilities(self, components: Mapping[str, np.ndarray], plain: np.ndarray | None = None) -> np.ndarray:
-        """The probabilities candidates are cut from: those of the :meth:`standardised`
-        components when there is a background, else the plain ones (``plain``, when the caller
-        has them already)."""
-        standardised = self.standardised(components)
-        if standardised is not None:
-            return self.probabilities(standardised)
-        return self.probabilities(components) if plain is None else plain
+    def cut_probabilities(self, components: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The probabilities candidates are cut from: the :data:`CUT` components, with the
+        lexical one :meth:`standardised` when there is a background."""
+        return self.probabilities(self.standardised(components) or components, CUT)
 
-    def probabilities(self, components: Mapping[str, np.ndarray]) -> np.ndarray:
-        """Softmax of the weighted sum of the components, at the calibrated temperature."""
+    def probabilities(self, components: Mapping[str, np.ndarray], use: Mapping[str, str] = CHOICE) -> np.ndarray:
+        """Softmax of the weighted sum of the components ``use`` names (each weighted by the
+        weight it maps to), at the calibrated temperature."""
         w = self.weights
-        total = sum(getattr(w, name) * values for name, values in components.items())
+        total = sum(getattr(w, use[name]) * values for name, values in components.items() if name in use)
         z = np.asarray(total, dtype=np.float64) / w.temperature
         z = z - z.max()
         e = np.exp(z)
@@ -488,4 +529,4 @@ def graph_strength(
     return {y: v / total for y, v in scores.items()}
 
 
-__all__ = ["DIM", "LabelScorer", "LexicalSpace", "Profile", "Weights", "graph_strength"]
+__all__ = ["CHOICE", "CUT", "DIM", "LabelScorer", "LexicalSpace", "Profile", "Weights", "graph_strength"]

@@ -20,6 +20,7 @@ the choices below follow the spec's recommendations (docs/gorag.md, "Choices"):
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
@@ -168,6 +169,11 @@ class TermStats:
         return stats
 
 
+def text_key(tokens: Sequence[str]) -> str:
+    """A text's key among the classifier's self-indexed texts: a digest of its tokens."""
+    return hashlib.blake2b(" ".join(tokens).encode("utf-8"), digest_size=16).hexdigest()
+
+
 __all__ = [
     "STOP_WORDS",
     "TermStats",
@@ -178,5 +184,6 @@ __all__ = [
     "name_keyword",
     "normalize_keyword",
     "phrase_count",
+    "text_key",
     "tokenize",
 ]
