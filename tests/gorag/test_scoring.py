@@ -543,3 +543,23 @@ def test_lexical_background_follows_online_indexing_and_persistence(tmp_path):
     assert not GORAGClassifier.load(tmp_path / "c").scorer.weights.background
     assert not GORAGClassifier.as_published().scorer.weights.background
     assert not GORAGClassifier(embedder=HashingEmbedder(64)).scorer.weights.background
+
+
+def test_saved_members_say_whether_they_are_labelled_and_older_files_are_read(tmp_path):
+    clf = two_rounds(GORAGClassifier(index_threshold=None))
+    clf.batch([t for _, t in QUERIES])
+    clf.persist(tmp_path / "c")
+    flags = {y: [labelled for _, _, labelled in m] for y, m in clf.members.items()}
+    assert sum(not f for fs in flags.values() for f in fs) == len(QUERIES)  # the indexed texts
+    loaded = GORAGClassifier.load(tmp_path / "c")
+    assert loaded.members == clf.members
+    # a file written before members carried the flag: a text indexed online under its label is
+    # not labelled, every other is
+    state = tmp_path / "c" / "classifier.json"
+    data = json.loads(state.read_text())
+    data["members"] = {y: [[p, w] for p, w, _ in m] for y, m in data["members"].items()}
+    state.write_text(json.dumps(data))
+    old = GORAGClassifier.load(tmp_path / "c")
+    assert {y: [labelled for _, _, labelled in m] for y, m in old.members.items()} == flags
+    for _, text in QUERIES:
+        assert old.classify(text, online=False).scores == pytest.approx(loaded.classify(text, online=False).scores)
