@@ -326,28 +326,28 @@ def main(argv: list[str] | None = None) -> None:
             start = time.perf_counter()
             embedder.embed([t for split in rounds for _, t in split["train"] + split["test"]])
             print(f"{shots}-shot: embedded the texts in {time.perf_counter() - start:.0f} s", flush=True)
-        for name, make in configs:
-            print(f"{shots}-shot: {name}, file order", flush=True)
+        for config, make in configs:
+            print(f"{shots}-shot: {config}, file order", flush=True)
             start = time.perf_counter()
-            entry[name] = run_gorag(rounds, make)
-            entry[name]["seconds"] = time.perf_counter() - start
+            entry[config] = run_gorag(rounds, make)
+            entry[config]["seconds"] = time.perf_counter() - start
         if not args.no_published and embedder is None:
             print(f"{shots}-shot: GORAG as published (offline)", flush=True)
             entry["gorag_published"] = run_gorag(rounds, lambda: GORAGClassifier.as_published())
         print(f"{shots}-shot: baselines", flush=True)
         entry.update(run_baselines(rounds, embedder))
         if args.shuffles:
-            for name, make in configs:
-                runs = [entry[name]]
+            for config, make in configs:
+                runs = [entry[config]]
                 for seed in range(args.shuffles):
-                    print(f"{shots}-shot: {name}, shuffle {seed}", flush=True)
+                    print(f"{shots}-shot: {config}, shuffle {seed}", flush=True)
                     runs.append(run_gorag(shuffled(rounds, seed), make))
                 spread = [
                     max(run["rounds"][r]["cumulative_accuracy"] for run in runs)
                     - min(run["rounds"][r]["cumulative_accuracy"] for run in runs)
                     for r in range(ROUNDS)
                 ]
-                entry[f"{name}_shuffles"] = {"runs": runs[1:], "spread": spread}
+                entry[f"{config}_shuffles"] = {"runs": runs[1:], "spread": spread}
         results["shots"][str(shots)] = entry
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out.parent.mkdir(parents=True, exist_ok=True)

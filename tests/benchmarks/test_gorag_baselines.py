@@ -39,3 +39,21 @@ def test_with_tfidf_the_rule_overrides_the_nearest_example():
     tests = ["tumour growth studied through genetics", "tumour growth in patients"]
     assert [labels[k] for k in tfidf_nearest(train, labels, tests).argmax(axis=1)] == ["cancer", "cancer"]
     assert [labels[k] for k in name_rule(tfidf_nearest)(train, labels, tests).argmax(axis=1)] == ["genetics", "cancer"]
+
+
+def test_a_full_run_writes_its_own_docs_section(tmp_path, monkeypatch):
+    # a run over every test text of both shots writes the section named after its options, not
+    # after the configuration it ran last (the loop over configurations once shadowed the name)
+    from benchmarks import gorag
+
+    topics = {"astronomy": "stars galaxies telescope orbit", "cooking": "recipe oven flour butter",
+              "chess": "opening gambit endgame rook", "rowing": "boat oar crew regatta"}
+    rounds = [{"train": [(y, f"{words} {y}")], "test": [(y, f"the {words}")]} for y, words in topics.items()]
+    monkeypatch.setattr(gorag, "load", lambda shots, limit: rounds)
+    written = []
+    import benchmarks.__main__ as cli
+
+    monkeypatch.setattr(cli, "write_section", lambda key, title, body: written.append((key, title)))
+    gorag.main(["--shots", "1", "5", "--shuffles", "1", "--no-published", "--write-docs",
+                "--out", str(tmp_path / "run.json")])
+    assert written == [("gorag-none-1-5shot-all", "GORAG on gorag-wos (TF-IDF only, 1, 5-shot, every test text)")]
