@@ -241,6 +241,37 @@ def test_name_match_is_the_whole_name_and_name_words_the_share_of_its_words():
     assert not {"name_match", "name_words"} & set(got)
 
 
+def test_a_text_naming_several_labels_weighs_each_name_by_its_specificity():
+    clf = GORAGClassifier(online=False)
+    clf.fit_round(
+        ["Cancer screening in clinics.", "Lymphoma and cancer of the blood.", "Cancer drugs, cancer trials.",
+         "Sprains and strains of the ankle."],
+        ["cancer", "lymphoma", "cancer", "sprains_and_strains"],
+    )
+    labels = list(clf.labels)
+    space = clf.scorer.space
+
+    def match(text):
+        tokens = tokenize(text)
+        return dict(zip(labels, clf.scorer.components(labels, space.vector(tokens), None, {}, tokens)["name_match"]))
+
+    # one name: the whole-name evidence as it is
+    assert match("A lymphoma study.")["lymphoma"] == 2.0
+    assert match("A cancer study.")["cancer"] == 2.0
+    # two: the rarer name keeps it, the commoner one is scaled by the ratio of their phrase IDFs
+    both = match("Lymphoma is a cancer; sprains and strains are not.")
+    assert both["lymphoma"] == 2.0
+    assert both["cancer"] == pytest.approx(2.0 * space.idf("cancer") / space.idf("lymphoma"))
+    assert both["cancer"] < 2.0
+    # a name with a stop word inside is counted by a scan of the texts, frozen with the IDF
+    assert both["sprains_and_strains"] == pytest.approx(2.0 * space.phrase_idf("sprains and strains") / space.idf("lymphoma"))
+    frozen = space.phrase_idf("sprains and strains")
+    clf.stats.add_text(tokenize("More sprains and strains."))
+    assert space.phrase_idf("sprains and strains") == frozen
+    space.refresh()
+    assert space.phrase_idf("sprains and strains") < frozen
+
+
 def test_defaults_depend_on_the_embedder_and_survive_persistence(tmp_path):
     offline = GORAGClassifier()
     assert (offline.max_candidates, offline.candidate_coverage, offline.nearest_labels) == (12, 0.995, 12)

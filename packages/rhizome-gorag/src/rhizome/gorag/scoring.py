@@ -12,7 +12,10 @@ kinds of evidence (docs/gorag.md, "Scoring"):
   few labels says more), as a share of the text's total terminal specificity;
 - ``name_match`` — whether the text holds the label's whole name: 1 when every content word of
   the name occurs in it, plus 1 when the name occurs as a phrase (WOS labels are the papers' own
-  keywords, so the name is often in the text);
+  keywords, so the name is often in the text). When the text holds several labels' names, each
+  one's is scaled by the name's specificity — its IDF as a phrase in ``T`` — over that of the
+  most specific of them: a text on lymphoma names "cancer" too, and "cancer" occurs in many
+  texts of other labels;
 - ``nearest_example`` — the cosine of the text's lexical vector with the label's nearest
   *labelled* text (online-indexed texts are not examples): the averaged profile hides a text
   that resembles one example closely and the others not at all.
@@ -84,9 +87,11 @@ class LexicalSpace:
         self.max_ngram = min(max_ngram, stats.max_ngram)
         self.n = 0
         self.df: dict[str, int] = {}
+        self._phrases: dict[str, float] = {}
 
     def refresh(self, upto: int | None = None) -> None:
         """Freeze the IDF of ``T`` now, or of its first ``upto`` texts."""
+        self._phrases = {}
         if upto is None or upto >= self.stats.n_texts:
             self.n = self.stats.n_texts
             self.df = dict(self.stats.ngram_df)
@@ -98,6 +103,18 @@ class LexicalSpace:
 
     def idf(self, term: str) -> float:
         return math.log((1 + self.n) / (1 + self.df.get(term, 0))) + 1.0
+
+    def phrase_idf(self, phrase: str) -> float:
+        """The IDF of any phrase (normalised tokens joined by spaces) over the same texts: a
+        content n-gram from the frozen counts, another phrase (a stop word inside, a long name)
+        by scanning those texts once."""
+        if self.stats.is_ngram_key(phrase):
+            return self.idf(phrase)
+        if phrase not in self._phrases:
+            needle = f" {phrase} "
+            df = sum(needle in padded for padded in self.stats.texts[: self.n])
+            self._phrases[phrase] = math.log((1 + self.n) / (1 + df)) + 1.0
+        return self._phrases[phrase]
 
     def vector(self, tokens: Sequence[str]) -> sparse.csr_matrix:
         """The unit TF-IDF row vector (1 × DIM) of ``tokens``; all zero when none is content."""
@@ -467,12 +484,23 @@ class LabelScorer:
                 for k, p in enumerate(self.profiles[y] for y in labels)
             ], dtype=np.float64)
             out["name_words"] = share + phrase
-            out["name_match"] = (share > 1.0 - 1e-9) + phrase
+            out["name_match"] = self._specific((share > 1.0 - 1e-9) + phrase, labels)
         if self.weights.nearest_example and self._examples is not None:
             x, owners = self._examples
             nearest = np.zeros(len(labels))
             np.maximum.at(nearest, owners, np.asarray((lex @ x).todense()).ravel())
             out["nearest_example"] = nearest
+        return out
+
+    def _specific(self, match: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+        """``match`` with each named label's value scaled by its name's phrase IDF over the
+        largest among the named labels (unchanged when the text names one label or none)."""
+        named = np.nonzero(match > 0)[0]
+        if len(named) < 2:
+            return match
+        spec = np.array([self.space.phrase_idf(self.profiles[labels[k]].name_phrase.strip()) for k in named])
+        out = match.copy()
+        out[named] *= spec / spec.max()
         return out
 
     def standardised(self, components: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
