@@ -1,4 +1,4 @@
-"""The label scorer: a calibrated probability over all known labels for one text, from three
+"""The label scorer: a calibrated probability over all known labels for one text, from these
 kinds of evidence (docs/gorag.md, "Scoring"):
 
 - ``lexical`` — cosine between the text's TF-IDF vector (content 1–2-grams, sublinear tf) and
@@ -439,9 +439,10 @@ class LabelScorer:
         exclude: Mapping[str, float] | None = None,
     ) -> dict[str, np.ndarray]:
         """Each component's score of every label (arrays in ``labels`` order); ``terms`` are
-        the text's tokens (for ``name_match`` and ``name_words``). ``exclude`` maps labels whose profiles hold
-        this very text (online-indexed) onto its weight there: those labels are scored
-        without it (leave-one-out), so a text's own pseudo-label is no evidence for it."""
+        the text's tokens (for ``name_match`` and ``name_words``). ``exclude`` maps labels
+        whose profiles hold this very text (online-indexed) onto its weight there: those labels
+        are scored without it (leave-one-out), so a text's own pseudo-label is no evidence for
+        it."""
         lex_m, dense_m = self._matrices(labels)
         split = self.weights.split_names
         w = self.weights.name_weight
