@@ -50,6 +50,8 @@ def test_a_full_run_writes_its_own_docs_section(tmp_path, monkeypatch):
               "chess": "opening gambit endgame rook", "rowing": "boat oar crew regatta"}
     rounds = [{"train": [(y, f"{words} {y}")], "test": [(y, f"the {words}")]} for y, words in topics.items()]
     monkeypatch.setattr(gorag, "load", lambda shots, limit: rounds)
+    (tmp_path / "gorag-wos").mkdir()  # the run checks that the data is there before it starts
+    monkeypatch.setattr(gorag.data, "data_dir", lambda: tmp_path)
     written = []
     import benchmarks.__main__ as cli
 
