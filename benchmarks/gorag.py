@@ -40,7 +40,6 @@ import json
 import os
 import platform
 import random
-import re
 import resource
 import sys
 import time
@@ -51,6 +50,7 @@ import numpy as np
 
 from benchmarks import data
 from rhizome.gorag import GORAGClassifier
+from rhizome.gorag.text import tokenize
 
 RESULTS = Path(__file__).parent / "results"
 ROUNDS = 4
@@ -195,21 +195,22 @@ def minilm_centroid(embedder):
     return scores_of
 
 
-def name_tokens(text: str) -> list[str]:
-    """Lower-cased runs of letters and digits: underscores, hyphens, apostrophes and other
-    punctuation separate words (``alzheimer's_disease`` → ``alzheimer s disease``)."""
-    return re.findall(r"[^\W_]+", text.lower())
+def _phrase(text: str) -> str:
+    """``text``'s words (:func:`rhizome.gorag.text.tokenize`: lower-cased runs of letters and
+    digits; underscores, hyphens, apostrophes and other punctuation separate them, so
+    ``alzheimer's_disease`` → ``alzheimer s disease``) joined by single spaces."""
+    return " ".join(tokenize(text))
 
 
 def named_labels(text: str, labels: list[str]) -> list[str]:
-    """The labels whose name occurs in ``text``: the name's words (:func:`name_tokens`) stand
-    next to each other, in order, among the text's words — whole words, case ignored, so
+    """The labels whose name occurs in ``text``: the name's words (:func:`_phrase`) stand next
+    to each other, in order, among the text's words — whole words, case ignored, so
     ``machine_learning`` occurs in "Machine-learning methods" but ``attention`` not in
     "attentional". Longest name first (characters of its words joined by spaces), then in
     ``labels`` order."""
-    padded = f" {' '.join(name_tokens(text))} "
-    found = [y for y in labels if (phrase := " ".join(name_tokens(y))) and f" {phrase} " in padded]
-    return sorted(found, key=lambda y: -len(" ".join(name_tokens(y))))
+    padded = f" {_phrase(text)} "
+    found = [(y, phrase) for y in labels if (phrase := _phrase(y)) and f" {phrase} " in padded]
+    return [y for y, _ in sorted(found, key=lambda item: -len(item[1]))]
 
 
 def name_rule(fallback):
@@ -224,7 +225,7 @@ def name_rule(fallback):
         index = {y: k for k, y in enumerate(labels)}
         for i, text in enumerate(tests):
             for y in named_labels(text, labels):
-                scores[i, index[y]] += 10.0 * (1 + len(" ".join(name_tokens(y))))
+                scores[i, index[y]] += 10.0 * (1 + len(_phrase(y)))
         return scores
 
     return scores_of
@@ -292,20 +293,27 @@ def main(argv: list[str] | None = None) -> None:
     title = (f"GORAG on gorag-wos ({'with MiniLM' if embedder else 'TF-IDF only'}, "
              f"{', '.join(str(s) for s in args.shots)}-shot{', ' + texts if texts else ''})")
     if args.baselines_only:
-        merge_baselines(out, args, argv, embedder)
-        saved = json.loads(out.read_text(encoding="utf-8"))
-        table = tables(saved)
-        print(table)
-        if args.write_docs:
-            from benchmarks.__main__ import write_section
+        results = merge_baselines(out, args, argv, embedder)
+    else:
+        results = run_protocol(args, argv, embedder)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    table = tables(results)
+    print(table)
+    if args.write_docs:
+        from benchmarks.__main__ import write_section
 
-            write_section(name, title, table)
-        return
+        write_section(name, title, table)
+
+
+def run_protocol(args: argparse.Namespace, argv: list[str], embedder) -> dict[str, Any]:
+    """The run the options ask for: GORAG (and, offline, GORAG as published) through the rounds
+    of each ``--shots``, the baselines, and the shuffled orders; the results to save."""
     results: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
         "command": _command(argv),
         "limit": args.limit,
-        "stream": "5-shot dev texts" if args.dev_stream else "test texts",
+        "stream": _stream(args),
         "orders": 1 + args.shuffles,
         "embed": args.embed,
         "online_mode": args.online_mode,
@@ -320,7 +328,7 @@ def main(argv: list[str] | None = None) -> None:
         else [("gorag_tfidf", lambda: GORAGClassifier(online_mode=args.online_mode))]
     )
     for shots in args.shots:
-        rounds = load_dev_stream(shots) if args.dev_stream else load(shots, args.limit)
+        rounds = _rounds(args, shots)
         entry: dict[str, Any] = {}
         if embedder is not None:  # embed every text once, in batches (the vector cache keeps them)
             start = time.perf_counter()
@@ -350,14 +358,18 @@ def main(argv: list[str] | None = None) -> None:
                 entry[f"{config}_shuffles"] = {"runs": runs[1:], "spread": spread}
         results["shots"][str(shots)] = entry
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2), encoding="utf-8")
-    table = tables(results)
-    print(table)
-    if args.write_docs:
-        from benchmarks.__main__ import write_section
+    return results
 
-        write_section(name, title, table)
+
+def _stream(args: argparse.Namespace) -> str:
+    """What each round's stream is, as the results record it."""
+    return "5-shot dev texts" if args.dev_stream else "test texts"
+
+
+def _rounds(args: argparse.Namespace, shots: int) -> list[dict[str, Any]]:
+    """The rounds the options ask for: the test files (the first ``--limit`` texts of each), or
+    the dev texts as the stream."""
+    return load_dev_stream(shots) if args.dev_stream else load(shots, args.limit)
 
 
 def _command(argv: list[str]) -> str:
@@ -375,23 +387,22 @@ def _command(argv: list[str]) -> str:
     return "python -m benchmarks classify " + " ".join(kept)
 
 
-def merge_baselines(out: Path, args: argparse.Namespace, argv: list[str], embedder) -> None:
+def merge_baselines(out: Path, args: argparse.Namespace, argv: list[str], embedder) -> dict[str, Any]:
     """``--baselines-only``: the baselines run again on the saved run's texts and written into
     its results file in place of its baseline rows; every other entry (GORAG's rows, the
-    command that made them) is kept, and ``baselines_command`` records this run."""
+    command that made them) is kept, and ``baselines_command`` records this run. Returns the
+    results as saved."""
     if not out.exists():
         raise SystemExit(f"{out} does not exist: run the benchmark with the same options first")
     saved = json.loads(out.read_text(encoding="utf-8"))
-    stream = "5-shot dev texts" if args.dev_stream else "test texts"
-    if saved.get("limit") != args.limit or saved.get("stream", "test texts") != stream or saved.get("embed") != args.embed:
+    if saved.get("limit") != args.limit or saved.get("stream", "test texts") != _stream(args) or saved.get("embed") != args.embed:
         raise SystemExit(f"{out.name} was made with other texts or another embedder: {saved.get('command')}")
     for shots in args.shots:
         entry = saved["shots"].get(str(shots))
         if entry is None:
             raise SystemExit(f"{out.name} has no {shots}-shot results")
-        rounds = load_dev_stream(shots) if args.dev_stream else load(shots, args.limit)
         print(f"{shots}-shot: baselines", flush=True)
-        fresh = run_baselines(rounds, embedder)
+        fresh = run_baselines(_rounds(args, shots), embedder)
         before = entry.get("nearest_tfidf")
         if before and [r["cumulative_accuracy"] for r in before["rounds"]] != [
                 r["cumulative_accuracy"] for r in fresh["nearest_tfidf"]["rounds"]]:
@@ -399,6 +410,7 @@ def merge_baselines(out: Path, args: argparse.Namespace, argv: list[str], embedd
         entry.update(fresh)
     saved["baselines_command"] = _command(argv)
     out.write_text(json.dumps(saved, indent=2), encoding="utf-8")
+    return saved
 
 
 CUT_RULES = [(cov, cap) for cov in (0.9, 0.95, 0.99, 0.995, 1.0) for cap in (5, 8, 10, 12, 15)]
