@@ -367,6 +367,7 @@ class LightRAGIndex(BaseIndex):
         # the stored records: their lists stay in their rows (rhizome.lightrag.lists)
         before_e = self.entity_table.get(lost_e + new_e)
         before_r = self.relation_table.get(lost_r + new_r)
+        stored_as = {profile_key(r): r for r in [*before_e.values(), *before_r.values()]}  # by profile key
 
         entities: dict[str, Entity] = {}
         relations: dict[str, Relation] = {}
@@ -454,7 +455,7 @@ class LightRAGIndex(BaseIndex):
         jobs: list[tuple[Any, str]] = []
         for rec in [*entities.values(), *relations.values()]:
             key = profile_key(rec)
-            before = (before_e if isinstance(rec, Entity) else before_r).get(rec.id)
+            before = stored_as.get(key)
             first_source, first_fragment = start.get(key, (0, 0))
             sizes[key] = (first_source + len(rec.source_chunk_ids), first_fragment + len(rec.descriptions))
             if not sizes[key][0]:
@@ -485,14 +486,14 @@ class LightRAGIndex(BaseIndex):
         stored_since = []
         for rec, _ in jobs:
             if (key := profile_key(rec)) in start and key not in waiting_before:
-                before = (before_e if isinstance(rec, Entity) else before_r)[rec.id]
+                before = stored_as[key]
                 stored_since.append((before, covered(before)))
         since = self.lists.tails(stored_since)
         summary_jobs = {}
         for number, (rec, subject) in enumerate(jobs):
             key = profile_key(rec)
             subject = subject or f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
-            held = (before_e if isinstance(rec, Entity) else before_r).get(rec.id) if key in waiting_before else None
+            held = stored_as.get(key) if key in waiting_before else None
             if held is not None:
                 rec.description = held.description
                 plan.pending.append(key)
@@ -527,7 +528,7 @@ class LightRAGIndex(BaseIndex):
             key = profile_key(rec)
             if not sizes[key][0]:
                 continue
-            before = (before_e if isinstance(rec, Entity) else before_r).get(rec.id)
+            before = stored_as.get(key)
             long = key in start or is_long(*sizes[key])  # folded onto its rows: it keeps them
             stored = head(rec, *sizes[key]) if long else rec
             if stored != before:

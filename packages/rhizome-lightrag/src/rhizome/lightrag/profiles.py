@@ -178,8 +178,8 @@ def relation_text(relation: Relation, source_name: str, target_name: str) -> str
 __all__ = [
     "chunk_record",
     "copy_entity",
-    "covered",
     "copy_relation",
+    "covered",
     "entity_text",
     "fold_entity",
     "fold_relation",
