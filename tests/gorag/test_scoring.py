@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 
 import networkx as nx
 import numpy as np
@@ -15,7 +16,7 @@ from rhizome.core.errors import ConfigurationError
 from rhizome.gorag import ClassificationError, GORAGClassifier, scoring
 from rhizome.gorag.linking import KeywordLinker, part_terminals, vocabulary_terminals
 from rhizome.gorag.scoring import Weights, graph_strength
-from rhizome.gorag.text import tokenize
+from rhizome.gorag.text import content_ngrams, tokenize, word_stem
 from tests.gorag.conftest import QUERIES, ROUND1, ROUND2, split, stub_round_answer
 
 
@@ -61,8 +62,10 @@ def test_embedding_link_takes_the_most_similar_keyword_above_the_threshold():
 
 def test_probabilities_are_a_distribution_and_candidates_cut_by_coverage():
     # without the components only the choice reads (the nearest example, the whole name), the
-    # candidates are cut from the very probabilities the result reports
-    same = {"nearest_example_weight": 0.0, "name_match_weight": 0.0}
+    # candidates are cut from the very probabilities the result reports (as long as the lexical
+    # background is idle: the toy labels share no word as written, but word stems would join
+    # cardiology's "need" and cooking's "needs")
+    same = {"nearest_example_weight": 0.0, "name_match_weight": 0.0, "stem_words": False}
     clf = two_rounds(GORAGClassifier(online=False, **same))
     wide = two_rounds(GORAGClassifier(online=False, max_candidates=10, candidate_coverage=1.0, **same))
     for gold, text in QUERIES:
@@ -539,9 +542,10 @@ def test_lexical_background_changes_the_candidates_only():
 
 
 def test_lexical_background_leaves_labels_that_share_no_word_as_they_are():
-    # no label's score varies over the other labels' texts: nothing to standardise against
-    on = two_rounds(GORAGClassifier(online=False))
-    off = two_rounds(GORAGClassifier(online=False, lexical_background=False))
+    # no label's score varies over the other labels' texts: nothing to standardise against (as
+    # written: word stems would join cardiology's "need" and cooking's "needs")
+    on = two_rounds(GORAGClassifier(online=False, stem_words=False))
+    off = two_rounds(GORAGClassifier(online=False, lexical_background=False, stem_words=False))
     for _, text in QUERIES:
         standardised = on.scorer.standardised(_components(on, tokenize(text)))
         if standardised is not None:
@@ -594,3 +598,74 @@ def test_saved_members_say_whether_they_are_labelled_and_older_files_are_read(tm
     assert {y: [labelled for _, _, labelled in m] for y, m in old.members.items()} == flags
     for _, text in QUERIES:
         assert old.classify(text, online=False).scores == pytest.approx(loaded.classify(text, online=False).scores)
+
+
+def test_word_stems_join_forms_of_a_word_in_the_lexical_space_only():
+    assert [word_stem(w) for w in ("depression", "depressive", "disorders", "disorder")] == [
+        "depress", "depress", "disord", "disord"]
+    # which tokens are content is decided on the words as written ("others" stems to a stop word)
+    assert content_ngrams(tokenize("Others had depressive disorders."), 2, word_stem) == Counter(
+        {"depress": 1, "disord": 1, "depress disord": 1})
+    texts = ["Depression in older adults.", "Depressive symptoms of students.", "Bridges carry loads."]
+    stemmed = GORAGClassifier(online=False)
+    written = GORAGClassifier(online=False, stem_words=False)
+    for clf in (stemmed, written):
+        clf.fit_round(texts, ["depression", "depression", "bridges"])
+    assert stemmed.parameters()["stem_words"] and not written.parameters()["stem_words"]
+
+    def cosine(clf, a, b):
+        space = clf.scorer.space
+        return (space.vector(tokenize(a)) @ space.vector(tokenize(b)).T).toarray()[0, 0]
+
+    assert cosine(stemmed, "depressive", "depression") == pytest.approx(1.0)
+    assert cosine(written, "depressive", "depression") == 0.0
+    # the stems' document frequencies are counted as texts join T (the texts and the label
+    # names), frozen at each refresh
+    space = stemmed.scorer.space
+    texts_of_t = stemmed.stats.texts
+
+    def counted(upto):
+        return sum((content_ngrams(padded.split(), 2, word_stem) for padded in texts_of_t[:upto]), Counter())
+
+    assert (space.n, space.df) == (len(texts_of_t), counted(len(texts_of_t)))
+    assert space.df["depress"] == 3  # two texts and the name "depression"
+    stemmed.stats.add_text(tokenize("A depressed economy."))
+    assert space.df["depress"] == 3
+    space.refresh()
+    assert (space.n, space.df["depress"]) == (len(texts_of_t), 4)
+    space.refresh(upto=2)  # an earlier IDF, as a saved classifier holds: counted again
+    assert (space.n, space.df) == (2, counted(2))
+    space.refresh()
+    assert space.df == counted(len(texts_of_t))
+    # the name's phrase IDF (for its specificity) is of the name as written
+    written_df = sum(" depression " in padded for padded in texts_of_t)
+    assert space.phrase_idf("depression") == pytest.approx(math.log((1 + len(texts_of_t)) / (1 + written_df)) + 1)
+    assert written_df < space.df["depress"]
+
+
+def test_stems_are_on_without_an_embedder_and_older_files_load_without(tmp_path):
+    assert GORAGClassifier().scorer.space.stem
+    assert not GORAGClassifier(embedder=HashingEmbedder(64)).scorer.space.stem
+    assert GORAGClassifier(embedder=HashingEmbedder(64), stem_words=True).scorer.space.stem
+    clf = two_rounds(GORAGClassifier())
+    clf.persist(tmp_path / "c")
+    assert GORAGClassifier.load(tmp_path / "c").scorer.space.stem
+    state = tmp_path / "c" / "classifier.json"
+    data = json.loads(state.read_text())
+    del data["parameters"]["stem_words"]
+    state.write_text(json.dumps(data))
+    old = GORAGClassifier.load(tmp_path / "c")
+    assert not old.scorer.space.stem
+    built_so = two_rounds(GORAGClassifier(stem_words=False))
+    for _, text in QUERIES:
+        assert old.classify(text, online=False).scores == pytest.approx(built_so.classify(text, online=False).scores)
+
+
+def test_a_coverage_of_one_keeps_the_whole_pool_up_to_the_cap():
+    clf = two_rounds(GORAGClassifier(online=False, candidate_coverage=1.0, max_candidates=10))
+    labels = list(clf.labels)
+    # the first label's probability already sums to 1.0 in floating point
+    assert clf._cut([], np.array([1.0, 1e-30, 0.0]), labels) == labels
+    assert clf._cut([], np.array([1.0, 1e-30, 0.0]), labels) == clf._cut([], np.array([0.5, 0.3, 0.2]), labels)
+    for _, text in QUERIES:
+        assert sorted(clf.classify(text).candidates) == sorted(labels)

@@ -65,13 +65,15 @@ OFFLINE_DEFAULTS: dict[str, Any] = {
     "nearest_example_weight": 1.0,
     "split_names": False,
     "lexical_background": True,
+    "stem_words": True,
 }
 """The scorer and cut defaults without an embedder (set on the gorag-wos dev split): the
 name-word share sharpens the probabilities of texts that name their label, so the 0.995
 coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts; the
 candidates are cut with the lexical score standardised against each label's background, so
 labels that gathered many online-indexed texts do not crowd the newer labels out of them. The
-choice also weighs the text's nearest labelled example (docs/gorag.md, "Scoring")."""
+choice also weighs the text's nearest labelled example, and the lexical space reads word stems
+(docs/gorag.md, "Scoring")."""
 
 EMBEDDER_DEFAULTS: dict[str, Any] = {
     "max_candidates": 12,
@@ -84,11 +86,14 @@ EMBEDDER_DEFAULTS: dict[str, Any] = {
     "nearest_example_weight": 0.0,
     "split_names": True,
     "lexical_background": False,
+    "stem_words": False,
 }
 """The defaults with an embedder (set on the gorag-wos dev split with all-MiniLM-L6-v2): the
 name scored apart from the examples, the name-word share, and a temperature at which the
 0.99 coverage keeps more labels when the scores are close. The nearest labelled example, which
-helps without an embedder, did not change the dev accuracy with one, so it is off."""
+helps without an embedder, did not change the dev accuracy with one, so it is off; word stems,
+which help without one, cost dev accuracy and candidate recall at 1-shot with one, so they are
+off too (the embeddings already read "depressive" near "depression")."""
 
 
 class GORAGClassifier:
@@ -170,6 +175,11 @@ class GORAGClassifier:
         neither. Only the candidates change: the probabilities, the label chosen without a
         model and the confidence stay the plain scorer's, and its choice is always a
         candidate. ``None``: on without an embedder, off with one.
+    stem_words:
+        Read the lexical space — the TF-IDF vectors of texts, label profiles and names — in
+        Snowball English word stems, so "depressive" in a text meets "depression" in an
+        example. Keywords, the graph and the name match read the words as written. ``None``: on
+        without an embedder, off with one (set on the gorag-wos dev split).
     link_threshold, link_keywords:
         With an embedder, up to ``link_keywords`` query keywords the graph lacks are linked to
         the most similar keyword from the labelled texts when the cosine is at least
@@ -236,6 +246,7 @@ class GORAGClassifier:
         nearest_example_weight: float | None = None,
         split_names: bool | None = None,
         lexical_background: bool | None = None,
+        stem_words: bool | None = None,
         link_threshold: float = 0.8,
         link_keywords: int = 8,
         steiner: Literal["mehlhorn", "mst_prune"] = "mehlhorn",
@@ -267,6 +278,7 @@ class GORAGClassifier:
             nearest_example_weight = preset["nearest_example_weight"]
         split_names = preset["split_names"] if split_names is None else bool(split_names)
         lexical_background = preset["lexical_background"] if lexical_background is None else bool(lexical_background)
+        stem_words = preset["stem_words"] if stem_words is None else bool(stem_words)
         if callable(keyword_source):
             self._keyword_function: KeywordFunction | None = keyword_source
             self.keyword_source = "function"
@@ -366,7 +378,7 @@ class GORAGClassifier:
         self._solver: SteinerSolver | None = None
         self._choice_schema: tuple[tuple[str, ...], type[BaseModel]] | None = None
         self.scorer = _scoring.LabelScorer(
-            _scoring.LexicalSpace(self.stats),
+            _scoring.LexicalSpace(self.stats, stem=stem_words),
             _scoring.Weights(
                 lexical=float(lexical_weight),
                 dense=float(dense_weight),
@@ -440,6 +452,7 @@ class GORAGClassifier:
             "nearest_example_weight": self.scorer.weights.nearest_example,
             "split_names": self.scorer.weights.split_names,
             "lexical_background": self.scorer.weights.background,
+            "stem_words": self.scorer.space.stem,
             "link_threshold": self.link_threshold,
             "link_keywords": self.link_keywords,
         }
@@ -818,7 +831,8 @@ class GORAGClassifier:
         """The candidates: the Steiner labels and the ``nearest_labels`` most probable ones
         (at least the most probable: the scorer's own choice is always a candidate), most
         probable first, until they hold ``candidate_coverage`` of the probability or number
-        ``max_candidates``."""
+        ``max_candidates`` (a coverage of 1 keeps the whole pool up to the cap, even when the
+        first labels' probabilities already sum to 1.0 in floating point)."""
         index = {y: k for k, y in enumerate(labels)}
         ranked = sorted(range(len(labels)), key=lambda k: (-probs[k], k))
         pool = dict.fromkeys([labels[k] for k in ranked[: max(1, self.nearest_labels)]])
@@ -827,7 +841,7 @@ class GORAGClassifier:
         out: list[str] = []
         mass = 0.0
         for y in ordered:
-            if len(out) >= self.max_candidates or (out and mass >= self.candidate_coverage):
+            if len(out) >= self.max_candidates or (out and self.candidate_coverage < 1.0 and mass >= self.candidate_coverage):
                 break
             out.append(y)
             mass += float(probs[index[y]])

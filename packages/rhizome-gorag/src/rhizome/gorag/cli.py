@@ -137,6 +137,7 @@ KNOBS = (
     "nearest_example_weight",
     "split_names",
     "lexical_background",
+    "stem_words",
     "nearest_labels",
     "link_threshold",
     "link_keywords",
@@ -290,6 +291,8 @@ def register(subparsers: Any) -> None:
                    help="score a label's name apart from its examples (default: on with --embed, off without)")
     p.add_argument("--lexical-background", action=argparse.BooleanOptionalAction, default=None,
                    help="cut the candidates with each label's TF-IDF score standardised against its score on other labels' texts (default: off with --embed, on without)")
+    p.add_argument("--stem-words", action=argparse.BooleanOptionalAction, default=None,
+                   help="read the TF-IDF vectors in English word stems, so 'depressive' meets 'depression' (default: off with --embed, on without)")
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1; 1.5 with --embed)")
     p.add_argument("--dense-weight", type=float, help="scorer weight of embedding similarity (default 0.5; needs --embed)")
     p.add_argument("--graph-weight", type=float, help="scorer weight of the keyword graph (default 0.5; 0.25 with --embed)")

@@ -128,6 +128,7 @@ def load(
     params.setdefault("nearest_example_weight", 0.0)
     params.setdefault("split_names", False)
     params.setdefault("lexical_background", False)
+    params.setdefault("stem_words", False)
     built_embedder = models.get("embedder")
     embedder = overrides.pop("embedder", None)
     built_with = models.get("llm")

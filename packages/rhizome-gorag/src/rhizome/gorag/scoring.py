@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
-from rhizome.gorag.text import TermStats, content_ngrams
+from rhizome.gorag.text import TermStats, content_ngrams, word_stem
 
 DIM = 1 << 20
 """Hashed feature space of the lexical vectors (collisions are negligible at this size)."""
@@ -80,20 +80,40 @@ def _feature(term: str) -> int:
 
 class LexicalSpace:
     """TF-IDF vectors of token lists, with the IDF of ``T`` as of the last :meth:`refresh`:
-    ``ln((1 + N) / (1 + df)) + 1`` (a term unseen then gets the largest IDF)."""
+    ``ln((1 + N) / (1 + df)) + 1`` (a term unseen then gets the largest IDF). With ``stem``,
+    the terms are content 1–2-grams of word stems (:func:`~rhizome.gorag.text.word_stem`), so a
+    text on "depressive symptoms" and a label's example on "depression" share a term; their
+    document frequencies are counted here, as texts join ``T``, since ``T``'s own counts are of
+    the words as written."""
 
-    def __init__(self, stats: TermStats, max_ngram: int = 2) -> None:
+    def __init__(self, stats: TermStats, max_ngram: int = 2, stem: bool = False) -> None:
         self.stats = stats
         self.max_ngram = min(max_ngram, stats.max_ngram)
+        self.stem = stem
         self.n = 0
-        self.df: dict[str, int] = {}
+        self.df: Mapping[str, int] = {}
         self._phrases: dict[str, float] = {}
+        self._stem_df: Counter[str] = Counter()
+        self._stem_counted = 0
+
+    def _grams(self, tokens: Sequence[str]) -> Counter[str]:
+        return content_ngrams(tokens, self.max_ngram, word_stem if self.stem else None)
 
     def refresh(self, upto: int | None = None) -> None:
         """Freeze the IDF of ``T`` now, or of its first ``upto`` texts."""
         self._phrases = {}
-        if upto is None or upto >= self.stats.n_texts:
-            self.n = self.stats.n_texts
+        upto = self.stats.n_texts if upto is None else min(upto, self.stats.n_texts)
+        if self.stem:
+            if upto < self._stem_counted:  # an earlier IDF (a saved classifier): count again
+                self._stem_df, self._stem_counted = Counter(), 0
+            for padded in self.stats.texts[self._stem_counted : upto]:
+                self._stem_df.update(self._grams(padded.split()).keys())
+            # the counts only change at the next refresh, so they serve as the frozen ones
+            self._stem_counted = self.n = upto
+            self.df = self._stem_df
+            return
+        if upto == self.stats.n_texts:
+            self.n = upto
             self.df = dict(self.stats.ngram_df)
             return
         df: Counter[str] = Counter()
@@ -105,10 +125,10 @@ class LexicalSpace:
         return math.log((1 + self.n) / (1 + self.df.get(term, 0))) + 1.0
 
     def phrase_idf(self, phrase: str) -> float:
-        """The IDF of any phrase (normalised tokens joined by spaces) over the same texts: a
-        content n-gram from the frozen counts, another phrase (a stop word inside, a long name)
-        by scanning those texts once."""
-        if self.stats.is_ngram_key(phrase):
+        """The IDF of a phrase as written (normalised tokens joined by spaces) over the same
+        texts: a content n-gram from the frozen counts (when they are of words as written),
+        another phrase (a stop word inside, a long name) by scanning those texts once."""
+        if not self.stem and self.stats.is_ngram_key(phrase):
             return self.idf(phrase)
         if phrase not in self._phrases:
             needle = f" {phrase} "
@@ -119,7 +139,7 @@ class LexicalSpace:
     def vector(self, tokens: Sequence[str]) -> sparse.csr_matrix:
         """The unit TF-IDF row vector (1 × DIM) of ``tokens``; all zero when none is content."""
         weights: dict[int, float] = {}
-        for gram, count in content_ngrams(tokens, self.max_ngram).items():
+        for gram, count in self._grams(tokens).items():
             j = _feature(gram)
             weights[j] = weights.get(j, 0.0) + (1.0 + math.log(count)) * self.idf(gram)
         if not weights:

@@ -20,11 +20,13 @@ the choices below follow the spec's recommendations (docs/gorag.md, "Choices"):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
+import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -62,9 +64,30 @@ def is_content_token(token: str) -> bool:
     return len(token) >= 2 and token not in STOP_WORDS and not token.isdigit()
 
 
-def content_ngrams(tokens: Sequence[str], max_n: int) -> Counter[str]:
+@functools.lru_cache(maxsize=1 << 18)
+def word_stem(token: str) -> str:
+    """The Snowball (Porter 2) English stem of a lower-cased word: ``depression`` and
+    ``depressive`` → ``depress``, ``disorders`` → ``disord``. The ``snowballstemmer`` package,
+    imported on first use, is the Snowball project's own Python build of the algorithm. Its
+    stemmer keeps state while it works, so one thread at a time uses it."""
+    with _STEMMER_LOCK:
+        return _english_stemmer().stemWord(token)
+
+
+_STEMMER_LOCK = threading.Lock()
+
+
+@functools.cache
+def _english_stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+def content_ngrams(tokens: Sequence[str], max_n: int, stem: Callable[[str], str] | None = None) -> Counter[str]:
     """Occurrences of every n-gram (n <= ``max_n``) made only of content tokens that stand next
-    to each other in ``tokens``: the offline keyword candidates of a text."""
+    to each other in ``tokens``: the offline keyword candidates of a text. With ``stem``, each
+    content token is read as ``stem(token)`` (which tokens are content is decided first)."""
     grams: Counter[str] = Counter()
     run: list[str] = []
 
@@ -75,7 +98,7 @@ def content_ngrams(tokens: Sequence[str], max_n: int) -> Counter[str]:
 
     for token in tokens:
         if is_content_token(token):
-            run.append(token)
+            run.append(stem(token) if stem else token)
         else:
             flush()
             run = []
@@ -186,4 +209,5 @@ __all__ = [
     "phrase_count",
     "text_key",
     "tokenize",
+    "word_stem",
 ]
