@@ -80,55 +80,43 @@ def _feature(term: str) -> int:
 
 class LexicalSpace:
     """TF-IDF vectors of token lists, with the IDF of ``T`` as of the last :meth:`refresh`:
-    ``ln((1 + N) / (1 + df)) + 1`` (a term unseen then gets the largest IDF). With ``stem``,
-    the terms are content 1–2-grams of word stems (:func:`~rhizome.gorag.text.word_stem`), so a
-    text on "depressive symptoms" and a label's example on "depression" share a term; their
-    document frequencies are counted here, as texts join ``T``, since ``T``'s own counts are of
-    the words as written."""
+    ``ln((1 + N) / (1 + df)) + 1`` (a term unseen then gets the largest IDF). The terms are
+    content 1–2-grams; with ``stem``, of word stems (:func:`~rhizome.gorag.text.word_stem`), so
+    a text on "depressive symptoms" and a label's example on "depression" share a term. Their
+    document frequencies are counted here, each text once as it joins ``T``."""
 
     def __init__(self, stats: TermStats, max_ngram: int = 2, stem: bool = False) -> None:
         self.stats = stats
         self.max_ngram = min(max_ngram, stats.max_ngram)
         self.stem = stem
         self.n = 0
-        self.df: Mapping[str, int] = {}
+        """The texts of ``T`` the IDF is of (its first ``n``)."""
+        self.df: Counter[str] = Counter()
         self._phrases: dict[str, float] = {}
-        self._stem_df: Counter[str] = Counter()
-        self._stem_counted = 0
 
     def _grams(self, tokens: Sequence[str]) -> Counter[str]:
         return content_ngrams(tokens, self.max_ngram, word_stem if self.stem else None)
 
     def refresh(self, upto: int | None = None) -> None:
-        """Freeze the IDF of ``T`` now, or of its first ``upto`` texts."""
+        """Freeze the IDF of ``T`` now, or of its first ``upto`` texts: the texts joined since
+        the last refresh are counted (all of them again for an earlier ``upto``, a saved
+        classifier's)."""
         self._phrases = {}
         upto = self.stats.n_texts if upto is None else min(upto, self.stats.n_texts)
-        if self.stem:
-            if upto < self._stem_counted:  # an earlier IDF (a saved classifier): count again
-                self._stem_df, self._stem_counted = Counter(), 0
-            for padded in self.stats.texts[self._stem_counted : upto]:
-                self._stem_df.update(self._grams(padded.split()).keys())
-            # the counts only change at the next refresh, so they serve as the frozen ones
-            self._stem_counted = self.n = upto
-            self.df = self._stem_df
-            return
-        if upto == self.stats.n_texts:
-            self.n = upto
-            self.df = dict(self.stats.ngram_df)
-            return
-        df: Counter[str] = Counter()
-        for padded in self.stats.texts[:upto]:
-            df.update(content_ngrams(padded.split(), self.stats.max_ngram).keys())
-        self.n, self.df = upto, dict(df)
+        if upto < self.n:
+            self.df, self.n = Counter(), 0
+        for padded in self.stats.texts[self.n : upto]:
+            self.df.update(self._grams(padded.split()).keys())
+        self.n = upto
 
     def idf(self, term: str) -> float:
         return math.log((1 + self.n) / (1 + self.df.get(term, 0))) + 1.0
 
     def phrase_idf(self, phrase: str) -> float:
         """The IDF of a phrase as written (normalised tokens joined by spaces) over the same
-        texts: a content n-gram from the frozen counts (when they are of words as written),
+        texts: a term of the space from the frozen counts (when they are of words as written),
         another phrase (a stop word inside, a long name) by scanning those texts once."""
-        if not self.stem and self.stats.is_ngram_key(phrase):
+        if not self.stem and self.stats.is_ngram_key(phrase) and phrase.count(" ") < self.max_ngram:
             return self.idf(phrase)
         if phrase not in self._phrases:
             needle = f" {phrase} "
