@@ -681,5 +681,4 @@ class LightRAGIndex(BaseIndex):
         return context, {"system": ANSWER_SYSTEM, "instructions": ANSWER_INSTRUCTIONS, "max_context_tokens": 8000}
 
 
-
 __all__ = ["LightRAGIndex"]
