@@ -191,7 +191,7 @@ class LightRAGIndex(BaseIndex):
         def build() -> EvidenceGraph:
             entities = self.entity_table.all()
             sources = self.lists.sources(entities)
-            passages = {e.id: sources[f"e:{e.id}"] for e in entities}
+            passages = {e.id: sources[profile_key(e)] for e in entities}
             edges = ((r.source, r.target, r.weight or 1.0) for r in self.relation_table.all())
             return EvidenceGraph({eid: chunk_ids for eid, chunk_ids in passages.items() if chunk_ids}, edges)
 
