@@ -439,6 +439,27 @@ def test_document_fields_named_like_a_hits_own_keys_are_kept_beside_them():
     assert index.as_retriever(k=1, filter={"score": 1}).retrieve("espresso")[0].id == "r1:0"  # filters read the stored fields
 
 
+def test_documents_agreeing_on_a_nan_field_pass_it_on_to_a_hit_citing_them_all():
+    """Defect: a hit citing several documents kept the fields they agree on by ``==``, so a
+    NaN (which an index written before metadata was checked may hold) was dropped although
+    every cited document held it; the clash check beside it already counted NaN as NaN."""
+    import math
+
+    from rhizome.core.retrieval import with_document_metadata
+    from rhizome.core.types import Hit, Provenance
+
+    class Store:
+        def documents_metadata(self, ids):
+            return {d: {"year": math.nan, "lang": "en", "part": d} for d in ids}
+
+    hit = Hit(id="e1", text="an entity", score=1.0, kind="entity",
+              provenance=Provenance(document_ids=["a", "b"]))
+    out = with_document_metadata(Store(), [hit])[0].metadata
+    assert math.isnan(out["year"]) and out["lang"] == "en" and "part" not in out
+    own = with_document_metadata(Store(), [hit.model_copy(update={"metadata": {"year": float("nan")}})])[0].metadata
+    assert math.isnan(own["year"]) and "document.year" not in own  # NaN against NaN is no clash
+
+
 def test_one_model_shared_by_two_indexes_caches_into_each(tmp_path, monkeypatch):
     """Defect: the first index attached its cache to the model object itself, so a second
     index given the same model (an on-disk one after an in-memory try-out) cached in the first

@@ -466,7 +466,7 @@ def with_document_metadata(store: Any, hits: list[Hit]) -> list[Hit]:
         if not cited:
             out.append(hit)
             continue
-        shared = {key: value for key, value in cited[0].items() if all(key in m and m[key] == value for m in cited[1:])}
+        shared = {key: value for key, value in cited[0].items() if all(key in m and _same(m[key], value) for m in cited[1:])}
         shared = {
             f"document.{key}" if key in HIT_KEYS or (key in hit.metadata and not _same(hit.metadata[key], value)) else key: value
             for key, value in shared.items()
