@@ -66,13 +66,20 @@ def load(shots: int, limit: int | None) -> list[dict[str, Any]]:
     return [{"train": split["train"], "test": split["test"][:limit] if limit else split["test"]} for split in rounds]
 
 
-def load_dev_stream(shots: int) -> list[dict[str, Any]]:
+def load_dev_stream(shots: int, wide: bool = False) -> list[dict[str, Any]]:
     """The protocol on dev texts only: each round's labelled texts, and as its stream the 5-shot
     dev texts of that round (five per label; disjoint from every train file and from the 1-shot
     dev texts, which are among the 5-shot train texts). How online indexing and the re-tests
-    were judged without the test files."""
-    return [{"train": data.wos_round(shots, r)["train"], "test": data.wos_round(5, r)["dev"]}
-            for r in range(1, ROUNDS + 1)]
+    were judged without the test files. ``wide``: the stream also holds the round's 5-shot
+    train texts that the ``shots`` file does not label (at 1-shot four more a label, the 1-shot
+    dev text among them: nine a label; at 5-shot none, so the stream is the same)."""
+    rounds = []
+    for r in range(1, ROUNDS + 1):
+        labelled, five = data.wos_round(shots, r)["train"], data.wos_round(5, r)
+        seen = {text for _, text in labelled}
+        extra = [pair for pair in five["train"] if pair[1] not in seen] if wide else []
+        rounds.append({"train": labelled, "test": extra + five["dev"]})
+    return rounds
 
 
 def shuffled(rounds: list[dict[str, Any]], seed: int | None) -> list[dict[str, Any]]:
@@ -253,8 +260,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embed-cache", default=os.environ.get("RHIZOME_BENCH_EMBED_CACHE", "/tmp/rhizome-bench-minilm.sqlite"))
     parser.add_argument("--write-docs", action="store_true", help="put the tables into docs/benchmarks.md")
     parser.add_argument("--out", help="result JSON (default benchmarks/results/gorag-<embed>.json)")
-    parser.add_argument("--dev-stream", action="store_true",
-                        help="the test protocol with the 5-shot dev texts as each round's stream instead of the test files")
+    parser.add_argument("--dev-stream", nargs="?", const="dev", choices=["dev", "wide"],
+                        help="the test protocol with the 5-shot dev texts as each round's stream instead of the test files; "
+                             "'wide': with the 5-shot train texts the --shots file does not label as well (1-shot: nine a label)")
     parser.add_argument("--online-mode", choices=["deferred", "sequential"], default="deferred",
                         help="GORAG's online_mode (sequential: each text indexed at once)")
     parser.add_argument("--baselines-only", action="store_true",
@@ -285,11 +293,12 @@ def main(argv: list[str] | None = None) -> None:
     # a run over every test text gets its own file and section beside the --limit runs
     name = f"gorag-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot{'' if args.limit else '-all'}"
     if args.dev_stream:
-        name = f"gorag-devstream-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot"
+        wide = "-wide" if args.dev_stream == "wide" else ""
+        name = f"gorag-devstream{wide}-{args.embed}-{'-'.join(str(s) for s in args.shots)}shot"
     if args.online_mode != "deferred":
         name += f"-{args.online_mode}"
     out = Path(args.out) if args.out else RESULTS / f"{name}.json"
-    texts = "the 5-shot dev texts as the stream" if args.dev_stream else "" if args.limit else "every test text"
+    texts = f"the {_stream(args)} as the stream" if args.dev_stream else "" if args.limit else "every test text"
     title = (f"GORAG on gorag-wos ({'with MiniLM' if embedder else 'TF-IDF only'}, "
              f"{', '.join(str(s) for s in args.shots)}-shot{', ' + texts if texts else ''})")
     if args.baselines_only:
@@ -363,13 +372,15 @@ def run_protocol(args: argparse.Namespace, argv: list[str], embedder) -> dict[st
 
 def _stream(args: argparse.Namespace) -> str:
     """What each round's stream is, as the results record it."""
+    if args.dev_stream == "wide":
+        return "5-shot dev texts and the 5-shot train texts left unlabelled"
     return "5-shot dev texts" if args.dev_stream else "test texts"
 
 
 def _rounds(args: argparse.Namespace, shots: int) -> list[dict[str, Any]]:
     """The rounds the options ask for: the test files (the first ``--limit`` texts of each), or
     the dev texts as the stream."""
-    return load_dev_stream(shots) if args.dev_stream else load(shots, args.limit)
+    return load_dev_stream(shots, args.dev_stream == "wide") if args.dev_stream else load(shots, args.limit)
 
 
 def _command(argv: list[str]) -> str:

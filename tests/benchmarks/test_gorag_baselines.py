@@ -59,3 +59,23 @@ def test_a_full_run_writes_its_own_docs_section(tmp_path, monkeypatch):
     gorag.main(["--shots", "1", "5", "--shuffles", "1", "--no-published", "--write-docs",
                 "--out", str(tmp_path / "run.json")])
     assert written == [("gorag-none-1-5shot-all", "GORAG on gorag-wos (TF-IDF only, 1, 5-shot, every test text)")]
+
+
+def test_the_wide_dev_stream_adds_the_five_shot_texts_the_one_shot_file_leaves_unlabelled(tmp_path, monkeypatch):
+    from benchmarks import gorag
+
+    for r in range(1, gorag.ROUNDS + 1):
+        five = [f"y{r}\tfive shot text {r}.{i}" for i in range(5)]
+        files = {("wos_5_shot", "train"): five, ("wos_5_shot", "dev"): [f"y{r}\tdev text {r}"],
+                 ("wos_1_shot", "train"): five[:1], ("wos_1_shot", "dev"): five[1:2]}
+        for (shots, split), lines in files.items():
+            path = tmp_path / "gorag-wos" / shots / f"n{r}" / f"{split}.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(gorag.data, "data_dir", lambda: tmp_path)
+    plain, wide = gorag.load_dev_stream(1), gorag.load_dev_stream(1, wide=True)
+    assert [r["train"] for r in wide] == [r["train"] for r in plain] == [[(f"y{r}", f"five shot text {r}.0")] for r in range(1, 5)]
+    assert [r["test"] for r in plain] == [[(f"y{r}", f"dev text {r}")] for r in range(1, 5)]
+    # the four 5-shot train texts the 1-shot file does not label (its dev text among them), then the dev text
+    assert wide[2]["test"] == [("y3", f"five shot text 3.{i}") for i in range(1, 5)] + [("y3", "dev text 3")]
+    assert gorag.load_dev_stream(5, wide=True) == gorag.load_dev_stream(5)  # at 5-shot every train text is labelled
