@@ -85,7 +85,7 @@ EMBEDDER_DEFAULTS: dict[str, Any] = {
     "name_match_weight": 0.25,
     "nearest_example_weight": 0.0,
     "split_names": True,
-    "lexical_background": True,
+    "lexical_background": False,
     "stem_words": False,
 }
 """The defaults with an embedder (set on the gorag-wos dev split with all-MiniLM-L6-v2): the
@@ -168,14 +168,13 @@ class GORAGClassifier:
         plus ``name_weight`` times the cosine with the name) instead of folding the name into
         the profile as one more text. ``None``: on with an embedder, off without.
     lexical_background:
-        Score each label's lexical evidence standardised against its background: the mean
-        and standard deviation of its score over the stored texts of the other labels
-        (docs/gorag.md, "Scoring"). A label whose profile gathered many online-indexed texts
-        otherwise outranks a label with one example for texts of neither — a broad label
-        ("cancer") is chosen over the specific one the text is about ("lymphoma"). The label's
-        probabilities (the choice without a model, the confidence) and the candidate cut both
-        read the standardised score. ``None``: on (set on the gorag-wos dev split, with and
-        without an embedder).
+        Cut the candidates with each label's lexical score standardised against its
+        background: the mean and standard deviation of its score over the stored texts of the
+        other labels (docs/gorag.md, "Scoring"). A label whose profile gathered many
+        online-indexed texts otherwise outranks a new label with one example for texts of
+        neither. Only the candidates change: the probabilities, the label chosen without a
+        model and the confidence stay the plain scorer's, and its choice is always a
+        candidate. ``None``: on without an embedder, off with one.
     stem_words:
         Read the lexical space — the TF-IDF vectors of texts, label profiles and names — in
         Snowball English word stems, so "depressive" in a text meets "depression" in an
@@ -773,7 +772,7 @@ class GORAGClassifier:
         graph_scores = _scoring.graph_strength(terminals, links, len(labels))
         lex = self.scorer.space.vector(tokens)
         components = self.scorer.components(labels, lex, vector, graph_scores, tokens)
-        probs = self.scorer.choice_probabilities(components)
+        probs = self.scorer.probabilities(components)
         cut_probs = self.scorer.cut_probabilities(components)
         scored = {
             "labels": labels,

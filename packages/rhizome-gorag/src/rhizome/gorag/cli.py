@@ -290,7 +290,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--split-names", action=argparse.BooleanOptionalAction, default=None,
                    help="score a label's name apart from its examples (default: on with --embed, off without)")
     p.add_argument("--lexical-background", action=argparse.BooleanOptionalAction, default=None,
-                   help="score each label's TF-IDF evidence standardised against its score on other labels' texts, in the choice and the candidate cut (default: on)")
+                   help="cut the candidates with each label's TF-IDF score standardised against its score on other labels' texts (default: off with --embed, on without)")
     p.add_argument("--stem-words", action=argparse.BooleanOptionalAction, default=None,
                    help="read the TF-IDF vectors in English word stems, so 'depressive' meets 'depression' (default: off with --embed, on without)")
     p.add_argument("--lexical-weight", type=float, help="scorer weight of TF-IDF similarity (default 1; 1.5 with --embed)")

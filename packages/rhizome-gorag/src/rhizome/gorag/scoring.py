@@ -39,9 +39,8 @@ indexed online under them). A profile built from many texts is a centroid with a
 with any text of the domain than one example has, so plain scores rank the labels that gathered
 online texts above a new label with one example for texts of neither. The standardised score is
 ``(lexical − mean) / sd``, times the median ``sd`` over the labels, so the component keeps its
-usual scale. The classifier then reads the standardised score in both its probabilities — the
-label's (:meth:`LabelScorer.choice_probabilities`: its choice and confidence) and the cut's
-(docs/gorag.md, "Scoring").
+usual scale. The classifier cuts its candidates from the standardised probabilities and keeps
+the plain ones for its choice and confidence (docs/gorag.md, "Scoring").
 
 The combined score ``s(y) = Σ weight_c · component_c(y)`` (``name_words`` weighs
 ``name_match``'s weight) becomes a probability by a softmax
@@ -521,11 +520,6 @@ class LabelScorer:
             return None
         mean, scale = self._background
         return {**components, "lexical": (components["lexical"] - mean) * scale}
-
-    def choice_probabilities(self, components: Mapping[str, np.ndarray]) -> np.ndarray:
-        """Every label's probability (the choice and its confidence): the :data:`CHOICE`
-        components, with the lexical one :meth:`standardised` when there is a background."""
-        return self.probabilities(self.standardised(components) or components, CHOICE)
 
     def cut_probabilities(self, components: Mapping[str, np.ndarray]) -> np.ndarray:
         """The probabilities candidates are cut from: the :data:`CUT` components, with the
