@@ -497,11 +497,11 @@ def tables(results: dict[str, Any]) -> str:
     command = results.get("command", "")
     limit, orders = results.get("limit"), results.get("orders", 1)
     texts = f"the first {limit} of each test file" if limit else "every text of each test file"
-    if results.get("stream") == "5-shot dev texts":
-        texts = "the round's 5-shot dev texts (never the test files; R_r counts those of rounds 1..r)"
+    dev = results.get("stream", "test texts") != "test texts"
+    if dev:
+        texts = f"the round's {results['stream']} (never the test files; R_r counts those of rounds 1..r)"
     spread = (f"order sensitivity = max − min of R_r over {orders} orders (file order and seeded shuffles of "
               "each round's test texts)" if orders > 1 else "file order only (no shuffles)")
-    dev = results.get("stream") == "5-shot dev texts"
     lines.append(f"Command: `{command.strip()}`; {'stream' if dev else 'test texts'} per round: {texts}; {spread}."
                  + ("" if dev else " R2 re-tests round 1 only (the round-2 test file is not published).")
                  + (f" Baselines re-run alone and merged in by `{results['baselines_command']}`; the name rule "
