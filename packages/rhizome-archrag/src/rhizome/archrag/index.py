@@ -204,9 +204,11 @@ class ArchRAGIndex(BaseIndex):
 
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph the ``passages`` mode walks (cached until the next change)."""
-        graph = self.graph()
-        key = (self.entity_table.generation(), self.relation_table.generation())
-        return self.derived("evidence", key, lambda: EvidenceGraph.from_records(graph.entities.values(), graph.relations.values()))
+        def build() -> EvidenceGraph:
+            graph = self.graph()  # read after the key, never before (see BaseIndex.derived)
+            return EvidenceGraph.from_records(graph.entities.values(), graph.relations.values())
+
+        return self.derived("evidence", (self.entity_table.generation(), self.relation_table.generation()), build)
 
     def chnsw(self) -> tuple[CHNSW | None, list[list[str]]]:
         """The C-HNSW index over the stored vectors and the ids of each layer's rows (built on

@@ -498,7 +498,10 @@ class BaseIndex:
 
     def derived(self, name: str, key: Hashable, build: Callable[[], T]) -> T:
         """A value a method builds from its stored records (an in-memory graph, a matrix),
-        kept until ``key`` changes: pass the generations of the tables it is built from."""
+        kept until ``key`` changes: pass the generations of the tables it is built from, and
+        let ``build`` read everything it uses. A value read before the key (another derived
+        value included) may be older than the key: a write committed in between would leave it
+        cached as current."""
         held = self._derived.get(name)
         if held is None or held[0] != key:
             held = self._derived[name] = (key, build())

@@ -32,9 +32,10 @@ chat model that answers every JSON schema, for methods that use one) and checks,
   re-run stores everything;
 - concurrency: one retriever serving many threads and event loops gives the serial results and
   keeps no per-call state; inserts from two threads both land; queries in one thread while
-  another inserts and deletes fail nothing and end on the results of the final state; a
-  read-only reader sees
-  documents committed after it opened, also when it opened the index empty;
+  another inserts and deletes fail nothing and end on the results of the final state, and so
+  do the queries after an insert committed at each place a query reads a table's generation;
+  a read-only reader sees documents committed after it opened, also when it opened the index
+  empty;
 - metadata: every hit carries the metadata of the documents it cites, and metadata filters
   (equality and ``$in``, on the retriever or per call) leave only hits — and context — whose
   documents match, still ``k`` of them when the matching documents hold that many passages;
@@ -52,7 +53,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -492,6 +494,23 @@ class IndexConformance:
         assert not errors, errors[0]
         assert self.results(index) == before
 
+    def test_a_write_committed_during_a_query_is_seen_by_the_next(self, method: Any) -> None:
+        # What a query caches from the records (a graph, a matrix) is keyed by the generations
+        # of the tables it read. The previous test leaves the timing to the threads; this one
+        # commits an insert at each place in turn where one query reads a generation, and the
+        # queries after it must give the results of the final records.
+        serial = self.build(method, documents=CORPUS[:4])
+        serial.insert(CORPUS[4:])
+        want = self.results(serial)
+        for mode in modes_of(method):
+            def query(index: Any, mode: Any = mode) -> None:
+                index.as_retriever(k=3, mode=mode).retrieve(QUERIES[0])
+
+            for at in _generation_reads(self.build(method, documents=CORPUS[:4]), query):
+                index = self.build(method, documents=CORPUS[:4])
+                _insert_at_generation_read(index, at, query)
+                assert self.results(index) == want, (mode, at)
+
     def test_reader_sees_documents_committed_after_it_opened(self, method: Any, tmp_path: Path) -> None:
         where = self.place(tmp_path, "idx")
         writer = self.build(method, path=where, documents=CORPUS[:4])
@@ -520,6 +539,55 @@ def _state(obj: Any) -> dict[str, Any]:
     """An object's attributes: plain values as they are, objects by identity."""
     plain = (int, float, str, bool, bytes, tuple, frozenset, type(None))
     return {k: v if isinstance(v, plain) else id(v) for k, v in vars(obj).items()}
+
+
+def _generation_reads(index: Any, query: Callable[[Any], None]) -> list[int]:
+    """The generation reads of ``index``'s store that ``query`` makes, as their ordinals (1 for
+    the first), one for each place in the code that reads (the first time it does: a loop
+    reading again from the same place is not counted again)."""
+    store, reads = index.store, []
+
+    def generation(name: str) -> int:
+        reads.append(tuple((f.filename, f.lineno) for f in traceback.extract_stack()[:-1]))
+        return type(store).generation(store, name)
+
+    store.generation = generation
+    try:
+        query(index)
+    finally:
+        del store.generation
+    first: dict[tuple[Any, ...], int] = {}
+    for n, here in enumerate(reads, 1):
+        first.setdefault(here, n)
+    return sorted(first.values())
+
+
+def _insert_at_generation_read(index: Any, at: int, query: Callable[[Any], None]) -> None:
+    """Run ``query`` on ``index`` with :data:`CORPUS`\\ ``[4:]`` inserted (by another thread,
+    as a writer would) just before the ``at``-th generation read of its store."""
+    store, reads, errors = index.store, [0], []
+
+    def insert() -> None:
+        try:
+            index.insert(CORPUS[4:])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def generation(name: str) -> int:
+        reads[0] += 1
+        if reads[0] == at:
+            writer = threading.Thread(target=insert)
+            writer.start()
+            writer.join()
+        return type(store).generation(store, name)
+
+    store.generation = generation
+    try:
+        query(index)
+    finally:
+        del store.generation
+    assert not errors, errors[0]
+    assert reads[0] >= at, "the query read fewer generations than when they were counted"
 
 
 def cases() -> Iterator[tuple[str, str | None]]:

@@ -359,10 +359,11 @@ class GraphRAGIndex(BaseIndex):
 
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph local search walks (cached until the next change)."""
-        graph = self.graph()
-        return self.derived(
-            "evidence", self._record_generations(), lambda: EvidenceGraph.from_records(graph.entities.values(), graph.relations.values())
-        )
+        def build() -> EvidenceGraph:
+            graph = self.graph()  # read after the key, never before (see BaseIndex.derived)
+            return EvidenceGraph.from_records(graph.entities.values(), graph.relations.values())
+
+        return self.derived("evidence", self._record_generations(), build)
 
     def _record_generations(self) -> tuple[int, int]:
         return self.entity_table.generation(), self.relation_table.generation()
