@@ -543,12 +543,13 @@ def _state(obj: Any) -> dict[str, Any]:
 
 def _generation_reads(index: Any, query: Callable[[Any], None]) -> list[int]:
     """The generation reads of ``index``'s store that ``query`` makes, as their ordinals (1 for
-    the first), one for each place in the code that reads (the first time it does: a loop
-    reading again from the same place is not counted again)."""
+    the first), one for each place in the code that reads (the call stack, down to the
+    instruction): the first time it does, so a loop reading again from the same place is not
+    counted again."""
     store, reads = index.store, []
 
     def generation(name: str) -> int:
-        reads.append(tuple((f.filename, f.lineno) for f in traceback.extract_stack()[:-1]))
+        reads.append(tuple((frame.f_code, frame.f_lasti) for frame, _ in traceback.walk_stack(None)))
         return type(store).generation(store, name)
 
     store.generation = generation
