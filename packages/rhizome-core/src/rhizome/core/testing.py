@@ -541,15 +541,14 @@ def _state(obj: Any) -> dict[str, Any]:
     return {k: v if isinstance(v, plain) else id(v) for k, v in vars(obj).items()}
 
 
-def _generation_reads(index: Any, query: Callable[[Any], None]) -> list[int]:
-    """The generation reads of ``index``'s store that ``query`` makes, as their ordinals (1 for
-    the first), one for each place in the code that reads (the call stack, down to the
-    instruction): the first time it does, so a loop reading again from the same place is not
-    counted again."""
-    store, reads = index.store, []
+def _on_generation_reads(index: Any, query: Callable[[Any], None], hook: Callable[[int], None]) -> int:
+    """Run ``query`` on ``index`` with ``hook(n)`` called just before the ``n``-th generation
+    read of its store; the number of reads."""
+    store, reads = index.store, [0]
 
     def generation(name: str) -> int:
-        reads.append(tuple((frame.f_code, frame.f_lasti) for frame, _ in traceback.walk_stack(None)))
+        reads[0] += 1
+        hook(reads[0])
         return type(store).generation(store, name)
 
     store.generation = generation
@@ -557,16 +556,27 @@ def _generation_reads(index: Any, query: Callable[[Any], None]) -> list[int]:
         query(index)
     finally:
         del store.generation
+    return reads[0]
+
+
+def _generation_reads(index: Any, query: Callable[[Any], None]) -> list[int]:
+    """The generation reads of ``index``'s store that ``query`` makes, as their ordinals (1 for
+    the first), one for each place in the code that reads (the call stack, down to the
+    instruction): the first time it does, so a loop reading again from the same place is not
+    counted again."""
     first: dict[tuple[Any, ...], int] = {}
-    for n, here in enumerate(reads, 1):
-        first.setdefault(here, n)
+
+    def place(n: int) -> None:
+        first.setdefault(tuple((frame.f_code, frame.f_lasti) for frame, _ in traceback.walk_stack(None)), n)
+
+    _on_generation_reads(index, query, place)
     return sorted(first.values())
 
 
 def _insert_at_generation_read(index: Any, at: int, query: Callable[[Any], None]) -> None:
     """Run ``query`` on ``index`` with :data:`CORPUS`\\ ``[4:]`` inserted (by another thread,
     as a writer would) just before the ``at``-th generation read of its store."""
-    store, reads, errors = index.store, [0], []
+    errors: list[BaseException] = []
 
     def insert() -> None:
         try:
@@ -574,21 +584,15 @@ def _insert_at_generation_read(index: Any, at: int, query: Callable[[Any], None]
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    def generation(name: str) -> int:
-        reads[0] += 1
-        if reads[0] == at:
+    def hook(n: int) -> None:
+        if n == at:
             writer = threading.Thread(target=insert)
             writer.start()
             writer.join()
-        return type(store).generation(store, name)
 
-    store.generation = generation
-    try:
-        query(index)
-    finally:
-        del store.generation
+    reads = _on_generation_reads(index, query, hook)
     assert not errors, errors[0]
-    assert reads[0] >= at, "the query read fewer generations than when they were counted"
+    assert reads >= at, "the query read fewer generations than when they were counted"
 
 
 def cases() -> Iterator[tuple[str, str | None]]:
