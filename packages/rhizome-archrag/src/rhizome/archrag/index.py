@@ -40,8 +40,7 @@ from rhizome.archrag.chnsw import CHNSW
 from rhizome.archrag.clustering import augment, community_edges, partition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM, ReportOutput
-from rhizome.core.entity_graph import EntityGraph
-from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.entity_graph import EntityGraph, StoredEntityGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extraction_batches
 from rhizome.core.hierarchy import (
@@ -132,7 +131,7 @@ def offline_report(data: GroupInput) -> SummaryFields:
     return {"title": title or data.group.id, "summary": summary, "rating": None, "findings": findings, "by": "offline"}
 
 
-class ArchRAGIndex(BaseIndex):
+class ArchRAGIndex(StoredEntityGraph, BaseIndex):
     """An ArchRAG index: an entity graph, attributed communities in layers, a C-HNSW index over
     them, and hierarchical search with adaptive filtering.
 
@@ -192,24 +191,6 @@ class ArchRAGIndex(BaseIndex):
         await self._rebuild(stats)
 
     # -- the graph and its layers ----------------------------------------------------------
-    def graph(self) -> EntityGraph:
-        """Entities, relations and communities (cached until the next change)."""
-        return self.derived(
-            "graph",
-            (self.entity_table.generation(), self.relation_table.generation(), self.communities.groups.generation()),
-            lambda: EntityGraph.build(
-                {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
-            ),
-        )
-
-    def evidence(self) -> EvidenceGraph:
-        """The entity–passage graph the ``passages`` mode walks (cached until the next change)."""
-        def build() -> EvidenceGraph:
-            graph = self.graph()  # read after the key, never before (see BaseIndex.derived)
-            return EvidenceGraph.from_records(graph.entities.values(), graph.relations.values())
-
-        return self.derived("evidence", (self.entity_table.generation(), self.relation_table.generation()), build)
-
     def chnsw(self) -> tuple[CHNSW | None, list[list[str]]]:
         """The C-HNSW index over the stored vectors and the ids of each layer's rows (built on
         first use after a change)."""

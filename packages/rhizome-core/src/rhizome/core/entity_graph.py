@@ -5,6 +5,10 @@ an index, with the lookups graph searches need (degrees, relations per entity, c
 entity, entities per chunk); :meth:`EntityGraph.weighted` is the undirected weighted graph that
 Leiden clusters (:func:`~rhizome.core.hierarchy.cluster_hierarchy`). GraphRAG builds on it;
 ArchRAG and HippoRAG, which also cluster or walk an entity graph, can too.
+
+:class:`StoredEntityGraph` gives an index that stores its merged entities, relations and
+communities in the usual three tables the cached :class:`EntityGraph` and entity–passage
+:class:`~rhizome.core.evidence.EvidenceGraph` of them (GraphRAG and ArchRAG).
 """
 
 from __future__ import annotations
@@ -12,11 +16,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
+from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.types import Community, Entity, Relation
+
+if TYPE_CHECKING:
+    from rhizome.core.hierarchy import Hierarchy
+    from rhizome.core.records import RecordTable
 
 
 @dataclass
@@ -131,4 +140,42 @@ def weighted_graph(relations: Iterable[Relation], entity_ids: Container[str]) ->
     return graph
 
 
-__all__ = ["EntityGraph", "weighted_graph"]
+class StoredEntityGraph:
+    """Mixin for a :class:`~rhizome.core.index.BaseIndex` that keeps its merged entities in
+    ``entity_table``, its relations in ``relation_table`` and its communities in
+    ``communities``: the graph of them and the evidence graph its searches walk, each cached
+    until one of the tables it is built from is written.
+
+    Both read every table inside their build, after the generations that key them (see
+    ``BaseIndex.derived``): a graph read before its key may be older than the key, and a write
+    committed in between would leave it cached as current."""
+
+    entity_table: RecordTable[Entity]
+    relation_table: RecordTable[Relation]
+    communities: Hierarchy
+
+    def graph_generations(self) -> tuple[int, int, int]:
+        """The generations of the three tables :meth:`graph` is built from."""
+        return self.entity_table.generation(), self.relation_table.generation(), self.communities.groups.generation()
+
+    def graph(self) -> EntityGraph:
+        """The current entities, relations and communities (cached until the next change)."""
+        return self.derived(
+            "graph",
+            self.graph_generations(),
+            lambda: EntityGraph.build(
+                {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
+            ),
+        )
+
+    def evidence(self) -> EvidenceGraph:
+        """The entity–passage graph of the current entities and relations (cached until the
+        next change)."""
+        def build() -> EvidenceGraph:
+            graph = self.graph()
+            return EvidenceGraph.from_records(graph.entities.values(), graph.relations.values())
+
+        return self.derived("evidence", (self.entity_table.generation(), self.relation_table.generation()), build)
+
+
+__all__ = ["EntityGraph", "StoredEntityGraph", "weighted_graph"]

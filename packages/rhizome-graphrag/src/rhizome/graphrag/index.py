@@ -38,8 +38,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from rhizome.core.entity_graph import EntityGraph
-from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.entity_graph import EntityGraph, StoredEntityGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extractions, merged_ids
 from rhizome.core.graph import WeightedEdges, leiden_library_versions, modularity
@@ -152,7 +151,7 @@ class _Removal:
     """Rows of the edge table the removal changes (those left empty go)."""
 
 
-class GraphRAGIndex(BaseIndex):
+class GraphRAGIndex(StoredEntityGraph, BaseIndex):
     """A GraphRAG index: entity graph, hierarchical communities with reports, and local, global,
     DRIFT and naive (chunk vector) search.
 
@@ -342,31 +341,10 @@ class GraphRAGIndex(BaseIndex):
         return run_sync(self.arebuild())
 
     # -- the graph -----------------------------------------------------------------------------
-    def graph(self) -> EntityGraph:
-        """The current entities, relations and communities (cached until the next change)."""
-        return self.derived(
-            "graph",
-            (*self._record_generations(), self.communities.groups.generation()),
-            lambda: EntityGraph.build(
-                {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
-            ),
-        )
-
     def graph_contents(self) -> GraphContents:
         """The entities, relations and community hierarchy (with reports), for export."""
         graph = self.graph()
         return GraphContents(list(graph.entities.values()), list(graph.relations.values()), list(graph.communities.values()))
-
-    def evidence(self) -> EvidenceGraph:
-        """The entity–passage graph local search walks (cached until the next change)."""
-        def build() -> EvidenceGraph:
-            graph = self.graph()  # read after the key, never before (see BaseIndex.derived)
-            return EvidenceGraph.from_records(graph.entities.values(), graph.relations.values())
-
-        return self.derived("evidence", self._record_generations(), build)
-
-    def _record_generations(self) -> tuple[int, int]:
-        return self.entity_table.generation(), self.relation_table.generation()
 
     def _reports(self, graph: EntityGraph, read: Callable[[list[str]], Mapping[str, Relation]] | None = None) -> GroupSummarizer:
         """The report stage over ``graph`` (``read``: see :func:`build_input`)."""
@@ -655,7 +633,7 @@ class GraphRAGIndex(BaseIndex):
         when the index is writable, and kept in the store's memory when it is read-only. They
         are not stored when the graph changed while they were written (an insert or delete
         committed meanwhile): they describe communities it may have removed."""
-        read = (*self._record_generations(), self.communities.groups.generation())
+        read = self.graph_generations()
         graph = self.graph()
         wanted = [graph.communities[c] for c in dict.fromkeys(community_ids) if c in graph.communities]
         missing = {c.id for c in wanted if not has_summary(c)}
@@ -670,7 +648,7 @@ class GraphRAGIndex(BaseIndex):
         done, _ = await self._reports(graph).asummarize(list(subtree.values()), only=missing)
         if not self.store.readonly:
             with self.store.transaction() as db:  # the check and the write under one lock
-                if (*self._record_generations(), self.communities.groups.generation()) == read:
+                if self.graph_generations() == read:
                     self.communities.put(db, [done[c] for c in missing])
         return {c.id: done.get(c.id, c) for c in wanted}
 
