@@ -53,7 +53,7 @@ from rhizome.core.hierarchy import (
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
 from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import pack
-from rhizome.core.stages import arun_stage, digest, prune_stage
+from rhizome.core.stages import prune_stage
 from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
 from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
@@ -232,20 +232,9 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
         entities, relations = merge_extraction_batches(batches, len(chunk_ids), consume=True)
         relations = {k: r for k, r in relations.items() if r.source in entities and r.target in entities}
         names = {eid: e.name for eid, e in entities.items()}
-        records: dict[str, Any] = {f"e:{k}": e for k, e in entities.items()}
-        records.update({f"r:{k}": r for k, r in relations.items()})
-        jobs = {}
-        for key, record in records.items():
-            subject = record.name if key.startswith("e:") else f"{names[record.source]} — {names[record.target]}"
-            joined = self.summarizer.joined(record.descriptions)
-            if joined is None:
-                d = digest(subject, record.descriptions, self.summarizer.max_tokens, self.config.language, getattr(self.llm, "name", None))
-                jobs[key] = (d, lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
-            else:
-                record.description = joined
-        summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
-        for key, text in summaries.items():
-            records[key].description = text
+        summary_digests, stats["summaries_written"] = await self.summarizer.adescribe(
+            self.store, SUMMARY_STAGE, [*entities.values(), *relations.values()], names.__getitem__
+        )
 
         entity_batch = await self.embed_changed(self.ENTITY_COLLECTION, {k: entity_text(e) for k, e in entities.items()}, what="entities")
         relation_batch = await self.embed_changed(self.RELATION_COLLECTION, {k: relation_text(r, names) for k, r in relations.items()}, what="relations")
@@ -263,7 +252,7 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
             self.communities.put(db, [c for k, c in layers.items() if old_communities.get(k) != c])
             for batch in (entity_batch, relation_batch, *batches):
                 batch.write(db, self.store)
-            prune_stage(db, SUMMARY_STAGE, (d for d, _ in jobs.values()))
+            prune_stage(db, SUMMARY_STAGE, summary_digests)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in layers.values()))
         await asyncio.to_thread(self.chnsw)  # the C-HNSW of the new state, so the first query does not wait
         stats.update(

@@ -10,7 +10,7 @@ sentences most shared with the other descriptions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from rhizome.core.embeddings import hashed_features
 from rhizome.core.errors import ConfigurationError, PromptTooLongError
 from rhizome.core.models.budget import fit
+from rhizome.core.stages import arun_stage, digest, stored_results
 from rhizome.core.text import (
     count_tokens,
     min_tokens,
@@ -25,6 +26,7 @@ from rhizome.core.text import (
     truncate_tokens,
     within_tokens,
 )
+from rhizome.core.types import Entity, Relation, record_key
 
 SUMMARY_SYSTEM = (
     "You merge notes about one subject into a single faithful description. Keep every distinct "
@@ -108,6 +110,46 @@ class DescriptionSummarizer:
             return extractive_summary(fragments, self.max_tokens)
         return await self._reduce(subject, fragments)
 
+    def digest(self, subject: str, descriptions: Sequence[str]) -> str:
+        """The stage digest of the summary of ``descriptions`` about ``subject``: what it is made
+        of and what writes it (budget, language, model)."""
+        return digest(subject, list(descriptions), self.max_tokens, self.language, getattr(self.llm, "name", None))
+
+    async def adescribe(self, store: Any, stage: str, records: Iterable[Entity | Relation], name: Callable[[str], str]) -> tuple[list[str], int]:
+        """Give each record its description: its descriptions joined when that needs no summary,
+        else their summary from the resumable ``stage`` (:func:`~rhizome.core.stages.arun_stage`:
+        written now unless held). ``name`` maps an entity id to its name (a relation's summary
+        is about its two ends). Returns the digests of the summaries the records use (what the
+        stage keeps when it is pruned) and how many were written now."""
+        records = {record_key(r): r for r in records}
+        jobs = {}
+        for key, record in records.items():
+            joined = self.joined(record.descriptions)
+            if joined is None:
+                subject = summary_subject(record, name)
+                jobs[key] = (self.digest(subject, record.descriptions), lambda s=subject, r=record: self.asummarize(s, r.descriptions))
+            else:
+                record.description = joined
+        summaries, written = await arun_stage(store, stage, jobs, label="summarising descriptions")
+        for key, text in summaries.items():
+            records[key].description = text
+        return [d for d, _ in jobs.values()], written
+
+    def describe_held(self, store: Any, stage: str, records: Iterable[Entity | Relation], name: Callable[[str], str]) -> None:
+        """:meth:`adescribe` without a model call: a summary ``stage`` does not hold yet is
+        replaced by the extractive summary until a later rebuild pays for it."""
+        records = list(records)
+        wanted = {record_key(r): self.digest(summary_subject(r, name), r.descriptions) for r in records}
+        held = stored_results(store, stage, wanted.values())
+        for record in records:
+            joined = self.joined(record.descriptions)
+            if joined is not None:
+                record.description = joined
+            elif wanted[record_key(record)] in held:
+                record.description = held[wanted[record_key(record)]]
+            else:
+                record.description = extractive_summary(_distinct(record.descriptions), self.max_tokens)
+
     async def _reduce(self, subject: str, fragments: list[str], depth: int = 0) -> str:
         # the input budget, less when the model's window holds less with room for the summary
         limit = fit(
@@ -141,6 +183,12 @@ class DescriptionSummarizer:
         if len(summaries) == 1:
             return summaries[0]
         return await self._reduce(subject, summaries, depth + 1)
+
+
+def summary_subject(record: Entity | Relation, name: Callable[[str], str]) -> str:
+    """What a record's description summary is about: the entity's name, or the names of a
+    relation's two ends (``name`` maps an entity id to its name)."""
+    return record.name if isinstance(record, Entity) else f"{name(record.source)} — {name(record.target)}"
 
 
 def _distinct(descriptions: Sequence[str], stop: int | None = None) -> list[str]:
@@ -184,4 +232,4 @@ def extractive_summary(fragments: Sequence[str], max_tokens: int) -> str:
     return " ".join(sentences[i] for i in sorted(chosen))
 
 
-__all__ = ["DescriptionSummarizer", "extractive_summary"]
+__all__ = ["DescriptionSummarizer", "extractive_summary", "summary_subject"]

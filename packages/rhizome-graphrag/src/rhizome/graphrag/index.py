@@ -51,8 +51,8 @@ from rhizome.core.hierarchy import (
     recluster_hierarchy,
 )
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
-from rhizome.core.stages import arun_stage, digest, prune_stage, stored_results
-from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
+from rhizome.core.stages import prune_stage
+from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
@@ -258,28 +258,18 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
                 plan.deleted_relations.append(rid)
 
         names = {eid: e.name for eid, e in plan.entities.items()}
-        fresh: dict[str, Entity | Relation] = {}  # records whose description fragments changed
-        for prefix, records, stored in (("e:", plan.entities, graph.entities), ("r:", plan.relations, graph.relations)):
+        fresh: list[Entity | Relation] = []  # records whose description fragments changed
+        for records, stored in ((plan.entities, graph.entities), (plan.relations, graph.relations)):
             for key, record in records.items():
                 if stored[key].descriptions == record.descriptions:
                     record.description = stored[key].description
                 else:
-                    fresh[prefix + key] = record
+                    fresh.append(record)
         if fresh:
             def name(eid: str) -> str:
                 return names.get(eid) or (graph.entities[eid].name if eid in graph.entities else eid)
 
-            digests = {key: self._summary_digest(self._subject(key, record, name), record.descriptions) for key, record in fresh.items()}
-            held = stored_results(self.store, SUMMARY_STAGE, digests.values())
-            for key, record in fresh.items():
-                joined = self.summarizer.joined(record.descriptions)
-                if joined is not None:
-                    record.description = joined
-                elif digests[key] in held:
-                    record.description = held[digests[key]]
-                else:  # until the rebuild pays for a summary
-                    fragments = list(dict.fromkeys(d.strip() for d in record.descriptions if d and d.strip()))
-                    record.description = extractive_summary(fragments, self.summarizer.max_tokens)
+            self.summarizer.describe_held(self.store, SUMMARY_STAGE, fresh, name)
 
         rows = self.edge_table.get({graph.relations[rid].source for rid in touched_relations})
         gone = [(rid, graph.relations[rid].source) for rid in plan.deleted_relations]
@@ -368,20 +358,9 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         names = {eid: e.name for eid, e in entities.items()}
 
         # description summaries, a resumable stage keyed by subject, descriptions and writer
-        records: dict[str, Any] = {f"e:{k}": e for k, e in entities.items()}
-        records.update({f"r:{k}": r for k, r in relations.items()})
-        jobs = {}
-        for key, record in records.items():
-            joined = self.summarizer.joined(record.descriptions)
-            if joined is None:
-                subject = self._subject(key, record, lambda e: names.get(e, e))
-                d = self._summary_digest(subject, record.descriptions)
-                jobs[key] = (d, lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
-            else:
-                record.description = joined
-        summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
-        for key, text in summaries.items():
-            records[key].description = text
+        summary_digests, stats["summaries_written"] = await self.summarizer.adescribe(
+            self.store, SUMMARY_STAGE, [*entities.values(), *relations.values()], lambda e: names.get(e, e)
+        )
 
         c = self.config
         edges = _edge_rows(relations.values(), entities)
@@ -415,7 +394,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             self.communities.put(db, [c for k, c in reports.items() if old_communities.get(k) != c])
             for batch in (entity_vectors, *community_vectors):
                 batch.write(db, self.store)
-            prune_stage(db, SUMMARY_STAGE, (d for d, _ in jobs.values()))
+            prune_stage(db, SUMMARY_STAGE, summary_digests)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in reports.values()))
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
             self.unmerged.delete(db, self.unmerged.keys())
@@ -471,24 +450,14 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
                 relation.metadata.update({k: before[k] for k in GLOBAL_METADATA if k in before})
         names = {eid: e.name for eid, e in entities.items()}
 
-        records: dict[str, Any] = {}
-        for prefix, merged, held in (("e:", entities, held_e), ("r:", relations, held_r)):
+        changed: list[Entity | Relation] = []  # records whose description fragments changed
+        for merged, held in ((entities, held_e), (relations, held_r)):
             for key, record in merged.items():
                 if key in held and held[key].descriptions == record.descriptions:
                     record.description = held[key].description
                 else:
-                    records[prefix + key] = record
-        jobs = {}
-        for key, record in records.items():
-            joined = self.summarizer.joined(record.descriptions)
-            if joined is None:
-                subject = self._subject(key, record, lambda e: names.get(e, e))
-                jobs[key] = (self._summary_digest(subject, record.descriptions), lambda s=subject, r=record: self.summarizer.asummarize(s, r.descriptions))
-            else:
-                record.description = joined
-        summaries, stats["summaries_written"] = await arun_stage(self.store, SUMMARY_STAGE, jobs, label="summarising descriptions")
-        for key, text in summaries.items():
-            records[key].description = text
+                    changed.append(record)
+        _, stats["summaries_written"] = await self.summarizer.adescribe(self.store, SUMMARY_STAGE, changed, lambda e: names.get(e, e))
         entities = {k: e for k, e in entities.items() if e != held_e.get(k)}
         relations = {k: r for k, r in relations.items() if r != held_r.get(k)}
         clock.mark("merge")
@@ -615,14 +584,6 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             community_embeddings=sum(len(b.ids) for b in community_vectors),
             update_cpu_seconds=clock.seconds,
         )
-
-    @staticmethod
-    def _subject(key: str, record: Any, name: Any) -> str:
-        """What a description summary is about: the entity's name, or a relation's endpoints."""
-        return record.name if key.startswith("e:") else f"{name(record.source)} — {name(record.target)}"
-
-    def _summary_digest(self, subject: str, descriptions: list[str]) -> str:
-        return digest(subject, descriptions, self.summarizer.max_tokens, self.config.language, getattr(self.llm, "name", None))
 
     def _community_text(self, community: Community, graph: EntityGraph) -> str:
         return full_content(community) if has_summary(community) else community_card(community, graph)
