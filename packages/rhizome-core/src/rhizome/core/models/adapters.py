@@ -26,7 +26,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from rhizome.core.aio import home_loop
 from rhizome.core.cache import ModelCache
@@ -356,18 +356,23 @@ def _structured_completion(result: Any) -> Completion:
     return Completion(text=text, **usage)
 
 
-class LangChainEmbedder(BaseEmbedder):
-    """LangChain ``Embeddings`` (``OllamaEmbeddings``, ``OpenAIEmbeddings``, ...) used as a
-    Rhizome embedder, through ``aembed_documents``.
-
-    ``name`` defaults to ``"langchain:<class name>:<model name>"``; it is recorded in index
-    manifests, so reopening an index needs an embedder with the same name. ``dimension`` is read
-    from the object (``dimensions`` / ``size``) when it says, else measured on first use.
+class _FrameworkEmbedder(BaseEmbedder):
+    """A framework's embedding model used as a Rhizome embedder: ``documents`` and ``query``
+    name its async methods for a batch of texts and for one query (frameworks embed queries
+    their own way: instructions, prefixes), ``kind`` says what it must be, and the model and
+    dimension are read from the first of ``label_attributes`` / ``dimension_attributes`` it has.
     """
+
+    framework: ClassVar[str]
+    kind: ClassVar[str]
+    documents: ClassVar[str]
+    query: ClassVar[str]
+    label_attributes: ClassVar[tuple[str, ...]]
+    dimension_attributes: ClassVar[tuple[str, ...]]
 
     def __init__(
         self,
-        embeddings: Any,
+        model: Any,
         *,
         name: str | None = None,
         dimension: int | None = None,
@@ -375,31 +380,48 @@ class LangChainEmbedder(BaseEmbedder):
         max_concurrency: int = 2,
         cache: ModelCache | None = None,
     ) -> None:
-        if not hasattr(embeddings, "aembed_documents"):
-            raise ConfigurationError(
-                "LangChainEmbedder needs LangChain Embeddings with aembed_documents(); "
-                f"got {type(embeddings).__name__}"
-            )
-        label = _model_label(embeddings, "model", "model_name", "model_id", "deployment")
+        if not hasattr(model, self.documents):
+            raise ConfigurationError(f"{type(self).__name__} needs {self.kind} with {self.documents}(); got {type(model).__name__}")
+        label = _model_label(model, *self.label_attributes)
         super().__init__(
-            name or _name("langchain", embeddings, label),
-            dimension=dimension or _dimension_hint(embeddings, "dimensions", "size"),
+            name or _name(self.framework, model, label),
+            dimension=dimension or _dimension_hint(model, *self.dimension_attributes),
             batch_size=batch_size,
             max_concurrency=max_concurrency,
             cache=cache,
         )
-        self.embeddings = embeddings
+        self.model = model
         self._label = label
 
     async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
-        return list(await _with_retries(lambda: self.embeddings.aembed_documents(texts), self.embeddings, self._label))
+        embed = getattr(self.model, self.documents)
+        return list(await _with_retries(lambda: embed(texts), self.model, self._label))
 
     async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
-        # LangChain embeddings embed queries their own way (instructions, prefixes)
-        return [
-            list(await _with_retries(lambda t=t: self.embeddings.aembed_query(self.query_prefix + t), self.embeddings, self._label))
-            for t in texts
-        ]
+        embed = getattr(self.model, self.query)
+        return [list(await _with_retries(lambda t=t: embed(self.query_prefix + t), self.model, self._label)) for t in texts]
+
+
+class LangChainEmbedder(_FrameworkEmbedder):
+    """LangChain ``Embeddings`` (``OllamaEmbeddings``, ``OpenAIEmbeddings``, ...) used as a
+    Rhizome embedder, through ``aembed_documents`` (queries through ``aembed_query``).
+
+    ``name`` defaults to ``"langchain:<class name>:<model name>"``; it is recorded in index
+    manifests, so reopening an index needs an embedder with the same name. ``dimension`` is read
+    from the object (``dimensions`` / ``size``) when it says, else measured on first use.
+    """
+
+    framework = "langchain"
+    kind = "LangChain Embeddings"
+    documents = "aembed_documents"
+    query = "aembed_query"
+    label_attributes = ("model", "model_name", "model_id", "deployment")
+    dimension_attributes = ("dimensions", "size")
+
+    @property
+    def embeddings(self) -> Any:
+        """The LangChain ``Embeddings`` object."""
+        return self.model
 
 
 # -- LlamaIndex --------------------------------------------------------------------------------
@@ -503,49 +525,26 @@ class LlamaIndexLLM(BaseChatModel):
         yield Completion(text="", **(_llama_index_usage(last) if last is not None else {}))
 
 
-class LlamaIndexEmbedder(BaseEmbedder):
+class LlamaIndexEmbedder(_FrameworkEmbedder):
     """A LlamaIndex ``BaseEmbedding`` (``OllamaEmbedding``, ``HuggingFaceEmbedding``, ...) used as
-    a Rhizome embedder, through ``aget_text_embedding_batch``.
+    a Rhizome embedder, through ``aget_text_embedding_batch`` (queries through
+    ``aget_query_embedding``).
 
     ``name`` defaults to ``"llama_index:<class name>:<model name>"``; ``dimension`` is read from
     ``embed_dim`` when the object has it, else measured on first use.
     """
 
-    def __init__(
-        self,
-        embed_model: Any,
-        *,
-        name: str | None = None,
-        dimension: int | None = None,
-        batch_size: int = 64,
-        max_concurrency: int = 2,
-        cache: ModelCache | None = None,
-    ) -> None:
-        if not hasattr(embed_model, "aget_text_embedding_batch"):
-            raise ConfigurationError(
-                "LlamaIndexEmbedder needs a LlamaIndex embedding with aget_text_embedding_batch(); "
-                f"got {type(embed_model).__name__}"
-            )
-        label = _model_label(embed_model, "model_name", "model")
-        super().__init__(
-            name or _name("llama_index", embed_model, label),
-            dimension=dimension or _dimension_hint(embed_model, "embed_dim", "dimensions"),
-            batch_size=batch_size,
-            max_concurrency=max_concurrency,
-            cache=cache,
-        )
-        self.embed_model = embed_model
-        self._label = label
+    framework = "llama_index"
+    kind = "a LlamaIndex embedding"
+    documents = "aget_text_embedding_batch"
+    query = "aget_query_embedding"
+    label_attributes = ("model_name", "model")
+    dimension_attributes = ("embed_dim", "dimensions")
 
-    async def _aembed_batch(self, texts: list[str]) -> list[list[float]]:
-        return list(await _with_retries(lambda: self.embed_model.aget_text_embedding_batch(texts), self.embed_model, self._label))
-
-    async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
-        # LlamaIndex embeddings embed queries their own way (query instructions)
-        return [
-            list(await _with_retries(lambda t=t: self.embed_model.aget_query_embedding(self.query_prefix + t), self.embed_model, self._label))
-            for t in texts
-        ]
+    @property
+    def embed_model(self) -> Any:
+        """The LlamaIndex embedding object."""
+        return self.model
 
 
 # -- recognising foreign models ----------------------------------------------------------------
