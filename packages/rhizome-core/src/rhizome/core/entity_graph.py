@@ -6,9 +6,9 @@ entity, entities per chunk); :meth:`EntityGraph.weighted` is the undirected weig
 Leiden clusters (:func:`~rhizome.core.hierarchy.cluster_hierarchy`). GraphRAG builds on it;
 ArchRAG and HippoRAG, which also cluster or walk an entity graph, can too.
 
-:class:`StoredEntityGraph` gives an index that stores its merged entities, relations and
-communities in the usual three tables the cached :class:`EntityGraph` and entity–passage
-:class:`~rhizome.core.evidence.EvidenceGraph` of them (GraphRAG and ArchRAG).
+:class:`StoredEntityGraph` is the index mixin that builds both this graph and the entity–passage
+:class:`~rhizome.core.evidence.EvidenceGraph` from an index's entity, relation and community
+tables, and caches them until those tables change (GraphRAG and ArchRAG).
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ them into one (at most 500 tokens); LightRAG does so when a merge brings at leas
 or their length exceeds a budget. :class:`DescriptionSummarizer` covers both: descriptions that
 fit the budget are joined as they are (no model call); longer ones are summarised by the chat
 model — map-reduce when they exceed the model's input budget — or, offline, cut down to the
-sentences most shared with the other descriptions.
+sentences most shared with the other descriptions. :meth:`DescriptionSummarizer.adescribe` does
+that for a batch of entities and relations through a resumable stage, so an interrupted build
+pays only for the summaries it had not written.
 """
 
 from __future__ import annotations
