@@ -28,7 +28,7 @@ from rhizome.core.text import (
     truncate_tokens,
     within_tokens,
 )
-from rhizome.core.types import Entity, Relation, record_key
+from rhizome.core.types import Entity, Relation
 
 SUMMARY_SYSTEM = (
     "You merge notes about one subject into a single faithful description. Keep every distinct "
@@ -123,34 +123,33 @@ class DescriptionSummarizer:
         written now unless held). ``name`` maps an entity id to its name (a relation's summary
         is about its two ends). Returns the digests of the summaries the records use (what the
         stage keeps when it is pruned) and how many were written now."""
-        records = {record_key(r): r for r in records}
-        jobs = {}
-        for key, record in records.items():
-            joined = self.joined(record.descriptions)
-            if joined is None:
-                subject = summary_subject(record, name)
-                jobs[key] = (self.digest(subject, record.descriptions), lambda s=subject, r=record: self.asummarize(s, r.descriptions))
-            else:
-                record.description = joined
+        waiting = self._waiting(records, name)
+        jobs = {i: (d, lambda s=subject, r=record: self.asummarize(s, r.descriptions)) for i, (record, subject, d) in enumerate(waiting)}
         summaries, written = await arun_stage(store, stage, jobs, label="summarising descriptions")
-        for key, text in summaries.items():
-            records[key].description = text
-        return [d for d, _ in jobs.values()], written
+        for i, text in summaries.items():
+            waiting[i][0].description = text
+        return [d for _, _, d in waiting], written
 
     def describe_held(self, store: Any, stage: str, records: Iterable[Entity | Relation], name: Callable[[str], str]) -> None:
         """:meth:`adescribe` without a model call: a summary ``stage`` does not hold yet is
         replaced by the extractive summary until a later rebuild pays for it."""
-        records = list(records)
-        wanted = {record_key(r): self.digest(summary_subject(r, name), r.descriptions) for r in records}
-        held = stored_results(store, stage, wanted.values())
+        waiting = self._waiting(records, name)
+        held = stored_results(store, stage, (d for _, _, d in waiting))
+        for record, _, d in waiting:
+            record.description = held[d] if d in held else extractive_summary(_distinct(record.descriptions), self.max_tokens)
+
+    def _waiting(self, records: Iterable[Entity | Relation], name: Callable[[str], str]) -> list[tuple[Entity | Relation, str, str]]:
+        """Joins the descriptions of the records that need no summary; the others, each with
+        its summary's subject and digest."""
+        waiting = []
         for record in records:
             joined = self.joined(record.descriptions)
-            if joined is not None:
-                record.description = joined
-            elif wanted[record_key(record)] in held:
-                record.description = held[wanted[record_key(record)]]
+            if joined is None:
+                subject = summary_subject(record, name)
+                waiting.append((record, subject, self.digest(subject, record.descriptions)))
             else:
-                record.description = extractive_summary(_distinct(record.descriptions), self.max_tokens)
+                record.description = joined
+        return waiting
 
     async def _reduce(self, subject: str, fragments: list[str], depth: int = 0) -> str:
         # the input budget, less when the model's window holds less with room for the summary

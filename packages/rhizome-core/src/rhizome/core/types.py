@@ -131,12 +131,6 @@ class Relation(_Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-def record_key(record: Entity | Relation) -> str:
-    """``e:<entity id>`` or ``r:<relation id>``: one key space for entities and relations (an
-    entity and a relation may share an id), e.g. for their description summaries."""
-    return f"e:{record.id}" if isinstance(record, Entity) else f"r:{record.id}"
-
-
 class Community(_Record):
     """A group of entities at one level of a hierarchy, optionally with its report."""
 
@@ -197,5 +191,4 @@ __all__ = [
     "Relation",
     "Span",
     "content_id",
-    "record_key",
 ]

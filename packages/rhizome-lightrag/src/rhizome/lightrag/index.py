@@ -54,7 +54,7 @@ from rhizome.core.resolution import (
 from rhizome.core.stages import arun_stage
 from rhizome.core.storage import IndexStore
 from rhizome.core.summarize import DescriptionSummarizer
-from rhizome.core.types import Chunk, Entity, Relation, record_key
+from rhizome.core.types import Chunk, Entity, Relation
 from rhizome.lightrag.config import LightRAGConfig
 from rhizome.lightrag.lists import (
     ProfileLists,
@@ -63,6 +63,7 @@ from rhizome.lightrag.lists import (
     head,
     in_rows,
     is_long,
+    profile_key,
 )
 from rhizome.lightrag.profiles import (
     chunk_record,
@@ -190,7 +191,7 @@ class LightRAGIndex(BaseIndex):
         def build() -> EvidenceGraph:
             entities = self.entity_table.all()
             sources = self.lists.sources(entities)
-            passages = {e.id: sources[record_key(e)] for e in entities}
+            passages = {e.id: sources[profile_key(e)] for e in entities}
             edges = ((r.source, r.target, r.weight or 1.0) for r in self.relation_table.all())
             return EvidenceGraph({eid: chunk_ids for eid, chunk_ids in passages.items() if chunk_ids}, edges)
 
@@ -366,7 +367,7 @@ class LightRAGIndex(BaseIndex):
         # the stored records: their lists stay in their rows (rhizome.lightrag.lists)
         before_e = self.entity_table.get(lost_e + new_e)
         before_r = self.relation_table.get(lost_r + new_r)
-        stored_as = {record_key(r): r for r in [*before_e.values(), *before_r.values()]}  # by profile key
+        stored_as = {profile_key(r): r for r in [*before_e.values(), *before_r.values()]}  # by profile key
 
         entities: dict[str, Entity] = {}
         relations: dict[str, Relation] = {}
@@ -425,7 +426,7 @@ class LightRAGIndex(BaseIndex):
 
         def onto_stored(record: Any) -> Any:
             if in_rows(record):
-                key = record_key(record)
+                key = profile_key(record)
                 start[key] = counts(record)
                 skip_stored(seen, record, *held_by.get(key, (set(), set())))
             return record
@@ -453,7 +454,7 @@ class LightRAGIndex(BaseIndex):
         sizes: dict[str, tuple[int, int]] = {}  # citations and fragments of each profile now
         jobs: list[tuple[Any, str]] = []
         for rec in [*entities.values(), *relations.values()]:
-            key = record_key(rec)
+            key = profile_key(rec)
             before = stored_as.get(key)
             first_source, first_fragment = start.get(key, (0, 0))
             sizes[key] = (first_source + len(rec.source_chunk_ids), first_fragment + len(rec.descriptions))
@@ -479,18 +480,18 @@ class LightRAGIndex(BaseIndex):
         # (both the fragment count and the length only grow): it keeps its stored value, and
         # is not read again batch after batch of a long insert call
         rebuilt_keys = {f"e:{e}" for e in rebuild_e} | {f"r:{r}" for r in rebuild_r}
-        waiting_before = set(self.pending_summaries.get(record_key(rec) for rec, _ in jobs)) - rebuilt_keys if defer else set()
+        waiting_before = set(self.pending_summaries.get(profile_key(rec) for rec, _ in jobs)) - rebuilt_keys if defer else set()
         # the fragments since its last summary of every other profile: those its rows hold
         # (fewer than the summary rule allows, or it would be waiting) and those added here
         stored_since = []
         for rec, _ in jobs:
-            if (key := record_key(rec)) in start and key not in waiting_before:
+            if (key := profile_key(rec)) in start and key not in waiting_before:
                 before = stored_as[key]
                 stored_since.append((before, covered(before)))
         since = self.lists.tails(stored_since)
         summary_jobs = {}
         for number, (rec, subject) in enumerate(jobs):
-            key = record_key(rec)
+            key = profile_key(rec)
             subject = subject or f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
             held = stored_as.get(key) if key in waiting_before else None
             if held is not None:
@@ -514,7 +515,7 @@ class LightRAGIndex(BaseIndex):
         summaries, written = await arun_stage(self.store, SUMMARY_STAGE, summary_jobs, label="summarising profiles")
         for number, text in summaries.items():
             rec = jobs[number][0]
-            set_summary(rec, text, sizes[record_key(rec)][1])
+            set_summary(rec, text, sizes[profile_key(rec)][1])
 
         deleted_e = set(plan.deleted_entities)
         deleted_r = set(plan.deleted_relations)
@@ -524,7 +525,7 @@ class LightRAGIndex(BaseIndex):
         # the records as stored (a long profile: counts instead of its lists) and the rows
         # they add or rewrite
         for rec in [*entities.values(), *relations.values()]:
-            key = record_key(rec)
+            key = profile_key(rec)
             if not sizes[key][0]:
                 continue
             before = stored_as.get(key)

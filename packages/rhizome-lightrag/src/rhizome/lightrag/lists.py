@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from rhizome.core.types import Entity, Relation, record_key
+from rhizome.core.types import Entity, Relation
 from rhizome.lightrag.schema import Citation, Fragment, citation_id, fragment_id, slot
 
 SOURCES = "n_sources"
@@ -39,6 +39,11 @@ INLINE = 16
 """Most citations, and most fragments, a profile keeps inside its record."""
 
 P = TypeVar("P", Entity, Relation)
+
+
+def profile_key(record: Entity | Relation) -> str:
+    """``e:<entity id>`` or ``r:<relation id>``: the profile a row belongs to."""
+    return f"e:{record.id}" if isinstance(record, Entity) else f"r:{record.id}"
 
 
 def in_rows(record: Entity | Relation) -> bool:
@@ -90,14 +95,14 @@ class ProfileLists:
     def sources(self, records: Iterable[Entity | Relation], limit: int | None = None) -> dict[str, list[str]]:
         """Each profile's cited chunk ids in order (the first ``limit``), by profile key."""
         records = list(records)
-        out = {record_key(r): list(r.source_chunk_ids[:limit]) for r in records if not in_rows(r)}
+        out = {profile_key(r): list(r.source_chunk_ids[:limit]) for r in records if not in_rows(r)}
         out.update(self._read(self.citations, [r for r in records if in_rows(r)], SOURCES, limit))
         return out
 
     def texts(self, records: Iterable[Entity | Relation]) -> dict[str, list[str]]:
         """Each profile's fragments in order, by profile key."""
         records = list(records)
-        out = {record_key(r): list(r.descriptions) for r in records if not in_rows(r)}
+        out = {profile_key(r): list(r.descriptions) for r in records if not in_rows(r)}
         out.update(self._read(self.fragments, [r for r in records if in_rows(r)], FRAGMENTS, None))
         return out
 
@@ -107,7 +112,7 @@ class ProfileLists:
         out: dict[str, list[str]] = {}
         slots: list[str] = []
         for record, start in wanted:
-            key = record_key(record)
+            key = profile_key(record)
             if in_rows(record):
                 out[key] = []
                 slots += [slot(key, i) for i in range(start, counts(record)[1])]
@@ -119,7 +124,7 @@ class ProfileLists:
 
     def _read(self, table: Any, records: list[Entity | Relation], field: str, limit: int | None) -> dict[str, list[str]]:
         """The values in ``table`` of each profile (its first ``limit``), in order."""
-        keys = [record_key(r) for r in records]
+        keys = [profile_key(r) for r in records]
         end = [int(r.metadata[field]) if limit is None else min(int(r.metadata[field]), limit) for r in records]
         found = self._find(table, [slot(key, i) for key, n in zip(keys, end, strict=True) for i in range(n)])
         out: dict[str, list[str]] = {key: [] for key in keys}
@@ -145,7 +150,7 @@ class ProfileLists:
         out = []
         for record in records:
             if in_rows(record):
-                key = record_key(record)
+                key = profile_key(record)
                 record = record.model_copy(update={"source_chunk_ids": sources[key], "descriptions": fragments[key], "metadata": _without_counts(record)})
             out.append(record)
         return out
@@ -177,8 +182,8 @@ class ProfileLists:
     def drop(self, db: Any, records: Iterable[Entity | Relation]) -> None:
         """Remove every row of these profiles (as stored: their counts number the rows)."""
         records = [r for r in records if in_rows(r)]
-        self.citations.delete_by(db, "slot", (slot(record_key(r), i) for r in records for i in range(counts(r)[0])))
-        self.fragments.delete_by(db, "slot", (slot(record_key(r), i) for r in records for i in range(counts(r)[1])))
+        self.citations.delete_by(db, "slot", (slot(profile_key(r), i) for r in records for i in range(counts(r)[0])))
+        self.fragments.delete_by(db, "slot", (slot(profile_key(r), i) for r in records for i in range(counts(r)[1])))
 
     def migrate(self, db: Any, tables: Iterable[Any]) -> int:
         """Move the lists of every long record still holding them (an index written before
@@ -187,10 +192,10 @@ class ProfileLists:
         moved = 0
         for table in tables:
             old = [r for r in table.all() if not in_rows(r) and is_long(len(r.source_chunk_ids), len(r.descriptions))]
-            self.append(db, ((record_key(r), 0, r.source_chunk_ids, 0, r.descriptions) for r in old))
+            self.append(db, ((profile_key(r), 0, r.source_chunk_ids, 0, r.descriptions) for r in old))
             table.put(db, (head(r, len(r.source_chunk_ids), len(r.descriptions)) for r in old))
             moved += len(old)
         return moved
 
 
-__all__ = ["FRAGMENTS", "INLINE", "SOURCES", "ProfileLists", "as_stored", "counts", "head", "in_rows", "is_long"]
+__all__ = ["FRAGMENTS", "INLINE", "SOURCES", "ProfileLists", "as_stored", "counts", "head", "in_rows", "is_long", "profile_key"]

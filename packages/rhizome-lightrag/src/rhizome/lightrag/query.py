@@ -57,8 +57,8 @@ from rhizome.core.retrieval import (
     vector_search,
 )
 from rhizome.core.text import count_tokens
-from rhizome.core.types import Hit, record_key
-from rhizome.lightrag.lists import counts
+from rhizome.core.types import Hit
+from rhizome.lightrag.lists import counts, profile_key
 from rhizome.lightrag.prompts import KEYWORDS_SYSTEM, keywords_prompt
 from rhizome.lightrag.schema import QueryKeywords
 
@@ -346,7 +346,7 @@ class LightRAGRetriever(BaseRetriever):
         sources, chunks = self._cited([x[2] for x, _ in packed])
         return [
             Hit(
-                id=eid, text=text, score=float(score), kind="entity", provenance=provenance(chunks, sources[record_key(e)]),
+                id=eid, text=text, score=float(score), kind="entity", provenance=provenance(chunks, sources[profile_key(e)]),
                 metadata={"section": "Entities", "name": e.name, "type": e.type, "degree": degree, "level": "low", "n_sources": counts(e)[0]},
             )
             for (eid, score, e, degree), text in packed
@@ -364,7 +364,7 @@ class LightRAGRetriever(BaseRetriever):
         sources, chunks = self._cited([x[2] for x, _ in packed])
         return [
             Hit(
-                id=rid, text=body, score=float(score), kind="relation", provenance=provenance(chunks, sources[record_key(rel)]),
+                id=rid, text=body, score=float(score), kind="relation", provenance=provenance(chunks, sources[profile_key(rel)]),
                 metadata={
                     "section": "Relations", "source": names.get(rel.source, rel.source), "target": names.get(rel.target, rel.target),
                     "keywords": list(rel.keywords), "weight": rel.weight, "level": "high", "n_sources": counts(rel)[0],
