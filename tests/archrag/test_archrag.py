@@ -406,3 +406,9 @@ def test_filtered_search_runs_as_a_langgraph_map_reduce_graph():
     importance = [h.metadata["importance"] for h in got if h.kind == "point"]
     assert importance == sorted(importance, reverse=True)
     assert len(state["plan"]["batches"]) >= 2
+
+
+def test_the_report_writer_keeps_the_identity_stored_reports_were_digested_with():
+    from rhizome.archrag.index import ReportWriter
+
+    assert ReportWriter(None, max_tokens=1500, language="English").identity == ["offline", "", "English", 1500]

@@ -182,6 +182,8 @@ async def test_report_json_is_validated_and_retried():
     assert "could not be used" in bad_then_good.requests[1][-1]["content"]
     with pytest.raises(ModelOutputError):
         await ReportWriter(FakeChatModel(["nonsense"], max_retries=1)).awrite(data, graph)
+    # the identity stored reports were digested with
+    assert ReportWriter(None).identity == ["offline", "", "English", 2000]
 
 
 def test_a_sub_community_row_shows_a_long_summary_cut_and_is_counted_once(monkeypatch):

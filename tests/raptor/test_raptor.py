@@ -371,3 +371,9 @@ def test_the_tree_is_exported_as_communities_over_the_passages():
     for row in rows.values():
         assert row["text_unit_ids"] and set(row["text_unit_ids"]) <= units and set(row["entity_ids"]) <= units
         assert set(row["children"]) <= set(rows) | units and row["summary"]
+
+
+def test_the_summary_writer_keeps_the_identity_stored_summaries_were_digested_with():
+    from rhizome.raptor.index import SummaryWriter
+
+    assert SummaryWriter(None, max_tokens=100).identity == ["offline", "", 100]

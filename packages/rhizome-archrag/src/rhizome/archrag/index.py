@@ -39,7 +39,7 @@ import numpy as np
 from rhizome.archrag.chnsw import CHNSW
 from rhizome.archrag.clustering import augment, community_edges, partition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
-from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM, ReportOutput
+from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 from rhizome.core.entity_graph import EntityGraph, StoredEntityGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, merge_extraction_batches
@@ -51,12 +51,12 @@ from rhizome.core.hierarchy import (
     community_key,
 )
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
-from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
 from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
 from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
+from rhizome.core.writers import GroupWriter
 
 SUMMARY_STAGE = "archrag.summary"
 REPORT_STAGE = "archrag.report"
@@ -86,37 +86,20 @@ def _cell(text: str, limit: int) -> str:
     return truncate_tokens(" ".join(str(text).split()).replace("|", "/"), limit)
 
 
-class ReportWriter:
+class ReportWriter(GroupWriter):
     """Writes one community's report with the chat model, or extractively without one."""
 
-    def __init__(self, llm: Any, *, max_tokens: int, language: str) -> None:
-        self.llm = llm
-        self.max_tokens = max_tokens
-        self.language = language
+    system = REPORT_SYSTEM
 
-    @property
-    def identity(self) -> list[Any]:
-        return ["offline" if self.llm is None else "model", getattr(self.llm, "name", ""), self.language, self.max_tokens]
-
-    def prompt(self, context: str, members: str, children: bool) -> str:
+    def prompt(self, data: GroupInput | None) -> str:
+        members = "entities and their relations" if data is not None and data.group.level == 1 else "communities"
         return REPORT_PROMPT.format(
-            members=members, children_note=CHILDREN_NOTE if children else "", language=self.language,
-            max_tokens=self.max_tokens, context=context,
+            members=members, children_note=CHILDREN_NOTE if data is None or data.children else "", language=self.language,
+            max_tokens=self.max_tokens, context="" if data is None else data.text,
         )
 
-    def input_budget(self, wanted: int) -> int:
-        return fit(self.llm, wanted, reply_tokens=self.max_tokens, fixed=[REPORT_SYSTEM, self.prompt("", "communities", True)])
-
-    async def awrite(self, data: GroupInput) -> SummaryFields:
-        if self.llm is None:
-            return offline_report(data)
-        members = "entities and their relations" if data.group.level == 1 else "communities"
-        out = await self.llm.acomplete_json(self.prompt(data.text, members, bool(data.children)), ReportOutput, system=REPORT_SYSTEM)
-        return {
-            "title": out.title, "summary": out.summary, "rating": out.rating,
-            "findings": [{"summary": f.summary, "explanation": f.explanation} for f in out.findings],
-            "metadata": {"rating_explanation": out.rating_explanation}, "by": "model",
-        }
+    def offline(self, data: GroupInput, *context: Any) -> SummaryFields:
+        return offline_report(data)
 
 
 def offline_report(data: GroupInput) -> SummaryFields:

@@ -5,60 +5,18 @@ schema and retries with the error shown."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
-from rhizome.core.models.lenient import TextList, clamped
-
-
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+from rhizome.core.models.lenient import LenientModel, TextList, clamped
 
 
-def _text(value: str) -> str:
-    if not value or not value.strip():
-        raise ValueError("must not be empty")
-    return value.strip()
-
-
-class Finding(_Lenient):
-    summary: str = Field(description="a one-line headline of the insight")
-    explanation: str = Field(description="a short paragraph explaining it from the data")
-
-    @field_validator("summary", "explanation")
-    @classmethod
-    def _filled(cls, value: str) -> str:
-        return _text(value)
-
-
-class ReportOutput(_Lenient):
-    """An attributed community's report (the paper's JSON: title, summary, rating, findings)."""
-
-    title: str = Field(description="a short, specific title naming the community's key members")
-    summary: str = Field(description="a few sentences on what the members are and how they connect")
-    rating: clamped(0, 10) = Field(description="how important the community is, 0 to 10")  # type: ignore[valid-type]
-    rating_explanation: str = Field(default="", description="one sentence on the rating")
-    findings: list[Finding] = Field(description="five to ten insights about the community")
-
-    @field_validator("title", "summary")
-    @classmethod
-    def _filled(cls, value: str) -> str:
-        return _text(value)
-
-    @field_validator("findings")
-    @classmethod
-    def _some(cls, value: list[Finding]) -> list[Finding]:
-        if not value:
-            raise ValueError("give at least one finding")
-        return value
-
-
-class KeyPoint(_Lenient):
+class KeyPoint(LenientModel):
     description: str = Field(description="one key point that helps answer the question")
     score: clamped(0, 100) = Field(description="importance for the answer, 0 (no help) to 100")  # type: ignore[valid-type]
     sources: TextList = Field(default_factory=list, description="numbers of the rows the point rests on")
 
 
-class FilterOutput(_Lenient):
+class FilterOutput(LenientModel):
     points: list[KeyPoint] = Field(description="the key points; empty when the data does not help")
 
 
@@ -122,7 +80,5 @@ __all__ = [
     "REPORT_PROMPT",
     "REPORT_SYSTEM",
     "FilterOutput",
-    "Finding",
     "KeyPoint",
-    "ReportOutput",
 ]

@@ -27,12 +27,11 @@ from typing import Any
 
 from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.hierarchy import GroupInput, SummaryFields, has_summary
-from rhizome.core.models.budget import fit
 from rhizome.core.summarize import extractive_summary
 from rhizome.core.text import count_tokens, min_tokens, truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
+from rhizome.core.writers import GroupWriter
 from rhizome.graphrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
-from rhizome.graphrag.schemas import ReportOutput
 
 
 def _cell(text: str, limit: int = 0) -> str:
@@ -350,54 +349,26 @@ def _render(entities: list[Entity], relations: list[Relation], children: list[Co
     return "\n".join(parts)
 
 
-class ReportWriter:
-    """Writes community reports with a chat model, or extractively when ``llm`` is ``None``.
+class ReportWriter(GroupWriter):
+    """Writes community reports with a chat model, or extractively when ``llm`` is ``None``
+    (GraphRAG ``max_length`` 2,000 tokens; in English unless ``language`` says otherwise).
+    :meth:`awrite` takes the community's input and the entity graph (which the offline report
+    reads)."""
 
-    Parameters
-    ----------
-    llm:
-        Chat model, or ``None`` for offline reports.
-    max_tokens:
-        Length the model is asked to keep a report within (GraphRAG ``max_length`` 2,000).
-    language:
-        Language of the reports.
-    """
+    system = REPORT_SYSTEM
 
     def __init__(self, llm: Any = None, *, max_tokens: int = 2000, language: str = "English") -> None:
-        self.llm = llm
-        self.max_tokens = max_tokens
-        self.language = language
+        super().__init__(llm, max_tokens=max_tokens, language=language)
 
-    @property
-    def identity(self) -> list[Any]:
-        """What besides its context decides a report (part of its stage digest)."""
-        return ["offline" if self.llm is None else "model", getattr(self.llm, "name", ""), self.language, self.max_tokens]
-
-    def _prompt(self, context: str, children: bool) -> str:
-        note = CHILDREN_NOTE if children else ""
-        return REPORT_PROMPT.format(children_note=note, language=self.language, context=context) + (
+    def prompt(self, data: GroupInput | None) -> str:
+        note = CHILDREN_NOTE if data is None or data.children else ""
+        return REPORT_PROMPT.format(children_note=note, language=self.language, context="" if data is None else data.text) + (
             f"\nKeep the whole report within about {self.max_tokens} tokens."
         )
 
-    def input_budget(self, max_input_tokens: int) -> int:
-        """Tokens of community context a report prompt may hold: ``max_input_tokens``, less
-        when the model's context window holds less with room for the report."""
-        return fit(self.llm, max_input_tokens, reply_tokens=self.max_tokens, fixed=[REPORT_SYSTEM, self._prompt("", True)])
-
-    async def awrite(self, data: GroupInput, graph: EntityGraph) -> SummaryFields:
-        """The report fields of one community."""
-        if self.llm is None:
-            return offline_report(data, graph)
-        prompt = self._prompt(data.text, bool(data.children))
-        out = await self.llm.acomplete_json(prompt, ReportOutput, system=REPORT_SYSTEM)
-        return {
-            "title": out.title,
-            "summary": out.summary,
-            "rating": out.rating,
-            "findings": [{"summary": f.summary, "explanation": f.explanation} for f in out.findings],
-            "metadata": {"rating_explanation": out.rating_explanation},
-            "by": "model",
-        }
+    def offline(self, data: GroupInput, *context: Any) -> SummaryFields:
+        (graph,) = context
+        return offline_report(data, graph)
 
 
 def offline_report(data: GroupInput, graph: EntityGraph) -> SummaryFields:

@@ -44,7 +44,6 @@ from rhizome.core.hierarchy import (
     community_key,
 )
 from rhizome.core.index import ModeInfo, Stats, VectorBatch
-from rhizome.core.models.budget import fit
 from rhizome.core.naive import VectorIndex, VectorRetriever
 from rhizome.core.progress import phase
 from rhizome.core.retrieval import pack
@@ -52,6 +51,7 @@ from rhizome.core.stages import prune_stage
 from rhizome.core.summarize import extractive_summary
 from rhizome.core.text import count_tokens, trimmed_sentences, truncate_tokens
 from rhizome.core.types import Community
+from rhizome.core.writers import GroupWriter
 from rhizome.raptor.clustering import ClusterSettings, cluster
 from rhizome.raptor.config import RaptorConfig
 from rhizome.raptor.prompts import SUMMARY_SYSTEM, ClusterSummary, summary_prompt
@@ -67,27 +67,21 @@ def cap(text: str, max_tokens: int) -> str:
     return " ".join(t for _, t in pack(sentences, max_tokens, str, overhead=1)) or truncate_tokens(text, max_tokens)
 
 
-class SummaryWriter:
+class SummaryWriter(GroupWriter):
     """Writes one cluster's summary with the chat model, or extractively when there is none."""
 
-    def __init__(self, llm: Any, max_tokens: int) -> None:
-        self.llm = llm
-        self.max_tokens = max_tokens
+    system = SUMMARY_SYSTEM
+    schema = ClusterSummary
+    reply_margin = 60
 
-    @property
-    def identity(self) -> list[Any]:
-        """What besides its input decides a summary (part of its stage digest)."""
-        return ["offline" if self.llm is None else "model", getattr(self.llm, "name", ""), self.max_tokens]
+    def prompt(self, data: GroupInput | None) -> str:
+        return summary_prompt("" if data is None else data.text, self.max_tokens)
 
-    def input_budget(self, wanted: int) -> int:
-        """Tokens of passages one prompt may hold: ``wanted``, less when the window is smaller."""
-        return fit(self.llm, wanted, reply_tokens=self.max_tokens + 60, fixed=[SUMMARY_SYSTEM, summary_prompt("", self.max_tokens)])
+    def offline(self, data: GroupInput, *context: Any) -> SummaryFields:
+        return {"summary": extractive_summary(data.extra["texts"], self.max_tokens), "by": "offline"}
 
-    async def awrite(self, data: GroupInput) -> SummaryFields:
-        if self.llm is None:
-            return {"summary": extractive_summary(data.extra["texts"], self.max_tokens), "by": "offline"}
-        out = await self.llm.acomplete_json(summary_prompt(data.text, self.max_tokens), ClusterSummary, system=SUMMARY_SYSTEM)
-        return {"summary": cap(out.summary.strip(), self.max_tokens), "by": "model"}
+    def fields(self, answer: ClusterSummary) -> SummaryFields:
+        return {"summary": cap(answer.summary.strip(), self.max_tokens), "by": "model"}
 
 
 @dataclass
@@ -141,7 +135,7 @@ class RaptorIndex(VectorIndex):
 
     def _setup(self) -> None:
         self.tree = Hierarchy(self.store, "raptor_tree")
-        self.writer = SummaryWriter(self.llm, self.config.summary_max_tokens)
+        self.writer = SummaryWriter(self.llm, max_tokens=self.config.summary_max_tokens)
         self.settings = ClusterSettings.of(self.config)
 
     def graph_contents(self) -> GraphContents:

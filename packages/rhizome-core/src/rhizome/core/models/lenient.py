@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _SEPARATORS = re.compile(r"[,;\n]")
@@ -50,4 +50,12 @@ TextList = Annotated[list[str], BeforeValidator(_text_list)]
 """A list of non-empty strings; one string separated by commas, semicolons or new lines is
 split, ``null`` is an empty list."""
 
-__all__ = ["TextList", "clamped"]
+
+class LenientModel(BaseModel):
+    """A JSON answer's model that ignores keys it does not know (a small model's extra
+    commentary costs no retry)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+__all__ = ["LenientModel", "TextList", "clamped"]
