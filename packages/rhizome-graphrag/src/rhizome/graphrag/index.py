@@ -251,20 +251,12 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
                 plan.deleted_entities.append(eid)
         for rid in sorted(touched_relations):
             if rid in relations:
-                relation, before = relations[rid], graph.relations[rid].metadata
-                relation.metadata.update({k: before[k] for k in GLOBAL_METADATA if k in before})
-                plan.relations[rid] = relation
+                plan.relations[rid] = relations[rid]
             else:
                 plan.deleted_relations.append(rid)
 
         names = {eid: e.name for eid, e in plan.entities.items()}
-        fresh: list[Entity | Relation] = []  # records whose description fragments changed
-        for records, stored in ((plan.entities, graph.entities), (plan.relations, graph.relations)):
-            for key, record in records.items():
-                if stored[key].descriptions == record.descriptions:
-                    record.description = stored[key].description
-                else:
-                    fresh.append(record)
+        fresh = _carry_over(plan.entities, plan.relations, graph.entities, graph.relations)
         if fresh:
             def name(eid: str) -> str:
                 return names.get(eid) or (graph.entities[eid].name if eid in graph.entities else eid)
@@ -444,19 +436,8 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         held_e = self.entity_table.get(ids_e)
         held_r = self.relation_table.get(ids_r)
         entities, relations = merge_extractions(new, held_e, held_r, consume=True)
-        for rid, relation in relations.items():
-            if rid in held_r:
-                before = held_r[rid].metadata
-                relation.metadata.update({k: before[k] for k in GLOBAL_METADATA if k in before})
         names = {eid: e.name for eid, e in entities.items()}
-
-        changed: list[Entity | Relation] = []  # records whose description fragments changed
-        for merged, held in ((entities, held_e), (relations, held_r)):
-            for key, record in merged.items():
-                if key in held and held[key].descriptions == record.descriptions:
-                    record.description = held[key].description
-                else:
-                    changed.append(record)
+        changed = _carry_over(entities, relations, held_e, held_r)
         _, stats["summaries_written"] = await self.summarizer.adescribe(self.store, SUMMARY_STAGE, changed, lambda e: names.get(e, e))
         entities = {k: e for k, e in entities.items() if e != held_e.get(k)}
         relations = {k: r for k, r in relations.items() if r != held_r.get(k)}
@@ -630,6 +611,32 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         from rhizome.graphrag.answer import aanswer
 
         return await aanswer(question, retrieval, self.llm, language=self.config.language)
+
+
+def _carry_over(
+    entities: Mapping[str, Entity],
+    relations: Mapping[str, Relation],
+    held_entities: Mapping[str, Entity],
+    held_relations: Mapping[str, Relation],
+) -> list[Entity | Relation]:
+    """Give freshly merged records what a merge cannot recompute from their held copies: a
+    relation's whole-graph metadata (:data:`GLOBAL_METADATA`, kept until the rebuild) and,
+    where a record's description fragments are unchanged, its description (a summary written
+    before). Returns the records whose fragments changed (or that are new): their descriptions
+    are to be written."""
+    for rid, relation in relations.items():
+        before = held_relations.get(rid)
+        if before is not None:
+            relation.metadata.update({k: before.metadata[k] for k in GLOBAL_METADATA if k in before.metadata})
+    changed: list[Entity | Relation] = []
+    for merged, held in ((entities, held_entities), (relations, held_relations)):
+        for key, record in merged.items():
+            before = held.get(key)
+            if before is not None and before.descriptions == record.descriptions:
+                record.description = before.description
+            else:
+                changed.append(record)
+    return changed
 
 
 def _edge_rows(relations: Any, entity_ids: Any) -> dict[str, _Edges]:
