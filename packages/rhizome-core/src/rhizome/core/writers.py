@@ -74,8 +74,9 @@ class CommunityReport(LenientModel):
 class GroupWriter:
     """Writes one group's summary with the chat model, or offline when ``llm`` is ``None``.
 
-    A subclass sets :attr:`system` and :attr:`schema` and gives :meth:`prompt`,
-    :meth:`offline` and, unless the schema is a :class:`CommunityReport`, :meth:`fields`.
+    A subclass sets :attr:`system` and gives :meth:`prompt` and :meth:`offline`; one whose
+    model answers in another shape than a :class:`CommunityReport` sets :attr:`schema` and
+    gives :meth:`fields` too.
 
     Parameters
     ----------
@@ -113,7 +114,8 @@ class GroupWriter:
         raise NotImplementedError
 
     def offline(self, data: GroupInput, *context: Any) -> SummaryFields:
-        """The summary written without a model."""
+        """The summary written without a model (``context``: what :meth:`awrite` was given
+        beside the input)."""
         raise NotImplementedError
 
     def fields(self, answer: Any) -> SummaryFields:
