@@ -477,6 +477,13 @@ class BaseIndex:
         raise NotImplementedError
 
     # -- helpers for subclasses ----------------------------------------------------------------
+    def replaced_chunk_ids(self, batch: Batch) -> list[str]:
+        """The stored chunks of those of the batch's documents that are stored already: an
+        insert of a known document id replaces the document, and these are the chunks its new
+        ones replace (for :meth:`_prepare` to plan what records built from them must lose in
+        the same transaction)."""
+        return self.store.chunk_ids([doc.id for doc, _ in batch if self.store.document_state(doc.id) is not None])
+
     async def embed(self, texts: Sequence[str], what: str = "texts") -> Any:
         """Embed texts with the index's embedder, checking the dimension against the manifest
         (shown as the progress phase ``embedding <what>``, a slice of texts at a time)."""

@@ -192,8 +192,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         extractions = await self.extractor.aextract(chunks)
         vectors = await self.embed([c.text for c in chunks], what="chunks")
         # a replaced document's old chunks stop supporting the graph in the same transaction
-        replaced = [doc.id for doc, _ in batch if self.store.document_state(doc.id) is not None]
-        removal = await self._plan_removal(self.store.chunk_ids(replaced), stats)
+        removal = await self._plan_removal(self.replaced_chunk_ids(batch), stats)
         return [c.id for c in chunks], vectors, extractions, removal
 
     def _write(self, db: Any, batch: Batch, prepared: Any) -> None:

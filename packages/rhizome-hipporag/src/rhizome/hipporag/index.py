@@ -139,10 +139,10 @@ class HippoRAGIndex(BaseIndex):
     # -- BaseIndex hooks -------------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> _Plan:
         chunks = [c for _, cs in batch for c in cs]
-        replaced = [doc.id for doc, _ in batch if self.store.document_state(doc.id) is not None]
+        replaced = self.replaced_chunk_ids(batch)
         found = {e.chunk_id: e for e in await self.extractor.aextract(chunks)} if chunks else {}
         records = [found.get(c.id) or Extraction(chunk_id=c.id) for c in chunks]
-        plan = await self._plan(set(self.store.chunk_ids(replaced)), records, stats)
+        plan = await self._plan(set(replaced), records, stats)
         if chunks:
             plan.vectors[self.CHUNK_COLLECTION] = ([c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks"))
         return plan

@@ -207,10 +207,10 @@ class LightRAGIndex(BaseIndex):
     # -- BaseIndex hooks -------------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> _Plan:
         chunks = [c for _, cs in batch for c in cs]
-        replaced = [doc.id for doc, _ in batch if self.store.document_state(doc.id) is not None]
+        replaced = self.replaced_chunk_ids(batch)
         records = await self._extract(chunks)
         documents = {c.id: c.document_id for c in chunks}
-        plan = await self._plan(self.store.chunk_ids(replaced), [(documents[r.chunk_id], r) for r in records], stats, defer=True)
+        plan = await self._plan(replaced, [(documents[r.chunk_id], r) for r in records], stats, defer=True)
         if chunks:
             plan.chunk_vectors = ([c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks"))
         return plan
