@@ -130,6 +130,17 @@ def test_unchanged_documents_are_skipped_and_changed_ones_replaced(tmp_path):
     index.close()
 
 
+def test_a_batch_names_the_stored_chunks_its_known_documents_replace():
+    index = VectorIndex(HashingEmbedder(), chunk_size=16, chunk_overlap=0)
+    index.insert(CORPUS)
+    tea = index.store.chunk_ids(["tea"])
+    assert tea
+    batch = [(Document(id="tea", text="Black tea."), []), (Document(id="coffee", text="Coffee."), [])]
+    assert index.replaced_chunk_ids(batch) == tea  # a new document replaces nothing
+    assert index.replaced_chunk_ids([]) == []
+    index.close()
+
+
 def test_delete_removes_chunks_and_vectors(tmp_path):
     index = VectorIndex(path=tmp_path / "idx")
     index.insert(CORPUS)
