@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rhizome.core.extraction.schema import Numbers, clean_name, entity_key, normalise_type
+from rhizome.core.models.lenient import LenientModel
 
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _INNER_DOT = re.compile(r"(?<=\w)\.(?=\w)")
@@ -137,9 +138,7 @@ def resolution_prompt(pairs: Sequence[tuple[str, str, str, str]]) -> str:
     return _RESOLUTION.format(pairs="\n".join(lines))
 
 
-class SamePairs(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class SamePairs(LenientModel):
     same: Numbers = Field(description="numbers of the pairs that name the same entity")
 
 

@@ -13,9 +13,9 @@ import json
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator, Field
 
-from rhizome.core.models.lenient import TextList
+from rhizome.core.models.lenient import LenientModel, TextList
 
 
 def _triples_only(value: object) -> object:
@@ -29,11 +29,9 @@ def _triples_only(value: object) -> object:
 TripleList = Annotated[list[list[str]], BeforeValidator(_triples_only)]
 
 
-class _Strict(BaseModel):
+class _Strict(LenientModel):
     """Answer schemas: every field is required (an empty list is an answer; ``{}``, or a list
     under another key, fails validation and is asked again), other keys are ignored."""
-
-    model_config = ConfigDict(extra="ignore")
 
 
 class NamedEntities(_Strict):

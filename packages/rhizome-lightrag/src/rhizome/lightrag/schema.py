@@ -7,13 +7,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rhizome.core.index import text_digest
-from rhizome.core.models.lenient import TextList
+from rhizome.core.models.lenient import LenientModel, TextList
 
 
-class QueryKeywords(BaseModel):
+class QueryKeywords(LenientModel):
     """The paper's keyword JSON (Fig. 5)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     high_level_keywords: TextList = Field(description="broad themes and concepts")
     low_level_keywords: TextList = Field(description="specific entities and details")

@@ -7,15 +7,15 @@ summaries on, once per section for the section's title and summary.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from rhizome.core.models.lenient import LenientModel
 
 CONTEXT_SYSTEM = "You describe documents for a search index, briefly and faithfully. Answer with JSON only."
 
 
-class ContextAnswer(BaseModel):
+class ContextAnswer(LenientModel):
     """Answer of both calls."""
-
-    model_config = ConfigDict(extra="ignore")
 
     title: str = Field("", description="the title")
     summary: str = Field("", description="one sentence on what the text is and what it covers")

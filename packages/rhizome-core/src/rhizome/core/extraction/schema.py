@@ -21,7 +21,7 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from rhizome.core.errors import InvalidInputError
-from rhizome.core.models.lenient import TextList, clamped
+from rhizome.core.models.lenient import LenientModel, TextList, clamped
 from rhizome.core.types import Chunk, Entity, Relation
 
 # --------------------------------------------------------------------------------------------
@@ -94,10 +94,6 @@ def normalise_type(value: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
 _NUMBER = re.compile(r"\d+")
 
 
@@ -126,7 +122,7 @@ Strength = clamped(1, 10, default=1.0)
 """A strength that is not a number falls back to 1; numbers are clamped to 1..10."""
 
 
-class ExtractedEntity(_Strict):
+class ExtractedEntity(LenientModel):
     """One entity as the model reports it."""
 
     name: str = Field(description="the name as written in the passage")
@@ -135,7 +131,7 @@ class ExtractedEntity(_Strict):
     passages: Numbers = Field(default_factory=list, description="numbers of the passages it comes from")
 
 
-class ExtractedRelation(_Strict):
+class ExtractedRelation(LenientModel):
     """One relation between two entity names as the model reports it."""
 
     source: str = Field(description="name of one entity")
@@ -146,14 +142,14 @@ class ExtractedRelation(_Strict):
     passages: Numbers = Field(default_factory=list, description="numbers of the passages it comes from")
 
 
-class ExtractionOutput(_Strict):
+class ExtractionOutput(LenientModel):
     """What one extraction (or gleaning) call returns."""
 
     entities: list[ExtractedEntity] = Field(description="entities found")
     relations: list[ExtractedRelation] = Field(description="relations between those entities")
 
 
-class PassageKeywords(_Strict):
+class PassageKeywords(LenientModel):
     passage: int = Field(description="the passage number")
     keywords: TextList = Field(description="its main topics")
 
