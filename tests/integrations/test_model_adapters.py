@@ -198,6 +198,8 @@ def test_langchain_chat_uses_cache() -> None:
 def test_langchain_embedder() -> None:
     embedder = LangChainEmbedder(DeterministicFakeEmbedding(size=16))
     assert embedder.name == "langchain:DeterministicFakeEmbedding"
+    # the framework object's keyword is the one these classes always took
+    assert LangChainEmbedder(embeddings=DeterministicFakeEmbedding(size=16), batch_size=8).batch_size == 8
     assert embedder.dimension == 16 and embedder.usage.calls == 0  # read, not probed
     vectors = embedder.embed(["alpha", "beta", "alpha"])
     assert vectors.shape == (3, 16) and vectors.dtype == np.float32
@@ -240,6 +242,8 @@ async def test_llama_index_llm_json_and_usage() -> None:
 def test_llama_index_embedder() -> None:
     embedder = LlamaIndexEmbedder(MockEmbedding(embed_dim=8))
     assert embedder.name == "llama_index:MockEmbedding"
+    # the framework object's keyword is the one these classes always took
+    assert LlamaIndexEmbedder(embed_model=MockEmbedding(embed_dim=8), name="li").name == "li"
     assert embedder.dimension == 8
     vectors = embedder.embed(["a", "b"])
     assert vectors.shape == (2, 8)

@@ -418,6 +418,10 @@ class LangChainEmbedder(_FrameworkEmbedder):
     label_attributes = ("model", "model_name", "model_id", "deployment")
     dimension_attributes = ("dimensions", "size")
 
+    def __init__(self, embeddings: Any, **options: Any) -> None:
+        """``options``: ``name``, ``dimension``, ``batch_size``, ``max_concurrency``, ``cache``."""
+        super().__init__(embeddings, **options)
+
     @property
     def embeddings(self) -> Any:
         """The LangChain ``Embeddings`` object."""
@@ -540,6 +544,10 @@ class LlamaIndexEmbedder(_FrameworkEmbedder):
     query = "aget_query_embedding"
     label_attributes = ("model_name", "model")
     dimension_attributes = ("embed_dim", "dimensions")
+
+    def __init__(self, embed_model: Any, **options: Any) -> None:
+        """``options``: ``name``, ``dimension``, ``batch_size``, ``max_concurrency``, ``cache``."""
+        super().__init__(embed_model, **options)
 
     @property
     def embed_model(self) -> Any:
