@@ -376,4 +376,4 @@ def test_the_tree_is_exported_as_communities_over_the_passages():
 def test_the_summary_writer_keeps_the_identity_stored_summaries_were_digested_with():
     from rhizome.raptor.index import SummaryWriter
 
-    assert SummaryWriter(None, max_tokens=100).identity == ["offline", "", 100]
+    assert SummaryWriter(None, 100).identity == ["offline", "", 100]

@@ -91,6 +91,9 @@ class ReportWriter(GroupWriter):
 
     system = REPORT_SYSTEM
 
+    def __init__(self, llm: Any, *, max_tokens: int, language: str) -> None:
+        super().__init__(llm, max_tokens=max_tokens, language=language)
+
     def prompt(self, data: GroupInput | None) -> str:
         members = "entities and their relations" if data is not None and data.group.level == 1 else "communities"
         return REPORT_PROMPT.format(

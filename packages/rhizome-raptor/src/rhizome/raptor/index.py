@@ -74,6 +74,9 @@ class SummaryWriter(GroupWriter):
     schema = ClusterSummary
     reply_margin = 60
 
+    def __init__(self, llm: Any, max_tokens: int) -> None:
+        super().__init__(llm, max_tokens=max_tokens)
+
     def prompt(self, data: GroupInput | None) -> str:
         return summary_prompt("" if data is None else data.text, self.max_tokens)
 
@@ -135,7 +138,7 @@ class RaptorIndex(VectorIndex):
 
     def _setup(self) -> None:
         self.tree = Hierarchy(self.store, "raptor_tree")
-        self.writer = SummaryWriter(self.llm, max_tokens=self.config.summary_max_tokens)
+        self.writer = SummaryWriter(self.llm, self.config.summary_max_tokens)
         self.settings = ClusterSettings.of(self.config)
 
     def graph_contents(self) -> GraphContents:
