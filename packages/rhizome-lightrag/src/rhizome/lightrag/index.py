@@ -57,13 +57,17 @@ from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Chunk, Entity, Relation
 from rhizome.lightrag.config import LightRAGConfig
 from rhizome.lightrag.lists import (
+    ENTITY_KEY,
+    RELATION_KEY,
     ProfileLists,
     as_stored,
     counts,
+    entity_profile,
     head,
     in_rows,
     is_long,
     profile_key,
+    relation_profile,
 )
 from rhizome.lightrag.profiles import (
     chunk_record,
@@ -383,7 +387,7 @@ class LightRAGIndex(BaseIndex):
         stored = self.extraction_table.get(sorted(remaining))
         for eid in rebuild_e:
             entity = new_entity(eid, "")
-            for chunk_id in held_sources[f"e:{eid}"]:
+            for chunk_id in held_sources[entity_profile(eid)]:
                 if chunk_id in plan.removed or chunk_id not in stored:
                     continue
                 for m in stored[chunk_id].entities:
@@ -394,7 +398,7 @@ class LightRAGIndex(BaseIndex):
         for rid in rebuild_r:
             held = before_r[rid]
             relation = new_relation(pair_id(held.source, held.target))
-            for chunk_id in held_sources[f"r:{rid}"]:
+            for chunk_id in held_sources[relation_profile(rid)]:
                 if chunk_id in plan.removed or chunk_id not in stored:
                     continue
                 for x in stored[chunk_id].relations:
@@ -410,13 +414,13 @@ class LightRAGIndex(BaseIndex):
         for _, record in records:
             for m in record.entities:
                 if m.id in before_e and m.id not in entities and in_rows(before_e[m.id]):
-                    pairs[0].append((f"e:{m.id}", record.chunk_id))
-                    pairs[1].append((f"e:{m.id}", m.description.strip()))
+                    pairs[0].append((entity_profile(m.id), record.chunk_id))
+                    pairs[1].append((entity_profile(m.id), m.description.strip()))
             for x in record.relations:
                 rid = relation_id_for(x.source_id, x.target_id)
                 if rid in before_r and rid not in relations and in_rows(before_r[rid]):
-                    pairs[0].append((f"r:{rid}", record.chunk_id))
-                    pairs[1].append((f"r:{rid}", x.description.strip()))
+                    pairs[0].append((relation_profile(rid), record.chunk_id))
+                    pairs[1].append((relation_profile(rid), x.description.strip()))
         cited, known = self.lists.held(*pairs)
         held_by: dict[str, tuple[set[str], set[str]]] = {}
         for key, chunk_id in cited:
@@ -473,13 +477,13 @@ class LightRAGIndex(BaseIndex):
                 rec.description = before.description
             else:
                 jobs.append((rec, rec.name if isinstance(rec, Entity) else ""))
-        names = {eid: e.name for eid, e in entities.items() if sizes[f"e:{eid}"][0]}
+        names = {eid: e.name for eid, e in entities.items() if sizes[entity_profile(eid)][0]}
         missing = {x for r in relations.values() for x in (r.source, r.target) if x not in names}
         names.update({eid: e.name for eid, e in self.entity_table.get(missing).items()})
         # a profile already waiting for its summary that only gained fragments still needs it
         # (both the fragment count and the length only grow): it keeps its stored value, and
         # is not read again batch after batch of a long insert call
-        rebuilt_keys = {f"e:{e}" for e in rebuild_e} | {f"r:{r}" for r in rebuild_r}
+        rebuilt_keys = {entity_profile(e) for e in rebuild_e} | {relation_profile(r) for r in rebuild_r}
         waiting_before = set(self.pending_summaries.get(profile_key(rec) for rec, _ in jobs)) - rebuilt_keys if defer else set()
         # the fragments since its last summary of every other profile: those its rows hold
         # (fewer than the summary rule allows, or it would be waiting) and those added here
@@ -519,7 +523,7 @@ class LightRAGIndex(BaseIndex):
 
         deleted_e = set(plan.deleted_entities)
         deleted_r = set(plan.deleted_relations)
-        plan.settled += [f"e:{e}" for e in deleted_e] + [f"r:{r}" for r in deleted_r]
+        plan.settled += [entity_profile(e) for e in deleted_e] + [relation_profile(r) for r in deleted_r]
         plan.dropped = [before_e[e] for e in plan.deleted_entities] + [before_r[r] for r in plan.deleted_relations]
         waiting = set(plan.pending)  # embedded once summarised
         # the records as stored (a long profile: counts instead of its lists) and the rows
@@ -550,7 +554,7 @@ class LightRAGIndex(BaseIndex):
         renamed = {eid for eid, e in plan.entities.items() if eid not in before_e or before_e[eid].name != e.name}
         embed_e = [
             e for eid, e in plan.entities.items()
-            if f"e:{eid}" not in waiting and (eid not in before_e or entity_text(before_e[eid]) != entity_text(e))
+            if entity_profile(eid) not in waiting and (eid not in before_e or entity_text(before_e[eid]) != entity_text(e))
         ]
         rel_ids = set(plan.relations)
         if renamed & set(before_e):
@@ -560,7 +564,7 @@ class LightRAGIndex(BaseIndex):
                     plan.relations.setdefault(rel.id, rel)
         embed_r = []
         for rid, rel in plan.relations.items():
-            if f"r:{rid}" in waiting:
+            if relation_profile(rid) in waiting:
                 continue
             before = before_r.get(rid)
             text = relation_text(rel, names.get(rel.source, rel.source), names.get(rel.target, rel.target))
@@ -604,12 +608,12 @@ class LightRAGIndex(BaseIndex):
         keys = self.pending_summaries.keys()
         if not keys:
             return
-        entities = self.entity_table.get(k[2:] for k in keys if k.startswith("e:"))
-        relations = self.relation_table.get(k[2:] for k in keys if k.startswith("r:"))
+        entities = self.entity_table.get(k[len(ENTITY_KEY) :] for k in keys if k.startswith(ENTITY_KEY))
+        relations = self.relation_table.get(k[len(RELATION_KEY) :] for k in keys if k.startswith(RELATION_KEY))
         ends = {x for r in relations.values() for x in (r.source, r.target)} - set(entities)
         names = {eid: e.name for eid, e in {**self.entity_table.get(ends), **entities}.items()}
-        records: dict[str, Entity | Relation] = {f"e:{k}": e for k, e in entities.items()}
-        records.update({f"r:{k}": r for k, r in relations.items()})
+        records: dict[str, Entity | Relation] = {entity_profile(k): e for k, e in entities.items()}
+        records.update({relation_profile(k): r for k, r in relations.items()})
         since = self.lists.tails([(rec, covered(rec)) for rec in records.values()])
         jobs = {}
         for key, rec in records.items():

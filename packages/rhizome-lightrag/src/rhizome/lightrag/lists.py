@@ -41,9 +41,25 @@ INLINE = 16
 P = TypeVar("P", Entity, Relation)
 
 
+ENTITY_KEY = "e:"
+"""Prefix of an entity's profile key (:func:`entity_profile`)."""
+RELATION_KEY = "r:"
+"""Prefix of a relation's profile key (:func:`relation_profile`)."""
+
+
+def entity_profile(entity_id: str) -> str:
+    """``e:<entity id>``: the key of an entity's profile (its rows, its pending summary)."""
+    return ENTITY_KEY + entity_id
+
+
+def relation_profile(relation_id: str) -> str:
+    """``r:<relation id>``: the key of a relation's profile."""
+    return RELATION_KEY + relation_id
+
+
 def profile_key(record: Entity | Relation) -> str:
-    """``e:<entity id>`` or ``r:<relation id>``: the profile a row belongs to."""
-    return f"e:{record.id}" if isinstance(record, Entity) else f"r:{record.id}"
+    """The profile a row belongs to: :func:`entity_profile` or :func:`relation_profile` of the record."""
+    return entity_profile(record.id) if isinstance(record, Entity) else relation_profile(record.id)
 
 
 def in_rows(record: Entity | Relation) -> bool:
