@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from rhizome.core.config import IndexConfig
 from rhizome.core.graph import knn_similarity_pairs, pagerank_scores
-from rhizome.core.index import BaseIndex, Batch, Stats
+from rhizome.core.index import BaseIndex, Batch, Stats, batch_chunks
 from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
 
 
@@ -52,8 +52,7 @@ class PassageGraphIndex(BaseIndex):
         self.links = self.store.table("passage_links", Link, lookups=("source",))
 
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
-        chunks = [c for _, cs in batch for c in cs]
-        return await self.embed_changed(self.CHUNK_COLLECTION, {c.id: c.text for c in chunks})
+        return await self.embed_changed(self.CHUNK_COLLECTION, {c.id: c.text for c in batch_chunks(batch)})
 
     def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
         prepared.write(db, self.store)

@@ -50,7 +50,7 @@ from rhizome.core.hierarchy import (
     SummaryFields,
     community_key,
 )
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
 from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
@@ -158,15 +158,14 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
-        chunks = [c for _, cs in batch for c in cs]
+        chunks = batch_chunks(batch)
         extractions = await self.extractor.aextract(chunks)
-        vectors = await self.embed([c.text for c in chunks], what="chunks")
-        return [c.id for c in chunks], vectors, extractions
+        ids, vectors = await self.embed_chunks(chunks)
+        return ids, vectors, extractions
 
     def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
         ids, vectors, extractions = prepared
-        if ids:
-            self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
+        self.put_chunk_vectors(db, ids, vectors)
         self.extractions.put(db, extractions)
 
     def _remove_document(self, db: Any, document_id: str) -> int:

@@ -82,6 +82,12 @@ T = TypeVar("T")
 Batch = list[tuple[Document, list[Chunk]]]
 Stats = dict[str, Any]
 
+
+def batch_chunks(batch: Batch) -> list[Chunk]:
+    """Every chunk of an insert batch, document by document, in order."""
+    return [c for _, chunks in batch for c in chunks]
+
+
 CACHE_FILE = "model-calls.sqlite"
 """The cache file under ``$RHIZOME_CACHE_DIR`` (and in an index directory)."""
 EMBED_SLICE = 512
@@ -503,6 +509,17 @@ class BaseIndex:
         self.check_dimension(int(vectors.shape[1]))
         return vectors
 
+    async def embed_chunks(self, chunks: Sequence[Chunk]) -> tuple[list[str], Any]:
+        """The chunks' ids and the embeddings of their texts: the rows of the chunk collection
+        (:meth:`put_chunk_vectors`)."""
+        return [c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks")
+
+    def put_chunk_vectors(self, db: Any, ids: list[str], vectors: Any) -> None:
+        """Store chunk embeddings in the chunk collection, inside a write transaction (nothing
+        for no chunks)."""
+        if ids:
+            self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
+
     def derived(self, name: str, key: Hashable, build: Callable[[], T]) -> T:
         """A value a method builds from its stored records (an in-memory graph, a matrix),
         kept until ``key`` changes: pass the generations of the tables it is built from, and
@@ -651,7 +668,7 @@ class BaseIndex:
             if self._tracks_changes:
                 IndexStore.set_meta(db, "pending_change", True)
         report.chunks += sum(len(c) for _, c in batch)
-        report.tokens += sum(c.n_tokens for _, cs in batch for c in cs)
+        report.tokens += sum(c.n_tokens for c in batch_chunks(batch))
 
     def _fail(self, item: tuple[Document, str, bool, list[Chunk]], exc: BaseException, report: InsertReport) -> None:
         doc, digest, _, _ = item
@@ -953,6 +970,7 @@ __all__ = [
     "QUESTION_KINDS",
     "Stats",
     "VectorBatch",
+    "batch_chunks",
     "default_cache",
     "document_hash",
     "resolve_embedder",

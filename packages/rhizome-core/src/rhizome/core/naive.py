@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, batch_chunks
 from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
 
 
@@ -31,13 +31,10 @@ class VectorIndex(BaseIndex):
     }
 
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
-        chunks = [c for _, cs in batch for c in cs]
-        return [c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks")
+        return await self.embed_chunks(batch_chunks(batch))
 
     def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
-        ids, vectors = prepared
-        if ids:
-            self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
+        self.put_chunk_vectors(db, *prepared)
 
     def _retriever(self, mode: str | None, k: int | None, **options: Any) -> VectorRetriever:
         return VectorRetriever(self, k, **options)

@@ -50,7 +50,7 @@ from rhizome.core.hierarchy import (
     prune_groups,
     recluster_hierarchy,
 )
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
 from rhizome.core.stages import prune_stage
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Community, Entity, Relation
@@ -188,18 +188,17 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> Any:
-        chunks = [c for _, cs in batch for c in cs]
+        chunks = batch_chunks(batch)
         extractions = await self.extractor.aextract(chunks)
-        vectors = await self.embed([c.text for c in chunks], what="chunks")
+        ids, vectors = await self.embed_chunks(chunks)
         # a replaced document's old chunks stop supporting the graph in the same transaction
         removal = await self._plan_removal(self.replaced_chunk_ids(batch), stats)
-        return [c.id for c in chunks], vectors, extractions, removal
+        return ids, vectors, extractions, removal
 
     def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
         ids, vectors, extractions, removal = prepared
         self._apply_removal(db, removal)
-        if ids:
-            self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
+        self.put_chunk_vectors(db, ids, vectors)
         self.extractions.put(db, extractions)
         self.unmerged.put(db, [_Unmerged(chunk_id=c) for c in ids])
         if removal.chunks:

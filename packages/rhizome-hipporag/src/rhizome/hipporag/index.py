@@ -35,7 +35,7 @@ import numpy as np
 from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, batch_chunks
 from rhizome.core.types import Entity, Relation
 from rhizome.hipporag.config import HippoRAGConfig
 
@@ -138,13 +138,13 @@ class HippoRAGIndex(BaseIndex):
 
     # -- BaseIndex hooks -------------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> _Plan:
-        chunks = [c for _, cs in batch for c in cs]
+        chunks = batch_chunks(batch)
         replaced = self.replaced_chunk_ids(batch)
         found = {e.chunk_id: e for e in await self.extractor.aextract(chunks)} if chunks else {}
         records = [found.get(c.id) or Extraction(chunk_id=c.id) for c in chunks]
         plan = await self._plan(set(replaced), records, stats)
         if chunks:
-            plan.vectors[self.CHUNK_COLLECTION] = ([c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks"))
+            plan.vectors[self.CHUNK_COLLECTION] = await self.embed_chunks(chunks)
         return plan
 
     def _write(self, db: Any, batch: Batch, prepared: _Plan) -> None:

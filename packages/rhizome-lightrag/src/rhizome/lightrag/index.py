@@ -40,7 +40,7 @@ from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.extraction.merge import Seen
 from rhizome.core.extraction.schema import clean_name, entity_key
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, batch_chunks
 from rhizome.core.progress import phase
 from rhizome.core.resolution import (
     EntityResolver,
@@ -210,13 +210,13 @@ class LightRAGIndex(BaseIndex):
 
     # -- BaseIndex hooks -------------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> _Plan:
-        chunks = [c for _, cs in batch for c in cs]
+        chunks = batch_chunks(batch)
         replaced = self.replaced_chunk_ids(batch)
         records = await self._extract(chunks)
         documents = {c.id: c.document_id for c in chunks}
         plan = await self._plan(replaced, [(documents[r.chunk_id], r) for r in records], stats, defer=True)
         if chunks:
-            plan.chunk_vectors = ([c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks"))
+            plan.chunk_vectors = await self.embed_chunks(chunks)
         return plan
 
     def _write(self, db: Any, batch: Batch, prepared: _Plan) -> None:

@@ -61,8 +61,7 @@ class SpRAGIndex(BaseIndex):
     def _write(self, db: Any, batch: Batch, prepared: tuple[list[DocumentContext], list[str], Any]) -> None:
         contexts, ids, vectors = prepared
         self.contexts.put(db, contexts)
-        if ids:
-            self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
+        self.put_chunk_vectors(db, ids, vectors)
 
     def _remove_document(self, db: Any, document_id: str) -> int:
         self.contexts.delete(db, [document_id])
