@@ -600,6 +600,28 @@ def test_saved_members_say_whether_they_are_labelled_and_older_files_are_read(tm
         assert old.classify(text, online=False).scores == pytest.approx(loaded.classify(text, online=False).scores)
 
 
+def test_word_stems_do_not_depend_on_pystemmer_being_installed(monkeypatch):
+    # snowballstemmer hands out PyStemmer's C build when that is installed (benchmarks/setup.sh
+    # pulls it in), whose older Snowball release stems "emergency" to "emerg": a classifier
+    # saved in one environment would meet other terms in another
+    import snowballstemmer
+
+    from rhizome.gorag import text
+
+    class Other:
+        def stemWord(self, word: str) -> str:
+            return word[:3]
+
+    monkeypatch.setattr(snowballstemmer, "stemmer", lambda language: Other())
+    text._english_stemmer.cache_clear()
+    text.word_stem.cache_clear()
+    try:
+        assert [word_stem(w) for w in ("emergency", "added", "internal")] == ["emergenc", "add", "internal"]
+    finally:
+        text._english_stemmer.cache_clear()
+        text.word_stem.cache_clear()
+
+
 def test_word_stems_join_forms_of_a_word_in_the_lexical_space_only():
     assert [word_stem(w) for w in ("depression", "depressive", "disorders", "disorder")] == [
         "depress", "depress", "disord", "disord"]

@@ -79,9 +79,14 @@ _STEMMER_LOCK = threading.Lock()
 
 @functools.cache
 def _english_stemmer() -> Any:
-    import snowballstemmer
+    """Always the package's pure-Python English stemmer: ``snowballstemmer.stemmer`` hands out
+    PyStemmer's C build instead when that is installed, and its older Snowball release stems
+    some words otherwise ("emergency" → ``emerg``, not ``emergenc``), so a classifier's terms
+    would depend on what else the environment holds and a saved one would meet other stems
+    where it is loaded."""
+    from snowballstemmer.english_stemmer import EnglishStemmer
 
-    return snowballstemmer.stemmer("english")
+    return EnglishStemmer()
 
 
 def content_ngrams(tokens: Sequence[str], max_n: int, stem: Callable[[str], str] | None = None) -> Counter[str]:
