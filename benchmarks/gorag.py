@@ -19,7 +19,10 @@ the ceiling of any chooser among them, "oracle") and the mean number of candidat
   whose name occurs in the text wins, else the TF-IDF 1-NN (offline) or the MiniLM centroid +
   name (with ``--embed minilm``) decides; see :func:`named_labels` for what "occurs" means;
 - order sensitivity: the GORAG runs again over ``--shuffles`` random orders of each round's
-  test texts; the spread (max − min) of R_r over the orders.
+  test texts; the spread (max − min) of R_r over the orders;
+- each test file's pass apart (GORAG's default configurations): a round's own file holds only
+  its new labels, so its first pass, with the share of the candidates that are new labels,
+  shows whether new labels get their share next to labels that gathered online texts.
 
     uv run python -m benchmarks classify --shots 1 5 --write-docs
     .venv-bench/bin/python -m benchmarks classify --embed minilm --write-docs   # with MiniLM
@@ -100,23 +103,29 @@ def run_gorag(rounds: list[dict[str, Any]], make) -> dict[str, Any]:
     clf = make()
     per_round = []
     for r, split in enumerate(rounds, 1):
+        new_labels = {lab for lab, _ in split["train"]} - set(clf.labels)
         clf.fit_round([t for _, t in split["train"]], [lab for lab, _ in split["train"]])
         correct = recall = total = n_candidates = indexed = indexed_right = 0
         times: list[float] = []
-        passes = [(split["test"], True)] + [(earlier["test"], False) for earlier in rounds[: r - 1]]
-        for tests, online in passes:
+        files: list[dict[str, Any]] = []
+        passes = [(r, split["test"], True)] + [(f, earlier["test"], False) for f, earlier in enumerate(rounds[: r - 1], 1)]
+        for f, tests, online in passes:
+            right = found = offered = offered_new = 0
             for gold, text in tests:
                 start = time.perf_counter()
                 result = clf.classify(text, online=online)
                 times.append(time.perf_counter() - start)
-                correct += result.label == gold
-                recall += gold in result.candidates
-                n_candidates += len(result.candidates)
+                right += result.label == gold
+                found += gold in result.candidates
+                offered += len(result.candidates)
+                offered_new += sum(y in new_labels for y in result.candidates)
                 indexed += result.online_indexed
                 indexed_right += result.online_indexed and result.label == gold
-                total += 1
             if online:  # deferred online indexing: the round's texts join before the re-tests (spec §9 #18)
                 clf.flush_online()
+            if tests:
+                files.append(_file_row(f, len(tests), right, found, offered, offered_new))
+            correct, recall, n_candidates, total = correct + right, recall + found, n_candidates + offered, total + len(tests)
         stats = clf.stats_summary()
         per_round.append({
             "round": r,
@@ -129,12 +138,24 @@ def run_gorag(rounds: list[dict[str, Any]], make) -> dict[str, Any]:
             "indexed_online_correct": indexed_right,
             "ms_per_query": 1000 * float(np.mean(times)) if times else None,
             "graph": {"nodes": stats["nodes"], "edges": stats["edges"]},
+            "new_labels": len(new_labels),
+            "files": files,
         })
         row = per_round[-1]
         print(f"    round {r}: R={row['cumulative_accuracy']:.4f} recall={row['candidate_recall']:.3f} "
               f"candidates={row['mean_candidates']:.2f} indexed={indexed} ({indexed_right} right) "
               f"{row['ms_per_query']:.1f} ms/query", flush=True)
     return {"rounds": per_round}
+
+
+def _file_row(f: int, texts: int, right: int, found: int, offered: int, offered_new: int) -> dict[str, Any]:
+    """One test file's pass in a round: its accuracy, candidate recall and mean candidates, and
+    the share of those candidates that are labels new in the round. On the first pass (the
+    round's own file, whose gold labels are all new) that share and the recall say whether new
+    labels get their share of the candidates next to labels that gathered online texts; on a
+    re-test, whether new labels crowd out the old ones."""
+    return {"file": f, "texts": texts, "accuracy": right / texts, "candidate_recall": found / texts,
+            "mean_candidates": offered / texts, "new_label_share": offered_new / offered if offered else 0.0}
 
 
 def run_baseline(rounds: list[dict[str, Any]], scores_of) -> dict[str, Any]:
@@ -529,8 +550,31 @@ def tables(results: dict[str, Any]) -> str:
                     f"{r['indexed_online']} ({r['indexed_online_correct']}) | {_fmt(r['ms_per_query'], 1)} | "
                     f"{_fmt(spread[i], 4) if spread else '–'} |"
                 )
+        lines += _file_table(entry, dev)
         lines.append("")
     return "\n".join(lines)
+
+
+def _file_table(entry: dict[str, Any], dev: bool) -> list[str]:
+    """Each round's passes one file at a time (runs saved before files were kept have none)."""
+    keys = [key for key in ("gorag_tfidf", "gorag_minilm") if key in entry and "files" in entry[key]["rounds"][0]]
+    if not keys:
+        return []
+    source = "stream" if dev else "test file"
+    lines = [f"\n#### per {source}: the first pass over the round's new labels, then the re-tests\n",
+             f"| classifier | round (new labels) | {source} of round | pass | texts | accuracy | candidate recall "
+             "| mean candidates | candidates that are new labels |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for key in keys:
+        for r in entry[key]["rounds"]:
+            for row in r["files"]:
+                first = row["file"] == r["round"]
+                lines.append(
+                    f"| {ROW_NAMES[key]} | {r['round']} ({r['new_labels']}) | {row['file']} | {'first' if first else 're-test'} | "
+                    f"{row['texts']} | {_fmt(row['accuracy'])} | {_fmt(row['candidate_recall'], 3)} | "
+                    f"{_fmt(row['mean_candidates'], 2)} | {_fmt(row['new_label_share'], 3)} |"
+                )
+    return lines
 
 
 if __name__ == "__main__":
