@@ -125,7 +125,10 @@ def run_gorag(rounds: list[dict[str, Any]], make) -> dict[str, Any]:
                 clf.flush_online()
             if tests:
                 files.append(_file_row(f, len(tests), right, found, offered, offered_new))
-            correct, recall, n_candidates, total = correct + right, recall + found, n_candidates + offered, total + len(tests)
+            correct += right
+            recall += found
+            n_candidates += offered
+            total += len(tests)
         stats = clf.stats_summary()
         per_round.append({
             "round": r,
