@@ -441,7 +441,7 @@ def test_cli_classify_knobs_and_per_line_errors(tmp_path, capsys):
     code = main(["classify", str(queries), "--train", str(r1), "--train", str(r2), "--offline", "--json",
                  "--max-candidates", "2", "--candidate-coverage", "1.0", "--index-threshold", "none",
                  "--name-weight", "0.5", "--temperature", "0.1", "--max-pending", "none",
-                 "--save", str(tmp_path / "clf")])
+                 "--online-mode", "revisit", "--save", str(tmp_path / "clf")])
     out, err = capsys.readouterr()
     assert code == 0
     records = [json.loads(line) for line in out.splitlines()]
@@ -451,7 +451,7 @@ def test_cli_classify_knobs_and_per_line_errors(tmp_path, capsys):
     assert "2 of 4 texts could not be classified" in err and "accuracy 1.0000 over 2" in err
     saved = json.loads((tmp_path / "clf" / "classifier.json").read_text())["parameters"]
     assert saved["index_threshold"] is None and saved["max_candidates"] == 2 and saved["name_weight"] == 0.5
-    assert saved["max_pending"] is None
+    assert saved["max_pending"] is None and saved["online_mode"] == "revisit"
     capsys.readouterr()
     code = main(["classify", str(queries), "--classifier", str(tmp_path / "clf"), "--offline", "-q", "--no-online",
                  "--nearest-labels", "1", "--link-keywords", "3", "--label-edge-mode", "mean", "--no-label-names",

@@ -17,7 +17,16 @@ from rhizome.gorag import ClassificationError, GORAGClassifier, scoring
 from rhizome.gorag.linking import KeywordLinker, part_terminals, vocabulary_terminals
 from rhizome.gorag.scoring import Weights, graph_strength
 from rhizome.gorag.text import content_ngrams, tokenize, word_stem
-from tests.gorag.conftest import QUERIES, ROUND1, ROUND2, split, stub_round_answer
+from tests.gorag.conftest import (
+    QUERIES,
+    ROUND1,
+    ROUND2,
+    failing_model,
+    learned_state,
+    scripted_model,
+    split,
+    stub_round_answer,
+)
 
 
 def two_rounds(clf: GORAGClassifier) -> GORAGClassifier:
@@ -164,6 +173,59 @@ def test_deferred_online_indexing_does_not_depend_on_the_order():
     )
     for _, text in QUERIES:
         assert a.classify(text, online=False).scores == pytest.approx(b.classify(text, online=False).scores)
+
+
+REVISIT_BATCH = [
+    "Telescopes watched the exoplanet transit its star.",
+    "A star dims when an exoplanet crosses it, telescopes show.",
+    "The exoplanet atmosphere.",  # only a word no labelled text has: unsure on the first pass
+    "Bake the bread in the oven with yeast.",
+    "Exoplanet transit photometry.",
+]
+
+
+def test_revisit_classifies_a_batchs_unsure_texts_again_once_its_confident_ones_joined():
+    deferred = two_rounds(GORAGClassifier())
+    first = deferred.batch(REVISIT_BATCH)
+    unsure = [i for i, r in enumerate(first) if not r.online_indexed]
+    assert unsure == [2, 4] and all(first[i].label != "astronomy" for i in unsure)
+    revisit = two_rounds(GORAGClassifier(online_mode="revisit"))
+    second = revisit.batch(REVISIT_BATCH)
+    for i, (one, two) in enumerate(zip(first, second)):
+        if i in unsure:  # the confident exoplanet texts are now astronomy's examples
+            assert two.revisited and not two.online_indexed and two.label == "astronomy"
+            assert two.confidence > one.confidence
+        else:
+            assert two.model_dump() == one.model_dump()
+    # the batch flushed its confident texts; the revisited ones are not indexed
+    assert revisit.flush_online() == 0 and deferred.flush_online() == len(REVISIT_BATCH) - len(unsure)
+    assert learned_state(revisit) == learned_state(deferred)
+    # the same texts in another order get the same results
+    backwards = two_rounds(GORAGClassifier(online_mode="revisit"))
+    again = backwards.batch(REVISIT_BATCH[::-1])[::-1]
+    assert [r.model_dump() for r in again] == [r.model_dump() for r in second]
+    # single calls and a batch with nothing indexed are deferred
+    alone = two_rounds(GORAGClassifier(online_mode="revisit"))
+    assert not any(alone.classify(t).revisited for t in REVISIT_BATCH)
+    assert not any(r.revisited for r in alone.batch(REVISIT_BATCH, index_threshold=1.0))
+
+
+def test_a_batch_that_fails_while_revisiting_leaves_the_classifier_as_it_was():
+    from rhizome.core.errors import ModelServerError
+
+    whole = two_rounds(GORAGClassifier(scripted_model(), online_mode="revisit"))
+    expected = whole.batch(REVISIT_BATCH)
+    revisited = sum(r.revisited for r in expected)
+    assert revisited  # the first pass asks the model five times, the revisit twice more
+    llm, calls = failing_model(fail_on=len(REVISIT_BATCH) + revisited)
+    clf = two_rounds(GORAGClassifier(llm, online_mode="revisit"))
+    before = learned_state(clf)
+    with pytest.raises(ModelServerError):
+        clf.batch(REVISIT_BATCH)
+    assert calls["classify"] == len(REVISIT_BATCH) + revisited  # it failed on the revisit's last text
+    assert learned_state(clf) == before  # the flush of its confident texts is undone too
+    assert [r.model_dump() for r in clf.batch(REVISIT_BATCH)] == [r.model_dump() for r in expected]
+    assert learned_state(clf) == learned_state(whole)
 
 
 def test_as_published_keeps_the_papers_behaviour():

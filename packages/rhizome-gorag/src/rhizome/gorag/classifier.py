@@ -145,6 +145,12 @@ class GORAGClassifier:
         the profiles together at the next :meth:`fit_round`, :meth:`flush_online` or
         :meth:`persist`, so a round's classifications do not depend on the order of its texts.
         ``"sequential"``: each joins at once and may change the next one's result (the paper).
+        ``"revisit"``: deferred, and a :meth:`batch` goes over its texts twice: once the texts
+        it took for indexing have joined (it flushes them), the others — those below
+        ``index_threshold`` — are classified again, with the batch's confident texts as
+        pseudo-labelled examples, and their second result is returned (``revisited``; not
+        indexed). The result of a text then depends on the rest of its batch, not on its order
+        (docs/gorag.md, "Revisiting a batch"). Single :meth:`classify` calls are deferred.
     max_pending:
         With deferred indexing, the waiting texts also join once this many wait (default 5,000,
         more than a WOS round's texts; ``None``: no bound), so a classifier that is only ever
@@ -234,7 +240,7 @@ class GORAGClassifier:
         candidate_coverage: float | None = None,
         nearest_labels: int | None = None,
         index_threshold: float | None = 0.5,
-        online_mode: Literal["deferred", "sequential"] = "deferred",
+        online_mode: Literal["deferred", "sequential", "revisit"] = "deferred",
         max_pending: int | None = 5000,
         online_weight: float = 0.5,
         lexical_weight: float | None = None,
@@ -297,8 +303,10 @@ class GORAGClassifier:
             )
         self.label_choice = ("model" if self.llm is not None else "score") if label_choice == "auto" else label_choice
         self._label_choice_asked = label_choice  # "auto" is resolved again when a saved classifier gets a model
-        if online_mode not in ("deferred", "sequential"):
-            raise ConfigurationError(f"online_mode must be 'deferred' or 'sequential', got {online_mode!r}")
+        if online_mode not in ("deferred", "sequential", "revisit"):
+            raise ConfigurationError(
+                f"online_mode must be 'deferred', 'sequential' or 'revisit', got {online_mode!r}"
+            )
         if candidates not in ("scored", "steiner"):
             raise ConfigurationError(f"candidates must be 'scored' or 'steiner', got {candidates!r}")
         if self.llm is None and (self.keyword_source == "llm" or self.label_choice == "model"):
@@ -939,7 +947,7 @@ class GORAGClassifier:
         indexed: list[str] = []
         index_it = online and not hallucinated and (threshold is None or confidence >= threshold)
         with self._lock:
-            if index_it and self.online_mode == "deferred":
+            if index_it and self.online_mode != "sequential":
                 (self._pending if batch is None else batch.pending).append((tokens, list(keywords), label, vector))
             elif index_it:
                 if batch is not None:
@@ -983,10 +991,10 @@ class GORAGClassifier:
         )
 
     def flush_online(self) -> int:
-        """Index the texts that deferred online indexing holds (``online_mode="deferred"``), all
-        together: every one joins ``T`` first, then each one's keywords that the graph lacked
-        before the flush are linked to its label (Eq. 14, the IDF of all of them) and it joins
-        its label's profiles. The result does not depend on the order the texts were
+        """Index the texts that deferred online indexing holds (``online_mode="deferred"`` or
+        ``"revisit"``), all together: every one joins ``T`` first, then each one's keywords that
+        the graph lacked before the flush are linked to its label (Eq. 14, the IDF of all of
+        them) and it joins its label's profiles. The result does not depend on the order the texts were
         classified in. Returns how many texts were indexed."""
         with self._lock:
             pending = sorted(self._pending, key=lambda item: (item[2], " ".join(item[0]), item[1]))
@@ -1083,13 +1091,16 @@ class GORAGClassifier:
         a string, bytes that are not UTF-8) gets a :class:`ClassificationError` in its place;
         the others are classified. With online indexing, texts are classified one after
         another in the given order (spec §9 #14: sequential), though model keyword extraction
-        runs ahead concurrently; without it, whole classifications run concurrently.
+        runs ahead concurrently; without it, whole classifications run concurrently. With
+        ``online_mode="revisit"``, the texts below the indexing threshold are then classified a
+        second time, concurrently, after the texts taken for indexing have joined.
 
         A batch is all or nothing: when a call fails part-way (a model server error, a
         cancellation), it raises and leaves the classifier as it was before the batch, so the
         same texts run again give the classifier that one uninterrupted run gives. The texts it
         takes for deferred indexing join the waiting ones only when it succeeds; a batch that
-        changes the classifier before it ends (sequential indexing, or ``max_pending`` reached)
+        changes the classifier before it ends (sequential indexing, ``max_pending`` reached, a
+        revisit's flush)
         first keeps a copy of it to go back to. Another call that indexes texts while such a
         batch runs is undone with it when the batch fails."""
         self._check_ready()
@@ -1120,6 +1131,8 @@ class GORAGClassifier:
                     await self._aclassify(t, True, k, threshold=index_threshold, batch=batch)
                     for t, k in zip(good_texts, keywords)
                 ]
+                if self.online_mode == "revisit":
+                    done = await self._revisit(good_texts, keywords, done, batch, max_concurrency)
             except BaseException:
                 with self._lock:
                     batch.undo(self)
@@ -1130,6 +1143,33 @@ class GORAGClassifier:
         for i, result in zip(good, done):
             out[i] = result
         return out
+
+    async def _revisit(
+        self,
+        texts: list[str],
+        keywords: list[list[str] | None],
+        done: list[Classification],
+        batch: _BatchWrites,
+        max_concurrency: int,
+    ) -> list[Classification]:
+        """``online_mode="revisit"``: the batch's texts taken for indexing join now (with any
+        others waiting), and the texts it did not take are classified again, without indexing.
+        The classifier's state before the flush is kept in ``batch`` to go back to."""
+        unsure = [i for i, result in enumerate(done) if not result.online_indexed]
+        if not unsure or all(not result.online_indexed for result in done):
+            return done
+        with self._lock:
+            batch.save(self)
+            self._pending.extend(batch.pending)
+            batch.pending.clear()
+            self.flush_online()
+        again = await gather_limited(
+            [lambda i=i: self._aclassify(texts[i], False, keywords[i]) for i in unsure], max_concurrency
+        )
+        done = list(done)
+        for i, result in zip(unsure, again):
+            done[i] = result.model_copy(update={"revisited": True})
+        return done
 
     def batch(
         self,

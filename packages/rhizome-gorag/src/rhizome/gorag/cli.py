@@ -276,8 +276,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--candidate-coverage", type=float, help="stop adding candidates at this probability mass (default 0.995; 0.99 with --embed)")
     p.add_argument("--index-threshold", type=_threshold,
                    help="index a text online only at this confidence or more; 'none' indexes all (default 0.5)")
-    p.add_argument("--online-mode", choices=["deferred", "sequential"],
-                   help="deferred (default): indexed texts join after the batch, order-free; sequential: at once (the paper)")
+    p.add_argument("--online-mode", choices=["deferred", "sequential", "revisit"],
+                   help="deferred (default): indexed texts join after the batch, order-free; sequential: at once (the paper); "
+                        "revisit: deferred, then the batch's texts below the threshold are classified again after its confident ones joined")
     p.add_argument("--max-pending", type=_bound,
                    help="with deferred indexing, the waiting texts also join once this many wait; 'none': only at the end (default 5000)")
     p.add_argument("--online-weight", type=float, help="weight of an indexed text in its label's profile (default 0.5)")

@@ -56,8 +56,11 @@ class Classification(BaseModel):
     """Keywords added to the graph under ``label`` by online indexing."""
     online_indexed: bool = False
     """Whether online indexing took the text (graph, corpus and the label's profiles; with
-    ``online_mode="deferred"`` at the next ``flush_online``/``fit_round``, and ``indexed`` stays
-    empty)."""
+    ``online_mode="deferred"`` or ``"revisit"`` at the next ``flush_online``/``fit_round`` —
+    with ``"revisit"`` a batch flushes its own — and ``indexed`` stays empty)."""
+    revisited: bool = False
+    """With ``online_mode="revisit"``: the text fell below the indexing threshold, and this is
+    its second classification in the batch, after the batch's confident texts joined."""
     costs: dict[str, float] = Field(default_factory=dict)
     """Per candidate: total shortest-path cost from the terminals that reach it."""
     unreachable: dict[str, int] = Field(default_factory=dict)
