@@ -324,8 +324,9 @@ def main(argv: list[str] | None = None) -> None:
         name += f"-{args.online_mode}"
     out = Path(args.out) if args.out else RESULTS / f"{name}.json"
     texts = f"the {_stream(args)} as the stream" if args.dev_stream else "" if args.limit else "every test text"
+    mode = "" if args.online_mode == "deferred" else f", online_mode {args.online_mode}"
     title = (f"GORAG on gorag-wos ({'with MiniLM' if embedder else 'TF-IDF only'}, "
-             f"{', '.join(str(s) for s in args.shots)}-shot{', ' + texts if texts else ''})")
+             f"{', '.join(str(s) for s in args.shots)}-shot{', ' + texts if texts else ''}{mode})")
     if args.baselines_only:
         results = merge_baselines(out, args, argv, embedder)
     else:
@@ -517,7 +518,16 @@ ROW_NAMES = {
 }
 
 
+def _row_names(online_mode: str) -> dict[str, str]:
+    """The table rows' names; GORAG's name its online mode when it is not the default."""
+    if online_mode == "deferred":
+        return ROW_NAMES
+    mode = f'`online_mode="{online_mode}"`'
+    return {**ROW_NAMES, "gorag_tfidf": f"GORAG, TF-IDF only, {mode}", "gorag_minilm": f"GORAG with MiniLM, {mode}"}
+
+
 def tables(results: dict[str, Any]) -> str:
+    names = _row_names(results.get("online_mode", "deferred"))
     lines: list[str] = []
     command = results.get("command", "")
     limit, orders = results.get("limit"), results.get("orders", 1)
@@ -535,7 +545,7 @@ def tables(results: dict[str, Any]) -> str:
     for shots, entry in results["shots"].items():
         lines.append(f"#### {shots}-shot: cumulative accuracy R1..R4\n")
         lines.append("| classifier | R1 | R2 | R3 | R4 |\n|---|---|---|---|---|")
-        for key, name in ROW_NAMES.items():
+        for key, name in names.items():
             if key in entry:
                 lines.append(f"| {name} | " + " | ".join(_fmt(r["cumulative_accuracy"]) for r in entry[key]["rounds"]) + " |")
         paper = results["paper_gorag_llama3"].get(shots) or results["paper_gorag_llama3"].get(int(shots))
@@ -550,16 +560,16 @@ def tables(results: dict[str, Any]) -> str:
             spread = entry.get(f"{key}_shuffles", {}).get("spread")
             for i, r in enumerate(entry[key]["rounds"]):
                 lines.append(
-                    f"| {ROW_NAMES[key]} | {r['round']} | {_fmt(r['candidate_recall'], 3)} | {_fmt(r['mean_candidates'], 2)} | "
+                    f"| {names[key]} | {r['round']} | {_fmt(r['candidate_recall'], 3)} | {_fmt(r['mean_candidates'], 2)} | "
                     f"{r['indexed_online']} ({r['indexed_online_correct']}) | {_fmt(r['ms_per_query'], 1)} | "
                     f"{_fmt(spread[i], 4) if spread else '–'} |"
                 )
-        lines += _file_table(entry, dev)
+        lines += _file_table(entry, dev, names)
         lines.append("")
     return "\n".join(lines)
 
 
-def _file_table(entry: dict[str, Any], dev: bool) -> list[str]:
+def _file_table(entry: dict[str, Any], dev: bool, names: dict[str, str]) -> list[str]:
     """Each round's passes one file at a time (runs saved before files were kept have none)."""
     keys = [key for key in ("gorag_tfidf", "gorag_minilm") if key in entry and "files" in entry[key]["rounds"][0]]
     if not keys:
@@ -574,7 +584,7 @@ def _file_table(entry: dict[str, Any], dev: bool) -> list[str]:
             for row in r["files"]:
                 first = row["file"] == r["round"]
                 lines.append(
-                    f"| {ROW_NAMES[key]} | {r['round']} ({r['new_labels']}) | {row['file']} | {'first' if first else 're-test'} | "
+                    f"| {names[key]} | {r['round']} ({r['new_labels']}) | {row['file']} | {'first' if first else 're-test'} | "
                     f"{row['texts']} | {_fmt(row['accuracy'])} | {_fmt(row['candidate_recall'], 3)} | "
                     f"{_fmt(row['mean_candidates'], 2)} | {_fmt(row['new_label_share'], 3)} |"
                 )

@@ -72,6 +72,14 @@ def test_a_full_run_writes_its_own_docs_section(tmp_path, monkeypatch):
     assert first["candidate_recall"] == 1.0 and first["new_label_share"] > 0
     assert round3["candidate_recall"] == sum(row["candidate_recall"] for row in round3["files"]) / 3
     assert "| 3 (1) | 3 | first | 1 |" in gorag.tables(saved)
+    # another online mode gets its own section, and its rows say which mode they ran
+    written.clear()
+    gorag.main(["--shots", "1", "--shuffles", "0", "--no-published", "--write-docs", "--online-mode", "revisit",
+                "--out", str(tmp_path / "revisit.json")])
+    assert written == [("gorag-none-1shot-all-revisit",
+                        "GORAG on gorag-wos (TF-IDF only, 1-shot, every test text, online_mode revisit)")]
+    revisit = gorag.tables(json.loads((tmp_path / "revisit.json").read_text(encoding="utf-8")))
+    assert '| GORAG, TF-IDF only, `online_mode="revisit"` | 1 |' in revisit and "(default)" not in revisit
 
 
 def test_the_wide_dev_stream_adds_the_five_shot_texts_the_one_shot_file_leaves_unlabelled(tmp_path, monkeypatch):
