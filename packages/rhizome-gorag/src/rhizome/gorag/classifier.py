@@ -145,8 +145,8 @@ class GORAGClassifier:
         the profiles together at the next :meth:`fit_round`, :meth:`flush_online` or
         :meth:`persist`, so a round's classifications do not depend on the order of its texts.
         ``"sequential"``: each joins at once and may change the next one's result (the paper).
-        ``"revisit"``: deferred, and a :meth:`batch` goes over its texts twice: once the texts
-        it took for indexing have joined (it flushes them), the others — those below
+        ``"revisit"``: deferred, and a :meth:`batch` takes a second pass: once the texts it
+        took for indexing have joined (it flushes them), the others — those below
         ``index_threshold`` — are classified again, with the batch's confident texts as
         pseudo-labelled examples, and their second result is returned (``revisited``; not
         indexed). The result of a text then depends on the rest of its batch, not on its order
@@ -994,8 +994,8 @@ class GORAGClassifier:
         """Index the texts that deferred online indexing holds (``online_mode="deferred"`` or
         ``"revisit"``), all together: every one joins ``T`` first, then each one's keywords that
         the graph lacked before the flush are linked to its label (Eq. 14, the IDF of all of
-        them) and it joins its label's profiles. The result does not depend on the order the texts were
-        classified in. Returns how many texts were indexed."""
+        them) and it joins its label's profiles. The result does not depend on the order the
+        texts were classified in. Returns how many texts were indexed."""
         with self._lock:
             pending = sorted(self._pending, key=lambda item: (item[2], " ".join(item[0]), item[1]))
             self._pending = []
@@ -1100,9 +1100,8 @@ class GORAGClassifier:
         same texts run again give the classifier that one uninterrupted run gives. The texts it
         takes for deferred indexing join the waiting ones only when it succeeds; a batch that
         changes the classifier before it ends (sequential indexing, ``max_pending`` reached, a
-        revisit's flush)
-        first keeps a copy of it to go back to. Another call that indexes texts while such a
-        batch runs is undone with it when the batch fails."""
+        revisit's flush) first keeps a copy of it to go back to. Another call that indexes texts
+        while such a batch runs is undone with it when the batch fails."""
         self._check_ready()
         if index_threshold != "default":
             _check_threshold(index_threshold)
@@ -1156,7 +1155,7 @@ class GORAGClassifier:
         others waiting), and the texts it did not take are classified again, without indexing.
         The classifier's state before the flush is kept in ``batch`` to go back to."""
         unsure = [i for i, result in enumerate(done) if not result.online_indexed]
-        if not unsure or all(not result.online_indexed for result in done):
+        if not unsure or len(unsure) == len(done):  # nothing to revisit, or nothing to revisit with
             return done
         with self._lock:
             batch.save(self)
