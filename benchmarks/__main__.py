@@ -7,6 +7,7 @@
     uv run python -m benchmarks scale --sizes 1000 10000  # speed and memory at growing sizes
     uv run python -m benchmarks classify --shots 1 5      # gorag-wos rounds (benchmarks/gorag.py)
     .venv-bench/bin/python -m benchmarks retrieval --embed minilm   # real embeddings (benchmarks/setup.sh)
+    ... retrieval --indexes DIR                           # keep the indexes in DIR/<method>, reuse them next time
     .venv-bench/bin/python -m benchmarks peers            # lightrag-hku, nano-graphrag side by side
     uv run python -m benchmarks compare OLD.json NEW.json # two retrieval results, question by question
 
@@ -147,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--data", choices=sorted(harness.DATASETS), default="hotpotqa",
                            help="hotpotqa (offline extraction) or musique (its imported OpenIE triples)")
             p.add_argument("--openie", help="HippoRAG OpenIE JSON to use instead of the data set's default extraction")
+            p.add_argument("--indexes", type=Path, metavar="DIR",
+                           help="keep each method's index in DIR/<method> and reopen it on later runs (one folder per data set "
+                                "and embedder); without it every index is built in memory")
         if name == "cost":
             p.add_argument("--passages", type=int, default=100)
             p.add_argument("--queries", type=int, default=20)
@@ -195,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     keep_saved(saved, ran, args.add, lambda held: [row_method(row) for row in held["rows"]])
     selected = systems(methods)
     if args.suite == "retrieval":
-        result = asyncio.run(harness.retrieval(selected, args.embed, args.limit, args.openie, args.data))
+        result = asyncio.run(harness.retrieval(selected, args.embed, args.limit, args.openie, args.data, args.indexes))
         table, title = harness.retrieval_table(result), f"Retrieval quality: {result['data']} ({variant})"
     elif args.suite == "proxy":
         result = asyncio.run(harness.proxy(selected, args.embed, args.limit, args.budget))

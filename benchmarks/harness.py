@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import random
@@ -68,6 +69,25 @@ DATASETS = {"hotpotqa": "hotpotqa-100", "musique": "musique-dev"}
 DENSE = System("naive", None)  # the dense baseline of every retrieval run
 
 
+def half(question_id: str) -> str:
+    """The half of a data set a question belongs to (``A`` or ``B``, by the parity of the SHA-1 of
+    its id): choices are made on half A of musique-dev and reported on half B."""
+    return "A" if int(hashlib.sha1(question_id.encode("utf-8")).hexdigest(), 16) % 2 == 0 else "B"
+
+
+async def indexed(method: str, embed: str, openie: str | None, documents: list[Any], folder: Path | None) -> tuple[Any, float | None]:
+    """An index of ``method`` over ``documents`` and the seconds its build took: built in memory,
+    or with ``folder`` kept in ``folder / method`` — built there when missing, else reopened
+    read-only (``None`` seconds), so runs that change only the retrieval reuse one build."""
+    path = None if folder is None else folder / method
+    if path is not None and (path / "manifest.json").exists():
+        return index_class(method)(embedder_for(embed), path=path, readonly=True, cache=False), None
+    start = time.perf_counter()
+    index = build_index(method, embedder_for(embed), openie=openie, cache=False, **({} if path is None else {"path": path}))
+    await index.ainsert(documents)
+    return index, round(time.perf_counter() - start, 2)
+
+
 def retrieval_command(selected: list[System], embed: str, limit: int | None, openie: str | None, dataset: str) -> str:
     """The command line that reproduces a retrieval run."""
     python = "uv run python" if embed == "hashing" else ".venv-bench/bin/python"
@@ -86,11 +106,13 @@ def retrieval_command(selected: list[System], embed: str, limit: int | None, ope
 
 
 async def retrieval(
-    selected: list[System], embed: str, limit: int | None = None, openie: str | None = None, dataset: str = "hotpotqa"
+    selected: list[System], embed: str, limit: int | None = None, openie: str | None = None, dataset: str = "hotpotqa",
+    folder: Path | None = None,
 ) -> dict[str, Any]:
     """Recall of gold passages on ``dataset`` (``hotpotqa``: offline extraction unless ``openie``;
     ``musique``: the data set's imported OpenIE triples unless ``openie``), each system compared
-    question by question with the dense baseline, which runs even when not selected."""
+    question by question with the dense baseline, which runs even when not selected. ``folder``:
+    keep the indexes there and reuse them (:func:`indexed`)."""
     if dataset not in DATASETS:
         raise ValueError(f"unknown data set {dataset!r} (known: {', '.join(DATASETS)})")
     command = retrieval_command(selected, embed, limit, openie, dataset)
@@ -100,19 +122,16 @@ async def retrieval(
         openie = str(data.musique_openie())
     runs = {}
     for method, group in _by_method(selected if DENSE in selected else [DENSE, *selected]).items():
-        start = time.perf_counter()
         # no embedding cache: every query is embedded afresh in every mode, so the latencies
         # of the modes of one index compare with each other and with the naive index
         # imported triples go to the methods that extract (dense retrieval, RAPTOR and spRAG do not)
         extracts = "extraction" in index_class(method).config_class.model_fields
-        index = build_index(method, embedder_for(embed), openie=openie if extracts else None, cache=False)
-        await index.ainsert(documents)
-        build_s = time.perf_counter() - start
+        index, build_s = await indexed(method, embed, openie if extracts else None, documents, folder)
         for system in group:
             results, ms = await _retrieve_all(index, system, questions, HITS)
             ranked = [metrics.ranked_documents(hits) for hits in results]
             recall = {k: [metrics.recall_at(r, q.supporting, k) for r, q in zip(ranked, questions)] for k in (2, 5)}
-            runs[system.name] = {"recall": recall, "ms": ms, "index_seconds": round(build_s, 2),
+            runs[system.name] = {"recall": recall, "ms": ms, "index_seconds": build_s,
                                  "ranked": {q.id: r[:HITS] for q, r in zip(questions, ranked)}}
         index.close()
     dense = runs[DENSE.name]
@@ -124,16 +143,29 @@ async def retrieval(
 
 def _retrieval_row(name: str, run: dict[str, Any], dense: dict[str, Any]) -> dict[str, Any]:
     r5, delta = run["recall"][5], np.subtract(run["recall"][5], dense["recall"][5])
+    delta2 = np.subtract(run["recall"][2], dense["recall"][2])
     p50 = statistics.median(run["ms"])
+    halves = {}
+    sides = [half(qid) for qid in run["ranked"]]
+    for side in ("A", "B"):
+        at = [i for i, x in enumerate(sides) if x == side]
+        halves[side] = {
+            "questions": len(at),
+            **{f"recall@{k}": round(statistics.fmean(run["recall"][k][i] for i in at), 4) for k in (2, 5) if at},
+            **{f"delta_recall@{k}": round(statistics.fmean(run["recall"][k][i] - dense["recall"][k][i] for i in at), 4) for k in (2, 5) if at},
+        }
     return {
         "system": name,
         "baseline": name == DENSE.name,
         "recall@2": statistics.fmean(run["recall"][2]),
         "recall@5": statistics.fmean(r5),
         "recall@5_ci": [round(x, 4) for x in metrics.bootstrap_ci(r5)],
+        "delta_recall@2": round(float(delta2.mean()), 4),
+        "delta_recall@2_ci": [round(x, 4) for x in metrics.bootstrap_ci(delta2)],
         "delta_recall@5": round(float(delta.mean()), 4),
         "delta_recall@5_ci": [round(x, 4) for x in metrics.bootstrap_ci(delta)],
         "vs_dense": {f"recall@{k}": metrics.paired_counts(run["recall"][k], dense["recall"][k]) for k in (2, 5)},
+        "halves": halves,
         "query_p50_ms": round(p50, 2),
         "query_p95_ms": round(float(np.percentile(run["ms"], 95)), 2),
         "p50_x_dense": round(p50 / statistics.median(dense["ms"]), 2),
@@ -149,22 +181,39 @@ def retrieval_table(result: dict[str, Any]) -> str:
         f"no chat model. Dense baseline: `naive`. Reproduce: `{result['command']}`"
         + "".join(f"; rows re-run with `{command}`" for command in result.get("rerun", [])),
         "",
-        "| system | R@2 | R@5 | R@5 95% CI | ΔR@5 vs dense (95% CI) | W/L/T vs dense | p50 ms | p50 × dense | index s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| system | R@2 | ΔR@2 vs dense (95% CI) | W/L R@2 | R@5 | ΔR@5 vs dense (95% CI) | W/L/T R@5 | ΔR@2 / ΔR@5, half A · half B | p50 ms | p50 × dense | index s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
-        lo, hi = r["recall@5_ci"]
         if r["baseline"]:
-            name, delta, wlt = f"{r['system']} (dense baseline)", "–", "–"
+            name, d2, w2, d5, wlt, halves = f"{r['system']} (dense baseline)", "–", "–", "–", "–", "–"
         else:
-            dlo, dhi = r["delta_recall@5_ci"]
-            delta = f"{r['delta_recall@5']:+.3f} ({dlo:+.3f}, {dhi:+.3f})"
-            name, wlt = r["system"], "/".join(str(r["vs_dense"]["recall@5"][x]) for x in ("wins", "losses", "ties"))
+            name, d2, d5 = r["system"], _delta(r, result, 2), _delta(r, result, 5)
+            w2 = "/".join(str(r["vs_dense"]["recall@2"][x]) for x in ("wins", "losses"))
+            wlt = "/".join(str(r["vs_dense"]["recall@5"][x]) for x in ("wins", "losses", "ties"))
+            halves = " · ".join(
+                f"{h['delta_recall@2']:+.3f} / {h['delta_recall@5']:+.3f}" for h in (r.get("halves") or {}).values() if "delta_recall@2" in h
+            ) or "–"
+        seconds = "reused" if r["index_seconds"] is None else r["index_seconds"]
         lines.append(
-            f"| {name} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {lo:.3f}–{hi:.3f} | {delta} | {wlt} | "
-            f"{r['query_p50_ms']} | {r['p50_x_dense']:.2f} | {r['index_seconds']} |"
+            f"| {name} | {r['recall@2']:.3f} | {d2} | {w2} | {r['recall@5']:.3f} | {d5} | {wlt} | {halves} | "
+            f"{r['query_p50_ms']} | {r['p50_x_dense']:.2f} | {seconds} |"
         )
+    halves = next((r.get("halves") for r in result["rows"] if r.get("halves")), None)
+    if halves:
+        lines += ["", f"Halves by the parity of the SHA-1 of each question id (`benchmarks.harness.half`): A {halves['A']['questions']} "
+                      f"questions, B {halves['B']['questions']}."]
     return "\n".join(lines)
+
+
+def _delta(row: dict[str, Any], result: dict[str, Any], k: int) -> str:
+    """A row's change in Recall@k against dense retrieval, with its 95 % interval (a row saved
+    before the R@2 intervals were kept: the change alone)."""
+    if f"delta_recall@{k}_ci" not in row:
+        dense = next(r for r in result["rows"] if r["baseline"])
+        return f"{row[f'recall@{k}'] - dense[f'recall@{k}']:+.3f}"
+    lo, hi = row[f"delta_recall@{k}_ci"]
+    return f"{row[f'delta_recall@{k}']:+.3f} ({lo:+.3f}, {hi:+.3f})"
 
 
 def compare(old: dict[str, Any], new: dict[str, Any], renamed: dict[str, str] | None = None) -> str:

@@ -216,12 +216,13 @@ def test_passages_mode_walks_from_the_search_to_a_second_hop_passage():
     found = index.as_retriever(k=10, mode="passages").search(query)
     walked = [h.metadata["document_id"] for h in found.hits]
     assert len(walked) == 10 and all(h.kind == "chunk" and len(h.provenance.chunk_ids) == 1 for h in found.hits)
-    assert walked[:2] == dense[:2]  # dense retrieval's first passages keep the lead
-    assert "hop2" in walked and dense.index("hop2") >= 10
+    assert walked[0] == dense[0] == "hop1"  # the passage the question names stays first
+    # the second hop rises to the first two through the entity it shares with the first
+    assert walked.index("hop2") < 2 and dense.index("hop2") >= 10
     assert found.stats["seed_entities"] > 0 and found.stats["layers"][0] == 5
-    # retrieved communities seed their members too; without them only entities and relations do
-    fewer = index.as_retriever(k=10, mode="passages", community_seeds=False).search(query)
-    assert 0 < fewer.stats["seed_entities"] < found.stats["seed_entities"]
+    # on request retrieved communities seed their members too; by default only entities and relations do
+    more = index.as_retriever(k=10, mode="passages", community_seeds=True).search(query)
+    assert 0 < found.stats["seed_entities"] < more.stats["seed_entities"]
 
 
 def test_each_node_cites_its_chunks_nearest_the_query_first():

@@ -88,6 +88,19 @@ async def test_retrieval_and_cost_suites_on_a_slice():
     assert cost["rows"][0]["index_calls_per_1k"] == 0  # naive RAG never calls a chat model
 
 
+@needs_data
+async def test_a_retrieval_run_keeps_its_indexes_and_reports_both_halves(tmp_path):
+    first = await harness.retrieval([System("naive", None)], "hashing", limit=6, folder=tmp_path)
+    again = await harness.retrieval([System("naive", None)], "hashing", limit=6, folder=tmp_path)
+    assert (tmp_path / "naive" / "manifest.json").exists()
+    assert first["rows"][0]["index_seconds"] > 0 and again["rows"][0]["index_seconds"] is None  # reopened, not built
+    assert first["rows"][0]["ranked"] == again["rows"][0]["ranked"]
+    halves = first["rows"][0]["halves"]
+    assert halves["A"]["questions"] + halves["B"]["questions"] == 6
+    assert {harness.half(q) for q in "abcdefgh"} == {"A", "B"}
+    assert "| reused |" in harness.retrieval_table(again) and "half A · half B" in harness.retrieval_table(again)
+
+
 async def test_a_variant_runs_with_its_retriever_options_under_its_own_name():
     asked = []
 
@@ -174,7 +187,7 @@ def test_command_line_writes_results(tmp_path, monkeypatch, capsys):
     assert main(["retrieval", "--methods", "naive", "--limit", "3"]) == 0
     saved = json.loads((tmp_path / "retrieval-hashing.json").read_text())
     assert saved["questions"] == 3 and saved["data"] == "hotpotqa-100"
-    assert "| system | R@2 | R@5 |" in capsys.readouterr().out
+    assert "| system | R@2 | ΔR@2 vs dense (95% CI) | W/L R@2 | R@5 |" in capsys.readouterr().out
 
 
 def test_a_proxy_budget_is_its_own_table(tmp_path, monkeypatch, capsys):

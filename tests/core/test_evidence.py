@@ -1,12 +1,25 @@
-"""The graph-evidence toolkit: the entity–passage walk, seed weighting, fusion with dense
-retrieval, and linking a query to entities."""
+"""The graph-evidence toolkit: the entity–passage walk, seeds and their relative weights,
+linking a query to entities, and chains of facts."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from rhizome.core.embeddings import HashingEmbedder
-from rhizome.core.evidence import EvidenceGraph, fuse, link_entities, rank_passages
+from rhizome.core.errors import ConfigurationError
+from rhizome.core.evidence import (
+    EvidenceGraph,
+    EvidenceOptions,
+    FactGraph,
+    fact_seeds,
+    link_entities,
+    link_names,
+    merge_seeds,
+    pooled_search,
+    rank_passages,
+    relative_weights,
+)
 from rhizome.core.extraction import query_names
 from rhizome.core.naive import VectorIndex
 from rhizome.core.types import Entity, Relation
@@ -44,39 +57,89 @@ def test_seeds_are_weighted_by_specificity():
     assert ranked["c3"] == max(ranked.values())
 
 
-def test_passage_seeds_add_passages_and_are_normalised():
+def test_passage_seeds_add_passages_at_their_weight():
     graph = chain()
     only_entity = dict(graph.rank({"a": 1.0}))
-    with_dense = dict(graph.rank({"a": 1.0}, {"c3": 0.9, "c1": 0.1}, passage_seed=0.5))
-    assert with_dense["c3"] > only_entity["c3"]
-    assert dict(graph.rank({"a": 1.0}, {"c3": 0.9}, passage_seed=0.0)) == pytest.approx(only_entity)
+    with_dense = dict(graph.rank({"a": 1.0}, {"c3": 0.9, "c1": 0.1}, passage_weight=0.5))
+    assert with_dense["c3"] > only_entity.get("c3", 0.0)
+    assert dict(graph.rank({"a": 1.0}, {"c3": 0.9}, passage_weight=0.0)) == pytest.approx(only_entity)
+    # a passage seed alone starts a walk: the passage first, then what its entities reach
+    alone = [c for c, _ in graph.rank({}, {"c1": 1.0})]
+    assert alone[0] == "c1" and "c2" in alone
+    # a seeded passage outside the graph is kept, at its share of the restart times 1 - damping
+    outside = dict(graph.rank({}, {"c9": 1.0, "c1": 1.0}, passage_weight=1.0, damping=0.5))
+    assert outside["c9"] == pytest.approx(0.25) and outside["c1"] > outside["c9"]
+    with pytest.raises(ConfigurationError):
+        graph.rank({"a": 1.0}, damping=1.0)
 
 
-def test_fuse_is_weighted_reciprocal_rank():
-    fused = dict(fuse([["x", "y"], ["y", "z"]], [1.0, 2.0], k=1))
-    assert fused == pytest.approx({"x": 1 / 2, "y": 1 / 3 + 2 / 2, "z": 2 / 3})
-    assert [key for key, _ in fuse([["x", "x", "y"]])] == ["x", "y"]  # repeats count once
+def test_relative_weights_follow_the_spread_of_one_search():
+    weights = relative_weights([("x", 0.9), ("y", 0.8), ("z", 0.5)], temperature=0.5)
+    assert weights["x"] == 1.0 and 1.0 > weights["y"] > weights["z"] > 0
+    spread = np.std([0.9, 0.8, 0.5])
+    assert weights["y"] == pytest.approx(np.exp((0.8 - 0.9) / (0.5 * spread)))
+    # the same gaps at another scale give the same weights: the embedder's scale does not matter
+    scaled = relative_weights([("x", 0.45), ("y", 0.40), ("z", 0.25)], temperature=0.5)
+    assert scaled == pytest.approx(weights)
+    assert relative_weights([("x", 0.3), ("y", 0.3)]) == {"x": 1.0, "y": 1.0}  # no spread
+    assert relative_weights([]) == {}
+    assert relative_weights([("x", 0.9), ("y", 0.5), ("z", 0.1)], temperature=None) == pytest.approx({"x": 1.0, "y": 0.5, "z": 0.0})
+    with pytest.raises(ConfigurationError):
+        relative_weights([("x", 1.0)], temperature=0)
 
 
-def test_rank_passages_keeps_dense_hits_the_graph_does_not_hold():
+def test_fact_seeds_weigh_each_endpoint_by_its_best_fact():
+    ends = {"f1": ("a", "b"), "f2": ("b", "c"), "f3": ("d", "e")}
+    seeds = fact_seeds([("f1", 0.9), ("f2", 0.7), ("f3", 0.2), ("unknown", 0.1)], ends)
+    assert seeds["a"] == seeds["b"] == 1.0 and 1.0 > seeds["c"] > seeds["d"] == seeds["e"]
+    assert merge_seeds({"a": 0.2, "x": 0.5}, {"a": 0.7}) == {"a": 0.7, "x": 0.5}
+
+
+def test_rank_passages_ranks_by_the_walk_with_dense_passages_as_seeds():
     graph = chain()
-    dense = [("c9", 0.9), ("c1", 0.5)]  # c9 has no entities
-    fused = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, dense_lead=0)]
-    assert fused[0] == "c1" and "c9" in fused and "c2" in fused
-    # by default dense retrieval's first two passages lead, in their order; the graph fills the rest
-    led = rank_passages(graph, {"a": 1.0}, dense)
-    assert [c for c, _ in led][:2] == ["c9", "c1"] and "c2" in [c for c, _ in led][2:]
-    assert [x for _, x in led] == sorted((x for _, x in led), reverse=True)
-    walk_only = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, dense_weight=0.0, dense_lead=0)]
-    assert "c9" not in walk_only and walk_only[0] == "c1"
-    # no fusion, but the lead still applies: dense's first two, then the walk's order
-    walk_led = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, dense_weight=0.0)]
-    assert walk_led[:2] == ["c9", "c1"] and walk_led[2:] == [c for c in walk_only if c not in ("c9", "c1")]
-    assert rank_passages(EvidenceGraph({}, []), {}, dense, dense_weight=0.0, dense_lead=0) == dense
-    assert [c for c, _ in rank_passages(EvidenceGraph({}, []), {}, dense, dense_weight=0.0)] == ["c9", "c1"]
-    # another text's nearest passages join the fusion at their weight
-    more = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, more_dense=[[("c7", 0.8)]], more_weight=0.5, dense_lead=0)]
+    dense = [("c9", 0.9), ("c1", 0.5), ("c3", 0.1)]  # c9 has no entities
+    ranked = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense)]
+    assert set(ranked) >= {"c9", "c1", "c2", "c3"}
+    assert ranked.index("c1") < ranked.index("c3")  # c1: near the query and reached from a
+    assert ranked.index("c2") < ranked.index("c3")  # the second hop of a before an unrelated passage
+    assert rank_passages(EvidenceGraph({}, []), {}, []) == []
+    assert [c for c, _ in rank_passages(EvidenceGraph({}, []), {}, dense)][:1] == ["c9"]
+    # another text's nearest passages are seeds at their weight
+    more = [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, more_dense=[[("c7", 0.8)]], more_weight=0.5)]
     assert "c7" in more and more.index("c7") > more.index("c9")
+    # without passage seeds the entities alone rank
+    assert [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, passage_weight=0.0)] == ["c1", "c2", "c3"]
+
+
+def test_evidence_options_are_checked():
+    assert EvidenceOptions().dense_k == 200
+    for bad in ({"dense_k": 0}, {"fact_k": True}, {"temperature": -1}, {"passage_weight": -0.5}, {"damping": 1.0}, {"chains": "yes"}):
+        with pytest.raises(ConfigurationError):
+            EvidenceOptions(**bad)
+    with pytest.raises(TypeError):
+        EvidenceOptions(dense_weight=1.0)  # an option of the fusion that is gone is refused
+
+
+def test_fact_chains_hop_to_new_passages_and_score_the_question():
+    # f1 (in p1) joins f2 (in p2) through b; f3 states nearly the same as f1, in the same passage
+    facts = FactGraph([("f1", "a", "b", ["p1"]), ("f2", "b", "c", ["p2"]), ("f3", "a", "b", ["p1"]), ("f4", "c", "d", ["p3"])])
+    vectors = {"f1": [1.0, 0.0, 0.0], "f2": [0.0, 1.0, 0.0], "f3": [0.9, 0.1, 0.0], "f4": [0.0, 0.0, 1.0]}
+
+    def present(ids):
+        held = [i for i in ids if i in vectors]
+        return held, np.array([vectors[i] for i in held]) if held else np.zeros((0, 3))
+
+    query = np.array([1.0, 1.0, 0.0]) / np.sqrt(2)
+    chains = facts.chains(query, [("f1", 0.7), ("f3", 0.7)], present)
+    assert set(chains[0].facts) == {"f1", "f2"} and chains[0].score == pytest.approx(1.0)
+    assert all(not {"f1", "f3"} <= set(c.facts) for c in chains)  # no hop within one passage
+    assert len({frozenset(c.facts) for c in chains}) == len(chains)
+    seeds = facts.seeds(chains)
+    assert seeds["b"] == 1.0 and {"a", "c"} <= set(seeds)
+    assert facts.chains(query, [], present) == [] and facts.seeds([]) == {}
+    assert EvidenceOptions(chains=False).chain_seeds(facts, query, [("f1", 0.7)], present) == ({}, [])
+    found, kept = EvidenceOptions(chains=True).chain_seeds(facts, query, [("f1", 0.7)], present)
+    assert {"a", "b", "c"} <= set(found) and kept[0].facts[0] == "f1"
 
 
 async def test_link_entities_links_each_text_and_keeps_the_best_score():
@@ -94,3 +157,20 @@ async def test_link_entities_links_each_text_and_keeps_the_best_score():
     halved = await link_entities(index, "entities", vectors, 1, weights=[1.0, 0.5])
     assert halved["marie curie"] == pytest.approx(max(linked["marie curie"] * 0.5, (await link_entities(index, "entities", vectors[:1], 1)).get("marie curie", 0)))
     assert await link_entities(index, "missing", vectors, 3) == {}
+
+
+async def test_link_names_and_pooled_search():
+    index = VectorIndex(HashingEmbedder(dimension=256))
+    store = index.store
+    names = ["Marie Curie", "Warsaw", "Nobel Prize", "Stockholm"]
+    with store.transaction() as db:
+        store.put_vectors(db, "entities", [n.lower() for n in names], await index.embedder.aembed(names))
+    vectors = await index.embedder.aembed_query(["Marie Curie", "Stockholm"])
+    assert await link_names(index, "entities", vectors) == {"marie curie": 1.0, "stockholm": 1.0}
+    assert await link_names(index, "entities", vectors, [1.0, 0.5]) == {"marie curie": 1.0, "stockholm": 0.5}
+    assert await link_names(index, "entities", None) == {} and await link_names(index, "missing", vectors) == {}
+    pooled = pooled_search(index, "entities", vectors, 2)
+    assert {k for k, _ in pooled[:2]} == {"marie curie", "stockholm"}
+    assert len(pooled) == len({k for k, _ in pooled})  # one entry per id, at its best score
+    assert [s for _, s in pooled] == sorted((s for _, s in pooled), reverse=True)
+    assert pooled_search(index, "missing", vectors, 2) == []

@@ -54,7 +54,8 @@ from rhizome.archrag.prompts import (
     FilterOutput,
 )
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.evidence import rank_passages
+from rhizome.core.evidence import EvidenceOptions, link_names, merge_seeds, relative_weights
+from rhizome.core.extraction import query_names
 from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import (
     MAX_PROVENANCE_CHUNKS,
@@ -122,11 +123,11 @@ class HierarchicalSearch(BaseRetriever):
                 f"{', '.join(map(str, held))} (0 = entities, then the community layers)"
             )
 
-    async def nodes(self, query: str) -> tuple[list[tuple[Row, float]], dict[str, Any], Any]:
+    async def nodes(self, query: str, vector: Any = None) -> tuple[list[tuple[Row, float]], dict[str, Any], Any]:
         """The nodes hierarchical search finds, ``((layer, kind, id), cosine)`` layer by layer,
         nearest first (layer 0: entities, then their relations), what it found per layer, and
-        the query vector (None when the index holds none)."""
-        vector = await query_vector(self.index, query)
+        the query vector (None when the index holds none; ``vector``: the one the caller has)."""
+        vector = await query_vector(self.index, query) if vector is None else vector
         if vector is None:
             return [], {}, None
         hnsw, ids = await asyncio.to_thread(self.index.chnsw)  # built once per index state
@@ -241,51 +242,64 @@ class HierarchicalSearch(BaseRetriever):
 
 
 class PassageSearch(HierarchicalSearch):
-    """The passages behind a hierarchical search, ranked by a walk from what it retrieved and
-    fused with dense retrieval (see the module docstring).
+    """The passages behind a hierarchical search, ranked by the kernel's evidence walk from
+    what it retrieved (see the module docstring).
 
-    Besides :class:`HierarchicalSearch`'s options: ``dense_k``, the dense passages fused in
-    (default 100), and ``community_seeds``, whether retrieved communities seed their members
-    (default on)."""
+    Besides :class:`HierarchicalSearch`'s options: ``community_seeds``, whether retrieved
+    communities seed their members (default off: on musique-dev they lowered R@5 from 0.711 to
+    0.608 and made a query five times slower, see docs/archrag.md), and the kernel's evidence ranking
+    (``dense_k``, ``fact_k``, ``temperature``, ``passage_weight``, ``damping``, ``chains``:
+    :class:`~rhizome.core.evidence.EvidenceOptions`)."""
 
     mode = "passages"
 
-    def __init__(self, index: Any, k: int | None = None, *, dense_k: int = 100, community_seeds: bool = True, **options: Any) -> None:
+    def __init__(self, index: Any, k: int | None = None, *, community_seeds: bool = False, **options: Any) -> None:
+        evidence = {key: options.pop(key) for key in EvidenceOptions.__dataclass_fields__ if key in options}
         super().__init__(index, k, **options)
-        self.dense_k = check_positive("dense_k", dense_k)
+        self.evidence = EvidenceOptions(**evidence)
         self.community_seeds = check_flag("community_seeds", community_seeds)
 
     def seeds(self, ranked: Sequence[tuple[Row, float]]) -> dict[str, float]:
-        """Where the walk starts: each retrieved entity and relation endpoint at its cosine (the
-        best one), each retrieved community's cosine divided among its member entities."""
-        graph = self.index.graph()
-        seeds: dict[str, float] = {}
-
-        def add(eid: str, score: float) -> None:
-            if score > 0 and eid in graph.entities:
-                seeds[eid] = max(score, seeds.get(eid, 0.0))
-
-        for (_, kind, key), score in ranked:
-            if kind == "entity":
-                add(key, score)
+        """Seeds from what hierarchical search retrieved: the layer-0 entities and the
+        endpoints of the retrieved relations, at their cosines' relative weights (one pool);
+        each retrieved community at its relative weight among the communities, divided among
+        its member entities."""
+        graph, temperature = self.index.graph(), self.evidence.temperature
+        ends: dict[str, tuple[str, ...]] = {}
+        for (_, kind, key), _ in ranked:
+            if kind == "entity" and key in graph.entities:
+                ends[key] = (key,)
             elif kind == "relation" and key in graph.relations:
-                add(graph.relations[key].source, score)
-                add(graph.relations[key].target, score)
+                ends[key] = (graph.relations[key].source, graph.relations[key].target)
+        layer0 = [(key, score) for (_, kind, key), score in ranked if key in ends]
+        seeds: dict[str, float] = {}
+        for key, weight in relative_weights(layer0, temperature).items():
+            for eid in ends[key]:
+                seeds[eid] = max(weight, seeds.get(eid, 0.0))
         if self.community_seeds:
-            for (_, kind, key), score in ranked:
-                members = graph.communities[key].entity_ids if kind == "community" and key in graph.communities else []
+            found = [(key, score) for (_, kind, key), score in ranked if kind == "community" and key in graph.communities]
+            shared: dict[str, float] = {}
+            for key, weight in relative_weights(found, temperature).items():
+                members = [e for e in graph.communities[key].entity_ids if e in graph.entities]
                 for eid in members:
-                    if eid not in seeds:
-                        add(eid, score / len(members))
+                    shared[eid] = max(weight / len(members), shared.get(eid, 0.0))
+            seeds = merge_seeds(shared, seeds)
         return seeds
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
-        ranked, stats, vector = await self.nodes(query)
+        names = query_names(query)
+        vectors = await query_vector(self.index, query, names)
+        ranked, stats, vector = await self.nodes(query, None if vectors is None else vectors[:1])
         if vector is None:
             return Retrieval(query=query, hits=[], stats=stats)
-        dense = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, max(self.dense_k, k))
-        seeds = self.seeds(ranked)
-        walked = rank_passages(self.index.evidence(), seeds, dense, limit=self.dense_k)
+        options = self.evidence
+        dense = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, max(options.dense_k, k))
+        seeds = merge_seeds(self.seeds(ranked), await link_names(self.index, self.index.ENTITY_COLLECTION, vectors[1:]))
+        if options.chains:
+            facts = vector_search(self.index.store, self.index.RELATION_COLLECTION, vector, options.fact_k)
+            collection = self.index.store.collection(self.index.RELATION_COLLECTION, vector.shape[1])
+            seeds = merge_seeds(seeds, options.chain_seeds(self.index.fact_graph(), vector[0], facts, collection.present)[0])
+        walked = options.rank(self.index.evidence(), seeds, dense, limit=max(options.dense_k, k))
         stats["seed_entities"] = len(seeds)
         return Retrieval(query=query, hits=chunk_hits(self.index, walked[:k], via=self.mode), stats=stats)
 

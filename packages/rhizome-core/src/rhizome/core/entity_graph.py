@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.types import Community, Entity, Relation
 
 if TYPE_CHECKING:
@@ -167,6 +167,14 @@ class StoredEntityGraph:
                 {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
             ),
         )
+
+    def fact_graph(self) -> FactGraph:
+        """The relations and the chunks each was extracted from, for chains of facts (cached
+        until the next change)."""
+        def build() -> FactGraph:
+            return FactGraph((r.id, r.source, r.target, r.source_chunk_ids) for r in self.graph().relations.values())
+
+        return self.derived("fact-graph", (self.entity_table.generation(), self.relation_table.generation()), build)
 
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph of the current entities and relations (cached until the

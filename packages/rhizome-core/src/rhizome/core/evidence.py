@@ -1,55 +1,129 @@
-"""Graph evidence for ranking passages: link the query to entities, walk to their passages,
-fuse with dense retrieval.
+"""Graph evidence for ranking passages: seeds from the query, one walk over entities and
+passages, and chains of facts for questions of several hops.
 
 A graph retriever earns its place when it finds the passage of a question's second hop, which
-shares no words with the question but is connected to the first hop through an entity. The
-pieces here do that for every method that has entities with source chunks:
+shares no words with the question but is connected to the first hop through an entity, and when
+it puts the passages that answer the question first. Every method with entities and source
+chunks ranks its passages with the pieces here:
 
 - :class:`EvidenceGraph` holds entities and passages (chunks) in one sparse graph: entity–entity
   edges from relations (weight: the relation's weight) and entity–passage edges from the chunks
   each entity was extracted from (weight 1). It is built once per index state and cached by the
   method.
-- :func:`link_entities` links texts (the query, each name it mentions:
-  :func:`~rhizome.core.extraction.query_names`) to entities by embedding: the nearest entity
-  vectors of each, the best score per entity.
+- Seeds say where the walk starts, each with a weight. Scores of one search (the query's nearest
+  facts, its nearest passages, a method's own matches such as communities or keywords) become
+  weights by :func:`relative_weights`: ``exp((score − best) / (temperature × spread))``, the
+  spread being the scores' standard deviation. A candidate far above the rest carries the walk
+  alone; candidates that score alike share it. This is the per-query confidence of the
+  ranking: when dense retrieval's best passage stands out it keeps the first place, when the
+  facts nearest the question agree on an entity the walk reaches past it. The weights do not
+  depend on the embedder's scale, since the spread is measured per query.
+  :func:`fact_seeds` turns the facts (relations) nearest the query into seeds on their
+  endpoints; :func:`link_entities` links the query and the names it mentions to entities.
 - :meth:`EvidenceGraph.rank` runs personalized PageRank (damping 0.5, HippoRAG's) from the
-  linked entities, each weighted by its link score divided by the number of passages it occurs
-  in (HippoRAG's node specificity: a rare entity says more than one in every passage), and from
-  the dense hits as passage seeds at a small weight (``passage_seed``, 0.05 as in HippoRAG 2),
-  so mass flows from the linked entities to their passages, to the entities those passages
-  mention, and on to the passages of the second hop.
-- :func:`fuse` merges rankings by weighted reciprocal rank fusion; :func:`rank_passages` puts it
-  together — the graph ranking fused with the dense ranking, below dense retrieval's own first
-  passages (``dense_lead``, 2): the graph adds the passages similarity alone misses, and never
-  pushes down what dense retrieval ranks first.
+  entity seeds, each divided by the number of passages it occurs in (HippoRAG's node
+  specificity), and from the passage seeds at ``passage_weight``; its passage ranking is the
+  ranking (:func:`rank_passages`). There is no fusion with the dense ranking and no dense
+  passage pinned to the top: dense retrieval takes part as passage seeds of the walk.
+- :class:`FactGraph` finds chains of facts that join through shared entities, each fact from a
+  passage the chain has not used yet, by beam search (:meth:`FactGraph.chains`); a chain scores
+  the cosine between the question and the sum of its facts' vectors, so a chain ranks high when
+  its facts together cover the question. A method may add a chain's entities to the seeds
+  (``chains=True`` in the entity methods' retrievers).
 
-Scores are comparable within one ranking only; retrievers re-score hits by position.
+Scores are comparable within one ranking only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from rhizome.core.errors import ConfigurationError
 from rhizome.core.graph import DEFAULT_PPR_DAMPING, Transition, personalized_pagerank
 from rhizome.core.types import Entity, Relation
 
-DEFAULT_PASSAGE_SEED = 0.05
-"""Weight of the dense passage seeds against the entity seeds (HippoRAG 2's passage node weight)."""
+DEFAULT_TEMPERATURE = 0.5
+"""Temperature of :func:`relative_weights`, in standard deviations of a search's scores: a
+candidate one standard deviation below the best weighs ``exp(-2)`` ≈ 0.14 of it."""
+
+DEFAULT_PASSAGE_WEIGHT = 0.5
+"""Weight of the dense passage seeds against the entity seeds (HippoRAG 2 uses 0.05 with
+min-max scaled passage scores; with relative weights the nearest passages count more)."""
+
+DEFAULT_DENSE_K = 200
+"""Nearest passages taken as passage seeds (HippoRAG 2's ``retrieval_top_k``)."""
+
+DEFAULT_FACT_K = 10
+"""Facts (relations) nearest the query whose endpoints become seeds."""
 
 DEFAULT_LINK_K = 5
 """Entities linked per text (the query, each name or keyword it mentions)."""
 
-DEFAULT_RRF_K = 60
-"""The constant of reciprocal rank fusion (Cormack et al. 2009)."""
+WALK_TOLERANCE = 1e-6
+"""Where the walk stops: an iteration that moves the scores by less than this in all (L1). The
+kernel's PageRank default is 1e-8; the first ten passages of every musique-dev and hotpotqa-100
+question are the same at 1e-4, and a walk at 1e-6 takes about two thirds of the time."""
 
-DEFAULT_DENSE_LEAD = 2
-"""Dense retrieval's first passages that lead every fused ranking. Fusion alone moved one of
-them down now and then (Recall@2 of every graph mode fell below dense on musique-dev: 0.37–0.42
-against 0.45); with them kept first, the graph's passages fill the ranks below."""
+DEFAULT_CHAIN_WIDTH = 8
+"""Chains kept after each step of :meth:`FactGraph.chains`."""
+
+DEFAULT_CHAIN_DEPTH = 3
+"""Most facts in a chain."""
+
+DEFAULT_CHAIN_FAN = 30
+"""Facts of one entity a chain may continue with (the nearest the query)."""
+
+
+def relative_weights(scored: Sequence[tuple[str, float]], temperature: float | None = DEFAULT_TEMPERATURE) -> dict[str, float]:
+    """Weights in (0, 1] for the scores of one search, the best at 1: ``exp((score − best) /
+    (temperature × spread))`` with ``spread`` the standard deviation of the scores (all 1 when
+    they do not spread). ``temperature=None``: HippoRAG 2's min-max scaling (the worst at 0).
+    A key listed twice keeps its best weight."""
+    if not scored:
+        return {}
+    values = np.array([s for _, s in scored], dtype=np.float64)
+    best = float(values.max())
+    if temperature is None:
+        low = float(values.min())
+        weights = (values - low) / (best - low) if best > low else np.ones(len(values))
+    else:
+        if not temperature > 0:
+            raise ConfigurationError(f"temperature must be a positive number or None, got {temperature!r}")
+        spread = float(values.std())
+        weights = np.exp((values - best) / (temperature * spread)) if spread > 0 else np.ones(len(values))
+    out: dict[str, float] = {}
+    for (key, _), weight in zip(scored, weights.tolist()):
+        out[key] = max(weight, out.get(key, 0.0))
+    return out
+
+
+def fact_seeds(
+    found: Sequence[tuple[str, float]],
+    ends: Mapping[str, tuple[str, str]],
+    temperature: float | None = DEFAULT_TEMPERATURE,
+) -> dict[str, float]:
+    """Entity seeds from the facts nearest the query (``found``: fact id and score, ``ends``:
+    each fact's two entities): every endpoint takes the best relative weight of its facts.
+    Facts without known endpoints are skipped."""
+    seeds: dict[str, float] = {}
+    for fid, weight in relative_weights(found, temperature).items():
+        for entity in ends.get(fid, ()):
+            seeds[entity] = max(weight, seeds.get(entity, 0.0))
+    return seeds
+
+
+def merge_seeds(*seeds: Mapping[str, float]) -> dict[str, float]:
+    """The seeds of several sources, each key at its best weight."""
+    out: dict[str, float] = {}
+    for one in seeds:
+        for key, weight in one.items():
+            out[key] = max(weight, out.get(key, float("-inf")))
+    return out
 
 
 class EvidenceGraph:
@@ -130,55 +204,57 @@ class EvidenceGraph:
         entity_seeds: Mapping[str, float],
         passage_seeds: Mapping[str, float] | None = None,
         *,
-        passage_seed: float = DEFAULT_PASSAGE_SEED,
+        passage_weight: float = DEFAULT_PASSAGE_WEIGHT,
         damping: float = DEFAULT_PPR_DAMPING,
         limit: int | None = None,
     ) -> list[tuple[str, float]]:
         """Passages by personalized PageRank from the seeds, best first, at most ``limit``
-        (passages the walk never reaches are left out).
+        (passages nothing reaches are left out).
 
-        ``entity_seeds``: link scores of entities (weighted here by node specificity);
-        ``passage_seeds``: dense scores of passages (min-max normalised here, times
-        ``passage_seed``; ignored when passages are not nodes). Seeds that are not in the graph
-        are ignored; with no seed in the graph the ranking is empty.
+        ``entity_seeds``: weights of entities (divided here by the number of passages each
+        occurs in, node specificity); ``passage_seeds``: weights of passages, times
+        ``passage_weight`` (ignored when passages are not nodes). A seeded passage that is not
+        in the graph (no entity was extracted from it) is ranked as an isolated node would be:
+        its share of the restart, times ``1 − damping``. Unknown entities are ignored; with no
+        seed at all the ranking is empty.
         """
-        if not len(self):
-            return []
+        if not 0.0 <= damping < 1.0:
+            raise ConfigurationError(f"damping must be in [0, 1), got {damping!r}")
         restart = np.zeros(len(self), dtype=np.float64)
-        for eid, score in entity_seeds.items():
+        for eid, weight in entity_seeds.items():
             i = self._entity.get(eid)
-            if i is not None and score > 0:
-                restart[i] += score / max(1, self.passages_of.get(eid, 1))
-        dense = {c: s for c, s in (passage_seeds or {}).items() if c in self._chunk} if self.passage_nodes else {}
-        if dense and passage_seed > 0:
-            low, high = min(dense.values()), max(dense.values())
-            spread = high - low
-            for cid, score in dense.items():
-                restart[self._chunk[cid]] += passage_seed * ((score - low) / spread if spread > 0 else 1.0)
-        if not restart.any():
+            if i is not None and weight > 0:
+                restart[i] += weight / max(1, self.passages_of.get(eid, 1))
+        outside: dict[str, float] = {}
+        if self.passage_nodes and passage_weight > 0:
+            for cid, weight in (passage_seeds or {}).items():
+                if weight > 0:
+                    i = self._chunk.get(cid)
+                    if i is None:
+                        outside[cid] = passage_weight * weight
+                    else:
+                        restart[i] += passage_weight * weight
+        total = float(restart.sum()) + sum(outside.values())
+        if total <= 0:
             return []
-        scores = personalized_pagerank(self.walk, restart, damping=damping)
+        scores = np.zeros(0)
+        if restart.any():
+            share = float(restart.sum()) / total
+            scores = personalized_pagerank(self.walk, restart, damping=damping, tol=WALK_TOLERANCE) * share
         n_e = len(self.entity_ids)
-        mass = scores[n_e:] if self.passage_nodes else self.incidence @ scores
+        mass = (scores[n_e:] if self.passage_nodes else self.incidence @ scores) if scores.size else np.zeros(len(self.chunk_ids))
         # rounded so that scores equal but for the order of float additions tie, and ties go
         # to the passage id: the ranking does not depend on the order records were stored in
         passage = np.round(mass, 12)
         reached = np.flatnonzero(passage > 0)
-        if limit is not None and len(reached) > limit:
-            reached = reached[np.argpartition(-passage[reached], limit - 1)[:limit]]
-        order = reached[np.lexsort((reached, -passage[reached]))]  # chunk ids are sorted: ties by id
-        return [(self.chunk_ids[i], float(passage[i])) for i in order]
-
-
-def fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = DEFAULT_RRF_K) -> list[tuple[str, float]]:
-    """Weighted reciprocal rank fusion: each id scores ``sum(weight / (k + rank))`` over the
-    rankings it appears in (rank from 1); best first, ties in first-seen order."""
-    weights = list(weights) if weights is not None else [1.0] * len(rankings)
-    scores: dict[str, float] = {}
-    for ranking, weight in zip(rankings, weights):
-        for rank, key in enumerate(dict.fromkeys(ranking), start=1):
-            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda item: -item[1])
+        wanted = None if limit is None else limit + len(outside)
+        if wanted is not None and len(reached) > wanted:
+            cut = passage[reached[np.argpartition(-passage[reached], wanted - 1)[wanted - 1]]]
+            reached = reached[passage[reached] >= cut]  # every passage tied with the last one kept
+        ranked = [(self.chunk_ids[i], float(passage[i])) for i in reached]
+        ranked += [(cid, round((1.0 - damping) * weight / total, 12)) for cid, weight in outside.items()]
+        ranked.sort(key=lambda item: (-item[1], item[0]))
+        return ranked[:limit] if limit is not None else ranked
 
 
 async def link_entities(
@@ -204,48 +280,241 @@ async def link_entities(
     return linked
 
 
+def pooled_search(index: Any, collection: str, vectors: np.ndarray | None, k: int) -> list[tuple[str, float]]:
+    """The ``k`` nearest of ``collection`` to each row of ``vectors`` (the query and texts it
+    gives rise to, such as keywords), as one pool of candidates: every id once, at its best
+    score, best first. Weighed together (:func:`relative_weights`), a text whose matches are
+    weaker than the query's counts for less."""
+    if vectors is None or not len(vectors) or not index.store.has_collection(collection):
+        return []
+    best: dict[str, float] = {}
+    for row in index.store.collection(collection, vectors.shape[1]).search(vectors, k):
+        for key, score in row:
+            best[key] = max(score, best.get(key, float("-inf")))
+    return sorted(best.items(), key=lambda item: (-item[1], item[0]))
+
+
+async def link_names(index: Any, collection: str, vectors: np.ndarray | None, weights: Sequence[float] | None = None) -> dict[str, float]:
+    """Each row of ``vectors`` (the names a query mentions) linked to its nearest entity of
+    ``collection``, at the row's weight (1 unless ``weights`` gives one per row): HippoRAG 1's
+    linking, where a name stands for one entity however close its vector is."""
+    if vectors is None or not len(vectors) or not index.store.has_collection(collection):
+        return {}
+    found = index.store.collection(collection, vectors.shape[1]).search(vectors, 1)
+    linked: dict[str, float] = {}
+    for i, row in enumerate(found):
+        for key, _ in row:
+            linked[key] = max(1.0 if weights is None else weights[i], linked.get(key, 0.0))
+    return linked
+
+
 def rank_passages(
     graph: EvidenceGraph,
     entity_seeds: Mapping[str, float],
     dense: Sequence[tuple[str, float]],
     *,
-    passage_seed: float = DEFAULT_PASSAGE_SEED,
-    dense_weight: float = 1.0,
+    temperature: float | None = DEFAULT_TEMPERATURE,
+    passage_weight: float = DEFAULT_PASSAGE_WEIGHT,
     damping: float = DEFAULT_PPR_DAMPING,
     limit: int | None = None,
     more_dense: Sequence[Sequence[tuple[str, float]]] = (),
     more_weight: float = 1.0,
-    dense_lead: int = DEFAULT_DENSE_LEAD,
 ) -> list[tuple[str, float]]:
-    """The graph ranking (personalized PageRank from ``entity_seeds`` with the ``dense`` hits
-    as passage seeds) fused with the ``dense`` ranking itself (weight ``dense_weight``; 0: no fusion,
-    the graph ranking alone, or the dense one when the walk reaches nothing) and with ``more_dense`` rankings (other texts' nearest passages,
-    e.g. DRIFT's follow-up questions; weight ``more_weight`` × ``dense_weight`` each). Dense
-    hits the graph does not hold (passages without entities) still take part through the
-    fusion. ``limit``: the length of the walk's ranking taken into the fusion (default: the
-    whole of it). ``dense_lead``: how many of the dense ranking's first passages stay first, in
-    their order (0: the fusion decides every rank)."""
-    walked = graph.rank(entity_seeds, dict(dense), passage_seed=passage_seed, damping=damping, limit=limit)
-    if dense_weight <= 0:
-        fused = walked or list(dense)
-    else:
-        rankings = [[c for c, _ in r] for r in (walked, dense, *more_dense)]
-        fused = fuse(rankings, [1.0, dense_weight] + [more_weight * dense_weight] * len(more_dense))
-    lead = [c for c, _ in dense[: max(dense_lead, 0)]]
-    if not lead:
-        return fused
-    top = fused[0][1] if fused else 0.0
-    step = 1.0 / (DEFAULT_RRF_K * DEFAULT_RRF_K)
-    return [(c, top + (len(lead) - i) * step) for i, c in enumerate(lead)] + [(c, x) for c, x in fused if c not in lead]
+    """Passages ranked by the walk from ``entity_seeds`` and from the ``dense`` passages
+    (``(chunk id, cosine)``, nearest first) as passage seeds at their :func:`relative_weights`.
+    ``more_dense``: other texts' nearest passages (e.g. DRIFT's follow-up questions), seeds at
+    ``more_weight`` times their own relative weights. At most ``limit`` passages; when the walk
+    has nothing to start from (no seed in the graph and no dense passage) the ranking is empty.
+    The walk alone ranks: a passage ranks high when it is near the question, or reached from the
+    question's entities, or both."""
+    seeds = relative_weights(dense, temperature)
+    for other in more_dense:
+        for cid, weight in relative_weights(other, temperature).items():
+            seeds[cid] = max(more_weight * weight, seeds.get(cid, 0.0))
+    return graph.rank(entity_seeds, seeds, passage_weight=passage_weight, damping=damping, limit=limit)
+
+
+@dataclass(frozen=True)
+class EvidenceOptions:
+    """The settings of the evidence ranking, the same in every entity method's passage modes
+    (each retriever takes them as keywords; the defaults are this module's ``DEFAULT_*``).
+
+    ``dense_k``: nearest passages taken as passage seeds; ``fact_k``: facts nearest the query
+    whose endpoints become seeds; ``temperature``: of :func:`relative_weights` (``None``:
+    HippoRAG 2's min-max scaling); ``passage_weight``: of the passage seeds against the entity
+    seeds (0: no passage seeds); ``damping``: of the walk; ``chains``: add the entities of the
+    best chains of facts (:meth:`FactGraph.chains`) to the seeds."""
+
+    dense_k: int = DEFAULT_DENSE_K
+    fact_k: int = DEFAULT_FACT_K
+    temperature: float | None = DEFAULT_TEMPERATURE
+    passage_weight: float = DEFAULT_PASSAGE_WEIGHT
+    damping: float = DEFAULT_PPR_DAMPING
+    chains: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("dense_k", "fact_k"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+        if self.temperature is not None and (isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) or not self.temperature > 0):
+            raise ConfigurationError(f"temperature must be a positive number or None, got {self.temperature!r}")
+        if isinstance(self.passage_weight, bool) or not isinstance(self.passage_weight, (int, float)) or not self.passage_weight >= 0:
+            raise ConfigurationError(f"passage_weight must be a number of at least 0, got {self.passage_weight!r}")
+        if isinstance(self.damping, bool) or not isinstance(self.damping, (int, float)) or not 0.0 <= self.damping < 1.0:
+            raise ConfigurationError(f"damping must be in [0, 1), got {self.damping!r}")
+        if not isinstance(self.chains, (bool, np.bool_)):
+            raise ConfigurationError(f"chains must be True or False, got {self.chains!r}")
+
+    def rank(
+        self,
+        graph: EvidenceGraph,
+        entity_seeds: Mapping[str, float],
+        dense: Sequence[tuple[str, float]],
+        *,
+        limit: int | None = None,
+        more_dense: Sequence[Sequence[tuple[str, float]]] = (),
+        more_weight: float = 1.0,
+    ) -> list[tuple[str, float]]:
+        """:func:`rank_passages` with these settings."""
+        return rank_passages(
+            graph, entity_seeds, dense, temperature=self.temperature, passage_weight=self.passage_weight,
+            damping=self.damping, limit=limit, more_dense=more_dense, more_weight=more_weight,
+        )
+
+    def fact_seeds(self, found: Sequence[tuple[str, float]], ends: Mapping[str, tuple[str, str]]) -> dict[str, float]:
+        """:func:`fact_seeds` at this temperature."""
+        return fact_seeds(found, ends, self.temperature)
+
+    def chain_seeds(
+        self,
+        facts: FactGraph,
+        query: np.ndarray,
+        found: Sequence[tuple[str, float]],
+        vectors: Callable[[Sequence[str]], tuple[list[str], np.ndarray]],
+    ) -> tuple[dict[str, float], list[Chain]]:
+        """With ``chains`` on: the seeds of the best chains of facts that start at ``found`` (the
+        facts nearest the query), and those chains; else nothing."""
+        if not self.chains or not found:
+            return {}, []
+        chains = facts.chains(query, found, vectors)
+        return facts.seeds(chains, self.temperature), chains
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Facts joined through shared entities, in the order found, and the chain's score (the
+    cosine between the question and the normalised sum of the facts' vectors)."""
+
+    facts: tuple[str, ...]
+    score: float
+
+
+class FactGraph:
+    """Facts (relations) and the entities they join, for :meth:`chains`.
+
+    ``facts``: ``(fact id, source entity, target entity, chunk ids)`` — the passages that state
+    each fact. Built once per index state and cached by the method, like :class:`EvidenceGraph`.
+    """
+
+    def __init__(self, facts: Iterable[tuple[str, str, str, Sequence[str]]]) -> None:
+        self.ends: dict[str, tuple[str, str]] = {}
+        self.chunks: dict[str, frozenset[str]] = {}
+        by_entity: dict[str, list[str]] = {}
+        for fid, source, target, chunk_ids in facts:
+            self.ends[fid] = (source, target)
+            self.chunks[fid] = frozenset(chunk_ids)
+            for entity in dict.fromkeys((source, target)):
+                by_entity.setdefault(entity, []).append(fid)
+        self.facts_of = by_entity
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def chains(
+        self,
+        query: np.ndarray,
+        start: Sequence[tuple[str, float]],
+        vectors: Callable[[Sequence[str]], tuple[list[str], np.ndarray]],
+        *,
+        width: int = DEFAULT_CHAIN_WIDTH,
+        depth: int = DEFAULT_CHAIN_DEPTH,
+        fan: int = DEFAULT_CHAIN_FAN,
+    ) -> list[Chain]:
+        """Chains of facts for the question ``query`` (a unit vector), best first, by beam search.
+
+        ``start``: the facts nearest the question with their cosines (the chains of one fact);
+        ``vectors``: the stored vectors of fact ids (``(ids found, matrix)``, as a collection's
+        ``present``). Each step extends every kept chain with a fact that shares an entity with
+        its last fact and is stated in a passage the chain has not used (a hop to new evidence;
+        of each entity's facts only the ``fan`` nearest the question are tried), scores the
+        extended chains and keeps the ``width`` best; at most ``depth`` facts. Every chain
+        found at any step is returned once (as a set of facts), best first."""
+        q = np.asarray(query, dtype=np.float64).reshape(-1)
+        ids, matrix = vectors([fid for fid, _ in start if fid in self.ends])
+        found = {fid: (np.asarray(row, dtype=np.float64), float(row @ q)) for fid, row in zip(ids, matrix)}
+        beams = [((fid,), found[fid][0], found[fid][1], self.chunks[fid]) for fid, _ in start if fid in found][:width]
+        done = list(beams)
+        for _ in range(max(0, depth - 1)):
+            wanted = {f for path, _, _, used in beams for e in self.ends[path[-1]] for f in self.facts_of.get(e, ())
+                      if f not in found and not used.issuperset(self.chunks[f])}
+            if wanted:
+                more, rows = vectors(sorted(wanted))
+                found.update({fid: (np.asarray(row, dtype=np.float64), float(row @ q)) for fid, row in zip(more, rows)})
+            grown = []
+            for path, total, _, used in beams:
+                nexts: set[str] = set()
+                for entity in self.ends[path[-1]]:
+                    options = [f for f in self.facts_of.get(entity, ()) if f in found and f not in path and not used.issuperset(self.chunks[f])]
+                    options.sort(key=lambda f: (-found[f][1], f))
+                    nexts.update(options[:fan])
+                for fid in sorted(nexts):
+                    vector = total + found[fid][0]
+                    norm = float(np.linalg.norm(vector))
+                    grown.append((path + (fid,), vector, float(vector @ q) / norm if norm > 0 else 0.0, used | self.chunks[fid]))
+            if not grown:
+                break
+            grown.sort(key=lambda beam: (-beam[2], beam[0]))
+            beams = grown[:width]
+            done += beams
+        done.sort(key=lambda beam: (-beam[2], beam[0]))
+        out: dict[frozenset[str], Chain] = {}
+        for path, _, score, _ in done:
+            out.setdefault(frozenset(path), Chain(path, round(score, 12)))
+        return list(out.values())
+
+    def seeds(self, chains: Sequence[Chain], temperature: float | None = DEFAULT_TEMPERATURE, top: int = 3) -> dict[str, float]:
+        """Entity seeds from the ``top`` chains of two or more facts: every entity of a chain at
+        the chain's relative weight among them (its best over the chains)."""
+        kept = [c for c in chains if len(c.facts) > 1][:top]
+        weights = relative_weights([(str(i), c.score) for i, c in enumerate(kept)], temperature)
+        seeds: dict[str, float] = {}
+        for i, chain in enumerate(kept):
+            for fid in chain.facts:
+                for entity in self.ends[fid]:
+                    seeds[entity] = max(weights[str(i)], seeds.get(entity, 0.0))
+        return seeds
 
 
 __all__ = [
-    "DEFAULT_DENSE_LEAD",
+    "DEFAULT_CHAIN_DEPTH",
+    "DEFAULT_CHAIN_FAN",
+    "DEFAULT_CHAIN_WIDTH",
+    "DEFAULT_DENSE_K",
+    "DEFAULT_FACT_K",
     "DEFAULT_LINK_K",
-    "DEFAULT_PASSAGE_SEED",
-    "DEFAULT_RRF_K",
+    "DEFAULT_PASSAGE_WEIGHT",
+    "DEFAULT_TEMPERATURE",
+    "WALK_TOLERANCE",
+    "Chain",
     "EvidenceGraph",
-    "fuse",
+    "EvidenceOptions",
+    "FactGraph",
+    "fact_seeds",
     "link_entities",
+    "link_names",
+    "merge_seeds",
+    "pooled_search",
     "rank_passages",
+    "relative_weights",
 ]

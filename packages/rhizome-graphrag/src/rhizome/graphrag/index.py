@@ -147,6 +147,7 @@ class _Removal:
     changed: list[Community] = field(default_factory=list)
     """Communities left whose parent was dropped (now roots)."""
     vectors: VectorBatch | None = None
+    relation_vectors: VectorBatch | None = None
     edges: list[_Edges] = field(default_factory=list)
     """Rows of the edge table the removal changes (those left empty go)."""
 
@@ -172,6 +173,9 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
     config_class = GraphRAGConfig
     config: GraphRAGConfig
     ENTITY_COLLECTION: ClassVar[str] = "graphrag_entities"
+    RELATION_COLLECTION: ClassVar[str] = "graphrag_relations"
+    """Relation vectors (``source predicate target: description``): the facts local search
+    matches the question against."""
 
     def _setup(self) -> None:
         self.extractions = self.store.table("graphrag_extractions", Extraction, key="chunk_id", hand_over=True)
@@ -265,6 +269,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         gone = [(rid, graph.relations[rid].source) for rid in plan.deleted_relations]
         plan.edges = _update_edges(rows, plan.relations.values(), gone)
         plan.vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in plan.entities.items()}, what="entities")
+        plan.relation_vectors = await self._relation_vectors(plan.relations, {**{k: e.name for k, e in graph.entities.items()}, **names})
         touched = touched_entities | {x for rid in touched_relations for x in (graph.relations[rid].source, graph.relations[rid].target)}
         plan.dropped, plan.changed = prune_groups(graph.communities, touched)
         for key, value in {
@@ -287,10 +292,13 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         self.entity_table.delete(db, plan.deleted_entities)
         if plan.deleted_entities:
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, plan.deleted_entities)
+        if plan.deleted_relations:
+            self.store.delete_vectors(db, self.RELATION_COLLECTION, plan.deleted_relations)
         self.entity_table.put(db, plan.entities.values())
         self.relation_table.put(db, plan.relations.values())
-        if plan.vectors is not None:
-            plan.vectors.write(db, self.store)
+        for batch in (plan.vectors, plan.relation_vectors):
+            if batch is not None:
+                batch.write(db, self.store)
         self.communities.delete(db, plan.dropped)
         self.communities.put(db, plan.changed)
 
@@ -363,6 +371,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
 
         # embeddings of what a search would now see differently
         entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
+        relation_vectors = await self._relation_vectors(relations, names)
         community_vectors = [
             await self.embed_changed(
                 self.communities.collection(level),
@@ -380,9 +389,10 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
                 table.delete(db, [k for k in old if k not in new])
                 table.put(db, [r for k, r in new.items() if old.get(k) != r])
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, [k for k in old_entities if k not in entities])
+            self.store.delete_vectors(db, self.RELATION_COLLECTION, [k for k in old_relations if k not in relations])
             self.communities.delete(db, [c for k, c in old_communities.items() if k not in reports])
             self.communities.put(db, [c for k, c in reports.items() if old_communities.get(k) != c])
-            for batch in (entity_vectors, *community_vectors):
+            for batch in (entity_vectors, relation_vectors, *community_vectors):
                 batch.write(db, self.store)
             prune_stage(db, SUMMARY_STAGE, summary_digests)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in reports.values()))
@@ -400,8 +410,17 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             reports_written=counts["written"],
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),
+            relation_embeddings=len(relation_vectors.ids),
             community_embeddings=sum(len(b.ids) for b in community_vectors),
         )
+
+    async def _relation_vectors(self, relations: Mapping[str, Relation], names: Mapping[str, str]) -> VectorBatch:
+        """Vectors of the ``relations`` whose text changed (``names``: entity names by id; an
+        endpoint not among them is read from the entity table)."""
+        missing = {x for r in relations.values() for x in (r.source, r.target) if x not in names}
+        known = {**{k: e.name for k, e in self.entity_table.view(_EntityView).get(missing).items()}, **names} if missing else names
+        texts = {k: _relation_text(r, known.get(r.source, r.source), known.get(r.target, r.target)) for k, r in relations.items()}
+        return await self.embed_changed(self.RELATION_COLLECTION, texts, what="relations")
 
     async def _update(self, stats: Stats) -> None:
         """Bring the graph up to date with the extractions inserted since the last rebuild or
@@ -523,6 +542,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         clock.mark("reports")
 
         entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
+        relation_vectors = await self._relation_vectors(relations, {k: e.name for k, e in loaded.items()})
         community_vectors = [
             await self.embed_changed(
                 self.communities.collection(level),
@@ -536,7 +556,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             self.relation_table.put(db, relations.values())
             self.communities.delete(db, [g for gid, g in old.items() if gid not in reports])
             self.communities.put(db, [g for gid, g in reports.items() if old.get(gid) != g])
-            for batch in (entity_vectors, *community_vectors):
+            for batch in (entity_vectors, relation_vectors, *community_vectors):
                 batch.write(db, self.store)
             self.unmerged.delete(db, chunk_ids)
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
@@ -778,6 +798,12 @@ def _modularity(graph: Any, structure: Sequence[Community]) -> float:
 def _entity_text(entity: Entity) -> str:
     """What an entity's vector is made from."""
     return f"{entity.name}: {entity.description}".strip()
+
+
+def _relation_text(relation: Relation, source: str, target: str) -> str:
+    """What a relation's vector is made from: its two entities' names, its predicate and description."""
+    statement = " ".join(x for x in (source, relation.predicate, target) if x)
+    return f"{statement}: {relation.description}".strip() if relation.description else statement
 
 
 __all__ = ["GraphRAGIndex"]

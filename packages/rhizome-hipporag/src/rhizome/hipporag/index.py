@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, batch_chunks
@@ -127,6 +127,10 @@ class HippoRAGIndex(BaseIndex):
             return EvidenceGraph({p.id: p.source_chunk_ids for p in self.phrases.all()}, edges, passage_nodes=passage_nodes)
 
         return self.derived("graph" if passage_nodes else "phrase-graph", key, build)
+
+    def fact_graph(self) -> FactGraph:
+        """The facts and the phrases they join, for chains of facts (cached until the facts change)."""
+        return self.derived("fact-graph", (self.facts.generation(),), lambda: FactGraph((f.id, f.source, f.target, f.source_chunk_ids) for f in self.facts.all()))
 
     def graph_contents(self) -> GraphContents:
         """Phrases as entities; facts and synonymy edges (predicate ``synonym``) as relations."""

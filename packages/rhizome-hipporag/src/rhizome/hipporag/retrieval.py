@@ -1,25 +1,28 @@
 """HippoRAG's retrieval: personalized PageRank from the query's way into the graph.
 
 ``v2`` (HippoRAG 2, the default)
-    The query is matched against the fact vectors (``fact_k`` = 5 best); the chat model, when
-    there is one, keeps the facts that bear on the question (recognition memory, at most
-    ``keep_facts`` = 4). The kept facts' subjects and objects become seeds, each weighted by
-    its facts' scores (scaled so the best fact scores 1, averaged over its facts) divided by
-    the number of passages containing it (node specificity); the ``link_k`` = 5 best seeds are
-    kept. The dense scores of the nearest passages are passage seeds at weight 0.05.
-    Personalized PageRank (damping 0.5) runs over phrases and passages. No fact kept: dense
-    retrieval.
-``v1`` (HippoRAG 1)
+    The query is matched against the fact vectors (``fact_k`` = 10 nearest); the chat model,
+    when there is one, keeps the facts that bear on the question (recognition memory, at most
+    ``keep_facts`` = 4). The kept facts' subjects and objects become seeds, each at its best
+    fact's weight relative to the other candidates (:func:`~rhizome.core.evidence.relative_weights`),
+    and so does each query entity's nearest phrase (weight 1). The nearest passages
+    (``dense_k`` = 200) are passage seeds at their relative weights times ``passage_weight``.
+    Personalized PageRank (damping 0.5) runs over phrases and passages, every seed phrase
+    divided by the number of passages containing it (node specificity), and ranks the
+    passages. No fact kept: dense retrieval.
+``v1`` (HippoRAG 1's seeds)
     The query's named entities (the model's NER, or offline the names the query mentions) are
-    linked to their nearest phrase each; every linked phrase is a seed of weight 1 divided by
-    its passage count. PageRank runs over the phrase graph; a passage scores the mass on its
-    phrases. No entity linked: dense retrieval.
+    linked to their nearest phrase each, weight 1; the walk is v2's, with the nearest passages
+    as passage seeds. No entity linked: dense retrieval. With ``passage_weight=0`` the walk runs
+    over the phrase graph alone and a passage scores the mass on its phrases, as in HippoRAG 1.
 ``naive``
     Dense retrieval over the same passages (the baseline).
 
-In both graph modes the walk's ranking is then fused with the dense ranking and dense
-retrieval's first passages keep the lead (:func:`~rhizome.core.evidence.rank_passages`;
-``dense_weight=0`` and ``dense_lead=0`` give the walk's ranking alone, as the papers rank).
+The walk ranks; nothing is fused with the dense ranking afterwards
+(:func:`~rhizome.core.evidence.rank_passages`). ``temperature=None, passage_weight=0.05,
+link_k=5, entity_seeds=False`` give HippoRAG 2 as published (min-max scaled passage seeds, fact
+scores divided by the best, the five most specific fact phrases). ``chains=True`` adds the
+phrases of the best chains of facts (:meth:`~rhizome.core.evidence.FactGraph.chains`) to the seeds.
 Every hit is a passage with its provenance, and in ``metadata``: ``via`` (``graph``: the
 ranking above; ``dense``: naive mode; ``dense-fallback``: no seed), ``seed_phrases`` and
 ``facts`` (the facts kept, v2).
@@ -30,21 +33,13 @@ from __future__ import annotations
 from typing import Any
 
 from rhizome.core.errors import ConfigurationError, ModelOutputError
-from rhizome.core.evidence import (
-    DEFAULT_DENSE_LEAD,
-    DEFAULT_LINK_K,
-    DEFAULT_PASSAGE_SEED,
-    link_entities,
-    rank_passages,
-)
+from rhizome.core.evidence import EvidenceOptions, link_names, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.extraction.schema import entity_key
-from rhizome.core.graph import DEFAULT_PPR_DAMPING
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
     check_flag,
-    check_non_negative,
     check_positive,
     chunk_hits,
     query_vector,
@@ -69,8 +64,6 @@ class HippoRAGRetriever(BaseRetriever):
         Passages returned (default 4).
     mode:
         ``v2`` (default), ``v1`` or ``naive``.
-    fact_k:
-        Facts matched to the query (v2; HippoRAG 2's 5).
     keep_facts:
         Most facts the model's filter keeps (v2; 4).
     fact_filter:
@@ -78,15 +71,15 @@ class HippoRAGRetriever(BaseRetriever):
         ``fact_k`` facts are kept). Not to be confused with ``filter=``, the kernel's metadata
         filter every retriever takes.
     link_k:
-        Seed phrases kept (v2's ``linking_top_k`` 5); v1 links one phrase per query entity.
-    dense_k:
-        Nearest passages taken as passage seeds and into the fusion (200, HippoRAG 2's
-        ``retrieval_top_k``).
-    passage_seed, damping:
-        Weight of the passage seeds (0.05) and the walk's damping (0.5), HippoRAG 2's.
-    dense_weight, dense_lead:
-        Weight of the dense ranking in the fusion with the walk (1; 0: the walk alone) and how
-        many of dense retrieval's first passages stay first (2; 0: none).
+        Most seed phrases taken from the facts, the most specific first (v2; ``None``, the
+        default: every endpoint of the kept facts; HippoRAG 2's ``linking_top_k`` is 5).
+    entity_seeds:
+        v2 also seeds each query entity's nearest phrase (default ``True``; ``False``: the
+        facts alone, as the paper).
+    dense_k, fact_k, temperature, passage_weight, damping, chains:
+        The kernel's evidence ranking (:class:`~rhizome.core.evidence.EvidenceOptions`): 200
+        nearest passages and 10 nearest facts, temperature 0.5, passage weight 0.5, damping 0.5,
+        no chains.
     """
 
     def __init__(
@@ -95,32 +88,20 @@ class HippoRAGRetriever(BaseRetriever):
         k: int | None = None,
         mode: str = "v2",
         *,
-        fact_k: int = 5,
         keep_facts: int = 4,
         fact_filter: bool = True,
-        link_k: int = DEFAULT_LINK_K,
-        dense_k: int = 200,
-        passage_seed: float = DEFAULT_PASSAGE_SEED,
-        damping: float = DEFAULT_PPR_DAMPING,
-        dense_weight: float = 0.0,
-        dense_lead: int = DEFAULT_DENSE_LEAD,
+        link_k: int | None = None,
         entity_seeds: bool = True,
+        **evidence: Any,
     ) -> None:
         super().__init__(index, k)
         if mode not in index.modes:
             raise ConfigurationError(f"unknown mode {mode!r}; modes: {', '.join(index.modes)}")
         self.mode = mode
-        self.fact_k = check_positive("fact_k", fact_k)
+        self.evidence = EvidenceOptions(**evidence)
         self.keep_facts = check_positive("keep_facts", keep_facts)
         self.fact_filter = check_flag("fact_filter", fact_filter)
-        self.link_k = check_positive("link_k", link_k)
-        self.dense_k = check_positive("dense_k", dense_k)
-        self.passage_seed = check_non_negative("passage_seed", passage_seed)
-        if not 0.0 <= damping < 1.0:
-            raise ConfigurationError(f"damping must be in [0, 1), got {damping!r}")
-        self.damping = float(damping)
-        self.dense_weight = check_non_negative("dense_weight", dense_weight)
-        self.dense_lead = int(check_non_negative("dense_lead", dense_lead))
+        self.link_k = None if link_k is None else check_positive("link_k", link_k)
         self.entity_seeds = check_flag("entity_seeds", entity_seeds)
 
     # -- the model's steps (offline stand-ins without one) ---------------------------------------
@@ -158,20 +139,22 @@ class HippoRAGRetriever(BaseRetriever):
 
     # -- the search ------------------------------------------------------------------------------
     async def _asearch(self, query: str, k: int) -> Retrieval:
-        index = self.index
-        vector = await query_vector(index, query)
-        dense = vector_search(index.store, index.CHUNK_COLLECTION, vector, max(self.dense_k, k))
+        index, options = self.index, self.evidence
+        entities = await self.aquery_entities(query) if self.mode == "v1" or (self.mode == "v2" and self.entity_seeds) else []
+        vectors = await query_vector(index, query, entities)  # the query and its entities in one call
+        vector = None if vectors is None else vectors[:1]
+        dense = vector_search(index.store, index.CHUNK_COLLECTION, vector, max(options.dense_k, k))
         stats: dict[str, Any] = {}
         seeds: dict[str, float] = {}
         kept: list[tuple[str, list[str], float]] = []
-        if self.mode == "v2":
-            seeds, kept = await self._fact_seeds(query, vector)
-            if kept and self.entity_seeds:  # no fact kept: dense retrieval, as HippoRAG 2
-                for phrase, weight in (await self._entity_seeds(query)).items():
-                    seeds[phrase] = max(seeds.get(phrase, 0.0), weight)
+        chains: list[Any] = []
+        if self.mode == "v2" and vector is not None:
+            seeds, kept, chains = await self._fact_seeds(query, vector)
+            if kept and entities:  # no fact kept: dense retrieval, as HippoRAG 2
+                seeds = merge_seeds(seeds, await self._entity_seeds(vectors[1:]))
             stats["facts_kept"] = len(kept)
-        elif self.mode == "v1":
-            seeds = await self._entity_seeds(query)
+        elif self.mode == "v1" and vectors is not None:
+            seeds = await self._entity_seeds(vectors[1:])
         stats["seed_phrases"] = len(seeds)
         if not seeds:  # naive mode, or nothing to start a walk from: dense retrieval
             via = "dense" if self.mode == "naive" else "dense-fallback"
@@ -181,23 +164,25 @@ class HippoRAGRetriever(BaseRetriever):
                 + "): the hits are the passages nearest to the query"
             ]
             return Retrieval(query=query, hits=chunk_hits(index, dense[:k], via=via), stats=stats, notes=notes)
-        graph = index.graph(passage_nodes=self.mode == "v2")
-        ranked = rank_passages(
-            graph, seeds, dense, passage_seed=self.passage_seed, damping=self.damping,
-            dense_weight=self.dense_weight, dense_lead=self.dense_lead,
-        )
+        # HippoRAG 1's phrase graph when passages are no seeds; else phrases and passages
+        graph = index.graph(passage_nodes=self.mode == "v2" or options.passage_weight > 0)
+        ranked = options.rank(graph, seeds, dense, limit=max(k, options.dense_k))
         names = index.names(list(seeds))
         facts = [" ".join(x for x in parts if x) for _, parts, _ in kept]
-        seed_names = [names.get(s, s) for s in seeds]
-        hits = chunk_hits(index, ranked[:k], via="graph", seed_phrases=seed_names, facts=facts)
+        metadata: dict[str, Any] = {"seed_phrases": [names.get(s, s) for s in seeds], "facts": facts}
+        if chains:
+            metadata["chains"] = self._chain_texts(chains[:3])
+            stats["chains"] = len(chains)
+        hits = chunk_hits(index, ranked[:k], via="graph", **metadata)
         return Retrieval(query=query, hits=hits, stats=stats)
 
-    async def _fact_seeds(self, query: str, vector: Any) -> tuple[dict[str, float], list[tuple[str, list[str], float]]]:
-        """Seed phrases from the facts nearest the query (after the filter)."""
-        index = self.index
-        found = vector_search(index.store, index.FACT_COLLECTION, vector, self.fact_k)
+    async def _fact_seeds(self, query: str, vector: Any) -> tuple[dict[str, float], list[tuple[str, list[str], float]], list[Any]]:
+        """Seed phrases from the facts nearest the query (after the filter), each at its best
+        fact's weight relative to the candidates, and the chains of facts when they are on."""
+        index, options = self.index, self.evidence
+        found = vector_search(index.store, index.FACT_COLLECTION, vector, options.fact_k)
         if not found:
-            return {}, []
+            return {}, [], []
         records = index.facts.get([fid for fid, _ in found])
         names = index.names(list({x for r in records.values() for x in (r.source, r.target)}))
         facts = [
@@ -207,28 +192,40 @@ class HippoRAGRetriever(BaseRetriever):
         ]
         kept = await self.afilter(query, facts)
         if not kept:
-            return {}, []
-        top = max(score for _, _, score in kept)
-        sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
-        for fid, _, score in kept:
-            fact = records[fid]
-            for phrase in (fact.source, fact.target):
-                sums[phrase] = sums.get(phrase, 0.0) + (score / top if top > 0 else 1.0)
-                counts[phrase] = counts.get(phrase, 0) + 1
-        weights = {p: sums[p] / counts[p] for p in sums}
-        passages = index.graph().passages_of
-        best = sorted(weights, key=lambda p: (-weights[p] / max(1, passages.get(p, 1)), p))[: self.link_k]
-        return {p: weights[p] for p in best}, kept
+            return {}, [], []
+        if options.temperature is None:  # HippoRAG 2: each fact's score over the best kept one
+            top = max(score for _, _, score in kept)
+            weight = {fid: (score / top if top > 0 else 1.0) for fid, _, score in kept}
+        else:  # relative to every candidate, so a filter that keeps weak facts keeps them weak
+            weight = relative_weights([(fid, score) for fid, _, score in facts], options.temperature)
+        phrases: dict[str, float] = {}
+        for fid, _, _ in kept:
+            for phrase in (records[fid].source, records[fid].target):
+                phrases[phrase] = max(weight[fid], phrases.get(phrase, 0.0))
+        if self.link_k is not None:
+            passages = index.graph().passages_of
+            best = sorted(phrases, key=lambda p: (-phrases[p] / max(1, passages.get(p, 1)), p))[: self.link_k]
+            phrases = {p: phrases[p] for p in best}
+        collection = index.store.collection(index.FACT_COLLECTION, vector.shape[1])
+        more, chains = options.chain_seeds(index.fact_graph(), vector[0], [(fid, s) for fid, _, s in kept], collection.present)
+        return merge_seeds(phrases, more), kept, chains
 
-    async def _entity_seeds(self, query: str) -> dict[str, float]:
-        """Each query entity's nearest phrase, weight 1 (specificity is applied by the walk)."""
-        entities = await self.aquery_entities(query)
-        if not entities:
+    def _chain_texts(self, chains: list[Any]) -> list[str]:
+        """Each chain as its facts' texts joined by ``→``."""
+        records = self.index.facts.get(list({f for c in chains for f in c.facts}))
+        names = self.index.names(list({x for r in records.values() for x in (r.source, r.target)}))
+        return [
+            " → ".join(" ".join(x for x in (names.get(r.source, r.source), r.predicate, names.get(r.target, r.target)) if x)
+                       for f in chain.facts if (r := records.get(f)) is not None)
+            for chain in chains
+        ]
+
+    async def _entity_seeds(self, vectors: Any) -> dict[str, float]:
+        """Each query entity's nearest phrase (``vectors``: one row per entity), weight 1
+        (specificity is applied by the walk)."""
+        if vectors is None or not len(vectors):
             return {}
-        vectors = await query_vector(self.index, entities[0], entities[1:])
-        linked = await link_entities(self.index, self.index.PHRASE_COLLECTION, vectors, 1)
-        return dict.fromkeys(linked, 1.0)
+        return await link_names(self.index, self.index.PHRASE_COLLECTION, vectors)
 
 
 __all__ = ["HippoRAGRetriever"]

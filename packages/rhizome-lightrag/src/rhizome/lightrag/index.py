@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rhizome.core.evidence import EvidenceGraph
+from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.extraction.merge import Seen
@@ -200,6 +200,15 @@ class LightRAGIndex(BaseIndex):
             return EvidenceGraph({eid: chunk_ids for eid, chunk_ids in passages.items() if chunk_ids}, edges)
 
         return self.derived("evidence", (self.entity_table.generation(), self.relation_table.generation(), *self.lists.generation()), build)
+
+    def fact_graph(self) -> FactGraph:
+        """The relations and the passages each cites, for chains of facts (cached until they change)."""
+        def build() -> FactGraph:
+            relations = self.relation_table.all()
+            sources = self.lists.sources(relations)
+            return FactGraph((r.id, r.source, r.target, sources[profile_key(r)]) for r in relations)
+
+        return self.derived("fact-graph", (self.relation_table.generation(), *self.lists.generation()), build)
 
     def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
         """Relations per entity (the degree LightRAG ranks by)."""

@@ -13,11 +13,12 @@ per mode:
             graph mode ranks its passages with them, below);
 ``naive``   only the vector search over chunks (the baseline).
 
-The passages (source chunks) are ranked by a walk over the entity–passage graph
-(:func:`~rhizome.core.evidence.rank_passages`) fused with the dense ranking. The walk starts
-at the entity names nearest each low-level keyword (``local``), at the endpoints of the facts
-nearest the query and its high-level keywords (``global``), at both (``hybrid``), and at both
-plus the entity names nearest the whole query (``mix``); the nearest chunks are passage seeds.
+The passages (source chunks) are ranked by the kernel's evidence walk over the entity–passage
+graph (:mod:`rhizome.core.evidence`), with the nearest chunks as passage seeds in every mode.
+Its entity seeds come from each mode's keywords: ``local`` links each low-level keyword to its
+nearest entity name; ``global`` takes the endpoints of the relations nearest the query and its
+high-level keywords (at their relative weights); ``hybrid`` both; ``mix`` both plus the entity
+names nearest the whole query.
 
 The context keeps LightRAG's three blocks — entity profiles, relation profiles, source chunks —
 each cut to its token budget (:meth:`LightRAGRetriever.ablocks`; as
@@ -35,17 +36,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from rhizome.core.errors import ConfigurationError, ModelOutputError
-from rhizome.core.evidence import DEFAULT_LINK_K, DEFAULT_PASSAGE_SEED, link_entities, rank_passages
+from rhizome.core.evidence import (
+    EvidenceOptions,
+    link_names,
+    merge_seeds,
+    relative_weights,
+)
 from rhizome.core.extraction import content_words, query_names
 from rhizome.core.retrieval import (
     MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
     Retrieval,
     by_rank,
-    check_non_negative,
     check_number,
     check_positive,
     check_query,
@@ -63,6 +66,10 @@ from rhizome.lightrag.prompts import KEYWORDS_SYSTEM, keywords_prompt
 from rhizome.lightrag.schema import QueryKeywords
 
 KINDS = ("chunk", "relation", "entity")
+
+MIX_NAME_WEIGHT = 0.5
+"""Weight of the entity names nearest the whole query among ``mix``'s seeds (chosen on half of
+musique-dev; see docs/lightrag.md)."""
 
 
 def offline_query_keywords(query: str) -> QueryKeywords:
@@ -111,16 +118,10 @@ class LightRAGRetriever(BaseRetriever):
     cosine_threshold:
         Entities and relations the keyword searches find below this similarity are dropped
         (reference code: 0.2). The chunks of the passage ranking are not cut by it.
-    link_k:
-        Entities linked per low-level keyword, and facts per query text, where the walk over
-        the entity–passage graph starts (5).
-    dense_k:
-        Nearest chunks by vector similarity taken into the passage ranking (100; the whole
-        ranking in ``naive`` mode).
-    passage_seed, dense_weight:
-        Weight of those chunks as seeds of the walk against the linked entities (0.05, HippoRAG
-        2's) and of the dense ranking in the fusion with the walk (1.0; 0 ranks by the walk
-        alone); see :func:`~rhizome.core.evidence.rank_passages`.
+    dense_k, fact_k, temperature, passage_weight, damping, chains:
+        The kernel's evidence ranking (:class:`~rhizome.core.evidence.EvidenceOptions`): 200
+        nearest chunks (the whole ranking in ``naive`` mode) and 10 nearest relations per text,
+        temperature 0.5, passage weight 0.5, damping 0.5, no chains.
     max_entity_tokens, max_relation_tokens, max_total_tokens:
         Token budgets of the entity block, the relation block and the whole context; the chunk
         block gets what the first two leave of the total. Defaults 1,000 / 1,500 / 6,000 leave
@@ -138,14 +139,11 @@ class LightRAGRetriever(BaseRetriever):
         *,
         top_k: int = 60,
         cosine_threshold: float = 0.2,
-        link_k: int = DEFAULT_LINK_K,
-        dense_k: int = 100,
-        passage_seed: float = DEFAULT_PASSAGE_SEED,
-        dense_weight: float = 1.0,
         max_entity_tokens: int = 1000,
         max_relation_tokens: int = 1500,
         max_total_tokens: int = 6000,
         kinds: Sequence[str] = KINDS,
+        **evidence: Any,
     ) -> None:
         super().__init__(index, k)
         if mode not in index.modes:
@@ -159,10 +157,7 @@ class LightRAGRetriever(BaseRetriever):
         self.mode = mode
         self.top_k = top_k
         self.cosine_threshold = check_number("cosine_threshold", cosine_threshold, -1, 1)
-        self.link_k = check_positive("link_k", link_k)
-        self.dense_k = check_positive("dense_k", dense_k)
-        self.passage_seed = check_non_negative("passage_seed", passage_seed)
-        self.dense_weight = check_non_negative("dense_weight", dense_weight)
+        self.evidence = EvidenceOptions(**evidence)
         self.max_entity_tokens = max_entity_tokens
         self.max_relation_tokens = max_relation_tokens
         self.max_total_tokens = max_total_tokens
@@ -218,16 +213,14 @@ class LightRAGRetriever(BaseRetriever):
         vectors = {"query": matrix[:1], "low": matrix[1:2] if low else None}
         vectors["high"] = matrix[len(texts) : len(texts) + 1] if high else None
         vectors["names"] = matrix[1 + len(texts) :] if low else None
-        dense = self._search(self.index.CHUNK_COLLECTION, vectors["query"], self.dense_k)
+        options = self.evidence
+        dense = self._search(self.index.CHUNK_COLLECTION, vectors["query"], options.dense_k)
         if self.mode == "naive":
             context.ranked = [(c, s, ["vector"]) for c, s in dense]
             return context, vectors
         dense_ids = {c for c, _ in dense}
-        walked = rank_passages(
-            self.index.evidence(), await self._seeds(vectors), dense,
-            passage_seed=self.passage_seed, dense_weight=self.dense_weight, limit=self.dense_k,
-        )
-        context.ranked = [(c, s, ["graph", "vector"] if c in dense_ids else ["graph"]) for c, s in walked[: self.dense_k]]
+        walked = options.rank(self.index.evidence(), await self._seeds(vectors), dense, limit=options.dense_k)
+        context.ranked = [(c, s, ["graph", "vector"] if c in dense_ids else ["graph"]) for c, s in walked]
         return context, vectors
 
     def _blocks(self, context: QueryContext, vectors: dict[str, Any]) -> None:
@@ -276,22 +269,28 @@ class LightRAGRetriever(BaseRetriever):
         return Retrieval(query=query, hits=hits[:k], context=found.entities + found.relations + found.chunks, stats=stats, notes=notes)
 
     async def _seeds(self, vectors: dict[str, Any]) -> dict[str, float]:
-        """Where the walk starts: the entities the low-level keywords name, each keyword linked
-        on its own to the entity names (``local``), and the endpoints of the facts (relations)
-        nearest to the query and to its high-level keywords (``global``); both in ``hybrid``;
-        in ``mix`` also the entity names nearest to the whole query."""
-        index = self.index
-        seeds: dict[str, float] = {}
-        names = [v for v in (vectors["query"] if self.mode == "mix" else None, vectors["names"]) if v is not None]
-        if names:
-            seeds.update(await link_entities(index, index.NAME_COLLECTION, np.vstack(names), self.link_k))
+        """Where the walk starts: each low-level keyword's nearest entity name, weight 1
+        (``local``); the endpoints of the relations nearest the query at their relative weights
+        (``global``); both (``hybrid``); in ``mix`` also the entity names nearest the whole query,
+        at half their relative weights. The high-level keywords pick the relation profiles of the
+        context (:meth:`ablocks`), not the seeds: offline they are the query's own words, and
+        matched on their own they seeded relations the query does not ask about (musique-dev:
+        hybrid R@5 0.711 with them, 0.746 without; docs/lightrag.md)."""
+        index, options = self.index, self.evidence
+        found: list[dict[str, float]] = []
+        if self.mode in ("local", "hybrid", "mix"):
+            found.append(await link_names(index, index.NAME_COLLECTION, vectors["names"]))
         if self.mode in ("global", "hybrid", "mix"):
-            texts = vectors["query"] if vectors["high"] is None else np.vstack([vectors["query"], vectors["high"]])
-            facts = await link_entities(index, index.RELATION_COLLECTION, texts, self.link_k)
-            for relation in index.relation_table.get(facts).values():
-                for eid in (relation.source, relation.target):
-                    seeds[eid] = max(facts[relation.id], seeds.get(eid, 0.0))
-        return seeds
+            facts = vector_search(index.store, index.RELATION_COLLECTION, vectors["query"], options.fact_k)
+            records = index.relation_table.get([r for r, _ in facts])
+            found.append(options.fact_seeds(facts, {r.id: (r.source, r.target) for r in records.values()}))
+            if options.chains:
+                collection = index.store.collection(index.RELATION_COLLECTION, vectors["query"].shape[1])
+                found.append(options.chain_seeds(index.fact_graph(), vectors["query"][0], facts, collection.present)[0])
+        if self.mode == "mix":
+            names = relative_weights(vector_search(index.store, index.NAME_COLLECTION, vectors["query"], options.fact_k), options.temperature)
+            found.append({key: MIX_NAME_WEIGHT * weight for key, weight in names.items()})
+        return merge_seeds(*found)
 
     def _search(self, collection: str, vector: Any, k: int) -> list[tuple[str, float]]:
         """The ``k`` nearest of ``collection``. The cosine threshold applies to the keyword

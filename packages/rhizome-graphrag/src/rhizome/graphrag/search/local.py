@@ -1,11 +1,12 @@
 """Local search: passages ranked by graph evidence, and GraphRAG's packed local context.
 
-The hits are passages. The query and each name it mentions are linked to entities by embedding
-(``link_k`` each); a personalized PageRank walk over the entity–passage graph starts there, with
-the ``dense_k`` nearest chunks as small passage seeds, and its ranking is fused with the dense
-ranking (:func:`~rhizome.core.evidence.rank_passages`). The walk reaches the passage of a
-question's second hop through the entities the first-hop passage mentions; the fusion keeps
-what dense retrieval ranks first.
+The hits are passages, ranked by the kernel's evidence walk (:mod:`rhizome.core.evidence`): each
+name the question mentions is linked to its nearest entity, the relations nearest the question
+(their vectors: ``source predicate target: description``) seed their two entities at their
+relative weights, and the nearest chunks are passage seeds; a personalized PageRank walk over
+the entity–passage graph from those seeds ranks the passages. The walk reaches the passage of a
+question's second hop through the entities the first-hop passage mentions, and keeps a passage
+near the question on top unless the graph's evidence outweighs it.
 
 The context is GraphRAG's mixed local context: the query is matched to entity description
 vectors (``top_k_entities``); then three sections share ``max_tokens``:
@@ -32,19 +33,13 @@ from typing import Any
 import numpy as np
 
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.evidence import (
-    DEFAULT_LINK_K,
-    DEFAULT_PASSAGE_SEED,
-    link_entities,
-    rank_passages,
-)
+from rhizome.core.evidence import EvidenceOptions, link_names, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.hierarchy import has_summary
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
     by_rank,
-    check_non_negative,
     check_positive,
     check_share,
     chunk_hit,
@@ -82,14 +77,10 @@ class LocalSearch(BaseRetriever):
     oversample:
         Entity candidates fetched per wanted entity before filtering (GraphRAG fetches twice as
         many, 2).
-    link_k:
-        Entities linked to the query and to each name it mentions, where the walk starts (5).
-    dense_k:
-        Nearest chunks by vector similarity that seed the walk and are fused with it (100).
-    passage_seed, dense_weight:
-        Weight of those chunks as walk seeds against the matched entities (0.05, HippoRAG 2's)
-        and of the dense ranking in the fusion with the walk (1.0; 0 ranks by the walk alone);
-        see :func:`~rhizome.core.evidence.rank_passages`.
+    dense_k, fact_k, temperature, passage_weight, damping, chains:
+        The kernel's evidence ranking (:class:`~rhizome.core.evidence.EvidenceOptions`): 200
+        nearest passages and 10 nearest relations, temperature 0.5, passage weight 0.5, damping
+        0.5, no chains.
     """
 
     mode = "local"
@@ -105,10 +96,7 @@ class LocalSearch(BaseRetriever):
         community_prop: float = 0.15,
         top_k_relationships: int = 10,
         oversample: int = 2,
-        link_k: int = DEFAULT_LINK_K,
-        dense_k: int = 100,
-        passage_seed: float = DEFAULT_PASSAGE_SEED,
-        dense_weight: float = 1.0,
+        **evidence: Any,
     ) -> None:
         super().__init__(index, k)
         self.top_k_entities = check_positive("top_k_entities", top_k_entities)
@@ -119,10 +107,7 @@ class LocalSearch(BaseRetriever):
             raise ConfigurationError("text_unit_prop + community_prop must not exceed 1")
         self.top_k_relationships = check_positive("top_k_relationships", top_k_relationships)
         self.oversample = check_positive("oversample", oversample)
-        self.link_k = check_positive("link_k", link_k)
-        self.dense_k = check_positive("dense_k", dense_k)
-        self.passage_seed = check_non_negative("passage_seed", passage_seed)
-        self.dense_weight = check_non_negative("dense_weight", dense_weight)
+        self.evidence = EvidenceOptions(**evidence)
 
     async def match_entities(self, query: str, vector: Any = None) -> list[tuple[Entity, float]]:
         """The ``top_k_entities`` entities whose description vectors are nearest the query."""
@@ -142,17 +127,17 @@ class LocalSearch(BaseRetriever):
         embedded: Mapping[str, np.ndarray] | None = None,
     ) -> tuple[list[tuple[str, float]], Any]:
         """The passages (chunk ids) ranked for ``query``, at most ``limit`` (default
-        ``dense_k``), and the query vector: a walk over the entity–passage graph from the
-        entities linked to the query and to each name it mentions, fused with the dense ranking
-        (:func:`~rhizome.core.evidence.rank_passages`).
+        ``dense_k``), and the query vector: the kernel's evidence walk from the entities the
+        question names, the endpoints of the relations nearest it (:meth:`fact_seeds`) and its
+        nearest chunks (:meth:`~rhizome.core.evidence.EvidenceOptions.rank`).
 
-        ``followups`` (DRIFT's questions) take part at ``followup_weight``: the entities linked
-        to each and to the names it adds are walk seeds (the walk is linear in its seeds, so one
-        walk stands for the weighted sum of one walk per follow-up), and each one's dense
-        ranking joins the fusion. All texts are embedded in one call and linked in one search.
-        ``entities`` (entity id → weight) are further walk seeds known without linking, such as
-        the members of the communities DRIFT's offline follow-ups turn to. ``embedded``: vectors
-        the caller already has, by text (DRIFT embeds the question and its names up front)."""
+        ``followups`` (DRIFT's questions) take part at ``followup_weight``: the names each adds
+        are linked to entities at that weight, and each one's nearest chunks are further passage
+        seeds at that weight (the walk is linear in its seeds, so one walk stands for the
+        weighted sum of one walk per follow-up). All texts are embedded in one call.
+        ``entities`` (entity id → weight) are further seeds known without linking, such as the
+        members of the communities DRIFT's offline follow-ups turn to. ``embedded``: vectors the
+        caller already has, by text (DRIFT embeds the question and its names up front)."""
         names = query_names(query)
         asked = list(dict.fromkeys(f for f in followups if f != query))
         added = list(dict.fromkeys(n for f in asked for n in query_names(f) if n not in names))
@@ -165,29 +150,44 @@ class LocalSearch(BaseRetriever):
                 return [], None
             known.update(zip(missing, found))
         vectors = np.stack([known[t] for t in texts])
-        own = 1 + len(names)
-        weights = [1.0] * own + [followup_weight] * (len(vectors) - own)
-        seeds = await link_entities(self.index, self.index.ENTITY_COLLECTION, vectors, self.link_k, weights=weights)
-        for key, weight in (entities or {}).items():
-            seeds[key] = max(weight, seeds.get(key, float("-inf")))
+        index, options = self.index, self.evidence
+        # the names of the question (weight 1) and of its follow-ups, each its nearest entity
+        name_rows = [1 + i for i in range(len(names))] + [1 + len(names) + len(asked) + i for i in range(len(added))]
+        name_weights = [1.0] * len(names) + [followup_weight] * len(added)
+        seeds = merge_seeds(
+            await link_names(index, index.ENTITY_COLLECTION, vectors[name_rows] if name_rows else None, name_weights),
+            self.fact_seeds(vectors[:1]),
+            entities or {},
+        )
         # the nearest chunks of the question and of each follow-up
+        own = 1 + len(names)
         dense, *more = [
-            vector_search(self.index.store, self.index.CHUNK_COLLECTION, row, self.dense_k)
+            vector_search(index.store, index.CHUNK_COLLECTION, row, options.dense_k)
             for row in (vectors[:1], *(vectors[i : i + 1] for i in range(own, own + len(asked))))
         ]
-        limit = limit or self.dense_k
-        ranked = rank_passages(
-            self.index.evidence(), seeds, dense, passage_seed=self.passage_seed, dense_weight=self.dense_weight, limit=limit,
-            more_dense=more, more_weight=followup_weight,
-        )
+        limit = limit or options.dense_k
+        ranked = options.rank(index.evidence(), seeds, dense, limit=limit, more_dense=more, more_weight=followup_weight)
         return ranked[:limit], vectors[:1]
 
+    def fact_seeds(self, vector: np.ndarray) -> dict[str, float]:
+        """Entity seeds from what the question states: the endpoints of the relations nearest it
+        (an index built before relations had vectors: the entities whose descriptions are
+        nearest), at their relative weights."""
+        index, options = self.index, self.evidence
+        found = vector_search(index.store, index.RELATION_COLLECTION, vector, options.fact_k)
+        if found:
+            relations = index.graph().relations
+            seeds = options.fact_seeds(found, {r: (relations[r].source, relations[r].target) for r, _ in found if r in relations})
+            collection = index.store.collection(index.RELATION_COLLECTION, vector.shape[1])
+            return merge_seeds(seeds, options.chain_seeds(index.fact_graph(), vector[0], found, collection.present)[0])
+        return relative_weights(vector_search(index.store, index.ENTITY_COLLECTION, vector, options.fact_k), options.temperature)
+
     async def _ahits(self, query: str, k: int) -> Retrieval:
-        ranked, _ = await self.arank(query, max(k, self.dense_k))
+        ranked, _ = await self.arank(query, max(k, self.evidence.dense_k))
         return Retrieval(query=query, hits=by_rank(chunk_hits(self.index, ranked[:k])))
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
-        found, ranked = await self._alocal(query, max(k, self.dense_k))
+        found, ranked = await self._alocal(query, max(k, self.evidence.dense_k))
         stats = {f"{s}_in_context": sum(1 for h in found if h.metadata["section"] == s) for s in SECTIONS}
         return Retrieval(query=query, hits=by_rank(chunk_hits(self.index, ranked[:k])), context=found, stats=stats)
 
