@@ -278,7 +278,7 @@ community) instead of nearest the query first."""
 
 RECALL_SYSTEMS = [
     System("archrag", "archrag"), System("archrag", "hierarchical"), System("archrag", "passages"),
-    System("archrag", "passages", (("community_seeds", False),), "no community seeds"),
+    System("archrag", "passages", (("community_seeds", True),), "with community seeds"),
     System("archrag", "archrag", SOURCE_ORDER, "chunks in source order"),
     System("archrag", "hierarchical", SOURCE_ORDER, "chunks in source order"),
     System("archrag", "naive"),

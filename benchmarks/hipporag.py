@@ -59,16 +59,16 @@ from rhizome.core.models.counting import CountingChatModel
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 from rhizome.hipporag import HippoRAGIndex
 
-NO_LEAD = (("dense_lead", 0),)
+PAPER = (("temperature", None), ("passage_weight", 0.05), ("link_k", 5), ("fact_k", 5))
 VARIANTS = [
     System("hipporag", "v2"),
     System("hipporag", "v1"),
-    System("hipporag", "v2", (("entity_seeds", False), *NO_LEAD), "paper: fact seeds only, walk ranks all"),
-    System("hipporag", "v2", NO_LEAD, "walk ranks all"),
-    System("hipporag", "v1", NO_LEAD, "walk ranks all"),
-    System("hipporag", "v2", (("dense_weight", 1.0),), "fused with dense"),
+    System("hipporag", "v2", (*PAPER, ("entity_seeds", False)), "paper: fact seeds only, min-max passage seeds at 0.05"),
+    System("hipporag", "v2", PAPER, "paper's weights, with entity seeds"),
+    System("hipporag", "v2", (("entity_seeds", False),), "no entity seeds"),
+    System("hipporag", "v2", (("chains", True),), "with chains of facts"),
 ]
-"""The defaults, the papers' HippoRAG 2 (fact seeds only, the walk's own ranking) and one
+"""The defaults, the paper's HippoRAG 2 (fact seeds only, scores scaled as published) and one
 change of each default at a time (docs/hipporag.md, "Choices")."""
 
 

@@ -42,6 +42,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -88,6 +90,9 @@ POINT_TOKENS = 80
 
 MAX_POINTS = 10
 """Points a filter answer is expected to hold at most (room reserved for the reply)."""
+
+QUERY_VECTORS = 32
+"""Query vectors a filtered search keeps, so its plan and batches embed the query once."""
 
 POINT_OVERHEAD = 12
 """Tokens of the analyst header each point gets in the merge prompt."""
@@ -151,22 +156,15 @@ class HierarchicalSearch(BaseRetriever):
         out."""
         graph = self.index.graph()
         ranking = self.rank_provenance and vector is not None
-        sources: dict[Row, list[str]] = {}
-        for row, _ in ranked:
-            _, kind, key = row
-            if kind == "entity" and key in graph.entities:
-                sources[row] = graph.entities[key].source_chunk_ids
-            elif kind == "relation" and key in graph.relations:
-                sources[row] = graph.relations[key].source_chunk_ids
-            elif kind == "community" and key in graph.communities:
-                sources[row] = graph.community_chunks(graph.communities[key])
+        sources = self._sources(ranked)
         if ranking:
             sources = self._nearest_first(sources, vector)
         # a hit cites its first MAX_PROVENANCE_CHUNKS stored chunks: read those (with a margin for
         # chunks gone since), not every chunk a top-layer community cites (most of the corpus)
         sources = {row: cids[: MAX_PROVENANCE_CHUNKS * 2] for row, cids in sources.items()}
         chunks = self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
-        names = {eid: e.name for eid, e in graph.entities.items()}
+        ends = {x for (_, kind, key) in sources if kind == "relation" for x in (graph.relations[key].source, graph.relations[key].target)}
+        names = {eid: graph.entities[eid].name for eid in ends if eid in graph.entities}
         out = []
         for row, score in ranked:
             if row not in sources:
@@ -187,6 +185,28 @@ class HierarchicalSearch(BaseRetriever):
             if hit.provenance.chunk_ids:
                 out.append(hit)
         return out
+
+    def _sources(self, ranked: Sequence[tuple[Row, float]]) -> dict[Row, list[str]]:
+        """The chunks each ranked node comes from (a community: its entities' chunks, most cited
+        first); nodes no longer in the graph are left out."""
+        graph = self.index.graph()
+        sources: dict[Row, list[str]] = {}
+        for row, _ in ranked:
+            _, kind, key = row
+            if kind == "entity" and key in graph.entities:
+                sources[row] = graph.entities[key].source_chunk_ids
+            elif kind == "relation" and key in graph.relations:
+                sources[row] = graph.relations[key].source_chunk_ids
+            elif kind == "community" and key in graph.communities:
+                sources[row] = graph.community_chunks(graph.communities[key])
+        return sources
+
+    def live(self, ranked: Sequence[tuple[Row, float]]) -> list[Row]:
+        """The ranked nodes that still cite a stored chunk among the first ones a hit would
+        cite, in order: what :meth:`hits` keeps, without reading the chunks."""
+        sources = {row: ids[: MAX_PROVENANCE_CHUNKS * 2] for row, ids in self._sources(ranked).items()}
+        stored = set(self.index.store.stored_order({c for ids in sources.values() for c in ids}))
+        return [row for row, _ in ranked if row in sources and not stored.isdisjoint(sources[row])]
 
     def _nearest_first(self, sources: dict[Row, list[str]], vector: Any, keep: int = MAX_PROVENANCE_CHUNKS * 2) -> dict[Row, list[str]]:
         """Each node's first ``keep`` chunks by their vector's cosine to the query (ties and
@@ -219,8 +239,8 @@ class HierarchicalSearch(BaseRetriever):
                 out[row] = near[:keep] + [c for c in cids if c not in first]
             else:
                 exact[row] = cids
-        ids, matrix = held.present(list(dict.fromkeys(c for cids in exact.values() for c in cids)))
-        score = dict(zip(ids, (matrix @ vector[0]).tolist())) if ids else {}
+        wanted = list(dict.fromkeys(c for cids in exact.values() for c in cids))
+        score = dict(held.search(vector, len(wanted), among=wanted)[0]) if wanted else {}  # one search, in faiss
         out.update({row: sorted(cids, key=lambda c: -score.get(c, -2.0)) for row, cids in exact.items()})
         return {row: out[row] for row in sources}
 
@@ -322,25 +342,47 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         config = index.config
         self.filter_max_tokens = check_positive("filter_max_tokens", config.filter_max_tokens if filter_max_tokens is None else filter_max_tokens)
         self.context_max_tokens = check_positive("context_max_tokens", config.context_max_tokens if context_max_tokens is None else context_max_tokens)
+        self._vectors: OrderedDict[str, Any] = OrderedDict()
+        self._vectors_lock = threading.Lock()
+
+    async def _query_vector(self, query: str) -> Any:
+        """The query's vector, embedded once for the plan and every batch of one search (the
+        batches run apart, e.g. as graph branches): the last :data:`QUERY_VECTORS` queries'
+        vectors are kept, under a lock, so one retriever still serves many threads."""
+        with self._vectors_lock:
+            if query in self._vectors:
+                self._vectors.move_to_end(query)
+                return self._vectors[query]
+        vector = await query_vector(self.index, query)
+        with self._vectors_lock:
+            self._vectors[query] = vector
+            while len(self._vectors) > QUERY_VECTORS:
+                self._vectors.popitem(last=False)
+        return vector
 
     async def aplan(self, query: str) -> MapPlan:
         """The rows of every searched layer, top layer first, in filter batches (offline: one
         batch per layer); ids are ``layer:kind:id``."""
-        ranked, stats, _ = await self.nodes(query)
-        by_layer: dict[int, list[Hit]] = {}
-        for hit in self.hits(ranked):  # only which rows still cite chunks; amap ranks their chunks
-            by_layer.setdefault(hit.metadata["layer"], []).append(hit)
+        ranked, stats, _ = await self.nodes(query, await self._query_vector(query))
         batches = []
-        for layer, hits in sorted(by_layer.items(), reverse=True):
-            parts = [hits] if self.index.llm is None else self.batches(query, hits)
-            batches += [[f"{layer}:{h.kind}:{h.id}" for h in part] for part in parts]
+        if self.index.llm is None:  # one batch per layer: only which rows still cite chunks; amap ranks them
+            by_layer: dict[int, list[Row]] = {}
+            for row in self.live(ranked):
+                by_layer.setdefault(row[0], []).append(row)
+            batches = [[f"{layer}:{kind}:{key}" for layer, kind, key in rows] for _, rows in sorted(by_layer.items(), reverse=True)]
+        else:  # the rows' texts, packed into filter calls
+            with_text: dict[int, list[Hit]] = {}
+            for hit in self.hits(ranked):
+                with_text.setdefault(hit.metadata["layer"], []).append(hit)
+            for layer, hits in sorted(with_text.items(), reverse=True):
+                batches += [[f"{layer}:{h.kind}:{h.id}" for h in part] for part in self.batches(query, hits)]
         stats["filter_calls"] = len(batches) if self.index.llm is not None else 0
         return MapPlan(batches=batches, stats=stats)
 
     async def amap(self, query: str, batch: Sequence[str], k: int) -> list[Hit]:
         """One batch's points, score 0 dropped, best ``k`` first, each citing its rows' chunks."""
         rows = [decode(key) for key in batch]
-        vector = await query_vector(self.index, query)
+        vector = await self._query_vector(query)
         if vector is None or not rows:
             return []
         hits = self.hits([(row, score) for row, score in zip(rows, self._cosines(rows, vector))], vector)
