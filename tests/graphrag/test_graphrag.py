@@ -475,6 +475,7 @@ def _assert_no_orphans(index: GraphRAGIndex) -> dict[str, Any]:
     assert r["vectors"].get("chunks", set()) == r["chunks"]
     assert r["vectors"].get("graphrag_entities", set()) == set(r["entities"])
     assert r["vectors"].get("graphrag_relations", set()) == set(r["relations"])  # the facts local search matches
+    assert r["vectors"].get("graphrag_names", set()) == set(r["entities"])  # what a query's names are linked to
     assert r["vectors"].get("graphrag_communities", set()) == set(r["communities"])
     return r
 

@@ -280,33 +280,6 @@ def test_traversal_only_descends_into_children_of_chosen_nodes():
     assert [h.id for h in result.context][: len(path[max(tree)])] == path[max(tree)]  # top layer first
 
 
-def test_passages_mode_walks_the_tree_from_the_nearest_summaries_to_their_leaves():
-    index = small_tree()
-    tree = layers(index)
-    graph = index.evidence()
-    # the tree as a graph: layer-1 summaries hold their leaves, higher ones their children
-    for group in tree[1].values():
-        assert set(graph.incidence[[graph.chunk_ids.index(c) for c in group.children]].indices) == {graph.entity_ids.index(group.id)}
-    query = "Who visited the vineyard in the year?"
-    result = index.as_retriever(k=6, mode="passages").search(query)
-    assert len(result.hits) == 6 and all(h.kind == "chunk" and h.metadata["layer"] == 0 for h in result.hits)
-    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
-    assert result.stats["seed_summaries"] == 10
-    # the summary nearest the question lifts the leaves under it, whether or not their own
-    # vectors are near: the walk from that summary alone puts one of its leaves first
-    vector = index.embedder.embed_query([query])
-    nearest = [g for g, _ in index.tree.search(vector, 1)]
-    alone = index.as_retriever(k=6, mode="passages", summary_k=1, passage_weight=0.0).retrieve(query)
-    assert alone[0].id in index.tree.groups.one(nearest[0]).entity_ids
-    # without summaries the walk from the nearest leaves keeps the nearest leaf first
-    dense = index.as_retriever(k=1, mode="naive").retrieve(query)
-    assert index.as_retriever(k=1, mode="passages", summary_k=1, passage_weight=100.0).retrieve(query)[0].id == dense[0].id
-    with pytest.raises(ConfigurationError):
-        index.as_retriever(mode="passages", summary_k=0)
-    with pytest.raises(ConfigurationError):
-        index.as_retriever(mode="passages", passage_weight=-1)
-
-
 # -- changes --------------------------------------------------------------------------------------
 def test_rebuilding_with_the_cache_makes_zero_model_calls(tmp_path):
     model = CountingChatModel(FakeChatModel(first_words))

@@ -144,6 +144,8 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
     config: ArchRAGConfig
     ENTITY_COLLECTION: ClassVar[str] = "archrag_entities"
     RELATION_COLLECTION: ClassVar[str] = "archrag_relations"
+    NAME_COLLECTION: ClassVar[str] = "archrag_names"
+    """Entity names alone, what the names a query mentions are linked to."""
 
     def _setup(self) -> None:
         self.extractions = self.store.table("archrag_extractions", Extraction, key="chunk_id")
@@ -223,6 +225,7 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
 
         entity_batch = await self.embed_changed(self.ENTITY_COLLECTION, {k: entity_text(e) for k, e in entities.items()}, what="entities")
         relation_batch = await self.embed_changed(self.RELATION_COLLECTION, {k: relation_text(r, names) for k, r in relations.items()}, what="relations")
+        name_batch = await self.embed_changed(self.NAME_COLLECTION, names, what="entity names")
         graph = EntityGraph.build(entities, relations)
         vectors = self._vectors(self.ENTITY_COLLECTION, list(entities), entity_batch)
         layers, batches, counts = await self._cluster(graph, vectors, stats)
@@ -233,9 +236,10 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
                 table.put(db, [r for k, r in new.items() if old.get(k) != r])
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, [k for k in old_entities if k not in entities])
             self.store.delete_vectors(db, self.RELATION_COLLECTION, [k for k in old_relations if k not in relations])
+            self.store.delete_vectors(db, self.NAME_COLLECTION, [k for k in old_entities if k not in entities])
             self.communities.delete(db, [c for k, c in old_communities.items() if k not in layers])
             self.communities.put(db, [c for k, c in layers.items() if old_communities.get(k) != c])
-            for batch in (entity_batch, relation_batch, *batches):
+            for batch in (entity_batch, relation_batch, name_batch, *batches):
                 batch.write(db, self.store)
             prune_stage(db, SUMMARY_STAGE, summary_digests)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in layers.values()))

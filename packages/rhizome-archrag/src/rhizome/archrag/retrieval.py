@@ -314,7 +314,7 @@ class PassageSearch(HierarchicalSearch):
             return Retrieval(query=query, hits=[], stats=stats)
         options = self.evidence
         dense = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, max(options.dense_k, k))
-        seeds = merge_seeds(self.seeds(ranked), await link_names(self.index, self.index.ENTITY_COLLECTION, vectors[1:]))
+        seeds = merge_seeds(self.seeds(ranked), await link_names(self.index, self.index.name_collection(), vectors[1:]))
         if options.chains:
             facts = vector_search(self.index.store, self.index.RELATION_COLLECTION, vector, options.fact_k)
             collection = self.index.store.collection(self.index.RELATION_COLLECTION, vector.shape[1])

@@ -153,6 +153,9 @@ class StoredEntityGraph:
     entity_table: RecordTable[Entity]
     relation_table: RecordTable[Relation]
     communities: Hierarchy
+    ENTITY_COLLECTION: str
+    NAME_COLLECTION: str
+    store: Any
 
     def graph_generations(self) -> tuple[int, int, int]:
         """The generations of the three tables :meth:`graph` is built from."""
@@ -167,6 +170,11 @@ class StoredEntityGraph:
                 {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
             ),
         )
+
+    def name_collection(self) -> str:
+        """The collection the names a query mentions are linked to: the entity names
+        (``NAME_COLLECTION``), or the entity vectors of an index built before it had them."""
+        return self.NAME_COLLECTION if self.store.has_collection(self.NAME_COLLECTION) else self.ENTITY_COLLECTION
 
     def fact_graph(self) -> FactGraph:
         """The relations and the chunks each was extracted from, for chains of facts (cached

@@ -147,6 +147,7 @@ class _Removal:
     changed: list[Community] = field(default_factory=list)
     """Communities left whose parent was dropped (now roots)."""
     vectors: VectorBatch | None = None
+    name_vectors: VectorBatch | None = None
     relation_vectors: VectorBatch | None = None
     edges: list[_Edges] = field(default_factory=list)
     """Rows of the edge table the removal changes (those left empty go)."""
@@ -174,6 +175,8 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
     config: GraphRAGConfig
     ENTITY_COLLECTION: ClassVar[str] = "graphrag_entities"
     RELATION_COLLECTION: ClassVar[str] = "graphrag_relations"
+    NAME_COLLECTION: ClassVar[str] = "graphrag_names"
+    """Entity names alone, what the names a query mentions are linked to."""
     """Relation vectors (``source predicate target: description``): the facts local search
     matches the question against."""
 
@@ -269,6 +272,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         gone = [(rid, graph.relations[rid].source) for rid in plan.deleted_relations]
         plan.edges = _update_edges(rows, plan.relations.values(), gone)
         plan.vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in plan.entities.items()}, what="entities")
+        plan.name_vectors = await self.embed_changed(self.NAME_COLLECTION, {k: e.name for k, e in plan.entities.items()}, what="entity names")
         plan.relation_vectors = await self._relation_vectors(plan.relations, {**{k: e.name for k, e in graph.entities.items()}, **names})
         touched = touched_entities | {x for rid in touched_relations for x in (graph.relations[rid].source, graph.relations[rid].target)}
         plan.dropped, plan.changed = prune_groups(graph.communities, touched)
@@ -292,11 +296,12 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         self.entity_table.delete(db, plan.deleted_entities)
         if plan.deleted_entities:
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, plan.deleted_entities)
+            self.store.delete_vectors(db, self.NAME_COLLECTION, plan.deleted_entities)
         if plan.deleted_relations:
             self.store.delete_vectors(db, self.RELATION_COLLECTION, plan.deleted_relations)
         self.entity_table.put(db, plan.entities.values())
         self.relation_table.put(db, plan.relations.values())
-        for batch in (plan.vectors, plan.relation_vectors):
+        for batch in (plan.vectors, plan.name_vectors, plan.relation_vectors):
             if batch is not None:
                 batch.write(db, self.store)
         self.communities.delete(db, plan.dropped)
@@ -371,6 +376,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
 
         # embeddings of what a search would now see differently
         entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
+        name_vectors = await self.embed_changed(self.NAME_COLLECTION, names, what="entity names")
         relation_vectors = await self._relation_vectors(relations, names)
         community_vectors = [
             await self.embed_changed(
@@ -390,9 +396,10 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
                 table.put(db, [r for k, r in new.items() if old.get(k) != r])
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, [k for k in old_entities if k not in entities])
             self.store.delete_vectors(db, self.RELATION_COLLECTION, [k for k in old_relations if k not in relations])
+            self.store.delete_vectors(db, self.NAME_COLLECTION, [k for k in old_entities if k not in entities])
             self.communities.delete(db, [c for k, c in old_communities.items() if k not in reports])
             self.communities.put(db, [c for k, c in reports.items() if old_communities.get(k) != c])
-            for batch in (entity_vectors, relation_vectors, *community_vectors):
+            for batch in (entity_vectors, name_vectors, relation_vectors, *community_vectors):
                 batch.write(db, self.store)
             prune_stage(db, SUMMARY_STAGE, summary_digests)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in reports.values()))
@@ -542,6 +549,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         clock.mark("reports")
 
         entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
+        name_vectors = await self.embed_changed(self.NAME_COLLECTION, {k: e.name for k, e in entities.items()}, what="entity names")
         relation_vectors = await self._relation_vectors(relations, {k: e.name for k, e in loaded.items()})
         community_vectors = [
             await self.embed_changed(
@@ -556,7 +564,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             self.relation_table.put(db, relations.values())
             self.communities.delete(db, [g for gid, g in old.items() if gid not in reports])
             self.communities.put(db, [g for gid, g in reports.items() if old.get(gid) != g])
-            for batch in (entity_vectors, relation_vectors, *community_vectors):
+            for batch in (entity_vectors, name_vectors, relation_vectors, *community_vectors):
                 batch.write(db, self.store)
             self.unmerged.delete(db, chunk_ids)
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())

@@ -35,7 +35,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rhizome.core.aio import run_sync
-from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.hierarchy import (
     GroupInput,
@@ -126,11 +125,10 @@ class RaptorIndex(VectorIndex):
     """
 
     method: ClassVar[str] = "raptor"
-    modes: ClassVar[tuple[str, ...]] = ("collapsed", "traversal", "passages", "naive")
+    modes: ClassVar[tuple[str, ...]] = ("collapsed", "traversal", "naive")
     mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
         "collapsed": ModeInfo("the passages and cluster summaries of every tree layer nearest the query, under a token budget (RAPTOR's collapsed tree); for questions that need a passage or the gist of several", ("specific", "global")),
         "traversal": ModeInfo("down the summary tree from its top layer, choosing the nearest nodes at each layer (RAPTOR's tree traversal); for broad, thematic questions", ("global",)),
-        "passages": ModeInfo("the leaves ranked by a walk over the tree from the summaries and leaves nearest the query; for questions whose evidence sits in one cluster of passages", ("specific", "multi-hop")),
         "naive": ModeInfo("the passages (tree leaves) whose embeddings are nearest the query (no tree)", ("specific",)),
     }
     uses_llm: ClassVar[bool] = True
@@ -142,17 +140,6 @@ class RaptorIndex(VectorIndex):
         self.tree = Hierarchy(self.store, "raptor_tree")
         self.writer = SummaryWriter(self.llm, self.config.summary_max_tokens)
         self.settings = ClusterSettings.of(self.config)
-
-    def evidence(self) -> EvidenceGraph:
-        """The tree as a graph for the kernel's evidence walk (cached until the tree changes):
-        every summary node is joined to the nodes it was written from, a layer-1 node to its
-        leaves (the passages)."""
-        def build() -> EvidenceGraph:
-            groups = self.tree.all().values()
-            leaves = {g.id: (list(g.children) if g.level == 1 else []) for g in groups}
-            return EvidenceGraph(leaves, ((g.id, child, 1.0) for g in groups if g.level > 1 for child in g.children))
-
-        return self.derived("evidence", (self.tree.groups.generation(),), build)
 
     def graph_contents(self) -> GraphContents:
         """The tree's summary nodes as communities: level, children one layer down, and as
@@ -325,13 +312,9 @@ class RaptorIndex(VectorIndex):
 
     # -- reading ---------------------------------------------------------------------------------
     def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
-        from rhizome.raptor.retrieval import (
-            CollapsedRetriever,
-            PassageRetriever,
-            TraversalRetriever,
-        )
+        from rhizome.raptor.retrieval import CollapsedRetriever, TraversalRetriever
 
-        classes = {"collapsed": CollapsedRetriever, "traversal": TraversalRetriever, "passages": PassageRetriever, "naive": VectorRetriever}
+        classes = {"collapsed": CollapsedRetriever, "traversal": TraversalRetriever, "naive": VectorRetriever}
         return classes[mode or "collapsed"](self, k, **options)
 
 

@@ -14,14 +14,6 @@
     budget. Nodes are chosen by the top-k rule only (the reference's threshold rule compares a
     distance the wrong way round; it is not offered).
 
-``passages``
-    The leaves (passages) ranked by the kernel's evidence walk (:mod:`rhizome.core.evidence`)
-    over the tree: the summaries of every layer nearest the query (``summary_k``) seed their
-    nodes at their relative weights, the nearest leaves are passage seeds, and personalized
-    PageRank runs over the tree's edges (a summary to the nodes it was written from, a layer-1
-    summary to its leaves). A leaf ranks high when it is near the query or sits under the
-    summaries nearest it; the hits are leaves only, each citing its passage.
-
 Every hit carries its ``layer`` (0 for a leaf) in ``metadata``; a summary's hit also carries its
 ``children`` (the nodes one layer down it was written from) and how many ``leaves`` it covers, and
 cites those leaves in its provenance, the ones most similar to the query first (at most
@@ -36,14 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from rhizome.core.evidence import EvidenceOptions, relative_weights
 from rhizome.core.retrieval import (
     MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
     Retrieval,
     check_positive,
     chunk_hit,
-    chunk_hits,
     pack,
     provenance,
     query_vector,
@@ -182,30 +172,4 @@ class TraversalRetriever(_TreeRetriever):
         return result
 
 
-class PassageRetriever(BaseRetriever):
-    """The leaves ranked by the evidence walk over the tree (see the module docstring).
-
-    ``summary_k``: summaries nearest the query, over every layer, that seed the walk (10); the
-    kernel's evidence ranking (``dense_k``, ``temperature``, ``passage_weight``, ``damping``:
-    :class:`~rhizome.core.evidence.EvidenceOptions`)."""
-
-    mode = "passages"
-
-    def __init__(self, index: Any, k: int | None = None, *, summary_k: int = 10, **evidence: Any) -> None:
-        super().__init__(index, k)
-        self.summary_k = check_positive("summary_k", summary_k)
-        self.evidence = EvidenceOptions(**evidence)
-
-    async def _asearch(self, query: str, k: int) -> Retrieval:
-        index, options = self.index, self.evidence
-        vector = await query_vector(index, query)
-        if vector is None:
-            return Retrieval(query=query)
-        dense = vector_search(index.store, index.CHUNK_COLLECTION, vector, max(options.dense_k, k))
-        seeds = relative_weights(index.tree.search(vector, self.summary_k), options.temperature)
-        ranked = options.rank(index.evidence(), seeds, dense, limit=max(options.dense_k, k))
-        hits = chunk_hits(index, ranked[:k], layer=0, via=self.mode)
-        return Retrieval(query=query, hits=hits, stats={"seed_summaries": len(seeds)})
-
-
-__all__ = ["CollapsedRetriever", "PassageRetriever", "TraversalRetriever"]
+__all__ = ["CollapsedRetriever", "TraversalRetriever"]

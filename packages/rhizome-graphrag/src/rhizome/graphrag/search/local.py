@@ -155,7 +155,7 @@ class LocalSearch(BaseRetriever):
         name_rows = [1 + i for i in range(len(names))] + [1 + len(names) + len(asked) + i for i in range(len(added))]
         name_weights = [1.0] * len(names) + [followup_weight] * len(added)
         seeds = merge_seeds(
-            await link_names(index, index.ENTITY_COLLECTION, vectors[name_rows] if name_rows else None, name_weights),
+            await link_names(index, index.name_collection(), vectors[name_rows] if name_rows else None, name_weights),
             self.fact_seeds(vectors[:1]),
             entities or {},
         )
