@@ -46,6 +46,7 @@ import resource
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -72,8 +73,8 @@ VARIANTS = [
 change of each default at a time (docs/hipporag.md, "Choices")."""
 
 
-def recall(dataset: str, embed: str) -> tuple[dict[str, Any], str]:
-    result = asyncio.run(harness.retrieval(VARIANTS, embed, dataset=dataset))
+def recall(dataset: str, embed: str, folder: Path | None = None) -> tuple[dict[str, Any], str]:
+    result = asyncio.run(harness.retrieval(VARIANTS, embed, dataset=dataset, folder=folder))
     python = "uv run python" if embed == "hashing" else ".venv-bench/bin/python"
     result["command"] = f"{python} -m benchmarks.hipporag recall --data {dataset} --embed {embed}"
     return result, harness.retrieval_table(result)
@@ -223,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("recall")
     p.add_argument("--data", choices=sorted(harness.DATASETS), default="musique")
     p.add_argument("--embed", default="hashing")
+    p.add_argument("--indexes", type=Path, metavar="DIR", help="keep the indexes in DIR/<method> and reuse them (as `benchmarks retrieval`)")
     p.add_argument("--write-docs", action="store_true")
     p = sub.add_parser("proxy")
     p.add_argument("--embed", default="hashing")
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
     if args.part == "recall":
-        result, table = recall(args.data, args.embed)
+        result, table = recall(args.data, args.embed, args.indexes)
         name, title = f"hipporag-recall-{args.data}-{args.embed}", f"HippoRAG recall: {harness.DATASETS[args.data]} ({args.embed})"
     elif args.part == "proxy":
         (result, table), name = proxy(args.embed), f"hipporag-proxy-{args.embed}"

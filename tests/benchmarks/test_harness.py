@@ -10,7 +10,7 @@ import pytest
 from benchmarks import data, harness, metrics
 from benchmarks.__main__ import main
 from benchmarks.systems import System, systems
-from rhizome.core import Document
+from rhizome.core import Document, HashingEmbedder
 from rhizome.core.types import Hit, Provenance
 
 try:
@@ -114,11 +114,11 @@ async def test_a_variant_runs_with_its_retriever_options_under_its_own_name():
 
             return Retriever()
 
-    variant = System("hipporag", "v2", (("dense_lead", 0),), "walk ranks all")
-    assert variant.name == "hipporag:v2 (walk ranks all)" and System("naive", None).name == "naive"
+    variant = System("hipporag", "v2", (("chains", True),), "with chains of facts")
+    assert variant.name == "hipporag:v2 (with chains of facts)" and System("naive", None).name == "naive"
     questions = [data.Question(id="q", question="Where?", answer="")]
     results, ms = await harness._retrieve_all(Index(), variant, questions, 10)
-    assert asked == [{"k": 10, "mode": "v2", "dense_lead": 0}] and len(results) == len(ms) == 1
+    assert asked == [{"k": 10, "mode": "v2", "chains": True}] and len(results) == len(ms) == 1
 
 
 def test_hipporag_walk_latency_on_a_small_synthetic_graph():
@@ -317,3 +317,18 @@ def test_sections_written_side_by_side_are_all_kept(tmp_path, monkeypatch):
     text = docs.read_text(encoding="utf-8")
     assert all(f"<!-- /harness:s{i}-{j} -->" in text for i in range(6) for j in range(10))
     assert text.rstrip().endswith("<!-- harness:end -->") and not list(tmp_path.glob(".*.tmp"))
+
+
+@needs_data
+async def test_latency_times_each_call_with_and_without_the_model(tmp_path):
+    from benchmarks import latency
+
+    result = await latency.measure("hotpotqa", "hashing", tmp_path, [])
+    (row,) = result["rows"]
+    assert row["system"] == "naive" and row["p50_x_naive"] == row["p50_x_naive_model_excluded"] == 1.0
+    assert row["p50_ms"] > 0 and row["p50_ms_model_excluded"] > 0
+    assert "model excluded" in latency.table(result)
+    remembering = latency.Remembering(HashingEmbedder())
+    first = await remembering.aembed_query(["a question"])
+    remembering.replay = True
+    assert await remembering.aembed_query(["a question"]) is first and remembering.name == HashingEmbedder().name

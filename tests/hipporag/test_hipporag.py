@@ -10,11 +10,14 @@ import numpy as np
 import pytest
 
 from rhizome.core import Document, HashingEmbedder
+from rhizome.core.aio import run_sync
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.evidence import WALK_TOLERANCE, EvidenceGraph
+from rhizome.core.evidence import WALK_TOLERANCE, EvidenceGraph, relative_weights
+from rhizome.core.extraction import query_names
 from rhizome.core.graph import personalized_pagerank
 from rhizome.core.models.base import BaseEmbedder
 from rhizome.core.models.fake import FakeChatModel
+from rhizome.core.retrieval import vector_search
 from rhizome.hipporag import HippoRAGIndex
 
 OPENIE = {
@@ -169,6 +172,36 @@ def test_both_versions_reach_the_second_hop(openie_file):
         assert hits[0].metadata["via"] == "graph" and "Marie Curie" in hits[0].metadata["seed_phrases"]
     v2 = index.as_retriever(k=3, mode="v2").retrieve("In which country was Marie Curie born?")
     assert v2[0].metadata["facts"]  # the facts that seeded the walk
+
+
+def test_the_walk_takes_the_weights_and_graph_each_setting_names(openie_file):
+    index = imported(openie_file)
+    question = "In which country was Marie Curie born?"
+    vector = index.embedder.embed_query([question])
+    found = vector_search(index.store, index.FACT_COLLECTION, vector, 10)
+    records = index.facts.get([f for f, _ in found])
+    weights = relative_weights(found)
+    # v2's seeds: every endpoint of the nearest facts at its best fact's relative weight, and
+    # the query entity's phrase at 1; the passages nearest the question take part as seeds
+    retriever = index.as_retriever(k=3, mode="v2")
+    seeds, kept, _ = run_sync(retriever._fact_seeds(question, vector))
+    assert {x for f in kept for x in (records[f[0]].source, records[f[0]].target)} == set(seeds)
+    assert max(seeds.values()) == 1.0 and all(seeds[e] == max(weights[f] for f, _ in found if e in (records[f].source, records[f].target)) for e in seeds)
+    # the paper's scaling: each kept fact's score over the best one; link_k keeps the most specific phrases
+    paper = index.as_retriever(k=3, mode="v2", temperature=None)
+    seeds, kept, _ = run_sync(paper._fact_seeds(question, vector))
+    best = max(score for _, _, score in kept)
+    assert seeds == {e: max(sc / best for f, _, sc in kept if e in (records[f].source, records[f].target)) for e in seeds}
+    one, _, _ = run_sync(index.as_retriever(k=3, mode="v2", temperature=None, link_k=1)._fact_seeds(question, vector))
+    passages = index.graph().passages_of
+    assert list(one) == [min(seeds, key=lambda e: (-seeds[e] / passages[e], e))]
+    # v1 walks phrases and passages; with no passage seeds, HippoRAG 1's phrase graph alone
+    walked = index.as_retriever(k=3, mode="v1").retrieve(question)
+    alone = index.as_retriever(k=3, mode="v1", passage_weight=0.0).retrieve(question)
+    phrase_graph = index.graph(passage_nodes=False)
+    expected = phrase_graph.rank(run_sync(index.as_retriever(mode="v1")._entity_seeds(index.embedder.embed_query(query_names(question)))))
+    assert [h.id for h in alone] == [c for c, _ in expected][:3]
+    assert walked and {h.provenance.document_ids[0] for h in walked} == {h.provenance.document_ids[0] for h in alone}
 
 
 def test_v2_falls_back_to_dense_retrieval_when_the_filter_keeps_no_fact(openie_file):

@@ -74,7 +74,7 @@ async def test_dual_level_routes_low_to_entities_and_high_to_relations():
     expected = {
         index.ENTITY_COLLECTION: "Marie Curie, Paris",
         index.RELATION_COLLECTION: "awards, link",
-        index.CHUNK_COLLECTION: "Where did Marie Curie win awards?",  # the dense ranking the walk is fused with
+        index.CHUNK_COLLECTION: "Where did Marie Curie win awards?",  # the nearest chunks that seed the walk
     }
     assert set(routes) == set(expected)
     for collection, text in expected.items():
@@ -107,21 +107,39 @@ async def test_modes_search_the_right_stores():
 
 
 async def test_the_cosine_threshold_does_not_cut_the_passage_ranking():
-    # The threshold is for the keyword searches of entities and relations. The passage ranking
-    # fuses the whole dense ranking and keeps its first passages first, however low the
-    # embedder's cosines run (it used to drop every chunk under the threshold, so with low
-    # cosines the walk alone ranked the passages).
+    # The threshold is for the keyword searches of entities and relations. The nearest chunks
+    # seed the walk whatever their cosines (it used to drop every chunk under the threshold, so
+    # with low cosines the walk from the keywords alone ranked the passages).
     index = LightRAGIndex(chunk_size=64, chunk_overlap=8)
     await index.ainsert(CORPUS)
     query = "Where is the Nobel Prize awarded?"
-    dense = [h.id for h in await index.as_retriever(k=2, mode="naive").aretrieve(query)]
     chunks = set(index.store.chunk_ids())
     for mode in ("local", "global", "hybrid", "mix"):
         retriever = index.as_retriever(k=3, mode=mode, cosine_threshold=0.999)
         context = await retriever.ablocks(query)
         assert {c for c, _, via in context.ranked if "vector" in via} == chunks, mode
-        assert [h.id for h in await retriever.aretrieve(query)][:2] == dense, mode
+        assert len(await retriever.aretrieve(query)) == 3, mode
         assert not context.entities and not context.relations, mode  # the keyword searches are still cut
+
+
+async def test_each_mode_seeds_the_walk_from_its_own_keywords():
+    index = LightRAGIndex(chunk_size=64, chunk_overlap=8)
+    await index.ainsert(CORPUS)
+    query = "Where did Marie Curie and Pierre Curie work?"
+    seeds = {}
+    for mode in ("local", "global", "hybrid", "mix"):
+        retriever = index.as_retriever(mode=mode)
+        context, vectors = await retriever._aranked(query, None)
+        seeds[mode] = await retriever._seeds(vectors)
+    # local: each low-level keyword (the names the query mentions) linked to one entity, weight 1
+    assert set(seeds["local"]) == {"marie curie", "pierre curie"} and set(seeds["local"].values()) == {1.0}
+    # global: the endpoints of the relations nearest the query, the best at 1, the others below
+    assert max(seeds["global"].values()) == 1.0 and min(seeds["global"].values()) > 0
+    assert seeds["hybrid"] == {e: max(seeds["local"].get(e, 0.0), seeds["global"].get(e, 0.0)) for e in seeds["hybrid"]}
+    assert set(seeds["hybrid"]) == set(seeds["local"]) | set(seeds["global"])
+    # mix: hybrid's, and the entity names nearest the whole query at half their relative weights
+    extra = {e: w for e, w in seeds["mix"].items() if e not in seeds["hybrid"]}
+    assert set(seeds["hybrid"]) <= set(seeds["mix"]) and all(w <= 0.5 for w in extra.values())
 
 
 async def test_hits_carry_provenance_and_budgets_hold():

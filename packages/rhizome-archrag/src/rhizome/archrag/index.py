@@ -124,8 +124,8 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
     Modes: ``archrag`` (default: hierarchical search, the layer-0 textual subgraph, and the chat
     model's key points per layer, scored, sorted and cut to a budget), ``hierarchical`` (the
     entities, relations and communities hierarchical search retrieves, unfiltered), ``passages``
-    (the passages behind them, ranked by a walk over the entity graph fused with dense
-    retrieval) and ``naive``
+    (the passages behind them, ranked by the kernel's evidence walk from them and from the
+    passages nearest the question) and ``naive``
     (dense retrieval over the same chunks). Settings:
     :class:`~rhizome.archrag.config.ArchRAGConfig`; the other parameters are
     :class:`~rhizome.core.index.BaseIndex`'s. ``llm`` extracts, summarises, writes the reports

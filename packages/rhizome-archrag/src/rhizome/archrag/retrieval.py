@@ -10,12 +10,12 @@
     the query first by the chunk vectors (``rank_provenance``; off: source order, a
     community's most cited first).
 ``passages`` (the passages behind the hierarchical search)
-    The same search, answered with passages: a personalized PageRank over the entity–passage
-    graph (the kernel's :mod:`~rhizome.core.evidence`) starts from the layer-0 entities and
-    the endpoints of the relations the search retrieved, each weighted by its cosine to the
-    query, and from the communities' member entities, each community's cosine shared among its
-    members; its ranking is fused with dense retrieval's, whose first passages keep the lead.
-    Each hit is one passage. The paper hands the model key points, not passages; this mode is
+    The same search, answered with passages: the kernel's evidence walk
+    (:mod:`~rhizome.core.evidence`) over the entity–passage graph starts from the layer-0
+    entities and the endpoints of the relations the search retrieved (at their cosines'
+    relative weights), from the entity each name the query mentions links to (weight 1) and
+    from the passages nearest the query; with ``community_seeds=True`` also from the retrieved
+    communities' members. The walk's ranking is the ranking. Each hit is one passage. The paper hands the model key points, not passages; this mode is
     for chains that want the evidence itself, and it is how the search is scored against
     dense retrieval.
 ``archrag`` (the paper's retrieval: adaptive filtering)

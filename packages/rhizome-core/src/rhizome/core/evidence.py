@@ -45,6 +45,7 @@ import scipy.sparse as sp
 
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.graph import DEFAULT_PPR_DAMPING, Transition, personalized_pagerank
+from rhizome.core.retrieval import check_flag, check_non_negative, check_positive
 from rhizome.core.types import Entity, Relation
 
 DEFAULT_TEMPERATURE = 0.5
@@ -353,18 +354,16 @@ class EvidenceOptions:
     chains: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("dense_k", "fact_k"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
-        if self.temperature is not None and (isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) or not self.temperature > 0):
-            raise ConfigurationError(f"temperature must be a positive number or None, got {self.temperature!r}")
-        if isinstance(self.passage_weight, bool) or not isinstance(self.passage_weight, (int, float)) or not self.passage_weight >= 0:
-            raise ConfigurationError(f"passage_weight must be a number of at least 0, got {self.passage_weight!r}")
+        check_positive("dense_k", self.dense_k)
+        check_positive("fact_k", self.fact_k)
+        if self.temperature is not None:
+            check_non_negative("temperature", self.temperature)
+            if not self.temperature > 0:
+                raise ConfigurationError(f"temperature must be a positive number or None, got {self.temperature!r}")
+        check_non_negative("passage_weight", self.passage_weight)
         if isinstance(self.damping, bool) or not isinstance(self.damping, (int, float)) or not 0.0 <= self.damping < 1.0:
             raise ConfigurationError(f"damping must be in [0, 1), got {self.damping!r}")
-        if not isinstance(self.chains, (bool, np.bool_)):
-            raise ConfigurationError(f"chains must be True or False, got {self.chains!r}")
+        check_flag("chains", self.chains)
 
     def rank(
         self,

@@ -417,6 +417,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             reports_written=counts["written"],
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),
+            name_embeddings=len(name_vectors.ids),
             relation_embeddings=len(relation_vectors.ids),
             community_embeddings=sum(len(b.ids) for b in community_vectors),
         )

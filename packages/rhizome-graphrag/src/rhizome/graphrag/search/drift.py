@@ -12,12 +12,11 @@ Offline there is no model to ask questions: each of the best primer reports give
 the question turned to that community's three most connected members (the ones its title
 names), one round deep.
 
-Hits: passages, ranked as local search ranks them (a walk over the entity–passage graph fused
-with dense retrieval, see :class:`LocalSearch`) with further walk seeds at ``followup_weight``:
-the entities linked to every follow-up question (and that question's own dense ranking in the
-fusion), or offline the members each follow-up turns to, which need no embedding. The
-follow-ups add the passages the question alone does not reach; the fusion with the question's
-dense ranking keeps what it finds first. The context (:meth:`asearch`) holds the intermediate answers
+Hits: passages, ranked as local search ranks them (the kernel's evidence walk, see
+:class:`LocalSearch`) with further seeds at ``followup_weight``: the entities the names of
+every follow-up question link to and that question's nearest passages, or offline the members
+each follow-up turns to, which need no embedding. The follow-ups add the passages the question
+alone does not reach. The context (:meth:`asearch`) holds the intermediate answers
 (``point`` hits citing their reports and chunks), then the local contexts of the question and
 its follow-ups interleaved round-robin (chunks first), then the primer reports; offline,
 :meth:`aretrieve` skips those contexts, which no model step reads.
