@@ -45,6 +45,7 @@ import asyncio
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -285,8 +286,8 @@ RECALL_SYSTEMS = [
 ]
 
 
-def recall(dataset: str, embed: str) -> tuple[dict[str, Any], str]:
-    result = asyncio.run(harness.retrieval(RECALL_SYSTEMS, embed, dataset=dataset))
+def recall(dataset: str, embed: str, folder: Path | None = None) -> tuple[dict[str, Any], str]:
+    result = asyncio.run(harness.retrieval(RECALL_SYSTEMS, embed, dataset=dataset, folder=folder))
     python = "uv run python" if embed == "hashing" else ".venv-bench/bin/python"
     result["command"] = f"{python} -m benchmarks.archrag recall --data {dataset} --embed {embed}"
     return result, harness.retrieval_table(result)
@@ -313,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("recall")
     p.add_argument("--data", choices=sorted(harness.DATASETS), default="hotpotqa")
     p.add_argument("--embed", default="hashing")
+    p.add_argument("--indexes", type=Path, metavar="DIR", help="keep the indexes in DIR/<method> and reuse them (as `benchmarks retrieval`)")
     p.add_argument("--write-docs", action="store_true")
     p = sub.add_parser("proxy")
     p.add_argument("--embed", default="hashing")
@@ -329,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         (result, table), name = proxy(args.embed, args.limit), f"archrag-proxy-{args.embed}"
         title = f"ArchRAG answer-context proxy: graphrag-bench-medical ({args.embed})"
     else:
-        result, table = recall(args.data, args.embed)
+        result, table = recall(args.data, args.embed, args.indexes)
         name, title = f"archrag-recall-{args.data}-{args.embed}", f"ArchRAG recall: {harness.DATASETS[args.data]} ({args.embed})"
     publish(name, title, result, table, args.write_docs)
     return 0

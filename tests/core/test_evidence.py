@@ -16,7 +16,6 @@ from rhizome.core.evidence import (
     link_entities,
     link_names,
     merge_seeds,
-    pooled_search,
     rank_passages,
     relative_weights,
 )
@@ -142,12 +141,17 @@ def test_fact_chains_hop_to_new_passages_and_score_the_question():
     assert {"a", "b", "c"} <= set(found) and kept[0].facts[0] == "f1"
 
 
-async def test_link_entities_links_each_text_and_keeps_the_best_score():
+async def entity_names() -> VectorIndex:
+    """An index whose collection ``entities`` holds the vectors of four names."""
     index = VectorIndex(HashingEmbedder(dimension=256))
-    store = index.store
     names = ["Marie Curie", "Warsaw", "Nobel Prize", "Stockholm"]
-    with store.transaction() as db:
-        store.put_vectors(db, "entities", [n.lower() for n in names], await index.embedder.aembed(names))
+    with index.store.transaction() as db:
+        index.store.put_vectors(db, "entities", [n.lower() for n in names], await index.embedder.aembed(names))
+    return index
+
+
+async def test_link_entities_links_each_text_and_keeps_the_best_score():
+    index = await entity_names()
     query = "Where was the spouse of Marie Curie born?"
     vectors = await index.embedder.aembed_query([query, *query_names(query)])
     linked = await link_entities(index, "entities", vectors, 1)
@@ -159,18 +163,9 @@ async def test_link_entities_links_each_text_and_keeps_the_best_score():
     assert await link_entities(index, "missing", vectors, 3) == {}
 
 
-async def test_link_names_and_pooled_search():
-    index = VectorIndex(HashingEmbedder(dimension=256))
-    store = index.store
-    names = ["Marie Curie", "Warsaw", "Nobel Prize", "Stockholm"]
-    with store.transaction() as db:
-        store.put_vectors(db, "entities", [n.lower() for n in names], await index.embedder.aembed(names))
+async def test_link_names_links_each_name_to_one_entity_at_its_weight():
+    index = await entity_names()
     vectors = await index.embedder.aembed_query(["Marie Curie", "Stockholm"])
     assert await link_names(index, "entities", vectors) == {"marie curie": 1.0, "stockholm": 1.0}
     assert await link_names(index, "entities", vectors, [1.0, 0.5]) == {"marie curie": 1.0, "stockholm": 0.5}
     assert await link_names(index, "entities", None) == {} and await link_names(index, "missing", vectors) == {}
-    pooled = pooled_search(index, "entities", vectors, 2)
-    assert {k for k, _ in pooled[:2]} == {"marie curie", "stockholm"}
-    assert len(pooled) == len({k for k, _ in pooled})  # one entry per id, at its best score
-    assert [s for _, s in pooled] == sorted((s for _, s in pooled), reverse=True)
-    assert pooled_search(index, "missing", vectors, 2) == []

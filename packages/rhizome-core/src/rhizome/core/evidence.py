@@ -281,20 +281,6 @@ async def link_entities(
     return linked
 
 
-def pooled_search(index: Any, collection: str, vectors: np.ndarray | None, k: int) -> list[tuple[str, float]]:
-    """The ``k`` nearest of ``collection`` to each row of ``vectors`` (the query and texts it
-    gives rise to, such as keywords), as one pool of candidates: every id once, at its best
-    score, best first. Weighed together (:func:`relative_weights`), a text whose matches are
-    weaker than the query's counts for less."""
-    if vectors is None or not len(vectors) or not index.store.has_collection(collection):
-        return []
-    best: dict[str, float] = {}
-    for row in index.store.collection(collection, vectors.shape[1]).search(vectors, k):
-        for key, score in row:
-            best[key] = max(score, best.get(key, float("-inf")))
-    return sorted(best.items(), key=lambda item: (-item[1], item[0]))
-
-
 async def link_names(index: Any, collection: str, vectors: np.ndarray | None, weights: Sequence[float] | None = None) -> dict[str, float]:
     """Each row of ``vectors`` (the names a query mentions) linked to its nearest entity of
     ``collection``, at the row's weight (1 unless ``weights`` gives one per row): HippoRAG 1's
@@ -513,7 +499,6 @@ __all__ = [
     "link_entities",
     "link_names",
     "merge_seeds",
-    "pooled_search",
     "rank_passages",
     "relative_weights",
 ]
