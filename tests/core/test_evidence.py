@@ -13,13 +13,11 @@ from rhizome.core.evidence import (
     EvidenceOptions,
     FactGraph,
     fact_seeds,
-    link_entities,
     link_names,
     merge_seeds,
     rank_passages,
     relative_weights,
 )
-from rhizome.core.extraction import query_names
 from rhizome.core.naive import VectorIndex
 from rhizome.core.types import Entity, Relation
 
@@ -148,19 +146,6 @@ async def entity_names() -> VectorIndex:
     with index.store.transaction() as db:
         index.store.put_vectors(db, "entities", [n.lower() for n in names], await index.embedder.aembed(names))
     return index
-
-
-async def test_link_entities_links_each_text_and_keeps_the_best_score():
-    index = await entity_names()
-    query = "Where was the spouse of Marie Curie born?"
-    vectors = await index.embedder.aembed_query([query, *query_names(query)])
-    linked = await link_entities(index, "entities", vectors, 1)
-    assert query_names(query) == ["Marie Curie"]
-    assert max(linked, key=linked.get) == "marie curie" and linked["marie curie"] == pytest.approx(1.0, abs=1e-6)
-    assert len(await link_entities(index, "entities", vectors[:1], 1)) == 1
-    halved = await link_entities(index, "entities", vectors, 1, weights=[1.0, 0.5])
-    assert halved["marie curie"] == pytest.approx(max(linked["marie curie"] * 0.5, (await link_entities(index, "entities", vectors[:1], 1)).get("marie curie", 0)))
-    assert await link_entities(index, "missing", vectors, 3) == {}
 
 
 async def test_link_names_links_each_name_to_one_entity_at_its_weight():

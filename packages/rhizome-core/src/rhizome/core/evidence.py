@@ -19,7 +19,7 @@ chunks ranks its passages with the pieces here:
   facts nearest the question agree on an entity the walk reaches past it. The weights do not
   depend on the embedder's scale, since the spread is measured per query.
   :func:`fact_seeds` turns the facts (relations) nearest the query into seeds on their
-  endpoints; :func:`link_entities` links the query and the names it mentions to entities.
+  endpoints; :func:`link_names` links each name the query mentions to one entity.
 - :meth:`EvidenceGraph.rank` runs personalized PageRank (damping 0.5, HippoRAG's) from the
   entity seeds, each divided by the number of passages it occurs in (HippoRAG's node
   specificity), and from the passage seeds at ``passage_weight``; its passage ranking is the
@@ -61,9 +61,6 @@ DEFAULT_DENSE_K = 200
 
 DEFAULT_FACT_K = 10
 """Facts (relations) nearest the query whose endpoints become seeds."""
-
-DEFAULT_LINK_K = 5
-"""Entities linked per text (the query, each name or keyword it mentions)."""
 
 WALK_TOLERANCE = 1e-6
 """Where the walk stops: an iteration that moves the scores by less than this in all (L1). The
@@ -256,29 +253,6 @@ class EvidenceGraph:
         ranked += [(cid, round((1.0 - damping) * weight / total, 12)) for cid, weight in outside.items()]
         ranked.sort(key=lambda item: (-item[1], item[0]))
         return ranked[:limit] if limit is not None else ranked
-
-
-async def link_entities(
-    index: Any,
-    collection: str,
-    vectors: np.ndarray | None,
-    k: int,
-    min_score: float | None = None,
-    weights: Sequence[float] | None = None,
-) -> dict[str, float]:
-    """Entities of ``collection`` nearest to each row of ``vectors`` (``k`` per row, at least
-    ``min_score``), with the best similarity each reached — times its row's weight when
-    ``weights`` (one per row) are given. All rows go in one search."""
-    if vectors is None or not index.store.has_collection(collection):
-        return {}
-    found = index.store.collection(collection, vectors.shape[1]).search(vectors, k)
-    linked: dict[str, float] = {}
-    for i, row in enumerate(found):
-        weight = 1.0 if weights is None else weights[i]
-        for key, score in row:
-            if min_score is None or score >= min_score:
-                linked[key] = max(weight * score, linked.get(key, float("-inf")))
-    return linked
 
 
 async def link_names(index: Any, collection: str, vectors: np.ndarray | None, weights: Sequence[float] | None = None) -> dict[str, float]:
@@ -487,7 +461,6 @@ __all__ = [
     "DEFAULT_CHAIN_WIDTH",
     "DEFAULT_DENSE_K",
     "DEFAULT_FACT_K",
-    "DEFAULT_LINK_K",
     "DEFAULT_PASSAGE_WEIGHT",
     "DEFAULT_TEMPERATURE",
     "WALK_TOLERANCE",
@@ -496,7 +469,6 @@ __all__ = [
     "EvidenceOptions",
     "FactGraph",
     "fact_seeds",
-    "link_entities",
     "link_names",
     "merge_seeds",
     "rank_passages",

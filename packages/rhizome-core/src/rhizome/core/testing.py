@@ -502,14 +502,19 @@ class IndexConformance:
         serial = self.build(method, documents=CORPUS[:4])
         serial.insert(CORPUS[4:])
         want = self.results(serial)
+        serial.close()
         for mode in modes_of(method):
             def query(index: Any, mode: Any = mode) -> None:
                 index.as_retriever(k=3, mode=mode).retrieve(QUERIES[0])
 
-            for at in _generation_reads(self.build(method, documents=CORPUS[:4]), query):
+            probe = self.build(method, documents=CORPUS[:4])
+            reads = _generation_reads(probe, query)
+            probe.close()
+            for at in reads:  # each index closed when done: on a server, an open one holds a connection
                 index = self.build(method, documents=CORPUS[:4])
                 _insert_at_generation_read(index, at, query)
                 assert self.results(index) == want, (mode, at)
+                index.close()
 
     def test_reader_sees_documents_committed_after_it_opened(self, method: Any, tmp_path: Path) -> None:
         where = self.place(tmp_path, "idx")
