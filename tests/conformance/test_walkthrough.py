@@ -34,3 +34,21 @@ def test_the_architecture_page_shows_the_example_file():
     code = EXAMPLE.read_text(encoding="utf-8")
     assert len(blocks) == 3 and all(block in code for block in blocks), "the walkthrough must show examples/passage_graph.py"
     assert sum(len(b.splitlines()) for b in blocks) <= 100
+
+
+ENTITY_EXAMPLE = ROOT / "examples" / "entity_graph.py"
+
+
+class TestEntityGraphExample(IndexConformance):
+    """The entity-graph walkthrough: a method on the kernel's entity-graph layer passes the kit."""
+
+    @pytest.fixture
+    def method(self):
+        spec = importlib.util.spec_from_file_location("entity_graph", ENTITY_EXAMPLE)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.EntityWalkIndex
+
+
+def test_the_entity_graph_example_stays_short():
+    assert len(ENTITY_EXAMPLE.read_text(encoding="utf-8").splitlines()) <= 120

@@ -1,6 +1,6 @@
 """Every LightRAG test runs twice: with the shipped limit of list items a profile keeps inside
 its record (the test corpora's profiles are short: their lists stay inside), and with none, so
-that every profile keeps its citations and fragments as rows (rhizome.lightrag.lists)."""
+that every profile keeps its citations and fragments as rows (rhizome.core.graph.lists)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rhizome.lightrag import lists
+from rhizome.core.graph import lists
 
 
 @pytest.fixture(autouse=True, params=[lists.INLINE, 0], ids=["lists-inline", "lists-as-rows"])

@@ -15,6 +15,7 @@ import pytest
 from _lightrag_fakes import CORPUS, fake_model
 
 from rhizome.core import Document, HashingEmbedder
+from rhizome.core.graph.store import EntityGraphStore
 from rhizome.lightrag import LightRAGIndex
 
 EXTRA = Document(id="extra", text="Marie Curie visited Stockholm. Pierre Curie stayed in Paris with Alfred Nobel.")
@@ -27,7 +28,7 @@ class Killed(BaseException):
 
 def rows(index: LightRAGIndex) -> dict[str, list]:
     q = index.store.query
-    tables = (index.entity_table, index.relation_table, index.lists.citations, index.lists.fragments, index.extraction_table, index.mentions)
+    tables = (index.entity_table, index.relation_table, index.entity_graph.lists.citations, index.entity_graph.lists.fragments, index.entity_graph.extractions, index.entity_graph.mentions)
     return {
         "documents": sorted(r[:2] for r in q("SELECT id, content_hash FROM documents")),
         "chunks": sorted(q("SELECT id, document_id, text FROM chunks")),
@@ -62,9 +63,9 @@ def test_an_interrupted_delete_changes_nothing_and_the_same_delete_finishes(tmp_
         if point == "summaries":  # a model call of the profiles' summaries
             patch.setattr(type(model), "_achat", killed)
         elif point == "embedding":  # after the summaries were committed as stage results
-            patch.setattr(LightRAGIndex, "embed", killed)
+            patch.setattr(index.entity_graph, "embed", killed)
         else:  # inside the delete's transaction: rolled back
-            patch.setattr(LightRAGIndex, "_apply", killed)
+            patch.setattr(EntityGraphStore, "write", killed)
         with pytest.raises(Killed):
             index.delete("extra")
     index.close()

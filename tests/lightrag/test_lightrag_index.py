@@ -29,7 +29,7 @@ def kernel_rows(index) -> dict[str, list]:
 
 def graph_rows(index) -> dict[str, list]:
     """Every LightRAG record, sorted: equal snapshots mean equal graph records."""
-    tables = (index.entity_table, index.relation_table, index.lists.citations, index.lists.fragments, index.extraction_table, index.mentions)
+    tables = (index.entity_table, index.relation_table, index.entity_graph.lists.citations, index.entity_graph.lists.fragments, index.entity_graph.extractions, index.entity_graph.mentions)
     return {t.name: sorted(r.model_dump_json() for r in t.all()) for t in tables}
 
 
@@ -63,7 +63,7 @@ def test_llm_extraction_with_packing_and_gleaning():
     stockholm = index.entity("Stockholm")
     assert stockholm.source_chunk_ids == ["nobel:0"]
     assert index.entity("Gleaned 3") is not None  # what gleaning found is kept
-    rows = index.extraction_table.get(["paris:0"])
+    rows = index.entity_graph.extractions.get(["paris:0"])
     assert rows["paris:0"].content_keywords == ["topic"]
 
 

@@ -1,5 +1,5 @@
 """An index written before long profiles kept their citations and fragments as rows of their
-own (rhizome.lightrag.lists): every list inside its entity or relation record, no row tables.
+own (rhizome.core.graph.lists): every list inside its entity or relation record, no row tables.
 
 It answers as it did when opened read-only (nothing is changed), and its first writable open
 moves the long lists to rows; from then on it behaves as an index built with rows from the
@@ -14,9 +14,10 @@ from typing import Any
 from _lightrag_fakes import CORPUS
 
 from rhizome.core import Document, HashingEmbedder
+from rhizome.core.graph.lists import counts, in_rows, is_long
 from rhizome.lightrag import LightRAGIndex
-from rhizome.lightrag.index import ROWS
-from rhizome.lightrag.lists import counts, in_rows, is_long
+
+ROWS = "lightrag.list_rows"
 
 EXTRA = Document(id="extra", text="Marie Curie visited Stockholm. Pierre Curie stayed in Paris with Alfred Nobel.")
 LATER = Document(id="later", text="Alfred Nobel wrote to Marie Curie from Stockholm about Paris.")
@@ -50,7 +51,7 @@ def answers(index: LightRAGIndex) -> dict[str, Any]:
 
 
 def rows(index: LightRAGIndex) -> dict[str, list[str]]:
-    tables = (index.entity_table, index.relation_table, index.lists.citations, index.lists.fragments, index.extraction_table, index.mentions)
+    tables = (index.entity_table, index.relation_table, index.entity_graph.lists.citations, index.entity_graph.lists.fragments, index.entity_graph.extractions, index.entity_graph.mentions)
     q = index.store.query
     return {
         "vectors": sorted(q("SELECT collection, id, vector FROM vectors")),
@@ -65,7 +66,7 @@ def to_old_layout(index: LightRAGIndex) -> None:
     with index.store.transaction() as db:
         index.entity_table.put(db, entities)
         index.relation_table.put(db, relations)
-        for table in (index.lists.citations, index.lists.fragments):
+        for table in (index.entity_graph.lists.citations, index.entity_graph.lists.fragments):
             db.execute(f"DROP TABLE {table.sql}")
         db.execute("DELETE FROM meta WHERE key = ?", (ROWS,))
 

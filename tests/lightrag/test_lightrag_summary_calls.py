@@ -27,7 +27,7 @@ def test_one_insert_call_summarises_a_profile_once_across_its_batches():
     assert ada.description.startswith("Summary ")  # summarised, covering every fragment
     assert ada.metadata["summarised"] == 12
     assert summaries(responder) == 1 == report.stats["summaries_written"]
-    assert not index.pending_summaries.keys() and not index.needs_refresh
+    assert not index.entity_graph.pending.keys() and not index.needs_refresh
     assert "ada lovelace" in set(index.store.collection(index.ENTITY_COLLECTION).ids())  # embedded once summarised
 
 
@@ -63,9 +63,9 @@ def test_a_waiting_profile_keeps_its_value_until_the_call_summarises_it(monkeypa
     ada = index.entity("Ada Lovelace")
     assert len(ada.descriptions) == 12
     assert ada.description == "\n".join(ada.descriptions[:4])
-    assert index.pending_summaries.keys() == ["e:ada lovelace"]
+    assert index.entity_graph.pending.keys() == ["e:ada lovelace"]
     monkeypatch.undo()
     index.insert(documents(12, 1))
     ada = index.entity("Ada Lovelace")
     assert ada.description.startswith("Summary ") and ada.metadata["summarised"] == 13
-    assert summaries(responder) == 1 and not index.pending_summaries.keys()
+    assert summaries(responder) == 1 and not index.entity_graph.pending.keys()

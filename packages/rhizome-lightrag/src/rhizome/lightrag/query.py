@@ -44,6 +44,7 @@ from rhizome.core.evidence import (
     relative_weights,
 )
 from rhizome.core.extraction import content_words, query_names
+from rhizome.core.graph.lists import counts, profile_key
 from rhizome.core.retrieval import (
     MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
@@ -61,7 +62,6 @@ from rhizome.core.retrieval import (
 )
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Hit
-from rhizome.lightrag.lists import counts, profile_key
 from rhizome.lightrag.prompts import KEYWORDS_SYSTEM, keywords_prompt
 from rhizome.lightrag.schema import QueryKeywords
 
@@ -337,7 +337,7 @@ class LightRAGRetriever(BaseRetriever):
     def _cited(self, records: Sequence[Any]) -> tuple[dict[str, list[str]], dict[str, Any]]:
         """The first chunk ids each profile cites (as many as a hit's provenance takes), by
         profile key, and those chunks."""
-        sources = self.index.lists.sources(records, limit=MAX_PROVENANCE_CHUNKS)
+        sources = self.index.entity_graph.lists.sources(records, limit=MAX_PROVENANCE_CHUNKS)
         return sources, self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
 
     def _entity_hits(self, entities: list[tuple]) -> list[Hit]:

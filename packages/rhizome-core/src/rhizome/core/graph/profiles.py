@@ -6,12 +6,14 @@ its mentions onto the stored profile; removing a chunk rebuilds the profile from
 chunks' stored mentions. Both give the record that folding the remaining mentions from scratch
 gives, which is why an insert followed by a delete returns exactly the records held before.
 
-Merge rules (paper §3.1 "deduplication", reference code):
+The fold rules every entity method on :class:`~rhizome.core.graph.store.EntityGraphStore`
+shares (LightRAG's deduplication, paper §3.1 and its reference code); what a method chooses is
+its :class:`FoldPolicy`:
 
 - entity: display name = the first mention's; type = majority vote over mentions with a type
   (ties: the type seen first); descriptions = distinct fragments in first-seen order; sources =
   chunk ids in the order they arrived;
-- relation (undirected, keyed by its pair of entity ids): weight = sum of strengths; keywords =
+- relation (keyed by :attr:`FoldPolicy.relation_key`, by default its pair of entity ids): weight = sum of strengths; keywords =
   union (case-insensitive) in first-seen order; descriptions and sources as for entities.
 
 The profile *value* (``description``) is then the fragments joined, or a summary once they
@@ -25,41 +27,18 @@ from their remaining fragments at once, as one insert call of the remaining docu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from rhizome.core.extraction.merge import Seen, known_values, union_into
-from rhizome.core.extraction.schema import Extraction, relation_id, relation_key
+from rhizome.core.extraction.schema import relation_id, relation_key
+from rhizome.core.graph.mentions import EntityMention, RelationMention
 from rhizome.core.types import Entity, Relation
-from rhizome.lightrag.schema import ChunkExtraction, EntityMention, RelationMention
-
-
-def chunk_record(extraction: Extraction) -> ChunkExtraction:
-    """A kernel extraction (any extractor's, with keywords filled in) as the per-chunk record the
-    index keeps: mentions by display name; a relation's weight becomes its strength."""
-    names = {e.id: e.name for e in extraction.entities}
-    return ChunkExtraction(
-        chunk_id=extraction.chunk_id,
-        entities=[EntityMention(name=e.name, type=e.type, description=e.description.strip()) for e in extraction.entities],
-        relations=[
-            RelationMention(
-                source=names.get(r.source, r.source),
-                target=names.get(r.target, r.target),
-                description=r.description.strip(),
-                keywords=list(r.keywords),
-                strength=float(max(r.weight, 0.0)) or 1.0,
-            )
-            for r in extraction.relations
-        ],
-        content_keywords=list(extraction.keywords),
-        metadata={"extractor": str(extraction.metadata.get("extractor", "imported"))},
-    )
 
 
 def pair_id(a: str, b: str) -> tuple[str, str, str]:
     """The undirected key of a relation between two entity ids."""
     return relation_key(a, b, "", directed=False)
-
-
-def relation_id_for(a: str, b: str) -> str:
-    return relation_id(pair_id(a, b))
 
 
 def new_entity(entity_id: str, name: str) -> Entity:
@@ -159,7 +138,7 @@ def skip_stored(seen: Seen, record: Entity | Relation, sources: set[str], fragme
     """Make the next folds into ``record`` — a stored profile whose lists stay in their rows, so
     that its ``source_chunk_ids`` and ``descriptions`` collect only what the folds add — skip
     the chunk ids and fragments its rows hold already (``sources``, ``fragments``: those of
-    the values about to be folded that are stored; see :mod:`rhizome.lightrag.lists`)."""
+    the values about to be folded that are stored; see :mod:`rhizome.core.graph.lists`)."""
     seen[id(record.source_chunk_ids)] = (record.source_chunk_ids, {*sources, *record.source_chunk_ids})
     seen[id(record.descriptions)] = (record.descriptions, {*fragments, *record.descriptions})
 
@@ -175,8 +154,26 @@ def relation_text(relation: Relation, source_name: str, target_name: str) -> str
     return f"{keywords}\t{source_name}\t{target_name}\n{relation.description}".strip()
 
 
+@dataclass(frozen=True)
+class FoldPolicy:
+    """The choices a method makes about its profiles, beside the fold rules every method shares
+    (the type vote, the union of fragments and sources, summed strengths).
+
+    ``relation_key`` maps a relation's two entity ids to its key (by default the sorted pair:
+    one undirected relation per pair, as LightRAG keeps them); ``entity_text`` and
+    ``relation_text`` are what the entity and relation vectors embed (the relation's with the
+    display names of its endpoints)."""
+
+    relation_key: Callable[[str, str], tuple[str, str, str]] = pair_id
+    entity_text: Callable[[Entity], str] = entity_text
+    relation_text: Callable[[Relation, str, str], str] = relation_text
+
+    def relation_id(self, source_id: str, target_id: str) -> str:
+        return relation_id(self.relation_key(source_id, target_id))
+
+
 __all__ = [
-    "chunk_record",
+    "FoldPolicy",
     "copy_entity",
     "copy_relation",
     "covered",
@@ -189,6 +186,5 @@ __all__ = [
     "pieces",
     "set_summary",
     "skip_stored",
-    "relation_id_for",
     "relation_text",
 ]

@@ -5,8 +5,7 @@ description fragment until a summary covers it; both lists grow with the corpus.
 the profile's record, they were read, decoded, encoded and written again whole by every insert
 batch touching the profile, so a batch cost more the larger the corpus already was. A profile
 with more than :data:`INLINE` citations or fragments (a *long* one) keeps them as rows: each
-citation (:class:`~rhizome.lightrag.schema.Citation`) and each fragment
-(:class:`~rhizome.lightrag.schema.Fragment`) is one row, keyed by its profile and its value and
+citation (:class:`Citation`) and each fragment (:class:`Fragment`) is one row, keyed by its profile and its value and
 numbered in order of arrival, and the profile record keeps only their counts (metadata
 ``n_sources`` and ``n_fragments``). A batch appends the rows it adds and rewrites the small
 record; it reads back only what it needs: whether a value is stored already (by key), and the
@@ -27,13 +26,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
+from pydantic import BaseModel, ConfigDict
+
+from rhizome.core.index import text_digest
 from rhizome.core.types import Entity, Relation
-from rhizome.lightrag.schema import Citation, Fragment, citation_id, fragment_id, slot
 
 SOURCES = "n_sources"
-"""Profile metadata: how many chunks it cites (rows of ``lightrag_citations``)."""
+"""Profile metadata: how many chunks it cites (rows of ``<prefix>_citations``)."""
 FRAGMENTS = "n_fragments"
-"""Profile metadata: how many distinct fragments it holds (rows of ``lightrag_fragments``)."""
+"""Profile metadata: how many distinct fragments it holds (rows of ``<prefix>_fragments``)."""
 
 INLINE = 16
 """Most citations, and most fragments, a profile keeps inside its record."""
@@ -45,6 +46,55 @@ ENTITY_KEY = "e:"
 """Prefix of an entity's profile key (:func:`entity_profile`)."""
 RELATION_KEY = "r:"
 """Prefix of a relation's profile key (:func:`relation_profile`)."""
+
+
+class _ProfileRow(BaseModel):
+    """What a citation and a fragment row share: their profile (``e:<entity id>`` or
+    ``r:<relation id>``) and their place, the ``seq``-th in order of arrival."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: str
+    seq: int
+
+    @property
+    def slot(self) -> str:
+        return slot(self.profile, self.seq)
+
+
+class Citation(_ProfileRow):
+    """One chunk a profile's mentions come from."""
+
+    chunk_id: str
+
+    @property
+    def id(self) -> str:
+        return citation_id(self.profile, self.chunk_id)
+
+
+class Fragment(_ProfileRow):
+    """One distinct description fragment of a profile."""
+
+    text: str
+
+    @property
+    def id(self) -> str:
+        return fragment_id(self.profile, self.text)
+
+
+def slot(profile: str, seq: int) -> str:
+    """The lookup value of a profile's ``seq``-th citation or fragment."""
+    return f"{profile}\x1f{seq}"
+
+
+def citation_id(profile: str, chunk_id: str) -> str:
+    """The key of a citation: one row per profile and chunk."""
+    return f"{profile}\x1f{chunk_id}"
+
+
+def fragment_id(profile: str, text: str) -> str:
+    """The key of a fragment: one row per profile and distinct text."""
+    return f"{profile}\x1f{text_digest(text)}"
 
 
 def entity_profile(entity_id: str) -> str:
@@ -99,10 +149,10 @@ def _without_counts(record: Entity | Relation) -> dict[str, Any]:
 class ProfileLists:
     """The citation and fragment rows of an index's profiles (see the module docstring)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, prefix: str) -> None:
         # one lookup: the rows of a profile are found by number (its record has their counts)
-        self.citations = store.table("lightrag_citations", Citation, lookups=("slot",))
-        self.fragments = store.table("lightrag_fragments", Fragment, lookups=("slot",))
+        self.citations = store.table(f"{prefix}_citations", Citation, lookups=("slot",))
+        self.fragments = store.table(f"{prefix}_fragments", Fragment, lookups=("slot",))
 
     def generation(self) -> tuple[int, int]:
         return self.citations.generation(), self.fragments.generation()
@@ -214,4 +264,24 @@ class ProfileLists:
         return moved
 
 
-__all__ = ["FRAGMENTS", "INLINE", "SOURCES", "ProfileLists", "as_stored", "counts", "head", "in_rows", "is_long", "profile_key"]
+__all__ = [
+    "ENTITY_KEY",
+    "FRAGMENTS",
+    "INLINE",
+    "RELATION_KEY",
+    "SOURCES",
+    "Citation",
+    "Fragment",
+    "ProfileLists",
+    "as_stored",
+    "citation_id",
+    "counts",
+    "entity_profile",
+    "fragment_id",
+    "head",
+    "in_rows",
+    "is_long",
+    "profile_key",
+    "relation_profile",
+    "slot",
+]

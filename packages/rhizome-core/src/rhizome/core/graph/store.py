@@ -1,0 +1,718 @@
+"""The entity graph as a kernel layer: per-chunk extractions folded into entity and relation profiles.
+
+:class:`EntityGraphStore` owns, under one table prefix of an index's store:
+
+* ``<prefix>_extractions`` — each chunk's :class:`~rhizome.core.graph.mentions.ChunkExtraction`,
+  its mentions resolved to entity ids (so a delete rebuilds shared profiles without extracting);
+* ``<prefix>_mentions`` — one row per chunk and surface name, with the keys entity resolution
+  looks names up by;
+* ``<prefix>_entities`` and ``<prefix>_relations`` — the profiles (relations looked up by either
+  endpoint: the graph's edge list), a long profile's citations and fragments as rows of
+  ``<prefix>_citations`` and ``<prefix>_fragments`` (:mod:`rhizome.core.graph.lists`);
+* ``<prefix>_pending_summaries`` — profiles whose summary waits for the end of an insert call;
+* three vector collections: entity profiles, relation profiles, entity names.
+
+A change is planned outside the write transaction and written inside it:
+:meth:`EntityGraphStore.plan` resolves the new mentions, re-folds what the removed chunks
+supported from the remaining chunks' stored mentions, folds the new mentions onto the stored
+profiles, settles their descriptions (summaries run as a resumable stage) and embeds only the
+profiles a search would now see differently; :meth:`EntityGraphStore.write` stores the
+:class:`GraphChange`. Either way a profile ends as one insert call of the remaining documents
+would make it, so an insert followed by the delete of what it added gives back exactly the
+records held before. :meth:`EntityGraphStore.settle` summarises and embeds what an insert call
+left waiting. The fold rules are :mod:`rhizome.core.graph.profiles`; a method's choices are its
+:class:`~rhizome.core.graph.profiles.FoldPolicy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rhizome.core.evidence import EvidenceGraph, FactGraph
+from rhizome.core.extraction.merge import Seen
+from rhizome.core.extraction.schema import clean_name, entity_key
+from rhizome.core.graph.lists import (
+    ENTITY_KEY,
+    RELATION_KEY,
+    ProfileLists,
+    as_stored,
+    counts,
+    entity_profile,
+    head,
+    in_rows,
+    is_long,
+    profile_key,
+    relation_profile,
+)
+from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, Mention, PendingSummary
+from rhizome.core.graph.profiles import (
+    FoldPolicy,
+    copy_entity,
+    copy_relation,
+    covered,
+    fold_entity,
+    fold_relation,
+    new_entity,
+    new_relation,
+    pieces,
+    set_summary,
+    skip_stored,
+)
+from rhizome.core.progress import phase
+from rhizome.core.resolution import (
+    EntityResolver,
+    Known,
+    Lookup,
+    NameItem,
+    acronym_key,
+    initials,
+    normalise_name,
+)
+from rhizome.core.stages import arun_stage
+from rhizome.core.storage import IndexStore
+from rhizome.core.summarize import DescriptionSummarizer
+from rhizome.core.types import Entity, Relation
+
+Embed = Callable[..., Awaitable[Any]]
+"""``await embed(texts, what=label)``: the index's embedder (:meth:`BaseIndex.embed`)."""
+Vectors = tuple[list[str], Any]
+"""Ids and their vectors, rows in order (``([], None)``: none)."""
+
+
+@dataclass
+class GraphChange:
+    """Everything one insert batch or delete changes in the entity graph, computed before its
+    transaction (:meth:`EntityGraphStore.plan`) and stored inside it (:meth:`EntityGraphStore.write`).
+
+    The id lists say what changed, for a method to react to (re-cluster around
+    :attr:`touched_entities`, re-embed what it derives from a profile, ...)."""
+
+    removed_chunks: set[str] = field(default_factory=set)
+    records: list[ChunkExtraction] = field(default_factory=list)
+    mentions: list[Mention] = field(default_factory=list)
+    entities: dict[str, Entity] = field(default_factory=dict)
+    relations: dict[str, Relation] = field(default_factory=dict)
+    """The profiles to write, as stored (a long profile: counts of its lists, not the lists)."""
+    added_entities: list[str] = field(default_factory=list)
+    added_relations: list[str] = field(default_factory=list)
+    removed_entities: list[str] = field(default_factory=list)
+    removed_relations: list[str] = field(default_factory=list)
+    rows: list[tuple[str, int, list[str], int, list[str]]] = field(default_factory=list)
+    """Citation and fragment rows to write (:meth:`ProfileLists.append`)."""
+    dropped: list[Any] = field(default_factory=list)
+    """Profiles (as stored) whose rows go: removed ones, and rebuilt ones written again whole."""
+    entity_vectors: Vectors = field(default_factory=lambda: ([], None))
+    relation_vectors: Vectors = field(default_factory=lambda: ([], None))
+    name_vectors: Vectors = field(default_factory=lambda: ([], None))
+    merges: int = 0
+    """Names entity resolution joined to an entity of another name."""
+    pending: list[str] = field(default_factory=list)
+    """Profiles (``e:``/``r:`` keys) to summarise when the insert call finishes."""
+    settled: list[str] = field(default_factory=list)
+    """Profiles no longer waiting for a summary (summarised now, or removed)."""
+    summaries: int = 0
+    """Summaries the model wrote for this change (not those a resumed stage had kept)."""
+
+    @property
+    def changed_entities(self) -> list[str]:
+        """Entities that were stored and are written again (their profile changed)."""
+        added = set(self.added_entities)
+        return [e for e in self.entities if e not in added]
+
+    @property
+    def changed_relations(self) -> list[str]:
+        added = set(self.added_relations)
+        return [r for r in self.relations if r not in added]
+
+    @property
+    def touched_entities(self) -> set[str]:
+        """Entities added, changed or removed, and the endpoints of every relation written or
+        removed: where the graph's shape or content changed."""
+        touched = {*self.entities, *self.removed_entities}
+        for relation in self.relations.values():
+            touched.update((relation.source, relation.target))
+        return touched
+
+    def counts(self) -> dict[str, int]:
+        """What the change did, as index stats."""
+        return {
+            "chunks_added": len(self.records),
+            "chunks_removed": len(self.removed_chunks),
+            "entities_written": len(self.entities),
+            "relations_written": len(self.relations),
+            "entities_deleted": len(self.removed_entities),
+            "relations_deleted": len(self.removed_relations),
+            "summaries_written": self.summaries,
+            "resolution_merges": self.merges,
+        }
+
+
+@dataclass
+class _Folding:
+    """The working state of one plan: the profiles folded so far and what they were stored as."""
+
+    before_e: dict[str, Entity]
+    before_r: dict[str, Relation]
+    entities: dict[str, Entity] = field(default_factory=dict)
+    relations: dict[str, Relation] = field(default_factory=dict)
+    seen: Seen = field(default_factory=dict)
+    """The folded profiles' lists as sets, for the whole plan."""
+    start: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Stored profiles folded onto their rows: the citations and fragments the rows hold."""
+    held_sources: dict[str, list[str]] = field(default_factory=dict)
+    held_fragments: dict[str, list[str]] = field(default_factory=dict)
+    """The whole lists of the rebuilt profiles, as stored."""
+    rebuilt: set[str] = field(default_factory=set)
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Citations and fragments of each folded profile once the change is written."""
+    names: dict[str, str] = field(default_factory=dict)
+    """Display names of the entities the folded profiles name, once the change is written."""
+
+    @property
+    def stored_as(self) -> dict[str, Entity | Relation]:
+        return {profile_key(r): r for r in [*self.before_e.values(), *self.before_r.values()]}
+
+    def records(self) -> list[Entity | Relation]:
+        return [*self.entities.values(), *self.relations.values()]
+
+
+class EntityGraphStore:
+    """An index's entity graph: its tables, collections and fold rules (see the module docstring).
+
+    ``embed`` is the index's embedder (:meth:`~rhizome.core.index.BaseIndex.embed`);
+    ``summarizer`` writes a profile's value once its fragments grow past its budget;
+    ``resolver`` joins new names to known entities when ``resolution`` is on (else only the
+    same surface form is one entity)."""
+
+    def __init__(
+        self,
+        store: Any,
+        prefix: str,
+        *,
+        embed: Embed,
+        summarizer: DescriptionSummarizer,
+        resolver: EntityResolver,
+        resolution: bool = True,
+        policy: FoldPolicy | None = None,
+    ) -> None:
+        self.store = store
+        self.entities = store.table(f"{prefix}_entities", Entity)
+        self.relations = store.table(f"{prefix}_relations", Relation, lookups=("source", "target"))
+        self.extractions = store.table(f"{prefix}_extractions", ChunkExtraction, key="chunk_id")
+        self.mentions = store.table(f"{prefix}_mentions", Mention, lookups=("chunk_id", "key", "norm", "initials", "acronym"))
+        self.pending = store.table(f"{prefix}_pending_summaries", PendingSummary)
+        self.lists = ProfileLists(store, prefix)
+        self.entity_collection = f"{prefix}_entities"
+        self.relation_collection = f"{prefix}_relations"
+        self.name_collection = f"{prefix}_names"
+        self.summary_stage = f"{prefix}.summary"
+        self.rows_flag = f"{prefix}.list_rows"
+        """Meta flag: every long profile keeps its citations and fragments as rows."""
+        self.embed = embed
+        self.summarizer = summarizer
+        self.resolver = resolver
+        self.resolution = resolution
+        self.policy = policy or FoldPolicy()
+        if not store.readonly and not store.get_meta(self.rows_flag, False):
+            # an index written before the lists were rows: move them (once, on a writable open)
+            with store.transaction() as db:
+                self.lists.migrate(db, (self.entities, self.relations))
+                IndexStore.set_meta(db, self.rows_flag, True)
+
+    # -- reading -----------------------------------------------------------------------------------
+    def generations(self) -> tuple[int, ...]:
+        """The generations of the profile tables and their rows: what a view of the graph is keyed by."""
+        return (self.entities.generation(), self.relations.generation(), *self.lists.generation())
+
+    def all_entities(self) -> list[Entity]:
+        """Every entity profile (sorted by id), with its citations and fragments."""
+        return self.lists.whole(self.entities.all())
+
+    def all_relations(self) -> list[Relation]:
+        """Every relation profile (sorted by id), with its citations and fragments."""
+        return self.lists.whole(self.relations.all())
+
+    def entity(self, name: str) -> Entity | None:
+        """The profile a name resolves to (exact surface form or entity id), or ``None``."""
+        key = entity_key(name)
+        found = self.mentions.first("key", [key]).get(key)
+        entity = self.entities.one(found.entity_id if found else key)
+        return None if entity is None else self.lists.whole([entity])[0]
+
+    def evidence_graph(self) -> EvidenceGraph:
+        """The entity–passage graph of the current profiles (entities with the chunks they cite,
+        relations weighted by their summed strengths)."""
+        entities = self.entities.all()
+        sources = self.lists.sources(entities)
+        passages = {e.id: sources[profile_key(e)] for e in entities}
+        edges = ((r.source, r.target, r.weight or 1.0) for r in self.relations.all())
+        return EvidenceGraph({eid: chunk_ids for eid, chunk_ids in passages.items() if chunk_ids}, edges)
+
+    def fact_graph(self) -> FactGraph:
+        """The relations and the chunks each cites, for chains of facts."""
+        relations = self.relations.all()
+        sources = self.lists.sources(relations)
+        return FactGraph((r.id, r.source, r.target, sources[profile_key(r)]) for r in relations)
+
+    def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        """Relations per entity."""
+        out = self.relations.count_by("source", entity_ids)
+        for eid, n in self.relations.count_by("target", entity_ids).items():
+            out[eid] = out.get(eid, 0) + n
+        return out
+
+    def names(self, entity_ids: Iterable[str]) -> dict[str, str]:
+        """Display names of stored entities, by id."""
+        return {eid: e.name for eid, e in self.entities.get(entity_ids).items()}
+
+    # -- resolution ----------------------------------------------------------------------------------
+    def _lookup(self) -> Lookup:
+        with_descriptions = self.resolver.llm is not None and self.resolver.confirm
+
+        def known(field_: str, values: list[str]) -> dict[str, list[Known]]:
+            mentions = self.mentions.find(field_, [v for v in values if v])
+            profiles = self.entities.get(m.entity_id for m in mentions)
+            out: dict[str, list[Known]] = {}
+            for m in mentions:
+                entity = profiles.get(m.entity_id)
+                if entity is None:
+                    continue
+                bucket = out.setdefault(getattr(m, field_), [])
+                if all(k.id != entity.id for k in bucket):
+                    bucket.append(Known(entity.id, entity.name, entity.type, entity.description if with_descriptions else ""))
+            return out
+
+        def by_key(keys: list[str]) -> dict[str, str]:
+            return {key: m.entity_id for key, m in self.mentions.first("key", keys).items()}
+
+        def by_vector(vectors: np.ndarray, k: int) -> list[list[tuple[Known, float]]]:
+            empty: list[list[tuple[Known, float]]] = [[] for _ in range(len(vectors))]
+            if self.store.embedding_dimension is None or not len(vectors):
+                return empty
+            collection = self.store.collection(self.name_collection, vectors.shape[1])
+            if not len(collection):
+                return empty
+            results = collection.search(vectors, k)
+            profiles = self.entities.get(eid for row in results for eid, _ in row)
+            return [
+                [
+                    (Known(eid, profiles[eid].name, profiles[eid].type, profiles[eid].description if with_descriptions else ""), score)
+                    for eid, score in row
+                    if eid in profiles
+                ]
+                for row in results
+            ]
+
+        return Lookup(
+            by_key=by_key,
+            by_norm=lambda norms: known("norm", norms),
+            by_initials=lambda letters: known("initials", letters),
+            by_acronym=lambda inits: known("acronym", inits),
+            by_vector=by_vector,
+        )
+
+    async def _resolve(self, records: list[ChunkExtraction], change: GraphChange) -> dict[str, np.ndarray]:
+        """Give every mention its entity id; returns the name vectors computed on the way."""
+        items: dict[str, NameItem] = {}
+        for record in records:
+            listed = {entity_key(m.name) for m in record.entities}
+            for rel in record.relations:  # every relation endpoint is an entity of its chunk
+                for name in (rel.source, rel.target):
+                    if entity_key(name) not in listed:
+                        listed.add(entity_key(name))
+                        record.entities.append(EntityMention(name=clean_name(name)))
+            record.entities = [m for m in record.entities if entity_key(m.name)]
+            for m in record.entities:
+                key = entity_key(m.name)
+                item = items.get(key)
+                if item is None:
+                    items[key] = NameItem(key, clean_name(m.name), m.type, m.description)
+                else:
+                    item.type = item.type or m.type
+                    item.description = item.description or m.description
+        ordered = list(items.values())
+        vectors: dict[str, np.ndarray] = {}
+        if not self.resolution or not ordered:
+            mapping = {it.key: it.key for it in ordered}
+            if ordered:
+                mapping.update(self._lookup().by_key([it.key for it in ordered]))
+        else:
+            lookup = self._lookup()
+            known = lookup.by_key([it.key for it in ordered])
+            unknown = [it for it in ordered if it.key not in known]
+            matrix = None
+            if unknown:
+                embedded = await self.embed([it.name for it in unknown], what="entity names")
+                vectors = {it.key: embedded[i] for i, it in enumerate(unknown)}
+                matrix = np.zeros((len(ordered), embedded.shape[1]), dtype=np.float32)
+                for i, it in enumerate(ordered):
+                    if it.key in vectors:
+                        matrix[i] = vectors[it.key]
+            outcome = await self.resolver.aresolve(ordered, lookup, matrix)
+            mapping = outcome.mapping
+            change.merges += len(outcome.merges)
+        for record in records:
+            for m in record.entities:
+                m.id = mapping[entity_key(m.name)]
+            kept = []
+            for rel in record.relations:
+                rel.source_id = mapping[entity_key(rel.source)]
+                rel.target_id = mapping[entity_key(rel.target)]
+                if rel.source_id != rel.target_id:  # two names of one entity: not a relation
+                    kept.append(rel)
+            record.relations = kept
+            seen: set[str] = set()
+            for m in record.entities:
+                key = entity_key(m.name)
+                if key in seen:
+                    continue
+                seen.add(key)
+                change.mentions.append(
+                    Mention(
+                        id=f"{record.chunk_id}\x1f{key}", chunk_id=record.chunk_id, key=key, name=m.name,
+                        norm=normalise_name(m.name), initials=initials(m.name), acronym=acronym_key(m.name), entity_id=m.id,
+                    )
+                )
+            change.records.append(record)
+        return vectors
+
+    # -- planning ------------------------------------------------------------------------------------
+    async def plan(self, records: list[ChunkExtraction], removed: Sequence[str], *, defer: bool = False) -> GraphChange:
+        """What adding ``records`` (one per new chunk) and removing the chunks ``removed`` changes.
+
+        A profile whose fragments grew past the summary threshold is summarised here, unless
+        ``defer`` (an insert call's batches): then it waits for :meth:`settle` at the end of the
+        call, so that a call summarises each profile at most once however many of its batches
+        touch it."""
+        change = GraphChange(removed_chunks=set(removed))
+        name_vectors = await self._resolve(records, change)
+        key = self.policy.relation_id
+        old = self.extractions.get(removed)
+        lost_e = list(dict.fromkeys(m.id for r in old.values() for m in r.entities))
+        lost_r = list(dict.fromkeys(key(x.source_id, x.target_id) for r in old.values() for x in r.relations))
+        new_e = list(dict.fromkeys(m.id for r in records for m in r.entities))
+        new_r = list(dict.fromkeys(key(x.source_id, x.target_id) for r in records for x in r.relations))
+        # the stored records: their lists stay in their rows (rhizome.core.graph.lists)
+        state = _Folding(self.entities.get(lost_e + new_e), self.relations.get(lost_r + new_r))
+        self._rebuild(state, [e for e in lost_e if e in state.before_e], [r for r in lost_r if r in state.before_r], change.removed_chunks)
+        self._fold(state, records)
+        jobs = self._settle_values(state, change)
+        state.names = self._names(state)
+        await self._summarise(state, jobs, change, defer)
+        self._layout(state, change)
+        await self._embed(state, change, name_vectors)
+        return change
+
+    def _rebuild(self, state: _Folding, entity_ids: list[str], relation_ids: list[str], removed: set[str]) -> None:
+        """Fold again, from the remaining chunks' stored mentions, the profiles a removal touches:
+        these hold their whole lists here, and their rows are written again whole."""
+        rebuilt = [state.before_e[e] for e in entity_ids] + [state.before_r[r] for r in relation_ids]
+        state.held_sources = self.lists.sources(rebuilt)
+        state.held_fragments = self.lists.texts(rebuilt)
+        state.rebuilt = {profile_key(r) for r in rebuilt}
+        remaining = {c for ids in state.held_sources.values() for c in ids if c not in removed}
+        stored = self.extractions.get(sorted(remaining))
+
+        def chunks(profile: str) -> Iterable[ChunkExtraction]:
+            return (stored[c] for c in state.held_sources[profile] if c not in removed and c in stored)
+
+        for eid in entity_ids:
+            entity = new_entity(eid, "")
+            for record in chunks(entity_profile(eid)):
+                for m in record.entities:
+                    if m.id == eid:
+                        entity.name = entity.name or m.name
+                        fold_entity(entity, m, record.chunk_id, state.seen)
+            state.entities[eid] = entity
+        for rid in relation_ids:
+            held = state.before_r[rid]
+            relation = new_relation(self.policy.relation_key(held.source, held.target))
+            for record in chunks(relation_profile(rid)):
+                for x in record.relations:
+                    if self.policy.relation_id(x.source_id, x.target_id) == rid:
+                        fold_relation(relation, x, record.chunk_id, state.seen)
+            state.relations[rid] = relation
+
+    def _fold(self, state: _Folding, records: list[ChunkExtraction]) -> None:
+        """Fold the new mentions onto the stored profiles. A stored profile whose lists are rows
+        is folded onto them: its lists here collect only what this change adds, after the
+        values its rows hold (``state.start``), and the folds skip what the rows hold already
+        (read by key, not whole); a short profile holds its lists itself and is folded as it is."""
+        key = self.policy.relation_id
+        pairs: tuple[list[tuple[str, str]], list[tuple[str, str]]] = ([], [])
+        for record in records:
+            for m in record.entities:
+                if m.id in state.before_e and m.id not in state.entities and in_rows(state.before_e[m.id]):
+                    pairs[0].append((entity_profile(m.id), record.chunk_id))
+                    pairs[1].append((entity_profile(m.id), m.description.strip()))
+            for x in record.relations:
+                rid = key(x.source_id, x.target_id)
+                if rid in state.before_r and rid not in state.relations and in_rows(state.before_r[rid]):
+                    pairs[0].append((relation_profile(rid), record.chunk_id))
+                    pairs[1].append((relation_profile(rid), x.description.strip()))
+        cited, known = self.lists.held(*pairs)
+        held_by: dict[str, tuple[set[str], set[str]]] = {}
+        for profile, chunk_id in cited:
+            held_by.setdefault(profile, (set(), set()))[0].add(chunk_id)
+        for profile, text in known:
+            held_by.setdefault(profile, (set(), set()))[1].add(text)
+
+        def onto_stored(record: Any) -> Any:
+            if in_rows(record):
+                profile = profile_key(record)
+                state.start[profile] = counts(record)
+                skip_stored(state.seen, record, *held_by.get(profile, (set(), set())))
+            return record
+
+        with phase("merging extractions", len(records), "chunk") as step:
+            for record in records:
+                for m in record.entities:
+                    entity = state.entities.get(m.id)
+                    if entity is None:
+                        held_e = state.before_e.get(m.id)
+                        entity = onto_stored(copy_entity(held_e)) if held_e is not None else new_entity(m.id, m.name)
+                        state.entities[m.id] = entity
+                    entity.name = entity.name or m.name
+                    fold_entity(entity, m, record.chunk_id, state.seen)
+                for x in record.relations:
+                    rid = key(x.source_id, x.target_id)
+                    relation = state.relations.get(rid)
+                    if relation is None:
+                        held_r = state.before_r.get(rid)
+                        relation = onto_stored(copy_relation(held_r)) if held_r is not None else new_relation(self.policy.relation_key(x.source_id, x.target_id))
+                        state.relations[rid] = relation
+                    fold_relation(relation, x, record.chunk_id, state.seen)
+                step.advance()
+
+    def _settle_values(self, state: _Folding, change: GraphChange) -> list[Entity | Relation]:
+        """Sizes, removals, and the profiles whose value must be made again (returned)."""
+        stored_as = state.stored_as
+        jobs: list[Entity | Relation] = []
+        for rec in state.records():
+            profile = profile_key(rec)
+            before = stored_as.get(profile)
+            first_source, first_fragment = state.start.get(profile, (0, 0))
+            state.sizes[profile] = (first_source + len(rec.source_chunk_ids), first_fragment + len(rec.descriptions))
+            if not state.sizes[profile][0]:
+                if before is not None:
+                    (change.removed_entities if isinstance(rec, Entity) else change.removed_relations).append(rec.id)
+                continue
+            # no fragment added (folded onto the rows) or the same fragments (rebuilt, or held)
+            if profile in state.start:
+                same = not rec.descriptions
+            else:
+                same = before is not None and state.held_fragments.get(profile, before.descriptions) == rec.descriptions
+            if isinstance(rec, Entity):
+                same = same and before is not None and before.name == rec.name
+            if same and before is not None:
+                rec.description = before.description
+            else:
+                jobs.append(rec)
+        change.settled += [entity_profile(e) for e in change.removed_entities] + [relation_profile(r) for r in change.removed_relations]
+        change.dropped = [state.before_e[e] for e in change.removed_entities] + [state.before_r[r] for r in change.removed_relations]
+        return jobs
+
+    def _names(self, state: _Folding) -> dict[str, str]:
+        """Display names of every entity the folded profiles name, as they will be stored."""
+        names = {eid: e.name for eid, e in state.entities.items() if state.sizes[entity_profile(eid)][0]}
+        missing = {x for r in state.relations.values() for x in (r.source, r.target) if x not in names}
+        names.update(self.names(missing))
+        return names
+
+    def _subject(self, rec: Entity | Relation, names: dict[str, str]) -> str:
+        """What a profile's summary is about: the entity's name, or the relation's two names."""
+        if isinstance(rec, Entity):
+            return rec.name
+        return f"{names.get(rec.source, rec.source)} and {names.get(rec.target, rec.target)}"
+
+    async def _summarise(self, state: _Folding, jobs: list[Entity | Relation], change: GraphChange, defer: bool) -> None:
+        """Make the value of each profile in ``jobs``: its fragments joined, or a summary."""
+        stored_as = state.stored_as
+        # a profile already waiting for its summary that only gained fragments still needs it
+        # (both the fragment count and the length only grow): it keeps its stored value, and
+        # is not read again batch after batch of a long insert call
+        waiting_before = set(self.pending.get(profile_key(rec) for rec in jobs)) - state.rebuilt if defer else set()
+        # the fragments since its last summary of every other profile: those its rows hold
+        # (fewer than the summary rule allows, or it would be waiting) and those added here
+        stored_since = []
+        for rec in jobs:
+            if (profile := profile_key(rec)) in state.start and profile not in waiting_before:
+                before = stored_as[profile]
+                stored_since.append((before, covered(before)))
+        since = self.lists.tails(stored_since)
+        stage_jobs = {}
+        for number, rec in enumerate(jobs):
+            profile = profile_key(rec)
+            if profile in waiting_before:
+                rec.description = stored_as[profile].description
+                change.pending.append(profile)
+                continue
+            fragments = since[profile] + rec.descriptions if profile in state.start else rec.descriptions[covered(rec):]
+            parts = pieces(rec, fragments)
+            if parts and not fragments:  # nothing arrived since its summary (a new name or source)
+                rec.description = parts[0]
+                change.settled.append(profile)
+            elif (joined := self.summarizer.joined(parts)) is not None:
+                rec.description = joined
+                change.settled.append(profile)
+            elif defer:  # joined until the insert call ends and summarises it once
+                rec.description = "\n".join(dict.fromkeys(p.strip() for p in parts if p.strip()))
+                change.pending.append(profile)
+            else:
+                subject = self._subject(rec, state.names)
+                stage_jobs[number] = (self.summarizer.digest(subject, parts), lambda s=subject, f=parts: self.summarizer.asummarize(s, f))
+                change.settled.append(profile)
+        summaries, change.summaries = await arun_stage(self.store, self.summary_stage, stage_jobs, label="summarising profiles")
+        for number, text in summaries.items():
+            rec = jobs[number]
+            set_summary(rec, text, state.sizes[profile_key(rec)][1])
+
+    def _layout(self, state: _Folding, change: GraphChange) -> None:
+        """The profiles as stored (a long one: counts instead of its lists) and the rows they add
+        or rewrite."""
+        stored_as = state.stored_as
+        for rec in state.records():
+            profile = profile_key(rec)
+            if not state.sizes[profile][0]:
+                continue
+            before = stored_as.get(profile)
+            if before is None:
+                (change.added_entities if isinstance(rec, Entity) else change.added_relations).append(rec.id)
+            long = profile in state.start or is_long(*state.sizes[profile])  # folded onto its rows: it keeps them
+            stored = head(rec, *state.sizes[profile]) if long else rec
+            if stored != before:
+                (change.entities if isinstance(rec, Entity) else change.relations)[rec.id] = stored
+            if profile in state.start:  # folded onto its rows
+                if rec.source_chunk_ids or rec.descriptions:
+                    change.rows.append((profile, state.start[profile][0], rec.source_chunk_ids, state.start[profile][1], rec.descriptions))
+                continue
+            # new, rebuilt or held its lists: its rows (if any) are written whole, when changed
+            had_rows = before is not None and in_rows(before)
+            if had_rows and long and state.held_sources[profile] == rec.source_chunk_ids and state.held_fragments[profile] == rec.descriptions:
+                continue
+            if had_rows:
+                change.dropped.append(before)
+            if long:
+                change.rows.append((profile, 0, rec.source_chunk_ids, 0, rec.descriptions))
+
+    async def _embed(self, state: _Folding, change: GraphChange, name_vectors: dict[str, np.ndarray]) -> None:
+        """Vectors of what a search would now see differently (a profile waiting for its summary
+        is embedded once summarised)."""
+        before_e, before_r, names = state.before_e, state.before_r, state.names
+        waiting = set(change.pending)
+        entity_text, relation_text = self.policy.entity_text, self.policy.relation_text
+        renamed = {eid for eid, e in change.entities.items() if eid not in before_e or before_e[eid].name != e.name}
+        embed_e = [
+            e for eid, e in change.entities.items()
+            if entity_profile(eid) not in waiting and (eid not in before_e or entity_text(before_e[eid]) != entity_text(e))
+        ]
+        if renamed & set(before_e):  # a relation embeds its endpoints' names
+            touched = renamed & set(before_e)
+            gone = set(change.removed_relations)
+            for rel in self.relations.find("source", touched) + self.relations.find("target", touched):
+                if rel.id not in change.relations and rel.id not in gone:
+                    change.relations.setdefault(rel.id, rel)
+
+        def name(eid: str, fallback: str = "") -> str:
+            return before_e[eid].name if eid in before_e else names.get(eid, fallback)
+
+        embed_r = []
+        for rid, rel in change.relations.items():
+            if relation_profile(rid) in waiting:
+                continue
+            before = before_r.get(rid)
+            text = relation_text(rel, names.get(rel.source, rel.source), names.get(rel.target, rel.target))
+            old_text = relation_text(before, name(before.source), name(before.target)) if before is not None else None
+            if text != old_text or rel.source in renamed or rel.target in renamed:
+                embed_r.append((rid, text))
+        if embed_e:
+            change.entity_vectors = ([e.id for e in embed_e], await self.embed([entity_text(e) for e in embed_e], what="entities"))
+        if embed_r:
+            change.relation_vectors = ([r for r, _ in embed_r], await self.embed([t for _, t in embed_r], what="relations"))
+        if renamed:
+            ordered = sorted(renamed)
+            known = {e: name_vectors[k] for e in ordered if (k := entity_key(change.entities[e].name)) in name_vectors}
+            rest = [e for e in ordered if e not in known]
+            if rest:
+                fresh = await self.embed([change.entities[e].name for e in rest], what="entity names")
+                known.update({e: fresh[i] for i, e in enumerate(rest)})
+            change.name_vectors = (ordered, np.vstack([known[e] for e in ordered]))
+
+    # -- writing (inside a transaction) ----------------------------------------------------------------
+    def write(self, db: Any, change: GraphChange) -> None:
+        """Store a planned change."""
+        self.pending.delete(db, change.settled)
+        self.pending.put(db, [PendingSummary(id=k) for k in change.pending])
+        self.extractions.put(db, change.records)
+        self.mentions.put(db, change.mentions)
+        self.relations.delete(db, change.removed_relations)
+        self.entities.delete(db, change.removed_entities)
+        self.lists.drop(db, change.dropped)
+        self.lists.append(db, change.rows)
+        self.entities.put(db, change.entities.values())
+        self.relations.put(db, change.relations.values())
+        if self.store.embedding_dimension is not None:
+            if change.removed_entities:
+                self.store.delete_vectors(db, self.entity_collection, change.removed_entities)
+                self.store.delete_vectors(db, self.name_collection, change.removed_entities)
+            if change.removed_relations:
+                self.store.delete_vectors(db, self.relation_collection, change.removed_relations)
+        for collection, (ids, vectors) in (
+            (self.entity_collection, change.entity_vectors),
+            (self.relation_collection, change.relation_vectors),
+            (self.name_collection, change.name_vectors),
+        ):
+            if len(ids):
+                self.store.put_vectors(db, collection, list(ids), vectors)
+
+    def forget_chunks(self, db: Any, chunk_ids: list[str]) -> None:
+        """Remove the per-chunk rows of deleted chunks (their profiles were planned already)."""
+        self.extractions.delete(db, chunk_ids)
+        self.mentions.delete_by(db, "chunk_id", chunk_ids)
+
+    async def settle(self) -> int:
+        """Summarise, once, every profile an insert call left waiting (:meth:`plan` with
+        ``defer``), embed it and store it; returns how many summaries the model wrote. A call cut
+        short leaves them waiting for the next insert, delete or refresh."""
+        keys = self.pending.keys()
+        if not keys:
+            return 0
+        entities = self.entities.get(k[len(ENTITY_KEY) :] for k in keys if k.startswith(ENTITY_KEY))
+        relations = self.relations.get(k[len(RELATION_KEY) :] for k in keys if k.startswith(RELATION_KEY))
+        ends = {x for r in relations.values() for x in (r.source, r.target)} - set(entities)
+        names = {**self.names(ends), **{eid: e.name for eid, e in entities.items()}}
+        records: dict[str, Entity | Relation] = {entity_profile(k): e for k, e in entities.items()}
+        records.update({relation_profile(k): r for k, r in relations.items()})
+        since = self.lists.tails([(rec, covered(rec)) for rec in records.values()])
+        jobs = {}
+        for profile, rec in records.items():
+            parts = pieces(rec, since[profile])
+            joined = self.summarizer.joined(parts)
+            if joined is None:
+                subject = self._subject(rec, names)
+                jobs[profile] = (self.summarizer.digest(subject, parts), lambda s=subject, f=parts: self.summarizer.asummarize(s, f))
+            else:
+                rec.description = joined
+        summaries, written = await arun_stage(self.store, self.summary_stage, jobs, label="summarising profiles")
+        for profile, text in summaries.items():
+            set_summary(records[profile], text, counts(records[profile])[1])
+        e_ids, r_ids = list(entities), list(relations)
+        e_vectors = await self.embed([self.policy.entity_text(entities[e]) for e in e_ids]) if e_ids else None
+        r_texts = [self.policy.relation_text(r, names.get(r.source, r.source), names.get(r.target, r.target)) for r in relations.values()]
+        r_vectors = await self.embed(r_texts) if r_ids else None
+        with self.store.transaction() as db:
+            self.entities.put(db, (as_stored(e) for e in entities.values()))
+            self.relations.put(db, (as_stored(r) for r in relations.values()))
+            if e_ids:
+                self.store.put_vectors(db, self.entity_collection, e_ids, e_vectors)
+            if r_ids:
+                self.store.put_vectors(db, self.relation_collection, r_ids, r_vectors)
+            self.pending.delete(db, keys)
+        return written
+
+
+__all__ = ["EntityGraphStore", "GraphChange"]

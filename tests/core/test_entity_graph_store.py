@@ -1,0 +1,130 @@
+"""The kernel's entity-graph layer on its own: fold rules, what a change reports, exact removal,
+a method's own relation key, and summaries deferred to the end of an insert call.
+
+Every test runs with the shipped limit of list items a profile keeps inside its record and with
+none (every profile keeps its citations and fragments as rows), as the LightRAG tests do."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from rhizome.core import HashingEmbedder
+from rhizome.core.extraction.schema import relation_id, relation_key
+from rhizome.core.graph import lists
+from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
+from rhizome.core.graph.profiles import FoldPolicy
+from rhizome.core.graph.store import EntityGraphStore, GraphChange
+from rhizome.core.naive import VectorIndex
+from rhizome.core.resolution import EntityResolver
+from rhizome.core.summarize import DescriptionSummarizer
+
+
+@pytest.fixture(autouse=True, params=[lists.INLINE, 0], ids=["lists-inline", "lists-as-rows"])
+def inline_limit(request: pytest.FixtureRequest) -> Iterator[int]:
+    shipped = lists.INLINE
+    lists.INLINE = request.param
+    yield request.param
+    lists.INLINE = shipped
+
+
+def graph_of(tmp_path: Any, policy: FoldPolicy | None = None, min_fragments: int | None = None) -> EntityGraphStore:
+    index = VectorIndex(HashingEmbedder(), path=tmp_path / "idx")
+    summarizer = DescriptionSummarizer(None, max_tokens=64, min_fragments=min_fragments)
+    return EntityGraphStore(index.store, "t", embed=index.embed, summarizer=summarizer, resolver=EntityResolver(), policy=policy)
+
+
+def chunk(chunk_id: str, entities: list[tuple[str, str, str]], relations: list[tuple[str, str, str, float]]) -> ChunkExtraction:
+    return ChunkExtraction(
+        chunk_id=chunk_id,
+        entities=[EntityMention(name=n, type=t, description=d) for n, t, d in entities],
+        relations=[RelationMention(source=a, target=b, description=d, keywords=["link"], strength=w) for a, b, d, w in relations],
+    )
+
+
+def apply(graph: EntityGraphStore, records: list[ChunkExtraction], removed: list[str] = (), defer: bool = False) -> GraphChange:
+    change = asyncio.run(graph.plan(records, list(removed), defer=defer))
+    with graph.store.transaction() as db:
+        graph.write(db, change)
+        graph.forget_chunks(db, list(removed))
+    return change
+
+
+def rows(graph: EntityGraphStore) -> dict[str, list[str]]:
+    tables = (graph.entities, graph.relations, graph.lists.citations, graph.lists.fragments, graph.extractions, graph.mentions, graph.pending)
+    out = {t.name: sorted(r.model_dump_json() for r in t.all()) for t in tables}
+    out["vectors"] = sorted(map(str, graph.store.query("SELECT collection, id, vector FROM vectors")))
+    return out
+
+
+ADA = chunk("c1", [("Ada Lovelace", "PERSON", "wrote the first program"), ("Charles Babbage", "PERSON", "designed the engine")],
+            [("Ada Lovelace", "Charles Babbage", "worked with", 2.0)])
+BABBAGE = chunk("c2", [("Charles Babbage", "ORGANIZATION", "a mathematician"), ("ada lovelace", "PERSON", "a countess")],
+                [("Charles Babbage", "Ada Lovelace", "corresponded with", 3.0)])
+LONDON = chunk("c3", [("London", "GEO", "a city"), ("Ada Lovelace", "PERSON", "lived in London")],
+               [("Ada Lovelace", "London", "lived in", 1.0)])
+
+
+def test_mentions_fold_into_profiles_by_the_shared_rules(tmp_path):
+    graph = graph_of(tmp_path)
+    apply(graph, [ADA.model_copy(deep=True), BABBAGE.model_copy(deep=True)])
+    ada = graph.entity("ADA LOVELACE")
+    assert ada.name == "Ada Lovelace" and ada.type == "PERSON"  # the first mention's name
+    assert ada.source_chunk_ids == ["c1", "c2"] and ada.descriptions == ["wrote the first program", "a countess"]
+    babbage = graph.entity("Charles Babbage")
+    assert babbage.type == "PERSON"  # one vote each: the type seen first wins the tie
+    (relation,) = graph.all_relations()  # both directions are one relation by default
+    assert relation.weight == 5.0 and relation.source_chunk_ids == ["c1", "c2"]
+    assert relation.descriptions == ["worked with", "corresponded with"]
+    assert graph.degrees([ada.id]) == {ada.id: 1}
+    assert set(graph.evidence_graph().chunk_ids) == {"c1", "c2"}
+
+
+def test_a_change_says_what_it_added_changed_and_removed(tmp_path):
+    graph = graph_of(tmp_path)
+    first = apply(graph, [ADA.model_copy(deep=True)])
+    assert sorted(first.added_entities) == ["ada lovelace", "charles babbage"] and len(first.added_relations) == 1
+    assert first.changed_entities == [] and first.removed_entities == []
+    second = apply(graph, [LONDON.model_copy(deep=True)])
+    assert second.added_entities == ["london"] and second.changed_entities == ["ada lovelace"]
+    assert second.touched_entities == {"ada lovelace", "london"}
+    third = apply(graph, [], removed=["c3"])
+    assert third.removed_entities == ["london"] and len(third.removed_relations) == 1
+    assert third.changed_entities == ["ada lovelace"] and "london" in third.touched_entities
+    assert third.counts()["chunks_removed"] == 1
+
+
+def test_adding_then_removing_a_chunk_gives_back_every_row(tmp_path):
+    graph = graph_of(tmp_path)
+    apply(graph, [ADA.model_copy(deep=True), LONDON.model_copy(deep=True)])
+    before = rows(graph)
+    assert before["vectors"] and before[graph.extractions.name]
+    apply(graph, [BABBAGE.model_copy(deep=True)])
+    assert rows(graph) != before
+    apply(graph, [], removed=["c2"])
+    assert rows(graph) == before
+
+
+def test_a_method_keys_its_relations_its_own_way(tmp_path):
+    def directed(a: str, b: str) -> tuple[str, str, str]:
+        return relation_key(a, b, "", directed=True)
+
+    graph = graph_of(tmp_path, FoldPolicy(relation_key=directed))
+    apply(graph, [ADA.model_copy(deep=True), BABBAGE.model_copy(deep=True)])
+    ids = sorted(r.id for r in graph.all_relations())
+    assert ids == sorted([relation_id(directed("ada lovelace", "charles babbage")), relation_id(directed("charles babbage", "ada lovelace"))])
+    apply(graph, [], removed=["c2"])
+    assert [r.id for r in graph.all_relations()] == [relation_id(directed("ada lovelace", "charles babbage"))]
+
+
+def test_an_insert_call_summarises_a_grown_profile_once_when_it_ends(tmp_path):
+    graph = graph_of(tmp_path, min_fragments=3)
+    change = apply(graph, [ADA.model_copy(deep=True), BABBAGE.model_copy(deep=True), LONDON.model_copy(deep=True)], defer=True)
+    assert change.pending == ["e:ada lovelace"] and graph.pending.keys() == ["e:ada lovelace"]
+    assert asyncio.run(graph.settle()) == 1  # offline: an extractive summary, written as a stage result
+    assert graph.pending.keys() == []
+    ada = graph.entity("Ada Lovelace")
+    assert ada.metadata["summarised"] == 3 and ada.description == ada.metadata["summary"]
