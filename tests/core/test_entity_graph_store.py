@@ -16,7 +16,7 @@ from rhizome.core import HashingEmbedder
 from rhizome.core.extraction.schema import relation_id, relation_key
 from rhizome.core.graph import lists
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
-from rhizome.core.graph.profiles import FoldPolicy
+from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.naive import VectorIndex
 from rhizome.core.resolution import EntityResolver
@@ -109,7 +109,7 @@ def test_adding_then_removing_a_chunk_gives_back_every_row(tmp_path):
 
 
 def test_a_method_keys_its_relations_its_own_way(tmp_path):
-    def directed(a: str, b: str) -> tuple[str, str, str]:
+    def directed(a: str, b: str, predicate: str = "") -> tuple[str, str, str]:
         return relation_key(a, b, "", directed=True)
 
     graph = graph_of(tmp_path, FoldPolicy(relation_key=directed))
@@ -118,6 +118,35 @@ def test_a_method_keys_its_relations_its_own_way(tmp_path):
     assert ids == sorted([relation_id(directed("ada lovelace", "charles babbage")), relation_id(directed("charles babbage", "ada lovelace"))])
     apply(graph, [], removed=["c2"])
     assert [r.id for r in graph.all_relations()] == [relation_id(directed("ada lovelace", "charles babbage"))]
+
+
+def triples(chunk_id: str, facts: list[tuple[str, str, str, str]]) -> ChunkExtraction:
+    return ChunkExtraction(
+        chunk_id=chunk_id,
+        relations=[RelationMention(source=s, predicate=p, target=o, description=text, strength=5.0) for s, p, o, text in facts],
+    )
+
+
+def test_triples_count_their_passages_and_keep_their_first_text(tmp_path):
+    policy = FoldPolicy(relation_key=triple_key, weight="passages", descriptions="first", entity_text=None)
+    graph = graph_of(tmp_path, policy)
+    first = triples("c1", [("Ada", "met", "Babbage", "Ada met Babbage"), ("Ada", "wrote", "Notes", "Ada wrote Notes")])
+    second = triples("c2", [("ada", "met", "babbage", "ada met babbage"), ("Babbage", "met", "Ada", "Babbage met Ada")])
+    apply(graph, [first])
+    before = rows(graph)
+    apply(graph, [second])
+    met = graph.relations.one(policy.relation_id("ada", "babbage", "met"))
+    assert met.predicate == "met" and met.metadata["directed"]  # the predicate as first written
+    assert met.weight == 2.0 and met.description == "Ada met Babbage"  # two passages; the first text stands
+    assert graph.relations.one(policy.relation_id("babbage", "ada", "met")).weight == 1.0  # the other direction
+    assert not graph.store.has_collection(graph.entity_collection)  # no entity vectors, names only
+    assert graph.store.has_collection(graph.name_collection)
+    apply(graph, [], removed=["c2"])
+    assert rows(graph) == before
+    apply(graph, [second.model_copy(deep=True)])
+    apply(graph, [], removed=["c1"])
+    met = graph.relations.one(policy.relation_id("ada", "babbage", "met"))
+    assert met.weight == 1.0 and met.description == "ada met babbage"  # as a build of c2 alone
 
 
 def test_an_insert_call_summarises_a_grown_profile_once_when_it_ends(tmp_path):

@@ -353,3 +353,55 @@ def test_openie_ner_and_filter_go_over_the_ollama_wire(monkeypatch):
         hits = index.as_retriever(k=1, mode="v1").retrieve("Who did Ada Lovelace work with?")
         assert hits[0].metadata["seed_phrases"] == ["Ada Lovelace"]  # the model's query NER, linked
         index.close()
+
+
+def test_an_index_written_before_the_graph_layer_answers_alike_and_goes_on_as_a_new_one(tmp_path, openie_file):
+    """An index whose per-chunk records are kernel extractions and whose facts keep their text
+    only as their value (as HippoRAG wrote them before the entity-graph layer): read-only it
+    answers as before; its first writable open converts it, and from then on it is row for row
+    the index the layer builds."""
+    from rhizome.core.extraction import Extraction
+    from rhizome.hipporag.index import ADOPTED
+
+    def build(path: Any) -> HippoRAGIndex:
+        index = HippoRAGIndex(HashingEmbedder(), extraction=f"openie:{openie_file}", path=path)
+        index.insert(DOCS[:3])
+        return index
+
+    def answers(index: HippoRAGIndex) -> list[Any]:
+        return [[(h.id, round(h.score, 9)) for h in index.as_retriever(k=4, mode=mode).retrieve(q)]
+                for mode in ("v1", "v2") for q in ("Where was Marie Curie born?", "Who married in Sceaux?")]
+
+    def rows(index: HippoRAGIndex) -> dict[str, list[str]]:
+        g = index.entity_graph
+        tables = (g.entities, g.relations, g.lists.citations, g.lists.fragments, g.extractions, g.mentions, index.synonyms)
+        return {"vectors": sorted(map(str, index.store.query("SELECT collection, id, vector FROM vectors"))),
+                **{t.name: sorted(r.model_dump_json() for r in t.all()) for t in tables}}
+
+    old = build(tmp_path / "old")
+    expected = answers(old)
+    chunks = [c for d in DOCS[:3] for c in old.store.chunks(old.store.chunk_ids([d.id])).values()]
+    extractions = run_sync(old.extractor.aextract(chunks))
+    with old.store.transaction() as db:  # the records as the code before the layer wrote them
+        old.entity_graph.extractions.view(Extraction).put(db, extractions)
+        old.entity_graph.mentions.delete(db, old.entity_graph.mentions.keys())
+        old.facts.put(db, [f.model_copy(update={"descriptions": [], "metadata": {}}) for f in old.facts.all()])
+        db.execute("DELETE FROM meta WHERE key = ?", (ADOPTED,))
+    old.close()
+
+    reader = HippoRAGIndex.load(tmp_path / "old", readonly=True)
+    assert answers(reader) == expected
+    assert reader.entity_graph.mentions.count() == 0, "a read-only open changes nothing"
+    reader.close()
+    writer = HippoRAGIndex(HashingEmbedder(), extraction=f"openie:{openie_file}", path=tmp_path / "old")
+    fresh = build(tmp_path / "fresh")
+    assert answers(writer) == expected
+    for index in (writer, fresh):  # an insert and a delete go alike
+        index.insert(DOCS[3:])
+        index.delete("p1")
+    assert answers(writer) == answers(fresh)
+    old_rows, new_rows = rows(writer), rows(fresh)
+    facts = writer.facts.name
+    assert {k: v for k, v in old_rows.items() if k != facts} == {k: v for k, v in new_rows.items() if k != facts}
+    # facts the old code wrote keep its (empty) metadata; everything a search reads is equal
+    assert [f.model_dump(exclude={"metadata"}) for f in writer.facts.all()] == [f.model_dump(exclude={"metadata"}) for f in fresh.facts.all()]

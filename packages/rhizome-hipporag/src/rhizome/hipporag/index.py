@@ -17,9 +17,13 @@ Vectors: the passages (dense retrieval and HippoRAG 2's passage seeds), the phra
 (linking query entities, and finding synonyms) and the fact texts (HippoRAG 2's query-to-fact
 matching) — three collections, as the reference code keeps.
 
-Insert only adds: new phrases, facts and synonymy edges are folded in, existing phrase and fact
-ids never change, and only new texts are embedded. Delete removes a document's passages, then
-the phrases and facts no remaining passage supports, with their synonymy edges and vectors.
+Phrases and facts are the kernel's entity-graph layer (:class:`~rhizome.core.graph.store.
+EntityGraphStore`, with HippoRAG's :data:`FACTS` policy: triples told apart by predicate, weighted
+by their passages, each fact's text the first passage's): an insert folds in new phrases and
+facts and embeds only new texts, a synonymy edge joins each new phrase to its nearest phrases;
+a delete removes a document's passages, then the phrases and facts no remaining passage
+supports, with their synonymy edges and vectors, and what a removed passage shared is folded
+again from the passages left.
 At query time the records become one scipy sparse graph (:class:`~rhizome.core.evidence.
 EvidenceGraph`), rebuilt only when they changed, and personalized PageRank runs on it.
 """
@@ -27,7 +31,6 @@ EvidenceGraph`), rebuilt only when they changed, and personalized PageRank runs 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,30 +38,50 @@ import numpy as np
 from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
+from rhizome.core.graph.lists import profile_key
+from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
+from rhizome.core.graph.profiles import FoldPolicy, triple_key
+from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, batch_chunks
+from rhizome.core.resolution import EntityResolver
+from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Entity, Relation
 from rhizome.hipporag.config import HippoRAGConfig
 
-
-@dataclass
-class _Plan:
-    """Everything one insert batch or delete changes, computed before its transaction."""
-
-    records: list[Extraction] = field(default_factory=list)
-    phrases: list[Entity] = field(default_factory=list)
-    facts: list[Relation] = field(default_factory=list)
-    synonyms: list[Relation] = field(default_factory=list)
-    deleted_phrases: list[str] = field(default_factory=list)
-    deleted_facts: list[str] = field(default_factory=list)
-    deleted_synonyms: list[str] = field(default_factory=list)
-    vectors: dict[str, tuple[list[str], Any]] = field(default_factory=dict)
+ADOPTED = "hipporag.graph_layer"
+"""Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
+kernel extractions; its first writable open converts them)."""
 
 
-def fact_text(fact: Relation, names: dict[str, str]) -> str:
-    """A fact as the text that is embedded and shown: ``subject predicate object``."""
+def fact_text(fact: Relation, source_name: str, target_name: str) -> str:
+    """A fact as the text that is embedded and shown: its first passage's statement, else
+    ``subject predicate object``."""
     if fact.description:
         return fact.description
-    return " ".join(x for x in (names.get(fact.source, fact.source), fact.predicate, names.get(fact.target, fact.target)) if x)
+    return " ".join(x for x in (source_name, fact.predicate, target_name) if x)
+
+
+FACTS = FoldPolicy(relation_key=triple_key, weight="passages", descriptions="first", entity_text=None, relation_text=fact_text)
+"""HippoRAG's graph: a fact per (subject, predicate, object), its edge weighted by the passages
+stating it, its text the first passage's; phrases are embedded by name only."""
+
+
+def said(extraction: Extraction) -> ChunkExtraction:
+    """One passage's OpenIE as the layer's per-chunk record: phrases by name (untyped, with no
+    description), facts with their predicate and their statement."""
+    names = {e.id: e.name for e in extraction.entities}
+    return ChunkExtraction(
+        chunk_id=extraction.chunk_id,
+        entities=[EntityMention(name=e.name) for e in extraction.entities],
+        relations=[
+            RelationMention(
+                source=names.get(r.source, r.source), target=names.get(r.target, r.target), predicate=r.predicate,
+                description=fact_text(r, names.get(r.source, r.source), names.get(r.target, r.target)),
+            )
+            for r in extraction.relations
+        ],
+        metadata={"extractor": str(extraction.metadata.get("extractor", "imported"))},
+    )
 
 
 def _letters(name: str) -> int:
@@ -94,10 +117,19 @@ class HippoRAGIndex(BaseIndex):
     FACT_COLLECTION: ClassVar[str] = "hipporag_facts"
 
     def _setup(self) -> None:
-        self.extractions = self.store.table("hipporag_extractions", Extraction, key="chunk_id")
-        self.phrases = self.store.table("hipporag_phrases", Entity)
-        self.facts = self.store.table("hipporag_facts", Relation, lookups=("source", "target"))
+        self.entity_graph = EntityGraphStore(
+            self.store, "hipporag", embed=self.embed, summarizer=DescriptionSummarizer(), resolver=EntityResolver(),
+            resolution=False, policy=FACTS, tables={"entities": "hipporag_phrases", "relations": "hipporag_facts"},
+            collections={"entities": None, "relations": self.FACT_COLLECTION, "names": self.PHRASE_COLLECTION},
+        )
+        self.phrases = self.entity_graph.entities
+        self.facts = self.entity_graph.relations
         self.synonyms = self.store.table("hipporag_synonyms", Relation, lookups=("source", "target"))
+        if not self.store.readonly and not self.store.get_meta(ADOPTED, False):
+            # an index written before the layer: its per-chunk records become the layer's
+            with self.store.transaction() as db:
+                self.entity_graph.adopt(db, [said(x) for x in self.entity_graph.extractions.view(Extraction).all()])
+                self.store.set_meta(db, ADOPTED, True)
 
     @property
     def extractor(self) -> Any:
@@ -119,124 +151,72 @@ class HippoRAGIndex(BaseIndex):
         """The phrase graph (fact and synonymy edges) with passage nodes (HippoRAG 2) or with
         passages scored through the phrase → passage incidence (HippoRAG 1); cached until the
         records change."""
-        key = (self.phrases.generation(), self.facts.generation(), self.synonyms.generation())
-
         def build() -> EvidenceGraph:
+            phrases = self.phrases.all()
+            sources = self.entity_graph.lists.sources(phrases)
             edges = [(f.source, f.target, f.weight) for f in self.facts.all()]
             edges += [(s.source, s.target, s.weight) for s in self.synonyms.all()]
-            return EvidenceGraph({p.id: p.source_chunk_ids for p in self.phrases.all()}, edges, passage_nodes=passage_nodes)
+            return EvidenceGraph({p.id: sources[profile_key(p)] for p in phrases}, edges, passage_nodes=passage_nodes)
 
+        key = (*self.entity_graph.generations(), self.synonyms.generation())
         return self.derived("graph" if passage_nodes else "phrase-graph", key, build)
 
     def fact_graph(self) -> FactGraph:
         """The facts and the phrases they join, for chains of facts (cached until the facts change)."""
-        return self.derived("fact-graph", (self.facts.generation(),), lambda: FactGraph((f.id, f.source, f.target, f.source_chunk_ids) for f in self.facts.all()))
+        return self.derived("fact-graph", self.entity_graph.generations(), self.entity_graph.fact_graph)
 
     def graph_contents(self) -> GraphContents:
         """Phrases as entities; facts and synonymy edges (predicate ``synonym``) as relations."""
-        return GraphContents(self.phrases.all(), self.facts.all() + self.synonyms.all())
+        return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations() + self.synonyms.all())
 
     def names(self, phrase_ids: Sequence[str]) -> dict[str, str]:
         """Display names of phrases by id."""
-        return {pid: p.name for pid, p in self.phrases.get(phrase_ids).items()}
+        return self.entity_graph.names(phrase_ids)
 
     # -- BaseIndex hooks -------------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> _Plan:
+    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, list[Relation], tuple[list[str], Any]]:
         chunks = batch_chunks(batch)
-        replaced = self.replaced_chunk_ids(batch)
         found = {e.chunk_id: e for e in await self.extractor.aextract(chunks)} if chunks else {}
-        records = [found.get(c.id) or Extraction(chunk_id=c.id) for c in chunks]
-        plan = await self._plan(set(replaced), records, stats)
-        if chunks:
-            plan.vectors[self.CHUNK_COLLECTION] = await self.embed_chunks(chunks)
-        return plan
+        records = [said(found.get(c.id) or Extraction(chunk_id=c.id)) for c in chunks]
+        change, synonyms = await self._plan(records, self.replaced_chunk_ids(batch), stats)
+        return change, synonyms, (await self.embed_chunks(chunks) if chunks else ([], None))
 
-    def _write(self, db: Any, batch: Batch, prepared: _Plan) -> None:
-        self._apply(db, prepared)
+    def _write(self, db: Any, batch: Batch, prepared: tuple[GraphChange, list[Relation], tuple[list[str], Any]]) -> None:
+        change, synonyms, (chunk_ids, vectors) = prepared
+        self._apply(db, change, synonyms)
+        self.put_chunk_vectors(db, chunk_ids, vectors)
 
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> _Plan:
-        return await self._plan(set(self.store.chunk_ids(document_ids)), [], stats)
+    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> tuple[GraphChange, list[Relation]]:
+        return await self._plan([], self.store.chunk_ids(document_ids), stats)
 
-    def _write_delete(self, db: Any, document_ids: list[str], prepared: _Plan) -> None:
-        self._apply(db, prepared)
+    def _write_delete(self, db: Any, document_ids: list[str], prepared: tuple[GraphChange, list[Relation]]) -> None:
+        self._apply(db, *prepared)
 
     def _remove_document(self, db: Any, document_id: str) -> int:
-        self.extractions.delete(db, self.store.chunk_ids([document_id]))
+        self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
 
     # -- planning --------------------------------------------------------------------------------
-    async def _plan(self, removed: set[str], records: list[Extraction], stats: Stats) -> _Plan:
-        plan = _Plan(records=records)
-        old = self.extractions.get(sorted(removed)).values()
-        names: dict[str, str] = {}
-        gained_p: dict[str, list[str]] = {}
-        gained_f: dict[str, tuple[Relation, list[str]]] = {}
-        for record in records:
-            for entity in record.entities:
-                names.setdefault(entity.id, entity.name)
-                gained_p.setdefault(entity.id, []).append(record.chunk_id)
-            for fact in record.relations:
-                for end in (fact.source, fact.target):  # every endpoint is a phrase of its passage
-                    names.setdefault(end, end)
-                    if record.chunk_id not in gained_p.setdefault(end, []):
-                        gained_p[end].append(record.chunk_id)
-                gained_f.setdefault(fact.id, (fact, []))[1].append(record.chunk_id)
-        touched_p = list(dict.fromkeys([*gained_p, *(e.id for r in old for e in r.entities)]))
-        touched_p += [end for r in old for f in r.relations for end in (f.source, f.target)]
-        touched_f = list(dict.fromkeys([*gained_f, *(f.id for r in old for f in r.relations)]))
-        before_p = self.phrases.get(dict.fromkeys(touched_p))
-        before_f = self.facts.get(touched_f)
-
-        def chunks_of(before: list[str], gained: list[str]) -> list[str]:
-            return list(dict.fromkeys([*(c for c in before if c not in removed), *gained]))
-
-        for pid in dict.fromkeys(touched_p):
-            before = before_p.get(pid)
-            chunk_ids = chunks_of(before.source_chunk_ids if before else [], gained_p.get(pid, []))
-            if not chunk_ids:
-                if before is not None:
-                    plan.deleted_phrases.append(pid)
-            elif before is None or chunk_ids != before.source_chunk_ids:
-                name = before.name if before is not None else names[pid]
-                plan.phrases.append(Entity(id=pid, name=name, source_chunk_ids=chunk_ids))
-        for fid in touched_f:
-            before = before_f.get(fid)
-            template = before if before is not None else gained_f[fid][0]
-            chunk_ids = chunks_of(before.source_chunk_ids if before else [], gained_f.get(fid, (None, []))[1])
-            if not chunk_ids:
-                if before is not None:
-                    plan.deleted_facts.append(fid)
-            elif before is None or chunk_ids != before.source_chunk_ids:
-                plan.facts.append(
-                    Relation(
-                        id=fid, source=template.source, target=template.target, predicate=template.predicate,
-                        description=fact_text(template, names), weight=float(len(chunk_ids)), source_chunk_ids=chunk_ids,
-                    )
-                )
-        gone = set(plan.deleted_phrases)
-        if gone:
-            dropped = self.synonyms.find("source", gone) + self.synonyms.find("target", gone)
-            plan.deleted_synonyms = list(dict.fromkeys(s.id for s in dropped))
-
-        new_phrases = [p for p in plan.phrases if p.id not in before_p]
-        if new_phrases:
-            vectors = await self.embed([p.name for p in new_phrases], what="phrases")
-            plan.vectors[self.PHRASE_COLLECTION] = ([p.id for p in new_phrases], vectors)
-            plan.synonyms = self._synonyms(new_phrases, vectors, gone)
-        new_facts = [f for f in plan.facts if f.id not in before_f]
-        if new_facts:
-            plan.vectors[self.FACT_COLLECTION] = ([f.id for f in new_facts], await self.embed([f.description for f in new_facts], what="facts"))
+    async def _plan(self, records: list[ChunkExtraction], removed: Sequence[str], stats: Stats) -> tuple[GraphChange, list[Relation]]:
+        """The layer's change, and the synonymy edges of the phrases it adds."""
+        change = await self.entity_graph.plan(records, removed)
+        synonyms: list[Relation] = []
+        if change.added_entities:
+            ids, vectors = change.name_vectors
+            row = {pid: i for i, pid in enumerate(ids)}
+            new = [change.entities[pid] for pid in change.added_entities]
+            synonyms = self._synonyms(new, np.asarray(vectors)[[row[p.id] for p in new]], set(change.removed_entities))
         for key, value in {
             "chunks_added": len(records),
-            "chunks_removed": len(removed),
-            "phrases_added": len(new_phrases),
-            "phrases_deleted": len(plan.deleted_phrases),
-            "facts_added": len(new_facts),
-            "facts_deleted": len(plan.deleted_facts),
-            "synonymy_edges_added": len(plan.synonyms),
+            "chunks_removed": len(change.removed_chunks),
+            "phrases_added": len(change.added_entities),
+            "phrases_deleted": len(change.removed_entities),
+            "facts_added": len(change.added_relations),
+            "facts_deleted": len(change.removed_relations),
+            "synonymy_edges_added": len(synonyms),
         }.items():
             stats[key] = stats.get(key, 0) + value
-        return plan
+        return change, synonyms
 
     def _synonyms(self, new: list[Entity], vectors: np.ndarray, gone: set[str]) -> list[Relation]:
         """Synonymy edges from each new phrase to its nearest phrases (stored ones and the other
@@ -273,22 +253,13 @@ class HippoRAGIndex(BaseIndex):
                     edges[sid] = Relation(id=sid, source=a, target=b, predicate="synonym", weight=round(float(score), 6), metadata={"kind": "synonymy"})
         return list(edges.values())
 
-    def _apply(self, db: Any, plan: _Plan) -> None:
-        self.extractions.put(db, plan.records)
-        self.synonyms.delete(db, plan.deleted_synonyms)
-        self.facts.delete(db, plan.deleted_facts)
-        self.phrases.delete(db, plan.deleted_phrases)
-        self.phrases.put(db, plan.phrases)
-        self.facts.put(db, plan.facts)
-        self.synonyms.put(db, plan.synonyms)
-        if self.store.embedding_dimension is not None:
-            if plan.deleted_phrases:
-                self.store.delete_vectors(db, self.PHRASE_COLLECTION, plan.deleted_phrases)
-            if plan.deleted_facts:
-                self.store.delete_vectors(db, self.FACT_COLLECTION, plan.deleted_facts)
-        for collection, (ids, vectors) in plan.vectors.items():
-            if len(ids):
-                self.store.put_vectors(db, collection, list(ids), vectors)
+    def _apply(self, db: Any, change: GraphChange, synonyms: list[Relation]) -> None:
+        if change.removed_entities:
+            gone = set(change.removed_entities)
+            dropped = self.synonyms.find("source", gone) + self.synonyms.find("target", gone)
+            self.synonyms.delete(db, list(dict.fromkeys(s.id for s in dropped)))
+        self.entity_graph.write(db, change)
+        self.synonyms.put(db, synonyms)
 
     # -- reading ---------------------------------------------------------------------------------
     def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:

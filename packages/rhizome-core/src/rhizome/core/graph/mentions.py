@@ -28,13 +28,14 @@ class EntityMention(BaseModel):
 
 
 class RelationMention(BaseModel):
-    """One relation as one chunk's extraction states it, between two display names;
-    ``source_id`` / ``target_id`` are the resolved entity ids."""
+    """One relation as one chunk's extraction states it, between two display names (``predicate``:
+    as written, for a triple); ``source_id`` / ``target_id`` are the resolved entity ids."""
 
     model_config = ConfigDict(extra="forbid")
 
     source: str
     target: str
+    predicate: str = ""
     description: str = ""
     keywords: list[str] = Field(default_factory=list)
     strength: float = 1.0
@@ -88,6 +89,7 @@ def chunk_record(extraction: Extraction) -> ChunkExtraction:
             RelationMention(
                 source=names.get(r.source, r.source),
                 target=names.get(r.target, r.target),
+                predicate=r.predicate,
                 description=r.description.strip(),
                 keywords=list(r.keywords),
                 strength=float(max(r.weight, 0.0)) or 1.0,

@@ -29,29 +29,45 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from rhizome.core.extraction.merge import Seen, known_values, union_into
 from rhizome.core.extraction.schema import relation_id, relation_key
+from rhizome.core.graph.lists import counts, in_rows
 from rhizome.core.graph.mentions import EntityMention, RelationMention
 from rhizome.core.types import Entity, Relation
 
 
-def pair_id(a: str, b: str) -> tuple[str, str, str]:
-    """The undirected key of a relation between two entity ids."""
+def pair_id(a: str, b: str, predicate: str = "") -> tuple[str, str, str]:
+    """The undirected key of a relation between two entity ids, whatever its predicate: one
+    relation per pair (LightRAG's)."""
     return relation_key(a, b, "", directed=False)
+
+
+def triple_key(a: str, b: str, predicate: str = "") -> tuple[str, str, str]:
+    """The key of a triple: directed and told apart by its predicate when it has one, else the
+    undirected pair (a co-occurrence, or a relation the extractor gave no predicate; the
+    kernel's :func:`~rhizome.core.extraction.schema.key_of`)."""
+    return relation_key(a, b, predicate, directed=bool(predicate))
+
+
+def _first_fragment_held(record: Entity | Relation) -> bool:
+    """Whether a profile holds a fragment already (in its record, or in its rows)."""
+    return bool(record.descriptions) or (in_rows(record) and counts(record)[1] > 0)
 
 
 def new_entity(entity_id: str, name: str) -> Entity:
     return Entity(id=entity_id, name=name, metadata={"type_votes": []})
 
 
-def fold_entity(entity: Entity, mention: EntityMention, chunk_id: str, seen: Seen | None = None) -> None:
+def fold_entity(entity: Entity, mention: EntityMention, chunk_id: str, seen: Seen | None = None, policy: FoldPolicy | None = None) -> None:
     """Add one mention to an entity profile in place. ``seen`` (one dict for every fold of a
     batch) keeps the profile's chunk ids and fragments as sets between folds: a long profile
     is read once a batch, not once a mention."""
     seen = {} if seen is None else seen
     union_into(entity.source_chunk_ids, [chunk_id], seen)
-    union_into(entity.descriptions, [mention.description.strip()], seen)
+    if (policy or DEFAULT_POLICY).descriptions == "union" or not _first_fragment_held(entity):
+        union_into(entity.descriptions, [mention.description.strip()], seen)
     if mention.type:
         votes: list[list] = entity.metadata.setdefault("type_votes", [])
         for vote in votes:
@@ -65,21 +81,31 @@ def fold_entity(entity: Entity, mention: EntityMention, chunk_id: str, seen: See
 
 
 def new_relation(relation_key_: tuple[str, str, str]) -> Relation:
+    """An empty relation profile; directed when its key holds a predicate (the first mention
+    folded in gives the predicate as written)."""
     return Relation(
         id=relation_id(relation_key_),
         source=relation_key_[0],
         target=relation_key_[1],
         weight=0.0,
-        metadata={"directed": False},
+        metadata={"directed": bool(relation_key_[2])},
     )
 
 
-def fold_relation(relation: Relation, mention: RelationMention, chunk_id: str, seen: Seen | None = None) -> None:
+def fold_relation(relation: Relation, mention: RelationMention, chunk_id: str, seen: Seen | None = None, policy: FoldPolicy | None = None) -> None:
     """Add one mention to a relation profile in place (``seen``: as for :func:`fold_entity`)."""
     seen = {} if seen is None else seen
+    policy = policy or DEFAULT_POLICY
+    new_chunk = chunk_id not in known_values(relation.source_chunk_ids, seen)
     union_into(relation.source_chunk_ids, [chunk_id], seen)
-    relation.weight += float(mention.strength)
-    union_into(relation.descriptions, [mention.description.strip()], seen)
+    if policy.weight == "strength":
+        relation.weight += float(mention.strength)
+    elif new_chunk:
+        relation.weight += 1.0
+    if relation.metadata.get("directed") and not relation.predicate:
+        relation.predicate = mention.predicate
+    if policy.descriptions == "union" or not _first_fragment_held(relation):
+        union_into(relation.descriptions, [mention.description.strip()], seen)
     have = known_values(relation.keywords, seen, str.casefold)
     for word in mention.keywords:
         if word and word.casefold() not in have:
@@ -157,19 +183,35 @@ def relation_text(relation: Relation, source_name: str, target_name: str) -> str
 @dataclass(frozen=True)
 class FoldPolicy:
     """The choices a method makes about its profiles, beside the fold rules every method shares
-    (the type vote, the union of fragments and sources, summed strengths).
+    (the type vote, the union of sources, the first name).
 
-    ``relation_key`` maps a relation's two entity ids to its key (by default the sorted pair:
-    one undirected relation per pair, as LightRAG keeps them); ``entity_text`` and
-    ``relation_text`` are what the entity and relation vectors embed (the relation's with the
-    display names of its endpoints)."""
+    ``relation_key``
+        A relation's key from its two entity ids and its predicate: :func:`pair_id` (the
+        default: one undirected relation per pair, as LightRAG keeps them) or :func:`triple_key`
+        (a triple per predicate, as HippoRAG's facts).
+    ``weight``
+        ``"strength"``: the mentions' strengths summed (GraphRAG, LightRAG); ``"passages"``: the
+        number of chunks stating the relation (HippoRAG's fact edges).
+    ``descriptions``
+        ``"union"``: every distinct fragment kept, the value their join or, past the summary
+        budget, their summary; ``"first"``: the first fragment is the value, never summarised
+        (HippoRAG's fact text).
+    ``entity_text`` / ``relation_text``
+        What the entity and relation vectors embed (the relation's with the display names of
+        its endpoints); ``entity_text=None``: no entity vectors (the names are embedded anyway).
+    """
 
-    relation_key: Callable[[str, str], tuple[str, str, str]] = pair_id
-    entity_text: Callable[[Entity], str] = entity_text
+    relation_key: Callable[[str, str, str], tuple[str, str, str]] = pair_id
+    weight: Literal["strength", "passages"] = "strength"
+    descriptions: Literal["union", "first"] = "union"
+    entity_text: Callable[[Entity], str] | None = entity_text
     relation_text: Callable[[Relation, str, str], str] = relation_text
 
-    def relation_id(self, source_id: str, target_id: str) -> str:
-        return relation_id(self.relation_key(source_id, target_id))
+    def relation_id(self, source_id: str, target_id: str, predicate: str = "") -> str:
+        return relation_id(self.relation_key(source_id, target_id, predicate))
+
+
+DEFAULT_POLICY = FoldPolicy()
 
 
 __all__ = [
@@ -183,6 +225,7 @@ __all__ = [
     "new_entity",
     "new_relation",
     "pair_id",
+    "triple_key",
     "pieces",
     "set_summary",
     "skip_stored",

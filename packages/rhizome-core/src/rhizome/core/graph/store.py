@@ -26,7 +26,7 @@ left waiting. The fold rules are :mod:`rhizome.core.graph.profiles`; a method's 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,7 +186,9 @@ class EntityGraphStore:
     ``embed`` is the index's embedder (:meth:`~rhizome.core.index.BaseIndex.embed`);
     ``summarizer`` writes a profile's value once its fragments grow past its budget;
     ``resolver`` joins new names to known entities when ``resolution`` is on (else only the
-    same surface form is one entity)."""
+    same surface form is one entity). Tables and collections are named ``<prefix>_<role>``;
+    ``tables`` (roles ``entities``, ``relations``) and ``collections`` (``entities``,
+    ``relations``, ``names``) rename them, for a method whose indexes had other names."""
 
     def __init__(
         self,
@@ -198,17 +200,22 @@ class EntityGraphStore:
         resolver: EntityResolver,
         resolution: bool = True,
         policy: FoldPolicy | None = None,
+        tables: Mapping[str, str] | None = None,
+        collections: Mapping[str, str | None] | None = None,
     ) -> None:
+        tables = {"entities": f"{prefix}_entities", "relations": f"{prefix}_relations", **(tables or {})}
+        names = {"entities": f"{prefix}_entities", "relations": f"{prefix}_relations", "names": f"{prefix}_names", **(collections or {})}
         self.store = store
-        self.entities = store.table(f"{prefix}_entities", Entity)
-        self.relations = store.table(f"{prefix}_relations", Relation, lookups=("source", "target"))
+        self.entities = store.table(tables["entities"], Entity)
+        self.relations = store.table(tables["relations"], Relation, lookups=("source", "target"))
         self.extractions = store.table(f"{prefix}_extractions", ChunkExtraction, key="chunk_id")
         self.mentions = store.table(f"{prefix}_mentions", Mention, lookups=("chunk_id", "key", "norm", "initials", "acronym"))
         self.pending = store.table(f"{prefix}_pending_summaries", PendingSummary)
         self.lists = ProfileLists(store, prefix)
-        self.entity_collection = f"{prefix}_entities"
-        self.relation_collection = f"{prefix}_relations"
-        self.name_collection = f"{prefix}_names"
+        self.entity_collection = names["entities"]
+        """The entity profile vectors (``None`` with no ``entity_text`` in the policy)."""
+        self.relation_collection = names["relations"]
+        self.name_collection = names["names"]
         self.summary_stage = f"{prefix}.summary"
         self.rows_flag = f"{prefix}.list_rows"
         """Meta flag: every long profile keeps its citations and fragments as rows."""
@@ -317,24 +324,7 @@ class EntityGraphStore:
 
     async def _resolve(self, records: list[ChunkExtraction], change: GraphChange) -> dict[str, np.ndarray]:
         """Give every mention its entity id; returns the name vectors computed on the way."""
-        items: dict[str, NameItem] = {}
-        for record in records:
-            listed = {entity_key(m.name) for m in record.entities}
-            for rel in record.relations:  # every relation endpoint is an entity of its chunk
-                for name in (rel.source, rel.target):
-                    if entity_key(name) not in listed:
-                        listed.add(entity_key(name))
-                        record.entities.append(EntityMention(name=clean_name(name)))
-            record.entities = [m for m in record.entities if entity_key(m.name)]
-            for m in record.entities:
-                key = entity_key(m.name)
-                item = items.get(key)
-                if item is None:
-                    items[key] = NameItem(key, clean_name(m.name), m.type, m.description)
-                else:
-                    item.type = item.type or m.type
-                    item.description = item.description or m.description
-        ordered = list(items.values())
+        ordered = _names_of(records)
         vectors: dict[str, np.ndarray] = {}
         if not self.resolution or not ordered:
             mapping = {it.key: it.key for it in ordered}
@@ -356,29 +346,31 @@ class EntityGraphStore:
             mapping = outcome.mapping
             change.merges += len(outcome.merges)
         for record in records:
-            for m in record.entities:
-                m.id = mapping[entity_key(m.name)]
-            kept = []
-            for rel in record.relations:
-                rel.source_id = mapping[entity_key(rel.source)]
-                rel.target_id = mapping[entity_key(rel.target)]
-                if rel.source_id != rel.target_id:  # two names of one entity: not a relation
-                    kept.append(rel)
-            record.relations = kept
-            seen: set[str] = set()
-            for m in record.entities:
-                key = entity_key(m.name)
-                if key in seen:
-                    continue
-                seen.add(key)
-                change.mentions.append(
-                    Mention(
-                        id=f"{record.chunk_id}\x1f{key}", chunk_id=record.chunk_id, key=key, name=m.name,
-                        norm=normalise_name(m.name), initials=initials(m.name), acronym=acronym_key(m.name), entity_id=m.id,
-                    )
-                )
+            change.mentions += _assign(record, mapping)
             change.records.append(record)
         return vectors
+
+    def adopt(self, db: Any, records: list[ChunkExtraction]) -> None:
+        """Store per-chunk records of chunks whose profiles are stored already, each name its
+        own entity (no resolution), and let profiles stored with a value but no fragments (as
+        methods kept them before this layer) hold that value as their first fragment: what a
+        method's index written before it adopted the layer needs on its first writable open."""
+        mapping = {it.key: it.key for it in _names_of(records)}
+        mentions = [m for record in records for m in _assign(record, mapping)]
+        self.extractions.put(db, records)
+        self.mentions.put(db, mentions)
+        for table in (self.entities, self.relations):
+            fixed, rows = [], []
+            for r in table.all():
+                if not r.description or r.descriptions or counts(r)[1]:
+                    continue
+                if in_rows(r):  # a long one, its lists moved to rows already
+                    rows.append((profile_key(r), counts(r)[0], [], 0, [r.description]))
+                    fixed.append(head(r, counts(r)[0], 1))
+                else:
+                    fixed.append(r.model_copy(update={"descriptions": [r.description]}))
+            self.lists.append(db, rows)
+            table.put(db, fixed)
 
     # -- planning ------------------------------------------------------------------------------------
     async def plan(self, records: list[ChunkExtraction], removed: Sequence[str], *, defer: bool = False) -> GraphChange:
@@ -393,9 +385,9 @@ class EntityGraphStore:
         key = self.policy.relation_id
         old = self.extractions.get(removed)
         lost_e = list(dict.fromkeys(m.id for r in old.values() for m in r.entities))
-        lost_r = list(dict.fromkeys(key(x.source_id, x.target_id) for r in old.values() for x in r.relations))
+        lost_r = list(dict.fromkeys(key(x.source_id, x.target_id, x.predicate) for r in old.values() for x in r.relations))
         new_e = list(dict.fromkeys(m.id for r in records for m in r.entities))
-        new_r = list(dict.fromkeys(key(x.source_id, x.target_id) for r in records for x in r.relations))
+        new_r = list(dict.fromkeys(key(x.source_id, x.target_id, x.predicate) for r in records for x in r.relations))
         # the stored records: their lists stay in their rows (rhizome.core.graph.lists)
         state = _Folding(self.entities.get(lost_e + new_e), self.relations.get(lost_r + new_r))
         self._rebuild(state, [e for e in lost_e if e in state.before_e], [r for r in lost_r if r in state.before_r], change.removed_chunks)
@@ -426,15 +418,15 @@ class EntityGraphStore:
                 for m in record.entities:
                     if m.id == eid:
                         entity.name = entity.name or m.name
-                        fold_entity(entity, m, record.chunk_id, state.seen)
+                        fold_entity(entity, m, record.chunk_id, state.seen, self.policy)
             state.entities[eid] = entity
         for rid in relation_ids:
             held = state.before_r[rid]
-            relation = new_relation(self.policy.relation_key(held.source, held.target))
+            relation = new_relation(self.policy.relation_key(held.source, held.target, held.predicate))
             for record in chunks(relation_profile(rid)):
                 for x in record.relations:
-                    if self.policy.relation_id(x.source_id, x.target_id) == rid:
-                        fold_relation(relation, x, record.chunk_id, state.seen)
+                    if self.policy.relation_id(x.source_id, x.target_id, x.predicate) == rid:
+                        fold_relation(relation, x, record.chunk_id, state.seen, self.policy)
             state.relations[rid] = relation
 
     def _fold(self, state: _Folding, records: list[ChunkExtraction]) -> None:
@@ -450,7 +442,7 @@ class EntityGraphStore:
                     pairs[0].append((entity_profile(m.id), record.chunk_id))
                     pairs[1].append((entity_profile(m.id), m.description.strip()))
             for x in record.relations:
-                rid = key(x.source_id, x.target_id)
+                rid = key(x.source_id, x.target_id, x.predicate)
                 if rid in state.before_r and rid not in state.relations and in_rows(state.before_r[rid]):
                     pairs[0].append((relation_profile(rid), record.chunk_id))
                     pairs[1].append((relation_profile(rid), x.description.strip()))
@@ -477,15 +469,16 @@ class EntityGraphStore:
                         entity = onto_stored(copy_entity(held_e)) if held_e is not None else new_entity(m.id, m.name)
                         state.entities[m.id] = entity
                     entity.name = entity.name or m.name
-                    fold_entity(entity, m, record.chunk_id, state.seen)
+                    fold_entity(entity, m, record.chunk_id, state.seen, self.policy)
                 for x in record.relations:
-                    rid = key(x.source_id, x.target_id)
+                    rid = key(x.source_id, x.target_id, x.predicate)
                     relation = state.relations.get(rid)
                     if relation is None:
                         held_r = state.before_r.get(rid)
-                        relation = onto_stored(copy_relation(held_r)) if held_r is not None else new_relation(self.policy.relation_key(x.source_id, x.target_id))
+                        fresh = held_r is None
+                        relation = new_relation(self.policy.relation_key(x.source_id, x.target_id, x.predicate)) if fresh else onto_stored(copy_relation(held_r))
                         state.relations[rid] = relation
-                    fold_relation(relation, x, record.chunk_id, state.seen)
+                    fold_relation(relation, x, record.chunk_id, state.seen, self.policy)
                 step.advance()
 
     def _settle_values(self, state: _Folding, change: GraphChange) -> list[Entity | Relation]:
@@ -553,7 +546,10 @@ class EntityGraphStore:
                 continue
             fragments = since[profile] + rec.descriptions if profile in state.start else rec.descriptions[covered(rec):]
             parts = pieces(rec, fragments)
-            if parts and not fragments:  # nothing arrived since its summary (a new name or source)
+            if self.policy.descriptions == "first":  # the first fragment stands, never summarised
+                rec.description = fragments[0] if fragments else ""
+                change.settled.append(profile)
+            elif parts and not fragments:  # nothing arrived since its summary (a new name or source)
                 rec.description = parts[0]
                 change.settled.append(profile)
             elif (joined := self.summarizer.joined(parts)) is not None:
@@ -608,7 +604,8 @@ class EntityGraphStore:
         renamed = {eid for eid, e in change.entities.items() if eid not in before_e or before_e[eid].name != e.name}
         embed_e = [
             e for eid, e in change.entities.items()
-            if entity_profile(eid) not in waiting and (eid not in before_e or entity_text(before_e[eid]) != entity_text(e))
+            if entity_text is not None and entity_profile(eid) not in waiting
+            and (eid not in before_e or entity_text(before_e[eid]) != entity_text(e))
         ]
         if renamed & set(before_e):  # a relation embeds its endpoints' names
             touched = renamed & set(before_e)
@@ -629,7 +626,7 @@ class EntityGraphStore:
             old_text = relation_text(before, name(before.source), name(before.target)) if before is not None else None
             if text != old_text or rel.source in renamed or rel.target in renamed:
                 embed_r.append((rid, text))
-        if embed_e:
+        if embed_e and entity_text is not None:
             change.entity_vectors = ([e.id for e in embed_e], await self.embed([entity_text(e) for e in embed_e], what="entities"))
         if embed_r:
             change.relation_vectors = ([r for r, _ in embed_r], await self.embed([t for _, t in embed_r], what="relations"))
@@ -657,8 +654,9 @@ class EntityGraphStore:
         self.relations.put(db, change.relations.values())
         if self.store.embedding_dimension is not None:
             if change.removed_entities:
-                self.store.delete_vectors(db, self.entity_collection, change.removed_entities)
-                self.store.delete_vectors(db, self.name_collection, change.removed_entities)
+                for collection in (self.entity_collection, self.name_collection):
+                    if collection is not None:
+                        self.store.delete_vectors(db, collection, change.removed_entities)
             if change.removed_relations:
                 self.store.delete_vectors(db, self.relation_collection, change.removed_relations)
         for collection, (ids, vectors) in (
@@ -700,8 +698,9 @@ class EntityGraphStore:
         summaries, written = await arun_stage(self.store, self.summary_stage, jobs, label="summarising profiles")
         for profile, text in summaries.items():
             set_summary(records[profile], text, counts(records[profile])[1])
-        e_ids, r_ids = list(entities), list(relations)
-        e_vectors = await self.embed([self.policy.entity_text(entities[e]) for e in e_ids]) if e_ids else None
+        entity_text = self.policy.entity_text
+        e_ids, r_ids = (list(entities) if entity_text is not None else []), list(relations)
+        e_vectors = await self.embed([entity_text(entities[e]) for e in e_ids]) if e_ids and entity_text is not None else None
         r_texts = [self.policy.relation_text(r, names.get(r.source, r.source), names.get(r.target, r.target)) for r in relations.values()]
         r_vectors = await self.embed(r_texts) if r_ids else None
         with self.store.transaction() as db:
@@ -713,6 +712,52 @@ class EntityGraphStore:
                 self.store.put_vectors(db, self.relation_collection, r_ids, r_vectors)
             self.pending.delete(db, keys)
         return written
+
+
+def _names_of(records: list[ChunkExtraction]) -> list[NameItem]:
+    """The distinct names the records mention, in order; every relation endpoint becomes an
+    entity mention of its chunk, and mentions with no name go."""
+    items: dict[str, NameItem] = {}
+    for record in records:
+        listed = {entity_key(m.name) for m in record.entities}
+        for rel in record.relations:
+            for name in (rel.source, rel.target):
+                if entity_key(name) not in listed:
+                    listed.add(entity_key(name))
+                    record.entities.append(EntityMention(name=clean_name(name)))
+        record.entities = [m for m in record.entities if entity_key(m.name)]
+        for m in record.entities:
+            key = entity_key(m.name)
+            item = items.get(key)
+            if item is None:
+                items[key] = NameItem(key, clean_name(m.name), m.type, m.description)
+            else:
+                item.type = item.type or m.type
+                item.description = item.description or m.description
+    return list(items.values())
+
+
+def _assign(record: ChunkExtraction, mapping: Mapping[str, str]) -> list[Mention]:
+    """Give the record's mentions the entity ids of ``mapping`` (by name key), drop relations
+    whose two names are one entity, and return the record's mention rows."""
+    for m in record.entities:
+        m.id = mapping[entity_key(m.name)]
+    kept = []
+    for rel in record.relations:
+        rel.source_id = mapping[entity_key(rel.source)]
+        rel.target_id = mapping[entity_key(rel.target)]
+        if rel.source_id != rel.target_id:  # two names of one entity: not a relation
+            kept.append(rel)
+    record.relations = kept
+    rows: dict[str, Mention] = {}
+    for m in record.entities:
+        key = entity_key(m.name)
+        if key not in rows:
+            rows[key] = Mention(
+                id=f"{record.chunk_id}\x1f{key}", chunk_id=record.chunk_id, key=key, name=m.name,
+                norm=normalise_name(m.name), initials=initials(m.name), acronym=acronym_key(m.name), entity_id=m.id,
+            )
+    return list(rows.values())
 
 
 __all__ = ["EntityGraphStore", "GraphChange"]
