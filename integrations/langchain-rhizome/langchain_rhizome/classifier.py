@@ -163,7 +163,8 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
             return run_sync(self._abatch_configured(values, config, return_exceptions=return_exceptions))
 
         return self._batch_with_config(
-            classify_all, inputs, config, return_exceptions=return_exceptions, run_type="chain"
+            classify_all, inputs,  # type: ignore[arg-type]  # langchain's stubs leave out the config argument it passes
+            config, return_exceptions=return_exceptions, run_type="chain"
         )
 
     async def abatch(
@@ -180,7 +181,8 @@ class RhizomeClassifier(RunnableSerializable[ClassifierInput, Any]):
             return await self._abatch_configured(values, config, return_exceptions=return_exceptions)
 
         return await self._abatch_with_config(
-            classify_all, inputs, config, return_exceptions=return_exceptions, run_type="chain"
+            classify_all, inputs,  # type: ignore[arg-type]  # as in batch()
+            config, return_exceptions=return_exceptions, run_type="chain"
         )
 
 

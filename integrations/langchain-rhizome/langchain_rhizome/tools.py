@@ -166,7 +166,7 @@ def _arguments(name: str, modes: list[str | None], k: int, max_k: int) -> type[B
     }
     if modes != [None]:
         fields["mode"] = (
-            Literal[tuple(modes)],  # type: ignore[valid-type]
+            Literal[tuple(modes)],
             Field(default=modes[0], description="The retrieval mode (see the tool description)."),
         )
     fields["k"] = (int, Field(default=k, ge=1, le=max_k, description="How many passages to return."))

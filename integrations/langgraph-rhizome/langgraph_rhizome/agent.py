@@ -172,7 +172,7 @@ def create_rag_agent(
     named = named_indexes(indexes)
     router = QuestionRouter(named, classifier=classifier, routes=routes, k=k)
     tools = [create_index_tool(index, tool, k=k, max_k=max_k) for tool, index in named.items()]
-    stack: list[AgentMiddleware] = [CitationsMiddleware()]
+    stack: list[AgentMiddleware[Any, Any]] = [CitationsMiddleware()]
     if llm is None:
         model: Any = RouterChatModel(router=router)
     else:

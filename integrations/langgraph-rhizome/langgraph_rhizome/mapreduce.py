@@ -22,7 +22,7 @@ invoke it on its own.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, cast
 
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
@@ -116,12 +116,12 @@ def create_global_search_graph(
     retriever = map_reduce_retriever(source, mode)
     k = check_k(k)
     max_tokens = check_positive("max_tokens", max_tokens)
-    state = GlobalSearchState
+    state: Any = GlobalSearchState
     if (query_key, documents_key) != ("question", "documents"):
         fields = dict(GlobalSearchState.__annotations__)
         fields[query_key] = fields.pop("question")
         fields[documents_key] = fields.pop("documents")
-        state = TypedDict(f"{name}_state", fields, total=False)  # type: ignore[operator]
+        state = cast(Any, TypedDict)(f"{name}_state", fields, total=False)  # a state whose keys are chosen at run time
 
     async def aplan(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         question, _ = read_text(state, query_key, name)

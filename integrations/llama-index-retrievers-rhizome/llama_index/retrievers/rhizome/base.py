@@ -107,7 +107,8 @@ def rhizome_filter(filters: Any) -> dict[str, Any] | None:
         elif item.operator == FilterOperator.EQ:
             parts.append({item.key: {"$eq": item.value}})
         elif item.operator == FilterOperator.IN:
-            parts.append({item.key: {"$in": list(item.value)}})
+            values = item.value if isinstance(item.value, list) else [item.value]  # one value: a list of one
+            parts.append({item.key: {"$in": list(values)}})
         else:
             raise InvalidInputError(
                 f"the filter on {item.key!r} uses {item.operator.value!r}; Rhizome filters support == and in"

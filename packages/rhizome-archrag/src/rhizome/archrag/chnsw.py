@@ -154,15 +154,15 @@ class CHNSW:
         width = max(ef, k)
         params = self._params.get(width)
         if params is None:
-            params = self._params[width] = faiss.SearchParametersHNSW()
+            params = self._params[width] = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # faiss stubs lack the HNSW search API
             params.efSearch = width
-        before = faiss.cvar.hnsw_stats.ndis if counter is not None else 0
+        before = faiss.cvar.hnsw_stats.ndis if counter is not None else 0  # type: ignore[attr-defined]
         self.graphs[layer].search_level_0(
             n, faiss.swig_ptr(queries), k, faiss.swig_ptr(entry), faiss.swig_ptr(entry_scores),
             faiss.swig_ptr(scores), faiss.swig_ptr(rows), 1, 1, params,
         )
         if counter is not None:
-            counter.distances += faiss.cvar.hnsw_stats.ndis - before
+            counter.distances += faiss.cvar.hnsw_stats.ndis - before  # type: ignore[attr-defined]
         return scores, rows
 
     def entry(self) -> int:
@@ -214,7 +214,7 @@ class CHNSW:
 
         dim = self.vectors[layer].shape[1]
         graph = faiss.IndexHNSWFlat(dim, max(1, self.max_degree(layer) // 2), faiss.METRIC_INNER_PRODUCT)
-        graph.hnsw.set_nb_neighbors(0, self.max_degree(layer))
+        graph.hnsw.set_nb_neighbors(0, self.max_degree(layer))  # type: ignore[attr-defined]
         graph.hnsw.efConstruction = self.ef_construction
         return graph
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -82,15 +83,15 @@ def augment(
     candidates = [s for a, b, s in pairs if not graph.has_edge(a, b)]
     pool = weights or candidates
     threshold = float(np.quantile(np.asarray(pool), percentile)) if pool else 1.0
-    added: dict[str, int] = defaultdict(int)
-    for a, b, score in sorted(pairs, key=lambda p: (-p[2], p[0], p[1])):
-        if score <= threshold or graph.has_edge(a, b):
+    added: dict[Any, int] = defaultdict(int)
+    for u, v, score in sorted(pairs, key=lambda p: (-p[2], p[0], p[1])):
+        if score <= threshold or graph.has_edge(u, v):
             continue
-        if added[a] >= per_node and added[b] >= per_node:
+        if added[u] >= per_node and added[v] >= per_node:
             continue
-        graph.add_edge(a, b, weight=max(float(score), MIN_WEIGHT), knn=True)
-        added[a] += 1
-        added[b] += 1
+        graph.add_edge(u, v, weight=max(float(score), MIN_WEIGHT), knn=True)
+        added[u] += 1
+        added[v] += 1
     return graph
 
 

@@ -197,7 +197,7 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
         for collection, keys in zip(names, ids):
             held = store.collection(collection, store.embedding_dimension) if store.has_collection(collection) else None
             keys = [k for k in keys if held is not None and k in held]
-            if not keys:
+            if held is None or not keys:
                 break
             layers.append(held.vectors(keys))
             kept.append(keys)
@@ -215,8 +215,8 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
         old_relations = {r.id: r for r in self.relation_table.all()}
         old_communities = self.communities.all()
         chunk_ids = self.store.chunk_ids()
-        batches = (list(self.extractions.get(chunk_ids[i : i + MERGE_BATCH]).values()) for i in range(0, len(chunk_ids), MERGE_BATCH))
-        entities, relations = merge_extraction_batches(batches, len(chunk_ids), consume=True)
+        parts = (list(self.extractions.get(chunk_ids[i : i + MERGE_BATCH]).values()) for i in range(0, len(chunk_ids), MERGE_BATCH))
+        entities, relations = merge_extraction_batches(parts, len(chunk_ids), consume=True)
         relations = {k: r for k, r in relations.items() if r.source in entities and r.target in entities}
         names = {eid: e.name for eid, e in entities.items()}
         summary_digests, stats["summaries_written"] = await self.summarizer.adescribe(
@@ -231,7 +231,10 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
         layers, batches, counts = await self._cluster(graph, vectors, stats)
 
         with self.store.transaction() as db:
-            for table, new, old in ((self.entity_table, entities, old_entities), (self.relation_table, relations, old_relations)):
+            tables: tuple[tuple[Any, Mapping[str, Any], Mapping[str, Any]], ...] = (
+                (self.entity_table, entities, old_entities), (self.relation_table, relations, old_relations),
+            )
+            for table, new, old in tables:
                 table.delete(db, [k for k in old if k not in new])
                 table.put(db, [r for k, r in new.items() if old.get(k) != r])
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, [k for k in old_entities if k not in entities])

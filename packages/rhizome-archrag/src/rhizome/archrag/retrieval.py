@@ -310,7 +310,7 @@ class PassageSearch(HierarchicalSearch):
         names = query_names(query)
         vectors = await query_vector(self.index, query, names)
         ranked, stats, vector = await self.nodes(query, None if vectors is None else vectors[:1])
-        if vector is None:
+        if vector is None or vectors is None:
             return Retrieval(query=query, hits=[], stats=stats)
         options = self.evidence
         dense = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, max(options.dense_k, k))

@@ -52,7 +52,7 @@ class ModelCache:
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = None if path in (None, ":memory:") else Path(path)  # type: ignore[arg-type]
+        self.path = None if path is None or path == ":memory:" else Path(path)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()

@@ -13,7 +13,7 @@ a config object (``GraphRAGIndex(config=GraphRAGConfig(...))``), like scikit-lea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -103,7 +103,10 @@ class ExtractionConfig(ExtractionSpecConfig):
         return {"entity_types": self.entity_types, "gleaning": self.gleaning, "language": self.language}
 
 
-def build_config(config_class: type[IndexConfig], base: IndexConfig | dict[str, Any] | None, overrides: dict[str, Any]) -> IndexConfig:
+M = TypeVar("M", bound=BaseModel)
+
+
+def build_config(config_class: type[M], base: BaseModel | dict[str, Any] | None, overrides: dict[str, Any]) -> M:
     """``config_class`` from a config object or dict plus keyword overrides, or a
     :class:`ConfigurationError` naming the bad fields."""
     values = base.model_dump() if isinstance(base, BaseModel) else dict(base or {})

@@ -14,9 +14,9 @@ tables, and caches them until those tables change (GraphRAG and ArchRAG).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import networkx as nx
 
@@ -153,9 +153,11 @@ class StoredEntityGraph:
     entity_table: RecordTable[Entity]
     relation_table: RecordTable[Relation]
     communities: Hierarchy
-    ENTITY_COLLECTION: str
-    NAME_COLLECTION: str
+    ENTITY_COLLECTION: ClassVar[str]
+    NAME_COLLECTION: ClassVar[str]
     store: Any
+    derived: Callable[..., Any]
+    """:meth:`~rhizome.core.index.BaseIndex.derived` of the index this is mixed into."""
 
     def graph_generations(self) -> tuple[int, int, int]:
         """The generations of the three tables :meth:`graph` is built from."""

@@ -157,10 +157,10 @@ class EvidenceGraph:
         mention_rows: list[int] = []  # passage positions (from 0)
         mention_cols: list[int] = []  # entity positions
         for eid, chunks in entity_chunks.items():
-            i = self._entity[eid]
+            column = self._entity[eid]
             for cid in set(chunks):
                 mention_rows.append(self._chunk[cid] - (n_e if passage_nodes else 0))
-                mention_cols.append(i)
+                mention_cols.append(column)
         self.incidence = sp.csr_matrix(
             (np.ones(len(mention_rows)), (mention_rows, mention_cols)), shape=(n_c, n_e), dtype=np.float64
         )
@@ -412,7 +412,8 @@ class FactGraph:
         q = np.asarray(query, dtype=np.float64).reshape(-1)
         ids, matrix = vectors([fid for fid, _ in start if fid in self.ends])
         found = {fid: (np.asarray(row, dtype=np.float64), float(row @ q)) for fid, row in zip(ids, matrix)}
-        beams = [((fid,), found[fid][0], found[fid][1], self.chunks[fid]) for fid, _ in start if fid in found][:width]
+        beams: list[tuple[tuple[str, ...], np.ndarray, float, frozenset[str]]]
+        beams = [(tuple([fid]), found[fid][0], found[fid][1], self.chunks[fid]) for fid, _ in start if fid in found][:width]
         done = list(beams)
         for _ in range(max(0, depth - 1)):
             wanted = {f for path, _, _, used in beams for e in self.ends[path[-1]] for f in self.facts_of.get(e, ())

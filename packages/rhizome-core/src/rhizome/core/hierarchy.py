@@ -28,7 +28,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 import numpy as np
@@ -175,8 +175,8 @@ def recluster_hierarchy(
 
 
 def update_collapsed(
-    graph: WeightedEdges, initial: Mapping[str, str], movable: set[str], *, seed: int, n_iterations: int = 2
-) -> tuple[dict[str, int], float]:
+    graph: WeightedEdges, initial: Mapping[Any, str], movable: set[Any], *, seed: int, n_iterations: int = 2
+) -> tuple[dict[Any, int], float]:
     """:func:`~rhizome.core.graph.leiden.leiden_update` of ``graph`` from the partition
     ``initial`` in which only the ``movable`` nodes may change group, run on the graph with the
     other nodes merged into one node per group (:meth:`WeightedEdges.collapse`).
@@ -191,12 +191,12 @@ def update_collapsed(
     small, position = graph.collapse(fixed)
     start: dict[Any, str] = {}
     for key in small.nodes:
-        kind, value = key
+        kind, value = cast(tuple[str, Any], key)  # collapse() names nodes ("group" | "node", id)
         if kind == "group":
             start[key] = value
         elif value in initial:
             start[key] = initial[value]
-    moving = {key for key in small.nodes if key[0] == "node"}
+    moving = {key for key in small.nodes if cast(tuple[str, Any], key)[0] == "node"}
     membership, quality = leiden_update(small, start, movable=moving, seed=seed, n_iterations=n_iterations)
     return {n: membership[small.nodes[position[i]]] for i, n in enumerate(graph.nodes)}, quality
 

@@ -506,6 +506,7 @@ class BaseIndex:
                     vectors = np.empty((len(texts), part.shape[1]), dtype=part.dtype)
                 vectors[start : start + len(part)] = part
                 step.advance(len(part))
+        assert vectors is not None  # texts is not empty
         self.check_dimension(int(vectors.shape[1]))
         return vectors
 

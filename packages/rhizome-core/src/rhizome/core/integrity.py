@@ -27,11 +27,13 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from rhizome.core.backends.sqlite import (
+    SQLiteStore,
     connect_records,
     read_transaction,
     writer_active,
@@ -136,7 +138,7 @@ def repair_index(path: str | Path) -> IndexCheck:
                 repaired.append(f"kept the old {MANIFEST} as {MANIFEST}.replaced")
             (path / MANIFEST).write_text(json.dumps(stored, indent=2), encoding="utf-8")
             repaired.append(f"restored {MANIFEST} from the copy in the records")
-    store = IndexStore.open(path)  # takes the writer lock for the snapshots
+    store = cast(SQLiteStore, IndexStore.open(path))  # a folder: SQLite; takes the writer lock for the snapshots
     try:
         names = store.rebuild_snapshots()
         repaired.append(f"rebuilt {len(names)} vector snapshots from the records")

@@ -405,7 +405,7 @@ async def resolve_names(
     display: dict[str, str] = {}
     for entry in names:
         name, type_ = entry[0], entry[1]
-        description = entry[2] if len(entry) > 2 else ""  # type: ignore[misc]
+        description = entry[2] if len(entry) > 2 else ""
         key = entity_key(name)
         if key and key not in display:
             display[key] = clean_name(name)

@@ -509,7 +509,7 @@ class MapReduceSearch(BaseRetriever):
         """The ``k`` best points by :meth:`point_key` (ties keep plan order), the same text
         (case and spacing aside) once."""
         seen: set[str] = set()
-        out = []
+        out: list[Hit] = []
         for point in sorted(points, key=self.point_key):
             if len(out) == k:
                 break

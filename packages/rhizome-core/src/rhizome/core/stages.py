@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from rhizome.core.aio import gather_or_cancel
 from rhizome.core.errors import fails_alone
@@ -33,6 +33,7 @@ writing them."""
 
 Job = tuple[str, Callable[[], Awaitable[Any]]]
 """``(digest, make the result)``: the result must be JSON-serialisable."""
+K = TypeVar("K", bound=Hashable)
 
 
 def digest(*parts: Any) -> str:
@@ -53,7 +54,7 @@ def stored_results(store: Any, stage: str, digests: Iterable[str]) -> dict[str, 
     return out
 
 
-async def arun_stage(store: Any, stage: str, jobs: Mapping[str, Job], *, label: str | None = None) -> tuple[dict[str, Any], int]:
+async def arun_stage(store: Any, stage: str, jobs: Mapping[K, Job], *, label: str | None = None) -> tuple[dict[K, Any], int]:
     """Results of ``jobs`` (``{key: (digest, factory)}``) by key, and how many were computed now
     (shown as the progress phase ``label``, default the stage's name).
 

@@ -629,7 +629,7 @@ class IndexStore:
             ],
         )
 
-    _chunk_select = ", ".join(f'"{c}"' if c == "end" else c for c in ("id", "document_id", "idx", "text", "start", "end", "n_tokens", "metadata", "checksum"))
+    _chunk_select: str = ", ".join(f'"{c}"' if c == "end" else c for c in ("id", "document_id", "idx", "text", "start", "end", "n_tokens", "metadata", "checksum"))
     """The columns a chunk is read with (a backend may read ``''`` for ``checksum``)."""
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
@@ -824,9 +824,9 @@ class IndexStore:
         for table, columns in plain.items():
             select = ", ".join('"end"' if c == "end" else c for c in columns)
             db.upsert(table, columns, keys[table], self.query(f"SELECT {select} FROM {table} ORDER BY rowid"))
-        for table, columns in self.record_tables().items():
-            target.create_record_table(db, table, [c[2:] for c in columns if c.startswith("f_")])
-            db.upsert(table, columns, ("key",), self.query(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid"))
+        for table, fields in self.record_tables().items():
+            target.create_record_table(db, table, [c[2:] for c in fields if c.startswith("f_")])
+            db.upsert(table, fields, ("key",), self.query(f"SELECT {', '.join(fields)} FROM {table} ORDER BY rowid"))
         for name in self.collections():
             ids, vectors, digests = self.vector_rows(name)
             if vectors is not None:

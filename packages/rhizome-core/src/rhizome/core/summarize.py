@@ -12,6 +12,7 @@ pays only for the summaries it had not written.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -124,7 +125,7 @@ class DescriptionSummarizer:
         is about its two ends). Returns the digests of the summaries the records use (what the
         stage keeps when it is pruned) and how many were written now."""
         waiting = self._waiting(records, name)
-        jobs = {i: (d, lambda s=subject, r=record: self.asummarize(s, r.descriptions)) for i, (record, subject, d) in enumerate(waiting)}
+        jobs = {i: (d, functools.partial(self.asummarize, subject, record.descriptions)) for i, (record, subject, d) in enumerate(waiting)}
         summaries, written = await arun_stage(store, stage, jobs, label="summarising descriptions")
         for i, text in summaries.items():
             waiting[i][0].description = text

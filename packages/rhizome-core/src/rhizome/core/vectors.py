@@ -130,7 +130,7 @@ class VectorStore:
         if dimension < 1:
             raise ConfigurationError("vector dimension must be positive")
         self.dimension = dimension
-        self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
+        self._index: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))  # or what load() read
         self._ids: dict[int, str] = {}
         self._lock = _SharedLock()
 
@@ -182,7 +182,7 @@ class VectorStore:
         rows = np.flatnonzero(np.isin(stored, int_ids))
         position = dict(zip(stored[rows].tolist(), rows.tolist()))
         flat = faiss.downcast_index(self._index.index)
-        held = faiss.rev_swig_ptr(flat.get_xb(), self._index.ntotal * self.dimension).reshape(-1, self.dimension)
+        held = faiss.rev_swig_ptr(flat.get_xb(), self._index.ntotal * self.dimension).reshape(-1, self.dimension)  # type: ignore[attr-defined]  # stubs lack get_xb
         held[[position[i] for i in int_ids.tolist()]] = array
 
     def remove(self, keys: Sequence[str]) -> int:
@@ -210,7 +210,7 @@ class VectorStore:
 
                 wanted = np.array(sorted({i for i in map(stable_int_id, among) if i in self._ids}), dtype=np.int64)
                 size = len(wanted)
-                params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(wanted)) if size else None
+                params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(wanted)) if size else None  # type: ignore[call-arg]  # faiss stubs lack the keyword
             if not size or k < 1:
                 return [[] for _ in range(array.shape[0])]
             scores, int_ids = _search(self._index, array, min(k + TIE_MARGIN, size), params)
@@ -248,13 +248,13 @@ class VectorStore:
         with self._lock.reading():  # the ids and the index of one state
             header = json.dumps({"dimension": self.dimension, "ids": list(self._ids.values()), "meta": meta or {}}).encode()
             size = _Counter()
-            faiss.write_index(self._index, faiss.PyCallbackIOWriter(size))  # a first pass only counts the bytes
+            faiss.write_index(self._index, faiss.PyCallbackIOWriter(size))  # type: ignore[attr-defined]  # a first pass only counts the bytes (faiss stubs lack the IO callbacks)
             with open(tmp, "wb") as handle:
                 with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
                     with _member(archive, "header", len(header)) as out:
                         out.write(header)
                     with _member(archive, "index", size.total) as out:
-                        faiss.write_index(self._index, faiss.PyCallbackIOWriter(out.write))
+                        faiss.write_index(self._index, faiss.PyCallbackIOWriter(out.write))  # type: ignore[attr-defined]
                 handle.flush()
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -271,7 +271,7 @@ class VectorStore:
                 with _opened(archive, "header") as stream:
                     header = json.loads(stream.read().decode())
                 with _opened(archive, "index") as stream:
-                    index = faiss.read_index(faiss.PyCallbackIOReader(stream.read))
+                    index = faiss.read_index(faiss.PyCallbackIOReader(stream.read))  # type: ignore[attr-defined]
         except (OSError, ValueError, KeyError, RuntimeError, EOFError, zipfile.BadZipFile) as exc:
             raise IndexFormatError(f"cannot read vector file {path}: {exc}") from exc
         store = cls(int(header["dimension"]))

@@ -73,8 +73,9 @@ def retrieve(
         if len(group) != 1:
             continue
         core = solver_.map_terminal(group[0])[0]
-        if solver_.nodes[core].startswith(LABEL):
-            in_tree.add(solver_.nodes[core][len(LABEL) :])
+        node = str(solver_.nodes[core])
+        if node.startswith(LABEL):
+            in_tree.add(node[len(LABEL) :])
             continue
         d = dist[row[core]][label_idx]
         finite = np.isfinite(d)
@@ -82,9 +83,9 @@ def retrieve(
             continue
         best = d[finite].min()
         fallback = "nearest_label"
-        for k in np.nonzero(finite & (d <= best + 1e-12))[0]:
-            in_tree.add(order[k])
-            x = int(label_idx[k])
+        for nearest in np.nonzero(finite & (d <= best + 1e-12))[0]:
+            in_tree.add(order[nearest])
+            x = int(label_idx[nearest])
             while pred[row[core]][x] >= 0:
                 p = int(pred[row[core]][x])
                 edges.append((solver_.nodes[p], solver_.nodes[x], float(solver_.matrix[p, x])))

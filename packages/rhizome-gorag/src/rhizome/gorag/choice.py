@@ -52,7 +52,7 @@ def graph_choice(graph: nx.Graph, retrieved: dict[str, Any], tokens: Sequence[st
 def choice_schema(labels: Sequence[str], *, constrain: bool) -> type[BaseModel]:
     """The JSON schema of the model's answer: one label; with ``constrain``, the known labels
     as an ``enum`` so that a server with constrained decoding (Ollama) can only answer one."""
-    extra = {"enum": list(labels)} if constrain else None
+    extra: dict[str, Any] | None = {"enum": list(labels)} if constrain else None
     return create_model(
         "LabelChoice",
         label=(str, Field(description="one label, spelled exactly as listed", json_schema_extra=extra)),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -334,7 +335,7 @@ class GORAGClassifier:
             raise ConfigurationError(f"max_pending must be a whole number of at least 1, or None (no bound), got {max_pending!r}")
         if not 0 < epsilon < 1:
             raise ConfigurationError(f"epsilon must be between 0 and 1, got {epsilon!r}")
-        for name, value, low, high in (
+        for name, value, lowest, highest in (
             ("candidate_coverage", candidate_coverage, 0.0, 1.0),
             ("link_threshold", link_threshold, -1.0, 1.0),
             ("online_weight", online_weight, 0.0, float("inf")),
@@ -345,8 +346,8 @@ class GORAGClassifier:
             ("name_match_weight", name_match_weight, 0.0, float("inf")),
             ("nearest_example_weight", nearest_example_weight, 0.0, float("inf")),
         ):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-                raise ConfigurationError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lowest <= value <= highest:
+                raise ConfigurationError(f"{name} must be a number in [{lowest}, {highest}], got {value!r}")
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
             raise ConfigurationError(f"temperature must be a positive number, got {temperature!r}")
         _check_threshold(index_threshold)
@@ -1112,17 +1113,17 @@ class GORAGClassifier:
             except InvalidInputError as exc:
                 items.append(ClassificationError(index=i, error=str(exc)))
         good = [i for i, item in enumerate(items) if isinstance(item, str)]
-        good_texts = [items[i] for i in good]
+        good_texts = [item for item in items if isinstance(item, str)]
         online = self.online if online is None else online
         if not online:
             done = await gather_limited(
-                [lambda t=t: self._aclassify(t, False) for t in good_texts], max_concurrency
+                [functools.partial(self._aclassify, t, False) for t in good_texts], max_concurrency
             )
         else:
             keywords: list[list[str] | None] = [None] * len(good_texts)
             if self._model_extracts:
                 keywords = list(
-                    await gather_limited([lambda t=t: self._model_keywords(t) for t in good_texts], max_concurrency)
+                    await gather_limited([functools.partial(self._model_keywords, t) for t in good_texts], max_concurrency)
                 )
             batch = _BatchWrites()
             try:
@@ -1163,7 +1164,7 @@ class GORAGClassifier:
             batch.pending.clear()
             self.flush_online()
         again = await gather_limited(
-            [lambda i=i: self._aclassify(texts[i], False, keywords[i]) for i in unsure], max_concurrency
+            [functools.partial(self._aclassify, texts[i], False, keywords[i]) for i in unsure], max_concurrency
         )
         done = list(done)
         for i, result in zip(unsure, again):

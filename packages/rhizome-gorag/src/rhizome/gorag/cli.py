@@ -196,7 +196,8 @@ def cmd_classify(args: argparse.Namespace) -> int:
     else:
         classifier = GORAGClassifier(models.llm, embedder=embedder, **options)
     for train, labelled in rounds:
-        report = classifier.fit_round([t for _, t in labelled], [lab for lab, _ in labelled])
+        # read_tsv(labelled=True) gives every line a label; fit_round decodes bytes (refusing what is not UTF-8)
+        report = classifier.fit_round([t for _, t in labelled], [lab for lab, _ in labelled])  # type: ignore[misc]
         _note(args, f"round {report.round} from {train}: {len(report.new_labels)} new labels, "
                     f"{report.texts} texts, graph {report.nodes} nodes / {report.edges} edges")
     results = classifier.batch([t for _, t in rows], online=False if args.no_online else None)  # else the classifier's own

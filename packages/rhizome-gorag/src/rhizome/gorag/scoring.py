@@ -507,7 +507,7 @@ class LabelScorer:
         named = np.nonzero(match > 0)[0]
         if len(named) < 2:
             return match
-        spec = np.array([self.space.phrase_idf(self.profiles[labels[k]].name_phrase.strip()) for k in named])
+        spec = np.array([self.space.phrase_idf(self.profiles[labels[int(k)]].name_phrase.strip()) for k in named])
         out = match.copy()
         out[named] *= spec / spec.max()
         return out

@@ -32,7 +32,7 @@ the reports again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -387,11 +387,12 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             for level in sorted({c.level for c in reports.values()})
         ]
         with self.store.transaction() as db:
-            for table, new, old in (
+            tables: tuple[tuple[Any, Mapping[str, Any], Mapping[str, Any]], ...] = (
                 (self.entity_table, entities, old_entities),
                 (self.relation_table, relations, old_relations),
                 (self.edge_table, edges, old_edges),
-            ):
+            )
+            for table, new, old in tables:
                 table.delete(db, [k for k in old if k not in new])
                 table.put(db, [r for k, r in new.items() if old.get(k) != r])
             self.store.delete_vectors(db, self.ENTITY_COLLECTION, [k for k in old_entities if k not in entities])
@@ -509,12 +510,12 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         reweighed = {rid: held_r[rid].weight for rid, r in relations.items() if rid in held_r and _row(r) == _row(held_r[rid])}
         same = _same_inputs(structure_by_id, kept, old, rows_changed, relations_shown, reweighed, edges, degree)
         kept.update(same)
-        changed = [g for gid, g in structure_by_id.items() if gid not in kept]
+        rewrite = [g for gid, g in structure_by_id.items() if gid not in kept]
 
-        # reports of the changed communities, from an entity graph of their members and the
+        # reports of the communities to rewrite, from an entity graph of their members and the
         # relations inside one of them (a report reads no other relation); degrees from the edges
         where: dict[str, set[str]] = {}
-        for g in changed:
+        for g in rewrite:
             for e in g.entity_ids:
                 where.setdefault(e, set()).add(g.id)
         members = set(where)
@@ -544,9 +545,9 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             return {rid: held[rid] for rid in ids if rid in held}
 
         written, counts = await self._reports(graph, whole).asummarize(
-            changed, only=set() if self.config.reports == "lazy" else None, context=kept
+            rewrite, only=set() if self.config.reports == "lazy" else None, context=kept
         )
-        reports = {**kept, **{g.id: written[g.id] for g in changed}}
+        reports = {**kept, **{g.id: written[g.id] for g in rewrite}}
         clock.mark("reports")
 
         entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
@@ -555,10 +556,10 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         community_vectors = [
             await self.embed_changed(
                 self.communities.collection(level),
-                {g.id: self._community_text(reports[g.id], graph) for g in changed if g.level == level},
+                {g.id: self._community_text(reports[g.id], graph) for g in rewrite if g.level == level},
                 what=f"community reports (level {level})",
             )
-            for level in sorted({g.level for g in changed})
+            for level in sorted({g.level for g in rewrite})
         ]
         with self.store.transaction() as db:
             self.entity_table.put(db, entities.values())
@@ -584,7 +585,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             levels=1 + max((g.level for g in reports.values()), default=-1),
             communities_kept=len(kept),
             reports_kept_same_input=len(same),
-            report_inputs_built=len(changed),
+            report_inputs_built=len(rewrite),
             report_relations_read=len(held) - len(relations),
             reports_written=counts["written"],
             reports_reused=counts["reused"],
@@ -656,11 +657,12 @@ def _carry_over(
         if before is not None:
             relation.metadata.update({k: before.metadata[k] for k in GLOBAL_METADATA if k in before.metadata})
     changed: list[Entity | Relation] = []
-    for merged, held in ((entities, held_entities), (relations, held_relations)):
+    pairs: tuple[tuple[Mapping[str, Any], Mapping[str, Any]], ...] = ((entities, held_entities), (relations, held_relations))
+    for merged, held in pairs:
         for key, record in merged.items():
-            before = held.get(key)
-            if before is not None and before.descriptions == record.descriptions:
-                record.description = before.description
+            prior = held.get(key)
+            if prior is not None and prior.descriptions == record.descriptions:
+                record.description = prior.description
             else:
                 changed.append(record)
     return changed
@@ -733,7 +735,7 @@ def _same_inputs(
     relations: Sequence[Relation],
     reweighed: Mapping[str, float],
     rows: Mapping[str, _Edges],
-    degree: Mapping[str, int],
+    degree: Mapping[Any, int],
 ) -> dict[str, Community]:
     """The communities of ``structure`` not ``kept`` whose report input (:func:`build_input`) is
     the text their stored report was written from, so they keep it without the input being
@@ -800,7 +802,7 @@ class _Steps:
 
 def _modularity(graph: Any, structure: Sequence[Community]) -> float:
     """Modularity of the level-0 partition of ``structure`` on ``graph``."""
-    initial = {e: g.id for g in structure if g.level == 0 for e in g.entity_ids}
+    initial: dict[Hashable, str] = {e: g.id for g in structure if g.level == 0 for e in g.entity_ids}
     return modularity(graph, initial) if initial else 0.0
 
 

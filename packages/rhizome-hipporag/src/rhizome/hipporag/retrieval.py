@@ -148,7 +148,7 @@ class HippoRAGRetriever(BaseRetriever):
         seeds: dict[str, float] = {}
         kept: list[tuple[str, list[str], float]] = []
         chains: list[Any] = []
-        if self.mode == "v2" and vector is not None:
+        if self.mode == "v2" and vector is not None and vectors is not None:
             seeds, kept, chains = await self._fact_seeds(query, vector)
             if kept and entities:  # no fact kept: dense retrieval, as HippoRAG 2
                 seeds = merge_seeds(seeds, await self._entity_seeds(vectors[1:]))

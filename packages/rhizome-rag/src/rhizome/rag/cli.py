@@ -495,7 +495,7 @@ def cmd_docs_list(args: argparse.Namespace) -> int:
         chunks = store.chunk_counts()
     finally:
         store.close()
-    rows = [{"id": s.id, "status": s.status, "chunks": chunks.get(s.id, 0), "title": metadata.get(s.id, {}).get("title"),
+    rows: list[dict[str, Any]] = [{"id": s.id, "status": s.status, "chunks": chunks.get(s.id, 0), "title": metadata.get(s.id, {}).get("title"),
              "source": metadata.get(s.id, {}).get("source"), "updated": s.updated, "error": s.error} for s in statuses]
     if args.json:
         print(as_json(rows, indent=2))

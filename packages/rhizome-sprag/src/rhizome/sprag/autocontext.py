@@ -159,8 +159,8 @@ async def document_contexts(index: Any, batch: list[tuple[Document, list[Chunk]]
                     prompt = partial(section_prompt, title=heading, document=context.title)
                     jobs[f"{doc.id}\x1f{i}"] = asker.job(prompt, text, heading, context.title)
         for key, answer in (await asker.run(jobs, stats, "AutoContext summaries of sections")).items():
-            doc_id, i = key.split("\x1f")
-            section = contexts[doc_id].sections[int(i)]
+            doc_id, number = key.split("\x1f")
+            section = contexts[doc_id].sections[int(number)]
             if not section.title and answer.title.strip():
                 section.title = " ".join(answer.title.split())
             if answer.summary.strip():

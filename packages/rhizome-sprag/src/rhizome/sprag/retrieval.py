@@ -110,7 +110,7 @@ class SegmentRetriever(BaseRetriever):
         super().__init__(source.index if self.source is not None else source, k)
         if preset not in PRESETS:
             raise ConfigurationError(f"unknown RSE preset {preset!r}; presets: {', '.join(PRESETS)}")
-        self.params: RSEParams = build_config(RSEParams, PRESETS[preset], params)  # type: ignore[arg-type]
+        self.params = build_config(RSEParams, PRESETS[preset], params)
         if relevance not in RELEVANCE:
             raise ConfigurationError(f"relevance must be one of {', '.join(RELEVANCE)}, got {relevance!r}")
         if reranker is not None and not callable(reranker):
@@ -231,6 +231,7 @@ class SegmentRetriever(BaseRetriever):
         listed = [chunks[cid] for cid in ids]
         headers = self.index.headers(listed) if hasattr(self.index, "headers") else {}
         texts = [f"{headers[c.id]}\n\n{c.text}" if headers.get(c.id) else c.text for c in listed]
+        assert self.reranker is not None  # reranking runs only with a reranker
         scores = self.reranker(query, texts)
         if inspect.isawaitable(scores):
             scores = await scores

@@ -165,6 +165,7 @@ class SQLiteStore(IndexStore):
                     raw.close()
                 self._release_writer_lock()
                 raise
+        assert raw is not None  # connected above, or raised
         self.db = SQLiteConnection(raw)
         with self._errors():
             if not readonly:
@@ -513,7 +514,7 @@ def _flock(path: Path, busy: IndexLockedError) -> int:
     fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if path.is_dir() else 0))
     for attempt in range(3):
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[union-attr]
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return fd
         except BlockingIOError as exc:
             if attempt == 2:
@@ -543,7 +544,7 @@ def writer_lock(path: Path) -> Iterator[None]:
 def _unlock(fd: int) -> None:
     """Give back a lock :func:`_flock` took, and its descriptor."""
     with contextlib.suppress(OSError):
-        fcntl.flock(fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
+        fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 

@@ -313,8 +313,8 @@ class _Collected:
                     if not found.type:
                         found.type = normalise_type(item.type)
                     _fold(found.descriptions, [item.description.strip()])
-        for item in answer.relations:
-            source, target = clean_name(item.source), clean_name(item.target)
+        for link in answer.relations:
+            source, target = clean_name(link.source), clean_name(link.target)
             skey, tkey = entity_key(source), entity_key(target)
             if not skey or not tkey or skey == tkey:
                 continue
@@ -322,20 +322,20 @@ class _Collected:
             if pair not in self.seen_pairs:
                 self.seen_pairs[pair] = (source, target)
                 new = True
-            for i in self._where(item.passages, [source, target]):
+            for i in self._where(link.passages, [source, target]):
                 held = self.relations[i].get(pair)
                 if held is None:
                     self.relations[i][pair] = new_relation(
-                        skey, tkey, self.chunks[i].id, description=item.description, keywords=item.keywords,
-                        weight=float(item.strength), directed=False,
+                        skey, tkey, self.chunks[i].id, description=link.description, keywords=link.keywords,
+                        weight=float(link.strength), directed=False,
                     )
                     for key, display in ((skey, source), (tkey, target)):
                         if key not in self.entities[i]:
                             self.entities[i][key] = new_entity(display, self.chunks[i].id)
                 else:  # what new_relation would make of the item, folded in
-                    _fold(held.descriptions, [item.description.strip()])
-                    _fold(held.keywords, [clean_name(w) for w in item.keywords])
-                    held.weight = max(held.weight, float(item.strength))
+                    _fold(held.descriptions, [link.description.strip()])
+                    _fold(held.keywords, [clean_name(w) for w in link.keywords])
+                    held.weight = max(held.weight, float(link.strength))
         return new
 
     def records(self, metadata: dict[str, Any]) -> list[Extraction]:
@@ -343,7 +343,8 @@ class _Collected:
         for i, chunk in enumerate(self.chunks):
             relations = list(self.relations[i].values())
             entities = list(self.entities[i].values())
-            for record in (*relations, *entities):  # the first description (set only when it changed)
+            records: list[Entity | Relation] = [*relations, *entities]
+            for record in records:  # the first description (set only when it changed)
                 if record.description != (first := record.descriptions[0] if record.descriptions else ""):
                     record.description = first
             keywords = list(dict.fromkeys(k for k in (clean_name(w) for w in self.keywords[i]) if k))

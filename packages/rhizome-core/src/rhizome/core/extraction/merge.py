@@ -134,17 +134,17 @@ def _merge(
     rel_known_chunks: dict[tuple[str, str, str], set[str]] = {}
     rel_changed: set[tuple[str, str, str]] = set()
     for rid, relation in (existing_relations or {}).items():
-        copy = _copy(relation)
-        copy.id = rid
-        if not copy.descriptions and copy.description:
-            copy.descriptions = [copy.description]
-        key = key_of(copy)
+        kept = _copy(relation)
+        kept.id = rid
+        if not kept.descriptions and kept.description:
+            kept.descriptions = [kept.description]
+        key = key_of(kept)
         if key in relations:  # two existing records with one key: fold them together
-            _fold_relation(relations[key], copy, seen)
+            _fold_relation(relations[key], kept, seen)
             rel_changed.add(key)
             continue
-        relations[key] = copy
-        rel_known_chunks[key] = set(copy.source_chunk_ids)
+        relations[key] = kept
+        rel_known_chunks[key] = set(kept.source_chunk_ids)
 
     def add_entity(entity: Entity) -> None:
         eid = entity.id

@@ -393,8 +393,8 @@ class OfflineExtractor:
                 cited[entity.id].add(extraction.chunk_id)
             for relation in extraction.relations:
                 held = pairs.get(relation.id)
-                total = relation.weight + (held[2] if held else 0.0)
-                pairs[relation.id] = (relation.source, relation.target, total)
+                summed = relation.weight + (held[2] if held else 0.0)
+                pairs[relation.id] = (relation.source, relation.target, summed)
         n_chunks = len({c.id for c in chunks})
         weights = pmi_values({k: len(v) for k, v in cited.items()}, n_chunks, pairs)
         for extraction in results:

@@ -120,9 +120,9 @@ def import_openie(
 
     exact: dict[str, Chunk] = {}
     squashed: dict[str, Chunk] = {}
-    for chunk in check_chunks(chunks or []):
-        exact.setdefault(chunk.text, chunk)
-        squashed.setdefault(_squash(chunk.text), chunk)
+    for given in check_chunks(chunks or []):
+        exact.setdefault(given.text, given)
+        squashed.setdefault(_squash(given.text), given)
 
     results: list[Extraction] = []
     total_triples = total_entities = unmatched = 0
@@ -149,7 +149,7 @@ def import_openie(
                 )
 
         idx = doc.get("idx", position)
-        chunk = None
+        chunk: Chunk | None = None
         if passage is not None:
             chunk = exact.get(passage)
             if chunk is None:

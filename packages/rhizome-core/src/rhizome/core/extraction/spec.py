@@ -48,9 +48,9 @@ def spec_of(extraction: Any, llm: Any) -> str:
             f"extraction must be a spec string or an extractor with an async aextract(chunks) method, "
             f"got {type(extraction).__name__}"
         )
-    spec = getattr(extraction, "spec", None)
-    if isinstance(spec, str) and (spec in ("llm", "offline") or spec.startswith("openie:")):
-        return spec
+    declared = getattr(extraction, "spec", None)
+    if isinstance(declared, str) and (declared in ("llm", "offline") or declared.startswith("openie:")):
+        return declared
     return f"custom:{type(extraction).__module__}.{type(extraction).__qualname__}"
 
 

@@ -174,7 +174,8 @@ class _Folding:
 
     @property
     def stored_as(self) -> dict[str, Entity | Relation]:
-        return {profile_key(r): r for r in [*self.before_e.values(), *self.before_r.values()]}
+        held: list[Entity | Relation] = [*self.before_e.values(), *self.before_r.values()]
+        return {profile_key(r): r for r in held}
 
     def records(self) -> list[Entity | Relation]:
         return [*self.entities.values(), *self.relations.values()]
@@ -360,7 +361,8 @@ class EntityGraphStore:
         self.extractions.put(db, records)
         self.mentions.put(db, mentions)
         for table in (self.entities, self.relations):
-            fixed, rows = [], []
+            fixed: list[Any] = []
+            rows: list[tuple[str, int, list[str], int, list[str]]] = []
             for r in table.all():
                 if not r.description or r.descriptions or counts(r)[1]:
                     continue
@@ -475,8 +477,10 @@ class EntityGraphStore:
                     relation = state.relations.get(rid)
                     if relation is None:
                         held_r = state.before_r.get(rid)
-                        fresh = held_r is None
-                        relation = new_relation(self.policy.relation_key(x.source_id, x.target_id, x.predicate)) if fresh else onto_stored(copy_relation(held_r))
+                        if held_r is None:
+                            relation = new_relation(self.policy.relation_key(x.source_id, x.target_id, x.predicate))
+                        else:
+                            relation = onto_stored(copy_relation(held_r))
                         state.relations[rid] = relation
                     fold_relation(relation, x, record.chunk_id, state.seen, self.policy)
                 step.advance()
@@ -500,7 +504,7 @@ class EntityGraphStore:
             else:
                 same = before is not None and state.held_fragments.get(profile, before.descriptions) == rec.descriptions
             if isinstance(rec, Entity):
-                same = same and before is not None and before.name == rec.name
+                same = same and isinstance(before, Entity) and before.name == rec.name
             if same and before is not None:
                 rec.description = before.description
             else:
@@ -579,9 +583,14 @@ class EntityGraphStore:
             if before is None:
                 (change.added_entities if isinstance(rec, Entity) else change.added_relations).append(rec.id)
             long = profile in state.start or is_long(*state.sizes[profile])  # folded onto its rows: it keeps them
-            stored = head(rec, *state.sizes[profile]) if long else rec
-            if stored != before:
-                (change.entities if isinstance(rec, Entity) else change.relations)[rec.id] = stored
+            if isinstance(rec, Entity):
+                entity = head(rec, *state.sizes[profile]) if long else rec
+                if entity != before:
+                    change.entities[rec.id] = entity
+            else:
+                relation = head(rec, *state.sizes[profile]) if long else rec
+                if relation != before:
+                    change.relations[rec.id] = relation
             if profile in state.start:  # folded onto its rows
                 if rec.source_chunk_ids or rec.descriptions:
                     change.rows.append((profile, state.start[profile][0], rec.source_chunk_ids, state.start[profile][1], rec.descriptions))

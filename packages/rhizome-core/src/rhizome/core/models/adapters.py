@@ -22,8 +22,9 @@ any other callback handler.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
@@ -206,7 +207,7 @@ def answer_settings(model: Any) -> dict[str, Any]:
 T = TypeVar("T")
 
 
-async def _with_retries(request: Callable[[], Awaitable[T]], framework_model: Any, label: str | None) -> T:
+async def _with_retries(request: Callable[[], Coroutine[Any, Any, T]], framework_model: Any, label: str | None) -> T:
     """A LangChain or LlamaIndex model's request (``request()`` makes its coroutine, awaited on
     the home loop once per attempt) with the retries and typed errors of
     Rhizome's own Ollama models (:func:`~rhizome.core.models.ollama.send_with_retries`): busy
@@ -399,7 +400,7 @@ class _FrameworkEmbedder(BaseEmbedder):
 
     async def _aembed_query_batch(self, texts: list[str]) -> list[list[float]]:
         embed = getattr(self.model, self.query)
-        return [list(await _with_retries(lambda t=t: embed(self.query_prefix + t), self.model, self._label)) for t in texts]
+        return [list(await _with_retries(functools.partial(embed, self.query_prefix + t), self.model, self._label)) for t in texts]
 
 
 class LangChainEmbedder(_FrameworkEmbedder):

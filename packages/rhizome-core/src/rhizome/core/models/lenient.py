@@ -33,7 +33,7 @@ def clamped(low: float, high: float, *, integer: bool = False, default: float | 
         return value if default is None else default
 
     kind = int if integer else float
-    return Annotated[kind, Field(ge=low, le=high), BeforeValidator(coerce)]  # type: ignore[valid-type]
+    return Annotated[kind, Field(ge=low, le=high), BeforeValidator(coerce)]
 
 
 def _text_list(value: Any) -> Any:

@@ -309,8 +309,8 @@ class _OllamaTransport:
         """A copy of this model that sends its requests to ``host`` (every other setting, and
         the cache, kept): spreads a parallel run over several Ollama servers."""
         twin = copy.copy(self)
-        twin.host = resolve_host(host)  # type: ignore[attr-defined]
-        twin._slots = PerLoop(lambda: _ClientSlot(twin._new_client), close=lambda slot: slot.aclose())  # type: ignore[attr-defined]
+        twin.host = resolve_host(host)
+        twin._slots = PerLoop(lambda: _ClientSlot(twin._new_client), close=lambda slot: slot.aclose())
         return twin
 
     async def aclose(self) -> None:
@@ -470,7 +470,7 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         stream and its first part: the server's refusal comes with that part."""
 
         async def once(think: bool | None) -> Any:
-            response = await self._client.chat(
+            response = await self._client.chat(  # type: ignore[call-overload]  # streamed or not, chosen at run time
                 model=self.model,
                 messages=messages,
                 format=json_schema or None,
