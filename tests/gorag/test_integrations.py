@@ -479,7 +479,10 @@ def test_every_constructor_knob_is_a_cli_flag():
     register(parser.add_subparsers())
     classify = next(a for a in parser._subparsers._group_actions[0].choices.values())
     flags = {a.dest for a in classify._actions}
-    knobs = set(inspect.signature(GORAGClassifier.__init__).parameters) - {"self", "llm", "embedder", "online"}
+    from rhizome.gorag.config import GORAGConfig
+
+    assert set(inspect.signature(GORAGClassifier.__init__).parameters) == {"self", "llm", "embedder", "config", "settings"}
+    knobs = set(GORAGConfig.model_fields) - {"online"}
     assert knobs == set(KNOBS)  # llm and embedder are --llm / --embed, online is --no-online
     assert set(KNOBS) <= flags
 

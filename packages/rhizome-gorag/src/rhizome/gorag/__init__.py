@@ -15,6 +15,7 @@ from rhizome.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rhizome.gorag.classifier import GORAGClassifier
+    from rhizome.gorag.config import GORAGConfig
     from rhizome.gorag.results import (
         Classification,
         ClassificationError,
@@ -29,6 +30,7 @@ _EXPORTS = {
     "Classification": "rhizome.gorag.results",
     "ClassificationError": "rhizome.gorag.results",
     "GORAGClassifier": "rhizome.gorag.classifier",
+    "GORAGConfig": "rhizome.gorag.config",
     "LabelInfo": "rhizome.gorag.results",
     "RoundReport": "rhizome.gorag.results",
     "SteinerTreeInfo": "rhizome.gorag.results",
@@ -47,6 +49,7 @@ __all__ = [
     "Classification",
     "ClassificationError",
     "GORAGClassifier",
+    "GORAGConfig",
     "LabelInfo",
     "RoundReport",
     "SteinerResult",

@@ -19,6 +19,7 @@ import copy
 import functools
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +28,7 @@ from pydantic import BaseModel
 
 from rhizome.core.aio import gather_limited, run_sync
 from rhizome.core.cache import ModelCache, with_cache
+from rhizome.core.config import build_config
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.index import resolve_embedder, resolve_llm
 from rhizome.gorag import candidates as _candidates
@@ -36,7 +38,8 @@ from rhizome.gorag import keywords as _keywords
 from rhizome.gorag import linking as _linking
 from rhizome.gorag import persistence as _persistence
 from rhizome.gorag import scoring as _scoring
-from rhizome.gorag.graph import LABEL_EDGE_MODES, label_node
+from rhizome.gorag.config import GORAGConfig
+from rhizome.gorag.graph import label_node
 from rhizome.gorag.keywords import KeywordFunction
 from rhizome.gorag.results import (
     Classification,
@@ -45,7 +48,7 @@ from rhizome.gorag.results import (
     RoundReport,
     SteinerTreeInfo,
 )
-from rhizome.gorag.steiner import STEINER_METHODS, SteinerSolver
+from rhizome.gorag.steiner import SteinerSolver
 from rhizome.gorag.text import (
     TermStats,
     display_name,
@@ -55,46 +58,33 @@ from rhizome.gorag.text import (
     tokenize,
 )
 
-OFFLINE_DEFAULTS: dict[str, Any] = {
-    "max_candidates": 12,
-    "candidate_coverage": 0.995,
-    "lexical_weight": 1.0,
-    "dense_weight": 0.25,
-    "graph_weight": 0.5,
-    "temperature": 0.05,
-    "name_match_weight": 0.25,
-    "nearest_example_weight": 1.0,
-    "split_names": False,
-    "lexical_background": True,
-    "stem_words": True,
-}
-"""The scorer and cut defaults without an embedder (set on the gorag-wos dev split): the
-name-word share sharpens the probabilities of texts that name their label, so the 0.995
-coverage keeps one or two labels for them and the cap of 12 only bounds the unsure texts; the
-candidates are cut with the lexical score standardised against each label's background, so
-labels that gathered many online-indexed texts do not crowd the newer labels out of them. The
-choice also weighs the text's nearest labelled example, and the lexical space reads word stems
-(docs/gorag.md, "Scoring")."""
 
-EMBEDDER_DEFAULTS: dict[str, Any] = {
-    "max_candidates": 12,
-    "candidate_coverage": 0.99,
-    "lexical_weight": 1.5,
-    "dense_weight": 0.5,
-    "graph_weight": 0.25,
-    "temperature": 0.08,
-    "name_match_weight": 0.25,
-    "nearest_example_weight": 0.0,
-    "split_names": True,
-    "lexical_background": False,
-    "stem_words": False,
-}
-"""The defaults with an embedder (set on the gorag-wos dev split with all-MiniLM-L6-v2): the
-name scored apart from the examples, the name-word share, and a temperature at which the
-0.99 coverage keeps more labels when the scores are close. The nearest labelled example, which
-helps without an embedder, did not change the dev accuracy with one, so it is off; word stems,
-which help without one, cost dev accuracy and candidate recall at 1-shot with one, so they are
-off too (the embeddings already read "depressive" near "depression")."""
+@dataclass
+class _Round:
+    """What a round adds, with every model and embedder answer it needs (see
+    :meth:`GORAGClassifier.afit_round`)."""
+
+    texts: list[str]
+    labels: list[str]
+    new: list[str]
+    descriptions: dict[str, str]
+    redescribed: list[str]
+    documents: list[tuple[str, str]]
+    """The labelled texts, then the descriptions of the labels described in this round."""
+    tokens: list[list[str]]
+    doc_keywords: list[list[str]]
+    name_texts: dict[str, str]
+    names: set[str]
+    """The name keys of the labels, old and new."""
+    targets: list[str] = field(default_factory=list)
+    """Keywords the linker does not know yet (link targets)."""
+    text_vectors: Any = None
+    name_vectors: Any = None
+    target_vectors: Any = None
+
+    def is_label_name(self, keyword: str, label_names: bool) -> bool:
+        """A label's name: the label node itself stands for it."""
+        return label_names and keyword in self.names
 
 
 class GORAGClassifier:
@@ -103,283 +93,66 @@ class GORAGClassifier:
     Call :meth:`fit_round` once per round with that round's labelled texts (their labels are
     the round's new labels); :meth:`classify` returns a label among all labels seen so far.
 
-    Parameters
-    ----------
-    llm:
-        A chat model (spec string such as ``"ollama:qwen2.5:7b-instruct"``, one of Rhizome's
-        models, or a LangChain / LlamaIndex chat model). ``None`` runs fully offline.
-    keyword_source:
-        ``"llm"`` (the paper: the model extracts keywords), ``"tfidf"`` (offline: the text's
-        top content n-grams by TF-IDF over the texts seen so far — the authors' code offers the
-        same as ``--ke tfidf``), a function ``text -> list[str]`` (sync or async, e.g. YAKE),
-        or ``"auto"``: ``"llm"`` when a model is given, else ``"tfidf"``.
-    embedder:
-        An embedder (spec string such as ``"sentence-transformers:all-MiniLM-L6-v2"``, one of
-        Rhizome's embedders, or a LangChain / LlamaIndex embedding model), or ``None``. With
-        one, the scorer adds text–label embedding similarity and query keywords the graph
-        lacks are linked to its keywords by embedding similarity.
-    label_choice:
-        ``"model"`` (the paper, Eq. 13: the model picks one of the scored candidates),
-        ``"score"`` (offline: the label of highest calibrated probability, docs/gorag.md
-        "Scoring"), ``"graph"`` (the earlier offline stand-in for the model: among the Steiner
-        candidates, the largest sum of correlation scores of the query's terminals linked to
-        it), or ``"auto"``: ``"model"`` when a model is given, else ``"score"``.
-    candidates:
-        ``"scored"`` (default): the Steiner-tree labels together with the nearest labels by the
-        scorer, ranked by probability and cut at ``candidate_coverage`` probability mass or
-        ``max_candidates`` labels. ``"steiner"``: the paper's candidates, the labels of the
-        Steiner tree alone (no top-k, no threshold).
-    max_candidates, candidate_coverage, nearest_labels:
-        At most ``max_candidates`` candidates; fewer when the first ones already hold
-        ``candidate_coverage`` of the probability; ``nearest_labels`` best-scored labels (at
-        least the best one, the scorer's choice) join the Steiner labels in the pool the
-        candidates are cut from (default: as many as ``max_candidates``, so the cap alone
-        bounds them). Defaults (``None``): 12 and
-        0.995 without an embedder, 12 and 0.99 with one (in both, the texts whose label is clear
-        reach the coverage within a label or two, so the cap only bounds the unsure texts;
-        docs/gorag.md, "Scoring").
-    index_threshold:
-        Online indexing takes a text only when the probability of its label is at least this
-        (default 0.5); ``None`` indexes every classified text, as the paper does.
-    online_mode:
-        ``"deferred"`` (default): texts taken for online indexing wait and join the graph and
-        the profiles together at the next :meth:`fit_round`, :meth:`flush_online` or
-        :meth:`persist`, so a round's classifications do not depend on the order of its texts.
-        ``"sequential"``: each joins at once and may change the next one's result (the paper).
-        ``"revisit"``: deferred, and a :meth:`batch` takes a second pass: once the texts it
-        took for indexing have joined (it flushes them), the others — those below
-        ``index_threshold`` — are classified again, with the batch's confident texts as
-        pseudo-labelled examples, and their second result is returned (``revisited``; not
-        indexed). The result of a text then depends on the rest of its batch, not on its order
-        (docs/gorag.md, "Revisiting a batch"). Single :meth:`classify` calls are deferred.
-    max_pending:
-        With deferred indexing, the waiting texts also join once this many wait (default 5,000,
-        more than a WOS round's texts; ``None``: no bound), so a classifier that is only ever
-        asked one text at a time — a LangChain Runnable, a LangGraph node — still learns from
-        them, and the texts waiting do not grow without end.
-    online_weight:
-        The weight of an online-indexed text in its label's profiles (a labelled text weighs 1).
-    lexical_weight, dense_weight, graph_weight, temperature, name_weight, name_match_weight:
-        The scorer's calibration (docs/gorag.md, "Scoring"): component weights, softmax
-        temperature, how much a label's name (and description) counts (with ``split_names``:
-        its cosine's weight against the examples'; else as how many texts), and the weight of
-        whole name found in the text (for the candidates: the share of its words). ``None``
-        takes the defaults set on the gorag-wos dev split: without an embedder
-        1 / 0.25 / 0.5 / 0.05 / 1 / 0.25, with one 1.5 / 0.5 / 0.25 / 0.08 / 1 / 0.25.
-    nearest_example_weight:
-        The weight, in the label's probability (not in the candidate cut), of the text's
-        cosine with the label's nearest labelled text. ``None``: 1 without an embedder, 0 with
-        one (set on the gorag-wos dev split).
-    split_names:
-        Score a label's name apart from its examples (the cosine with the examples' centroid
-        plus ``name_weight`` times the cosine with the name) instead of folding the name into
-        the profile as one more text. ``None``: on with an embedder, off without.
-    lexical_background:
-        Cut the candidates with each label's lexical score standardised against its
-        background: the mean and standard deviation of its score over the stored texts of the
-        other labels (docs/gorag.md, "Scoring"). A label whose profile gathered many
-        online-indexed texts otherwise outranks a new label with one example for texts of
-        neither. Only the candidates change: the probabilities, the label chosen without a
-        model and the confidence stay the plain scorer's, and its choice is always a
-        candidate. ``None``: on without an embedder, off with one.
-    stem_words:
-        Read the lexical space — the TF-IDF vectors of texts, label profiles and names — in
-        Snowball English word stems, so "depressive" in a text meets "depression" in an
-        example. Keywords, the graph and the name match read the words as written. ``None``: on
-        without an embedder, off with one (set on the gorag-wos dev split).
-    link_threshold, link_keywords:
-        With an embedder, up to ``link_keywords`` query keywords the graph lacks are linked to
-        the most similar keyword from the labelled texts when the cosine is at least
-        ``link_threshold``.
-    steiner:
-        ``"mehlhorn"`` (default; the 2-approximation the paper's text cites) or ``"mst_prune"``
-        (Algorithm 2 as printed: the subtree of the global MST that spans the terminals).
-    label_edge_mode:
-        Weight of the edges between a round's new labels and the older ones (Eq. 8):
-        ``"printed"`` = (m(y_n) + m(y_o)) / 4 as printed (default), ``"mean"`` = / 2, the
-        "weighted average" of the prose. m(y) is the mean weight of y's keyword edges (1 if none).
-    label_names:
-        Labels are meaningful names (WOS: yes; Reuters: numbers). When true, a query keyword
-        equal to a label's name maps to that label node (spec §9 #2) and labels get descriptions.
-        A name without a letter (``2``, ``1990``, ``4.5``) is no name of its label: a number in a
-        text is then a keyword like any other, and offline the name is not its description.
-    describe_labels:
-        With a model and label names, have the model describe each new label from its name and
-        up to ``description_examples`` examples (Eq. 12; spec §9 #7) and index the description's
-        keywords as a pseudo-document of the label (spec §9 #6).
-    name_keywords:
-        Without a model description, use the label name itself as the label's description
-        (its keywords join the graph like a description's). Our offline stand-in.
-    online:
-        Online indexing (Eq. 14): after a query is classified, its keywords that the graph
-        lacks are added under the predicted label and the query joins the IDF corpus. Paper
-        default: on. Each call may override it.
-    max_keywords:
-        Keywords kept per text (spec §9 #1: at most 20).
-    max_ngram:
-        Longest offline keyword, in words (the authors' TF-IDF extractor uses 1–3-grams).
-    epsilon:
-        CS is clipped to ``[0, 1 - epsilon]`` so weights stay in ``[epsilon, 1]`` (spec §9 #4).
-    max_text_tokens, example_tokens, description_examples:
-        Prompt budgets (our choice; the paper gives none): the query text in the
-        classification prompt, each example in the description prompt, and how many examples.
-    constrain_labels:
-        Send the known labels as a JSON-schema ``enum`` with the classification request, so a
-        server with constrained decoding (Ollama) can only answer a known label. Answers are
-        checked either way.
+    ``llm`` is a chat model (spec string such as ``"ollama:qwen2.5:7b-instruct"``, one of
+    Rhizome's models, or a LangChain / LlamaIndex chat model); ``None`` runs fully offline.
+    ``embedder`` is an embedder (spec string such as ``"sentence-transformers:all-MiniLM-L6-v2"``,
+    one of Rhizome's embedders, or a LangChain / LlamaIndex embedding model), or ``None``: with
+    one, the scorer adds text–label embedding similarity and query keywords the graph lacks are
+    linked to its keywords by embedding similarity. Every other setting is a field of
+    :class:`~rhizome.gorag.config.GORAGConfig`, given as ``config=`` or as keywords.
     """
 
-    def __init__(
-        self,
-        llm: Any = None,
-        *,
-        embedder: Any = None,
-        keyword_source: Literal["auto", "llm", "tfidf"] | KeywordFunction = "auto",
-        label_choice: Literal["auto", "model", "score", "graph"] = "auto",
-        candidates: Literal["scored", "steiner"] = "scored",
-        max_candidates: int | None = None,
-        candidate_coverage: float | None = None,
-        nearest_labels: int | None = None,
-        index_threshold: float | None = 0.5,
-        online_mode: Literal["deferred", "sequential", "revisit"] = "deferred",
-        max_pending: int | None = 5000,
-        online_weight: float = 0.5,
-        lexical_weight: float | None = None,
-        dense_weight: float | None = None,
-        graph_weight: float | None = None,
-        temperature: float | None = None,
-        name_weight: float = 1.0,
-        name_match_weight: float | None = None,
-        nearest_example_weight: float | None = None,
-        split_names: bool | None = None,
-        lexical_background: bool | None = None,
-        stem_words: bool | None = None,
-        link_threshold: float = 0.8,
-        link_keywords: int = 8,
-        steiner: Literal["mehlhorn", "mst_prune"] = "mehlhorn",
-        label_edge_mode: Literal["printed", "mean"] = "printed",
-        label_names: bool = True,
-        describe_labels: bool = True,
-        name_keywords: bool = True,
-        online: bool = True,
-        max_keywords: int = 20,
-        max_ngram: int = 3,
-        epsilon: float = 1e-3,
-        max_text_tokens: int = 1000,
-        example_tokens: int = 100,
-        description_examples: int = 2,
-        constrain_labels: bool = True,
-    ) -> None:
+    def __init__(self, llm: Any = None, *, embedder: Any = None, config: GORAGConfig | Mapping[str, Any] | None = None, **settings: Any) -> None:
         self.llm = resolve_llm(llm)
         self.embedder = resolve_embedder(embedder) if embedder is not None else None
-        preset = EMBEDDER_DEFAULTS if self.embedder is not None else OFFLINE_DEFAULTS
-        max_candidates = preset["max_candidates"] if max_candidates is None else max_candidates
-        nearest_labels = max_candidates if nearest_labels is None else nearest_labels
-        candidate_coverage = preset["candidate_coverage"] if candidate_coverage is None else candidate_coverage
-        lexical_weight = preset["lexical_weight"] if lexical_weight is None else lexical_weight
-        dense_weight = preset["dense_weight"] if dense_weight is None else dense_weight
-        graph_weight = preset["graph_weight"] if graph_weight is None else graph_weight
-        temperature = preset["temperature"] if temperature is None else temperature
-        name_match_weight = preset["name_match_weight"] if name_match_weight is None else name_match_weight
-        if nearest_example_weight is None:
-            nearest_example_weight = preset["nearest_example_weight"]
-        split_names = preset["split_names"] if split_names is None else bool(split_names)
-        lexical_background = preset["lexical_background"] if lexical_background is None else bool(lexical_background)
-        stem_words = preset["stem_words"] if stem_words is None else bool(stem_words)
-        if callable(keyword_source):
-            self._keyword_function: KeywordFunction | None = keyword_source
+        self.config = c = build_config(GORAGConfig, dict(config) if isinstance(config, Mapping) else config, settings)
+        with_embedder = self.embedder is not None
+
+        def preset(name: str) -> Any:
+            return c.preset(name, with_embedder)
+
+        if callable(c.keyword_source):
+            self._keyword_function: KeywordFunction | None = c.keyword_source
             self.keyword_source = "function"
-        elif keyword_source in ("auto", "llm", "tfidf"):
-            self._keyword_function = None
-            self.keyword_source = (
-                ("llm" if self.llm is not None else "tfidf") if keyword_source == "auto" else keyword_source
-            )
         else:
-            raise ConfigurationError(
-                f"keyword_source must be 'auto', 'llm', 'tfidf' or a function, got {keyword_source!r}"
-            )
-        if label_choice not in ("auto", "model", "score", "graph"):
-            raise ConfigurationError(
-                f"label_choice must be 'auto', 'model', 'score' or 'graph', got {label_choice!r}"
-            )
-        self.label_choice = ("model" if self.llm is not None else "score") if label_choice == "auto" else label_choice
-        self._label_choice_asked = label_choice  # "auto" is resolved again when a saved classifier gets a model
-        if online_mode not in ("deferred", "sequential", "revisit"):
-            raise ConfigurationError(
-                f"online_mode must be 'deferred', 'sequential' or 'revisit', got {online_mode!r}"
-            )
-        if candidates not in ("scored", "steiner"):
-            raise ConfigurationError(f"candidates must be 'scored' or 'steiner', got {candidates!r}")
+            self._keyword_function = None
+            self.keyword_source = ("llm" if self.llm is not None else "tfidf") if c.keyword_source == "auto" else c.keyword_source
+        self.label_choice = ("model" if self.llm is not None else "score") if c.label_choice == "auto" else c.label_choice
+        self._label_choice_asked = c.label_choice  # "auto" is resolved again when a saved classifier gets a model
         if self.llm is None and (self.keyword_source == "llm" or self.label_choice == "model"):
             raise ConfigurationError(
                 "keyword_source='llm' and label_choice='model' need a chat model: pass llm=... "
                 "(e.g. 'ollama:qwen2.5:7b-instruct'), or use 'tfidf' / 'graph' to run offline"
             )
-        if steiner not in STEINER_METHODS:
-            raise ConfigurationError(f"steiner must be one of {', '.join(STEINER_METHODS)}, got {steiner!r}")
-        if label_edge_mode not in LABEL_EDGE_MODES:
-            raise ConfigurationError(f"label_edge_mode must be 'printed' or 'mean', got {label_edge_mode!r}")
-        for name, value, low in (
-            ("max_keywords", max_keywords, 1),
-            ("max_ngram", max_ngram, 1),
-            ("max_text_tokens", max_text_tokens, 1),
-            ("example_tokens", example_tokens, 1),
-            ("description_examples", description_examples, 0),
-            ("max_candidates", max_candidates, 1),
-            ("nearest_labels", nearest_labels, 0),
-            ("link_keywords", link_keywords, 0),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ConfigurationError(f"{name} must be an integer of at least {low}, got {value!r}")
-        if max_pending is not None and (not isinstance(max_pending, int) or isinstance(max_pending, bool) or max_pending < 1):
-            raise ConfigurationError(f"max_pending must be a whole number of at least 1, or None (no bound), got {max_pending!r}")
-        if not 0 < epsilon < 1:
-            raise ConfigurationError(f"epsilon must be between 0 and 1, got {epsilon!r}")
-        for name, value, lowest, highest in (
-            ("candidate_coverage", candidate_coverage, 0.0, 1.0),
-            ("link_threshold", link_threshold, -1.0, 1.0),
-            ("online_weight", online_weight, 0.0, float("inf")),
-            ("lexical_weight", lexical_weight, 0.0, float("inf")),
-            ("dense_weight", dense_weight, 0.0, float("inf")),
-            ("graph_weight", graph_weight, 0.0, float("inf")),
-            ("name_weight", name_weight, 0.0, float("inf")),
-            ("name_match_weight", name_match_weight, 0.0, float("inf")),
-            ("nearest_example_weight", nearest_example_weight, 0.0, float("inf")),
-        ):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lowest <= value <= highest:
-                raise ConfigurationError(f"{name} must be a number in [{lowest}, {highest}], got {value!r}")
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
-            raise ConfigurationError(f"temperature must be a positive number, got {temperature!r}")
-        _check_threshold(index_threshold)
-        self.steiner = steiner
-        self.label_edge_mode = label_edge_mode
-        self.label_names = label_names
-        self.describe_labels = describe_labels
-        self.name_keywords = name_keywords
-        self.online = online
-        self.max_keywords = max_keywords
-        self.max_ngram = max_ngram
-        self.epsilon = epsilon
-        self.max_text_tokens = max_text_tokens
-        self.example_tokens = example_tokens
-        self.description_examples = description_examples
-        self.constrain_labels = constrain_labels
-        self.candidates = candidates
-        self.max_candidates = max_candidates
-        self.candidate_coverage = float(candidate_coverage)
-        self.nearest_labels = nearest_labels
-        self.index_threshold = None if index_threshold is None else float(index_threshold)
-        self.online_weight = float(online_weight)
-        self.online_mode = online_mode
-        self.max_pending = max_pending
+        self.steiner = c.steiner
+        self.label_edge_mode = c.label_edge_mode
+        self.label_names = c.label_names
+        self.describe_labels = c.describe_labels
+        self.name_keywords = c.name_keywords
+        self.online = c.online
+        self.max_keywords = c.max_keywords
+        self.max_ngram = c.max_ngram
+        self.epsilon = c.epsilon
+        self.max_text_tokens = c.max_text_tokens
+        self.example_tokens = c.example_tokens
+        self.description_examples = c.description_examples
+        self.constrain_labels = c.constrain_labels
+        self.candidates = c.candidates
+        self.index_threshold = c.index_threshold
+        self.online_weight = c.online_weight
+        self.online_mode = c.online_mode
+        self.max_pending = c.max_pending
+        self.link_threshold = c.link_threshold
+        self.link_keywords = c.link_keywords
+        self.max_candidates = preset("max_candidates")
+        self.candidate_coverage = float(preset("candidate_coverage"))
+        self.nearest_labels = self.max_candidates if c.nearest_labels is None else c.nearest_labels
         self._pending: list[tuple[list[str], list[str], str, Any]] = []
-        self.link_threshold = float(link_threshold)
-        self.link_keywords = link_keywords
 
         self.graph = nx.Graph()
         self.labels: dict[str, LabelInfo] = {}
         self.round = 0
-        self.stats = TermStats(max_ngram)
+        self.stats = TermStats(c.max_ngram)
         self._names: dict[str, str] = {}
         self._lock = threading.RLock()
         self._round_cache: ModelCache | None = None
@@ -387,17 +160,17 @@ class GORAGClassifier:
         self._solver: SteinerSolver | None = None
         self._choice_schema: tuple[tuple[str, ...], type[BaseModel]] | None = None
         self.scorer = _scoring.LabelScorer(
-            _scoring.LexicalSpace(self.stats, stem=stem_words),
+            _scoring.LexicalSpace(self.stats, stem=bool(preset("stem_words"))),
             _scoring.Weights(
-                lexical=float(lexical_weight),
-                dense=float(dense_weight),
-                graph=float(graph_weight),
-                temperature=float(temperature),
-                name_weight=float(name_weight),
-                name_match=float(name_match_weight),
-                nearest_example=float(nearest_example_weight),
-                split_names=split_names,
-                background=lexical_background,
+                lexical=float(preset("lexical_weight")),
+                dense=float(preset("dense_weight")),
+                graph=float(preset("graph_weight")),
+                temperature=float(preset("temperature")),
+                name_weight=float(c.name_weight),
+                name_match=float(preset("name_match_weight")),
+                nearest_example=float(preset("nearest_example_weight")),
+                split_names=bool(preset("split_names")),
+                background=bool(preset("lexical_background")),
             ),
         )
         self.members: dict[str, list[tuple[int, float, bool]]] = {}
@@ -554,17 +327,24 @@ class GORAGClassifier:
             _check_label(label)
         if not round_labels:
             raise InvalidInputError("a round needs at least one label: pass labelled texts or new_labels")
-        descriptions = dict(descriptions or {})
-        unknown = set(descriptions) - set(round_labels) - set(self.labels)
+        given = dict(descriptions or {})
+        unknown = set(given) - set(round_labels) - set(self.labels)
         if unknown:
             raise InvalidInputError(f"descriptions given for labels that are not in this round: {sorted(unknown)}")
-        new = [y for y in round_labels if y not in self.labels]
         self.flush_online()
+        prepared = await self._prepare_round(texts, labels, [y for y in round_labels if y not in self.labels], given)
+        # no model or embedder is called below: a round that failed above left the classifier as
+        # it was (the waiting texts aside, flushed first), and the same round can simply run again
+        self._round_cache = None  # the round's answers are in the graph now
+        with self._lock:
+            return self._apply_round(prepared)
 
-        # every model and embedder call first, before anything changes: descriptions, keywords of
-        # texts and descriptions, then the embeddings of texts, names and keywords (link targets).
-        # A model without a cache answers the round through one in memory, kept until a round
-        # succeeds: the same round run again after a failure pays only for what it did not get
+    async def _prepare_round(self, texts: list[str], labels: list[str], new: list[str], descriptions: dict[str, str]) -> _Round:
+        """Every model and embedder call of a round, before anything changes: descriptions,
+        keywords of texts and descriptions, then the embeddings of texts, names and keywords
+        (link targets). A model without a cache answers the round through one in memory, kept
+        until a round succeeds: the same round run again after a failure pays only for what it
+        did not get."""
         self._round_cache = self._round_cache or ModelCache()
         llm = with_cache(self.llm, self._round_cache)
         to_describe = [y for y in new if y not in descriptions]
@@ -584,8 +364,7 @@ class GORAGClassifier:
         # labels of earlier rounds given another description get it as a new label does
         redescribed = [y for y in descriptions if y in self.labels and descriptions[y] != self.labels[y].description]
         described = [*new, *redescribed]
-        desc_items = [(descriptions[y], y) for y in described if descriptions.get(y)]
-        documents = [*zip(texts, labels), *desc_items]
+        documents = [*zip(texts, labels), *[(descriptions[y], y) for y in described if descriptions.get(y)]]
         tokens = [tokenize(t) for t, _ in documents]
         if self._model_extracts:
             doc_keywords = list(await asyncio.gather(*(self._model_keywords(t, llm) for t, _ in documents)))
@@ -594,90 +373,86 @@ class GORAGClassifier:
                 doc_keywords = _keywords.joining_tfidf_keywords(
                     self.stats, tokens, max_ngram=self.max_ngram, max_keywords=self.max_keywords
                 )
-        name_texts = {y: _name_text(y, descriptions.get(y)) for y in described}
-        text_vectors = name_vectors = target_vectors = None
-        names = set(self._names) | {key for y in new if (key := name_keyword(y))}
-
-        def is_label_name(v: str) -> bool:
-            # a label's name: the label node itself stands for it
-            return self.label_names and v in names
-
+        prepared = _Round(
+            texts, labels, new, descriptions, redescribed, documents, tokens, doc_keywords,
+            name_texts={y: _name_text(y, descriptions.get(y)) for y in described},
+            names=set(self._names) | {key for y in new if (key := name_keyword(y))},
+        )
         known_targets = set(self.linker.names)
-        targets = list(
-            dict.fromkeys(v for keywords in doc_keywords for v in keywords if v not in known_targets and not is_label_name(v))
+        prepared.targets = list(
+            dict.fromkeys(v for keywords in doc_keywords for v in keywords if v not in known_targets and not prepared.is_label_name(v, self.label_names))
         )
         if self.embedder is not None:
-            text_vectors = await self.embedder.aembed(texts) if texts else None
-            name_vectors = await self.embedder.aembed(list(name_texts.values())) if name_texts else None
-            if self.link_keywords and targets:
-                target_vectors = await self.embedder.aembed(targets)
+            prepared.text_vectors = await self.embedder.aembed(texts) if texts else None
+            prepared.name_vectors = await self.embedder.aembed(list(prepared.name_texts.values())) if prepared.name_texts else None
+            if self.link_keywords and prepared.targets:
+                prepared.target_vectors = await self.embedder.aembed(prepared.targets)
+        return prepared
 
-        # no model or embedder is called below: a round that failed above left the classifier as
-        # it was (the waiting texts aside, flushed first), and the same round can simply run again
-        self._round_cache = None  # the round's answers are in the graph now
-        with self._lock:
-            self.round += 1
-            old = list(self.labels)
-            for y in new:
-                self.labels[y] = LabelInfo(name=y, round=self.round, description=descriptions.get(y))
-                self.graph.add_node(label_node(y), kind="label", round=self.round, name=y)
-                if self.label_names and (key := name_keyword(y)):
-                    self._names.setdefault(key, y)
-            for y in redescribed:
-                self.labels[y].description = descriptions[y]
-            for y in labels:
-                self.labels[y].n_texts += 1
-            positions = [self.stats.add_text(tok) for tok in tokens]
-            for position, keywords in zip(positions, doc_keywords):
-                self.stats.add_yielded(position, keywords)
-            occurrences = 0
-            empty: list[int] = []
-            edges_before = self.graph.number_of_edges()
-            for i, ((_, label), tok, position, keywords) in enumerate(zip(documents, tokens, positions, doc_keywords)):
-                if not keywords and i < len(texts):
-                    empty.append(i)
-                linked = _graph.add_text_keywords(
-                    self.graph,
-                    self.stats,
-                    position=position,
-                    length=len(tok),
-                    keywords=keywords,
-                    label=label,
-                    skip=is_label_name,
-                    epsilon=self.epsilon,
-                    round=self.round,
-                )
-                occurrences += len(linked)
-            keyword_edges = self.graph.number_of_edges() - edges_before
-            label_edges = (
-                _graph.add_label_edges(self.graph, new, old, mode=self.label_edge_mode, epsilon=self.epsilon)
-                if old
-                else 0
-            )
-            self._solver = None
-            self._choice_schema = None
-            # the scorer: members, name vectors, dense sums; the lexical profiles are rebuilt
-            # with this round's IDF
-            for i, (_, label) in enumerate(documents[: len(texts)]):
-                self.members.setdefault(label, []).append((positions[i], 1.0, True))
-                self.scorer.add(label, None, None if text_vectors is None else text_vectors[i])
-            for k, y in enumerate(name_texts):
-                self.scorer.set_name(y, None, None if name_vectors is None else name_vectors[k])
-                self.labels[y].name_text = name_texts[y]
-            self._rebuild_lexical()
-            if target_vectors is not None:
-                self.linker.add(targets, target_vectors)
-            return RoundReport(
+    def _apply_round(self, r: _Round) -> RoundReport:
+        """Add a prepared round to the graph, the labels and the scorer (caller holds the lock)."""
+        self.round += 1
+        old = list(self.labels)
+        for y in r.new:
+            self.labels[y] = LabelInfo(name=y, round=self.round, description=r.descriptions.get(y))
+            self.graph.add_node(label_node(y), kind="label", round=self.round, name=y)
+            if self.label_names and (key := name_keyword(y)):
+                self._names.setdefault(key, y)
+        for y in r.redescribed:
+            self.labels[y].description = r.descriptions[y]
+        for y in r.labels:
+            self.labels[y].n_texts += 1
+        positions = [self.stats.add_text(tok) for tok in r.tokens]
+        for position, keywords in zip(positions, r.doc_keywords):
+            self.stats.add_yielded(position, keywords)
+        occurrences = 0
+        empty: list[int] = []
+        edges_before = self.graph.number_of_edges()
+        for i, ((_, label), tok, position, keywords) in enumerate(zip(r.documents, r.tokens, positions, r.doc_keywords)):
+            if not keywords and i < len(r.texts):
+                empty.append(i)
+            linked = _graph.add_text_keywords(
+                self.graph,
+                self.stats,
+                position=position,
+                length=len(tok),
+                keywords=keywords,
+                label=label,
+                skip=functools.partial(r.is_label_name, label_names=self.label_names),
+                epsilon=self.epsilon,
                 round=self.round,
-                new_labels=new,
-                texts=len(texts),
-                keywords=occurrences,
-                keyword_edges=keyword_edges,
-                label_edges=label_edges,
-                empty_extractions=empty,
-                nodes=self.graph.number_of_nodes(),
-                edges=self.graph.number_of_edges(),
             )
+            occurrences += len(linked)
+        keyword_edges = self.graph.number_of_edges() - edges_before
+        label_edges = (
+            _graph.add_label_edges(self.graph, r.new, old, mode=self.label_edge_mode, epsilon=self.epsilon)
+            if old
+            else 0
+        )
+        self._solver = None
+        self._choice_schema = None
+        # the scorer: members, name vectors, dense sums; the lexical profiles are rebuilt
+        # with this round's IDF
+        for i, (_, label) in enumerate(r.documents[: len(r.texts)]):
+            self.members.setdefault(label, []).append((positions[i], 1.0, True))
+            self.scorer.add(label, None, None if r.text_vectors is None else r.text_vectors[i])
+        for k, y in enumerate(r.name_texts):
+            self.scorer.set_name(y, None, None if r.name_vectors is None else r.name_vectors[k])
+            self.labels[y].name_text = r.name_texts[y]
+        self._rebuild_lexical()
+        if r.target_vectors is not None:
+            self.linker.add(r.targets, r.target_vectors)
+        return RoundReport(
+            round=self.round,
+            new_labels=r.new,
+            texts=len(r.texts),
+            keywords=occurrences,
+            keyword_edges=keyword_edges,
+            label_edges=label_edges,
+            empty_extractions=empty,
+            nodes=self.graph.number_of_nodes(),
+            edges=self.graph.number_of_edges(),
+        )
 
     def _rebuild_lexical(self, upto: int | None = None) -> None:
         """Freeze the IDF of ``T`` as it is now (or of its first ``upto`` texts) and recompute
@@ -945,23 +720,8 @@ class GORAGClassifier:
         confidence = probability[label]
         if threshold == "default":
             threshold = self.index_threshold
-        indexed: list[str] = []
         index_it = online and not hallucinated and (threshold is None or confidence >= threshold)
-        with self._lock:
-            if index_it and self.online_mode != "sequential":
-                (self._pending if batch is None else batch.pending).append((tokens, list(keywords), label, vector))
-            elif index_it:
-                if batch is not None:
-                    batch.save(self)
-                indexed = self._index_online(tokens, keywords, label, vector)
-            evidence = _graph.evidence(self.graph, retrieved["terminals"], label)
-            waiting = len(self._pending) + (0 if batch is None else len(batch.pending))
-            if self.max_pending is not None and waiting >= self.max_pending:
-                if batch is not None:
-                    batch.save(self)
-                    self._pending.extend(batch.pending)
-                    batch.pending.clear()
-                self.flush_online()
+        indexed, evidence = self._take_online(tokens, keywords, label, vector, retrieved["terminals"], index_it, batch)
         tree = SteinerTreeInfo(
             terminals=retrieved["terminals"],
             edges=[(str(u), str(v), float(w)) for u, v, w in retrieved["edges"]],
@@ -990,6 +750,30 @@ class GORAGClassifier:
             valid_answer=valid,
             round=round_,
         )
+
+    def _take_online(
+        self, tokens: list[str], keywords: list[str], label: str, vector: Any, terminals: list[str], index_it: bool, batch: _BatchWrites | None
+    ) -> tuple[list[str], Any]:
+        """Online indexing of a classified text (``index_it``): it waits (deferred modes) or
+        joins now (sequential); the waiting texts join once ``max_pending`` wait. Returns the
+        keywords indexed now and the evidence of ``label`` among the ``terminals``."""
+        indexed: list[str] = []
+        with self._lock:
+            if index_it and self.online_mode != "sequential":
+                (self._pending if batch is None else batch.pending).append((tokens, list(keywords), label, vector))
+            elif index_it:
+                if batch is not None:
+                    batch.save(self)
+                indexed = self._index_online(tokens, keywords, label, vector)
+            evidence = _graph.evidence(self.graph, terminals, label)
+            waiting = len(self._pending) + (0 if batch is None else len(batch.pending))
+            if self.max_pending is not None and waiting >= self.max_pending:
+                if batch is not None:
+                    batch.save(self)
+                    self._pending.extend(batch.pending)
+                    batch.pending.clear()
+                self.flush_online()
+        return indexed, evidence
 
     def flush_online(self) -> int:
         """Index the texts that deferred online indexing holds (``online_mode="deferred"`` or

@@ -163,34 +163,42 @@ def load(
                 f"{path} was built without an embedder; its labels have no embedding profile. "
                 "Load it without embedder=..., or rebuild it with one"
             )
-        classifier.round = int(data["round"])
-        for info in data["labels"]:
-            label = LabelInfo.model_validate(info)
-            classifier.labels[label.name] = label
-            if classifier.label_names and (key := name_keyword(label.name)):
-                classifier._names.setdefault(key, label.name)
-        classifier.graph.add_nodes_from((n, d) for n, d in data["nodes"])
-        classifier.graph.add_edges_from((u, v, d) for u, v, d in data["edges"])
-        classifier.stats = TermStats.from_json(data["corpus"])
-        classifier.scorer.space.stats = classifier.stats
-        for y, dense in data["dense"].items():
-            if built_embedder and given == built_embedder:
-                if dense["sum"] is not None:
-                    classifier.scorer.add(y, None, np.asarray(dense["sum"]))
-                if dense["name"] is not None:
-                    classifier.scorer.set_name(y, None, np.asarray(dense["name"]))
-        if given == built_embedder:
-            classifier.linker.load_json(data.get("linker", {}))
-        for key, seen in data.get("self_indexed", {}).items():  # absent from files written before
-            classifier.self_indexed[key] = [(str(y), float(w), [str(n) for n in nodes]) for y, w, nodes in seen]
-        for y, members in data["members"].items():
-            classifier.members[y] = [_member(classifier, y, *entry) for entry in members]
-        classifier._rebuild_lexical(upto=int(data.get("idf_texts", classifier.stats.n_texts)))
+        _restore(classifier, data, same_embedder=given == built_embedder)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, ConfigurationError):
             raise
         raise IndexFormatError(f"{target} is damaged ({exc!r}); rebuild the classifier") from exc
     return classifier
+
+
+def _restore(classifier: GORAGClassifier, data: dict[str, Any], *, same_embedder: bool) -> None:
+    """Give a classifier built with the stored parameters the stored state: round, labels,
+    graph, corpus statistics, profiles, and (with the embedder it was built with) the label
+    embeddings and the keyword linker."""
+    classifier.round = int(data["round"])
+    for info in data["labels"]:
+        label = LabelInfo.model_validate(info)
+        classifier.labels[label.name] = label
+        if classifier.label_names and (key := name_keyword(label.name)):
+            classifier._names.setdefault(key, label.name)
+    classifier.graph.add_nodes_from((n, d) for n, d in data["nodes"])
+    classifier.graph.add_edges_from((u, v, d) for u, v, d in data["edges"])
+    classifier.stats = TermStats.from_json(data["corpus"])
+    classifier.scorer.space.stats = classifier.stats
+    embedded = same_embedder and bool((data.get("models") or {}).get("embedder"))
+    for y, dense in data["dense"].items():
+        if embedded:
+            if dense["sum"] is not None:
+                classifier.scorer.add(y, None, np.asarray(dense["sum"]))
+            if dense["name"] is not None:
+                classifier.scorer.set_name(y, None, np.asarray(dense["name"]))
+    if same_embedder:
+        classifier.linker.load_json(data.get("linker", {}))
+    for key, seen in data.get("self_indexed", {}).items():  # absent from files written before
+        classifier.self_indexed[key] = [(str(y), float(w), [str(n) for n in nodes]) for y, w, nodes in seen]
+    for y, members in data["members"].items():
+        classifier.members[y] = [_member(classifier, y, *entry) for entry in members]
+    classifier._rebuild_lexical(upto=int(data.get("idf_texts", classifier.stats.n_texts)))
 
 
 def _member(classifier: GORAGClassifier, label: str, position: Any, weight: Any, *labelled: Any) -> tuple[int, float, bool]:

@@ -456,27 +456,11 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         - only changed entities and communities are embedded again.
         """
         clock = _Steps()
-        chunk_ids = self._stored_order(set(self.unmerged.keys()))
-        new = list(self.extractions.get(chunk_ids).values())
-        ids_e, ids_r = merged_ids(new)
-        held_e = self.entity_table.get(ids_e)
-        held_r = self.relation_table.get(ids_r)
-        entities, relations = merge_extractions(new, held_e, held_r, consume=True)
-        names = {eid: e.name for eid, e in entities.items()}
-        changed = _carry_over(entities, relations, held_e, held_r)
-        _, stats["summaries_written"] = await self.summarizer.adescribe(self.store, SUMMARY_STAGE, changed, lambda e: names.get(e, e))
-        entities = {k: e for k, e in entities.items() if e != held_e.get(k)}
-        relations = {k: r for k, r in relations.items() if r != held_r.get(k)}
+        chunk_ids, entities, relations, held_e, held_r = await self._merge_new(stats)
         clock.mark("merge")
 
         # the structure: the whole weighted graph, clustered again only around what changed
-        def shown(e: Entity) -> tuple[str, str, str]:
-            return e.name, e.type, e.description
-
-        touched = {k for k, e in entities.items() if k not in held_e or shown(e) != shown(held_e[k])}
-        for rid, r in relations.items():
-            if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
-                touched.update((r.source, r.target))
+        touched = _touched(entities, relations, held_e, held_r)
         edges = {row.id: row for row in self.edge_table.all()}
         legacy = not edges and self.relation_table.count() > 0  # an index from before the edge table
         if legacy:
@@ -486,73 +470,24 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         weighted = _weighted(edges.values())
         old = self.communities.all()
         clock.mark("load")
-        c = self.config
-        structure, info = recluster_hierarchy(
-            weighted, old, touched, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels
-        )
-        reference = self.store.get_meta(MODULARITY, None)
-        modularity = None
-        if reference is None or info["modularity"] < reference - MODULARITY_TOLERANCE or info["movable"] > MOVABLE_SHARE * weighted.number_of_nodes():
-            structure = cluster_hierarchy(weighted, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels)
-            modularity = _modularity(weighted, structure)
-            stats["recluster"] = "full"
-            info["kept_ids"] = ()  # communities kept only by id; reports reused by digest
-        else:
-            stats["recluster"] = "local"
-        stats["reclustered_entities"] = info["movable"]
+        structure, kept_ids, modularity = self._recluster(weighted, old, touched, stats)
         clock.mark("cluster")
         structure_by_id = {g.id: g for g in structure}
-        kept = {gid: structure_by_id[gid] for gid in info.get("kept_ids", ())}  # with their reports
+        kept = {gid: structure_by_id[gid] for gid in kept_ids}  # with their reports
         # of the others, those whose report input cannot have changed keep their report too
         degree = weighted.degree()
-        rows_changed = {k for k, e in entities.items() if k not in held_e or shown(e) != shown(held_e[k])} | neighbours
+        rows_changed = {k for k, e in entities.items() if k not in held_e or _shown(e) != _shown(held_e[k])} | neighbours
         relations_shown = [r for rid, r in relations.items() if rid not in held_r or _row(r) != _row(held_r[rid])]
         reweighed = {rid: held_r[rid].weight for rid, r in relations.items() if rid in held_r and _row(r) == _row(held_r[rid])}
         same = _same_inputs(structure_by_id, kept, old, rows_changed, relations_shown, reweighed, edges, degree)
         kept.update(same)
         rewrite = [g for gid, g in structure_by_id.items() if gid not in kept]
-
-        # reports of the communities to rewrite, from an entity graph of their members and the
-        # relations inside one of them (a report reads no other relation); degrees from the edges
-        where: dict[str, set[str]] = {}
-        for g in rewrite:
-            for e in g.entity_ids:
-                where.setdefault(e, set()).add(g.id)
-        members = set(where)
-
-        def inside(s: str, t: str) -> bool:
-            return t in where and s in where and not where[s].isdisjoint(where[t])
-
-        # (read through views: decoding whole records cost more than the reports); the stored
-        # relations are outlines from the edge table, read whole only where a context reaches
-        loaded: dict[str, Any] = self.entity_table.view(_EntityView).get(members - set(entities))
-        loaded.update({k: e for k, e in entities.items() if k in members})
-        around: dict[str, Any] = {
-            rid: _Outline(rid, source, target, weight)
-            for source in members
-            if source in edges
-            for rid, target, weight in edges[source].edges
-            if rid not in relations and inside(source, target)
-        }
-        around.update({k: r for k, r in relations.items() if inside(r.source, r.target)})
-        graph = EntityGraph.build(loaded, around, structure_by_id)
-        graph.degree = {e: degree.get(e, 0) for e in loaded}
-        stored_relations = self.relation_table.view(_RelationView)
-        held: dict[str, Any] = dict(relations)  # whole relations at hand: the changed ones, then those read
-
-        def whole(ids: list[str]) -> dict[str, Any]:
-            held.update(stored_relations.get([rid for rid in ids if rid not in held]))
-            return {rid: held[rid] for rid in ids if rid in held}
-
-        written, counts = await self._reports(graph, whole).asummarize(
-            rewrite, only=set() if self.config.reports == "lazy" else None, context=kept
-        )
-        reports = {**kept, **{g.id: written[g.id] for g in rewrite}}
+        reports, graph, counts, read = await self._rewrite_reports(rewrite, kept, structure_by_id, entities, relations, edges, degree)
         clock.mark("reports")
 
         entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
         name_vectors = await self.embed_changed(self.NAME_COLLECTION, {k: e.name for k, e in entities.items()}, what="entity names")
-        relation_vectors = await self._relation_vectors(relations, {k: e.name for k, e in loaded.items()})
+        relation_vectors = await self._relation_vectors(relations, {k: e.name for k, e in graph.entities.items()})
         community_vectors = [
             await self.embed_changed(
                 self.communities.collection(level),
@@ -586,13 +521,100 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
             communities_kept=len(kept),
             reports_kept_same_input=len(same),
             report_inputs_built=len(rewrite),
-            report_relations_read=len(held) - len(relations),
+            report_relations_read=read,
             reports_written=counts["written"],
             reports_reused=counts["reused"],
             entity_embeddings=len(entity_vectors.ids),
             community_embeddings=sum(len(b.ids) for b in community_vectors),
             update_cpu_seconds=clock.seconds,
         )
+
+    async def _merge_new(self, stats: Stats) -> tuple[list[str], dict[str, Entity], dict[str, Relation], dict[str, Entity], dict[str, Relation]]:
+        """The extractions inserted since the last rebuild or update merged into the stored
+        records they name, descriptions summarised where their fragments changed: the chunks
+        merged, the records that changed and the stored ones they were merged into."""
+        chunk_ids = self._stored_order(set(self.unmerged.keys()))
+        new = list(self.extractions.get(chunk_ids).values())
+        ids_e, ids_r = merged_ids(new)
+        held_e = self.entity_table.get(ids_e)
+        held_r = self.relation_table.get(ids_r)
+        entities, relations = merge_extractions(new, held_e, held_r, consume=True)
+        names = {eid: e.name for eid, e in entities.items()}
+        changed = _carry_over(entities, relations, held_e, held_r)
+        _, stats["summaries_written"] = await self.summarizer.adescribe(self.store, SUMMARY_STAGE, changed, lambda e: names.get(e, e))
+        entities = {k: e for k, e in entities.items() if e != held_e.get(k)}
+        relations = {k: r for k, r in relations.items() if r != held_r.get(k)}
+        return chunk_ids, entities, relations, held_e, held_r
+
+    def _recluster(self, weighted: WeightedEdges, old: Mapping[str, Community], touched: set[str], stats: Stats) -> tuple[list[Community], Sequence[str], float | None]:
+        """The hierarchy updated locally around ``touched`` (:func:`recluster_hierarchy`), or
+        clustered again whole when the stability check fails; the ids of the communities kept
+        with their reports, and the new reference modularity (after a full clustering)."""
+        c = self.config
+        structure, info = recluster_hierarchy(
+            weighted, old, touched, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels
+        )
+        reference = self.store.get_meta(MODULARITY, None)
+        modularity = None
+        kept_ids = info.get("kept_ids", ())
+        if reference is None or info["modularity"] < reference - MODULARITY_TOLERANCE or info["movable"] > MOVABLE_SHARE * weighted.number_of_nodes():
+            structure = cluster_hierarchy(weighted, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels)
+            modularity = _modularity(weighted, structure)
+            stats["recluster"] = "full"
+            kept_ids = ()  # communities kept only by id; reports reused by digest
+        else:
+            stats["recluster"] = "local"
+        stats["reclustered_entities"] = info["movable"]
+        return structure, kept_ids, modularity
+
+    async def _rewrite_reports(
+        self,
+        rewrite: list[Community],
+        kept: Mapping[str, Community],
+        structure_by_id: Mapping[str, Community],
+        entities: Mapping[str, Entity],
+        relations: Mapping[str, Relation],
+        edges: Mapping[str, _Edges],
+        degree: Mapping[Any, int],
+    ) -> tuple[dict[str, Community], EntityGraph, dict[str, int], int]:
+        """The reports of the communities to ``rewrite``, from an entity graph of their members and
+        the relations inside one of them (a report reads no other relation), degrees from the
+        edges: every community's report, that graph, the report counts and how many stored
+        relations were read whole."""
+        where: dict[str, set[str]] = {}
+        for g in rewrite:
+            for e in g.entity_ids:
+                where.setdefault(e, set()).add(g.id)
+        members = set(where)
+
+        def inside(s: str, t: str) -> bool:
+            return t in where and s in where and not where[s].isdisjoint(where[t])
+
+        # (read through views: decoding whole records cost more than the reports); the stored
+        # relations are outlines from the edge table, read whole only where a context reaches
+        loaded: dict[str, Any] = self.entity_table.view(_EntityView).get(members - set(entities))
+        loaded.update({k: e for k, e in entities.items() if k in members})
+        around: dict[str, Any] = {
+            rid: _Outline(rid, source, target, weight)
+            for source in members
+            if source in edges
+            for rid, target, weight in edges[source].edges
+            if rid not in relations and inside(source, target)
+        }
+        around.update({k: r for k, r in relations.items() if inside(r.source, r.target)})
+        graph = EntityGraph.build(loaded, around, structure_by_id)
+        graph.degree = {e: degree.get(e, 0) for e in loaded}
+        stored_relations = self.relation_table.view(_RelationView)
+        held: dict[str, Any] = dict(relations)  # whole relations at hand: the changed ones, then those read
+
+        def whole(ids: list[str]) -> dict[str, Any]:
+            held.update(stored_relations.get([rid for rid in ids if rid not in held]))
+            return {rid: held[rid] for rid in ids if rid in held}
+
+        written, counts = await self._reports(graph, whole).asummarize(
+            rewrite, only=set() if self.config.reports == "lazy" else None, context=kept
+        )
+        return {**kept, **{g.id: written[g.id] for g in rewrite}}, graph, counts, len(held) - len(relations)
 
     def _community_text(self, community: Community, graph: EntityGraph) -> str:
         return full_content(community) if has_summary(community) else community_card(community, graph)
@@ -639,6 +661,23 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         from rhizome.graphrag.answer import aanswer
 
         return await aanswer(question, retrieval, self.llm, language=self.config.language)
+
+
+def _shown(e: Entity) -> tuple[str, str, str]:
+    """What a report's entity row shows of an entity."""
+    return e.name, e.type, e.description
+
+
+def _touched(
+    entities: Mapping[str, Entity], relations: Mapping[str, Relation], held_e: Mapping[str, Entity], held_r: Mapping[str, Relation]
+) -> set[str]:
+    """The entities an update may move between communities: those new or shown otherwise, and
+    the ends of relations new or weighted or described otherwise."""
+    touched = {k for k, e in entities.items() if k not in held_e or _shown(e) != _shown(held_e[k])}
+    for rid, r in relations.items():
+        if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
+            touched.update((r.source, r.target))
+    return touched
 
 
 def _carry_over(

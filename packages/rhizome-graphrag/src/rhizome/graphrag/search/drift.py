@@ -145,8 +145,6 @@ class DriftSearch(BaseRetriever):
 
     async def _drift(self, query: str, k: int, *, context: bool) -> Retrieval:
         graph = self.index.graph()
-        llm = self.index.llm
-        language = self.index.config.language
         names = query_names(query)  # embedded with the question, for the walk's linking
         vectors = await query_vector(self.index, query, names)
         embedded = dict(zip([query, *names], vectors)) if vectors is not None else {}
@@ -155,8 +153,31 @@ class DriftSearch(BaseRetriever):
         similarity = dict(ranked)
         reports = await self.index.areports(ids)
         primer = [reports[c] for c in ids if c in reports and reports[c].title]
+        points, actions = await self._prime(query, primer, graph, similarity)
+        local_lists: list[list[Hit]] = [await self.local.abuild(query)] if context else []
+        asked, steps = await self._follow_ups(query, actions, points, local_lists, context)
 
-        points: list[tuple[float, str, list[str], list[str]]] = []  # score, text, report ids, chunk ids
+        # the follow-ups with a question are linked and searched by it; the offline ones seed the
+        # walk with the members of their community directly, with no text to embed
+        seeds = merge_seeds(*({e: self.followup_weight * a.weight for e in a.entities} for a in asked))
+        texts = [a.question for a in asked if not a.entities]
+        walked, _ = await self.local.arank(
+            query, max(k, self.pool), followups=texts, followup_weight=self.followup_weight, entities=seeds, embedded=embedded
+        )
+        hits = by_rank(chunk_hits(self.index, walked[:k]))
+        stats = {"primer_reports": len(primer), "follow_ups": steps, "points": len(points)}
+        if not context:
+            return Retrieval(query=query, hits=hits, stats=stats)
+        return Retrieval(query=query, hits=hits, context=self._context(points, primer, local_lists, graph, similarity), stats=stats)
+
+    async def _prime(
+        self, query: str, primer: list[Community], graph: Any, similarity: dict[str, float]
+    ) -> tuple[list[_Point], list[_Action]]:
+        """The primer: with a model, each fold of the primer reports answered (a point) with
+        follow-up questions; offline, one follow-up per report, searched from its community's
+        most connected members at the report's weight relative to the others."""
+        llm, language = self.index.llm, self.index.config.language
+        points: list[_Point] = []
         actions: list[_Action] = []
         if llm is not None and primer:
             folds = [primer[i :: self.primer_folds] for i in range(self.primer_folds)]
@@ -182,8 +203,16 @@ class DriftSearch(BaseRetriever):
             for rank, community in enumerate(primer[: self.followups_per_depth]):
                 focus = tuple(e.id for e in graph.members(community)[:FOCUS_MEMBERS])
                 actions.append(_Action(float(rank), f"{query} {community.title}", 1, focus, weight[community.id]))
+        return points, actions
 
-        local_lists: list[list[Hit]] = [await self.local.abuild(query)] if context else []
+    async def _follow_ups(
+        self, query: str, actions: list[_Action], points: list[_Point], local_lists: list[list[Hit]], context: bool
+    ) -> tuple[list[_Action], int]:
+        """The follow-ups, depth by depth (each question once, the best first); with a model,
+        each is answered from its local context (a point) and may ask more. ``actions``,
+        ``points`` and ``local_lists`` (the contexts built, with ``context``) grow in place;
+        returns the follow-ups asked and how many there were."""
+        llm, language = self.index.llm, self.index.config.language
         asked: list[_Action] = []
         done: set[str] = {query.lower()}
         steps = 0
@@ -225,19 +254,13 @@ class DriftSearch(BaseRetriever):
                 if step.answer.strip():
                     points.append((step.score, step.answer.strip(), report_ids, chunk_ids))
                 actions += [_Action(-step.score, q.strip(), depth + 1) for q in step.follow_ups if q.strip()]
+        return asked, steps
 
-        # the follow-ups with a question are linked and searched by it; the offline ones seed the
-        # walk with the members of their community directly, with no text to embed
-        seeds = merge_seeds(*({e: self.followup_weight * a.weight for e in a.entities} for a in asked))
-        texts = [a.question for a in asked if not a.entities]
-        ranked, _ = await self.local.arank(
-            query, max(k, self.pool), followups=texts, followup_weight=self.followup_weight, entities=seeds, embedded=embedded
-        )
-        hits = by_rank(chunk_hits(self.index, ranked[:k]))
-        stats = {"primer_reports": len(primer), "follow_ups": steps, "points": len(points)}
-        if not context:
-            return Retrieval(query=query, hits=hits, stats=stats)
-
+    def _context(
+        self, points: list[_Point], primer: list[Community], local_lists: list[list[Hit]], graph: Any, similarity: dict[str, float]
+    ) -> list[Hit]:
+        """The answer's context: the points best first, the follow-ups' local hits interleaved
+        (chunks and entities first), then the primer reports."""
         chunk_pool = {x for _, _, _, ids in points for x in ids}
         chunk_pool.update(x for c in primer for x in graph.community_chunks(c)[:20])
         chunks = self.index.store.chunks(sorted(chunk_pool))
@@ -254,7 +277,6 @@ class DriftSearch(BaseRetriever):
                     metadata={"report_ids": report_ids, "importance": score},
                 )
             )
-        # interleave the follow-ups' local hits, chunks and entities first
         priority = {"chunk": 0, "entity": 1, "relation": 2, "community": 3}
         lists = [sorted(found, key=lambda h: priority.get(h.kind, 4)) for found in local_lists]
         position = 0
@@ -272,7 +294,11 @@ class DriftSearch(BaseRetriever):
                     metadata={"title": community.title, "level": community.level, "rating": community.rating, "section": "primer"},
                 )
             )
-        return Retrieval(query=query, hits=hits, context=dedupe(ordered), stats=stats)
+        return dedupe(ordered)
+
+
+_Point = tuple[float, str, list[str], list[str]]
+"""A point of the answer: its score, its text, the reports and the chunks it comes from."""
 
 
 __all__ = ["DriftSearch"]

@@ -1,0 +1,22 @@
+"""The shape the code keeps: a method package is read function by function, so no function of
+one is longer than a screenful and a half (the kernel's few long algorithms are exempt)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LONGEST = 100
+"""Most lines a function of a method package may have (its docstring included)."""
+
+
+def test_no_function_of_a_method_package_is_over_100_lines():
+    long = []
+    for source in sorted(ROOT.glob("packages/rhizome-*/src/rhizome/*/**/*.py")):
+        if "rhizome-core" in source.parts:
+            continue
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > LONGEST:
+                long.append(f"{source.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, long
