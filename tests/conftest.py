@@ -31,6 +31,21 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 0
 
 
+@pytest.fixture(params=["lists-inline", "lists-as-rows"])
+def every_list_layout(request: pytest.FixtureRequest):
+    """Runs a test twice: with the shipped limit of list items an entity-graph profile keeps
+    inside its record (test corpora's profiles are short: their lists stay inside), and with
+    none, so that every profile keeps its citations and fragments as rows
+    (rhizome.core.graph.lists). Set by hand, not with monkeypatch: a test's monkeypatch.undo()
+    must not reset it."""
+    from rhizome.core.graph import lists
+
+    shipped = lists.INLINE
+    lists.INLINE = shipped if request.param == "lists-inline" else 0
+    yield lists.INLINE
+    lists.INLINE = shipped
+
+
 @pytest.fixture
 def corpus_folder(tmp_path):
     """A folder of the conformance kit's documents, one text file each."""

@@ -1,20 +1,18 @@
 """The kernel's entity-graph layer on its own: fold rules, what a change reports, exact removal,
 a method's own relation key, and summaries deferred to the end of an insert call.
 
-Every test runs with the shipped limit of list items a profile keeps inside its record and with
-none (every profile keeps its citations and fragments as rows), as the LightRAG tests do."""
+Every test runs with each layout of the profiles' lists (``every_list_layout``), as the LightRAG
+tests do."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from rhizome.core import HashingEmbedder
 from rhizome.core.extraction.schema import relation_id, relation_key
-from rhizome.core.graph import lists
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
@@ -23,12 +21,9 @@ from rhizome.core.resolution import EntityResolver
 from rhizome.core.summarize import DescriptionSummarizer
 
 
-@pytest.fixture(autouse=True, params=[lists.INLINE, 0], ids=["lists-inline", "lists-as-rows"])
-def inline_limit(request: pytest.FixtureRequest) -> Iterator[int]:
-    shipped = lists.INLINE
-    lists.INLINE = request.param
-    yield request.param
-    lists.INLINE = shipped
+@pytest.fixture(autouse=True)
+def inline_limit(every_list_layout: int) -> int:
+    return every_list_layout
 
 
 def graph_of(tmp_path: Any, policy: FoldPolicy | None = None, min_fragments: int | None = None) -> EntityGraphStore:
