@@ -20,10 +20,11 @@ from rhizome.core.config import ExtractionConfig
 from rhizome.core.evidence import link_names, rank_passages
 from rhizome.core.extraction import Extraction, query_names
 from rhizome.core.graph.mentions import chunk_record
-from rhizome.core.graph.store import EntityGraphStore
-from rhizome.core.index import BaseIndex, Batch, Stats, batch_chunks
+from rhizome.core.graph.store import EntityGraphStore, GraphChange
+from rhizome.core.index import BaseIndex, Batch, ChunkVectors, Stats, batch_chunks
 from rhizome.core.resolution import EntityResolver
 from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
+from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer
 
 
@@ -38,16 +39,17 @@ class EntityWalkConfig(ExtractionConfig):
     """Probability of following an edge in PageRank (HippoRAG's 0.5)."""
 
 
-class EntityWalkIndex(BaseIndex):
+class EntityWalkIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
     method: ClassVar[str] = "entity-walk"
     modes: ClassVar[tuple[str, ...]] = ("walk",)
     config_class = EntityWalkConfig
+    config: EntityWalkConfig
 
     def _setup(self) -> None:
         summarizer = DescriptionSummarizer(self.llm, max_tokens=self.config.summary_max_tokens)
         self.graph = EntityGraphStore(self.store, "walk", embed=self.embed, summarizer=summarizer, resolver=EntityResolver(llm=self.llm))
 
-    async def _prepare(self, batch: Batch, stats: Stats) -> Any:
+    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, ChunkVectors]:
         chunks = batch_chunks(batch)
         found = {e.chunk_id: e for e in await self.extractor.aextract(chunks)} if chunks else {}
         records = [chunk_record(found.get(c.id) or Extraction(chunk_id=c.id)) for c in chunks]
@@ -55,18 +57,18 @@ class EntityWalkIndex(BaseIndex):
         stats["entities_written"] = stats.get("entities_written", 0) + len(change.entities)
         return change, (await self.embed_chunks(chunks) if chunks else ([], None))
 
-    def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
+    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
         change, (chunk_ids, vectors) = prepared
         self.graph.write(db, change)
         self.put_chunk_vectors(db, chunk_ids, vectors)
 
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> Any:
+    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> GraphChange:
         return await self.graph.plan([], self.store.chunk_ids(document_ids))
 
-    def _write_delete(self, db: Any, document_ids: list[str], prepared: Any) -> None:
+    def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
         self.graph.write(db, prepared)
 
-    def _remove_document(self, db: Any, document_id: str) -> int:
+    def _remove_document(self, db: Connection, document_id: str) -> int:
         self.graph.forget_chunks(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
 

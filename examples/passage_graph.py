@@ -16,8 +16,9 @@ from pydantic import BaseModel, Field
 
 from rhizome.core.config import IndexConfig
 from rhizome.core.graph import knn_similarity_pairs, pagerank_scores
-from rhizome.core.index import BaseIndex, Batch, Stats, batch_chunks
+from rhizome.core.index import BaseIndex, Batch, Stats, VectorBatch, batch_chunks
 from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
+from rhizome.core.storage import Connection
 
 
 class PassageGraphConfig(IndexConfig):
@@ -42,19 +43,20 @@ class Link(BaseModel):
     weight: float
 
 
-class PassageGraphIndex(BaseIndex):
+class PassageGraphIndex(BaseIndex[VectorBatch, None]):
     method: ClassVar[str] = "passage-graph"
     modes: ClassVar[tuple[str, ...]] = ("ppr",)
     config_class = PassageGraphConfig
+    config: PassageGraphConfig
     uses_llm: ClassVar[bool] = False
 
     def _setup(self) -> None:
         self.links = self.store.table("passage_links", Link, lookups=("source",))
 
-    async def _prepare(self, batch: Batch, stats: Stats) -> Any:
+    async def _prepare(self, batch: Batch, stats: Stats) -> VectorBatch:
         return await self.embed_changed(self.CHUNK_COLLECTION, {c.id: c.text for c in batch_chunks(batch)})
 
-    def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
+    def _write(self, db: Connection, batch: Batch, prepared: VectorBatch) -> None:
         prepared.write(db, self.store)
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -53,10 +53,14 @@ from rhizome.core.hierarchy import (
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
+from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
 from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.core.writers import GroupWriter
+
+if TYPE_CHECKING:
+    from rhizome.core.retrieval import BaseRetriever
 
 SUMMARY_STAGE = "archrag.summary"
 REPORT_STAGE = "archrag.report"
@@ -117,7 +121,7 @@ def offline_report(data: GroupInput) -> SummaryFields:
     return {"title": title or data.group.id, "summary": summary, "rating": None, "findings": findings, "by": "offline"}
 
 
-class ArchRAGIndex(StoredEntityGraph, BaseIndex):
+class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extraction]], None]):
     """An ArchRAG index: an entity graph, attributed communities in layers, a C-HNSW index over
     them, and hierarchical search with adaptive filtering.
 
@@ -159,18 +163,18 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> Any:
+    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[list[str], Any, list[Extraction]]:
         chunks = batch_chunks(batch)
         extractions = await self.extractor.aextract(chunks)
         ids, vectors = await self.embed_chunks(chunks)
         return ids, vectors, extractions
 
-    def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
+    def _write(self, db: Connection, batch: Batch, prepared: tuple[list[str], Any, list[Extraction]]) -> None:
         ids, vectors, extractions = prepared
         self.put_chunk_vectors(db, ids, vectors)
         self.extractions.put(db, extractions)
 
-    def _remove_document(self, db: Any, document_id: str) -> int:
+    def _remove_document(self, db: Connection, document_id: str) -> int:
         self.extractions.delete(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
 
@@ -319,7 +323,7 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex):
         return reports
 
     # -- retrieval -------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
         from rhizome.archrag.retrieval import FilteredSearch, HierarchicalSearch, PassageSearch
         from rhizome.core.naive import VectorRetriever
 

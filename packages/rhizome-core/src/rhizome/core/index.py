@@ -44,7 +44,7 @@ from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -66,6 +66,7 @@ from rhizome.core.heap import full_collections_deferred
 from rhizome.core.models.base import usage_scope
 from rhizome.core.progress import ProgressArg, Reporter, phase, reporting
 from rhizome.core.storage import (
+    Connection,
     IndexStore,
     Manifest,
     as_location,
@@ -77,7 +78,16 @@ from rhizome.core.storage import (
 from rhizome.core.text import Chunker
 from rhizome.core.types import Chunk, Document
 
+if TYPE_CHECKING:
+    from rhizome.core.retrieval import BaseRetriever
+
 T = TypeVar("T")
+ChunkVectors = tuple[list[str], Any]
+"""Chunk ids and their embeddings, rows in order (:meth:`BaseIndex.embed_chunks`)."""
+P = TypeVar("P")
+"""What a method's :meth:`BaseIndex._prepare` hands to its :meth:`BaseIndex._write`."""
+D = TypeVar("D")
+"""What a method's :meth:`BaseIndex._prepare_delete` hands to its :meth:`BaseIndex._write_delete`."""
 
 Batch = list[tuple[Document, list[Chunk]]]
 Stats = dict[str, Any]
@@ -137,7 +147,7 @@ class VectorBatch:
     vectors: Any
     digests: list[str]
 
-    def write(self, db: Any, store: IndexStore) -> None:
+    def write(self, db: Connection, store: IndexStore) -> None:
         if self.ids:
             store.put_vectors(db, self.collection, self.ids, self.vectors, self.digests)
 
@@ -232,8 +242,10 @@ def default_cache(store: IndexStore) -> Any:
     return store.model_cache()
 
 
-class BaseIndex:
-    """Base class of every method's index (see the module docstring for the hooks).
+class BaseIndex(Generic[P, D]):
+    """Base class of every method's index (see the module docstring for the hooks), generic in
+    what its insert and delete plan outside their transactions and write inside them
+    (``class MyIndex(BaseIndex[MyPlan, MyRemoval])``).
 
     Parameters
     ----------
@@ -452,22 +464,24 @@ class BaseIndex:
     def _setup(self) -> None:
         """Declare record tables and build helpers; called at the end of ``__init__``."""
 
-    async def _prepare(self, batch: Batch, stats: Stats) -> Any:
-        """Slow per-batch work outside any transaction; the result goes to :meth:`_write`."""
-        return None
+    async def _prepare(self, batch: Batch, stats: Stats) -> P:
+        """Slow per-batch work outside any transaction; the result goes to :meth:`_write`
+        (default: nothing)."""
+        return cast(P, None)
 
-    def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
+    def _write(self, db: Connection, batch: Batch, prepared: P) -> None:
         """Store a prepared batch inside its transaction (documents and chunks are stored already)."""
 
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> Any:
-        """Slow work before a delete's transaction; the result goes to :meth:`_write_delete`."""
-        return None
+    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> D:
+        """Slow work before a delete's transaction; the result goes to :meth:`_write_delete`
+        (default: nothing)."""
+        return cast(D, None)
 
-    def _write_delete(self, db: Any, document_ids: list[str], prepared: Any) -> None:
+    def _write_delete(self, db: Connection, document_ids: list[str], prepared: D) -> None:
         """Store the consequences of a delete, inside its transaction, after the documents'
         :meth:`_remove_document`."""
 
-    def _remove_document(self, db: Any, document_id: str) -> int:
+    def _remove_document(self, db: Connection, document_id: str) -> int:
         """Remove a document's chunks, their vectors and the document row; returns the number of
         chunks removed. Subclasses remove their own records first, then call this."""
         chunk_ids = IndexStore.chunk_ids_in(db, document_id)
@@ -479,7 +493,7 @@ class BaseIndex:
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
         """Whole-index work after documents were inserted, replaced or deleted."""
 
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
         raise NotImplementedError
 
     # -- helpers for subclasses ----------------------------------------------------------------
@@ -510,12 +524,12 @@ class BaseIndex:
         self.check_dimension(int(vectors.shape[1]))
         return vectors
 
-    async def embed_chunks(self, chunks: Sequence[Chunk]) -> tuple[list[str], Any]:
+    async def embed_chunks(self, chunks: Sequence[Chunk]) -> ChunkVectors:
         """The chunks' ids and the embeddings of their texts: the rows of the chunk collection
         (:meth:`put_chunk_vectors`)."""
         return [c.id for c in chunks], await self.embed([c.text for c in chunks], what="chunks")
 
-    def put_chunk_vectors(self, db: Any, ids: list[str], vectors: Any) -> None:
+    def put_chunk_vectors(self, db: Connection, ids: list[str], vectors: Any) -> None:
         """Store chunk embeddings in the chunk collection, inside a write transaction (nothing
         for no chunks)."""
         if ids:
@@ -868,7 +882,7 @@ class BaseIndex:
             out[mode] = info
         return out
 
-    def as_retriever(self, k: int | None = None, mode: str | None = None, *, filter: Any = None, **options: Any) -> Any:
+    def as_retriever(self, k: int | None = None, mode: str | None = None, *, filter: Any = None, **options: Any) -> BaseRetriever:
         """The retriever of ``mode`` (default: the first of ``modes``), returning ``k`` hits;
         ``filter`` restricts it to documents whose metadata matches (equality and ``$in``, see
         :mod:`rhizome.core.filters`; every mode honours it or raises); ``options`` are the

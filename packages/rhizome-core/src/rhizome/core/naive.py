@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, batch_chunks
+from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
 from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
+from rhizome.core.storage import Connection
 
 
-class VectorIndex(BaseIndex):
+class VectorIndex(BaseIndex[ChunkVectors, None]):
     """Naive RAG: documents → token chunks → embeddings → exact cosine search.
 
     Settings (:class:`~rhizome.core.config.IndexConfig`): ``chunk_size`` / ``chunk_overlap``,
@@ -30,13 +31,13 @@ class VectorIndex(BaseIndex):
         None: ModeInfo("the passages whose embeddings are nearest the query; for a question whose words are in the answer's passage", ("specific",)),
     }
 
-    async def _prepare(self, batch: Batch, stats: Stats) -> Any:
+    async def _prepare(self, batch: Batch, stats: Stats) -> ChunkVectors:
         return await self.embed_chunks(batch_chunks(batch))
 
-    def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
+    def _write(self, db: Connection, batch: Batch, prepared: ChunkVectors) -> None:
         self.put_chunk_vectors(db, *prepared)
 
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> VectorRetriever:
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
         return VectorRetriever(self, k, **options)
 
 

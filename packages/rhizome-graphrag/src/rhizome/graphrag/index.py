@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -52,10 +52,14 @@ from rhizome.core.hierarchy import (
 )
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
 from rhizome.core.stages import prune_stage
+from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
+
+if TYPE_CHECKING:
+    from rhizome.core.retrieval import BaseRetriever
 
 SUMMARY_STAGE = "graphrag.summary"
 REPORT_STAGE = "graphrag.report"
@@ -153,7 +157,7 @@ class _Removal:
     """Rows of the edge table the removal changes (those left empty go)."""
 
 
-class GraphRAGIndex(StoredEntityGraph, BaseIndex):
+class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extraction], _Removal], _Removal]):
     """A GraphRAG index: entity graph, hierarchical communities with reports, and local, global,
     DRIFT and naive (chunk vector) search.
 
@@ -194,7 +198,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> Any:
+    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[list[str], Any, list[Extraction], _Removal]:
         chunks = batch_chunks(batch)
         extractions = await self.extractor.aextract(chunks)
         ids, vectors = await self.embed_chunks(chunks)
@@ -202,7 +206,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         removal = await self._plan_removal(self.replaced_chunk_ids(batch), stats)
         return ids, vectors, extractions, removal
 
-    def _write(self, db: Any, batch: Batch, prepared: Any) -> None:
+    def _write(self, db: Connection, batch: Batch, prepared: tuple[list[str], Any, list[Extraction], _Removal]) -> None:
         ids, vectors, extractions, removal = prepared
         self._apply_removal(db, removal)
         self.put_chunk_vectors(db, ids, vectors)
@@ -211,14 +215,14 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         if removal.chunks:
             self.store.set_meta(db, FULL_REBUILD, True)
 
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> Any:
+    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> _Removal:
         return await self._plan_removal(self.store.chunk_ids(document_ids), stats)
 
-    def _write_delete(self, db: Any, document_ids: list[str], prepared: Any) -> None:
+    def _write_delete(self, db: Connection, document_ids: list[str], prepared: _Removal) -> None:
         self._apply_removal(db, prepared)
         self.store.set_meta(db, FULL_REBUILD, True)
 
-    def _remove_document(self, db: Any, document_id: str) -> int:
+    def _remove_document(self, db: Connection, document_id: str) -> int:
         self.extractions.delete(db, self.store.chunk_ids([document_id]))
         self.unmerged.delete(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
@@ -288,7 +292,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         """``chunk_ids`` in the order the chunks were stored (the order the rebuild merges in)."""
         return self.store.stored_order(chunk_ids)
 
-    def _apply_removal(self, db: Any, plan: _Removal) -> None:
+    def _apply_removal(self, db: Connection, plan: _Removal) -> None:
         """Store a :class:`_Removal`, inside the transaction that removes its chunks."""
         self.relation_table.delete(db, plan.deleted_relations)
         self.edge_table.delete(db, [row.id for row in plan.edges if not row.edges])
@@ -645,7 +649,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex):
         return {c.id: done.get(c.id, c) for c in wanted}
 
     # -- retrieval -----------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
         from rhizome.core.naive import VectorRetriever
         from rhizome.graphrag.search import DriftSearch, GlobalSearch, LocalSearch
 

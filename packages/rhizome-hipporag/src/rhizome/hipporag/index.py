@@ -31,7 +31,7 @@ EvidenceGraph`), rebuilt only when they changed, and personalized PageRank runs 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -42,11 +42,15 @@ from rhizome.core.graph.lists import profile_key
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, batch_chunks
+from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
 from rhizome.core.resolution import EntityResolver
+from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Entity, Relation
 from rhizome.hipporag.config import HippoRAGConfig
+
+if TYPE_CHECKING:
+    from rhizome.core.retrieval import BaseRetriever
 
 ADOPTED = "hipporag.graph_layer"
 """Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
@@ -93,7 +97,7 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms > 0, norms, 1.0)
 
 
-class HippoRAGIndex(BaseIndex):
+class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], tuple[GraphChange, list[Relation]]]):
     """HippoRAG: a knowledge graph of phrases and facts searched by personalized PageRank.
 
     Modes: ``v2`` (default; HippoRAG 2: query-to-fact matching, recognition memory, passage
@@ -174,14 +178,14 @@ class HippoRAGIndex(BaseIndex):
         return self.entity_graph.names(phrase_ids)
 
     # -- BaseIndex hooks -------------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, list[Relation], tuple[list[str], Any]]:
+    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, list[Relation], ChunkVectors]:
         chunks = batch_chunks(batch)
         found = {e.chunk_id: e for e in await self.extractor.aextract(chunks)} if chunks else {}
         records = [said(found.get(c.id) or Extraction(chunk_id=c.id)) for c in chunks]
         change, synonyms = await self._plan(records, self.replaced_chunk_ids(batch), stats)
         return change, synonyms, (await self.embed_chunks(chunks) if chunks else ([], None))
 
-    def _write(self, db: Any, batch: Batch, prepared: tuple[GraphChange, list[Relation], tuple[list[str], Any]]) -> None:
+    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, list[Relation], ChunkVectors]) -> None:
         change, synonyms, (chunk_ids, vectors) = prepared
         self._apply(db, change, synonyms)
         self.put_chunk_vectors(db, chunk_ids, vectors)
@@ -189,10 +193,10 @@ class HippoRAGIndex(BaseIndex):
     async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> tuple[GraphChange, list[Relation]]:
         return await self._plan([], self.store.chunk_ids(document_ids), stats)
 
-    def _write_delete(self, db: Any, document_ids: list[str], prepared: tuple[GraphChange, list[Relation]]) -> None:
+    def _write_delete(self, db: Connection, document_ids: list[str], prepared: tuple[GraphChange, list[Relation]]) -> None:
         self._apply(db, *prepared)
 
-    def _remove_document(self, db: Any, document_id: str) -> int:
+    def _remove_document(self, db: Connection, document_id: str) -> int:
         self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
 
@@ -253,7 +257,7 @@ class HippoRAGIndex(BaseIndex):
                     edges[sid] = Relation(id=sid, source=a, target=b, predicate="synonym", weight=round(float(score), 6), metadata={"kind": "synonymy"})
         return list(edges.values())
 
-    def _apply(self, db: Any, change: GraphChange, synonyms: list[Relation]) -> None:
+    def _apply(self, db: Connection, change: GraphChange, synonyms: list[Relation]) -> None:
         if change.removed_entities:
             gone = set(change.removed_entities)
             dropped = self.synonyms.find("source", gone) + self.synonyms.find("target", gone)
@@ -262,7 +266,7 @@ class HippoRAGIndex(BaseIndex):
         self.synonyms.put(db, synonyms)
 
     # -- reading ---------------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
         from rhizome.hipporag.retrieval import HippoRAGRetriever
 
         return HippoRAGRetriever(self, k, mode=mode or "v2", **options)

@@ -26,21 +26,25 @@ back exactly the records held before).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.graph.mentions import ChunkExtraction, chunk_record
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, batch_chunks
+from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
 from rhizome.core.resolution import EntityResolver
+from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Chunk, Entity, Relation
 from rhizome.lightrag.config import LightRAGConfig
 
+if TYPE_CHECKING:
+    from rhizome.core.retrieval import BaseRetriever
 
-class LightRAGIndex(BaseIndex):
+
+class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
     """LightRAG: entity and relation profiles with dual-level (low/high keyword) retrieval.
 
     Settings: :class:`~rhizome.lightrag.config.LightRAGConfig` (as keyword arguments or
@@ -115,13 +119,13 @@ class LightRAGIndex(BaseIndex):
         return self.entity_graph.degrees(entity_ids)
 
     # -- BaseIndex hooks -------------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, tuple[list[str], Any]]:
+    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, ChunkVectors]:
         chunks = batch_chunks(batch)
         change = await self.entity_graph.plan(await self._extract(chunks), self.replaced_chunk_ids(batch), defer=True)
         _count(stats, change)
         return change, (await self.embed_chunks(chunks) if chunks else ([], None))
 
-    def _write(self, db: Any, batch: Batch, prepared: tuple[GraphChange, tuple[list[str], Any]]) -> None:
+    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
         change, (chunk_ids, vectors) = prepared
         self.entity_graph.write(db, change)
         self.put_chunk_vectors(db, chunk_ids, vectors)
@@ -131,10 +135,10 @@ class LightRAGIndex(BaseIndex):
         _count(stats, change)
         return change
 
-    def _write_delete(self, db: Any, document_ids: list[str], prepared: GraphChange) -> None:
+    def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
         self.entity_graph.write(db, prepared)
 
-    def _remove_document(self, db: Any, document_id: str) -> int:
+    def _remove_document(self, db: Connection, document_id: str) -> int:
         self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
 
@@ -151,7 +155,7 @@ class LightRAGIndex(BaseIndex):
             stats["summaries_written"] = stats.get("summaries_written", 0) + await self.entity_graph.settle()
 
     # -- reading ---------------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
         from rhizome.lightrag.query import LightRAGRetriever
 
         return LightRAGRetriever(self, k, mode=mode or "hybrid", **options)

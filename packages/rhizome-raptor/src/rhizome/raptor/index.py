@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -48,6 +48,7 @@ from rhizome.core.naive import VectorIndex, VectorRetriever
 from rhizome.core.progress import phase
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
+from rhizome.core.storage import Connection
 from rhizome.core.summarize import extractive_summary
 from rhizome.core.text import count_tokens, trimmed_sentences, truncate_tokens
 from rhizome.core.types import Community
@@ -55,6 +56,9 @@ from rhizome.core.writers import GroupWriter
 from rhizome.raptor.clustering import ClusterSettings, cluster
 from rhizome.raptor.config import RaptorConfig
 from rhizome.raptor.prompts import SUMMARY_SYSTEM, ClusterSummary, summary_prompt
+
+if TYPE_CHECKING:
+    from rhizome.core.retrieval import BaseRetriever
 
 STAGE = "raptor.summary"
 
@@ -147,7 +151,7 @@ class RaptorIndex(VectorIndex):
         return GraphContents(communities=list(self.tree.all().values()))
 
     # -- BaseIndex hooks (the leaves are embedded and stored as VectorIndex does) ----------------
-    def _remove_document(self, db: Any, document_id: str) -> int:
+    def _remove_document(self, db: Connection, document_id: str) -> int:
         removed = set(self.store.chunk_ids([document_id]))
         above = [g for g in self.tree.all().values() if not removed.isdisjoint(g.entity_ids)]
         if above:  # what they say was written from the removed leaves: gone until rewritten
@@ -311,7 +315,7 @@ class RaptorIndex(VectorIndex):
         return _Layer(ids, vectors, tokens, texts, {g.id: g.entity_ids for g in groups})
 
     # -- reading ---------------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
         from rhizome.raptor.retrieval import CollapsedRetriever, TraversalRetriever
 
         classes = {"collapsed": CollapsedRetriever, "traversal": TraversalRetriever, "naive": VectorRetriever}

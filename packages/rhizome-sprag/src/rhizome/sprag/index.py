@@ -17,15 +17,19 @@ alone (AutoContext without RSE).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
+from rhizome.core.storage import Connection
 from rhizome.core.types import Chunk, Hit
 from rhizome.sprag.autocontext import DocumentContext, document_contexts, embedding_text
 from rhizome.sprag.config import PRESETS, SpRAGConfig
 
+if TYPE_CHECKING:
+    from rhizome.core.retrieval import BaseRetriever
 
-class SpRAGIndex(BaseIndex):
+
+class SpRAGIndex(BaseIndex[tuple[list[DocumentContext], list[str], Any], None]):
     """spRAG: AutoContext chunk headers and Relevant Segment Extraction.
 
     Modes: ``balanced`` (default), ``precision`` and ``find_all`` (dsRAG's RSE presets; each hit
@@ -58,12 +62,12 @@ class SpRAGIndex(BaseIndex):
         stats["chunks_embedded"] = stats.get("chunks_embedded", 0) + len(texts)
         return contexts, list(texts), await self.embed(list(texts.values()), what="chunks with their headers")
 
-    def _write(self, db: Any, batch: Batch, prepared: tuple[list[DocumentContext], list[str], Any]) -> None:
+    def _write(self, db: Connection, batch: Batch, prepared: tuple[list[DocumentContext], list[str], Any]) -> None:
         contexts, ids, vectors = prepared
         self.contexts.put(db, contexts)
         self.put_chunk_vectors(db, ids, vectors)
 
-    def _remove_document(self, db: Any, document_id: str) -> int:
+    def _remove_document(self, db: Connection, document_id: str) -> int:
         self.contexts.delete(db, [document_id])
         return super()._remove_document(db, document_id)
 
@@ -77,7 +81,7 @@ class SpRAGIndex(BaseIndex):
         """The stored context (title, summary, sections) of each document, by id."""
         return self.contexts.get(document_ids)
 
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> Any:
+    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
         from rhizome.sprag.retrieval import ChunkRetriever, SegmentRetriever
 
         if mode == "chunks":

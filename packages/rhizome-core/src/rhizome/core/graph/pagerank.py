@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import networkx as nx
 import numpy as np
@@ -248,15 +248,19 @@ def personalized_pagerank(
     return x / x.sum()
 
 
+N = TypeVar("N", bound=Hashable)
+"""A node id of the caller's graph (the scores come back keyed alike)."""
+
+
 def pagerank_scores(
     graph: nx.Graph,
-    seeds: Mapping[NodeId, float],
+    seeds: Mapping[N, float],
     *,
     damping: float = DEFAULT_PPR_DAMPING,
     weight: str | None = "weight",
     tol: float = 1e-8,
     max_iter: int = 100,
-) -> dict[NodeId, float]:
+) -> dict[N, float]:
     """Personalized PageRank on a networkx graph, restarting at ``seeds``.
 
     A convenience wrapper around :func:`graph_to_csr` and :func:`personalized_pagerank`.
@@ -298,7 +302,7 @@ def pagerank_scores(
     scores = personalized_pagerank(
         matrix, personalization, damping=damping, tol=tol, max_iter=max_iter
     )
-    return {node: float(score) for node, score in zip(nodes, scores, strict=True)}
+    return {cast(N, node): float(score) for node, score in zip(nodes, scores, strict=True)}  # the graph's own nodes
 
 
 __all__ = [

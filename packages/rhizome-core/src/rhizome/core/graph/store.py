@@ -73,7 +73,7 @@ from rhizome.core.resolution import (
     normalise_name,
 )
 from rhizome.core.stages import arun_stage
-from rhizome.core.storage import IndexStore
+from rhizome.core.storage import Connection, IndexStore
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Entity, Relation
 
@@ -351,7 +351,7 @@ class EntityGraphStore:
             change.records.append(record)
         return vectors
 
-    def adopt(self, db: Any, records: list[ChunkExtraction]) -> None:
+    def adopt(self, db: Connection, records: list[ChunkExtraction]) -> None:
         """Store per-chunk records of chunks whose profiles are stored already, each name its
         own entity (no resolution), and let profiles stored with a value but no fragments (as
         methods kept them before this layer) hold that value as their first fragment: what a
@@ -649,7 +649,7 @@ class EntityGraphStore:
             change.name_vectors = (ordered, np.vstack([known[e] for e in ordered]))
 
     # -- writing (inside a transaction) ----------------------------------------------------------------
-    def write(self, db: Any, change: GraphChange) -> None:
+    def write(self, db: Connection, change: GraphChange) -> None:
         """Store a planned change."""
         self.pending.delete(db, change.settled)
         self.pending.put(db, [PendingSummary(id=k) for k in change.pending])
@@ -676,7 +676,7 @@ class EntityGraphStore:
             if len(ids):
                 self.store.put_vectors(db, collection, list(ids), vectors)
 
-    def forget_chunks(self, db: Any, chunk_ids: list[str]) -> None:
+    def forget_chunks(self, db: Connection, chunk_ids: list[str]) -> None:
         """Remove the per-chunk rows of deleted chunks (their profiles were planned already)."""
         self.extractions.delete(db, chunk_ids)
         self.mentions.delete_by(db, "chunk_id", chunk_ids)
