@@ -12,6 +12,7 @@ entities and from the passages nearest the query, ranks the passages. Run it:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -21,7 +22,7 @@ from rhizome.core.evidence import link_names, rank_passages
 from rhizome.core.extraction import Extraction, query_names
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
-from rhizome.core.index import BaseIndex, Batch, ChunkVectors, Stats, batch_chunks
+from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
 from rhizome.core.resolution import EntityResolver
 from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
 from rhizome.core.storage import Connection
@@ -41,7 +42,7 @@ class EntityWalkConfig(ExtractionConfig):
 
 class EntityWalkIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
     method: ClassVar[str] = "entity-walk"
-    modes: ClassVar[tuple[str, ...]] = ("walk",)
+    modes: ClassVar[Mapping[str, ModeInfo]] = {"walk": ModeInfo("passages reached from the entities the question names", ("multi-hop", "specific"))}
     config_class = EntityWalkConfig
     config: EntityWalkConfig
 

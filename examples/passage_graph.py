@@ -10,13 +10,14 @@ contract, LangChain and LlamaIndex) comes from the kernel. Run it:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
 from rhizome.core.config import IndexConfig
 from rhizome.core.graph import knn_similarity_pairs, pagerank_scores
-from rhizome.core.index import BaseIndex, Batch, Stats, VectorBatch, batch_chunks
+from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
 from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
 from rhizome.core.storage import Connection
 
@@ -45,7 +46,7 @@ class Link(BaseModel):
 
 class PassageGraphIndex(BaseIndex[VectorBatch, None]):
     method: ClassVar[str] = "passage-graph"
-    modes: ClassVar[tuple[str, ...]] = ("ppr",)
+    modes: ClassVar[Mapping[str, ModeInfo]] = {"ppr": ModeInfo("passages close to several of the passages nearest the query", ("specific",))}
     config_class = PassageGraphConfig
     config: PassageGraphConfig
     uses_llm: ClassVar[bool] = False

@@ -9,6 +9,7 @@ import pytest
 
 from rhizome.core import ConfigurationError, VectorIndex
 from rhizome.core.index import ModeInfo
+from rhizome.core.naive import VectorRetriever
 from rhizome.core.retrieval import MapPlan, MapReduceSearch
 from rhizome.core.storage import method_registry
 from rhizome.core.types import Hit
@@ -19,6 +20,22 @@ def test_mode_info_is_checked():
         ModeInfo("finds things", ("thematic",))
     with pytest.raises(ConfigurationError):
         ModeInfo(" ")
+
+
+def test_a_mode_builds_the_retriever_it_names_with_its_options():
+    from rhizome.hipporag import HippoRAGIndex
+
+    index = HippoRAGIndex()
+    assert type(index.as_retriever(mode="v1")).__name__ == "HippoRAGRetriever" and index.as_retriever(mode="v1").mode == "v1"
+    assert index.as_retriever().mode == "v2"  # the first mode declared is the default
+    index.close()
+    from rhizome.sprag import SpRAGIndex
+
+    segments = SpRAGIndex()
+    assert segments.as_retriever(mode="precision").mode == "precision"
+    with pytest.raises(ConfigurationError, match="bad option"):
+        segments.as_retriever(mode="balanced", preset="precision")  # a mode's own option cannot be given again
+    segments.close()
 
 
 def test_every_registered_method_describes_every_mode():
@@ -34,9 +51,12 @@ def test_every_registered_method_describes_every_mode():
 
 
 def test_an_undescribed_mode_falls_back_to_its_retriever_docstring():
-    class Plain(VectorIndex):
+    class Plain(VectorIndex):  # builds its retriever itself and describes no mode
         method: ClassVar[str] = "plain"
         mode_info: ClassVar[dict] = {}
+
+        def _retriever(self, mode, k, **options):
+            return VectorRetriever(self, k, **options)
 
     index = Plain()
     (info,) = index.describe_modes().values()

@@ -88,7 +88,7 @@ def test_presets_have_dsrags_values():
               "overall_max_length_extension", "decay_rate", "top_k_for_document_selection")
     assert {name: tuple(getattr(p, f) for f in fields) for name, p in PRESETS.items()} == expected
     assert all(p.chunk_length_adjustment for p in PRESETS.values())
-    assert SpRAGIndex.modes == ("balanced", "precision", "find_all", "chunks")
+    assert tuple(SpRAGIndex.modes) == ("balanced", "precision", "find_all", "chunks")
 
 
 # -- retrieval ---------------------------------------------------------------------------------

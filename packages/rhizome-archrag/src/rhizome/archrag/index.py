@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from rhizome.core.hierarchy import (
     community_key,
 )
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
+from rhizome.core.naive import NAIVE
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
 from rhizome.core.storage import Connection
@@ -58,9 +59,6 @@ from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
 from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.core.writers import GroupWriter
-
-if TYPE_CHECKING:
-    from rhizome.core.retrieval import BaseRetriever
 
 SUMMARY_STAGE = "archrag.summary"
 REPORT_STAGE = "archrag.report"
@@ -137,12 +135,11 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extra
     """
 
     method: ClassVar[str] = "archrag"
-    modes: ClassVar[tuple[str, ...]] = ("archrag", "hierarchical", "passages", "naive")
-    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
-        "archrag": ModeInfo("key points the model draws from the entities, relations and community reports nearest the question at every layer of the community tree (ArchRAG's hierarchical search with adaptive filtering); for specific and broad questions alike", ("specific", "multi-hop", "global")),
-        "hierarchical": ModeInfo("the entities, relations and community reports nearest the question at every layer of the community tree, without model filtering", ("specific", "global")),
-        "passages": ModeInfo("the passages behind the entities, relations and communities hierarchical search retrieves, ranked by a walk over the entity graph from them together with the passages nearest the question", ("specific", "multi-hop")),
-        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",)),
+    modes: ClassVar[Mapping[str, ModeInfo]] = {
+        "archrag": ModeInfo("key points the model draws from the entities, relations and community reports nearest the question at every layer of the community tree (ArchRAG's hierarchical search with adaptive filtering); for specific and broad questions alike", ("specific", "multi-hop", "global"), retriever="rhizome.archrag.retrieval:FilteredSearch"),
+        "hierarchical": ModeInfo("the entities, relations and community reports nearest the question at every layer of the community tree, without model filtering", ("specific", "global"), retriever="rhizome.archrag.retrieval:HierarchicalSearch"),
+        "passages": ModeInfo("the passages behind the entities, relations and communities hierarchical search retrieves, ranked by a walk over the entity graph from them together with the passages nearest the question", ("specific", "multi-hop"), retriever="rhizome.archrag.retrieval:PassageSearch"),
+        "naive": NAIVE,
     }
     config_class = ArchRAGConfig
     config: ArchRAGConfig
@@ -323,13 +320,6 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extra
         return reports
 
     # -- retrieval -------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
-        from rhizome.archrag.retrieval import FilteredSearch, HierarchicalSearch, PassageSearch
-        from rhizome.core.naive import VectorRetriever
-
-        classes = {"archrag": FilteredSearch, "hierarchical": HierarchicalSearch, "passages": PassageSearch, "naive": VectorRetriever}
-        return classes[mode or "archrag"](self, k, **options)
-
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
         from rhizome.archrag.retrieval import answer_inputs
 

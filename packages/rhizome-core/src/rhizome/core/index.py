@@ -38,11 +38,12 @@ rebuilds the chat model from the manifest; ``readonly=True`` opens for queries b
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
@@ -118,12 +119,27 @@ comparison of two things); ``global`` — themes, trends and summaries across th
 
 @dataclass(frozen=True)
 class ModeInfo:
-    """What one retrieval mode is for, for a person or an agent choosing a mode: ``purpose``
-    (one sentence) and the question kinds it ``suits`` (of :data:`QUESTION_KINDS`), the kind
-    it serves best first."""
+    """One retrieval mode: what it is for, for a person or an agent choosing a mode — its
+    ``purpose`` (one sentence) and the question kinds it ``suits`` (of :data:`QUESTION_KINDS`),
+    the kind it serves best first — and what runs it: ``retriever``, a
+    :class:`~rhizome.core.retrieval.BaseRetriever` class or its ``"module:Class"`` path
+    (imported on first use, so a method's package loads without its search code), built as
+    ``retriever(index, k, **options, **the caller's options)``."""
 
     purpose: str
     suits: tuple[str, ...] = ()
+    retriever: str | type | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self, index: Any, k: int | None, **options: Any) -> BaseRetriever:
+        """The mode's retriever over ``index``."""
+        cls = self.retriever
+        if cls is None:
+            raise NotImplementedError("this mode names no retriever: the index builds it in _retriever")
+        if isinstance(cls, str):
+            module, _, name = cls.partition(":")
+            cls = getattr(importlib.import_module(module), name)
+        return cast("BaseRetriever", cls(index, k, **self.options, **options))  # an option given twice is a TypeError
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.suits if k not in QUESTION_KINDS]
@@ -279,11 +295,12 @@ class BaseIndex(Generic[P, D]):
     """
 
     method: ClassVar[str] = ""
-    modes: ClassVar[tuple[str, ...]] = ()
-    """Retrieval modes of ``as_retriever(mode=...)``, the default first (empty: one mode)."""
+    modes: ClassVar[Mapping[str, ModeInfo]] = {}
+    """The retrieval modes of ``as_retriever(mode=...)`` by name, the default first, each with
+    what it is for and the retriever that runs it (empty: one mode, :attr:`mode_info`); read
+    through :meth:`describe_modes`, which tool descriptions and question routers use."""
     mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {}
-    """What each mode is for (key ``None`` for a method with one mode); read through
-    :meth:`describe_modes`, which tool descriptions and question routers use."""
+    """A method with one mode: what it is for, under the key ``None``."""
     config_class: ClassVar[type[IndexConfig]] = IndexConfig
     uses_llm: ClassVar[bool] = True
     """Whether indexing or retrieval calls a chat model (when one is given); the CLI only asks
@@ -494,7 +511,12 @@ class BaseIndex(Generic[P, D]):
         """Whole-index work after documents were inserted, replaced or deleted."""
 
     def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
-        raise NotImplementedError
+        """The retriever of ``mode`` (checked), as its :class:`ModeInfo` builds it; a method whose
+        modes name no retriever builds them here."""
+        info = self.modes.get(mode) if mode is not None else self.mode_info.get(None)
+        if info is None:
+            raise NotImplementedError(f"{type(self).__name__} declares no retriever for mode {mode!r}")
+        return info.build(self, k, **options)
 
     # -- helpers for subclasses ----------------------------------------------------------------
     def replaced_chunk_ids(self, batch: Batch) -> list[str]:
@@ -863,7 +885,7 @@ class BaseIndex(Generic[P, D]):
     def check_mode(self, mode: str | None) -> str | None:
         """The mode to use: ``None`` means the default; an unknown mode raises."""
         if mode is None:
-            return self.modes[0] if self.modes else None
+            return next(iter(self.modes), None)
         if mode not in self.modes:
             choices = ", ".join(self.modes) if self.modes else "none (this method has one mode)"
             raise ConfigurationError(f"unknown mode {mode!r} for a {self.method} index; modes: {choices}")
@@ -875,7 +897,7 @@ class BaseIndex(Generic[P, D]):
         first line of its retriever's docstring and suits no question kind in particular."""
         out: dict[str | None, ModeInfo] = {}
         for mode in self.modes or (None,):
-            info = self.mode_info.get(mode)
+            info = self.modes.get(mode) if mode is not None else self.mode_info.get(None)
             if info is None:
                 doc = (type(self._retriever(mode, None)).__doc__ or "").strip()
                 info = ModeInfo(doc.split("\n\n")[0].replace("\n", " ") or f"{self.method} retrieval")

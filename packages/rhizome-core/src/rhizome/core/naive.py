@@ -9,11 +9,14 @@ vectors, search them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
 from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
 from rhizome.core.storage import Connection
+
+NAIVE = ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",), retriever="rhizome.core.naive:VectorRetriever")
+"""The ``naive`` mode a graph method offers beside its own: dense retrieval over the same passages."""
 
 
 class VectorIndex(BaseIndex[ChunkVectors, None]):
@@ -28,7 +31,10 @@ class VectorIndex(BaseIndex[ChunkVectors, None]):
     method: ClassVar[str] = "naive"
     uses_llm: ClassVar[bool] = False
     mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
-        None: ModeInfo("the passages whose embeddings are nearest the query; for a question whose words are in the answer's passage", ("specific",)),
+        None: ModeInfo(
+            "the passages whose embeddings are nearest the query; for a question whose words are in the answer's passage",
+            ("specific",), retriever="rhizome.core.naive:VectorRetriever",
+        ),
     }
 
     async def _prepare(self, batch: Batch, stats: Stats) -> ChunkVectors:
@@ -36,9 +42,6 @@ class VectorIndex(BaseIndex[ChunkVectors, None]):
 
     def _write(self, db: Connection, batch: Batch, prepared: ChunkVectors) -> None:
         self.put_chunk_vectors(db, *prepared)
-
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
-        return VectorRetriever(self, k, **options)
 
 
 class VectorRetriever(BaseRetriever):
@@ -53,4 +56,5 @@ class VectorRetriever(BaseRetriever):
         return Retrieval(query=query, hits=chunk_hits(self.index, ranked))
 
 
-__all__ = ["VectorIndex", "VectorRetriever"]
+__all__ = [
+    "NAIVE","VectorIndex", "VectorRetriever"]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -51,15 +51,13 @@ from rhizome.core.hierarchy import (
     recluster_hierarchy,
 )
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
+from rhizome.core.naive import NAIVE
 from rhizome.core.stages import prune_stage
 from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
-
-if TYPE_CHECKING:
-    from rhizome.core.retrieval import BaseRetriever
 
 SUMMARY_STAGE = "graphrag.summary"
 REPORT_STAGE = "graphrag.report"
@@ -168,12 +166,11 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
     """
 
     method: ClassVar[str] = "graphrag"
-    modes: ClassVar[tuple[str, ...]] = ("local", "global", "drift", "naive")
-    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
-        "local": ModeInfo("passages around the entities the question names, with their relations and communities; for facts about named things", ("specific", "multi-hop")),
-        "global": ModeInfo("key points mapped from community reports across the whole corpus; for themes, trends and summaries", ("global",)),
-        "drift": ModeInfo("local search started from the most relevant community reports, with follow-up questions; for questions that connect several facts", ("multi-hop", "specific")),
-        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",)),
+    modes: ClassVar[Mapping[str, ModeInfo]] = {
+        "local": ModeInfo("passages around the entities the question names, with their relations and communities; for facts about named things", ("specific", "multi-hop"), retriever="rhizome.graphrag.search:LocalSearch"),
+        "global": ModeInfo("key points mapped from community reports across the whole corpus; for themes, trends and summaries", ("global",), retriever="rhizome.graphrag.search:GlobalSearch"),
+        "drift": ModeInfo("local search started from the most relevant community reports, with follow-up questions; for questions that connect several facts", ("multi-hop", "specific"), retriever="rhizome.graphrag.search:DriftSearch"),
+        "naive": NAIVE,
     }
     config_class = GraphRAGConfig
     config: GraphRAGConfig
@@ -649,13 +646,6 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
         return {c.id: done.get(c.id, c) for c in wanted}
 
     # -- retrieval -----------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
-        from rhizome.core.naive import VectorRetriever
-        from rhizome.graphrag.search import DriftSearch, GlobalSearch, LocalSearch
-
-        classes = {"local": LocalSearch, "global": GlobalSearch, "drift": DriftSearch, "naive": VectorRetriever}
-        return classes[mode or "local"](self, k, **options)
-
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
         from rhizome.graphrag.answer import answer_inputs
 

@@ -31,7 +31,7 @@ EvidenceGraph`), rebuilt only when they changed, and personalized PageRank runs 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -48,9 +48,6 @@ from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Entity, Relation
 from rhizome.hipporag.config import HippoRAGConfig
-
-if TYPE_CHECKING:
-    from rhizome.core.retrieval import BaseRetriever
 
 ADOPTED = "hipporag.graph_layer"
 """Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
@@ -109,11 +106,10 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
     """
 
     method: ClassVar[str] = "hipporag"
-    modes: ClassVar[tuple[str, ...]] = ("v2", "v1", "naive")
-    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
-        "v2": ModeInfo("personalized PageRank from the facts nearest the question over facts and passages (HippoRAG 2); for questions whose answer is reached through a bridge entity", ("multi-hop", "specific")),
-        "v1": ModeInfo("personalized PageRank from the entities the question names over the phrase graph (HippoRAG 1); for multi-hop questions naming their entities", ("multi-hop",)),
-        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",)),
+    modes: ClassVar[Mapping[str, ModeInfo]] = {
+        "v2": ModeInfo("personalized PageRank from the facts nearest the question over facts and passages (HippoRAG 2); for questions whose answer is reached through a bridge entity", ("multi-hop", "specific"), retriever="rhizome.hipporag.retrieval:HippoRAGRetriever", options={"mode": "v2"}),
+        "v1": ModeInfo("personalized PageRank from the entities the question names over the phrase graph (HippoRAG 1); for multi-hop questions naming their entities", ("multi-hop",), retriever="rhizome.hipporag.retrieval:HippoRAGRetriever", options={"mode": "v1"}),
+        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",), retriever="rhizome.hipporag.retrieval:HippoRAGRetriever", options={"mode": "naive"}),
     }
     config_class = HippoRAGConfig
     config: HippoRAGConfig
@@ -266,10 +262,4 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
         self.synonyms.put(db, synonyms)
 
     # -- reading ---------------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
-        from rhizome.hipporag.retrieval import HippoRAGRetriever
-
-        return HippoRAGRetriever(self, k, mode=mode or "v2", **options)
-
-
 __all__ = ["HippoRAGIndex", "fact_text"]

@@ -26,7 +26,7 @@ back exactly the records held before).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.export import GraphContents
@@ -40,9 +40,6 @@ from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Chunk, Entity, Relation
 from rhizome.lightrag.config import LightRAGConfig
 
-if TYPE_CHECKING:
-    from rhizome.core.retrieval import BaseRetriever
-
 
 class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
     """LightRAG: entity and relation profiles with dual-level (low/high keyword) retrieval.
@@ -54,13 +51,12 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
     """
 
     method: ClassVar[str] = "lightrag"
-    modes: ClassVar[tuple[str, ...]] = ("hybrid", "local", "global", "mix", "naive")
-    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
-        "hybrid": ModeInfo("entities matched by the question's specific keywords and relations matched by its broad ones; for questions that relate named things", ("multi-hop", "specific")),
-        "local": ModeInfo("entities matched by the question's specific keywords, with their relations; for facts about named things", ("specific",)),
-        "global": ModeInfo("relations matched by the question's broad keywords, with their endpoints; for themes and how things relate across the corpus", ("global",)),
-        "mix": ModeInfo("hybrid graph search merged with the nearest passages; for questions that relate named things", ("multi-hop", "specific")),
-        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",)),
+    modes: ClassVar[Mapping[str, ModeInfo]] = {
+        "hybrid": ModeInfo("entities matched by the question's specific keywords and relations matched by its broad ones; for questions that relate named things", ("multi-hop", "specific"), retriever="rhizome.lightrag.query:LightRAGRetriever", options={"mode": "hybrid"}),
+        "local": ModeInfo("entities matched by the question's specific keywords, with their relations; for facts about named things", ("specific",), retriever="rhizome.lightrag.query:LightRAGRetriever", options={"mode": "local"}),
+        "global": ModeInfo("relations matched by the question's broad keywords, with their endpoints; for themes and how things relate across the corpus", ("global",), retriever="rhizome.lightrag.query:LightRAGRetriever", options={"mode": "global"}),
+        "mix": ModeInfo("hybrid graph search merged with the nearest passages; for questions that relate named things", ("multi-hop", "specific"), retriever="rhizome.lightrag.query:LightRAGRetriever", options={"mode": "mix"}),
+        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",), retriever="rhizome.lightrag.query:LightRAGRetriever", options={"mode": "naive"}),
     }
     config_class = LightRAGConfig
     config: LightRAGConfig
@@ -155,11 +151,6 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
             stats["summaries_written"] = stats.get("summaries_written", 0) + await self.entity_graph.settle()
 
     # -- reading ---------------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
-        from rhizome.lightrag.query import LightRAGRetriever
-
-        return LightRAGRetriever(self, k, mode=mode or "hybrid", **options)
-
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
         """Answers read LightRAG's three-block context (entities, relations, sources) and cite
         the items used."""

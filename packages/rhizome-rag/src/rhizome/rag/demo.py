@@ -108,7 +108,7 @@ def run(out: Path, methods: list[str], make_embedder: Callable[[], Any], llm: An
             for number, question in enumerate(QUESTIONS, 1):
                 print(f"\nQ{number}: {question}")
                 for method, index in built.items():
-                    modes = index.modes or (None,)
+                    modes = list(index.modes) or [None]
                     for mode in modes:
                         label = f"{method}/{mode}" if mode and len(modes) > 1 else method
                         if mode == modes[0] and method in answerers:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from rhizome.core.hierarchy import (
     community_key,
 )
 from rhizome.core.index import ModeInfo, Stats, VectorBatch
-from rhizome.core.naive import VectorIndex, VectorRetriever
+from rhizome.core.naive import VectorIndex
 from rhizome.core.progress import phase
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
@@ -56,9 +56,6 @@ from rhizome.core.writers import GroupWriter
 from rhizome.raptor.clustering import ClusterSettings, cluster
 from rhizome.raptor.config import RaptorConfig
 from rhizome.raptor.prompts import SUMMARY_SYSTEM, ClusterSummary, summary_prompt
-
-if TYPE_CHECKING:
-    from rhizome.core.retrieval import BaseRetriever
 
 STAGE = "raptor.summary"
 
@@ -129,11 +126,10 @@ class RaptorIndex(VectorIndex):
     """
 
     method: ClassVar[str] = "raptor"
-    modes: ClassVar[tuple[str, ...]] = ("collapsed", "traversal", "naive")
-    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
-        "collapsed": ModeInfo("the passages and cluster summaries of every tree layer nearest the query, under a token budget (RAPTOR's collapsed tree); for questions that need a passage or the gist of several", ("specific", "global")),
-        "traversal": ModeInfo("down the summary tree from its top layer, choosing the nearest nodes at each layer (RAPTOR's tree traversal); for broad, thematic questions", ("global",)),
-        "naive": ModeInfo("the passages (tree leaves) whose embeddings are nearest the query (no tree)", ("specific",)),
+    modes: ClassVar[Mapping[str, ModeInfo]] = {
+        "collapsed": ModeInfo("the passages and cluster summaries of every tree layer nearest the query, under a token budget (RAPTOR's collapsed tree); for questions that need a passage or the gist of several", ("specific", "global"), retriever="rhizome.raptor.retrieval:CollapsedRetriever"),
+        "traversal": ModeInfo("down the summary tree from its top layer, choosing the nearest nodes at each layer (RAPTOR's tree traversal); for broad, thematic questions", ("global",), retriever="rhizome.raptor.retrieval:TraversalRetriever"),
+        "naive": ModeInfo("the passages (tree leaves) whose embeddings are nearest the query (no tree)", ("specific",), retriever="rhizome.core.naive:VectorRetriever"),
     }
     uses_llm: ClassVar[bool] = True
     config_class = RaptorConfig
@@ -315,11 +311,4 @@ class RaptorIndex(VectorIndex):
         return _Layer(ids, vectors, tokens, texts, {g.id: g.entity_ids for g in groups})
 
     # -- reading ---------------------------------------------------------------------------------
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
-        from rhizome.raptor.retrieval import CollapsedRetriever, TraversalRetriever
-
-        classes = {"collapsed": CollapsedRetriever, "traversal": TraversalRetriever, "naive": VectorRetriever}
-        return classes[mode or "collapsed"](self, k, **options)
-
-
 __all__ = ["RaptorIndex", "SummaryWriter", "cap"]

@@ -17,16 +17,13 @@ alone (AutoContext without RSE).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
 from rhizome.core.storage import Connection
 from rhizome.core.types import Chunk, Hit
 from rhizome.sprag.autocontext import DocumentContext, document_contexts, embedding_text
-from rhizome.sprag.config import PRESETS, SpRAGConfig
-
-if TYPE_CHECKING:
-    from rhizome.core.retrieval import BaseRetriever
+from rhizome.sprag.config import SpRAGConfig
 
 
 class SpRAGIndex(BaseIndex[tuple[list[DocumentContext], list[str], Any], None]):
@@ -41,12 +38,11 @@ class SpRAGIndex(BaseIndex[tuple[list[DocumentContext], list[str], Any], None]):
     """
 
     method: ClassVar[str] = "sprag"
-    modes: ClassVar[tuple[str, ...]] = (*PRESETS, "chunks")
-    mode_info: ClassVar[Mapping[str | None, ModeInfo]] = {
-        "balanced": ModeInfo("runs of neighbouring chunks joined into segments by their relevance (Relevant Segment Extraction, dsRAG's default preset); for questions answered by a stretch of one document", ("specific",)),
-        "precision": ModeInfo("fewer, shorter segments with a higher bar of relevance (dsRAG's precision preset); for pointed factual questions", ("specific",)),
-        "find_all": ModeInfo("long segments over many documents (dsRAG's find_all preset); for questions whose answer is spread out", ("global", "multi-hop")),
-        "chunks": ModeInfo("the chunks nearest the query, embedded with their AutoContext headers (no segments)", ("specific",)),
+    modes: ClassVar[Mapping[str, ModeInfo]] = {
+        "balanced": ModeInfo("runs of neighbouring chunks joined into segments by their relevance (Relevant Segment Extraction, dsRAG's default preset); for questions answered by a stretch of one document", ("specific",), retriever="rhizome.sprag.retrieval:SegmentRetriever", options={"preset": "balanced"}),
+        "precision": ModeInfo("fewer, shorter segments with a higher bar of relevance (dsRAG's precision preset); for pointed factual questions", ("specific",), retriever="rhizome.sprag.retrieval:SegmentRetriever", options={"preset": "precision"}),
+        "find_all": ModeInfo("long segments over many documents (dsRAG's find_all preset); for questions whose answer is spread out", ("global", "multi-hop"), retriever="rhizome.sprag.retrieval:SegmentRetriever", options={"preset": "find_all"}),
+        "chunks": ModeInfo("the chunks nearest the query, embedded with their AutoContext headers (no segments)", ("specific",), retriever="rhizome.sprag.retrieval:ChunkRetriever"),
     }
     config_class = SpRAGConfig
     config: SpRAGConfig
@@ -80,13 +76,6 @@ class SpRAGIndex(BaseIndex[tuple[list[DocumentContext], list[str], Any], None]):
     def document_context(self, document_ids: list[str]) -> dict[str, DocumentContext]:
         """The stored context (title, summary, sections) of each document, by id."""
         return self.contexts.get(document_ids)
-
-    def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
-        from rhizome.sprag.retrieval import ChunkRetriever, SegmentRetriever
-
-        if mode == "chunks":
-            return ChunkRetriever(self, k, **options)
-        return SegmentRetriever(self, k, preset=mode or "balanced", **options)
 
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Hit], dict[str, Any]]:
         return list(retrieval.context or retrieval.hits), {"render": render_with_context}
