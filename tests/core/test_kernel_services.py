@@ -55,6 +55,23 @@ def test_record_tables_store_typed_records_and_look_them_up():
         index.store.table("Bad Name", Edge)
 
 
+def test_replacing_a_table_writes_only_what_changed():
+    index = VectorIndex()
+    edges = index.store.table("test_replaced", Edge)
+    old = {e.id: e for e in (Edge(id="ab", source="a", target="b"), Edge(id="bc", source="b", target="c"))}
+    with index.store.transaction() as db:
+        edges.put(db, old.values())
+    before = edges.generation()
+    new = {"ab": old["ab"], "cd": Edge(id="cd", source="c", target="d")}
+    with index.store.transaction() as db:
+        assert edges.replace(db, old, new) == ["bc"]
+    assert edges.all() == list(new.values()) and edges.generation() != before
+    before = edges.generation()
+    with index.store.transaction() as db:  # nothing changed: nothing written
+        assert edges.replace(db, new, dict(new)) == []
+    assert edges.generation() == before
+
+
 def test_a_hand_over_table_gives_back_what_it_wrote_only_while_the_row_holds_it():
     from rhizome.core.records import RecordTable
 

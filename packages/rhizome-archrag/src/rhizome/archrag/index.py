@@ -232,15 +232,11 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extra
         layers, batches, counts = await self._cluster(graph, vectors, stats)
 
         with self.store.transaction() as db:
-            tables: tuple[tuple[Any, Mapping[str, Any], Mapping[str, Any]], ...] = (
-                (self.entity_table, entities, old_entities), (self.relation_table, relations, old_relations),
-            )
-            for table, new, old in tables:
-                table.delete(db, [k for k in old if k not in new])
-                table.put(db, [r for k, r in new.items() if old.get(k) != r])
-            self.store.delete_vectors(db, self.ENTITY_COLLECTION, [k for k in old_entities if k not in entities])
-            self.store.delete_vectors(db, self.RELATION_COLLECTION, [k for k in old_relations if k not in relations])
-            self.store.delete_vectors(db, self.NAME_COLLECTION, [k for k in old_entities if k not in entities])
+            gone_entities = self.entity_table.replace(db, old_entities, entities)
+            gone_relations = self.relation_table.replace(db, old_relations, relations)
+            self.store.delete_vectors(db, self.ENTITY_COLLECTION, gone_entities)
+            self.store.delete_vectors(db, self.RELATION_COLLECTION, gone_relations)
+            self.store.delete_vectors(db, self.NAME_COLLECTION, gone_entities)
             self.communities.delete(db, [c for k, c in old_communities.items() if k not in layers])
             self.communities.put(db, [c for k, c in layers.items() if old_communities.get(k) != c])
             for batch in (entity_batch, relation_batch, name_batch, *batches):

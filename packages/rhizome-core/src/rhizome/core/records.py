@@ -17,7 +17,7 @@ cache what it derived from a table and notice cheaply when it changed (:meth:`ge
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -171,6 +171,15 @@ class RecordTable(Generic[R]):
 
     def delete(self, db: Any, keys: Iterable[str]) -> None:
         self._delete(db, "key", list(dict.fromkeys(keys)))
+
+    def replace(self, db: Any, old: Mapping[str, R], new: Mapping[str, R]) -> list[str]:
+        """Make the table hold ``new`` where it held ``old`` (both by key): the records of
+        ``old`` that ``new`` lacks are deleted, those of ``new`` that differ are written (a
+        rebuild writes only what changed). Returns the keys deleted."""
+        gone = [k for k in old if k not in new]
+        self.delete(db, gone)
+        self.put(db, [r for k, r in new.items() if old.get(k) != r])
+        return gone
 
     def delete_by(self, db: Any, field: str, values: Iterable[str]) -> None:
         """Delete the records whose lookup ``field`` takes one of ``values``."""
