@@ -17,16 +17,30 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from rhizome.core.config import ExtractionConfig
-from rhizome.core.evidence import link_names, rank_passages
-from rhizome.core.extraction import Extraction, query_names
-from rhizome.core.graph.mentions import chunk_record
-from rhizome.core.graph.store import EntityGraphStore, GraphChange
-from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
-from rhizome.core.resolution import EntityResolver
-from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
-from rhizome.core.storage import Connection
-from rhizome.core.summarize import DescriptionSummarizer
+from rhizome.core.method import (
+    BaseIndex,
+    BaseRetriever,
+    Batch,
+    ChunkVectors,
+    Connection,
+    DescriptionSummarizer,
+    EntityGraphStore,
+    EntityResolver,
+    Extraction,
+    ExtractionConfig,
+    GraphChange,
+    ModeInfo,
+    Retrieval,
+    Stats,
+    batch_chunks,
+    chunk_hits,
+    chunk_record,
+    link_names,
+    query_names,
+    query_vector,
+    rank_passages,
+    vector_search,
+)
 
 
 class EntityWalkConfig(ExtractionConfig):

@@ -15,11 +15,23 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from rhizome.core.config import IndexConfig
-from rhizome.core.graph import knn_similarity_pairs, pagerank_scores
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
-from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
-from rhizome.core.storage import Connection
+from rhizome.core.method import (
+    BaseIndex,
+    BaseRetriever,
+    Batch,
+    Connection,
+    IndexConfig,
+    ModeInfo,
+    Retrieval,
+    Stats,
+    VectorBatch,
+    batch_chunks,
+    chunk_hits,
+    knn_similarity_pairs,
+    pagerank_scores,
+    query_vector,
+    vector_search,
+)
 
 
 class PassageGraphConfig(IndexConfig):

@@ -1,0 +1,136 @@
+"""The kernel a method is written with, in one place.
+
+A new method imports from here: these are the names the kernel keeps for methods, each
+documented where it is defined. The rest of the kernel serves the kernel itself, the tools
+(CLI, export, integrity checks, fault injection, the conformance kit) and the integrations.
+``examples/passage_graph.py`` and ``examples/entity_graph.py`` use nothing else.
+
+- **The index and its hooks**: :class:`BaseIndex` (generic in what an insert and a delete plan
+  outside their transactions), :class:`ModeInfo` (one retrieval mode), ``Batch``, ``Stats``,
+  ``batch_chunks``, ``ChunkVectors``, :class:`VectorBatch`, the transaction's ``Connection``.
+- **Settings**: :class:`IndexConfig`, :class:`ExtractionSpecConfig`, :class:`ExtractionConfig`.
+- **Records**: ``Document``, ``Chunk``, ``Entity``, ``Relation``, ``Community``, ``Hit``.
+- **Retrieval**: :class:`BaseRetriever`, :class:`Retrieval`, ``query_vector``, ``vector_search``,
+  ``chunk_hits``, ``provenance``, :class:`MapReduceSearch` and ``MapPlan`` (modes that read a
+  hierarchy in batches), ``NAIVE`` (the dense mode beside a method's own).
+- **Graph evidence**: :class:`EvidenceGraph`, :class:`EvidenceOptions`, :class:`FactGraph`,
+  ``link_names``, ``rank_passages``, ``relative_weights``, ``merge_seeds``; the algorithms
+  ``knn_similarity_pairs`` and ``pagerank_scores``.
+- **The entity-graph layer**: :class:`EntityGraphStore`, :class:`GraphChange`,
+  :class:`FoldPolicy` (``pair_id``, ``triple_key``), the per-chunk records ``ChunkExtraction``,
+  ``EntityMention``, ``RelationMention`` and ``chunk_record``; extraction's ``Extraction`` and
+  ``query_names``; :class:`EntityResolver` and :class:`DescriptionSummarizer`.
+- **Groups and summaries**: ``cluster_hierarchy``, :class:`Hierarchy`, :class:`GroupSummarizer`,
+  :class:`GroupWriter`; ``arun_stage`` (a resumable stage of model calls).
+- **Errors**: ``ConfigurationError``, ``InvalidInputError``, ``ModelOutputError``.
+"""
+
+from __future__ import annotations
+
+from rhizome.core.config import ExtractionConfig, ExtractionSpecConfig, IndexConfig
+from rhizome.core.errors import ConfigurationError, InvalidInputError, ModelOutputError
+from rhizome.core.evidence import (
+    EvidenceGraph,
+    EvidenceOptions,
+    FactGraph,
+    link_names,
+    merge_seeds,
+    rank_passages,
+    relative_weights,
+)
+from rhizome.core.extraction import Extraction, query_names
+from rhizome.core.graph import knn_similarity_pairs, pagerank_scores
+from rhizome.core.graph.mentions import (
+    ChunkExtraction,
+    EntityMention,
+    RelationMention,
+    chunk_record,
+)
+from rhizome.core.graph.profiles import FoldPolicy, pair_id, triple_key
+from rhizome.core.graph.store import EntityGraphStore, GraphChange
+from rhizome.core.hierarchy import GroupSummarizer, Hierarchy, cluster_hierarchy
+from rhizome.core.index import (
+    BaseIndex,
+    Batch,
+    ChunkVectors,
+    ModeInfo,
+    Stats,
+    VectorBatch,
+    batch_chunks,
+)
+from rhizome.core.naive import NAIVE
+from rhizome.core.resolution import EntityResolver
+from rhizome.core.retrieval import (
+    BaseRetriever,
+    MapPlan,
+    MapReduceSearch,
+    Retrieval,
+    chunk_hits,
+    provenance,
+    query_vector,
+    vector_search,
+)
+from rhizome.core.stages import arun_stage
+from rhizome.core.storage import Connection
+from rhizome.core.summarize import DescriptionSummarizer
+from rhizome.core.types import Chunk, Community, Document, Entity, Hit, Relation
+from rhizome.core.writers import GroupWriter
+
+__all__ = [
+    "NAIVE",
+    "BaseIndex",
+    "BaseRetriever",
+    "Batch",
+    "Chunk",
+    "ChunkExtraction",
+    "ChunkVectors",
+    "Community",
+    "ConfigurationError",
+    "Connection",
+    "DescriptionSummarizer",
+    "Document",
+    "Entity",
+    "EntityGraphStore",
+    "EntityMention",
+    "EntityResolver",
+    "EvidenceGraph",
+    "EvidenceOptions",
+    "Extraction",
+    "ExtractionConfig",
+    "ExtractionSpecConfig",
+    "FactGraph",
+    "FoldPolicy",
+    "GraphChange",
+    "GroupSummarizer",
+    "GroupWriter",
+    "Hierarchy",
+    "Hit",
+    "IndexConfig",
+    "InvalidInputError",
+    "MapPlan",
+    "MapReduceSearch",
+    "ModeInfo",
+    "ModelOutputError",
+    "Relation",
+    "RelationMention",
+    "Retrieval",
+    "Stats",
+    "VectorBatch",
+    "arun_stage",
+    "batch_chunks",
+    "chunk_hits",
+    "chunk_record",
+    "cluster_hierarchy",
+    "knn_similarity_pairs",
+    "link_names",
+    "merge_seeds",
+    "pagerank_scores",
+    "pair_id",
+    "provenance",
+    "query_names",
+    "query_vector",
+    "rank_passages",
+    "relative_weights",
+    "triple_key",
+    "vector_search",
+]
