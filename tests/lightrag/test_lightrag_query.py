@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from _lightrag_fakes import CORPUS, fake_model
 
-from rhizome.core import FakeChatModel
+from rhizome.core import FakeChatModel, VectorIndex
 from rhizome.lightrag import LightRAGIndex, offline_query_keywords
 
 
@@ -93,7 +93,6 @@ async def test_modes_search_the_right_stores():
         "global": {index.RELATION_COLLECTION, index.CHUNK_COLLECTION},
         "hybrid": {index.ENTITY_COLLECTION, index.RELATION_COLLECTION, index.CHUNK_COLLECTION},
         "mix": {index.ENTITY_COLLECTION, index.RELATION_COLLECTION, index.CHUNK_COLLECTION},
-        "naive": {index.CHUNK_COLLECTION},
     }
     for mode, stores in expected.items():
         retriever = index.as_retriever(k=5, mode=mode)
@@ -102,8 +101,14 @@ async def test_modes_search_the_right_stores():
         retriever._search = lambda c, v, k, _o=original, _s=seen: (_s.add(c), _o(c, v, k))[1]
         hits = await retriever.aretrieve("Marie Curie Nobel Prize Paris")
         assert seen == stores, mode
-        assert len(hits) == (3 if mode == "naive" else 5), mode  # k hits when the index has them (3 chunks)
+        assert len(hits) == 5, mode  # k hits when the index has them (3 chunks, then profiles)
         assert hits[0].kind == "chunk" and hits[0].provenance.spans
+    # naive is the kernel's dense retrieval: chunks only, scored by cosine, as the naive index scores them
+    naive = await index.as_retriever(k=5, mode="naive").aretrieve("Marie Curie Nobel Prize Paris")
+    baseline = VectorIndex(index.embedder, chunk_size=64, chunk_overlap=8)
+    await baseline.ainsert(CORPUS)
+    dense = await baseline.as_retriever(k=5).aretrieve("Marie Curie Nobel Prize Paris")
+    assert [(h.text, round(h.score, 6)) for h in naive] == [(h.text, round(h.score, 6)) for h in dense]
 
 
 async def test_the_cosine_threshold_does_not_cut_the_passage_ranking():

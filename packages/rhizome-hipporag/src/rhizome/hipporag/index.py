@@ -43,6 +43,7 @@ from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, Relation
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
+from rhizome.core.naive import NAIVE
 from rhizome.core.resolution import EntityResolver
 from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer
@@ -109,7 +110,7 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
     modes: ClassVar[Mapping[str, ModeInfo]] = {
         "v2": ModeInfo("personalized PageRank from the facts nearest the question over facts and passages (HippoRAG 2); for questions whose answer is reached through a bridge entity", ("multi-hop", "specific"), retriever="rhizome.hipporag.retrieval:HippoRAGRetriever", options={"mode": "v2"}),
         "v1": ModeInfo("personalized PageRank from the entities the question names over the phrase graph (HippoRAG 1); for multi-hop questions naming their entities", ("multi-hop",), retriever="rhizome.hipporag.retrieval:HippoRAGRetriever", options={"mode": "v1"}),
-        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",), retriever="rhizome.hipporag.retrieval:HippoRAGRetriever", options={"mode": "naive"}),
+        "naive": NAIVE,
     }
     config_class = HippoRAGConfig
     config: HippoRAGConfig

@@ -15,8 +15,8 @@
     linked to their nearest phrase each, weight 1; the walk is v2's, with the nearest passages
     as passage seeds. No entity linked: dense retrieval. With ``passage_weight=0`` the walk runs
     over the phrase graph alone and a passage scores the mass on its phrases, as in HippoRAG 1.
-``naive``
-    Dense retrieval over the same passages (the baseline).
+The index's ``naive`` mode (dense retrieval over the same passages, the baseline) is the
+kernel's :data:`~rhizome.core.naive.NAIVE`, not this retriever.
 
 The walk ranks; nothing is fused with the dense ranking afterwards
 (:func:`~rhizome.core.evidence.rank_passages`). ``temperature=None, passage_weight=0.05,
@@ -24,7 +24,7 @@ link_k=5, entity_seeds=False`` give HippoRAG 2 as published (min-max scaled pass
 scores divided by the best, the five most specific fact phrases). ``chains=True`` adds the
 phrases of the best chains of facts (:meth:`~rhizome.core.evidence.FactGraph.chains`) to the seeds.
 Every hit is a passage with its provenance, and in ``metadata``: ``via`` (``graph``: the
-ranking above; ``dense``: naive mode; ``dense-fallback``: no seed), ``seed_phrases`` and
+ranking above; ``dense-fallback``: no seed), ``seed_phrases`` and
 ``facts`` (the facts kept, v2).
 """
 
@@ -63,7 +63,7 @@ class HippoRAGRetriever(BaseRetriever):
     k:
         Passages returned (default 4).
     mode:
-        ``v2`` (default), ``v1`` or ``naive``.
+        ``v2`` (default) or ``v1``.
     keep_facts:
         Most facts the model's filter keeps (v2; 4).
     fact_filter:
@@ -95,8 +95,8 @@ class HippoRAGRetriever(BaseRetriever):
         **evidence: Any,
     ) -> None:
         super().__init__(index, k)
-        if mode not in index.modes:
-            raise ConfigurationError(f"unknown mode {mode!r}; modes: {', '.join(index.modes)}")
+        if mode not in ("v2", "v1"):
+            raise ConfigurationError(f"unknown mode {mode!r} for HippoRAG's walk; modes: v2, v1")
         self.mode = mode
         self.evidence = EvidenceOptions(**evidence)
         self.keep_facts = check_positive("keep_facts", keep_facts)
@@ -156,14 +156,13 @@ class HippoRAGRetriever(BaseRetriever):
         elif self.mode == "v1" and vectors is not None:
             seeds = await self._entity_seeds(vectors[1:])
         stats["seed_phrases"] = len(seeds)
-        if not seeds:  # naive mode, or nothing to start a walk from: dense retrieval
-            via = "dense" if self.mode == "naive" else "dense-fallback"
-            notes = [] if self.mode == "naive" else [
+        if not seeds:  # nothing to start a walk from: dense retrieval
+            notes = [
                 f"the {self.mode} search had nothing to start its walk from ("
                 + ("no fact of the graph was kept for this query" if self.mode == "v2" else "no entity the query names is in the graph")
                 + "): the hits are the passages nearest to the query"
             ]
-            return Retrieval(query=query, hits=chunk_hits(index, dense[:k], via=via), stats=stats, notes=notes)
+            return Retrieval(query=query, hits=chunk_hits(index, dense[:k], via="dense-fallback"), stats=stats, notes=notes)
         # HippoRAG 1's phrase graph when passages are no seeds; else phrases and passages
         graph = index.graph(passage_nodes=self.mode == "v2" or options.passage_weight > 0)
         ranked = options.rank(graph, seeds, dense, limit=max(k, options.dense_k))

@@ -34,6 +34,7 @@ from rhizome.core.extraction import Extraction, add_keywords
 from rhizome.core.graph.mentions import ChunkExtraction, chunk_record
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
+from rhizome.core.naive import NAIVE
 from rhizome.core.resolution import EntityResolver
 from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer
@@ -56,7 +57,7 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
         "local": ModeInfo("entities matched by the question's specific keywords, with their relations; for facts about named things", ("specific",), retriever="rhizome.lightrag.query:LightRAGRetriever", options={"mode": "local"}),
         "global": ModeInfo("relations matched by the question's broad keywords, with their endpoints; for themes and how things relate across the corpus", ("global",), retriever="rhizome.lightrag.query:LightRAGRetriever", options={"mode": "global"}),
         "mix": ModeInfo("hybrid graph search merged with the nearest passages; for questions that relate named things", ("multi-hop", "specific"), retriever="rhizome.lightrag.query:LightRAGRetriever", options={"mode": "mix"}),
-        "naive": ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",), retriever="rhizome.lightrag.query:LightRAGRetriever", options={"mode": "naive"}),
+        "naive": NAIVE,
     }
     config_class = LightRAGConfig
     config: LightRAGConfig

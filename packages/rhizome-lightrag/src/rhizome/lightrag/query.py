@@ -10,8 +10,10 @@ per mode:
             entities (one hop);
 ``hybrid``  both, merged in turn (the paper's full LightRAG, and the default);
 ``mix``     as hybrid (the reference code's ``mix`` adds vector-searched chunks; here every
-            graph mode ranks its passages with them, below);
-``naive``   only the vector search over chunks (the baseline).
+            graph mode ranks its passages with them, below).
+
+The index's ``naive`` mode (the vector search over chunks, the baseline) is the kernel's
+:data:`~rhizome.core.naive.NAIVE`, not this retriever.
 
 The passages (source chunks) are ranked by the kernel's evidence walk over the entity–passage
 graph (:mod:`rhizome.core.evidence`), with the nearest chunks as passage seeds in every mode.
@@ -66,6 +68,8 @@ from rhizome.lightrag.prompts import KEYWORDS_SYSTEM, keywords_prompt
 from rhizome.lightrag.schema import QueryKeywords
 
 KINDS = ("chunk", "relation", "entity")
+GRAPH_MODES = ("hybrid", "local", "global", "mix")
+"""The modes this retriever runs (the index's ``naive`` mode is the kernel's)."""
 
 MIX_NAME_WEIGHT = 0.5
 """Weight of the entity names nearest the whole query among ``mix``'s seeds (chosen on half of
@@ -111,7 +115,7 @@ class LightRAGRetriever(BaseRetriever):
     k:
         Hits returned (source chunks first, then profiles; default 4).
     mode:
-        ``hybrid`` (default, the paper's LightRAG), ``local``, ``global``, ``mix`` or ``naive``.
+        ``hybrid`` (default, the paper's LightRAG), ``local``, ``global`` or ``mix``.
     top_k:
         Entities (local) and relations (global) taken from the vector search (reference code:
         60 when the paper was published; 40 today).
@@ -120,7 +124,7 @@ class LightRAGRetriever(BaseRetriever):
         (reference code: 0.2). The chunks of the passage ranking are not cut by it.
     dense_k, fact_k, temperature, passage_weight, damping, chains:
         The kernel's evidence ranking (:class:`~rhizome.core.evidence.EvidenceOptions`): 200
-        nearest chunks (the whole ranking in ``naive`` mode) and 10 nearest relations per text,
+        nearest chunks and 10 nearest relations per text,
         temperature 0.5, passage weight 0.5, damping 0.5, no chains.
     max_entity_tokens, max_relation_tokens, max_total_tokens:
         Token budgets of the entity block, the relation block and the whole context; the chunk
@@ -146,8 +150,8 @@ class LightRAGRetriever(BaseRetriever):
         **evidence: Any,
     ) -> None:
         super().__init__(index, k)
-        if mode not in index.modes:
-            raise ConfigurationError(f"unknown mode {mode!r}; modes: {', '.join(index.modes)}")
+        if mode not in GRAPH_MODES:
+            raise ConfigurationError(f"unknown mode {mode!r} for LightRAG's graph search; modes: {', '.join(GRAPH_MODES)}")
         check_positive("top_k", top_k)
         if min(max_entity_tokens, max_relation_tokens) < 0 or max_total_tokens < 1:
             raise ConfigurationError("token budgets must be positive")
@@ -194,7 +198,7 @@ class LightRAGRetriever(BaseRetriever):
         vectors (every text of the query embedded in one call)."""
         check_query(query)
         source = "given"
-        if keywords is None and self.mode != "naive":
+        if keywords is None:
             keywords, source = await self.akeywords(query)
         keywords = keywords or QueryKeywords(low_level_keywords=[], high_level_keywords=[])
         context = QueryContext(query=query, mode=str(self.mode), keywords=keywords, keyword_source=source)
@@ -215,9 +219,6 @@ class LightRAGRetriever(BaseRetriever):
         vectors["names"] = matrix[1 + len(texts) :] if low else None
         options = self.evidence
         dense = self._search(self.index.CHUNK_COLLECTION, vectors["query"], options.dense_k)
-        if self.mode == "naive":
-            context.ranked = [(c, s, ["vector"]) for c, s in dense]
-            return context, vectors
         dense_ids = {c for c, _ in dense}
         walked = options.rank(self.index.evidence(), await self._seeds(vectors), dense, limit=options.dense_k)
         context.ranked = [(c, s, ["graph", "vector"] if c in dense_ids else ["graph"]) for c, s in walked]
@@ -262,7 +263,7 @@ class LightRAGRetriever(BaseRetriever):
             "high_level_keywords": found.keywords.high_level_keywords,
         }
         notes = []
-        if context and self.mode != "naive" and not found.entities and not found.relations:
+        if context and not found.entities and not found.relations:
             words = ", ".join(dict.fromkeys(found.keywords.low_level_keywords + found.keywords.high_level_keywords)) or "none"
             notes.append(f"no entity or relation is within cosine {self.cosine_threshold} of the query's keywords "
                          f"({words}): the context holds passages only")
