@@ -214,7 +214,7 @@ class EntityGraphStore:
         self.pending = store.table(f"{prefix}_pending_summaries", PendingSummary)
         self.lists = ProfileLists(store, prefix)
         self.entity_collection = names["entities"]
-        """The entity profile vectors (``None`` with no ``entity_text`` in the policy)."""
+        """The entity profile vectors (``None``: the method keeps none, its policy has no ``entity_text``)."""
         self.relation_collection = names["relations"]
         self.name_collection = names["names"]
         self.summary_stage = f"{prefix}.summary"
