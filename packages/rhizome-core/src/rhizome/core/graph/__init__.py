@@ -13,6 +13,12 @@
 Every function gives the same answer for the same input on the same library versions; the
 graph functions treat *node order* (:func:`ordered_nodes`) as canonical. Import from this
 package: ``from rhizome.core.graph import leiden, pagerank_scores, knn_similarity_pairs``.
+
+The entity-graph layer lives beside the algorithms, imported from its own modules (this package
+does not load it): :mod:`~rhizome.core.graph.store` (``EntityGraphStore``, ``GraphChange``),
+:mod:`~rhizome.core.graph.profiles` (the fold rules and ``FoldPolicy``),
+:mod:`~rhizome.core.graph.lists` (a long profile's citations and fragments as rows) and
+:mod:`~rhizome.core.graph.mentions` (the per-chunk records).
 """
 
 from __future__ import annotations
