@@ -26,7 +26,6 @@ from rhizome.core.method import (
     DescriptionSummarizer,
     EntityGraphStore,
     EntityResolver,
-    Extraction,
     ExtractionConfig,
     GraphChange,
     ModeInfo,
@@ -66,11 +65,10 @@ class EntityWalkIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
 
     async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, ChunkVectors]:
         chunks = batch_chunks(batch)
-        found = {e.chunk_id: e for e in await self.extractor.aextract(chunks)} if chunks else {}
-        records = [chunk_record(found.get(c.id) or Extraction(chunk_id=c.id)) for c in chunks]
+        records = [chunk_record(x) for x in await self.extract(chunks)]
         change = await self.graph.plan(records, self.replaced_chunk_ids(batch), defer=True)
         stats["entities_written"] = stats.get("entities_written", 0) + len(change.entities)
-        return change, (await self.embed_chunks(chunks) if chunks else ([], None))
+        return change, await self.embed_chunks(chunks)
 
     def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
         change, (chunk_ids, vectors) = prepared

@@ -464,6 +464,16 @@ class BaseIndex(Generic[P, D]):
             self._distributed = self.workers.distribute(self._extractor)
         return self._distributed
 
+    async def extract(self, chunks: Sequence[Chunk]) -> list[Any]:
+        """One :class:`~rhizome.core.extraction.Extraction` per chunk, in the chunks' order, with
+        :attr:`extractor` (an empty one where it found nothing)."""
+        from rhizome.core.extraction import Extraction
+
+        if not chunks:
+            return []
+        found = {e.chunk_id: e for e in await self.extractor.aextract(list(chunks))}
+        return [found.get(c.id) or Extraction(chunk_id=c.id) for c in chunks]
+
     def extractor_options(self) -> dict[str, Any]:
         """``llm_options`` and ``offline_options`` for :func:`~rhizome.core.extraction.spec.make_extractor`."""
         options = getattr(self.config, "llm_extractor_options", None)

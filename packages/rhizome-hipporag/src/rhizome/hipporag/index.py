@@ -177,10 +177,9 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
     # -- BaseIndex hooks -------------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, list[Relation], ChunkVectors]:
         chunks = batch_chunks(batch)
-        found = {e.chunk_id: e for e in await self.extractor.aextract(chunks)} if chunks else {}
-        records = [said(found.get(c.id) or Extraction(chunk_id=c.id)) for c in chunks]
+        records = [said(x) for x in await self.extract(chunks)]
         change, synonyms = await self._plan(records, self.replaced_chunk_ids(batch), stats)
-        return change, synonyms, (await self.embed_chunks(chunks) if chunks else ([], None))
+        return change, synonyms, await self.embed_chunks(chunks)
 
     def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, list[Relation], ChunkVectors]) -> None:
         change, synonyms, (chunk_ids, vectors) = prepared

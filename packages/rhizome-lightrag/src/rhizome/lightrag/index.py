@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.export import GraphContents
-from rhizome.core.extraction import Extraction, add_keywords
+from rhizome.core.extraction import add_keywords
 from rhizome.core.graph.mentions import ChunkExtraction, chunk_record
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
@@ -120,7 +120,7 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
         chunks = batch_chunks(batch)
         change = await self.entity_graph.plan(await self._extract(chunks), self.replaced_chunk_ids(batch), defer=True)
         _count(stats, change)
-        return change, (await self.embed_chunks(chunks) if chunks else ([], None))
+        return change, await self.embed_chunks(chunks)
 
     def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
         change, (chunk_ids, vectors) = prepared
@@ -140,10 +140,7 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
         return super()._remove_document(db, document_id)
 
     async def _extract(self, chunks: list[Chunk]) -> list[ChunkExtraction]:
-        if not chunks:
-            return []
-        found = {e.chunk_id: e for e in await self.extractor.aextract(chunks)}
-        return [chunk_record(add_keywords(found.get(c.id) or Extraction(chunk_id=c.id), c)) for c in chunks]
+        return [chunk_record(add_keywords(x, c)) for x, c in zip(await self.extract(chunks), chunks, strict=True)]
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
         """Summarise, once, every profile an insert call left waiting, and embed it; a cut-short
