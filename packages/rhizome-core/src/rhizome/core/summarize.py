@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from rhizome.core.embeddings import hashed_features
 from rhizome.core.errors import ConfigurationError, PromptTooLongError
 from rhizome.core.models.budget import fit
-from rhizome.core.stages import arun_stage, digest, stored_results
+from rhizome.core.stages import Job, arun_stage, digest, stored_results
 from rhizome.core.text import (
     count_tokens,
     min_tokens,
@@ -117,6 +117,11 @@ class DescriptionSummarizer:
         """The stage digest of the summary of ``descriptions`` about ``subject``: what it is made
         of and what writes it (budget, language, model)."""
         return digest(subject, list(descriptions), self.max_tokens, self.language, getattr(self.llm, "name", None))
+
+    def job(self, subject: str, descriptions: Sequence[str]) -> Job:
+        """The stage job (:func:`~rhizome.core.stages.arun_stage`) of the summary of
+        ``descriptions`` about ``subject``: its digest and the call that writes it."""
+        return self.digest(subject, descriptions), functools.partial(self.asummarize, subject, descriptions)
 
     async def adescribe(self, store: Any, stage: str, records: Iterable[Entity | Relation], name: Callable[[str], str]) -> tuple[list[str], int]:
         """Give each record its description: its descriptions joined when that needs no summary,

@@ -38,7 +38,6 @@ import numpy as np
 from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
-from rhizome.core.graph.lists import profile_key
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
@@ -153,11 +152,8 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
         passages scored through the phrase → passage incidence (HippoRAG 1); cached until the
         records change."""
         def build() -> EvidenceGraph:
-            phrases = self.phrases.all()
-            sources = self.entity_graph.lists.sources(phrases)
-            edges = [(f.source, f.target, f.weight) for f in self.facts.all()]
-            edges += [(s.source, s.target, s.weight) for s in self.synonyms.all()]
-            return EvidenceGraph({p.id: sources[profile_key(p)] for p in phrases}, edges, passage_nodes=passage_nodes)
+            synonyms = [(s.source, s.target, s.weight) for s in self.synonyms.all()]
+            return self.entity_graph.evidence_graph(synonyms, passage_nodes=passage_nodes)
 
         key = (*self.entity_graph.generations(), self.synonyms.generation())
         return self.derived("graph" if passage_nodes else "phrase-graph", key, build)

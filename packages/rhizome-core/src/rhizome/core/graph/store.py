@@ -26,6 +26,7 @@ left waiting. The fold rules are :mod:`rhizome.core.graph.profiles`; a method's 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,8 +173,9 @@ class _Folding:
     names: dict[str, str] = field(default_factory=dict)
     """Display names of the entities the folded profiles name, once the change is written."""
 
-    @property
+    @functools.cached_property
     def stored_as(self) -> dict[str, Entity | Relation]:
+        """The stored profiles the plan read, by profile key."""
         held: list[Entity | Relation] = [*self.before_e.values(), *self.before_r.values()]
         return {profile_key(r): r for r in held}
 
@@ -251,14 +253,17 @@ class EntityGraphStore:
         entity = self.entities.one(found.entity_id if found else key)
         return None if entity is None else self.lists.whole([entity])[0]
 
-    def evidence_graph(self) -> EvidenceGraph:
-        """The entity–passage graph of the current profiles (entities with the chunks they cite,
-        relations weighted by their summed strengths)."""
+    def evidence_graph(self, more_edges: Iterable[tuple[str, str, float]] = (), *, passage_nodes: bool = True) -> EvidenceGraph:
+        """The entity–passage graph of the current profiles: entities with the chunks they cite,
+        relations weighted by the policy's weight (0 counts as 1), and ``more_edges`` a method
+        keeps beside them (HippoRAG's synonymy edges); ``passage_nodes``: see
+        :class:`~rhizome.core.evidence.EvidenceGraph`."""
         entities = self.entities.all()
         sources = self.lists.sources(entities)
         passages = {e.id: sources[profile_key(e)] for e in entities}
-        edges = ((r.source, r.target, r.weight or 1.0) for r in self.relations.all())
-        return EvidenceGraph({eid: chunk_ids for eid, chunk_ids in passages.items() if chunk_ids}, edges)
+        edges = [(r.source, r.target, r.weight or 1.0) for r in self.relations.all()]
+        edges += more_edges
+        return EvidenceGraph({eid: chunk_ids for eid, chunk_ids in passages.items() if chunk_ids}, edges, passage_nodes=passage_nodes)
 
     def fact_graph(self) -> FactGraph:
         """The relations and the chunks each cites, for chains of facts."""
@@ -564,7 +569,7 @@ class EntityGraphStore:
                 change.pending.append(profile)
             else:
                 subject = self._subject(rec, state.names)
-                stage_jobs[number] = (self.summarizer.digest(subject, parts), lambda s=subject, f=parts: self.summarizer.asummarize(s, f))
+                stage_jobs[number] = self.summarizer.job(subject, parts)
                 change.settled.append(profile)
         summaries, change.summaries = await arun_stage(self.store, self.summary_stage, stage_jobs, label="summarising profiles")
         for number, text in summaries.items():
@@ -700,8 +705,7 @@ class EntityGraphStore:
             parts = pieces(rec, since[profile])
             joined = self.summarizer.joined(parts)
             if joined is None:
-                subject = self._subject(rec, names)
-                jobs[profile] = (self.summarizer.digest(subject, parts), lambda s=subject, f=parts: self.summarizer.asummarize(s, f))
+                jobs[profile] = self.summarizer.job(self._subject(rec, names), parts)
             else:
                 rec.description = joined
         summaries, written = await arun_stage(self.store, self.summary_stage, jobs, label="summarising profiles")
