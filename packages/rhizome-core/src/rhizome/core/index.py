@@ -80,6 +80,7 @@ from rhizome.core.text import Chunker
 from rhizome.core.types import Chunk, Document
 
 if TYPE_CHECKING:
+    from rhizome.core.extraction import Extraction
     from rhizome.core.retrieval import BaseRetriever
 
 T = TypeVar("T")
@@ -464,7 +465,7 @@ class BaseIndex(Generic[P, D]):
             self._distributed = self.workers.distribute(self._extractor)
         return self._distributed
 
-    async def extract(self, chunks: Sequence[Chunk]) -> list[Any]:
+    async def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         """One :class:`~rhizome.core.extraction.Extraction` per chunk, in the chunks' order, with
         :attr:`extractor` (an empty one where it found nothing)."""
         from rhizome.core.extraction import Extraction
@@ -520,10 +521,15 @@ class BaseIndex(Generic[P, D]):
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
         """Whole-index work after documents were inserted, replaced or deleted."""
 
+    def _mode(self, mode: str | None) -> ModeInfo | None:
+        """The declaration of ``mode``: one of :attr:`modes`, or for a method with one mode
+        (``None``) its :attr:`mode_info`."""
+        return self.modes.get(mode) if mode is not None else self.mode_info.get(None)
+
     def _retriever(self, mode: str | None, k: int | None, **options: Any) -> BaseRetriever:
         """The retriever of ``mode`` (checked), as its :class:`ModeInfo` builds it; a method whose
         modes name no retriever builds them here."""
-        info = self.modes.get(mode) if mode is not None else self.mode_info.get(None)
+        info = self._mode(mode)
         if info is None:
             raise NotImplementedError(f"{type(self).__name__} declares no retriever for mode {mode!r}")
         return info.build(self, k, **options)
@@ -907,7 +913,7 @@ class BaseIndex(Generic[P, D]):
         first line of its retriever's docstring and suits no question kind in particular."""
         out: dict[str | None, ModeInfo] = {}
         for mode in self.modes or (None,):
-            info = self.modes.get(mode) if mode is not None else self.mode_info.get(None)
+            info = self._mode(mode)
             if info is None:
                 doc = (type(self._retriever(mode, None)).__doc__ or "").strip()
                 info = ModeInfo(doc.split("\n\n")[0].replace("\n", " ") or f"{self.method} retrieval")
