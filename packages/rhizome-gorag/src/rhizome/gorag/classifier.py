@@ -105,7 +105,7 @@ class GORAGClassifier:
     def __init__(self, llm: Any = None, *, embedder: Any = None, config: GORAGConfig | Mapping[str, Any] | None = None, **settings: Any) -> None:
         self.llm = resolve_llm(llm)
         self.embedder = resolve_embedder(embedder) if embedder is not None else None
-        self.config = c = build_config(GORAGConfig, dict(config) if isinstance(config, Mapping) else config, settings)
+        c = build_config(GORAGConfig, dict(config) if isinstance(config, Mapping) else config, settings)
         with_embedder = self.embedder is not None
 
         def preset(name: str) -> Any:
