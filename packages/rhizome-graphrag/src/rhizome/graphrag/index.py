@@ -456,7 +456,8 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
         clock.mark("merge")
 
         # the structure: the whole weighted graph, clustered again only around what changed
-        touched = _touched(entities, relations, held_e, held_r)
+        reshown = {k for k, e in entities.items() if k not in held_e or _shown(e) != _shown(held_e[k])}
+        touched = reshown | _reweighed_ends(relations, held_r)
         edges = {row.id: row for row in self.edge_table.all()}
         legacy = not edges and self.relation_table.count() > 0  # an index from before the edge table
         if legacy:
@@ -472,7 +473,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
         kept = {gid: structure_by_id[gid] for gid in kept_ids}  # with their reports
         # of the others, those whose report input cannot have changed keep their report too
         degree = weighted.degree()
-        rows_changed = {k for k, e in entities.items() if k not in held_e or _shown(e) != _shown(held_e[k])} | neighbours
+        rows_changed = reshown | neighbours
         relations_shown = [r for rid, r in relations.items() if rid not in held_r or _row(r) != _row(held_r[rid])]
         reweighed = {rid: held_r[rid].weight for rid, r in relations.items() if rid in held_r and _row(r) == _row(held_r[rid])}
         same = _same_inputs(structure_by_id, kept, old, rows_changed, relations_shown, reweighed, edges, degree)
@@ -657,16 +658,14 @@ def _shown(e: Entity) -> tuple[str, str, str]:
     return e.name, e.type, e.description
 
 
-def _touched(
-    entities: Mapping[str, Entity], relations: Mapping[str, Relation], held_e: Mapping[str, Entity], held_r: Mapping[str, Relation]
-) -> set[str]:
-    """The entities an update may move between communities: those new or shown otherwise, and
-    the ends of relations new or weighted or described otherwise."""
-    touched = {k for k, e in entities.items() if k not in held_e or _shown(e) != _shown(held_e[k])}
+def _reweighed_ends(relations: Mapping[str, Relation], held_r: Mapping[str, Relation]) -> set[str]:
+    """The ends of the relations new, or weighted or described otherwise: with the entities new
+    or shown otherwise, those an update may move between communities."""
+    ends: set[str] = set()
     for rid, r in relations.items():
         if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
-            touched.update((r.source, r.target))
-    return touched
+            ends.update((r.source, r.target))
+    return ends
 
 
 def _carry_over(
