@@ -31,6 +31,7 @@ from rhizome.core.method import (
     ModeInfo,
     Retrieval,
     Stats,
+    add_counts,
     batch_chunks,
     chunk_hits,
     chunk_record,
@@ -67,7 +68,7 @@ class EntityWalkIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
         chunks = batch_chunks(batch)
         records = [chunk_record(x) for x in await self.extract(chunks)]
         change = await self.graph.plan(records, self.replaced_chunk_ids(batch), defer=True)
-        stats["entities_written"] = stats.get("entities_written", 0) + len(change.entities)
+        add_counts(stats, {"entities_written": len(change.entities)})
         return change, await self.embed_chunks(chunks)
 
     def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:

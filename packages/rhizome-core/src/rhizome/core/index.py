@@ -100,6 +100,13 @@ def batch_chunks(batch: Batch) -> list[Chunk]:
     return [c for _, chunks in batch for c in chunks]
 
 
+def add_counts(stats: Stats, counts: Mapping[str, int]) -> None:
+    """Add ``counts`` to an insert's or a delete's running ``stats`` (what a batch did adds to
+    what the batches before it did)."""
+    for key, value in counts.items():
+        stats[key] = stats.get(key, 0) + value
+
+
 CACHE_FILE = "model-calls.sqlite"
 """The cache file under ``$RHIZOME_CACHE_DIR`` (and in an index directory)."""
 EMBED_SLICE = 512

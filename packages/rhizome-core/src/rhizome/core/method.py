@@ -7,7 +7,7 @@ documented where it is defined. The rest of the kernel serves the kernel itself,
 
 - **The index and its hooks**: :class:`BaseIndex` (generic in what an insert and a delete plan
   outside their transactions), :class:`ModeInfo` (one retrieval mode), ``Batch``, ``Stats``,
-  ``batch_chunks``, ``ChunkVectors``, :class:`VectorBatch`, the transaction's ``Connection``.
+  ``batch_chunks``, ``add_counts``, ``ChunkVectors``, :class:`VectorBatch`, the transaction's ``Connection``.
 - **Settings**: :class:`IndexConfig`, :class:`ExtractionSpecConfig`, :class:`ExtractionConfig`.
 - **Records**: ``Document``, ``Chunk``, ``Entity``, ``Relation``, ``Community``, ``Hit``.
 - **Retrieval**: :class:`BaseRetriever`, :class:`Retrieval`, ``query_vector``, ``vector_search``,
@@ -56,6 +56,7 @@ from rhizome.core.index import (
     ModeInfo,
     Stats,
     VectorBatch,
+    add_counts,
     batch_chunks,
 )
 from rhizome.core.naive import NAIVE
@@ -116,6 +117,7 @@ __all__ = [
     "Retrieval",
     "Stats",
     "VectorBatch",
+    "add_counts",
     "arun_stage",
     "batch_chunks",
     "chunk_hits",

@@ -50,7 +50,15 @@ from rhizome.core.hierarchy import (
     prune_groups,
     recluster_hierarchy,
 )
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
+from rhizome.core.index import (
+    BaseIndex,
+    Batch,
+    ModeInfo,
+    Stats,
+    VectorBatch,
+    add_counts,
+    batch_chunks,
+)
 from rhizome.core.naive import NAIVE
 from rhizome.core.stages import prune_stage
 from rhizome.core.storage import Connection
@@ -277,12 +285,11 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
         plan.relation_vectors = await self._relation_vectors(plan.relations, {**{k: e.name for k, e in graph.entities.items()}, **names})
         touched = touched_entities | {x for rid in touched_relations for x in (graph.relations[rid].source, graph.relations[rid].target)}
         plan.dropped, plan.changed = prune_groups(graph.communities, touched)
-        for key, value in {
+        add_counts(stats, {
             "entities_removed": len(plan.deleted_entities),
             "relations_removed": len(plan.deleted_relations),
             "communities_dropped": len(plan.dropped),
-        }.items():
-            stats[key] = stats.get(key, 0) + value
+        })
         return plan
 
     def _stored_order(self, chunk_ids: set[str]) -> list[str]:

@@ -41,7 +41,15 @@ from rhizome.core.extraction import Extraction
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
-from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
+from rhizome.core.index import (
+    BaseIndex,
+    Batch,
+    ChunkVectors,
+    ModeInfo,
+    Stats,
+    add_counts,
+    batch_chunks,
+)
 from rhizome.core.naive import NAIVE
 from rhizome.core.resolution import EntityResolver
 from rhizome.core.storage import Connection
@@ -202,7 +210,7 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
             row = {pid: i for i, pid in enumerate(ids)}
             new = [change.entities[pid] for pid in change.added_entities]
             synonyms = self._synonyms(new, np.asarray(vectors)[[row[p.id] for p in new]], set(change.removed_entities))
-        for key, value in {
+        add_counts(stats, {
             "chunks_added": len(records),
             "chunks_removed": len(change.removed_chunks),
             "phrases_added": len(change.added_entities),
@@ -210,8 +218,7 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
             "facts_added": len(change.added_relations),
             "facts_deleted": len(change.removed_relations),
             "synonymy_edges_added": len(synonyms),
-        }.items():
-            stats[key] = stats.get(key, 0) + value
+        })
         return change, synonyms
 
     def _synonyms(self, new: list[Entity], vectors: np.ndarray, gone: set[str]) -> list[Relation]:

@@ -33,7 +33,15 @@ from rhizome.core.export import GraphContents
 from rhizome.core.extraction import add_keywords
 from rhizome.core.graph.mentions import ChunkExtraction, chunk_record
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
-from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
+from rhizome.core.index import (
+    BaseIndex,
+    Batch,
+    ChunkVectors,
+    ModeInfo,
+    Stats,
+    add_counts,
+    batch_chunks,
+)
 from rhizome.core.naive import NAIVE
 from rhizome.core.resolution import EntityResolver
 from rhizome.core.storage import Connection
@@ -119,7 +127,7 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
     async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, ChunkVectors]:
         chunks = batch_chunks(batch)
         change = await self.entity_graph.plan(await self._extract(chunks), self.replaced_chunk_ids(batch), defer=True)
-        _count(stats, change)
+        add_counts(stats, change.counts())
         return change, await self.embed_chunks(chunks)
 
     def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
@@ -129,7 +137,7 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
 
     async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> GraphChange:
         change = await self.entity_graph.plan([], self.store.chunk_ids(document_ids))
-        _count(stats, change)
+        add_counts(stats, change.counts())
         return change
 
     def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
@@ -156,11 +164,6 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
 
         context = list(retrieval.context or retrieval.hits)
         return context, {"system": ANSWER_SYSTEM, "instructions": ANSWER_INSTRUCTIONS, "max_context_tokens": 8000}
-
-
-def _count(stats: Stats, change: GraphChange) -> None:
-    for key, value in change.counts().items():
-        stats[key] = stats.get(key, 0) + value
 
 
 __all__ = ["LightRAGIndex"]
