@@ -17,7 +17,7 @@ documented where it is defined. The rest of the kernel serves the kernel itself,
   ``link_names``, ``rank_passages``, ``relative_weights``, ``merge_seeds``; the algorithms
   ``knn_similarity_pairs`` and ``pagerank_scores``.
 - **The entity-graph layer**: :class:`EntityGraphStore`, :class:`GraphChange`,
-  :class:`FoldPolicy` (``pair_id``, ``triple_key``), the per-chunk records ``ChunkExtraction``,
+  :class:`FoldPolicy` (``pair_key``, ``triple_key``), the per-chunk records ``ChunkExtraction``,
   ``EntityMention``, ``RelationMention`` and ``chunk_record``; extraction's ``Extraction`` and
   ``query_names``; :class:`EntityResolver` and :class:`DescriptionSummarizer`.
 - **Groups and summaries**: ``cluster_hierarchy``, :class:`Hierarchy`, :class:`GroupSummarizer`,
@@ -46,7 +46,7 @@ from rhizome.core.graph.mentions import (
     RelationMention,
     chunk_record,
 )
-from rhizome.core.graph.profiles import FoldPolicy, pair_id, triple_key
+from rhizome.core.graph.profiles import FoldPolicy, pair_key, triple_key
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.hierarchy import GroupSummarizer, Hierarchy, cluster_hierarchy
 from rhizome.core.index import (
@@ -127,7 +127,7 @@ __all__ = [
     "link_names",
     "merge_seeds",
     "pagerank_scores",
-    "pair_id",
+    "pair_key",
     "provenance",
     "query_names",
     "query_vector",

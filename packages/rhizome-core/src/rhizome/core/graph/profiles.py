@@ -38,7 +38,7 @@ from rhizome.core.graph.mentions import EntityMention, RelationMention
 from rhizome.core.types import Entity, Relation
 
 
-def pair_id(a: str, b: str, predicate: str = "") -> tuple[str, str, str]:
+def pair_key(a: str, b: str, predicate: str = "") -> tuple[str, str, str]:
     """The undirected key of a relation between two entity ids, whatever its predicate: one
     relation per pair (LightRAG's)."""
     return relation_key(a, b, "", directed=False)
@@ -186,7 +186,7 @@ class FoldPolicy:
     (the type vote, the union of sources, the first name).
 
     ``relation_key``
-        A relation's key from its two entity ids and its predicate: :func:`pair_id` (the
+        A relation's key from its two entity ids and its predicate: :func:`pair_key` (the
         default: one undirected relation per pair, as LightRAG keeps them) or :func:`triple_key`
         (a triple per predicate, as HippoRAG's facts).
     ``weight``
@@ -201,7 +201,7 @@ class FoldPolicy:
         its endpoints); ``entity_text=None``: no entity vectors (the names are embedded anyway).
     """
 
-    relation_key: Callable[[str, str, str], tuple[str, str, str]] = pair_id
+    relation_key: Callable[[str, str, str], tuple[str, str, str]] = pair_key
     weight: Literal["strength", "passages"] = "strength"
     descriptions: Literal["union", "first"] = "union"
     entity_text: Callable[[Entity], str] | None = entity_text
@@ -224,7 +224,7 @@ __all__ = [
     "fold_relation",
     "new_entity",
     "new_relation",
-    "pair_id",
+    "pair_key",
     "triple_key",
     "pieces",
     "set_summary",
