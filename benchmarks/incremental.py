@@ -1,7 +1,7 @@
 """Incremental inserts (issue 21): what 100 documents cost when inserted into a 10k-document index.
 
 GraphRAG: build an index of ``--size`` documents, insert ``--add`` more, then run a full
-rebuild of the graph (:meth:`GraphRAGIndex.arebuild`: every extraction merged again, clustered
+rebuild of the communities (:meth:`GraphRAGIndex.arebuild`: the whole graph clustered
 from scratch, every report checked). Reported: non-model CPU seconds (``time.process_time``) of
 each step, and which reports the insert wrote, reused and dropped. Two runs: offline (rule-based
 extraction, extractive summaries and offline reports, no model) and with a counting fake chat

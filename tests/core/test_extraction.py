@@ -1,15 +1,13 @@
 """Tests of the extraction step: LLM extractor (with a fake model), offline extractor, OpenIE
-import and merging. No network, no model server."""
+import. No network, no model server."""
 
 from __future__ import annotations
 
-import copy
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from rhizome.core.errors import (
     ConfigurationError,
@@ -23,15 +21,12 @@ from rhizome.core.extraction import (
     Extractor,
     LLMExtractor,
     OfflineExtractor,
-    cooccurrence_pmi,
     entity_key,
     import_openie,
-    merge_extraction_batches,
-    merge_extractions,
+    pmi_values,
 )
-from rhizome.core.extraction.schema import new_entity, new_relation
 from rhizome.core.models.fake import FakeChatModel
-from rhizome.core.types import Chunk, Relation
+from rhizome.core.types import Chunk
 
 
 def make_chunk(text: str, cid: str = "doc:0", index: int = 0) -> Chunk:
@@ -597,159 +592,10 @@ def test_import_openie_missing_file(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
-def test_merge_unions_descriptions_and_sums_weights():
-    one = Extraction(
-        chunk_id="c1",
-        entities=[
-            new_entity("Ada Lovelace", "c1", type="PERSON", description="A mathematician."),
-            new_entity("Charles Babbage", "c1", type="PERSON", description="An inventor."),
-        ],
-        relations=[
-            new_relation(
-                "ada lovelace",
-                "charles babbage",
-                "c1",
-                description="Colleagues.",
-                keywords=["work"],
-                weight=8,
-                directed=False,
-            )
-        ],
-    )
-    two = Extraction(
-        chunk_id="c2",
-        entities=[
-            new_entity("ADA LOVELACE", "c2", type="WRITER", description="Wrote the first program."),
-            new_entity("Charles  Babbage", "c2", type="PERSON", description="An inventor."),
-        ],
-        relations=[
-            new_relation(
-                "charles babbage",
-                "ada lovelace",
-                "c2",
-                description="Friends.",
-                keywords=["Work", "friendship"],
-                weight=5,
-                directed=False,
-            )
-        ],
-    )
-    three = Extraction(
-        chunk_id="c3",
-        entities=[new_entity("ada lovelace", "c3", type="WRITER", description="A mathematician.")],
-    )
-    entities, relations = merge_extractions([one, two, three])
-    assert list(entities) == ["ada lovelace", "charles babbage"]
-    ada = entities["ada lovelace"]
-    assert ada.name == "Ada Lovelace"
-    assert ada.type == "WRITER"  # two votes against one
-    assert ada.descriptions == ["A mathematician.", "Wrote the first program."]
-    assert ada.description == "A mathematician.\nWrote the first program."
-    assert ada.source_chunk_ids == ["c1", "c2", "c3"]
-    assert entities["charles babbage"].descriptions == ["An inventor."]
-    assert entities["charles babbage"].type == "PERSON"
-
-    [relation] = relations.values()  # undirected: both orientations are one relation
-    assert (relation.source, relation.target) == ("ada lovelace", "charles babbage")
-    assert relation.weight == 13.0
-    assert relation.keywords == ["work", "friendship"]
-    assert relation.descriptions == ["Colleagues.", "Friends."]
-    assert relation.source_chunk_ids == ["c1", "c2"]
-
-    # merging the same extractions into their own result changes nothing
-    again_e, again_r = merge_extractions([one, two, three], entities, relations)
-    assert again_e == entities and again_r == relations
-
-
-NAMES = ["Ada", "ada", "Babbage", "Engine", "London"]
-MENTIONS = st.tuples(st.sampled_from(NAMES), st.sampled_from(["", "PERSON", "PLACE"]), st.sampled_from(["", "one.", "two."]))
-LINKS = st.tuples(st.sampled_from(NAMES), st.sampled_from(NAMES), st.sampled_from(["", "knows.", "met."]), st.lists(st.sampled_from(["k", "K", "j"]), max_size=2), st.integers(1, 9))
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.lists(MENTIONS, max_size=4), st.lists(LINKS, max_size=3)), min_size=1, max_size=6), st.booleans(), st.booleans())
-def test_a_merge_that_consumes_its_extractions_or_takes_them_in_batches_gives_what_a_copying_one_gives(chunks, existing, shared):
-    extractions = [
-        Extraction(
-            chunk_id=f"c{i}",
-            entities=[new_entity(n, f"c{i}", type=t, description=d) for n, t, d in mentions],
-            relations=[new_relation(a.lower(), b.lower(), f"c{i}", description=d, keywords=k, weight=w, directed=False) for a, b, d, k, w in links if a.lower() != b.lower()],
-        )
-        for i, (mentions, links) in enumerate(chunks)
-    ]
-    if shared and extractions[0].entities:  # one record object in two extractions
-        extractions.append(Extraction(chunk_id="c0", entities=[extractions[0].entities[0]], relations=extractions[0].relations[:1]))
-    held = merge_extractions(extractions[:1]) if existing else ({}, {})
-    expected = merge_extractions(extractions, *held)
-    consumed = merge_extractions(copy.deepcopy(extractions), *copy.deepcopy(held), consume=True)
-    # in batches of two, each a copy of its own (as if decoded one at a time), consumed or not
-    batched = merge_extraction_batches(
-        (copy.deepcopy(extractions[i : i + 2]) for i in range(0, len(extractions), 2)), len(extractions), *copy.deepcopy(held), consume=True
-    )
-    copied = merge_extraction_batches((extractions[i : i + 2] for i in range(0, len(extractions), 2)), len(extractions), *held)
-    for got_all in (consumed, batched, copied):
-        for want, got in zip(expected, got_all, strict=True):
-            assert {k: v.model_dump() for k, v in want.items()} == {k: v.model_dump() for k, v in got.items()}
-            assert list(want) == list(got)
-
-
-def test_merge_into_existing_graph_and_directed_relations():
-    first = Extraction(
-        chunk_id="c1",
-        entities=[new_entity("Paris", "c1", type="LOCATION", description="A city.")],
-        relations=[
-            new_relation(
-                "paris",
-                "france",
-                "c1",
-                predicate="capital of",
-                description="Paris capital of France",
-            )
-        ],
-    )
-    entities, relations = merge_extractions([first])
-    assert entities["france"].name == "france"  # placeholder for an endpoint with no record
-    entities["paris"].description = "A summary written later."
-    second = Extraction(
-        chunk_id="c2",
-        relations=[
-            new_relation("paris", "france", "c2", predicate="Capital Of"),
-            new_relation("france", "paris", "c2", predicate="capital of"),
-        ],
-    )
-    merged_e, merged_r = merge_extractions([second], entities, relations)
-    assert merged_e["paris"].description == "A summary written later."  # no new description
-    assert merged_e["paris"].source_chunk_ids == ["c1"]
-    assert len(merged_r) == 2  # direction matters when there is a predicate
-    forward = next(r for r in merged_r.values() if r.source == "paris")
-    assert forward.weight == 2.0
-    assert forward.source_chunk_ids == ["c1", "c2"]
-    assert forward.id == next(iter(relations))  # existing ids are kept
-    assert relations[forward.id].weight == 1.0  # inputs are not modified
-
-
-def test_merged_ids_are_the_ids_a_merge_gives_in_its_order():
-    from rhizome.core.extraction import OfflineExtractor, merged_ids
-
-    texts = ["Ada Lovelace met Charles Babbage in London.", "Babbage built the Difference Engine in London.", "Paris is in France."]
-    extractions = OfflineExtractor().extract([make_chunk(t, f"d:{i}", i) for i, t in enumerate(texts)])
-    extractions.append(Extraction(chunk_id="c9", relations=[new_relation("france", "paris", "c9", predicate="has capital"), new_relation("nowhere", "paris", "c9", directed=False), Relation(id="its own id", source="paris", target="rome", source_chunk_ids=["c9"])]))
-    entities, relations = merge_extractions(extractions)
-    assert merged_ids(extractions) == (list(entities), list(relations))
-    assert "nowhere" in entities  # an endpoint with no record of its own
-
-
 def test_cooccurrence_pmi_worked_example():
-    # a, b co-occur twice, a and c once; a cited by 2 chunks, b by 2, c by 1
-    entities = {
-        "a": new_entity("a", "c1").model_copy(update={"source_chunk_ids": ["c1", "c2"]}),
-        "b": new_entity("b", "c1").model_copy(update={"source_chunk_ids": ["c1", "c2"]}),
-        "c": new_entity("c", "c3"),
-    }
-    ab = new_relation("a", "b", "c1", weight=2, directed=False, kind="cooccurrence")
-    ac = new_relation("a", "c", "c3", weight=1, directed=False, kind="cooccurrence")
-    other = new_relation("b", "c", "c3", weight=5, predicate="likes")
-    weights = cooccurrence_pmi(entities, {ab.id: ab, ac.id: ac, other.id: other})
+    # a, b co-occur twice, a and c once; a cited by 2 chunks, b by 2, c by 1, of 3 chunks
+    weights = pmi_values({"a": 2, "b": 2, "c": 1}, 3, {"ab": ("a", "b", 2.0), "ac": ("a", "c", 1.0)})
+    ab, ac = SimpleNamespace(id="ab"), SimpleNamespace(id="ac")
     assert set(weights) == {ab.id, ac.id}
     p_ab, p_a, p_b = 2 / 3, 2 / 5, 2 / 5
     expected = p_ab * math.log2(p_ab / (p_a * p_b))
@@ -800,7 +646,7 @@ def test_openie_extractor_batches_do_not_report_other_batches_passages(caplog):
 def test_merge_memo_is_not_fooled_by_a_reused_list_id():
     """The fold memo is keyed by a list's id; an entry left by another list under that id (as
     after the first list was freed) must be rebuilt, not trusted."""
-    from rhizome.core.extraction.merge import union_into
+    from rhizome.core.graph.profiles import union_into
 
     gone, grown = ["old"], ["a"]
     seen = {id(grown): (gone, {"a", "b"})}  # as if `gone` had lived at `grown`'s address

@@ -14,10 +14,8 @@ from pydantic import BaseModel
 from rhizome.core import ConfigurationError, Document, FakeChatModel, HashingEmbedder, VectorIndex
 from rhizome.core.aio import WriteLock, run_sync
 from rhizome.core.config import describe
-from rhizome.core.hierarchy import GroupInput, GroupSummarizer, cluster_hierarchy, has_summary
 from rhizome.core.models.base import usage_scope
 from rhizome.core.models.fake import SchemaResponder
-from rhizome.core.stages import arun_stage, prune_stage, stored_results
 from rhizome.core.types import Community, Hit
 from rhizome.graphrag import GraphRAGIndex
 from rhizome.lightrag import LightRAGIndex
@@ -70,139 +68,6 @@ def test_replacing_a_table_writes_only_what_changed():
     with index.store.transaction() as db:  # nothing changed: nothing written
         assert edges.replace(db, new, dict(new)) == []
     assert edges.generation() == before
-
-
-def test_a_hand_over_table_gives_back_what_it_wrote_only_while_the_row_holds_it():
-    from rhizome.core.records import RecordTable
-
-    index = VectorIndex()
-    edges = index.store.table("test_handed", Edge, hand_over=True)
-    written = [Edge(id="ab", source="a", target="b"), Edge(id="bc", source="b", target="c")]
-    with index.store.transaction() as db:
-        edges.put(db, written)
-    got = edges.get(["ab", "bc"])
-    assert got["ab"] is written[0] and got["bc"] is written[1]  # not decoded again
-    assert edges.get(["ab"])["ab"] is not written[0]  # handed over once; then read from the row
-    other = RecordTable(index.store, "test_handed", Edge)  # another writer (another process)
-    mine = Edge(id="ab", source="a", target="b", weight=2.0)
-    with index.store.transaction() as db:
-        edges.put(db, [mine])
-    with index.store.transaction() as db:
-        other.put(db, [Edge(id="ab", source="a", target="b", weight=3.0)])
-    assert edges.get(["ab"])["ab"].weight == 3.0  # the row changed since: decoded
-    with pytest.raises(RuntimeError), index.store.transaction() as db:
-        edges.put(db, [Edge(id="bc", source="b", target="c", weight=9.0)])
-        raise RuntimeError("the batch fails: its write rolls back")
-    assert edges.get(["bc"])["bc"].weight == 1.0
-    with index.store.transaction() as db:
-        edges.put(db, [Edge(id="cd", source="c", target="d")])
-        edges.delete(db, ["cd"])
-    assert edges.get(["cd"]) == {} and not edges._written
-
-
-async def test_a_stage_commits_each_result_as_it_arrives_and_reuses_it():
-    index = VectorIndex()
-    calls: list[str] = []
-
-    def job(name: str, fail: bool = False):
-        async def run() -> str:
-            await asyncio.sleep(0.01 if not fail else 0.05)
-            calls.append(name)
-            if fail:
-                raise RuntimeError("server went away")
-            return f"summary of {name}"
-
-        return run
-
-    with pytest.raises(RuntimeError):
-        await arun_stage(index.store, "test.summary", {"a": ("d-a", job("a")), "b": ("d-b", job("b")), "c": ("d-c", job("c", fail=True))})
-    assert set(stored_results(index.store, "test.summary", ["d-a", "d-b", "d-c"])) == {"d-a", "d-b"}  # finished work survives
-    calls.clear()
-    results, fresh = await arun_stage(index.store, "test.summary", {"a": ("d-a", job("a")), "b": ("d-b", job("b")), "c": ("d-c", job("c")), "c2": ("d-c", job("c"))})
-    assert calls == ["c"] and fresh == 1  # only the interrupted job runs, once for two keys with one digest
-    assert results == {"a": "summary of a", "b": "summary of b", "c": "summary of c", "c2": "summary of c"}
-    with index.store.transaction() as db:
-        prune_stage(db, "test.summary", ["d-c"])
-    assert set(stored_results(index.store, "test.summary", ["d-a", "d-b", "d-c"])) == {"d-c"}
-
-
-async def test_a_failed_answer_in_a_stage_lets_the_other_jobs_finish():
-    from rhizome.core.errors import ModelOutputError
-
-    index = VectorIndex()
-    calls: list[str] = []
-
-    def job(name: str, fail: bool = False):
-        async def run() -> str:
-            await asyncio.sleep(0.0 if fail else 0.02)  # the failure comes first
-            calls.append(name)
-            if fail:
-                raise ModelOutputError("invalid JSON three times")
-            return f"summary of {name}"
-
-        return run
-
-    with pytest.raises(ModelOutputError):
-        await arun_stage(index.store, "test.summary", {"a": ("d-a", job("a")), "b": ("d-b", job("b", fail=True)), "c": ("d-c", job("c"))})
-    assert set(stored_results(index.store, "test.summary", ["d-a", "d-b", "d-c"])) == {"d-a", "d-c"}  # not cancelled
-    calls.clear()
-    await arun_stage(index.store, "test.summary", {"a": ("d-a", job("a")), "b": ("d-b", job("b")), "c": ("d-c", job("c"))})
-    assert calls == ["b"]
-
-
-async def test_stage_results_made_before_an_error_are_committed(monkeypatch):
-    """Results that arrive close together share a commit; an error that cancels the stage
-    still commits the results already made."""
-    from rhizome.core import stages
-
-    monkeypatch.setattr(stages, "COMMIT_EVERY", 1e9)  # nothing is committed until the stage ends
-    index = VectorIndex()
-
-    def job(name: str, delay: float, error: bool = False):
-        async def run() -> str:
-            await asyncio.sleep(delay)
-            if error:
-                raise RuntimeError("a bug, not a model answer")
-            return f"summary of {name}"
-
-        return run
-
-    jobs = {"a": ("d-a", job("a", 0.0)), "b": ("d-b", job("b", 0.01, error=True)), "c": ("d-c", job("c", 5.0))}
-    with pytest.raises(RuntimeError):
-        await arun_stage(index.store, "test.summary", jobs)
-    assert set(stored_results(index.store, "test.summary", ["d-a", "d-b", "d-c"])) == {"d-a"}
-
-
-async def test_group_summaries_run_bottom_up_and_reuse_unchanged_input():
-    import networkx as nx
-
-    graph = nx.relabel_nodes(nx.planted_partition_graph(3, 12, 0.9, 0.01, seed=3), str)
-    groups = cluster_hierarchy(graph, max_cluster_size=5, seed=1)
-    assert any(g.level == 1 for g in groups)
-    index = VectorIndex()
-    written: list[str] = []
-
-    async def write(data: GroupInput):
-        written.append(data.group.id)
-        return {"title": f"about {len(data.group.entity_ids)} members", "summary": data.text[:40], "rating": 1, "findings": []}
-
-    def build(group: Community, done):
-        children = [done[c] for c in group.children if has_summary(done[c])]
-        text = " | ".join(c.title for c in children) or ", ".join(group.entity_ids)
-        return GroupInput(group=group, text=text, children=children)
-
-    summarizer = GroupSummarizer(index.store, "test.report", build_input=build, write=write, identity="v1")
-    result, counts = await summarizer.asummarize(groups)
-    by_id = {g.id: g for g in groups}
-    assert counts["written"] + counts["reused"] == len(groups) and counts["written"] == len(set(written)) >= len(groups) - 2
-    assert max(by_id[g].level for g in written[: len(written) // 2]) >= min(by_id[g].level for g in written)  # deepest first
-    parents = [g for g in groups if g.children]
-    assert all(result[p.id].metadata["from_children"] == p.children for p in parents)
-    written.clear()
-    again, counts = await summarizer.asummarize(groups)
-    assert written == [] and counts == {"written": 0, "reused": len(groups)} and again == result
-    lazy, counts = await summarizer.asummarize(groups, only=set())
-    assert written == [] and all(has_summary(g) for g in lazy.values())  # held summaries come back
 
 
 def test_configuration_is_validated_stored_and_described(tmp_path):

@@ -2,13 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from rhizome.core import VectorIndex
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.models.fake import FakeChatModel
-from rhizome.core.stages import stored_results
 from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
 from rhizome.core.text import count_tokens
-from rhizome.core.types import Entity, Relation
 
 
 async def test_short_descriptions_are_joined_without_a_model_call():
@@ -61,35 +58,3 @@ def test_invalid_settings():
         DescriptionSummarizer(max_tokens=4)
     with pytest.raises(ConfigurationError):
         DescriptionSummarizer(min_fragments=1)
-
-
-async def test_records_are_described_once_and_a_model_free_pass_reads_the_held_summaries():
-    def records() -> list:
-        many = [f"Fact {i} about the place." for i in range(4)]
-        return [
-            Entity(id="oskel", name="Oskel", descriptions=["An island."]),
-            Entity(id="mira", name="Mira", descriptions=many),
-            Relation(id="mira", source="mira", target="oskel", descriptions=many),  # an entity's id may be a relation's
-        ]
-
-    store = VectorIndex().store
-    names = {"oskel": "Oskel", "mira": "Mira"}.__getitem__
-    llm = FakeChatModel(lambda messages, schema: {"summary": "summary: " + messages[-1]["content"].split("\n")[0]})
-    summarizer = DescriptionSummarizer(llm, max_tokens=100, min_fragments=3)
-    first = records()
-    digests, written = await summarizer.adescribe(store, "test.summary", first, names)
-    assert written == 2 and len(set(digests)) == 2 and llm.usage.calls == 2
-    assert [r.description for r in first] == ["An island.", "summary: Subject: Mira", "summary: Subject: Mira — Oskel"]
-    assert set(stored_results(store, "test.summary", digests)) == set(digests)
-
-    again = records()
-    assert await summarizer.adescribe(store, "test.summary", again, names) == (digests, 0)
-    held = records()
-    summarizer.describe_held(store, "test.summary", held, names)
-    assert [r.description for r in again] == [r.description for r in held] == [r.description for r in first]
-    assert llm.usage.calls == 2
-
-    offline = records()  # what the stage does not hold yet (another model wrote nothing) is cut down
-    DescriptionSummarizer(None, max_tokens=100, min_fragments=3).describe_held(store, "test.summary", offline, names)
-    assert offline[0].description == "An island."
-    assert offline[1].description == extractive_summary([f"Fact {i} about the place." for i in range(4)], 100)

@@ -453,7 +453,7 @@ def _records(index: GraphRAGIndex) -> dict[str, Any]:
         vectors.setdefault(collection, set()).add(key)
     return {
         "chunks": {r[0] for r in index.store.query("SELECT id FROM chunks")},
-        "extractions": {e.chunk_id: e.model_dump() for e in index.extractions.all()},
+        "extractions": {e.chunk_id: e.model_dump() for e in index.entity_graph.extractions.all()},
         "entities": {e.id: e.model_dump() for e in index.entity_table.all()},
         "relations": {r.id: r.model_dump() for r in index.relation_table.all()},
         "communities": {c.id: c.model_dump() for c in index.communities.groups.all()},

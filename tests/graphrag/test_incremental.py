@@ -101,9 +101,9 @@ def test_an_interrupted_update_is_finished_by_the_next_insert(monkeypatch):
         patch.setattr(module, "recluster_hierarchy", killed)
         with pytest.raises(KeyboardInterrupt):
             index.insert(docs[10:15])
-    assert index.needs_refresh and index.unmerged.count() > 0
+    assert index.needs_refresh and index.changed.count() > 0
     index.insert(docs[15:])  # merges the chunks the cut-short insert left as well as its own
-    assert not index.needs_refresh and index.unmerged.count() == 0
+    assert not index.needs_refresh and index.changed.count() == 0
     names = {e.name for e in index.entity_table.all()}
     assert {"Ivan Petrov", "Mona Berg"} <= names
     clustered = {e for c in index.graph().communities.values() for e in c.entity_ids}

@@ -20,10 +20,15 @@ The **C-HNSW** index (:mod:`rhizome.archrag.chnsw`) is built from the stored vec
 at layer 0, each community layer above — when a search first needs it after a change, and kept
 until the next change; being seeded, it is the same graph in every process.
 
-Changes: an insert extracts only the new chunks; a delete drops the extractions of the
-document's chunks. Either way the graph and the layers are then rebuilt from the stored
-extractions, which is cheap: description summaries, reports and embeddings are keyed by their
-input, so only what changed is paid for, and an interrupted rebuild loses only the calls in
+Records: the kernel's entity-graph layer (:class:`~rhizome.core.graph.store.EntityGraphStore`,
+tables and collections prefixed ``archrag_``: :data:`ARCHRAG`) keeps each chunk's extraction
+and the entity and relation profiles with their vectors.
+
+Changes: an insert extracts only the new chunks and the layer folds them onto the profiles they
+touch (summaries and vectors only for the profiles that changed); a delete re-folds the profiles
+the removed chunks supported from the chunks left. Either way the layers of communities are
+then built again from the profiles: reports and embeddings are keyed by their input, so only
+communities whose input changed are paid for, and an interrupted build loses only the calls in
 flight. Between a delete's commit and the end of its rebuild, hits cite only chunks still
 stored (a hit left with none is dropped).
 """
@@ -42,7 +47,10 @@ from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 from rhizome.core.entity_graph import EntityGraph, StoredEntityGraph
 from rhizome.core.export import GraphContents
-from rhizome.core.extraction import Extraction, merge_extraction_batches
+from rhizome.core.extraction import Extraction
+from rhizome.core.graph.mentions import chunk_record
+from rhizome.core.graph.profiles import FoldPolicy, triple_key
+from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.hierarchy import (
     GroupInput,
     GroupSummarizer,
@@ -50,8 +58,18 @@ from rhizome.core.hierarchy import (
     SummaryFields,
     community_key,
 )
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats, VectorBatch, batch_chunks
+from rhizome.core.index import (
+    BaseIndex,
+    Batch,
+    ChunkVectors,
+    ModeInfo,
+    Stats,
+    VectorBatch,
+    add_counts,
+    batch_chunks,
+)
 from rhizome.core.naive import NAIVE
+from rhizome.core.resolution import EntityResolver
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
 from rhizome.core.storage import Connection
@@ -60,11 +78,10 @@ from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.core.writers import GroupWriter
 
-SUMMARY_STAGE = "archrag.summary"
 REPORT_STAGE = "archrag.report"
-MERGE_BATCH = 1_000
-"""Chunks whose extractions the rebuild reads and merges at a time: the merged graph is held
-whole, the raw extractions only a batch at a time."""
+ADOPTED = "archrag.graph_layer"
+"""Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
+kernel extractions; its first writable open converts them)."""
 
 
 def entity_text(entity: Entity) -> str:
@@ -72,11 +89,16 @@ def entity_text(entity: Entity) -> str:
     return f"{entity.name} {entity.description}".strip()
 
 
-def relation_text(relation: Relation, names: Mapping[str, str]) -> str:
-    """A relation as it is embedded and shown: ``source — target: description``."""
+def relation_text(relation: Relation, source: str, target: str) -> str:
+    """A relation as it is embedded and shown: ``source — target: description`` (``source``,
+    ``target``: its entities' names)."""
     said = (relation.description or relation.predicate or ", ".join(relation.keywords)).strip()
-    pair = f"{names.get(relation.source, relation.source)} — {names.get(relation.target, relation.target)}"
-    return f"{pair}: {said}" if said else pair
+    return f"{source} — {target}: {said}" if said else f"{source} — {target}"
+
+
+ARCHRAG = FoldPolicy(relation_key=triple_key, entity_text=entity_text, relation_text=relation_text)
+"""ArchRAG's graph: GraphRAG-style extraction folded into a relation per subject, predicate and
+object, weights summed, descriptions summarised past the budget."""
 
 
 def community_text(community: Community) -> str:
@@ -119,7 +141,7 @@ def offline_report(data: GroupInput) -> SummaryFields:
     return {"title": title or data.group.id, "summary": summary, "rating": None, "findings": findings, "by": "offline"}
 
 
-class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extraction]], None]):
+class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
     """An ArchRAG index: an entity graph, attributed communities in layers, a C-HNSW index over
     them, and hierarchical search with adaptive filtering.
 
@@ -149,33 +171,57 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extra
     """Entity names alone, what the names a query mentions are linked to."""
 
     def _setup(self) -> None:
-        self.extractions = self.store.table("archrag_extractions", Extraction, key="chunk_id")
-        self.entity_table = self.store.table("archrag_entities", Entity)
-        self.relation_table = self.store.table("archrag_relations", Relation)
-        self.communities = Hierarchy(self.store, "archrag_communities")
         c = self.config
-        self.summarizer = DescriptionSummarizer(
-            self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
+        self.entity_graph = EntityGraphStore(
+            self.store,
+            "archrag",
+            embed=self.embed,
+            summarizer=DescriptionSummarizer(
+                self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
+            ),
+            resolver=EntityResolver(),
+            resolution=False,
+            policy=ARCHRAG,
         )
+        self.entity_table = self.entity_graph.entities
+        self.relation_table = self.entity_graph.relations
+        self.communities = Hierarchy(self.store, "archrag_communities")
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
+        if not self.store.readonly and not self.store.get_meta(ADOPTED, False):
+            # an index written before the layer: its per-chunk records become the layer's
+            old = [chunk_record(x) for x in self.entity_graph.extractions.view(Extraction).all()]
+            with self.store.transaction() as db:
+                self.entity_graph.adopt(db, old)
+                self.store.set_meta(db, ADOPTED, True)
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[list[str], Any, list[Extraction]]:
+    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, ChunkVectors]:
         chunks = batch_chunks(batch)
-        extractions = await self.extractor.aextract(chunks)
-        ids, vectors = await self.embed_chunks(chunks)
-        return ids, vectors, extractions
+        records = [chunk_record(x) for x in await self.extract(chunks)]
+        change = await self.entity_graph.plan(records, self.replaced_chunk_ids(batch), defer=True)
+        add_counts(stats, change.counts())
+        return change, await self.embed_chunks(chunks)
 
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[list[str], Any, list[Extraction]]) -> None:
-        ids, vectors, extractions = prepared
-        self.put_chunk_vectors(db, ids, vectors)
-        self.extractions.put(db, extractions)
+    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
+        change, (chunk_ids, vectors) = prepared
+        self.entity_graph.write(db, change)
+        self.put_chunk_vectors(db, chunk_ids, vectors)
+
+    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> GraphChange:
+        change = await self.entity_graph.plan([], self.store.chunk_ids(document_ids))
+        add_counts(stats, change.counts())
+        return change
+
+    def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
+        self.entity_graph.write(db, prepared)
 
     def _remove_document(self, db: Connection, document_id: str) -> int:
-        self.extractions.delete(db, self.store.chunk_ids([document_id]))
+        self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
+        if self.entity_graph.pending.keys():
+            stats["summaries_written"] = stats.get("summaries_written", 0) + await self.entity_graph.settle()
         await self._rebuild(stats)
 
     # -- the graph and its layers ----------------------------------------------------------
@@ -209,50 +255,32 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extra
 
     def graph_contents(self) -> GraphContents:
         """Entities, relations and the attributed communities of every layer."""
-        return GraphContents(self.entity_table.all(), self.relation_table.all(), list(self.communities.all().values()))
+        return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations(), list(self.communities.all().values()))
 
     async def _rebuild(self, stats: Stats) -> None:
-        old_entities = {e.id: e for e in self.entity_table.all()}
-        old_relations = {r.id: r for r in self.relation_table.all()}
+        """Build the layers of communities again from the stored profiles and their vectors."""
+        # in the order of their first mention, chunk by chunk: the layers depend on it
+        entity_ids, relation_ids = self.entity_graph.first_seen(self.store.chunk_ids())
+        graph = EntityGraph.build(self.entity_table.get(entity_ids), self.relation_table.get(relation_ids))
         old_communities = self.communities.all()
-        chunk_ids = self.store.chunk_ids()
-        parts = (list(self.extractions.get(chunk_ids[i : i + MERGE_BATCH]).values()) for i in range(0, len(chunk_ids), MERGE_BATCH))
-        entities, relations = merge_extraction_batches(parts, len(chunk_ids), consume=True)
-        relations = {k: r for k, r in relations.items() if r.source in entities and r.target in entities}
-        names = {eid: e.name for eid, e in entities.items()}
-        summary_digests, stats["summaries_written"] = await self.summarizer.adescribe(
-            self.store, SUMMARY_STAGE, [*entities.values(), *relations.values()], names.__getitem__
-        )
-
-        entity_batch = await self.embed_changed(self.ENTITY_COLLECTION, {k: entity_text(e) for k, e in entities.items()}, what="entities")
-        relation_batch = await self.embed_changed(self.RELATION_COLLECTION, {k: relation_text(r, names) for k, r in relations.items()}, what="relations")
-        name_batch = await self.embed_changed(self.NAME_COLLECTION, names, what="entity names")
-        graph = EntityGraph.build(entities, relations)
-        vectors = self._vectors(self.ENTITY_COLLECTION, list(entities), entity_batch)
+        vectors = self._vectors(self.ENTITY_COLLECTION, list(graph.entities), None)
         layers, batches, counts = await self._cluster(graph, vectors, stats)
-
         with self.store.transaction() as db:
-            gone_entities = self.entity_table.replace(db, old_entities, entities)
-            gone_relations = self.relation_table.replace(db, old_relations, relations)
-            self.store.delete_vectors(db, self.ENTITY_COLLECTION, gone_entities)
-            self.store.delete_vectors(db, self.RELATION_COLLECTION, gone_relations)
-            self.store.delete_vectors(db, self.NAME_COLLECTION, gone_entities)
             self.communities.delete(db, [c for k, c in old_communities.items() if k not in layers])
             self.communities.put(db, [c for k, c in layers.items() if old_communities.get(k) != c])
-            for batch in (entity_batch, relation_batch, name_batch, *batches):
+            for batch in batches:
                 batch.write(db, self.store)
-            prune_stage(db, SUMMARY_STAGE, summary_digests)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in layers.values()))
         await asyncio.to_thread(self.chnsw)  # the C-HNSW of the new state, so the first query does not wait
         stats.update(
-            entities=len(entities), relations=len(relations), communities=len(layers),
+            entities=len(graph.entities), relations=len(graph.relations), communities=len(layers),
             layers=max((c.level for c in layers.values()), default=0),
             reports_written=counts["written"], reports_reused=counts["reused"],
         )
 
-    def _vectors(self, collection: str, keys: list[str], fresh: VectorBatch) -> np.ndarray:
+    def _vectors(self, collection: str, keys: list[str], fresh: VectorBatch | None) -> np.ndarray:
         """The vectors of ``keys``: just embedded (``fresh``) or stored."""
-        new = dict(zip(fresh.ids, fresh.vectors if fresh.ids else []))
+        new = dict(zip(fresh.ids, fresh.vectors)) if fresh is not None and fresh.ids else {}
         held = [k for k in keys if k not in new]
         stored = dict(zip(held, self.store.collection(collection).vectors(held))) if held else {}
         if not keys:

@@ -176,7 +176,8 @@ class HierarchicalSearch(BaseRetriever):
                 text = f"{entity.name}: {entity.description}".strip().rstrip(":")
                 metadata["name"] = entity.name
             elif kind == "relation":
-                text = relation_text(graph.relations[key], names)
+                relation = graph.relations[key]
+                text = relation_text(relation, names.get(relation.source, relation.source), names.get(relation.target, relation.target))
             else:
                 community = graph.communities[key]
                 text = community_text(community)

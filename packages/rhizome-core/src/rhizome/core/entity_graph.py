@@ -7,8 +7,8 @@ Leiden clusters (:func:`~rhizome.core.hierarchy.cluster_hierarchy`). GraphRAG bu
 ArchRAG and HippoRAG, which also cluster or walk an entity graph, can too.
 
 :class:`StoredEntityGraph` is the index mixin that builds both this graph and the entity–passage
-:class:`~rhizome.core.evidence.EvidenceGraph` from an index's entity, relation and community
-tables, and caches them until those tables change (GraphRAG and ArchRAG).
+:class:`~rhizome.core.evidence.EvidenceGraph` from an index's entity-graph layer and community
+hierarchy, and caches them until those change (GraphRAG and ArchRAG).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.types import Community, Entity, Relation
 
 if TYPE_CHECKING:
+    from rhizome.core.graph.store import EntityGraphStore
     from rhizome.core.hierarchy import Hierarchy
-    from rhizome.core.records import RecordTable
 
 
 @dataclass
@@ -141,17 +141,17 @@ def weighted_graph(relations: Iterable[Relation], entity_ids: Container[str]) ->
 
 
 class StoredEntityGraph:
-    """Mixin for a :class:`~rhizome.core.index.BaseIndex` that keeps its merged entities in
-    ``entity_table``, its relations in ``relation_table`` and its communities in
-    ``communities``: the graph of them and the evidence graph its searches walk, each cached
-    until one of the tables it is built from is written.
+    """Mixin for a :class:`~rhizome.core.index.BaseIndex` whose profiles live in an
+    :class:`~rhizome.core.graph.store.EntityGraphStore` (``entity_graph``) and whose communities
+    are a :class:`~rhizome.core.hierarchy.Hierarchy` (``communities``): the graph of them, the
+    evidence graph and the fact graph its searches walk, each cached until one of the tables it
+    is built from is written.
 
-    Both read every table inside their build, after the generations that key them (see
+    Each reads its tables inside its build, after the generations that key it (see
     ``BaseIndex.derived``): a graph read before its key may be older than the key, and a write
     committed in between would leave it cached as current."""
 
-    entity_table: RecordTable[Entity]
-    relation_table: RecordTable[Relation]
+    entity_graph: EntityGraphStore
     communities: Hierarchy
     ENTITY_COLLECTION: ClassVar[str]
     NAME_COLLECTION: ClassVar[str]
@@ -159,19 +159,17 @@ class StoredEntityGraph:
     derived: Callable[..., Any]
     """:meth:`~rhizome.core.index.BaseIndex.derived` of the index this is mixed into."""
 
-    def graph_generations(self) -> tuple[int, int, int]:
-        """The generations of the three tables :meth:`graph` is built from."""
-        return self.entity_table.generation(), self.relation_table.generation(), self.communities.groups.generation()
+    def graph_generations(self) -> tuple[int, ...]:
+        """The generations of the tables :meth:`graph` is built from."""
+        return (*self.entity_graph.generations(), self.communities.groups.generation())
 
     def graph(self) -> EntityGraph:
         """The current entities, relations and communities (cached until the next change)."""
-        return self.derived(
-            "graph",
-            self.graph_generations(),
-            lambda: EntityGraph.build(
-                {e.id: e for e in self.entity_table.all()}, {r.id: r for r in self.relation_table.all()}, self.communities.all()
-            ),
-        )
+        def build() -> EntityGraph:
+            entities = {e.id: e for e in self.entity_graph.all_entities()}
+            return EntityGraph.build(entities, {r.id: r for r in self.entity_graph.all_relations()}, self.communities.all())
+
+        return self.derived("graph", self.graph_generations(), build)
 
     def name_collection(self) -> str:
         """The collection the names a query mentions are linked to: the entity names
@@ -181,19 +179,12 @@ class StoredEntityGraph:
     def fact_graph(self) -> FactGraph:
         """The relations and the chunks each was extracted from, for chains of facts (cached
         until the next change)."""
-        def build() -> FactGraph:
-            return FactGraph((r.id, r.source, r.target, r.source_chunk_ids) for r in self.graph().relations.values())
-
-        return self.derived("fact-graph", (self.entity_table.generation(), self.relation_table.generation()), build)
+        return self.derived("fact-graph", self.entity_graph.generations(), self.entity_graph.fact_graph)
 
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph of the current entities and relations (cached until the
         next change)."""
-        def build() -> EvidenceGraph:
-            graph = self.graph()
-            return EvidenceGraph.from_records(graph.entities.values(), graph.relations.values())
-
-        return self.derived("evidence", (self.entity_table.generation(), self.relation_table.generation()), build)
+        return self.derived("evidence", self.entity_graph.generations(), self.entity_graph.evidence_graph)
 
 
 __all__ = ["EntityGraph", "StoredEntityGraph", "weighted_graph"]

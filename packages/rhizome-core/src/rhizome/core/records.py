@@ -48,7 +48,7 @@ class RecordTable(Generic[R]):
     """
 
     def __init__(
-        self, store: IndexStore, name: str, model: type[R], *, key: str = "id", lookups: Sequence[str] = (), hand_over: bool = False
+        self, store: IndexStore, name: str, model: type[R], *, key: str = "id", lookups: Sequence[str] = ()
     ) -> None:
         for part in (name, key, *lookups):
             if not _NAME.match(part):
@@ -59,12 +59,6 @@ class RecordTable(Generic[R]):
         self.key = key
         self.lookups = tuple(lookups)
         self.sql = f"rec_{name}"
-        self._written: dict[str, tuple[str, R]] | None = {} if hand_over else None
-        """With ``hand_over``: records :meth:`put` wrote, by key, with their JSON. The next
-        :meth:`get` of a key takes its record from here instead of decoding the row, when the
-        row still holds that JSON (a write rolled back or replaced since is decoded as usual).
-        For records written to be read back once, soon, by a writer that no longer changes them
-        (a method's extractions, merged after the insert that wrote them)."""
 
     def create(self, db: Any) -> None:
         self.store.create_record_table(db, self.sql, self.lookups)
@@ -88,8 +82,7 @@ class RecordTable(Generic[R]):
         for part in batches(wanted):
             marks = ",".join("?" * len(part))
             for key, data in self._rows(f"SELECT key, data FROM {self.sql} WHERE key IN ({marks})", part):
-                held = self._written.pop(key, None) if self._written is not None else None
-                found[key] = held[1] if held is not None and held[0] == data else self.model.model_validate_json(data)
+                found[key] = self.model.model_validate_json(data)
         return {k: found[k] for k in wanted if k in found}
 
     def one(self, key: str) -> R | None:
@@ -164,8 +157,6 @@ class RecordTable(Generic[R]):
         ]
         if not rows:
             return
-        if self._written is not None:
-            self._written.update((row[0], (row[-1], r)) for row, r in zip(rows, records, strict=True))
         db.upsert(self.sql, ("key", *(f"f_{f}" for f in self.lookups), "data"), ("key",), rows)
         self.store.bump(db, self.sql)
 
@@ -188,12 +179,6 @@ class RecordTable(Generic[R]):
     def _delete(self, db: Any, column: str, values: list[str]) -> None:
         if not values:
             return
-        if self._written:
-            if column == "key":
-                for key in values:
-                    self._written.pop(key, None)
-            else:
-                self._written.clear()
         for part in batches(values):
             db.execute(f"DELETE FROM {self.sql} WHERE {column} IN ({','.join('?' * len(part))})", list(part))
         self.store.bump(db, self.sql)

@@ -715,13 +715,13 @@ class IndexStore:
     def set_meta(db: Connection, key: str, value: Any) -> None:
         db.upsert("meta", ("key", "value"), ("key",), [(key, json.dumps(value))])
 
-    def table(self, name: str, model: type[Any], *, key: str = "id", lookups: Sequence[str] = (), hand_over: bool = False) -> RecordTable[Any]:
+    def table(self, name: str, model: type[Any], *, key: str = "id", lookups: Sequence[str] = ()) -> RecordTable[Any]:
         """The record table ``name`` of ``model`` records (created on first use; see
-        :mod:`rhizome.core.records`; ``hand_over``: see :class:`RecordTable`)."""
+        :mod:`rhizome.core.records`)."""
         with self._lock:
             table = self._tables.get(name)
             if table is None:
-                table = RecordTable(self, name, model, key=key, lookups=lookups, hand_over=hand_over)
+                table = RecordTable(self, name, model, key=key, lookups=lookups)
                 if not self.readonly:
                     with self.transaction() as db:
                         table.create(db)

@@ -5,15 +5,15 @@ them into one (at most 500 tokens); LightRAG does so when a merge brings at leas
 or their length exceeds a budget. :class:`DescriptionSummarizer` covers both: descriptions that
 fit the budget are joined as they are (no model call); longer ones are summarised by the chat
 model — map-reduce when they exceed the model's input budget — or, offline, cut down to the
-sentences most shared with the other descriptions. :meth:`DescriptionSummarizer.adescribe` does
-that for a batch of entities and relations through a resumable stage, so an interrupted build
-pays only for the summaries it had not written.
+sentences most shared with the other descriptions. :meth:`DescriptionSummarizer.job` makes one
+summary a job of a resumable stage (the entity-graph layer runs them so), so an interrupted
+build pays only for the summaries it had not written.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from rhizome.core.embeddings import hashed_features
 from rhizome.core.errors import ConfigurationError, PromptTooLongError
 from rhizome.core.models.budget import fit
-from rhizome.core.stages import Job, arun_stage, digest, stored_results
+from rhizome.core.stages import Job, digest
 from rhizome.core.text import (
     count_tokens,
     min_tokens,
@@ -29,7 +29,6 @@ from rhizome.core.text import (
     truncate_tokens,
     within_tokens,
 )
-from rhizome.core.types import Entity, Relation
 
 SUMMARY_SYSTEM = (
     "You merge notes about one subject into a single faithful description. Keep every distinct "
@@ -123,40 +122,6 @@ class DescriptionSummarizer:
         ``descriptions`` about ``subject``: its digest and the call that writes it."""
         return self.digest(subject, descriptions), functools.partial(self.asummarize, subject, descriptions)
 
-    async def adescribe(self, store: Any, stage: str, records: Iterable[Entity | Relation], name: Callable[[str], str]) -> tuple[list[str], int]:
-        """Give each record its description: its descriptions joined when that needs no summary,
-        else their summary from the resumable ``stage`` (:func:`~rhizome.core.stages.arun_stage`:
-        written now unless held). ``name`` maps an entity id to its name (a relation's summary
-        is about its two ends). Returns the digests of the summaries the records use (what the
-        stage keeps when it is pruned) and how many were written now."""
-        waiting = self._waiting(records, name)
-        jobs = {i: (d, functools.partial(self.asummarize, subject, record.descriptions)) for i, (record, subject, d) in enumerate(waiting)}
-        summaries, written = await arun_stage(store, stage, jobs, label="summarising descriptions")
-        for i, text in summaries.items():
-            waiting[i][0].description = text
-        return [d for _, _, d in waiting], written
-
-    def describe_held(self, store: Any, stage: str, records: Iterable[Entity | Relation], name: Callable[[str], str]) -> None:
-        """:meth:`adescribe` without a model call: a summary ``stage`` does not hold yet is
-        replaced by the extractive summary until a later rebuild pays for it."""
-        waiting = self._waiting(records, name)
-        held = stored_results(store, stage, (d for _, _, d in waiting))
-        for record, _, d in waiting:
-            record.description = held[d] if d in held else extractive_summary(_distinct(record.descriptions), self.max_tokens)
-
-    def _waiting(self, records: Iterable[Entity | Relation], name: Callable[[str], str]) -> list[tuple[Entity | Relation, str, str]]:
-        """Joins the descriptions of the records that need no summary; the others, each with
-        its summary's subject and digest."""
-        waiting = []
-        for record in records:
-            joined = self.joined(record.descriptions)
-            if joined is None:
-                subject = summary_subject(record, name)
-                waiting.append((record, subject, self.digest(subject, record.descriptions)))
-            else:
-                record.description = joined
-        return waiting
-
     async def _reduce(self, subject: str, fragments: list[str], depth: int = 0) -> str:
         # the input budget, less when the model's window holds less with room for the summary
         limit = fit(
@@ -190,12 +155,6 @@ class DescriptionSummarizer:
         if len(summaries) == 1:
             return summaries[0]
         return await self._reduce(subject, summaries, depth + 1)
-
-
-def summary_subject(record: Entity | Relation, name: Callable[[str], str]) -> str:
-    """What a record's description summary is about: the entity's name, or the names of a
-    relation's two ends (``name`` maps an entity id to its name)."""
-    return record.name if isinstance(record, Entity) else f"{name(record.source)} — {name(record.target)}"
 
 
 def _distinct(descriptions: Sequence[str], stop: int | None = None) -> list[str]:
@@ -239,4 +198,4 @@ def extractive_summary(fragments: Sequence[str], max_tokens: int) -> str:
     return " ".join(sentences[i] for i in sorted(chosen))
 
 
-__all__ = ["DescriptionSummarizer", "extractive_summary", "summary_subject"]
+__all__ = ["DescriptionSummarizer", "extractive_summary"]

@@ -2,31 +2,29 @@
 
 Indexing: chunks (1,200 tokens, 100 overlap) → entities and relations per chunk (the
 extraction spec: a chat model with gleaning, the offline extractor, or imported OpenIE triples)
-→ merged across chunks, their descriptions summarised → hierarchical Leiden communities (max
-cluster size 10, seeded) → community reports written bottom-up (or lazily, only when a query
-needs them) → embeddings of chunks, entity descriptions and reports.
+→ folded into entity and relation profiles, their descriptions summarised → hierarchical
+Leiden communities (max cluster size 10, seeded) → community reports written bottom-up (or
+lazily, only when a query needs them) → embeddings of chunks, entities, relations and reports.
 
-Storage: record tables ``graphrag_extractions`` (per chunk), ``graphrag_entities``,
-``graphrag_relations``, the edge table ``graphrag_edges`` (per source entity, the relations
-Leiden reads) and the community hierarchy ``graphrag_communities`` (with a report
-vector collection per level); chunk and entity vectors are the collections ``chunks`` and
-``graphrag_entities``.
+Records: the kernel's entity-graph layer (:class:`~rhizome.core.graph.store.EntityGraphStore`,
+tables and collections prefixed ``graphrag_``) keeps each chunk's extraction and the profiles
+(a relation per subject, predicate and object: :data:`GRAPHRAG`) with their vectors. GraphRAG
+adds the edge table ``graphrag_edges`` (per source entity, the relations Leiden reads), the
+community hierarchy ``graphrag_communities`` (with a report vector collection per level) and
+``graphrag_changed``: the profiles changed since the communities were last brought up to date,
+with what they showed before.
 
-Updates: an insert extracts only the new chunks and updates the graph incrementally
-(:meth:`GraphRAGIndex._update`); a delete drops the extractions of the document's chunks and
-the graph is rebuilt from the stored extractions. The expensive steps are resumable stages
-keyed by their input: description
-summaries (by the descriptions), reports (by the context they are written from) and embeddings
-(by the embedded text). So only what changed is paid for, an interrupted rebuild loses only the
-calls in flight, and nothing only a deleted document supported survives.
-
-A delete (or the replacement of a document) does not wait for the rebuild to forget the old
-chunks: its own transaction re-merges the entities and relations citing them from the
-extractions that still support them (those left with none go, with their vectors), and drops
-the communities holding a member it touched, reports and vectors with them. So whatever a search
-reads once the delete commits cites no deleted document, whether or not the rebuild runs; the
-rebuild (or, when it was cut short, the next insert, delete or refresh) re-clusters and writes
-the reports again.
+Updates: an insert extracts only the new chunks and the layer folds them onto the profiles they
+touch; once the call's summaries are written, the communities are updated incrementally around
+the changed profiles (:meth:`GraphRAGIndex._update`). A delete (or the replacement of a
+document) re-folds, in its own transaction, the profiles the removed chunks supported from the
+chunks left (those left with none go, with their vectors) and drops the communities holding an
+entity it touched, reports and vectors with them; so whatever a search reads once it commits
+cites no deleted document. The whole graph is then clustered again (:meth:`GraphRAGIndex._rebuild`;
+when cut short, by the next insert, delete or refresh). The expensive steps are resumable
+stages keyed by their input: description summaries, reports (by the context they are written
+from) and embeddings (by the embedded text), so only what changed is paid for and an
+interrupted build loses only the calls in flight.
 """
 
 from __future__ import annotations
@@ -40,8 +38,12 @@ from pydantic import BaseModel
 
 from rhizome.core.entity_graph import EntityGraph, StoredEntityGraph
 from rhizome.core.export import GraphContents
-from rhizome.core.extraction import Extraction, merge_extractions, merged_ids
+from rhizome.core.extraction import Extraction
 from rhizome.core.graph import WeightedEdges, leiden_library_versions, modularity
+from rhizome.core.graph.lists import entity_profile, relation_profile
+from rhizome.core.graph.mentions import chunk_record
+from rhizome.core.graph.profiles import FoldPolicy, triple_key
+from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.hierarchy import (
     GroupSummarizer,
     Hierarchy,
@@ -53,13 +55,14 @@ from rhizome.core.hierarchy import (
 from rhizome.core.index import (
     BaseIndex,
     Batch,
+    ChunkVectors,
     ModeInfo,
     Stats,
-    VectorBatch,
     add_counts,
     batch_chunks,
 )
 from rhizome.core.naive import NAIVE
+from rhizome.core.resolution import EntityResolver
 from rhizome.core.stages import prune_stage
 from rhizome.core.storage import Connection
 from rhizome.core.summarize import DescriptionSummarizer
@@ -67,10 +70,7 @@ from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
 
-SUMMARY_STAGE = "graphrag.summary"
 REPORT_STAGE = "graphrag.report"
-GLOBAL_METADATA = ("pmi", "npmi")
-"""Relation metadata computed over the whole graph: kept as they are until the rebuild."""
 FULL_REBUILD = "graphrag.full_rebuild"
 """Meta flag: a delete or replacement happened, so the next rebuild is a full one."""
 MODULARITY = "graphrag.modularity"
@@ -83,18 +83,53 @@ MOVABLE_SHARE = 0.5
 LEGACY_EDGES = "graphrag.edges"
 """Meta of indexes from before the edge table: the whole edge list as one JSON value (dropped
 when the edge table is first filled)."""
+ADOPTED = "graphrag.graph_layer"
+"""Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
+kernel extractions; its first writable open converts them)."""
+
+
+def _entity_text(entity: Entity) -> str:
+    """What an entity's vector is made from."""
+    return f"{entity.name}: {entity.description}".strip()
+
+
+def _relation_text(relation: Relation, source: str, target: str) -> str:
+    """What a relation's vector is made from: its two entities' names, its predicate and description."""
+    statement = " ".join(x for x in (source, relation.predicate, target) if x)
+    return f"{statement}: {relation.description}".strip() if relation.description else statement
+
+
+GRAPHRAG = FoldPolicy(relation_key=triple_key, entity_text=_entity_text, relation_text=_relation_text)
+"""GraphRAG's graph: a relation per subject, predicate and object (the undirected pair when the
+extractor gave no predicate), weighted by the summed strengths, every distinct description
+kept and summarised past the budget."""
 
 
 class _Edges(BaseModel):
     """The relations from one entity to other entities as the clustering reads them: a row of
-    the edge table ``graphrag_edges``, written with the relations by every rebuild, update and
-    delete, so an update reads the graph's structure (70k relations: 7k rows) without
+    the edge table ``graphrag_edges``, written with the communities by every rebuild and
+    update, so an update reads the graph's structure (70k relations: 7k rows) without
     decoding every relation record."""
 
     id: str
     """The source entity."""
     edges: list[tuple[str, str, float]]
     """``(relation id, target entity, weight)``, by relation id."""
+
+
+class _Changed(BaseModel):
+    """A profile (``e:<id>`` or ``r:<id>``) changed since the communities were last brought up
+    to date, as it was stored before (``None``: it is new): a row of ``graphrag_changed``."""
+
+    id: str
+    entity: Entity | None = None
+    relation: Relation | None = None
+
+
+class _Unmerged(BaseModel):
+    """A chunk an index written before the layer had stored but not yet merged."""
+
+    chunk_id: str
 
 
 class _EntityView(BaseModel):
@@ -136,34 +171,23 @@ class _Outline:
     weight: float
 
 
-class _Unmerged(BaseModel):
-    """A chunk whose extraction is stored but not yet merged into the graph."""
-
-    chunk_id: str
-
-
 @dataclass
-class _Removal:
-    """What removing chunks changes before the rebuild, computed outside the transaction."""
+class _Planned:
+    """A change planned outside its transaction: the layer's, the rows of ``graphrag_changed``
+    it adds and, when it removes chunks, what the removal does to the communities and the edge
+    table until the whole graph is clustered again."""
 
-    chunks: set[str] = field(default_factory=set)
-    entities: dict[str, Entity] = field(default_factory=dict)
-    """Entities citing a removed chunk, re-merged from the extractions still supporting them."""
-    relations: dict[str, Relation] = field(default_factory=dict)
-    deleted_entities: list[str] = field(default_factory=list)
-    deleted_relations: list[str] = field(default_factory=list)
+    change: GraphChange
+    changed: list[_Changed]
     dropped: list[Community] = field(default_factory=list)
-    """Communities holding a touched entity (their reports were written from what it was)."""
-    changed: list[Community] = field(default_factory=list)
+    """Communities holding an entity the removal touched (their reports were written from what it was)."""
+    kept: list[Community] = field(default_factory=list)
     """Communities left whose parent was dropped (now roots)."""
-    vectors: VectorBatch | None = None
-    name_vectors: VectorBatch | None = None
-    relation_vectors: VectorBatch | None = None
     edges: list[_Edges] = field(default_factory=list)
     """Rows of the edge table the removal changes (those left empty go)."""
 
 
-class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extraction], _Removal], _Removal]):
+class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], _Planned]):
     """A GraphRAG index: entity graph, hierarchical communities with reports, and local, global,
     DRIFT and naive (chunk vector) search.
 
@@ -184,150 +208,127 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
     config: GraphRAGConfig
     ENTITY_COLLECTION: ClassVar[str] = "graphrag_entities"
     RELATION_COLLECTION: ClassVar[str] = "graphrag_relations"
-    NAME_COLLECTION: ClassVar[str] = "graphrag_names"
-    """Entity names alone, what the names a query mentions are linked to."""
     """Relation vectors (``source predicate target: description``): the facts local search
     matches the question against."""
+    NAME_COLLECTION: ClassVar[str] = "graphrag_names"
+    """Entity names alone, what the names a query mentions are linked to."""
 
     def _setup(self) -> None:
-        self.extractions = self.store.table("graphrag_extractions", Extraction, key="chunk_id", hand_over=True)
-        self.entity_table = self.store.table("graphrag_entities", Entity)
-        self.relation_table = self.store.table("graphrag_relations", Relation)
+        c = self.config
+        self.entity_graph = EntityGraphStore(
+            self.store,
+            "graphrag",
+            embed=self.embed,
+            summarizer=DescriptionSummarizer(
+                self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
+            ),
+            resolver=EntityResolver(),
+            resolution=False,
+            policy=GRAPHRAG,
+        )
+        self.entity_table = self.entity_graph.entities
+        self.relation_table = self.entity_graph.relations
         self.edge_table = self.store.table("graphrag_edges", _Edges)
         self.communities = Hierarchy(self.store, "graphrag_communities")
-        self.unmerged = self.store.table("graphrag_unmerged", _Unmerged, key="chunk_id")
-        c = self.config
-        self.summarizer = DescriptionSummarizer(
-            self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
-        )
+        self.changed = self.store.table("graphrag_changed", _Changed)
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
+        if not self.store.readonly and not self.store.get_meta(ADOPTED, False):
+            self._adopt()
+
+    def _adopt(self) -> None:
+        """Convert an index written before the layer (once, on a writable open): its kernel
+        extractions become the layer's per-chunk records. Chunks an insert cut short had stored
+        but not merged yet are folded by the next change, which clusters the whole graph."""
+        old = [chunk_record(x) for x in self.entity_graph.extractions.view(Extraction).all()]
+        unmerged = self.store.table("graphrag_unmerged", _Unmerged, key="chunk_id") if old else None
+        waiting = set(unmerged.keys()) if unmerged is not None else set()
+        with self.store.transaction() as db:
+            self.entity_graph.adopt(db, [x for x in old if x.chunk_id not in waiting])
+            self.entity_graph.extractions.delete(db, waiting)
+            if unmerged is not None:
+                unmerged.delete(db, waiting)
+            self.store.set_meta(db, ADOPTED, True)
+            if waiting:
+                self.store.set_meta(db, FULL_REBUILD, True)
+                self.store.set_meta(db, "graphrag.unfolded", sorted(waiting))
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[list[str], Any, list[Extraction], _Removal]:
+    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[_Planned, ChunkVectors]:
         chunks = batch_chunks(batch)
-        extractions = await self.extractor.aextract(chunks)
-        ids, vectors = await self.embed_chunks(chunks)
-        # a replaced document's old chunks stop supporting the graph in the same transaction
-        removal = await self._plan_removal(self.replaced_chunk_ids(batch), stats)
-        return ids, vectors, extractions, removal
+        records = [chunk_record(x) for x in await self.extract(chunks)]
+        return await self._plan(records, self.replaced_chunk_ids(batch), stats, defer=True), await self.embed_chunks(chunks)
 
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[list[str], Any, list[Extraction], _Removal]) -> None:
-        ids, vectors, extractions, removal = prepared
-        self._apply_removal(db, removal)
-        self.put_chunk_vectors(db, ids, vectors)
-        self.extractions.put(db, extractions)
-        self.unmerged.put(db, [_Unmerged(chunk_id=c) for c in ids])
-        if removal.chunks:
-            self.store.set_meta(db, FULL_REBUILD, True)
+    def _write(self, db: Connection, batch: Batch, prepared: tuple[_Planned, ChunkVectors]) -> None:
+        planned, (chunk_ids, vectors) = prepared
+        self._apply(db, planned)
+        self.put_chunk_vectors(db, chunk_ids, vectors)
 
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> _Removal:
-        return await self._plan_removal(self.store.chunk_ids(document_ids), stats)
+    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> _Planned:
+        return await self._plan([], self.store.chunk_ids(document_ids), stats)
 
-    def _write_delete(self, db: Connection, document_ids: list[str], prepared: _Removal) -> None:
-        self._apply_removal(db, prepared)
-        self.store.set_meta(db, FULL_REBUILD, True)
+    def _write_delete(self, db: Connection, document_ids: list[str], prepared: _Planned) -> None:
+        self._apply(db, prepared)
 
     def _remove_document(self, db: Connection, document_id: str) -> int:
-        self.extractions.delete(db, self.store.chunk_ids([document_id]))
-        self.unmerged.delete(db, self.store.chunk_ids([document_id]))
+        self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
         return super()._remove_document(db, document_id)
 
-    async def _plan_removal(self, chunk_ids: Sequence[str], stats: Stats) -> _Removal:
-        """What the graph must lose, in the transaction that removes ``chunk_ids``, so that no
-        search reads them again even if the rebuild never runs: every entity and relation citing
-        one of them is merged again (:func:`merge_extractions`) from the stored extractions of
-        the chunks that still support it — those of its remaining source chunks and, for an
-        entity, of its relations' (which name it) — and goes when none is left; a description
-        whose fragments changed becomes the one the rebuild will hold (joined fragments, or a
-        stored summary of them) or, until a summary is written, an extractive one. The
-        communities holding a touched entity are dropped (:func:`prune_groups`)."""
-        plan = _Removal(chunks=set(chunk_ids))
-        if not plan.chunks:
-            return plan
-        graph = self.graph()
-        touched_entities, touched_relations = graph.citing(plan.chunks)
-        if not touched_entities and not touched_relations:
-            return plan
-        support: set[str] = set()
-        for eid in touched_entities:
-            support.update(graph.entities[eid].source_chunk_ids)
-            for rid in graph.relations_of.get(eid, ()):
-                support.update(graph.relations[rid].source_chunk_ids)
-        for rid in touched_relations:
-            support.update(graph.relations[rid].source_chunk_ids)
-        support -= plan.chunks
-        entities, relations = merge_extractions(list(self.extractions.get(self._stored_order(support)).values()), consume=True)
+    async def _plan(self, records: list[Any], removed: Sequence[str], stats: Stats, *, defer: bool = False) -> _Planned:
+        """The layer's change, the profiles it changes as they were before (unless an earlier
+        change since the last update holds them already) and, when it removes chunks, the
+        communities holding an entity it touched, to be dropped (:func:`prune_groups`), and
+        the edge-table rows it changes."""
+        change = await self.entity_graph.plan(records, removed, defer=defer)
+        add_counts(stats, change.counts())
+        rows = {entity_profile(e): _Changed(id=entity_profile(e), entity=change.stored_entities.get(e)) for e in change.entities}
+        rows.update({relation_profile(r): _Changed(id=relation_profile(r), relation=change.stored_relations.get(r)) for r in change.relations})
+        held = self.changed.get(rows)
+        planned = _Planned(change, [row for key, row in rows.items() if key not in held])
+        if change.removed_chunks:
+            planned.dropped, planned.kept = prune_groups(self.communities.all(), change.touched_entities)
+            gone = [(rid, change.stored_relations[rid].source) for rid in change.removed_relations]
+            sources = {r.source for r in change.relations.values()} | {source for _, source in gone}
+            planned.edges = _update_edges(self.edge_table.get(sources), change.relations.values(), gone)
+            add_counts(stats, {"communities_dropped": len(planned.dropped)})
+        return planned
 
-        for eid in sorted(touched_entities):
-            if eid in entities:
-                plan.entities[eid] = entities[eid]
-            else:
-                plan.deleted_entities.append(eid)
-        for rid in sorted(touched_relations):
-            if rid in relations:
-                plan.relations[rid] = relations[rid]
-            else:
-                plan.deleted_relations.append(rid)
-
-        names = {eid: e.name for eid, e in plan.entities.items()}
-        fresh = _carry_over(plan.entities, plan.relations, graph.entities, graph.relations)
-        if fresh:
-            def name(eid: str) -> str:
-                return names.get(eid) or (graph.entities[eid].name if eid in graph.entities else eid)
-
-            self.summarizer.describe_held(self.store, SUMMARY_STAGE, fresh, name)
-
-        rows = self.edge_table.get({graph.relations[rid].source for rid in touched_relations})
-        gone = [(rid, graph.relations[rid].source) for rid in plan.deleted_relations]
-        plan.edges = _update_edges(rows, plan.relations.values(), gone)
-        plan.vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in plan.entities.items()}, what="entities")
-        plan.name_vectors = await self.embed_changed(self.NAME_COLLECTION, {k: e.name for k, e in plan.entities.items()}, what="entity names")
-        plan.relation_vectors = await self._relation_vectors(plan.relations, {**{k: e.name for k, e in graph.entities.items()}, **names})
-        touched = touched_entities | {x for rid in touched_relations for x in (graph.relations[rid].source, graph.relations[rid].target)}
-        plan.dropped, plan.changed = prune_groups(graph.communities, touched)
-        add_counts(stats, {
-            "entities_removed": len(plan.deleted_entities),
-            "relations_removed": len(plan.deleted_relations),
-            "communities_dropped": len(plan.dropped),
-        })
-        return plan
-
-    def _stored_order(self, chunk_ids: set[str]) -> list[str]:
-        """``chunk_ids`` in the order the chunks were stored (the order the rebuild merges in)."""
-        return self.store.stored_order(chunk_ids)
-
-    def _apply_removal(self, db: Connection, plan: _Removal) -> None:
-        """Store a :class:`_Removal`, inside the transaction that removes its chunks."""
-        self.relation_table.delete(db, plan.deleted_relations)
-        self.edge_table.delete(db, [row.id for row in plan.edges if not row.edges])
-        self.edge_table.put(db, [row for row in plan.edges if row.edges])
-        self.entity_table.delete(db, plan.deleted_entities)
-        if plan.deleted_entities:
-            self.store.delete_vectors(db, self.ENTITY_COLLECTION, plan.deleted_entities)
-            self.store.delete_vectors(db, self.NAME_COLLECTION, plan.deleted_entities)
-        if plan.deleted_relations:
-            self.store.delete_vectors(db, self.RELATION_COLLECTION, plan.deleted_relations)
-        self.entity_table.put(db, plan.entities.values())
-        self.relation_table.put(db, plan.relations.values())
-        for batch in (plan.vectors, plan.name_vectors, plan.relation_vectors):
-            if batch is not None:
-                batch.write(db, self.store)
-        self.communities.delete(db, plan.dropped)
-        self.communities.put(db, plan.changed)
+    def _apply(self, db: Connection, planned: _Planned) -> None:
+        self.entity_graph.write(db, planned.change)
+        self.changed.put(db, planned.changed)
+        if planned.change.removed_chunks:
+            self.communities.delete(db, planned.dropped)
+            self.communities.put(db, planned.kept)
+            self.edge_table.delete(db, [row.id for row in planned.edges if not row.edges])
+            self.edge_table.put(db, [row for row in planned.edges if row.edges])
+            self.store.set_meta(db, FULL_REBUILD, True)
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
-        """After a delete or a replacement (or one cut short), the full :meth:`_rebuild`; after
-        inserts, the incremental :meth:`_update` (the full rebuild when the graph is empty)."""
+        """The summaries an insert call left waiting; then, after a delete or a replacement (or
+        one cut short), the full :meth:`_rebuild`; after inserts, the incremental
+        :meth:`_update` (the full rebuild when the graph is empty)."""
+        if self.entity_graph.pending.keys():
+            stats["summaries_written"] = stats.get("summaries_written", 0) + await self.entity_graph.settle()
+        if unfolded := self.store.get_meta("graphrag.unfolded", None):
+            await self._fold_unmerged(unfolded, stats)
         if removed or self.store.get_meta(FULL_REBUILD, False) or not self.communities.groups.count():
             await self._rebuild(stats)
         else:
             await self._update(stats)
 
+    async def _fold_unmerged(self, chunk_ids: list[str], stats: Stats) -> None:
+        """Fold the chunks an insert of an index written before the layer stored but had not
+        merged when it was cut short (their extractions are read again, from the cache)."""
+        chunks = list(self.store.chunks(chunk_ids).values())
+        records = [chunk_record(x) for x in await self.extract(chunks)]
+        prepared = await self._plan(records, [], stats)
+        with self.store.transaction() as db:
+            self._apply(db, prepared)
+            self.store.set_meta(db, "graphrag.unfolded", None)
+
     async def arebuild(self) -> Stats:
-        """Rebuild the whole graph from the stored extractions: merge every extraction again,
-        cluster from scratch, and check every summary and report (those whose input is
-        unchanged are reused). Inserts keep the graph up to date incrementally; this gives the
-        graph a build from scratch would (fresh PMI weights and communities included)."""
+        """Cluster the whole graph from scratch and check every report (those whose input is
+        unchanged are reused). Inserts keep the communities up to date incrementally; this
+        gives the communities a build from scratch would."""
         stats: Stats = {}
         async with self._writing():
             await self._rebuild(stats)
@@ -360,57 +361,31 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
         )
 
     async def _rebuild(self, stats: Stats) -> None:
-        old_entities = {e.id: e for e in self.entity_table.all()}
-        old_relations = {r.id: r for r in self.relation_table.all()}
+        """Cluster the whole graph again and check every report (those whose input is
+        unchanged are reused from the report stage)."""
+        entities: dict[str, Any] = {e.id: e for e in self.entity_table.view(_EntityView).all()}
+        relations: dict[str, Any] = {r.id: r for r in self.relation_table.view(_RelationView).all()}
         old_edges = {e.id: e for e in self.edge_table.all()}
         old_communities = self.communities.all()
-        chunk_order = self.store.chunk_ids()
-        entities, relations = merge_extractions(list(self.extractions.get(chunk_order).values()), consume=True)
-        names = {eid: e.name for eid, e in entities.items()}
-
-        # description summaries, a resumable stage keyed by subject, descriptions and writer
-        summary_digests, stats["summaries_written"] = await self.summarizer.adescribe(
-            self.store, SUMMARY_STAGE, [*entities.values(), *relations.values()], lambda e: names.get(e, e)
-        )
-
         c = self.config
         edges = _edge_rows(relations.values(), entities)
         weighted = _weighted(edges.values())
         structure = cluster_hierarchy(weighted, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels)
-        modularity = _modularity(weighted, structure)
         graph = EntityGraph.build(entities, relations, {c.id: c for c in structure})
         reports, counts = await self._reports(graph).asummarize(structure, only=set() if self.config.reports == "lazy" else None)
         graph.communities = reports
-
-        # embeddings of what a search would now see differently
-        entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
-        name_vectors = await self.embed_changed(self.NAME_COLLECTION, names, what="entity names")
-        relation_vectors = await self._relation_vectors(relations, names)
-        community_vectors = [
-            await self.embed_changed(
-                self.communities.collection(level),
-                {k: self._community_text(c, graph) for k, c in reports.items() if c.level == level},
-                what=f"community reports (level {level})",
-            )
-            for level in sorted({c.level for c in reports.values()})
-        ]
+        community_vectors = await self._community_vectors(list(reports.values()), reports, graph)
         with self.store.transaction() as db:
-            gone_entities = self.entity_table.replace(db, old_entities, entities)
-            gone_relations = self.relation_table.replace(db, old_relations, relations)
             self.edge_table.replace(db, old_edges, edges)
-            self.store.delete_vectors(db, self.ENTITY_COLLECTION, gone_entities)
-            self.store.delete_vectors(db, self.RELATION_COLLECTION, gone_relations)
-            self.store.delete_vectors(db, self.NAME_COLLECTION, gone_entities)
             self.communities.delete(db, [c for k, c in old_communities.items() if k not in reports])
             self.communities.put(db, [c for k, c in reports.items() if old_communities.get(k) != c])
-            for batch in (entity_vectors, name_vectors, relation_vectors, *community_vectors):
+            for batch in community_vectors:
                 batch.write(db, self.store)
-            prune_stage(db, SUMMARY_STAGE, summary_digests)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in reports.values()))
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
-            self.unmerged.delete(db, self.unmerged.keys())
+            self.changed.delete(db, self.changed.keys())
             self.store.set_meta(db, FULL_REBUILD, False)
-            self.store.set_meta(db, MODULARITY, modularity)
+            self.store.set_meta(db, MODULARITY, _modularity(weighted, structure))
             if self.store.get_meta(LEGACY_EDGES, None) is not None:
                 self.store.set_meta(db, LEGACY_EDGES, None)
         stats.update(
@@ -420,29 +395,26 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
             levels=graph.levels(),
             reports_written=counts["written"],
             reports_reused=counts["reused"],
-            entity_embeddings=len(entity_vectors.ids),
-            name_embeddings=len(name_vectors.ids),
-            relation_embeddings=len(relation_vectors.ids),
             community_embeddings=sum(len(b.ids) for b in community_vectors),
         )
 
-    async def _relation_vectors(self, relations: Mapping[str, Relation], names: Mapping[str, str]) -> VectorBatch:
-        """Vectors of the ``relations`` whose text changed (``names``: entity names by id; an
-        endpoint not among them is read from the entity table)."""
-        missing = {x for r in relations.values() for x in (r.source, r.target) if x not in names}
-        known = {**{k: e.name for k, e in self.entity_table.view(_EntityView).get(missing).items()}, **names} if missing else names
-        texts = {k: _relation_text(r, known.get(r.source, r.source), known.get(r.target, r.target)) for k, r in relations.items()}
-        return await self.embed_changed(self.RELATION_COLLECTION, texts, what="relations")
+    async def _community_vectors(self, communities: list[Community], reports: Mapping[str, Community], graph: EntityGraph) -> list[Any]:
+        """Vectors of the ``communities`` whose text (their report, or their card) changed, by level."""
+        return [
+            await self.embed_changed(
+                self.communities.collection(level),
+                {g.id: self._community_text(reports[g.id], graph) for g in communities if g.level == level},
+                what=f"community reports (level {level})",
+            )
+            for level in sorted({g.level for g in communities})
+        ]
 
     async def _update(self, stats: Stats) -> None:
         """Bring the graph up to date with the extractions inserted since the last rebuild or
         update, touching only what they change:
 
-        - the new extractions are merged into the stored entities and relations they name
-          (:func:`merge_extractions` with those records as the existing ones); PMI weights of
-          co-occurrences stay as the last full rebuild computed them (new ones are computed over
-          the records merged here) until :meth:`arebuild`;
-        - descriptions whose fragments changed are summarised (the same resumable stage);
+        - the profiles changed since (``graphrag_changed``: the layer folded the new chunks
+          onto them and wrote their summaries and vectors) are compared with what they were;
         - the graph's structure comes from the edge table (one row per source entity), updated
           by row; the hierarchy is updated locally (:func:`recluster_hierarchy`): bounded Leiden
           iterations from the previous partition in which only the touched entities (whose
@@ -456,11 +428,17 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
           report inputs are built (and reports written or found by their input digest) only
           for the others, from their members and the relations inside one of them, reading
           the kept children's reports;
-        - only changed entities and communities are embedded again.
+        - only changed communities are embedded again.
         """
         clock = _Steps()
-        chunk_ids, entities, relations, held_e, held_r = await self._merge_new(stats)
-        clock.mark("merge")
+        pending = self.changed.all()
+        held_e = {row.entity.id: row.entity for row in pending if row.entity is not None}
+        held_r = {row.relation.id: row.relation for row in pending if row.relation is not None}
+        entity_ids = [row.id[2:] for row in pending if row.id == entity_profile(row.id[2:])]
+        relation_ids = [row.id[2:] for row in pending if row.id == relation_profile(row.id[2:])]
+        entities = {k: e for k, e in self.entity_table.get(entity_ids).items() if e != held_e.get(k)}
+        relations = {k: r for k, r in self.relation_table.get(relation_ids).items() if r != held_r.get(k)}
+        clock.mark("read")
 
         # the structure: the whole weighted graph, clustered again only around what changed
         reshown = {k for k, e in entities.items() if k not in held_e or _shown(e) != _shown(held_e[k])}
@@ -489,25 +467,13 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
         reports, graph, counts, read = await self._rewrite_reports(rewrite, kept, structure_by_id, entities, relations, edges, degree)
         clock.mark("reports")
 
-        entity_vectors = await self.embed_changed(self.ENTITY_COLLECTION, {k: _entity_text(e) for k, e in entities.items()}, what="entities")
-        name_vectors = await self.embed_changed(self.NAME_COLLECTION, {k: e.name for k, e in entities.items()}, what="entity names")
-        relation_vectors = await self._relation_vectors(relations, {k: e.name for k, e in graph.entities.items()})
-        community_vectors = [
-            await self.embed_changed(
-                self.communities.collection(level),
-                {g.id: self._community_text(reports[g.id], graph) for g in rewrite if g.level == level},
-                what=f"community reports (level {level})",
-            )
-            for level in sorted({g.level for g in rewrite})
-        ]
+        community_vectors = await self._community_vectors(rewrite, reports, graph)
         with self.store.transaction() as db:
-            self.entity_table.put(db, entities.values())
-            self.relation_table.put(db, relations.values())
             self.communities.delete(db, [g for gid, g in old.items() if gid not in reports])
             self.communities.put(db, [g for gid, g in reports.items() if old.get(gid) != g])
-            for batch in (entity_vectors, name_vectors, relation_vectors, *community_vectors):
+            for batch in community_vectors:
                 batch.write(db, self.store)
-            self.unmerged.delete(db, chunk_ids)
+            self.changed.delete(db, [row.id for row in pending])
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
             if legacy:
                 self.edge_table.put(db, edges.values())
@@ -528,27 +494,9 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[list[str], Any, list[Extr
             report_relations_read=read,
             reports_written=counts["written"],
             reports_reused=counts["reused"],
-            entity_embeddings=len(entity_vectors.ids),
             community_embeddings=sum(len(b.ids) for b in community_vectors),
             update_cpu_seconds=clock.seconds,
         )
-
-    async def _merge_new(self, stats: Stats) -> tuple[list[str], dict[str, Entity], dict[str, Relation], dict[str, Entity], dict[str, Relation]]:
-        """The extractions inserted since the last rebuild or update merged into the stored
-        records they name, descriptions summarised where their fragments changed: the chunks
-        merged, the records that changed and the stored ones they were merged into."""
-        chunk_ids = self._stored_order(set(self.unmerged.keys()))
-        new = list(self.extractions.get(chunk_ids).values())
-        ids_e, ids_r = merged_ids(new)
-        held_e = self.entity_table.get(ids_e)
-        held_r = self.relation_table.get(ids_r)
-        entities, relations = merge_extractions(new, held_e, held_r, consume=True)
-        names = {eid: e.name for eid, e in entities.items()}
-        changed = _carry_over(entities, relations, held_e, held_r)
-        _, stats["summaries_written"] = await self.summarizer.adescribe(self.store, SUMMARY_STAGE, changed, lambda e: names.get(e, e))
-        entities = {k: e for k, e in entities.items() if e != held_e.get(k)}
-        relations = {k: r for k, r in relations.items() if r != held_r.get(k)}
-        return chunk_ids, entities, relations, held_e, held_r
 
     def _recluster(self, weighted: WeightedEdges, old: Mapping[str, Community], touched: set[str], stats: Stats) -> tuple[list[Community], Sequence[str], float | None]:
         """The hierarchy updated locally around ``touched`` (:func:`recluster_hierarchy`), or
@@ -673,33 +621,6 @@ def _reweighed_ends(relations: Mapping[str, Relation], held_r: Mapping[str, Rela
         if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
             ends.update((r.source, r.target))
     return ends
-
-
-def _carry_over(
-    entities: Mapping[str, Entity],
-    relations: Mapping[str, Relation],
-    held_entities: Mapping[str, Entity],
-    held_relations: Mapping[str, Relation],
-) -> list[Entity | Relation]:
-    """Give freshly merged records what a merge cannot recompute from their held copies: a
-    relation's whole-graph metadata (:data:`GLOBAL_METADATA`, kept until the rebuild) and,
-    where a record's description fragments are unchanged, its description (a summary written
-    before). Returns the records whose fragments changed (or that are new): their descriptions
-    are to be written."""
-    for rid, relation in relations.items():
-        before = held_relations.get(rid)
-        if before is not None:
-            relation.metadata.update({k: before.metadata[k] for k in GLOBAL_METADATA if k in before.metadata})
-    changed: list[Entity | Relation] = []
-    pairs: tuple[tuple[Mapping[str, Any], Mapping[str, Any]], ...] = ((entities, held_entities), (relations, held_relations))
-    for merged, held in pairs:
-        for key, record in merged.items():
-            prior = held.get(key)
-            if prior is not None and prior.descriptions == record.descriptions:
-                record.description = prior.description
-            else:
-                changed.append(record)
-    return changed
 
 
 def _edge_rows(relations: Any, entity_ids: Any) -> dict[str, _Edges]:
@@ -838,17 +759,6 @@ def _modularity(graph: Any, structure: Sequence[Community]) -> float:
     """Modularity of the level-0 partition of ``structure`` on ``graph``."""
     initial: dict[Hashable, str] = {e: g.id for g in structure if g.level == 0 for e in g.entity_ids}
     return modularity(graph, initial) if initial else 0.0
-
-
-def _entity_text(entity: Entity) -> str:
-    """What an entity's vector is made from."""
-    return f"{entity.name}: {entity.description}".strip()
-
-
-def _relation_text(relation: Relation, source: str, target: str) -> str:
-    """What a relation's vector is made from: its two entities' names, its predicate and description."""
-    statement = " ".join(x for x in (source, relation.predicate, target) if x)
-    return f"{statement}: {relation.description}".strip() if relation.description else statement
 
 
 __all__ = ["GraphRAGIndex"]

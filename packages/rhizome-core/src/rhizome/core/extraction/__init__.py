@@ -8,8 +8,9 @@ Three interchangeable sources produce the same per-chunk :class:`Extraction` rec
 - :class:`OpenIEExtractor` / :func:`import_openie` — precomputed OpenIE triples in HippoRAG's
   JSON layout.
 
-An index chooses one with an extraction spec (:mod:`rhizome.core.extraction.spec`);
-:func:`merge_extractions` then combines the records across chunks (and into an existing graph).
+An index chooses one with an extraction spec (:mod:`rhizome.core.extraction.spec`); the
+entity-graph layer (:mod:`rhizome.core.graph.store`) then folds the records into entity and
+relation profiles.
 """
 
 from rhizome.core.extraction.keywords import (
@@ -19,15 +20,13 @@ from rhizome.core.extraction.keywords import (
     query_names,
 )
 from rhizome.core.extraction.llm import DEFAULT_ENTITY_TYPES, LLMExtractor, Progress
-from rhizome.core.extraction.merge import (
+from rhizome.core.extraction.offline import (
     COOCCURRENCE,
-    DESCRIPTION_SEPARATOR,
-    cooccurrence_pmi,
-    merge_extraction_batches,
-    merge_extractions,
-    merged_ids,
+    NOUN_PHRASE,
+    OfflineExtractor,
+    pmi_values,
+    split_sentences,
 )
-from rhizome.core.extraction.offline import NOUN_PHRASE, OfflineExtractor, split_sentences
 from rhizome.core.extraction.openie import TRIPLE, OpenIEExtractor, import_openie
 from rhizome.core.extraction.schema import (
     ExtractedEntity,
@@ -45,7 +44,6 @@ from rhizome.core.extraction.spec import make_extractor, spec_of
 __all__ = [
     "COOCCURRENCE",
     "DEFAULT_ENTITY_TYPES",
-    "DESCRIPTION_SEPARATOR",
     "NOUN_PHRASE",
     "TRIPLE",
     "ExtractedEntity",
@@ -62,13 +60,10 @@ __all__ = [
     "content_keywords",
     "query_names",
     "content_words",
-    "cooccurrence_pmi",
     "entity_key",
     "import_openie",
     "make_extractor",
-    "merge_extraction_batches",
-    "merge_extractions",
-    "merged_ids",
+    "pmi_values",
     "relation_id",
     "relation_key",
     "spec_of",

@@ -8,16 +8,16 @@ as a cheap scaffold (communities, keyword routing, tests), not as curated knowle
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from rhizome.core.aio import run_sync
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.extraction.llm import Progress
-from rhizome.core.extraction.merge import COOCCURRENCE, pmi_values
 from rhizome.core.extraction.schema import (
     Extraction,
     check_chunks,
@@ -31,6 +31,10 @@ from rhizome.core.text import ABBREVIATIONS, trimmed_sentences
 from rhizome.core.types import Chunk
 
 Window = Literal["chunk", "sentence"]
+
+COOCCURRENCE = "cooccurrence"
+"""``Relation.metadata["kind"]`` of relations that only say two entities appear together."""
+
 
 NOUN_PHRASE = "NOUN_PHRASE"
 
@@ -275,7 +279,7 @@ class OfflineExtractor:
         in that chunk (1 with the chunk window, the number of shared sentences with the sentence
         window), ``metadata["kind"] = "cooccurrence"`` and a description made of the shared
         sentences, if any. ``metadata["pmi"]`` and ``metadata["npmi"]`` hold PMI-style weights
-        over all chunks of the call (see :func:`~rhizome.core.extraction.merge.cooccurrence_pmi`);
+        over all chunks of the call (see :func:`pmi_values`);
         merging recomputes them over the merged graph, and ``weight`` stays the count, so it
         adds up across chunks.
 
@@ -693,4 +697,49 @@ def _most_common(counter: Counter[str]) -> str:
     return counter.most_common(1)[0][0]
 
 
-__all__ = ["NOUN_PHRASE", "STOPWORDS", "OfflineExtractor", "Window", "split_sentences"]
+def pmi_values(
+    frequency: Mapping[str, int],
+    n_chunks: int,
+    pairs: Mapping[str, tuple[str, str, float]],
+) -> dict[str, tuple[float, float]]:
+    """PMI-style weights of co-occurrence pairs, as ``{relation id: (pmi, npmi)}``: ``frequency``
+    maps entity ids to the number of chunks citing them (``f``), ``n_chunks`` is the number of
+    distinct chunks (``N``), ``pairs`` maps relation ids to ``(source, target, count)`` (``w``);
+    ``F`` and ``W`` are the sums of ``f`` and of ``w``.
+
+    ``pmi`` is the frequency-weighted variant GraphRAG's fast method puts on its noun graph
+    (multiplying by the joint probability damps the inflated PMI of pairs seen once)::
+
+        pmi(x, y) = p(x, y) * log2(p(x, y) / (p(x) * p(y)))   with p(x) = f(x) / F, p(x, y) = w / W
+
+    ``npmi`` is the classic normalised PMI over chunks, in [-1, 1] (1: the two always appear
+    together; 0: independent; negative: they avoid each other)::
+
+        npmi(x, y) = log2(q(x, y) / (q(x) * q(y))) / -log2(q(x, y))   with q(x) = f(x) / N,
+                     q(x, y) = min(w, f(x), f(y)) / N                  (1.0 when q(x, y) = 1)
+
+    (With a sentence window ``w`` counts sentences, hence the cap at the entity frequencies.)"""
+    freq = {k: max(1, v) for k, v in frequency.items()}
+    for source, target, _ in pairs.values():
+        freq.setdefault(source, 1)
+        freq.setdefault(target, 1)
+    total_f = float(sum(freq.values()))
+    total_w = float(sum(max(w, 0.0) for _, _, w in pairs.values()))
+    n = float(max(1, n_chunks))
+    out: dict[str, tuple[float, float]] = {}
+    for rid, (source, target, weight) in pairs.items():
+        if total_w <= 0 or weight <= 0:
+            out[rid] = (0.0, 0.0)
+            continue
+        f_x, f_y = freq[source], freq[target]
+        p_xy = weight / total_w
+        pmi = p_xy * math.log2(p_xy / ((f_x / total_f) * (f_y / total_f)))
+        q_xy = min(weight, f_x, f_y) / n
+        npmi = 1.0
+        if q_xy < 1.0:
+            npmi = math.log2(q_xy / ((f_x / n) * (f_y / n))) / -math.log2(q_xy)
+        out[rid] = (pmi, max(-1.0, min(1.0, npmi)))
+    return out
+
+
+__all__ = ["COOCCURRENCE", "NOUN_PHRASE", "STOPWORDS", "OfflineExtractor", "Window", "pmi_values", "split_sentences"]

@@ -177,8 +177,8 @@ class Extraction(BaseModel):
     Entities are :class:`~rhizome.core.types.Entity` records whose ``id`` is the name key
     (:func:`entity_key`) and whose ``source_chunk_ids`` is ``[chunk_id]``; relations are
     :class:`~rhizome.core.types.Relation` records between those ids. The same name may appear
-    more than once (records are raw); :func:`~rhizome.core.extraction.merge_extractions`
-    combines them. ``metadata`` says which extractor produced it and how.
+    more than once (records are raw); the entity-graph layer folds them into profiles
+    (:func:`~rhizome.core.graph.mentions.chunk_record`, :mod:`rhizome.core.graph.store`). ``metadata`` says which extractor produced it and how.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -27,15 +27,36 @@ from their remaining fragments at once, as one insert call of the remaining docu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from rhizome.core.extraction.merge import Seen, known_values, union_into
 from rhizome.core.extraction.schema import relation_id, relation_key
 from rhizome.core.graph.lists import counts, in_rows
 from rhizome.core.graph.mentions import EntityMention, RelationMention
 from rhizome.core.types import Entity, Relation
+
+Seen = dict[int, tuple[list[str], set[str]]]
+"""Per grown list (by identity): the list itself, held so its id cannot be reused while the
+entry lives, and the set of its values' keys."""
+
+
+def known_values(into: list[str], seen: Seen, key: Callable[[str], str] = str) -> set[str]:
+    """The set of ``key`` of the values in ``into``, kept in ``seen`` while ``into`` only grows
+    through these helpers: a popular entity folded in m times costs O(m), not O(m²)."""
+    entry = seen.get(id(into))
+    if entry is None or entry[0] is not into:
+        entry = seen[id(into)] = (into, {key(v) for v in into})
+    return entry[1]
+
+
+def union_into(into: list[str], values: Iterable[str], seen: Seen) -> None:
+    """Append to ``into`` the non-empty ``values`` it does not hold yet, in order."""
+    known = known_values(into, seen)
+    for value in values:
+        if value and value not in known:
+            into.append(value)
+            known.add(value)
 
 
 def pair_key(a: str, b: str, predicate: str = "") -> tuple[str, str, str]:
@@ -216,6 +237,9 @@ DEFAULT_POLICY = FoldPolicy()
 
 __all__ = [
     "FoldPolicy",
+    "Seen",
+    "known_values",
+    "union_into",
     "copy_entity",
     "copy_relation",
     "covered",

@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from rhizome.core.evidence import EvidenceGraph, FactGraph
-from rhizome.core.extraction.merge import Seen
 from rhizome.core.extraction.schema import clean_name, entity_key
 from rhizome.core.graph.lists import (
     ENTITY_KEY,
@@ -52,6 +51,7 @@ from rhizome.core.graph.lists import (
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, Mention, PendingSummary
 from rhizome.core.graph.profiles import (
     FoldPolicy,
+    Seen,
     copy_entity,
     copy_relation,
     covered,
@@ -117,6 +117,10 @@ class GraphChange:
     """Profiles no longer waiting for a summary (summarised now, or removed)."""
     summaries: int = 0
     """Summaries the model wrote for this change (not those a resumed stage had kept)."""
+    stored_entities: dict[str, Entity] = field(default_factory=dict)
+    stored_relations: dict[str, Relation] = field(default_factory=dict)
+    """The profiles the change read, as they were stored before it (a method comparing what a
+    profile showed before and after, as GraphRAG's reports do)."""
 
     @property
     def changed_entities(self) -> list[str]:
@@ -149,6 +153,8 @@ class GraphChange:
             "relations_deleted": len(self.removed_relations),
             "summaries_written": self.summaries,
             "resolution_merges": self.merges,
+            "entity_embeddings": len(self.entity_vectors[0]),
+            "relation_embeddings": len(self.relation_vectors[0]),
         }
 
 
@@ -270,6 +276,18 @@ class EntityGraphStore:
         relations = self.relations.all()
         sources = self.lists.sources(relations)
         return FactGraph((r.id, r.source, r.target, sources[profile_key(r)]) for r in relations)
+
+    def first_seen(self, chunk_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The entity and relation ids the chunks ``chunk_ids`` mention, in the order of their
+        first mention there (chunk by chunk, mention by mention): the order a method that
+        builds on the whole graph at once, as ArchRAG's layers, reads the profiles in."""
+        entities: dict[str, None] = {}
+        relations: dict[str, None] = {}
+        key = self.policy.relation_id
+        for record in self.extractions.get(chunk_ids).values():
+            entities.update(dict.fromkeys(m.id for m in record.entities))
+            relations.update(dict.fromkeys(key(x.source_id, x.target_id, x.predicate) for x in record.relations))
+        return list(entities), list(relations)
 
     def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
         """Relations per entity."""
@@ -404,6 +422,7 @@ class EntityGraphStore:
         await self._summarise(state, jobs, change, defer)
         self._layout(state, change)
         await self._embed(state, change, name_vectors)
+        change.stored_entities, change.stored_relations = state.before_e, state.before_r
         return change
 
     def _rebuild(self, state: _Folding, entity_ids: list[str], relation_ids: list[str], removed: set[str]) -> None:
@@ -627,6 +646,7 @@ class EntityGraphStore:
             for rel in self.relations.find("source", touched) + self.relations.find("target", touched):
                 if rel.id not in change.relations and rel.id not in gone:
                     change.relations.setdefault(rel.id, rel)
+                    before_r.setdefault(rel.id, rel)  # written again as it was
 
         def name(eid: str, fallback: str = "") -> str:
             return before_e[eid].name if eid in before_e else names.get(eid, fallback)
