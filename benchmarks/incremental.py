@@ -19,6 +19,11 @@ weights and citations more than in entities).
     nice -n 10 uv run python -m benchmarks.incremental graphrag --size 10000 --add 100
     nice -n 10 uv run python -m benchmarks.incremental graphrag --size 10000 --add 100 --model
     nice -n 10 uv run python -m benchmarks.incremental lightrag --size 10000 --add 100
+    nice -n 10 uv run python -m benchmarks.incremental archrag --size 10000 --add 100 [--model]
+
+ArchRAG: build ``--size`` documents, insert ``--add`` more; the insert's CPU and model calls
+against the build's (a rebuild from scratch), and how much of the insert is its layers of
+communities (built again whole on every change).
 """
 
 from __future__ import annotations
@@ -114,6 +119,53 @@ async def graphrag(size: int, add: int, model: bool) -> dict[str, Any]:
     }
 
 
+async def archrag(size: int, add: int, model: bool) -> dict[str, Any]:
+    from benchmarks.graphrag import CountingResponder
+    from rhizome.archrag import ArchRAGIndex
+
+    docs = documents(size + add)
+    responder = CountingResponder()
+    llm = FakeChatModel(responder, max_concurrency=16) if model else None
+
+    def calls() -> dict[str, int]:
+        return {k: v["calls"] for k, v in responder.kinds.items()}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        index = ArchRAGIndex(HashingEmbedder(), llm=llm, path=Path(tmp) / "idx", extraction="offline", cache=False, batch_size=1024)
+        clock = _Clock()
+        built = await index.ainsert(docs[:size])
+        build = {**clock.read(), "calls": calls(), **{k: built.stats.get(k) for k in ("entities", "relations", "communities", "layers")}}
+        print("build", build, flush=True)
+        before = calls()
+        layers = index._rebuild
+        spent: dict[str, float] = {}
+
+        async def timed(stats: Any) -> None:
+            start = time.process_time()
+            await layers(stats)
+            spent["layers_cpu_seconds"] = round(time.process_time() - start, 2)
+
+        index._rebuild = timed  # type: ignore[method-assign]
+        clock = _Clock()
+        inserted = await index.ainsert(docs[size:])
+        insert = {**clock.read(), **spent, "calls": {k: v - before.get(k, 0) for k, v in calls().items()}}
+        insert.update({k: inserted.stats.get(k) for k in ("entities_written", "relations_written", "entity_embeddings", "relation_embeddings", "communities", "reports_written", "reports_reused")})
+        print("insert", insert, flush=True)
+        index.close()
+    build_calls, insert_calls = sum(build["calls"].values()), sum(insert["calls"].values())
+    return {
+        "suite": "incremental-archrag",
+        "size": size,
+        "added": add,
+        "model": "counting fake (summaries, reports)" if model else "none (offline)",
+        "build": build,
+        "insert": insert,
+        "insert_share_of_build": round(insert["cpu_seconds"] / max(build["cpu_seconds"], 1e-9), 3),
+        "layers_share_of_insert": round(insert.get("layers_cpu_seconds", 0.0) / max(insert["cpu_seconds"], 1e-9), 3),
+        "insert_calls_share_of_build": round(insert_calls / build_calls, 3) if build_calls else None,
+    }
+
+
 async def lightrag(size: int, add: int) -> dict[str, Any]:
     from benchmarks.lightrag import ExtractionResponder
     from rhizome.core.models.counting import CountingChatModel
@@ -150,14 +202,16 @@ async def lightrag(size: int, add: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("method", choices=("graphrag", "lightrag"))
+    parser.add_argument("method", choices=("graphrag", "lightrag", "archrag"))
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--add", type=int, default=100)
-    parser.add_argument("--model", action="store_true", help="GraphRAG: summaries and reports by a counting fake model")
+    parser.add_argument("--model", action="store_true", help="GraphRAG, ArchRAG: summaries and reports by a counting fake model")
     parser.add_argument("--name", default=None, help="results file name (default incremental-<method>[-model])")
     args = parser.parse_args(argv)
     if args.method == "graphrag":
         result = asyncio.run(graphrag(args.size, args.add, args.model))
+    elif args.method == "archrag":
+        result = asyncio.run(archrag(args.size, args.add, args.model))
     else:
         result = asyncio.run(lightrag(args.size, args.add))
     name = args.name or f"incremental-{args.method}{'-model' if args.model else ''}"

@@ -18,24 +18,15 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from rhizome.core.method import (
-    BaseIndex,
     BaseRetriever,
-    Batch,
-    ChunkVectors,
-    Connection,
-    DescriptionSummarizer,
-    EntityGraphStore,
+    EntityGraphIndex,
     EntityResolver,
     ExtractionConfig,
-    GraphChange,
     ModeInfo,
     Retrieval,
-    Stats,
-    add_counts,
-    batch_chunks,
     chunk_hits,
-    chunk_record,
     link_names,
+    open_entity_graph,
     query_names,
     query_vector,
     rank_passages,
@@ -54,40 +45,17 @@ class EntityWalkConfig(ExtractionConfig):
     """Probability of following an edge in PageRank (HippoRAG's 0.5)."""
 
 
-class EntityWalkIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
+class EntityWalkIndex(EntityGraphIndex):
+    """Insert and delete are the layer's (EntityGraphIndex): a batch's records are folded onto
+    the profiles in its transaction, a delete folds again what its chunks supported."""
+
     method: ClassVar[str] = "entity-walk"
     modes: ClassVar[Mapping[str, ModeInfo]] = {"walk": ModeInfo("passages reached from the entities the question names", ("multi-hop", "specific"))}
     config_class = EntityWalkConfig
     config: EntityWalkConfig
 
     def _setup(self) -> None:
-        summarizer = DescriptionSummarizer(self.llm, max_tokens=self.config.summary_max_tokens)
-        self.graph = EntityGraphStore(self.store, "walk", embed=self.embed, summarizer=summarizer, resolver=EntityResolver(llm=self.llm))
-
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, ChunkVectors]:
-        chunks = batch_chunks(batch)
-        records = [chunk_record(x) for x in await self.extract(chunks)]
-        change = await self.graph.plan(records, self.replaced_chunk_ids(batch), defer=True)
-        add_counts(stats, {"entities_written": len(change.entities)})
-        return change, await self.embed_chunks(chunks)
-
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
-        change, (chunk_ids, vectors) = prepared
-        self.graph.write(db, change)
-        self.put_chunk_vectors(db, chunk_ids, vectors)
-
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> GraphChange:
-        return await self.graph.plan([], self.store.chunk_ids(document_ids))
-
-    def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
-        self.graph.write(db, prepared)
-
-    def _remove_document(self, db: Connection, document_id: str) -> int:
-        self.graph.forget_chunks(db, self.store.chunk_ids([document_id]))
-        return super()._remove_document(db, document_id)
-
-    async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
-        stats["summaries"] = await self.graph.settle()  # profiles an insert call left waiting
+        self.entity_graph = open_entity_graph(self, "walk", resolver=EntityResolver(llm=self.llm), resolution=True)
 
     def _retriever(self, mode: str | None, k: int | None, **options: Any) -> WalkRetriever:
         return WalkRetriever(self, k, **options)
@@ -102,8 +70,8 @@ class WalkRetriever(BaseRetriever):
         if vectors is None:  # nothing indexed yet
             return Retrieval(query=query, hits=[])
         dense = vector_search(index.store, index.CHUNK_COLLECTION, vectors[:1], index.config.dense_k)
-        seeds = await link_names(index, index.graph.name_collection, vectors[1:])
-        graph = index.derived("evidence", index.graph.generations(), index.graph.evidence_graph)
+        seeds = await link_names(index, index.entity_graph.name_collection, vectors[1:])
+        graph = index.derived("evidence", index.entity_graph.generations(), index.entity_graph.evidence_graph)
         ranked = rank_passages(graph, seeds, dense, damping=index.config.damping, limit=k)
         return Retrieval(query=query, hits=chunk_hits(index, ranked), stats={"linked_entities": len(seeds)})
 

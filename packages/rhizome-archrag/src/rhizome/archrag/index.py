@@ -45,12 +45,16 @@ from rhizome.archrag.chnsw import CHNSW
 from rhizome.archrag.clustering import augment, community_edges, partition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
-from rhizome.core.entity_graph import EntityGraph, StoredEntityGraph
+from rhizome.core.entity_graph import (
+    EntityGraph,
+    EntityGraphIndex,
+    StoredEntityGraph,
+    open_entity_graph,
+)
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
-from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.hierarchy import (
     GroupInput,
     GroupSummarizer,
@@ -59,21 +63,14 @@ from rhizome.core.hierarchy import (
     community_key,
 )
 from rhizome.core.index import (
-    BaseIndex,
-    Batch,
-    ChunkVectors,
     ModeInfo,
     Stats,
     VectorBatch,
-    add_counts,
-    batch_chunks,
 )
 from rhizome.core.naive import NAIVE
-from rhizome.core.resolution import EntityResolver
 from rhizome.core.retrieval import pack
 from rhizome.core.stages import prune_stage
-from rhizome.core.storage import Connection
-from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
+from rhizome.core.summarize import extractive_summary
 from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.core.writers import GroupWriter
@@ -141,7 +138,7 @@ def offline_report(data: GroupInput) -> SummaryFields:
     return {"title": title or data.group.id, "summary": summary, "rating": None, "findings": findings, "by": "offline"}
 
 
-class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
+class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
     """An ArchRAG index: an entity graph, attributed communities in layers, a C-HNSW index over
     them, and hierarchical search with adaptive filtering.
 
@@ -172,17 +169,7 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[GraphChange, ChunkVectors]
 
     def _setup(self) -> None:
         c = self.config
-        self.entity_graph = EntityGraphStore(
-            self.store,
-            "archrag",
-            embed=self.embed,
-            summarizer=DescriptionSummarizer(
-                self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
-            ),
-            resolver=EntityResolver(),
-            resolution=False,
-            policy=ARCHRAG,
-        )
+        self.entity_graph = open_entity_graph(self, "archrag", policy=ARCHRAG)
         self.entity_table = self.entity_graph.entities
         self.relation_table = self.entity_graph.relations
         self.communities = Hierarchy(self.store, "archrag_communities")
@@ -195,33 +182,8 @@ class ArchRAGIndex(StoredEntityGraph, BaseIndex[tuple[GraphChange, ChunkVectors]
                 self.store.set_meta(db, ADOPTED, True)
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, ChunkVectors]:
-        chunks = batch_chunks(batch)
-        records = [chunk_record(x) for x in await self.extract(chunks)]
-        change = await self.entity_graph.plan(records, self.replaced_chunk_ids(batch), defer=True)
-        add_counts(stats, change.counts())
-        return change, await self.embed_chunks(chunks)
-
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
-        change, (chunk_ids, vectors) = prepared
-        self.entity_graph.write(db, change)
-        self.put_chunk_vectors(db, chunk_ids, vectors)
-
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> GraphChange:
-        change = await self.entity_graph.plan([], self.store.chunk_ids(document_ids))
-        add_counts(stats, change.counts())
-        return change
-
-    def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
-        self.entity_graph.write(db, prepared)
-
-    def _remove_document(self, db: Connection, document_id: str) -> int:
-        self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
-        return super()._remove_document(db, document_id)
-
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
-        if self.entity_graph.pending.keys():
-            stats["summaries_written"] = stats.get("summaries_written", 0) + await self.entity_graph.settle()
+        await super()._after_change(inserted, removed, stats)
         await self._rebuild(stats)
 
     # -- the graph and its layers ----------------------------------------------------------

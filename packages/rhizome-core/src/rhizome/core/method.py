@@ -16,7 +16,8 @@ documented where it is defined. The rest of the kernel serves the kernel itself,
 - **Graph evidence**: :class:`EvidenceGraph`, :class:`EvidenceOptions`, :class:`FactGraph`,
   ``link_names``, ``rank_passages``, ``relative_weights``, ``merge_seeds``; the algorithms
   ``knn_similarity_pairs`` and ``pagerank_scores``.
-- **The entity-graph layer**: :class:`EntityGraphStore`, :class:`GraphChange`,
+- **The entity-graph layer**: :class:`EntityGraphIndex` (the insert and delete hooks of an index
+  on it), :func:`open_entity_graph`, :class:`EntityGraphStore`, :class:`GraphChange`,
   :class:`FoldPolicy` (``pair_key``, ``triple_key``), the per-chunk records ``ChunkExtraction``,
   ``EntityMention``, ``RelationMention`` and ``chunk_record``; extraction's ``Extraction`` and
   ``query_names``; :class:`EntityResolver` and :class:`DescriptionSummarizer`.
@@ -28,6 +29,7 @@ documented where it is defined. The rest of the kernel serves the kernel itself,
 from __future__ import annotations
 
 from rhizome.core.config import ExtractionConfig, ExtractionSpecConfig, IndexConfig
+from rhizome.core.entity_graph import EntityGraphIndex, open_entity_graph
 from rhizome.core.errors import ConfigurationError, InvalidInputError, ModelOutputError
 from rhizome.core.evidence import (
     EvidenceGraph,
@@ -78,6 +80,7 @@ from rhizome.core.types import Chunk, Community, Document, Entity, Hit, Relation
 from rhizome.core.writers import GroupWriter
 
 __all__ = [
+    "open_entity_graph",
     "NAIVE",
     "BaseIndex",
     "BaseRetriever",
@@ -91,6 +94,7 @@ __all__ = [
     "DescriptionSummarizer",
     "Document",
     "Entity",
+    "EntityGraphIndex",
     "EntityGraphStore",
     "EntityMention",
     "EntityResolver",

@@ -36,14 +36,14 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from rhizome.core.entity_graph import EntityGraph, StoredEntityGraph
+from rhizome.core.entity_graph import EntityGraph, StoredEntityGraph, open_entity_graph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph import WeightedEdges, leiden_library_versions, modularity
 from rhizome.core.graph.lists import entity_profile, relation_profile
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
-from rhizome.core.graph.store import EntityGraphStore, GraphChange
+from rhizome.core.graph.store import GraphChange
 from rhizome.core.hierarchy import (
     GroupSummarizer,
     Hierarchy,
@@ -62,10 +62,8 @@ from rhizome.core.index import (
     batch_chunks,
 )
 from rhizome.core.naive import NAIVE
-from rhizome.core.resolution import EntityResolver
 from rhizome.core.stages import prune_stage
 from rhizome.core.storage import Connection
-from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
@@ -215,17 +213,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
 
     def _setup(self) -> None:
         c = self.config
-        self.entity_graph = EntityGraphStore(
-            self.store,
-            "graphrag",
-            embed=self.embed,
-            summarizer=DescriptionSummarizer(
-                self.llm, max_tokens=c.summary_max_tokens, max_input_tokens=c.summary_max_input_tokens, language=c.language
-            ),
-            resolver=EntityResolver(),
-            resolution=False,
-            policy=GRAPHRAG,
-        )
+        self.entity_graph = open_entity_graph(self, "graphrag", policy=GRAPHRAG)
         self.entity_table = self.entity_graph.entities
         self.relation_table = self.entity_graph.relations
         self.edge_table = self.store.table("graphrag_edges", _Edges)

@@ -28,29 +28,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from rhizome.core.entity_graph import EntityGraphIndex, open_entity_graph
 from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import add_keywords
 from rhizome.core.graph.mentions import ChunkExtraction, chunk_record
-from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.index import (
-    BaseIndex,
-    Batch,
-    ChunkVectors,
     ModeInfo,
-    Stats,
-    add_counts,
-    batch_chunks,
 )
 from rhizome.core.naive import NAIVE
 from rhizome.core.resolution import EntityResolver
-from rhizome.core.storage import Connection
-from rhizome.core.summarize import DescriptionSummarizer
 from rhizome.core.types import Chunk, Entity, Relation
 from rhizome.lightrag.config import LightRAGConfig
 
 
-class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
+class LightRAGIndex(EntityGraphIndex):
     """LightRAG: entity and relation profiles with dual-level (low/high keyword) retrieval.
 
     Settings: :class:`~rhizome.lightrag.config.LightRAGConfig` (as keyword arguments or
@@ -75,17 +67,8 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
 
     def _setup(self) -> None:
         c = self.config
-        self.entity_graph = EntityGraphStore(
-            self.store,
-            "lightrag",
-            embed=self.embed,
-            summarizer=DescriptionSummarizer(
-                self.llm, max_tokens=c.summary_max_tokens, min_fragments=c.force_summary_fragments,
-                max_input_tokens=c.summary_max_input_tokens, language=c.language,
-            ),
-            resolver=EntityResolver(threshold=c.resolution_threshold, acronyms=c.resolution_acronyms, llm=self.llm, confirm=c.resolution_confirm),
-            resolution=c.resolution,
-        )
+        resolver = EntityResolver(threshold=c.resolution_threshold, acronyms=c.resolution_acronyms, llm=self.llm, confirm=c.resolution_confirm)
+        self.entity_graph = open_entity_graph(self, "lightrag", resolver=resolver, resolution=c.resolution, min_fragments=c.force_summary_fragments)
         self.entity_table = self.entity_graph.entities
         self.relation_table = self.entity_graph.relations
 
@@ -124,37 +107,8 @@ class LightRAGIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
         return self.entity_graph.degrees(entity_ids)
 
     # -- BaseIndex hooks -------------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, ChunkVectors]:
-        chunks = batch_chunks(batch)
-        change = await self.entity_graph.plan(await self._extract(chunks), self.replaced_chunk_ids(batch), defer=True)
-        add_counts(stats, change.counts())
-        return change, await self.embed_chunks(chunks)
-
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
-        change, (chunk_ids, vectors) = prepared
-        self.entity_graph.write(db, change)
-        self.put_chunk_vectors(db, chunk_ids, vectors)
-
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> GraphChange:
-        change = await self.entity_graph.plan([], self.store.chunk_ids(document_ids))
-        add_counts(stats, change.counts())
-        return change
-
-    def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
-        self.entity_graph.write(db, prepared)
-
-    def _remove_document(self, db: Connection, document_id: str) -> int:
-        self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
-        return super()._remove_document(db, document_id)
-
-    async def _extract(self, chunks: list[Chunk]) -> list[ChunkExtraction]:
+    async def _records(self, chunks: list[Chunk]) -> list[ChunkExtraction]:
         return [chunk_record(add_keywords(x, c)) for x, c in zip(await self.extract(chunks), chunks, strict=True)]
-
-    async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
-        """Summarise, once, every profile an insert call left waiting, and embed it; a cut-short
-        call leaves them waiting for the next insert, delete or refresh."""
-        if self.entity_graph.pending.keys():
-            stats["summaries_written"] = stats.get("summaries_written", 0) + await self.entity_graph.settle()
 
     # -- reading ---------------------------------------------------------------------------------
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
