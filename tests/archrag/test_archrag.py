@@ -413,3 +413,21 @@ def test_the_report_writer_keeps_the_identity_stored_reports_were_digested_with(
     from rhizome.archrag.index import ReportWriter
 
     assert ReportWriter(None, max_tokens=1500, language="English").identity == ["offline", "", "English", 1500]
+
+
+def test_an_insert_updates_the_layers_around_what_it_touched_and_a_delete_partitions_whole():
+    index, _ = build(documents=town(48), max_cluster_size=6)
+    before = index.communities.all()
+    report = index.insert(Document(id="extra", text="Mira Holt met Osric Vane again at Tarn Harbour in 1950."))
+    assert report.stats["layer_1"] == "local", report.stats
+    after = index.communities.all()
+    touched = {"mira holt", "osric vane", "tarn harbour", "1950"}
+    untouched = {gid for gid, g in before.items() if g.level == 1 and not touched & set(g.entity_ids)}
+    assert untouched and all(gid in after and after[gid].summary == before[gid].summary for gid in untouched)
+    assert 0 < report.stats["reports_written"] < len(after) / 2
+    layer_one = [g for g in after.values() if g.level == 1]  # still a partition of the entities
+    assert sorted(e for g in layer_one for e in g.entity_ids) == sorted(index.entity_table.keys())
+    biggest = max(len(g.entity_ids) for g in before.values() if g.level == 1)  # Leiden may leave one unsplit
+    assert max(len(g.entity_ids) for g in layer_one) <= max(6, biggest)
+    assert not index.touched.keys()
+    assert index.delete("extra").stats["layer_1"] == "full"

@@ -13,6 +13,9 @@ their unit embeddings and the edges between them, and returns a partition of the
    hierarchical Leiden so no community exceeds ``max_cluster_size`` unless Leiden cannot split it
    (the authors' ``hierarchical_leiden(max_cluster_size=15)``); or weighted spectral clustering
    into ⌈n / max_cluster_size⌉ groups (the paper's alternative). Isolated nodes are singletons.
+   After an insert, :func:`repartition` updates the layer's previous partition instead: bounded
+   Leiden iterations in which only the nodes the insert touched (and new nodes, and those of a
+   community that lost a member) may move, so the other communities, and their reports, stay.
 3. **Next layer** (:func:`community_edges`): communities are linked when an original edge
    crosses between them, weighted by how many do.
 
@@ -24,14 +27,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.graph import hierarchical_leiden, knn_similarity_pairs
+from rhizome.core.graph import hierarchical_leiden, knn_similarity_pairs, leiden_update
 
 MIN_WEIGHT = 0.01
 """Weight of an existing edge whose endpoints' cosine is at most this: Leiden ignores zero
@@ -106,6 +109,42 @@ def partition(graph: nx.Graph, *, method: str = "leiden", max_cluster_size: int 
         groups = _spectral(graph, max_cluster_size, seed)
     else:
         raise ConfigurationError(f"clustering must be 'leiden' or 'spectral', got {method!r}")
+    return sorted((sorted(g) for g in groups if g), key=lambda g: g[0])
+
+
+MOVABLE_SHARE = 0.5
+""":func:`repartition` gives up (the layer is partitioned whole) when more than this share of
+its nodes may move."""
+
+
+def repartition(
+    graph: nx.Graph, previous: Mapping[str, Sequence[str]], moved: set[str], *, max_cluster_size: int = 15, seed: int = 0xDEADBEEF
+) -> list[list[str]] | None:
+    """The nodes of ``graph`` in communities, updated from ``previous`` (community id → its
+    members) by bounded Leiden iterations (the kernel's ``leiden_update``) in which only these
+    nodes may change community: the ``moved`` ones, those in no previous community, and the
+    members of a previous community that lost one; a community grown past ``max_cluster_size``
+    is split as :func:`partition` splits. ``None`` when more than :data:`MOVABLE_SHARE` of the
+    nodes may move (partition the layer whole instead). Same form as :func:`partition`."""
+    nodes = {str(n) for n in graph.nodes}
+    initial: dict[Hashable, str] = {}
+    movable: set[Hashable] = {n for n in moved if n in nodes}
+    for cid, members in previous.items():
+        present = [m for m in members if m in nodes]
+        if len(present) < len(members):
+            movable.update(present)
+        initial.update(dict.fromkeys(present, cid))
+    movable |= nodes - initial.keys()
+    if len(movable) > MOVABLE_SHARE * len(nodes):
+        return None
+    membership, _ = leiden_update(graph, initial, movable=movable, seed=seed, weight="weight")
+    grouped: dict[Any, list[str]] = defaultdict(list)
+    for node in nodes:
+        grouped[membership.get(node, node)].append(node)  # a node with no edge is alone
+    groups: list[list[str]] = []
+    for members in grouped.values():
+        too_big = len(members) > max_cluster_size
+        groups += _leiden_leaves(graph.subgraph(members).copy(), max_cluster_size, seed) if too_big else [members]
     return sorted((sorted(g) for g in groups if g), key=lambda g: g[0])
 
 

@@ -36,13 +36,15 @@ stored (a hit left with none is dropped).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from rhizome.archrag.chnsw import CHNSW
-from rhizome.archrag.clustering import augment, community_edges, partition, stop_reason
+from rhizome.archrag.clustering import augment, community_edges, partition, repartition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 from rhizome.core.entity_graph import (
@@ -55,21 +57,20 @@ from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
+from rhizome.core.graph.store import GraphChange
 from rhizome.core.hierarchy import (
     GroupInput,
     GroupSummarizer,
     Hierarchy,
     SummaryFields,
     community_key,
+    has_summary,
 )
-from rhizome.core.index import (
-    ModeInfo,
-    Stats,
-    VectorBatch,
-)
+from rhizome.core.index import Batch, ChunkVectors, ModeInfo, Stats, VectorBatch
 from rhizome.core.naive import NAIVE
 from rhizome.core.retrieval import pack
-from rhizome.core.stages import prune_stage
+from rhizome.core.stages import digest, prune_stage
+from rhizome.core.storage import Connection
 from rhizome.core.summarize import extractive_summary
 from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
@@ -105,6 +106,12 @@ def community_text(community: Community) -> str:
 
 def _cell(text: str, limit: int) -> str:
     return truncate_tokens(" ".join(str(text).split()).replace("|", "/"), limit)
+
+
+class _Touched(BaseModel):
+    """An entity changed since the layers were last built (a row of ``archrag_touched``)."""
+
+    id: str
 
 
 class ReportWriter(GroupWriter):
@@ -173,6 +180,7 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         self.entity_table = self.entity_graph.entities
         self.relation_table = self.entity_graph.relations
         self.communities = Hierarchy(self.store, "archrag_communities")
+        self.touched = self.store.table("archrag_touched", _Touched)
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
         if not self.store.readonly and not self.store.get_meta(ADOPTED, False):
             # an index written before the layer: its per-chunk records become the layer's
@@ -182,9 +190,19 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
                 self.store.set_meta(db, ADOPTED, True)
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
+    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
+        super()._write(db, batch, prepared)
+        self.touched.put(db, [_Touched(id=e) for e in prepared[0].touched_entities])
+
+    def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
+        super()._write_delete(db, document_ids, prepared)
+        self.touched.put(db, [_Touched(id=e) for e in prepared.touched_entities])
+
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
+        """The layers follow the change: after inserts, updated around the entities they touched
+        (:func:`~rhizome.archrag.clustering.repartition`); after a delete, partitioned whole."""
         await super()._after_change(inserted, removed, stats)
-        await self._rebuild(stats)
+        await self._rebuild(stats, local=not removed)
 
     # -- the graph and its layers ----------------------------------------------------------
     def chnsw(self) -> tuple[CHNSW | None, list[list[str]]]:
@@ -219,20 +237,24 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         """Entities, relations and the attributed communities of every layer."""
         return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations(), list(self.communities.all().values()))
 
-    async def _rebuild(self, stats: Stats) -> None:
-        """Build the layers of communities again from the stored profiles and their vectors."""
-        # in the order of their first mention, chunk by chunk: the layers depend on it
-        entity_ids, relation_ids = self.entity_graph.first_seen(self.store.chunk_ids())
-        graph = EntityGraph.build(self.entity_table.get(entity_ids), self.relation_table.get(relation_ids))
+    async def _rebuild(self, stats: Stats, *, local: bool = False) -> None:
+        """Build the layers of communities again from the stored profiles and their vectors;
+        ``local``: each layer updated from the stored one around what changed, where it can be."""
+        # the entities in the order of their first mention, chunk by chunk: the layers depend on it
+        entities = self.entity_table.get(self.entity_graph.first_seen(self.store.chunk_ids()))
+        graph = EntityGraph.build(entities, {r.id: r for r in self.relation_table.all()})
         old_communities = self.communities.all()
         vectors = self._vectors(self.ENTITY_COLLECTION, list(graph.entities), None)
-        layers, batches, counts = await self._cluster(graph, vectors, stats)
+        touched = self.touched.keys()
+        moved = set(touched) if local else None
+        layers, batches, counts = await self._cluster(graph, vectors, stats, old_communities, moved)
         with self.store.transaction() as db:
             self.communities.delete(db, [c for k, c in old_communities.items() if k not in layers])
             self.communities.put(db, [c for k, c in layers.items() if old_communities.get(k) != c])
             for batch in batches:
                 batch.write(db, self.store)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in layers.values()))
+            self.touched.delete(db, touched)
         await asyncio.to_thread(self.chnsw)  # the C-HNSW of the new state, so the first query does not wait
         stats.update(
             entities=len(graph.entities), relations=len(graph.relations), communities=len(layers),
@@ -249,9 +271,13 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
             return np.zeros((0, self.store.embedding_dimension or 1), dtype=np.float32)
         return np.stack([new[k] if k in new else stored[k] for k in keys]).astype(np.float32)
 
-    async def _cluster(self, graph: EntityGraph, vectors: np.ndarray, stats: Stats) -> tuple[dict[str, Community], list[VectorBatch], dict[str, int]]:
+    async def _cluster(
+        self, graph: EntityGraph, vectors: np.ndarray, stats: Stats, old: Mapping[str, Community], moved: set[str] | None = None
+    ) -> tuple[dict[str, Community], list[VectorBatch], dict[str, int]]:
         """Algorithm 1: the attributed communities of every layer, their vector batches and
-        how many reports were written or reused (see the module docstring)."""
+        how many reports were written or reused (see the module docstring). With ``moved``
+        (the entities changed since the layers were built), each layer is first updated from
+        its stored partition (:func:`~rhizome.archrag.clustering.repartition`)."""
         c = self.config
         base: dict[tuple[str, str], float] = {}
         for r in graph.relations.values():
@@ -264,10 +290,14 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         counts = {"written": 0, "reused": 0}
         level, reason = 1, None
         while len(ids) >= 2 and reason is None:
-            grouped = partition(
-                augment(ids, vectors, edges, percentile=c.knn_percentile, k=c.knn_k),
-                method=c.clustering, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed,
-            )
+            layer = augment(ids, vectors, edges, percentile=c.knn_percentile, k=c.knn_k)
+            previous = {g.id: g.entity_ids if level == 1 else g.children for g in old.values() if g.level == level}
+            grouped = None
+            if moved is not None and previous and c.clustering == "leiden":
+                grouped = repartition(layer, previous, moved if level == 1 else set(), max_cluster_size=c.max_cluster_size, seed=c.leiden_seed)
+            stats[f"layer_{level}"] = "full" if grouped is None else "local"
+            if grouped is None:
+                grouped = partition(layer, method=c.clustering, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed)
             reason = stop_reason(level, len(ids), len(grouped), max_layers=c.max_layers, min_communities=c.min_communities, min_shrink=c.min_shrink)
             if reason == "no-shrink":
                 break
@@ -278,7 +308,7 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
                     id=community_key(level, members), level=level, entity_ids=leaves,
                     children=[] if level == 1 else members, metadata={"size": len(members)},
                 ))
-            reports = await self._reports(graph, groups, done, counts)
+            reports = await self._reports(graph, groups, done, counts, old)
             for group in reports.values():
                 for child in group.children:
                     done[child] = done[child].model_copy(update={"parent": group.id})
@@ -292,17 +322,31 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         stats["stopped"] = reason or ("too-few-nodes" if len(ids) < 2 else "")
         return done, batches, counts
 
-    async def _reports(self, graph: EntityGraph, groups: list[Community], done: Mapping[str, Community], counts: dict[str, int]) -> dict[str, Community]:
+    async def _reports(
+        self, graph: EntityGraph, groups: list[Community], done: Mapping[str, Community], counts: dict[str, int], old: Mapping[str, Community]
+    ) -> dict[str, Community]:
+        """The layer's communities with their reports: a stored community (same id: the same
+        layer and members) whose report source is unchanged (:func:`report_source`) keeps its
+        report; the others' are written, or found in the report stage by their input."""
         budget = self.report_writer.input_budget(self.config.report_max_input_tokens)
+        identity = self.report_writer.identity
+        sources = {g.id: report_source(g, graph, done, budget, identity) for g in groups}
+        kept = {
+            g.id: held.model_copy(update={"parent": None, "children": g.children, "metadata": {**held.metadata, "size": g.metadata["size"]}})
+            for g in groups
+            if (held := old.get(g.id)) is not None and has_summary(held) and held.metadata.get("source") == sources[g.id]
+        }
 
         def build_input(group: Community, _: Any) -> GroupInput:
             return report_input(group, graph, done, budget)
 
         summarizer = GroupSummarizer(self.store, REPORT_STAGE, build_input=build_input, write=self.report_writer.awrite,
-                                     identity=self.report_writer.identity, label="community reports")
-        reports, n = await summarizer.asummarize(groups)
+                                     identity=identity, label="community reports")
+        reports, n = await summarizer.asummarize([g for g in groups if g.id not in kept], context=kept)
+        for gid, source in sources.items():
+            reports[gid].metadata["source"] = source
         counts["written"] += n["written"]
-        counts["reused"] += n["reused"]
+        counts["reused"] += n["reused"] + len(kept)
         return reports
 
     # -- retrieval -------------------------------------------------------------------------
@@ -312,10 +356,9 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         return answer_inputs(retrieval, self.config)
 
 
-def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int) -> GroupInput:
-    """The context of one community's report: at layer 1 its entities and the relations among
-    them, most connected first; above, the reports of its children first, then entity and
-    relation rows while they fit (the authors' code). Cut to ``budget`` tokens."""
+def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community]) -> tuple[list[Entity], list[Relation], list[Community]]:
+    """What a community's report reads: its entities, most connected first; the relations
+    among them, by combined degree; its children's reports."""
     members = graph.members(Community(id=group.id, level=group.level, entity_ids=group.entity_ids))
     inside = set(group.entity_ids)
     relations = sorted(
@@ -323,18 +366,61 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
          if graph.relations[rid].source in inside and graph.relations[rid].target in inside}.values(),
         key=lambda r: (-graph.combined_degree(r), r.id),
     )
-    names = {e.id: e.name for e in members}
+    return members, relations, [done[c] for c in group.children if c in done]
+
+
+def report_source(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int, identity: Any) -> str:
+    """A digest of everything a community's report input is made from (what :func:`report_input`
+    reads, whose order and cut follow from it, and the writer): while it is the one a stored
+    report was written with, the report stands and its input is not built again. Made from a
+    short digest of each member's and each inner relation's row, kept with the graph."""
+    rows = graph.cache.get("archrag-rows")
+    if rows is None:
+        rows = graph.cache["archrag-rows"] = {
+            **{e.id: _short(e.id, e.name, e.type, e.description, graph.degree.get(e.id, 0)) for e in graph.entities.values()},
+            **{f"r:{r.id}": _short(r.id, r.source, r.target, r.description, r.predicate, graph.combined_degree(r)) for r in graph.relations.values()},
+        }
+    inside = set(group.entity_ids)
+    relations = sorted({
+        rid for e in group.entity_ids for rid in graph.relations_of.get(e, ())
+        if graph.relations[rid].source in inside and graph.relations[rid].target in inside
+    })
     children = [done[c] for c in group.children if c in done]
-    rows: list[str] = []
+    return digest(
+        identity, budget, group.level, [rows[e] for e in sorted(inside) if e in rows], [rows[f"r:{r}"] for r in relations],
+        [(c.id, c.title, c.summary, c.rating) for c in children],
+    )
+
+
+def _short(*parts: Any) -> str:
+    """A short stable digest of a row's values."""
+    return hashlib.blake2b("\x1f".join(map(str, parts)).encode("utf-8"), digest_size=8).hexdigest()
+
+
+def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int) -> GroupInput:
+    """The context of one community's report: at layer 1 its entities and the relations among
+    them, most connected first; above, the reports of its children first, then entity and
+    relation rows while they fit (the authors' code). Cut to ``budget`` tokens; a row is made
+    only when the rows before it fit (a top community holds every entity)."""
+    members, relations, children = _context(group, graph, done)
+    names = {e.id: e.name for e in members}
+
+    def row(item: tuple[str, Any]) -> str:
+        kind, x = item
+        if kind == "community":
+            return f"{x.id}|{_cell(x.title, 40)}|{_cell(x.summary, 300)}|{'' if x.rating is None else x.rating}"
+        if kind == "entity":
+            return f"{x.name}|{_cell(x.type, 10)}|{_cell(x.description, 200)}|{graph.degree.get(x.id, 0)}"
+        if kind == "relation":
+            return f"{names[x.source]}|{names[x.target]}|{_cell(x.description or x.predicate, 150)}|{graph.combined_degree(x)}"
+        return str(x)
+
+    items: list[tuple[str, Any]] = []
     if children:
-        rows += ["-----Communities-----", "id|title|summary|rating"]
-        rows += [f"{c.id}|{_cell(c.title, 40)}|{_cell(c.summary, 300)}|{'' if c.rating is None else c.rating}" for c in children]
-    rows += ["-----Entities-----", "entity|type|description|degree"]
-    rows += [f"{e.name}|{_cell(e.type, 10)}|{_cell(e.description, 200)}|{graph.degree.get(e.id, 0)}" for e in members]
-    rows += ["-----Relationships-----", "source|target|description|combined_degree"]
-    relation_rows = [f"{names[r.source]}|{names[r.target]}|{_cell(r.description or r.predicate, 150)}|{graph.combined_degree(r)}" for r in relations]
-    rows += relation_rows
-    text = "\n".join(row for row, _ in pack(rows, budget, str, overhead=1, cut_first=False))
+        items += [("head", "-----Communities-----"), ("head", "id|title|summary|rating"), *(("community", c) for c in children)]
+    items += [("head", "-----Entities-----"), ("head", "entity|type|description|degree"), *(("entity", e) for e in members)]
+    items += [("head", "-----Relationships-----"), ("head", "source|target|description|combined_degree"), *(("relation", r) for r in relations)]
+    text = "\n".join(body for _, body in pack(items, budget, row, overhead=1, cut_first=False))
     return GroupInput(
         group=group, text=text, children=children,
         extra={
@@ -345,4 +431,4 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
     )
 
 
-__all__ = ["ArchRAGIndex", "ReportWriter", "community_text", "entity_text", "offline_report", "relation_text", "report_input"]
+__all__ = ["ArchRAGIndex", "ReportWriter", "community_text", "entity_text", "offline_report", "relation_text", "report_input", "report_source"]

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.extraction.schema import clean_name, entity_key
@@ -189,6 +190,21 @@ class _Folding:
         return [*self.entities.values(), *self.relations.values()]
 
 
+class _EntityId(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = ""
+
+
+class _MentionIds(BaseModel):
+    """A per-chunk record read for its entity ids alone."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    chunk_id: str
+    entities: list[_EntityId] = []
+
+
 class EntityGraphStore:
     """An index's entity graph: its tables, collections and fold rules (see the module docstring).
 
@@ -277,17 +293,14 @@ class EntityGraphStore:
         sources = self.lists.sources(relations)
         return FactGraph((r.id, r.source, r.target, sources[profile_key(r)]) for r in relations)
 
-    def first_seen(self, chunk_ids: Sequence[str]) -> tuple[list[str], list[str]]:
-        """The entity and relation ids the chunks ``chunk_ids`` mention, in the order of their
-        first mention there (chunk by chunk, mention by mention): the order a method that
-        builds on the whole graph at once, as ArchRAG's layers, reads the profiles in."""
-        entities: dict[str, None] = {}
-        relations: dict[str, None] = {}
-        key = self.policy.relation_id
-        for record in self.extractions.get(chunk_ids).values():
-            entities.update(dict.fromkeys(m.id for m in record.entities))
-            relations.update(dict.fromkeys(key(x.source_id, x.target_id, x.predicate) for x in record.relations))
-        return list(entities), list(relations)
+    def first_seen(self, chunk_ids: Sequence[str]) -> list[str]:
+        """The entity ids the chunks ``chunk_ids`` mention, in the order of their first mention
+        there (chunk by chunk, mention by mention): the order a method that builds on the whole
+        graph at once, as ArchRAG's layers, reads the entities in."""
+        order: dict[str, None] = {}
+        for record in self.extractions.view(_MentionIds).get(chunk_ids).values():
+            order.update(dict.fromkeys(m.id for m in record.entities))
+        return list(order)
 
     def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
         """Relations per entity."""
