@@ -42,9 +42,11 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from pydantic import Field
 
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.graph import DEFAULT_PPR_DAMPING, Transition, personalized_pagerank
+from rhizome.core.params import RetrieverParams
 from rhizome.core.retrieval import check_flag, check_non_negative, check_positive
 from rhizome.core.types import Entity, Relation
 
@@ -360,6 +362,69 @@ class EvidenceOptions:
         return facts.seeds(chains, self.temperature), chains
 
 
+class EvidenceParams(RetrieverParams):
+    """The settings of the evidence ranking, the same in every entity method's passage modes:
+    their params models subclass this one (defaults: this module's ``DEFAULT_*``)."""
+
+    dense_k: int = Field(DEFAULT_DENSE_K, ge=1)
+    """Nearest passages taken as passage seeds (HippoRAG 2's ``retrieval_top_k`` 200)."""
+
+    fact_k: int = Field(DEFAULT_FACT_K, ge=1)
+    """Facts (relations) nearest the query whose endpoints become seeds (10)."""
+
+    temperature: float | None = Field(DEFAULT_TEMPERATURE, gt=0)
+    """Temperature of :func:`relative_weights`, in standard deviations of a search's scores
+    (0.5); ``None``: HippoRAG 2's min-max scaling."""
+
+    passage_weight: float = Field(DEFAULT_PASSAGE_WEIGHT, ge=0)
+    """Weight of the passage seeds against the entity seeds (0.5; HippoRAG 2 uses 0.05 with
+    min-max scaled scores); 0: no passage seeds."""
+
+    damping: float = Field(DEFAULT_PPR_DAMPING, ge=0, lt=1)
+    """Damping of the personalized PageRank walk (HippoRAG's 0.5)."""
+
+    chains: bool = False
+    """Add the entities of the best chains of facts (:meth:`FactGraph.chains`) to the seeds."""
+
+    def evidence(self) -> dict[str, Any]:
+        """These settings alone, as keywords (for a mode that hands them to another one)."""
+        return {name: getattr(self, name) for name in EvidenceParams.model_fields}
+
+    def rank(
+        self,
+        graph: EvidenceGraph,
+        entity_seeds: Mapping[str, float],
+        dense: Sequence[tuple[str, float]],
+        *,
+        limit: int | None = None,
+        more_dense: Sequence[Sequence[tuple[str, float]]] = (),
+        more_weight: float = 1.0,
+    ) -> list[tuple[str, float]]:
+        """:func:`rank_passages` with these settings."""
+        return rank_passages(
+            graph, entity_seeds, dense, temperature=self.temperature, passage_weight=self.passage_weight,
+            damping=self.damping, limit=limit, more_dense=more_dense, more_weight=more_weight,
+        )
+
+    def fact_seeds(self, found: Sequence[tuple[str, float]], ends: Mapping[str, tuple[str, str]]) -> dict[str, float]:
+        """:func:`fact_seeds` at this temperature."""
+        return fact_seeds(found, ends, self.temperature)
+
+    def chain_seeds(
+        self,
+        facts: FactGraph,
+        query: np.ndarray,
+        found: Sequence[tuple[str, float]],
+        vectors: Callable[[Sequence[str]], tuple[list[str], np.ndarray]],
+    ) -> tuple[dict[str, float], list[Chain]]:
+        """With ``chains`` on: the seeds of the best chains of facts that start at ``found`` (the
+        facts nearest the query), and those chains; else nothing."""
+        if not self.chains or not found:
+            return {}, []
+        chains = facts.chains(query, found, vectors)
+        return facts.seeds(chains, self.temperature), chains
+
+
 @dataclass(frozen=True)
 class Chain:
     """Facts joined through shared entities, in the order found, and the chain's score (the
@@ -468,6 +533,7 @@ __all__ = [
     "Chain",
     "EvidenceGraph",
     "EvidenceOptions",
+    "EvidenceParams",
     "FactGraph",
     "fact_seeds",
     "link_names",
