@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 from rhizome.core import ConfigurationError, VectorIndex
 from rhizome.core.params import RetrieverParams, allowed
 from rhizome.core.retrieval import BaseRetriever, Retrieval
+from rhizome.core.storage import method_registry
 
 
 class WalkParams(RetrieverParams):
@@ -116,3 +117,22 @@ def test_a_retriever_validates_its_settings_once_when_it_is_made():
         index.as_retriever(top_k=3)  # the naive mode takes no settings
     index.close()
 
+
+def test_every_mode_of_every_method_declares_documented_settings():
+    for name, entry in method_registry().items():
+        cls = entry.load()
+        index = cls()
+        try:
+            for mode in cls.modes or (None,):
+                retriever = index.as_retriever(mode=mode)
+                params = type(retriever).params_class
+                assert isinstance(retriever.params, params), (name, mode)
+                for field, info in params.model_fields.items():
+                    assert info.description, f"{name} {mode}: {field} has no description"
+                with pytest.raises(ConfigurationError, match="no setting 'no_such_setting'; its settings are"):
+                    index.as_retriever(mode=mode, no_such_setting=1)
+            for mode, info in cls.modes.items():
+                if info.retriever is not None:
+                    assert info.retriever_class() is type(index.as_retriever(mode=mode)), (name, mode)
+        finally:
+            index.close()

@@ -47,7 +47,6 @@ from pydantic import Field
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.graph import DEFAULT_PPR_DAMPING, Transition, personalized_pagerank
 from rhizome.core.params import RetrieverParams
-from rhizome.core.retrieval import check_flag, check_non_negative, check_positive
 from rhizome.core.types import Entity, Relation
 
 DEFAULT_TEMPERATURE = 0.5
@@ -297,71 +296,6 @@ def rank_passages(
     return graph.rank(entity_seeds, seeds, passage_weight=passage_weight, damping=damping, limit=limit)
 
 
-@dataclass(frozen=True)
-class EvidenceOptions:
-    """The settings of the evidence ranking, the same in every entity method's passage modes
-    (each retriever takes them as keywords; the defaults are this module's ``DEFAULT_*``).
-
-    ``dense_k``: nearest passages taken as passage seeds; ``fact_k``: facts nearest the query
-    whose endpoints become seeds; ``temperature``: of :func:`relative_weights` (``None``:
-    HippoRAG 2's min-max scaling); ``passage_weight``: of the passage seeds against the entity
-    seeds (0: no passage seeds); ``damping``: of the walk; ``chains``: add the entities of the
-    best chains of facts (:meth:`FactGraph.chains`) to the seeds."""
-
-    dense_k: int = DEFAULT_DENSE_K
-    fact_k: int = DEFAULT_FACT_K
-    temperature: float | None = DEFAULT_TEMPERATURE
-    passage_weight: float = DEFAULT_PASSAGE_WEIGHT
-    damping: float = DEFAULT_PPR_DAMPING
-    chains: bool = False
-
-    def __post_init__(self) -> None:
-        check_positive("dense_k", self.dense_k)
-        check_positive("fact_k", self.fact_k)
-        if self.temperature is not None:
-            check_non_negative("temperature", self.temperature)
-            if not self.temperature > 0:
-                raise ConfigurationError(f"temperature must be a positive number or None, got {self.temperature!r}")
-        check_non_negative("passage_weight", self.passage_weight)
-        if isinstance(self.damping, bool) or not isinstance(self.damping, (int, float)) or not 0.0 <= self.damping < 1.0:
-            raise ConfigurationError(f"damping must be in [0, 1), got {self.damping!r}")
-        check_flag("chains", self.chains)
-
-    def rank(
-        self,
-        graph: EvidenceGraph,
-        entity_seeds: Mapping[str, float],
-        dense: Sequence[tuple[str, float]],
-        *,
-        limit: int | None = None,
-        more_dense: Sequence[Sequence[tuple[str, float]]] = (),
-        more_weight: float = 1.0,
-    ) -> list[tuple[str, float]]:
-        """:func:`rank_passages` with these settings."""
-        return rank_passages(
-            graph, entity_seeds, dense, temperature=self.temperature, passage_weight=self.passage_weight,
-            damping=self.damping, limit=limit, more_dense=more_dense, more_weight=more_weight,
-        )
-
-    def fact_seeds(self, found: Sequence[tuple[str, float]], ends: Mapping[str, tuple[str, str]]) -> dict[str, float]:
-        """:func:`fact_seeds` at this temperature."""
-        return fact_seeds(found, ends, self.temperature)
-
-    def chain_seeds(
-        self,
-        facts: FactGraph,
-        query: np.ndarray,
-        found: Sequence[tuple[str, float]],
-        vectors: Callable[[Sequence[str]], tuple[list[str], np.ndarray]],
-    ) -> tuple[dict[str, float], list[Chain]]:
-        """With ``chains`` on: the seeds of the best chains of facts that start at ``found`` (the
-        facts nearest the query), and those chains; else nothing."""
-        if not self.chains or not found:
-            return {}, []
-        chains = facts.chains(query, found, vectors)
-        return facts.seeds(chains, self.temperature), chains
-
-
 class EvidenceParams(RetrieverParams):
     """The settings of the evidence ranking, the same in every entity method's passage modes:
     their params models subclass this one (defaults: this module's ``DEFAULT_*``)."""
@@ -532,7 +466,6 @@ __all__ = [
     "WALK_TOLERANCE",
     "Chain",
     "EvidenceGraph",
-    "EvidenceOptions",
     "EvidenceParams",
     "FactGraph",
     "fact_seeds",

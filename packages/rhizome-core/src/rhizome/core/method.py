@@ -14,7 +14,7 @@ documented where it is defined. The rest of the kernel serves the kernel itself,
 - **Retrieval**: :class:`BaseRetriever`, :class:`Retrieval`, ``query_vector``, ``vector_search``,
   ``chunk_hits``, ``provenance``, :class:`MapReduceSearch` and ``MapPlan`` (modes that read a
   hierarchy in batches), ``NAIVE`` (the dense mode beside a method's own).
-- **Graph evidence**: :class:`EvidenceGraph`, :class:`EvidenceOptions`, :class:`EvidenceParams` (its successor), :class:`FactGraph`,
+- **Graph evidence**: :class:`EvidenceGraph`, :class:`EvidenceParams`, :class:`FactGraph`,
   ``link_names``, ``rank_passages``, ``relative_weights``, ``merge_seeds``; the algorithms
   ``knn_similarity_pairs`` and ``pagerank_scores``.
 - **The entity-graph layer**: :class:`EntityGraphStore`, :class:`GraphChange`,
@@ -32,7 +32,6 @@ from rhizome.core.config import ExtractionConfig, ExtractionSpecConfig, IndexCon
 from rhizome.core.errors import ConfigurationError, InvalidInputError, ModelOutputError
 from rhizome.core.evidence import (
     EvidenceGraph,
-    EvidenceOptions,
     EvidenceParams,
     FactGraph,
     link_names,
@@ -98,7 +97,6 @@ __all__ = [
     "EntityMention",
     "EntityResolver",
     "EvidenceGraph",
-    "EvidenceOptions",
     "EvidenceParams",
     "Extraction",
     "ExtractionConfig",

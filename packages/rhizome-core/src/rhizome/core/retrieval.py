@@ -101,40 +101,11 @@ def check_k(k: Any, default: int | None = None) -> int:
 
 
 def check_positive(name: str, value: Any) -> int:
+    """``value`` as a positive integer, for an argument of a call (a retriever's settings are
+    its :attr:`~BaseRetriever.params_class`)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
     return value
-
-
-def check_integer(name: str, value: Any, low: int | None = None) -> int:
-    """``value`` as an integer (``low`` or more when given), e.g. a seed or a level."""
-    if not isinstance(value, int) or isinstance(value, bool) or (low is not None and value < low):
-        raise ConfigurationError(f"{name} must be an integer{'' if low is None else f' of at least {low}'}, got {value!r}")
-    return value
-
-
-def check_flag(name: str, value: Any) -> bool:
-    """``value`` as a switch: ``True`` or ``False`` only (``"no"`` would be true as ``bool("no")``)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ConfigurationError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def check_non_negative(name: str, value: Any) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
-        raise ConfigurationError(f"{name} must be a number of at least 0, got {value!r}")
-    return float(value)
-
-
-def check_share(name: str, value: Any) -> float:
-    return check_number(name, value, 0, 1)
-
-
-def check_number(name: str, value: Any, low: float, high: float) -> float:
-    """``value`` as a number from ``low`` to ``high`` (both included)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not low <= value <= high:
-        raise ConfigurationError(f"{name} must be a number between {low:g} and {high:g}, got {value!r}")
-    return float(value)
 
 
 # -- vectors -----------------------------------------------------------------------------------
@@ -561,14 +532,9 @@ __all__ = [
     "MapReduceSearch",
     "Retrieval",
     "by_rank",
-    "check_flag",
-    "check_integer",
     "check_k",
-    "check_non_negative",
-    "check_number",
     "check_positive",
     "check_query",
-    "check_share",
     "chunk_hit",
     "chunk_hits",
     "dedupe",
