@@ -32,7 +32,7 @@ P = TypeVar("P", bound="RetrieverParams")
 
 class RetrieverParams(BaseModel):
     """The settings of one retrieval mode (none here: a mode subclasses it with its own fields,
-    each documented, the paper's default first)."""
+    each documented with its default and where that comes from)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True, use_attribute_docstrings=True)
 
@@ -46,12 +46,14 @@ class RetrieverParams(BaseModel):
 
     @classmethod
     def of(cls: type[P], settings: Mapping[str, Any], *, subject: str | None = None) -> P:
-        """``settings`` validated, errors named after ``subject`` (as the constructor)."""
+        """``settings`` validated; an error's message starts with ``subject``, as the
+        constructor's does."""
         return cls(subject, **settings)
 
     @model_validator(mode="before")
     @classmethod
     def _python_scalars(cls, data: Any) -> Any:
+        """A numpy scalar (``np.int64(3)``, ``np.True_``) as the Python value it holds."""
         if isinstance(data, dict):
             return {key: value.item() if isinstance(value, np.generic) else value for key, value in data.items()}
         return data
