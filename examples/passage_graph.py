@@ -23,6 +23,7 @@ from rhizome.core.method import (
     IndexConfig,
     ModeInfo,
     Retrieval,
+    RetrieverParams,
     Stats,
     VectorBatch,
     batch_chunks,
@@ -85,18 +86,23 @@ class PassageGraphIndex(BaseIndex[VectorBatch, None]):
         return PageRankRetriever(self, k, **options)
 
 
+class PageRankParams(RetrieverParams):
+    """The mode's settings (``index.as_retriever(seeds=8)``), checked when the retriever is made."""
+
+    seeds: int = Field(5, ge=1)
+    """Passages nearest the query that the walk starts from."""
+
+
 class PageRankRetriever(BaseRetriever):
     mode = "ppr"
-
-    def __init__(self, index: PassageGraphIndex, k: int | None = None, *, seeds: int = 5) -> None:
-        super().__init__(index, k)
-        self.seeds = seeds
+    params_class = PageRankParams
+    params: PageRankParams
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
         import networkx as nx
 
         vector = await query_vector(self.index, query)
-        start = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, self.seeds)
+        start = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, self.params.seeds)
         graph = nx.Graph()
         graph.add_nodes_from(cid for cid, _ in start)
         graph.add_weighted_edges_from((link.source, link.target, link.weight) for link in self.index.links.all())

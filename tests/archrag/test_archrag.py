@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from rhizome.archrag import ArchRAGIndex
+from rhizome.archrag import ArchRAGConfig, ArchRAGIndex, FilteredParams
 from rhizome.archrag.chnsw import CHNSW, SearchCounter, brute_force, unit_rows
 from rhizome.archrag.clustering import MIN_WEIGHT, augment, community_edges, partition, stop_reason
 from rhizome.archrag.retrieval import cited_rows, select
@@ -386,11 +386,25 @@ def test_bad_settings_are_typed_errors():
     for mode in ("archrag", "hierarchical", "passages"):  # a layer the index lacks returned only the nearest passages, silently
         with pytest.raises(ConfigurationError, match=rf"layers \[99\] do not exist in this index; its layers are {', '.join(map(str, held))}"):
             index.as_retriever(mode=mode, layers=[0, 99])
-    assert index.as_retriever(mode="hierarchical", layers=held).layers == tuple(held)
+    assert index.as_retriever(mode="hierarchical", layers=held).params.layers == tuple(held)
     with pytest.raises(ConfigurationError, match="rank_provenance must be True or False"):
         index.as_retriever(mode="hierarchical", rank_provenance="no")
     with pytest.raises(ConfigurationError, match="community_seeds must be True or False"):
         index.as_retriever(mode="passages", community_seeds="no")
+    with pytest.raises(ConfigurationError, match="the passages mode: dense_k must be a positive integer, got True"):
+        index.as_retriever(mode="passages", dense_k=True)
+    with pytest.raises(ConfigurationError, match="the hierarchical mode has no setting 'filter_max_tokens'"):
+        index.as_retriever(mode="hierarchical", filter_max_tokens=500)
+    # a setting not given is the index's own; the models' defaults are the config's defaults
+    config = index.config
+    assert index.as_retriever().params.model_dump(include={"k_per_layer", "ef_search", "filter_max_tokens"}) == {
+        "k_per_layer": config.k_per_layer, "ef_search": config.ef_search, "filter_max_tokens": config.filter_max_tokens}
+    narrow, _ = build(documents=CORPUS[:2], k_per_layer=2)
+    assert narrow.as_retriever(mode="passages").params.k_per_layer == 2 and narrow.as_retriever(k_per_layer=None).params.k_per_layer == 2
+    assert narrow.as_retriever(mode="hierarchical", k_per_layer=3).params.k_per_layer == 3
+    defaults = ArchRAGConfig()
+    assert FilteredParams().model_dump(exclude={"layers"}) == {name: getattr(defaults, name) for name in FilteredParams.model_fields if name != "layers"}
+    narrow.close()
 
 
 def test_filtered_search_runs_as_a_langgraph_map_reduce_graph():

@@ -10,7 +10,7 @@ from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.evidence import (
     EvidenceGraph,
-    EvidenceOptions,
+    EvidenceParams,
     FactGraph,
     fact_seeds,
     link_names,
@@ -108,13 +108,13 @@ def test_rank_passages_ranks_by_the_walk_with_dense_passages_as_seeds():
     assert [c for c, _ in rank_passages(graph, {"a": 1.0}, dense, passage_weight=0.0)] == ["c1", "c2", "c3"]
 
 
-def test_evidence_options_are_checked():
-    assert EvidenceOptions().dense_k == 200
+def test_evidence_params_are_checked():
+    assert EvidenceParams().dense_k == 200
     for bad in ({"dense_k": 0}, {"fact_k": True}, {"temperature": -1}, {"passage_weight": -0.5}, {"damping": 1.0}, {"chains": "yes"}):
         with pytest.raises(ConfigurationError):
-            EvidenceOptions(**bad)
-    with pytest.raises(TypeError):
-        EvidenceOptions(dense_weight=1.0)  # an option of the fusion that is gone is refused
+            EvidenceParams(**bad)
+    with pytest.raises(ConfigurationError, match="no setting 'dense_weight'; its settings are dense_k, fact_k"):
+        EvidenceParams(dense_weight=1.0)  # an option of the fusion that is gone is refused
 
 
 def test_fact_chains_hop_to_new_passages_and_score_the_question():
@@ -134,8 +134,8 @@ def test_fact_chains_hop_to_new_passages_and_score_the_question():
     seeds = facts.seeds(chains)
     assert seeds["b"] == 1.0 and {"a", "c"} <= set(seeds)
     assert facts.chains(query, [], present) == [] and facts.seeds([]) == {}
-    assert EvidenceOptions(chains=False).chain_seeds(facts, query, [("f1", 0.7)], present) == ({}, [])
-    found, kept = EvidenceOptions(chains=True).chain_seeds(facts, query, [("f1", 0.7)], present)
+    assert EvidenceParams(chains=False).chain_seeds(facts, query, [("f1", 0.7)], present) == ({}, [])
+    found, kept = EvidenceParams(chains=True).chain_seeds(facts, query, [("f1", 0.7)], present)
     assert {"a", "b", "c"} <= set(found) and kept[0].facts[0] == "f1"
 
 

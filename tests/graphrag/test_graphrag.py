@@ -680,8 +680,15 @@ def test_bad_input_gets_typed_errors():
         index.as_retriever(mode="local").retrieve("  ")
     with pytest.raises(InvalidInputError):
         index.as_retriever(mode="global").retrieve("x", k=0)
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(ConfigurationError, match=r"the local mode: text_unit_prop \+ community_prop must not exceed 1, got 0.9 \+ 0.5"):
         index.as_retriever(mode="local", text_unit_prop=0.9, community_prop=0.5)
+    with pytest.raises(ConfigurationError, match=r"the drift mode: local_text_unit_prop \+ local_community_prop must not exceed 1"):
+        index.as_retriever(mode="drift", local_text_unit_prop=0.95)
+    with pytest.raises(ConfigurationError, match="the drift mode: primer_k must be a positive integer, got True"):
+        index.as_retriever(mode="drift", primer_k=True)
+    with pytest.raises(ConfigurationError, match="the global mode has no setting 'top_k_entities'; its settings are level, dynamic"):
+        index.as_retriever(mode="global", top_k_entities=5)  # a setting of another mode
+    assert index.as_retriever(mode="local", top_k_entities=5).params.top_k_entities == 5
     # checked when the retriever is made, saying what is allowed: "no" was taken as true, "high" a raw ValueError
     for option, says in [({"min_score": "high"}, "min_score must be a number between 0 and 100"),
                          ({"keep_parent": "no"}, "keep_parent must be True or False"),

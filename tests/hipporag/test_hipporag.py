@@ -304,6 +304,11 @@ def test_bad_retriever_settings_are_refused(openie_file):
     for option in ("fact_filter", "entity_seeds"):  # "no" was taken as true
         with pytest.raises(ConfigurationError, match=f"{option} must be True or False"):
             index.as_retriever(**{option: "no"})
+    with pytest.raises(ConfigurationError, match="the v1 mode: link_k must be a positive integer or None, got 0"):
+        index.as_retriever(mode="v1", link_k=0)
+    with pytest.raises(ConfigurationError, match="temperature must be a positive number or None, got 0"):
+        index.as_retriever(temperature=0)
+    assert index.as_retriever(temperature=None, link_k=5).params.link_k == 5  # HippoRAG 2 as published
 
 
 def test_tied_passages_rank_by_id_not_by_insertion_order():

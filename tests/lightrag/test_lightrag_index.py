@@ -185,6 +185,11 @@ def test_bad_input_and_parameters():
         index.as_retriever(mode="drift")
     with pytest.raises(ConfigurationError, match="cosine_threshold must be a number between -1 and 1"):
         index.as_retriever(cosine_threshold="0.2")  # accepted, then a TypeError inside search()
+    with pytest.raises(ConfigurationError, match=r"kinds must be a non-empty list \(one of 'chunk', 'relation', 'entity' each\)"):
+        index.as_retriever(kinds=["chunk", "passage"])
+    with pytest.raises(ConfigurationError, match="max_total_tokens must be a positive integer, got 0"):
+        index.as_retriever(mode="local", max_total_tokens=0)
+    assert index.as_retriever(kinds=["entity"]).params.kinds == ("entity",)
     index.insert(CORPUS)
     with pytest.raises(InvalidInputError):
         index.as_retriever().retrieve("   ")

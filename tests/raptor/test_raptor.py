@@ -227,6 +227,13 @@ def test_bad_settings_and_options_are_typed_errors():
         index.as_retriever(mode="collapsed", max_tokens=0)
     with pytest.raises(ConfigurationError, match="top_k"):
         index.as_retriever(mode="traversal", top_k=-1)
+    with pytest.raises(ConfigurationError, match="the collapsed mode: max_tokens must be a positive integer, got True"):
+        index.as_retriever(mode="collapsed", max_tokens=True)
+    with pytest.raises(ConfigurationError, match="the collapsed mode has no setting 'top_k'"):
+        index.as_retriever(mode="collapsed", top_k=3)  # traversal's
+    small = small_tree(documents=corpus(2), context_tokens=500)
+    assert small.as_retriever(mode="traversal").params.max_tokens == 500  # the index's budget unless given
+    assert small.as_retriever(mode="traversal", max_tokens=None).params.max_tokens == 500
 
 
 # -- retrieval ------------------------------------------------------------------------------------
@@ -251,7 +258,7 @@ def test_collapsed_search_ranks_every_layer_within_the_token_budget():
             leaves = index.store.collection("chunks").vectors(hit.provenance.chunk_ids) @ vector
             assert list(leaves) == sorted(leaves, reverse=True)  # its leaves most similar first
     default = index.as_retriever(k=30, mode="collapsed")
-    assert default.max_tokens == 2000
+    assert default.params.max_tokens == 2000
 
 
 def test_traversal_only_descends_into_children_of_chosen_nodes():

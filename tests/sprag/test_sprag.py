@@ -227,6 +227,13 @@ def test_bad_retriever_settings_are_configuration_errors():
             index.as_retriever(**options)
     with pytest.raises(ConfigurationError):
         index.as_retriever(mode="comprehensive")
+    with pytest.raises(ConfigurationError, match="the balanced mode: relevance must be one of 'calibrated', 'similarity', 'constant', got 'cosine'"):
+        index.as_retriever(relevance="cosine")
+    with pytest.raises(ConfigurationError, match="max_length must be a positive integer, got '8'"):
+        index.as_retriever(max_length="8")
+    # the preset gives the RSE defaults; a setting given overrides it
+    assert index.as_retriever(mode="find_all").params.max_length == 40
+    assert index.as_retriever(mode="find_all", max_length=8).params.model_dump(include={"max_length", "decay_rate"}) == {"max_length": 8, "decay_rate": 200.0}
 
 
 # -- AutoContext -------------------------------------------------------------------------------

@@ -15,6 +15,22 @@ hits = index.as_retriever(k=10).retrieve("What connects the two companies?")
 from rhizome.archrag.chnsw import CHNSW, brute_force
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.index import ArchRAGIndex
-from rhizome.archrag.retrieval import FilteredSearch, HierarchicalSearch
+from rhizome.archrag.retrieval import (
+    FilteredParams,
+    FilteredSearch,
+    HierarchicalParams,
+    HierarchicalSearch,
+    PassageParams,
+)
 
-__all__ = ["CHNSW", "ArchRAGConfig", "ArchRAGIndex", "FilteredSearch", "HierarchicalSearch", "brute_force"]
+__all__ = [
+    "CHNSW",
+    "ArchRAGConfig",
+    "ArchRAGIndex",
+    "FilteredParams",
+    "FilteredSearch",
+    "HierarchicalParams",
+    "HierarchicalSearch",
+    "PassageParams",
+    "brute_force",
+]

@@ -44,8 +44,10 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from pydantic import Field, Strict, field_validator
 
 from rhizome.archrag.index import community_text, relation_text
 from rhizome.archrag.prompts import (
@@ -56,17 +58,16 @@ from rhizome.archrag.prompts import (
     FilterOutput,
 )
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.evidence import EvidenceOptions, link_names, merge_seeds, relative_weights
+from rhizome.core.evidence import EvidenceParams, link_names, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.models.budget import fit
+from rhizome.core.params import RetrieverParams
 from rhizome.core.retrieval import (
     MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
     MapPlan,
     MapReduceSearch,
     Retrieval,
-    check_flag,
-    check_positive,
     chunk_hits,
     pack,
     provenance,
@@ -98,35 +99,51 @@ POINT_OVERHEAD = 12
 """Tokens of the analyst header each point gets in the merge prompt."""
 
 
-class HierarchicalSearch(BaseRetriever):
-    """Hierarchical search over the C-HNSW index, unfiltered (see the module docstring).
+class HierarchicalParams(RetrieverParams):
+    """The settings of :class:`HierarchicalSearch` (and of the searches built on it). Where one
+    is not given, the index's own setting of that name (:class:`~rhizome.archrag.config.ArchRAGConfig`)
+    is used: the defaults below are its defaults."""
 
-    ``k_per_layer``: nodes per layer (default the config's 5); ``layers``: the layers to return
-    (default all; 0 = entities); ``ef_search``: the beam (default the config's);
-    ``rank_provenance``: order each node's chunks by their cosine to the query (default the
-    config's) instead of source order (entities, relations) or most cited first (communities)."""
+    k_per_layer: int = Field(5, ge=1)
+    """Nodes retrieved from each layer (the paper's k = 5)."""
+
+    layers: tuple[Annotated[int, Strict(), Field(ge=0)], ...] | None = Field(None, strict=False)
+    """The layers to search (0 = entities, then the community layers; a list), default all."""
+
+    ef_search: int = Field(100, ge=1)
+    """C-HNSW beam of a query (the paper's synthetic run 100)."""
+
+    rank_provenance: bool = True
+    """Order the chunks each node cites by their cosine to the query; off: source order for
+    entities and relations, most cited first for communities."""
+
+    @field_validator("layers")
+    @classmethod
+    def _layers_once(cls, layers: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return None if layers is None else tuple(sorted(set(layers)))
+
+
+class HierarchicalSearch(BaseRetriever):
+    """Hierarchical search over the C-HNSW index, unfiltered (see the module docstring;
+    settings: :class:`HierarchicalParams`)."""
 
     default_k = 10
     mode = "hierarchical"
+    params_class = HierarchicalParams
+    params: HierarchicalParams
 
-    def __init__(
-        self, index: Any, k: int | None = None, *, k_per_layer: int | None = None, layers: Sequence[int] | None = None,
-        ef_search: int | None = None, rank_provenance: bool | None = None,
-    ) -> None:
-        super().__init__(index, k)
-        config = index.config
-        self.rank_provenance = config.rank_provenance if rank_provenance is None else check_flag("rank_provenance", rank_provenance)
-        self.k_per_layer = check_positive("k_per_layer", config.k_per_layer if k_per_layer is None else k_per_layer)
-        self.ef_search = check_positive("ef_search", config.ef_search if ef_search is None else ef_search)
-        if layers is not None and (isinstance(layers, (str, bytes)) or not all(isinstance(x, int) and x >= 0 for x in layers)):
-            raise ConfigurationError(f"layers must be a list of layer numbers (0 = entities), got {layers!r}")
-        self.layers = None if layers is None else tuple(sorted(set(layers)))
-        held = [0, *index.communities.levels()]
-        if self.layers is not None and not set(self.layers) <= set(held):
+    def __init__(self, index: Any, k: int | None = None, **settings: Any) -> None:
+        super().__init__(index, k, **settings)
+        wanted, held = self.params.layers, [0, *index.communities.levels()]
+        if wanted is not None and not set(wanted) <= set(held):
             raise ConfigurationError(
-                f"layers {sorted(set(self.layers) - set(held))} do not exist in this index; its layers are "
+                f"layers {sorted(set(wanted) - set(held))} do not exist in this index; its layers are "
                 f"{', '.join(map(str, held))} (0 = entities, then the community layers)"
             )
+
+    def _default_settings(self) -> Mapping[str, Any]:
+        config = self.index.config
+        return {"k_per_layer": config.k_per_layer, "ef_search": config.ef_search, "rank_provenance": config.rank_provenance}
 
     async def nodes(self, query: str, vector: Any = None) -> tuple[list[tuple[Row, float]], dict[str, Any], Any]:
         """The nodes hierarchical search finds, ``((layer, kind, id), cosine)`` layer by layer,
@@ -138,7 +155,7 @@ class HierarchicalSearch(BaseRetriever):
         hnsw, ids = await asyncio.to_thread(self.index.chnsw)  # built once per index state
         if hnsw is None:
             return [], {}, vector
-        found = hnsw.search(vector[0], self.k_per_layer, ef=self.ef_search, layers=self.layers)
+        found = hnsw.search(vector[0], self.params.k_per_layer, ef=self.params.ef_search, layers=self.params.layers)
         ranked: list[tuple[Row, float]] = []
         for layer, rows in sorted(found.items()):
             kind = "entity" if layer == 0 else "community"
@@ -155,7 +172,7 @@ class HierarchicalSearch(BaseRetriever):
         each node's chunks nearest the query first. A node whose chunks are all gone is left
         out."""
         graph = self.index.graph()
-        ranking = self.rank_provenance and vector is not None
+        ranking = self.params.rank_provenance and vector is not None
         sources = self._sources(ranked)
         if ranking:
             sources = self._nearest_first(sources, vector)
@@ -262,30 +279,29 @@ class HierarchicalSearch(BaseRetriever):
         return Retrieval(query=query, hits=self.hits(ranked, vector), stats=stats)
 
 
+class PassageParams(HierarchicalParams, EvidenceParams):
+    """The settings of :class:`PassageSearch`: :class:`HierarchicalParams`, the kernel's
+    evidence ranking (:class:`~rhizome.core.evidence.EvidenceParams`) and ``community_seeds``."""
+
+    community_seeds: bool = False
+    """Whether the retrieved communities seed their members (off: on musique-dev they lowered
+    R@5 from 0.711 to 0.608 and made a query five times slower, see docs/archrag.md)."""
+
+
 class PassageSearch(HierarchicalSearch):
     """The passages behind a hierarchical search, ranked by the kernel's evidence walk from
-    what it retrieved (see the module docstring).
-
-    Besides :class:`HierarchicalSearch`'s options: ``community_seeds``, whether retrieved
-    communities seed their members (default off: on musique-dev they lowered R@5 from 0.711 to
-    0.608 and made a query five times slower, see docs/archrag.md), and the kernel's evidence ranking
-    (``dense_k``, ``fact_k``, ``temperature``, ``passage_weight``, ``damping``, ``chains``:
-    :class:`~rhizome.core.evidence.EvidenceOptions`)."""
+    what it retrieved (see the module docstring; settings: :class:`PassageParams`)."""
 
     mode = "passages"
-
-    def __init__(self, index: Any, k: int | None = None, *, community_seeds: bool = False, **options: Any) -> None:
-        evidence = {key: options.pop(key) for key in EvidenceOptions.__dataclass_fields__ if key in options}
-        super().__init__(index, k, **options)
-        self.evidence = EvidenceOptions(**evidence)
-        self.community_seeds = check_flag("community_seeds", community_seeds)
+    params_class = PassageParams
+    params: PassageParams
 
     def seeds(self, ranked: Sequence[tuple[Row, float]]) -> dict[str, float]:
         """Seeds from what hierarchical search retrieved: the layer-0 entities and the
         endpoints of the retrieved relations, at their cosines' relative weights (one pool);
         each retrieved community at its relative weight among the communities, divided among
         its member entities."""
-        graph, temperature = self.index.graph(), self.evidence.temperature
+        graph, temperature = self.index.graph(), self.params.temperature
         ends: dict[str, tuple[str, ...]] = {}
         for (_, kind, key), _ in ranked:
             if kind == "entity" and key in graph.entities:
@@ -297,7 +313,7 @@ class PassageSearch(HierarchicalSearch):
         for key, weight in relative_weights(layer0, temperature).items():
             for eid in ends[key]:
                 seeds[eid] = max(weight, seeds.get(eid, 0.0))
-        if self.community_seeds:
+        if self.params.community_seeds:
             found = [(key, score) for (_, kind, key), score in ranked if kind == "community" and key in graph.communities]
             shared: dict[str, float] = {}
             for key, weight in relative_weights(found, temperature).items():
@@ -313,7 +329,7 @@ class PassageSearch(HierarchicalSearch):
         ranked, stats, vector = await self.nodes(query, None if vectors is None else vectors[:1])
         if vector is None or vectors is None:
             return Retrieval(query=query, hits=[], stats=stats)
-        options = self.evidence
+        options = self.params
         dense = vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, max(options.dense_k, k))
         seeds = merge_seeds(self.seeds(ranked), await link_names(self.index, self.index.name_collection(), vectors[1:]))
         if options.chains:
@@ -325,26 +341,37 @@ class PassageSearch(HierarchicalSearch):
         return Retrieval(query=query, hits=chunk_hits(self.index, walked[:k], via=self.mode), stats=stats)
 
 
+class FilteredParams(HierarchicalParams):
+    """The settings of :class:`FilteredSearch`: :class:`HierarchicalParams` and the two
+    budgets of the filter (defaults: the index's settings of those names)."""
+
+    filter_max_tokens: int = Field(4000, ge=1)
+    """Tokens of retrieved rows per filter call; a layer's rows are batched under it (the
+    authors' code 4,000)."""
+
+    context_max_tokens: int = Field(4000, ge=1)
+    """Budget of the sorted key points (spec §7.13: ~4,000)."""
+
+
 class FilteredSearch(HierarchicalSearch, MapReduceSearch):
     """Hierarchical search with adaptive filtering (see the module docstring), as the kernel's
     map-reduce steps, so ``langgraph_rhizome`` can run the filter calls as graph branches:
     ``aplan`` searches the C-HNSW index and batches each layer's rows (ids); ``amap`` is one
     filter call (offline: the rows scored by cosine); ``reduce`` sorts the pooled points and
-    cuts them to the budget.
-
-    Besides :class:`HierarchicalSearch`'s options: ``filter_max_tokens`` (rows per filter call)
-    and ``context_max_tokens`` (the budget of the sorted points); defaults from the config."""
+    cuts them to the budget. Settings: :class:`FilteredParams`."""
 
     mode = "archrag"
+    params_class = FilteredParams
+    params: FilteredParams
 
-    def __init__(self, index: Any, k: int | None = None, *, filter_max_tokens: int | None = None,
-                 context_max_tokens: int | None = None, **options: Any) -> None:
-        super().__init__(index, k, **options)
-        config = index.config
-        self.filter_max_tokens = check_positive("filter_max_tokens", config.filter_max_tokens if filter_max_tokens is None else filter_max_tokens)
-        self.context_max_tokens = check_positive("context_max_tokens", config.context_max_tokens if context_max_tokens is None else context_max_tokens)
+    def __init__(self, index: Any, k: int | None = None, **settings: Any) -> None:
+        super().__init__(index, k, **settings)
         self._vectors: OrderedDict[str, Any] = OrderedDict()
         self._vectors_lock = threading.Lock()
+
+    def _default_settings(self) -> Mapping[str, Any]:
+        config = self.index.config
+        return {**super()._default_settings(), "filter_max_tokens": config.filter_max_tokens, "context_max_tokens": config.context_max_tokens}
 
     async def _query_vector(self, query: str) -> Any:
         """The query's vector, embedded once for the plan and every batch of one search (the
@@ -407,7 +434,7 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
             if text not in seen:
                 seen.add(text)
                 unique.append(point)
-        return select(unique, self.context_max_tokens)[:k]
+        return select(unique, self.params.context_max_tokens)[:k]
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
         plan = await self.aplan(query)
@@ -454,7 +481,7 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
 
     def _budget(self, query: str, layer: int) -> int:
         fixed = [FILTER_SYSTEM, self._prompt(query, "", layer)]
-        return max(50, fit(self.index.llm, self.filter_max_tokens, reply_tokens=POINT_TOKENS * MAX_POINTS, fixed=fixed))
+        return max(50, fit(self.index.llm, self.params.filter_max_tokens, reply_tokens=POINT_TOKENS * MAX_POINTS, fixed=fixed))
 
     def _prompt(self, query: str, rows: str, layer: int) -> str:
         what = "entities and their relations" if layer == 0 else f"community reports of layer {layer}"
@@ -527,4 +554,15 @@ def answer_inputs(retrieval: Retrieval, config: Any) -> tuple[list[Hit], dict[st
     return list(retrieval.context or retrieval.hits), {}
 
 
-__all__ = ["FilteredSearch", "HierarchicalSearch", "PassageSearch", "answer_inputs", "cited_rows", "render_point", "select"]
+__all__ = [
+    "FilteredParams",
+    "FilteredSearch",
+    "HierarchicalParams",
+    "HierarchicalSearch",
+    "PassageParams",
+    "PassageSearch",
+    "answer_inputs",
+    "cited_rows",
+    "render_point",
+    "select",
+]

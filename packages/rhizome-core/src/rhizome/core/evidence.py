@@ -42,10 +42,11 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from pydantic import Field
 
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.graph import DEFAULT_PPR_DAMPING, Transition, personalized_pagerank
-from rhizome.core.retrieval import check_flag, check_non_negative, check_positive
+from rhizome.core.params import RetrieverParams
 from rhizome.core.types import Entity, Relation
 
 DEFAULT_TEMPERATURE = 0.5
@@ -295,35 +296,33 @@ def rank_passages(
     return graph.rank(entity_seeds, seeds, passage_weight=passage_weight, damping=damping, limit=limit)
 
 
-@dataclass(frozen=True)
-class EvidenceOptions:
-    """The settings of the evidence ranking, the same in every entity method's passage modes
-    (each retriever takes them as keywords; the defaults are this module's ``DEFAULT_*``).
+class EvidenceParams(RetrieverParams):
+    """The settings of the evidence ranking, the same in every entity method's passage modes:
+    their params models subclass this one (defaults: this module's ``DEFAULT_*``)."""
 
-    ``dense_k``: nearest passages taken as passage seeds; ``fact_k``: facts nearest the query
-    whose endpoints become seeds; ``temperature``: of :func:`relative_weights` (``None``:
-    HippoRAG 2's min-max scaling); ``passage_weight``: of the passage seeds against the entity
-    seeds (0: no passage seeds); ``damping``: of the walk; ``chains``: add the entities of the
-    best chains of facts (:meth:`FactGraph.chains`) to the seeds."""
+    dense_k: int = Field(DEFAULT_DENSE_K, ge=1)
+    """Nearest passages taken as passage seeds (HippoRAG 2's ``retrieval_top_k`` 200)."""
 
-    dense_k: int = DEFAULT_DENSE_K
-    fact_k: int = DEFAULT_FACT_K
-    temperature: float | None = DEFAULT_TEMPERATURE
-    passage_weight: float = DEFAULT_PASSAGE_WEIGHT
-    damping: float = DEFAULT_PPR_DAMPING
+    fact_k: int = Field(DEFAULT_FACT_K, ge=1)
+    """Facts (relations) nearest the query whose endpoints become seeds (10)."""
+
+    temperature: float | None = Field(DEFAULT_TEMPERATURE, gt=0)
+    """Temperature of :func:`relative_weights`, in standard deviations of a search's scores
+    (0.5); ``None``: HippoRAG 2's min-max scaling."""
+
+    passage_weight: float = Field(DEFAULT_PASSAGE_WEIGHT, ge=0)
+    """Weight of the passage seeds against the entity seeds (0.5; HippoRAG 2 uses 0.05 with
+    min-max scaled scores); 0: no passage seeds."""
+
+    damping: float = Field(DEFAULT_PPR_DAMPING, ge=0, lt=1)
+    """Damping of the personalized PageRank walk (HippoRAG's 0.5)."""
+
     chains: bool = False
+    """Add the entities of the best chains of facts (:meth:`FactGraph.chains`) to the seeds."""
 
-    def __post_init__(self) -> None:
-        check_positive("dense_k", self.dense_k)
-        check_positive("fact_k", self.fact_k)
-        if self.temperature is not None:
-            check_non_negative("temperature", self.temperature)
-            if not self.temperature > 0:
-                raise ConfigurationError(f"temperature must be a positive number or None, got {self.temperature!r}")
-        check_non_negative("passage_weight", self.passage_weight)
-        if isinstance(self.damping, bool) or not isinstance(self.damping, (int, float)) or not 0.0 <= self.damping < 1.0:
-            raise ConfigurationError(f"damping must be in [0, 1), got {self.damping!r}")
-        check_flag("chains", self.chains)
+    def evidence(self) -> dict[str, Any]:
+        """These settings alone, as keywords (for a mode that hands them to another one)."""
+        return {name: getattr(self, name) for name in EvidenceParams.model_fields}
 
     def rank(
         self,
@@ -467,7 +466,7 @@ __all__ = [
     "WALK_TOLERANCE",
     "Chain",
     "EvidenceGraph",
-    "EvidenceOptions",
+    "EvidenceParams",
     "FactGraph",
     "fact_seeds",
     "link_names",

@@ -139,15 +139,20 @@ class ModeInfo:
     retriever: str | type | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
-    def build(self, index: Any, k: int | None, **options: Any) -> BaseRetriever:
-        """The mode's retriever over ``index``."""
+    def retriever_class(self) -> type[BaseRetriever]:
+        """The class that runs the mode (imported now when named by path); its
+        ``params_class`` is the model of the mode's settings."""
         cls = self.retriever
         if cls is None:
             raise NotImplementedError("this mode names no retriever: the index builds it in _retriever")
         if isinstance(cls, str):
             module, _, name = cls.partition(":")
             cls = getattr(importlib.import_module(module), name)
-        return cast("BaseRetriever", cls(index, k, **self.options, **options))  # an option given twice is a TypeError
+        return cast("type[BaseRetriever]", cls)
+
+    def build(self, index: Any, k: int | None, **options: Any) -> BaseRetriever:
+        """The mode's retriever over ``index``."""
+        return self.retriever_class()(index, k, **self.options, **options)  # an option given twice is a TypeError
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.suits if k not in QUESTION_KINDS]
@@ -931,7 +936,8 @@ class BaseIndex(Generic[P, D]):
         """The retriever of ``mode`` (default: the first of ``modes``), returning ``k`` hits;
         ``filter`` restricts it to documents whose metadata matches (equality and ``$in``, see
         :mod:`rhizome.core.filters`; every mode honours it or raises); ``options`` are the
-        mode's own settings."""
+        mode's own settings, the fields of its retriever's ``params_class`` (listed by
+        ``index.modes[mode].retriever_class().params_class.model_json_schema()``)."""
         from rhizome.core.filters import as_filter
 
         self._check_open()

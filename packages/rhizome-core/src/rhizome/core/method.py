@@ -8,12 +8,13 @@ documented where it is defined. The rest of the kernel serves the kernel itself,
 - **The index and its hooks**: :class:`BaseIndex` (generic in what an insert and a delete plan
   outside their transactions), :class:`ModeInfo` (one retrieval mode), ``Batch``, ``Stats``,
   ``batch_chunks``, ``add_counts``, ``ChunkVectors``, :class:`VectorBatch`, the transaction's ``Connection``.
-- **Settings**: :class:`IndexConfig`, :class:`ExtractionSpecConfig`, :class:`ExtractionConfig`.
+- **Settings**: :class:`IndexConfig`, :class:`ExtractionSpecConfig`, :class:`ExtractionConfig`
+  (an index's); :class:`RetrieverParams` (a retrieval mode's).
 - **Records**: ``Document``, ``Chunk``, ``Entity``, ``Relation``, ``Community``, ``Hit``.
 - **Retrieval**: :class:`BaseRetriever`, :class:`Retrieval`, ``query_vector``, ``vector_search``,
   ``chunk_hits``, ``provenance``, :class:`MapReduceSearch` and ``MapPlan`` (modes that read a
   hierarchy in batches), ``NAIVE`` (the dense mode beside a method's own).
-- **Graph evidence**: :class:`EvidenceGraph`, :class:`EvidenceOptions`, :class:`FactGraph`,
+- **Graph evidence**: :class:`EvidenceGraph`, :class:`EvidenceParams`, :class:`FactGraph`,
   ``link_names``, ``rank_passages``, ``relative_weights``, ``merge_seeds``; the algorithms
   ``knn_similarity_pairs`` and ``pagerank_scores``.
 - **The entity-graph layer**: :class:`EntityGraphIndex` (the insert and delete hooks of an index
@@ -33,7 +34,7 @@ from rhizome.core.entity_graph import EntityGraphIndex, open_entity_graph
 from rhizome.core.errors import ConfigurationError, InvalidInputError, ModelOutputError
 from rhizome.core.evidence import (
     EvidenceGraph,
-    EvidenceOptions,
+    EvidenceParams,
     FactGraph,
     link_names,
     merge_seeds,
@@ -62,6 +63,7 @@ from rhizome.core.index import (
     batch_chunks,
 )
 from rhizome.core.naive import NAIVE
+from rhizome.core.params import RetrieverParams
 from rhizome.core.resolution import EntityResolver
 from rhizome.core.retrieval import (
     BaseRetriever,
@@ -99,7 +101,7 @@ __all__ = [
     "EntityMention",
     "EntityResolver",
     "EvidenceGraph",
-    "EvidenceOptions",
+    "EvidenceParams",
     "Extraction",
     "ExtractionConfig",
     "ExtractionSpecConfig",
@@ -119,6 +121,7 @@ __all__ = [
     "Relation",
     "RelationMention",
     "Retrieval",
+    "RetrieverParams",
     "Stats",
     "VectorBatch",
     "add_counts",

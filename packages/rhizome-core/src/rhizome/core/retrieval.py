@@ -14,7 +14,9 @@ calls, and cuts, de-duplicates and orders the hits. When a mode's own evidence r
 ``k`` hits (few entities matched, few points mapped) while the index holds more passages, the
 nearest chunks by vector similarity fill the rest (``metadata["via"] == "fill"``; never a chunk
 that a chunk or segment hit already holds), so ``k`` is always the number of hits when the index
-has them.
+has them. A mode's settings (the keywords of ``index.as_retriever(mode=...)`` beside ``k`` and
+``filter``) are a pydantic model, its :attr:`~BaseRetriever.params_class`
+(:mod:`rhizome.core.params`), validated into ``retriever.params`` when the retriever is made.
 
 **Metadata.** Every hit carries the metadata of the documents it cites (all of it for a hit
 from one document; the fields its documents agree on for one that cites several), below the
@@ -39,7 +41,7 @@ caller can also run the batches itself, as parallel branches of a LangGraph grap
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -50,6 +52,7 @@ from rhizome.core.documents import lone_surrogate
 from rhizome.core.errors import ConfigurationError, IndexMismatchError, InvalidInputError
 from rhizome.core.filters import MetadataFilter, as_filter
 from rhizome.core.models.base import usage_scope
+from rhizome.core.params import RetrieverParams
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import HIT_KEYS, Chunk, Hit, Provenance
 
@@ -98,40 +101,11 @@ def check_k(k: Any, default: int | None = None) -> int:
 
 
 def check_positive(name: str, value: Any) -> int:
+    """``value`` as a positive integer, for an argument of a call (a retriever's settings are
+    its :attr:`~BaseRetriever.params_class`)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
     return value
-
-
-def check_integer(name: str, value: Any, low: int | None = None) -> int:
-    """``value`` as an integer (``low`` or more when given), e.g. a seed or a level."""
-    if not isinstance(value, int) or isinstance(value, bool) or (low is not None and value < low):
-        raise ConfigurationError(f"{name} must be an integer{'' if low is None else f' of at least {low}'}, got {value!r}")
-    return value
-
-
-def check_flag(name: str, value: Any) -> bool:
-    """``value`` as a switch: ``True`` or ``False`` only (``"no"`` would be true as ``bool("no")``)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ConfigurationError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def check_non_negative(name: str, value: Any) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
-        raise ConfigurationError(f"{name} must be a number of at least 0, got {value!r}")
-    return float(value)
-
-
-def check_share(name: str, value: Any) -> float:
-    return check_number(name, value, 0, 1)
-
-
-def check_number(name: str, value: Any, low: float, high: float) -> float:
-    """``value`` as a number from ``low`` to ``high`` (both included)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not low <= value <= high:
-        raise ConfigurationError(f"{name} must be a number between {low:g} and {high:g}, got {value!r}")
-    return float(value)
 
 
 # -- vectors -----------------------------------------------------------------------------------
@@ -265,6 +239,9 @@ class BaseRetriever:
     k:
         Hits returned when a call does not pass its own ``k`` (default: the class's
         ``default_k``).
+    settings:
+        The mode's own settings: the fields of its :attr:`params_class`, validated once into
+        :attr:`params` (a bad or unknown one is a ``ConfigurationError`` here, not in a search).
 
     ``filter`` (set by ``index.as_retriever(filter=...)``, or given per call) restricts every
     search to the documents whose metadata matches (:mod:`rhizome.core.filters`).
@@ -280,11 +257,27 @@ class BaseRetriever:
     """The mode name (reported in :attr:`Retrieval.mode`)."""
     OVERFETCH: ClassVar[int] = 10
     """At most how many times ``k`` hits a filtered search asks the mode for."""
+    params_class: ClassVar[type[RetrieverParams]] = RetrieverParams
+    """The model of the mode's settings, each field with its default and what it means (none
+    here); ``params_class.model_json_schema()`` lists them. A mode sets it and annotates
+    :attr:`params` with it."""
+    params: RetrieverParams
+    """The settings this retriever was made with, validated."""
 
-    def __init__(self, index: Any, k: int | None = None) -> None:
+    def __init__(self, index: Any, k: int | None = None, **settings: Any) -> None:
         self.index = index
         self.k = check_k(k, self.default_k)
         self.filter: MetadataFilter | None = None
+        defaults = self._default_settings()
+        given = {key: value for key, value in settings.items() if value is not None or key not in defaults}
+        subject = f"the {self.mode} mode" if self.mode else type(self).__name__
+        self.params = self.params_class.of({**defaults, **given}, subject=subject)
+
+    def _default_settings(self) -> Mapping[str, Any]:
+        """Settings whose default comes from the index or the mode rather than from
+        :attr:`params_class` (e.g. the index configuration's search settings): used where the
+        caller gives none, or gives ``None``. Default: none."""
+        return {}
 
     @property
     def embedder(self) -> Any:
@@ -539,14 +532,9 @@ __all__ = [
     "MapReduceSearch",
     "Retrieval",
     "by_rank",
-    "check_flag",
-    "check_integer",
     "check_k",
-    "check_non_negative",
-    "check_number",
     "check_positive",
     "check_query",
-    "check_share",
     "chunk_hit",
     "chunk_hits",
     "dedupe",

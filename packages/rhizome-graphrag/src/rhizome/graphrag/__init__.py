@@ -12,13 +12,23 @@ community reports; local, global (map with dynamic community selection), DRIFT a
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.index import GraphRAGIndex
 from rhizome.graphrag.reports import ReportWriter, build_input, full_content
-from rhizome.graphrag.search import DriftSearch, GlobalSearch, LocalSearch
+from rhizome.graphrag.search import (
+    DriftParams,
+    DriftSearch,
+    GlobalParams,
+    GlobalSearch,
+    LocalParams,
+    LocalSearch,
+)
 
 __all__ = [
+    "DriftParams",
     "DriftSearch",
+    "GlobalParams",
     "GlobalSearch",
     "GraphRAGConfig",
     "GraphRAGIndex",
+    "LocalParams",
     "LocalSearch",
     "ReportWriter",
     "build_input",

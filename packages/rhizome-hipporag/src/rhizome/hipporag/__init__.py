@@ -13,6 +13,6 @@ hits = index.as_retriever(k=5, mode="v2").retrieve("Who founded the company that
 from rhizome.hipporag.config import HippoRAGConfig
 from rhizome.hipporag.index import HippoRAGIndex
 from rhizome.hipporag.openie import ModelOpenIE
-from rhizome.hipporag.retrieval import HippoRAGRetriever
+from rhizome.hipporag.retrieval import HippoRAGParams, HippoRAGRetriever
 
-__all__ = ["HippoRAGConfig", "HippoRAGIndex", "HippoRAGRetriever", "ModelOpenIE"]
+__all__ = ["HippoRAGConfig", "HippoRAGIndex", "HippoRAGParams", "HippoRAGRetriever", "ModelOpenIE"]

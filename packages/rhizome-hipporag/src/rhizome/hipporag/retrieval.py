@@ -32,15 +32,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from rhizome.core.errors import ConfigurationError, ModelOutputError
-from rhizome.core.evidence import EvidenceOptions, link_names, merge_seeds, relative_weights
+from rhizome.core.evidence import EvidenceParams, link_names, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.extraction.schema import entity_key
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
-    check_flag,
-    check_positive,
     chunk_hits,
     query_vector,
     vector_search,
@@ -55,54 +55,42 @@ from rhizome.hipporag.prompts import (
 )
 
 
+class HippoRAGParams(EvidenceParams):
+    """The settings of :class:`HippoRAGRetriever`: HippoRAG 2's fact filter and seeds, and the
+    kernel's evidence walk (:class:`~rhizome.core.evidence.EvidenceParams`: 200 nearest passages
+    and 10 nearest facts). ``temperature=None, passage_weight=0.05, link_k=5,
+    entity_seeds=False`` give HippoRAG 2 as published."""
+
+    keep_facts: int = Field(4, ge=1)
+    """Most facts the model's filter keeps (v2; 4)."""
+
+    fact_filter: bool = True
+    """Whether the chat model filters the facts (v2; with no model there is no filter and the
+    ``fact_k`` facts are kept). Not to be confused with ``filter=``, the kernel's metadata
+    filter every retriever takes."""
+
+    link_k: int | None = Field(None, ge=1)
+    """Most seed phrases taken from the facts, the most specific first (v2; ``None``, the
+    default: every endpoint of the kept facts; HippoRAG 2's ``linking_top_k`` is 5)."""
+
+    entity_seeds: bool = True
+    """v2 also seeds each query entity's nearest phrase (``False``: the facts alone, as the
+    paper)."""
+
+
 class HippoRAGRetriever(BaseRetriever):
-    """Retrieval over a :class:`~rhizome.hipporag.index.HippoRAGIndex`.
+    """Retrieval over a :class:`~rhizome.hipporag.index.HippoRAGIndex` (``k``: passages
+    returned, default 4; ``mode``: ``v2``, the default, or ``v1``; settings:
+    :class:`HippoRAGParams`)."""
 
-    Parameters
-    ----------
-    k:
-        Passages returned (default 4).
-    mode:
-        ``v2`` (default) or ``v1``.
-    keep_facts:
-        Most facts the model's filter keeps (v2; 4).
-    fact_filter:
-        Whether the chat model filters the facts (v2; with no model there is no filter and the
-        ``fact_k`` facts are kept). Not to be confused with ``filter=``, the kernel's metadata
-        filter every retriever takes.
-    link_k:
-        Most seed phrases taken from the facts, the most specific first (v2; ``None``, the
-        default: every endpoint of the kept facts; HippoRAG 2's ``linking_top_k`` is 5).
-    entity_seeds:
-        v2 also seeds each query entity's nearest phrase (default ``True``; ``False``: the
-        facts alone, as the paper).
-    dense_k, fact_k, temperature, passage_weight, damping, chains:
-        The kernel's evidence ranking (:class:`~rhizome.core.evidence.EvidenceOptions`): 200
-        nearest passages and 10 nearest facts, temperature 0.5, passage weight 0.5, damping 0.5,
-        no chains.
-    """
+    params_class = HippoRAGParams
+    params: HippoRAGParams
 
-    def __init__(
-        self,
-        index: Any,
-        k: int | None = None,
-        mode: str = "v2",
-        *,
-        keep_facts: int = 4,
-        fact_filter: bool = True,
-        link_k: int | None = None,
-        entity_seeds: bool = True,
-        **evidence: Any,
-    ) -> None:
-        super().__init__(index, k)
+    def __init__(self, index: Any, k: int | None = None, mode: str = "v2", **settings: Any) -> None:
         if mode not in ("v2", "v1"):
             raise ConfigurationError(f"unknown mode {mode!r} for HippoRAG's walk; modes: v2, v1")
         self.mode = mode
-        self.evidence = EvidenceOptions(**evidence)
-        self.keep_facts = check_positive("keep_facts", keep_facts)
-        self.fact_filter = check_flag("fact_filter", fact_filter)
-        self.link_k = None if link_k is None else check_positive("link_k", link_k)
-        self.entity_seeds = check_flag("entity_seeds", entity_seeds)
+        super().__init__(index, k, **settings)
 
     # -- the model's steps (offline stand-ins without one) ---------------------------------------
     async def aquery_entities(self, query: str) -> list[str]:
@@ -123,10 +111,10 @@ class HippoRAGRetriever(BaseRetriever):
         matched back to the candidates by their normalised parts). Without a model, or with
         ``fact_filter=False``, every candidate is kept; if the model's JSON keeps failing, too."""
         llm = self.index.llm
-        if llm is None or not self.fact_filter or not facts:
+        if llm is None or not self.params.fact_filter or not facts:
             return facts
         try:
-            answer = await llm.acomplete_json(filter_prompt(query, [f for _, f, _ in facts], self.keep_facts), KeptFacts, system=FILTER_SYSTEM)
+            answer = await llm.acomplete_json(filter_prompt(query, [f for _, f, _ in facts], self.params.keep_facts), KeptFacts, system=FILTER_SYSTEM)
         except ModelOutputError:
             return facts
         by_key = {tuple(entity_key(x) for x in parts): (fid, parts, score) for fid, parts, score in facts}
@@ -135,12 +123,12 @@ class HippoRAGRetriever(BaseRetriever):
             found = by_key.get(tuple(entity_key(str(x)) for x in triple))
             if found is not None:
                 kept.setdefault(found[0], found)
-        return list(kept.values())[: self.keep_facts]
+        return list(kept.values())[: self.params.keep_facts]
 
     # -- the search ------------------------------------------------------------------------------
     async def _asearch(self, query: str, k: int) -> Retrieval:
-        index, options = self.index, self.evidence
-        entities = await self.aquery_entities(query) if self.mode == "v1" or (self.mode == "v2" and self.entity_seeds) else []
+        index, options = self.index, self.params
+        entities = await self.aquery_entities(query) if self.mode == "v1" or (self.mode == "v2" and self.params.entity_seeds) else []
         vectors = await query_vector(index, query, entities)  # the query and its entities in one call
         vector = None if vectors is None else vectors[:1]
         dense = vector_search(index.store, index.CHUNK_COLLECTION, vector, max(options.dense_k, k))
@@ -178,7 +166,7 @@ class HippoRAGRetriever(BaseRetriever):
     async def _fact_seeds(self, query: str, vector: Any) -> tuple[dict[str, float], list[tuple[str, list[str], float]], list[Any]]:
         """Seed phrases from the facts nearest the query (after the filter), each at its best
         fact's weight relative to the candidates, and the chains of facts when they are on."""
-        index, options = self.index, self.evidence
+        index, options = self.index, self.params
         found = vector_search(index.store, index.FACT_COLLECTION, vector, options.fact_k)
         if not found:
             return {}, [], []
@@ -201,9 +189,9 @@ class HippoRAGRetriever(BaseRetriever):
         for fid, _, _ in kept:
             for phrase in (records[fid].source, records[fid].target):
                 phrases[phrase] = max(weight[fid], phrases.get(phrase, 0.0))
-        if self.link_k is not None:
+        if self.params.link_k is not None:
             passages = index.graph().passages_of
-            best = sorted(phrases, key=lambda p: (-phrases[p] / max(1, passages.get(p, 1)), p))[: self.link_k]
+            best = sorted(phrases, key=lambda p: (-phrases[p] / max(1, passages.get(p, 1)), p))[: self.params.link_k]
             phrases = {p: phrases[p] for p in best}
         collection = index.store.collection(index.FACT_COLLECTION, vector.shape[1])
         more, chains = options.chain_seeds(index.fact_graph(), vector[0], [(fid, s) for fid, _, s in kept], collection.present)
@@ -227,4 +215,4 @@ class HippoRAGRetriever(BaseRetriever):
         return await link_names(self.index, self.index.PHRASE_COLLECTION, vectors)
 
 
-__all__ = ["HippoRAGRetriever"]
+__all__ = ["HippoRAGParams", "HippoRAGRetriever"]

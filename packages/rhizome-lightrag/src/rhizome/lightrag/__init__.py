@@ -13,13 +13,19 @@ hits = index.as_retriever(k=5, mode="hybrid").retrieve("How did the treaty chang
 from rhizome.core.graph.mentions import ChunkExtraction
 from rhizome.lightrag.config import LightRAGConfig
 from rhizome.lightrag.index import LightRAGIndex
-from rhizome.lightrag.query import LightRAGRetriever, QueryContext, offline_query_keywords
+from rhizome.lightrag.query import (
+    LightRAGParams,
+    LightRAGRetriever,
+    QueryContext,
+    offline_query_keywords,
+)
 from rhizome.lightrag.schema import QueryKeywords
 
 __all__ = [
     "ChunkExtraction",
     "LightRAGConfig",
     "LightRAGIndex",
+    "LightRAGParams",
     "LightRAGRetriever",
     "QueryContext",
     "QueryKeywords",

@@ -36,11 +36,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from rhizome.core.errors import ConfigurationError, ModelOutputError
 from rhizome.core.evidence import (
-    EvidenceOptions,
+    EvidenceParams,
     link_names,
     merge_seeds,
     relative_weights,
@@ -52,8 +54,6 @@ from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
     by_rank,
-    check_number,
-    check_positive,
     check_query,
     chunk_hit,
     pack,
@@ -67,7 +67,9 @@ from rhizome.core.types import Hit
 from rhizome.lightrag.prompts import KEYWORDS_SYSTEM, keywords_prompt
 from rhizome.lightrag.schema import QueryKeywords
 
-KINDS = ("chunk", "relation", "entity")
+Kind = Literal["chunk", "relation", "entity"]
+KINDS: tuple[Kind, ...] = ("chunk", "relation", "entity")
+"""The kinds of hit :class:`LightRAGRetriever` returns (its ``kinds`` setting picks among them)."""
 GRAPH_MODES = ("hybrid", "local", "global", "mix")
 """The modes this retriever runs (the index's ``naive`` mode is the kernel's)."""
 
@@ -107,65 +109,52 @@ class QueryContext:
     head, cut to budget."""
 
 
+class LightRAGParams(EvidenceParams):
+    """The settings of :class:`LightRAGRetriever`: LightRAG's keyword searches and context
+    budgets, and the kernel's evidence ranking of its passages
+    (:class:`~rhizome.core.evidence.EvidenceParams`: 200 nearest chunks and 10 nearest relations
+    per text)."""
+
+    top_k: int = Field(60, ge=1)
+    """Entities (local) and relations (global) taken from the vector search (reference code: 60
+    when the paper was published; 40 today)."""
+
+    cosine_threshold: float = Field(0.2, ge=-1, le=1)
+    """Entities and relations the keyword searches find below this similarity are dropped
+    (reference code: 0.2). The chunks of the passage ranking are not cut by it."""
+
+    max_entity_tokens: int = Field(1000, ge=0)
+    """Token budget of the entity block (1,000; the reference code's 6,000 assumes a 32k model)."""
+
+    max_relation_tokens: int = Field(1500, ge=0)
+    """Token budget of the relation block (1,500; the reference code's 8,000)."""
+
+    max_total_tokens: int = Field(6000, ge=1)
+    """Token budget of the whole context; the chunk block gets what the entity and relation
+    blocks leave of it. 6,000 leaves about 2,000 tokens of an 8,192-token window for the
+    instructions, the question and the answer (the reference code's 30,000 assumes a 32k model)."""
+
+    kinds: tuple[Kind, ...] = Field(KINDS, min_length=1, strict=False)
+    """Which hit kinds :meth:`LightRAGRetriever.aretrieve` returns (``chunk``, ``relation``,
+    ``entity``; a list or tuple)."""
+
+
 class LightRAGRetriever(BaseRetriever):
     """Retrieval over a :class:`~rhizome.lightrag.index.LightRAGIndex`.
 
-    Parameters
-    ----------
-    k:
-        Hits returned (source chunks first, then profiles; default 4).
-    mode:
-        ``hybrid`` (default, the paper's LightRAG), ``local``, ``global`` or ``mix``.
-    top_k:
-        Entities (local) and relations (global) taken from the vector search (reference code:
-        60 when the paper was published; 40 today).
-    cosine_threshold:
-        Entities and relations the keyword searches find below this similarity are dropped
-        (reference code: 0.2). The chunks of the passage ranking are not cut by it.
-    dense_k, fact_k, temperature, passage_weight, damping, chains:
-        The kernel's evidence ranking (:class:`~rhizome.core.evidence.EvidenceOptions`): 200
-        nearest chunks and 10 nearest relations per text,
-        temperature 0.5, passage weight 0.5, damping 0.5, no chains.
-    max_entity_tokens, max_relation_tokens, max_total_tokens:
-        Token budgets of the entity block, the relation block and the whole context; the chunk
-        block gets what the first two leave of the total. Defaults 1,000 / 1,500 / 6,000 leave
-        about 2,000 tokens of an 8,192-token window for the instructions, the question and the
-        answer (the reference code's 6,000 / 8,000 / 30,000 assume a 32k model).
-    kinds:
-        Which hit kinds :meth:`aretrieve` returns (``chunk``, ``relation``, ``entity``).
+    ``k``: hits returned (source chunks first, then profiles; default 4); ``mode``: ``hybrid``
+    (default, the paper's LightRAG), ``local``, ``global`` or ``mix``; settings:
+    :class:`LightRAGParams`.
     """
 
-    def __init__(
-        self,
-        index: Any,
-        k: int | None = None,
-        mode: str = "hybrid",
-        *,
-        top_k: int = 60,
-        cosine_threshold: float = 0.2,
-        max_entity_tokens: int = 1000,
-        max_relation_tokens: int = 1500,
-        max_total_tokens: int = 6000,
-        kinds: Sequence[str] = KINDS,
-        **evidence: Any,
-    ) -> None:
-        super().__init__(index, k)
+    params_class = LightRAGParams
+    params: LightRAGParams
+
+    def __init__(self, index: Any, k: int | None = None, mode: str = "hybrid", **settings: Any) -> None:
         if mode not in GRAPH_MODES:
             raise ConfigurationError(f"unknown mode {mode!r} for LightRAG's graph search; modes: {', '.join(GRAPH_MODES)}")
-        check_positive("top_k", top_k)
-        if min(max_entity_tokens, max_relation_tokens) < 0 or max_total_tokens < 1:
-            raise ConfigurationError("token budgets must be positive")
-        unknown = set(kinds) - set(KINDS)
-        if unknown or not kinds:
-            raise ConfigurationError(f"kinds must be a non-empty subset of {KINDS}, got {list(kinds)}")
         self.mode = mode
-        self.top_k = top_k
-        self.cosine_threshold = check_number("cosine_threshold", cosine_threshold, -1, 1)
-        self.evidence = EvidenceOptions(**evidence)
-        self.max_entity_tokens = max_entity_tokens
-        self.max_relation_tokens = max_relation_tokens
-        self.max_total_tokens = max_total_tokens
-        self.kinds = tuple(kinds)
+        super().__init__(index, k, **settings)
 
     # -- keywords --------------------------------------------------------------------------------
     async def akeywords(self, query: str) -> tuple[QueryKeywords, str]:
@@ -217,7 +206,7 @@ class LightRAGRetriever(BaseRetriever):
         vectors = {"query": matrix[:1], "low": matrix[1:2] if low else None}
         vectors["high"] = matrix[len(texts) : len(texts) + 1] if high else None
         vectors["names"] = matrix[1 + len(texts) :] if low else None
-        options = self.evidence
+        options = self.params
         dense = self._search(self.index.CHUNK_COLLECTION, vectors["query"], options.dense_k)
         dense_ids = {c for c, _ in dense}
         walked = options.rank(self.index.evidence(), await self._seeds(vectors), dense, limit=options.dense_k)
@@ -233,7 +222,7 @@ class LightRAGRetriever(BaseRetriever):
         context.entities = self._entity_hits(round_robin(local[0], glob[0], key=lambda x: x[0]))
         context.relations = self._relation_hits(round_robin(glob[1], local[1], key=lambda x: x[0]))
         used = sum(count_tokens(h.text) for h in context.entities + context.relations)
-        context.chunks = self._chunk_hits(context.ranked, max(0, self.max_total_tokens - used))
+        context.chunks = self._chunk_hits(context.ranked, max(0, self.params.max_total_tokens - used))
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
         return await self._search_blocks(query, k, context=True)
@@ -247,14 +236,14 @@ class LightRAGRetriever(BaseRetriever):
         context, or when the passages are fewer than ``k``."""
         found, vectors = await self._aranked(query, None)
         chunks = []
-        if "chunk" in self.kinds:
+        if "chunk" in self.params.kinds:
             head = found.ranked[:k]
             stored = self.index.store.chunks([c for c, _, _ in head])
             chunks = [chunk_hit(stored[c], score, via=via) for c, score, via in head if c in stored]
         if context or len(chunks) < k:
             self._blocks(found, vectors)
-        relations = found.relations if "relation" in self.kinds else []
-        entities = found.entities if "entity" in self.kinds else []
+        relations = found.relations if "relation" in self.params.kinds else []
+        entities = found.entities if "entity" in self.params.kinds else []
         first, second = (entities, relations) if self.mode == "local" else (relations, entities)
         hits = by_rank(chunks + round_robin(first, second, key=lambda h: (h.kind, h.id)))
         stats = {
@@ -265,7 +254,7 @@ class LightRAGRetriever(BaseRetriever):
         notes = []
         if context and not found.entities and not found.relations:
             words = ", ".join(dict.fromkeys(found.keywords.low_level_keywords + found.keywords.high_level_keywords)) or "none"
-            notes.append(f"no entity or relation is within cosine {self.cosine_threshold} of the query's keywords "
+            notes.append(f"no entity or relation is within cosine {self.params.cosine_threshold} of the query's keywords "
                          f"({words}): the context holds passages only")
         return Retrieval(query=query, hits=hits[:k], context=found.entities + found.relations + found.chunks, stats=stats, notes=notes)
 
@@ -277,7 +266,7 @@ class LightRAGRetriever(BaseRetriever):
         context (:meth:`ablocks`), not the seeds: offline they are the query's own words, and
         matched on their own they seeded relations the query does not ask about (musique-dev:
         hybrid R@5 0.711 with them, 0.746 without; docs/lightrag.md)."""
-        index, options = self.index, self.evidence
+        index, options = self.index, self.params
         found: list[dict[str, float]] = []
         if self.mode in ("local", "hybrid", "mix"):
             found.append(await link_names(index, index.NAME_COLLECTION, vectors["names"]))
@@ -298,12 +287,12 @@ class LightRAGRetriever(BaseRetriever):
         searches of entities and relations, not to the chunks: the passage ranking fuses the
         whole dense ranking (a cut one dropped dense retrieval's evidence, and its lead, from
         the fusion whenever the embedder's cosines run low)."""
-        threshold = None if collection == self.index.CHUNK_COLLECTION else self.cosine_threshold
+        threshold = None if collection == self.index.CHUNK_COLLECTION else self.params.cosine_threshold
         return vector_search(self.index.store, collection, vector, k, threshold)
 
     def _local(self, vector: Any) -> tuple[list, list]:
         index = self.index
-        found = self._search(index.ENTITY_COLLECTION, vector, self.top_k)
+        found = self._search(index.ENTITY_COLLECTION, vector, self.params.top_k)
         profiles = index.entity_table.get(e for e, _ in found)
         ents = [(e, s) for e, s in found if e in profiles]
         if not ents:
@@ -312,14 +301,14 @@ class LightRAGRetriever(BaseRetriever):
         edges = list({r.id: r for r in index.relation_table.find("source", score_of) + index.relation_table.find("target", score_of)}.values())
         degree = index.degrees(list({x for r in edges for x in (r.source, r.target)} | set(score_of)))
         edges.sort(key=lambda r: (-(degree.get(r.source, 0) + degree.get(r.target, 0)), -r.weight, r.id))
-        edges = edges[: self.top_k]
+        edges = edges[: self.params.top_k]
         relations = [(r.id, score_of.get(r.source, score_of.get(r.target, 0.0)), r) for r in edges]
         entities = [(e, s, profiles[e], degree.get(e, 0)) for e, s in ents]
         return entities, relations
 
     def _global(self, vector: Any) -> tuple[list, list]:
         index = self.index
-        found = self._search(index.RELATION_COLLECTION, vector, self.top_k)
+        found = self._search(index.RELATION_COLLECTION, vector, self.params.top_k)
         profiles = index.relation_table.get(r for r, _ in found)
         rels = [(r, s, profiles[r]) for r, s in found if r in profiles]
         if not rels:
@@ -342,7 +331,7 @@ class LightRAGRetriever(BaseRetriever):
         return sources, self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
 
     def _entity_hits(self, entities: list[tuple]) -> list[Hit]:
-        packed = pack(entities, self.max_entity_tokens, lambda x: f"{x[2].name} ({x[2].type or 'entity'}): {x[2].description}".strip())
+        packed = pack(entities, self.params.max_entity_tokens, lambda x: f"{x[2].name} ({x[2].type or 'entity'}): {x[2].description}".strip())
         sources, chunks = self._cited([x[2] for x, _ in packed])
         return [
             Hit(
@@ -360,7 +349,7 @@ class LightRAGRetriever(BaseRetriever):
             keywords = f" [{', '.join(rel.keywords)}]" if rel.keywords else ""
             return f"{names.get(rel.source, rel.source)} — {names.get(rel.target, rel.target)}{keywords}: {rel.description}".strip()
 
-        packed = pack(relations, self.max_relation_tokens, text)
+        packed = pack(relations, self.params.max_relation_tokens, text)
         sources, chunks = self._cited([x[2] for x, _ in packed])
         return [
             Hit(
@@ -382,4 +371,4 @@ class LightRAGRetriever(BaseRetriever):
         ]
 
 
-__all__ = ["KINDS", "LightRAGRetriever", "QueryContext", "offline_query_keywords"]
+__all__ = ["KINDS", "LightRAGParams", "LightRAGRetriever", "QueryContext", "offline_query_keywords"]

@@ -13,6 +13,18 @@ hits = index.as_retriever(k=10, mode="collapsed").retrieve("What is the story ab
 
 from rhizome.raptor.config import RaptorConfig
 from rhizome.raptor.index import RaptorIndex
-from rhizome.raptor.retrieval import CollapsedRetriever, TraversalRetriever
+from rhizome.raptor.retrieval import (
+    CollapsedRetriever,
+    TraversalParams,
+    TraversalRetriever,
+    TreeParams,
+)
 
-__all__ = ["CollapsedRetriever", "RaptorConfig", "RaptorIndex", "TraversalRetriever"]
+__all__ = [
+    "CollapsedRetriever",
+    "RaptorConfig",
+    "RaptorIndex",
+    "TraversalParams",
+    "TraversalRetriever",
+    "TreeParams",
+]

@@ -23,16 +23,17 @@ cites those leaves in its provenance, the ones most similar to the query first (
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
+from rhizome.core.params import RetrieverParams
 from rhizome.core.retrieval import (
     MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
     Retrieval,
-    check_positive,
     chunk_hit,
     pack,
     provenance,
@@ -45,14 +46,30 @@ Ranked = list[tuple[str, float, int]]
 """``(node id, cosine, layer)``, best first."""
 
 
+class TreeParams(RetrieverParams):
+    """The settings of :class:`CollapsedRetriever` (and of :class:`TraversalRetriever`)."""
+
+    max_tokens: int = Field(2000, ge=1)
+    """Token budget of the hits and of the context (the paper's 2,000; default: the index's
+    ``context_tokens``)."""
+
+
+class TraversalParams(TreeParams):
+    """The settings of :class:`TraversalRetriever`: the budget and the width of the walk down."""
+
+    top_k: int | None = Field(None, ge=1)
+    """Nodes chosen per layer (default: ``k``)."""
+
+
 class _TreeRetriever(BaseRetriever):
     """What both modes share: the budget and turning ranked nodes into hits."""
 
     fill = False
+    params_class = TreeParams
+    params: TreeParams
 
-    def __init__(self, index: Any, k: int | None = None, *, max_tokens: int | None = None) -> None:
-        super().__init__(index, k)
-        self.max_tokens = check_positive("max_tokens", index.config.context_tokens if max_tokens is None else max_tokens)
+    def _default_settings(self) -> Mapping[str, Any]:
+        return {"max_tokens": self.index.config.context_tokens}
 
     async def _search(self, query: str, k: int, *, context: bool) -> Retrieval:
         raise NotImplementedError
@@ -71,7 +88,7 @@ class _TreeRetriever(BaseRetriever):
         nodes = [(key, score, layer) for key, score, layer in ranked if key in (chunks if layer == 0 else groups)]
         text = {key: chunks[key].text if layer == 0 else groups[key].summary for key, _, layer in nodes}
         out = []
-        for (key, score, layer), _ in pack(nodes, self.max_tokens, lambda n: text[n[0]], overhead=2, cut_first=False):
+        for (key, score, layer), _ in pack(nodes, self.params.max_tokens, lambda n: text[n[0]], overhead=2, cut_first=False):
             if layer == 0:
                 out.append(chunk_hit(chunks[key], score, layer=0, via=self.mode))
             else:
@@ -103,7 +120,7 @@ class _TreeRetriever(BaseRetriever):
 
 
 class CollapsedRetriever(_TreeRetriever):
-    """Collapsed-tree search (see the module docstring)."""
+    """Collapsed-tree search (see the module docstring; settings: :class:`TreeParams`)."""
 
     mode = "collapsed"
 
@@ -122,21 +139,16 @@ class CollapsedRetriever(_TreeRetriever):
         hits = self._hits(self._ranked(vector, k), vector)
         result = Retrieval(query=query, hits=hits, stats={"summary_hits": sum(h.kind == "summary" for h in hits)})
         if context:  # the same ranking filled to the budget, not cut at k: the paper's 2,000 tokens
-            result.context = self._hits(self._ranked(vector, max(k, self.max_tokens // 10)), vector)
+            result.context = self._hits(self._ranked(vector, max(k, self.params.max_tokens // 10)), vector)
         return result
 
 
 class TraversalRetriever(_TreeRetriever):
-    """Tree-traversal search (see the module docstring).
-
-    ``top_k``: nodes chosen per layer (default: ``k``).
-    """
+    """Tree-traversal search (see the module docstring; settings: :class:`TraversalParams`)."""
 
     mode = "traversal"
-
-    def __init__(self, index: Any, k: int | None = None, *, max_tokens: int | None = None, top_k: int | None = None) -> None:
-        super().__init__(index, k, max_tokens=max_tokens)
-        self.top_k = None if top_k is None else check_positive("top_k", top_k)
+    params_class = TraversalParams
+    params: TraversalParams
 
     async def _choose(self, query: str, k: int) -> tuple[np.ndarray | None, Ranked, dict[int, list[str]]]:
         """The query vector, every chosen node in the order chosen, and the ids per layer."""
@@ -145,7 +157,7 @@ class TraversalRetriever(_TreeRetriever):
         path: dict[int, list[str]] = {}
         if vector is None:
             return vector, chosen, path
-        width = self.top_k or k
+        width = self.params.top_k or k
         store, tree = self.index.store, self.index.tree
         levels = tree.levels()
         collection = tree.collection(levels[-1]) if levels else self.index.CHUNK_COLLECTION
@@ -172,4 +184,4 @@ class TraversalRetriever(_TreeRetriever):
         return result
 
 
-__all__ = ["CollapsedRetriever", "TraversalRetriever"]
+__all__ = ["CollapsedRetriever", "TraversalParams", "TraversalRetriever", "TreeParams"]

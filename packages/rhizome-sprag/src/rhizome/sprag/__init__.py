@@ -16,7 +16,12 @@ segments = segment_extractor(lightrag_index.as_retriever(mode="hybrid"), k=3).re
 from rhizome.sprag.autocontext import DocumentContext, SectionContext
 from rhizome.sprag.config import PRESETS, RSEParams, SpRAGConfig
 from rhizome.sprag.index import SpRAGIndex
-from rhizome.sprag.retrieval import ChunkRetriever, SegmentRetriever, segment_extractor
+from rhizome.sprag.retrieval import (
+    ChunkRetriever,
+    SegmentParams,
+    SegmentRetriever,
+    segment_extractor,
+)
 from rhizome.sprag.rse import Segment, best_segments, chunk_values
 
 __all__ = [
@@ -26,6 +31,7 @@ __all__ = [
     "RSEParams",
     "SectionContext",
     "Segment",
+    "SegmentParams",
     "SegmentRetriever",
     "SpRAGConfig",
     "SpRAGIndex",

@@ -8,9 +8,10 @@ Defaults come from dsRAG (D-Star-AI/dsRAG v0.5, the successor of spRAG): ``knowl
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rhizome.core.config import IndexConfig
+from rhizome.core.params import RetrieverParams
 
 
 class SpRAGConfig(IndexConfig):
@@ -64,10 +65,8 @@ class SpRAGConfig(IndexConfig):
     """Language the model writes titles and summaries in (dsRAG ``language``)."""
 
 
-class RSEParams(BaseModel):
+class RSEParams(RetrieverParams):
     """Relevant Segment Extraction settings (dsRAG ``rse_params``); see :data:`PRESETS`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     max_length: int = Field(15, ge=1)
     """Most chunks in one segment (dsRAG ``max_length``)."""

@@ -31,19 +31,18 @@ spans, with its document id, chunk range ``[chunk_start, chunk_end)`` and charac
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 
-from rhizome.core.config import build_config
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.naive import VectorRetriever
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
     by_rank,
-    check_positive,
     check_query,
     chunk_hit,
     provenance,
@@ -56,7 +55,6 @@ from rhizome.core.types import Chunk, Hit
 from rhizome.sprag.config import CANDIDATES, PRESETS, RSEParams
 from rhizome.sprag.rse import best_segments, chunk_values
 
-RELEVANCE = ("calibrated", "similarity", "constant")
 CONSTANT_RELEVANCE = 0.8
 """Relevance of every chunk with ``relevance="constant"`` (dsRAG's "moderately relevant" 0.8)."""
 CENTROID_SAMPLE = 4096
@@ -73,6 +71,19 @@ class ChunkRetriever(VectorRetriever):
     mode = "chunks"
 
 
+class SegmentParams(RSEParams):
+    """The settings of :class:`SegmentRetriever`: where its ranking comes from, and the RSE
+    settings (:class:`~rhizome.sprag.config.RSEParams`), whose defaults are the preset's."""
+
+    candidates: int = Field(CANDIDATES, ge=1)
+    """Chunks (index) or hits (retriever) ranked per query (dsRAG's 200)."""
+
+    relevance: Literal["calibrated", "similarity", "constant"] = "calibrated"
+    """A ranked chunk's relevance when there is no reranker: ``calibrated`` (its cosine placed
+    between the query's mean cosine to the index's chunks and the best candidate's),
+    ``similarity`` (the raw cosine, dsRAG's ``NoReranker``) or ``constant`` (0.8)."""
+
+
 class SegmentRetriever(BaseRetriever):
     """Segments by Relevant Segment Extraction (see the module docstring).
 
@@ -83,42 +94,33 @@ class SegmentRetriever(BaseRetriever):
     k:
         Segments returned (default 4).
     preset:
-        ``balanced`` (default), ``precision`` or ``find_all`` (:data:`~rhizome.sprag.config.PRESETS`).
-    candidates:
-        Chunks (index) or hits (retriever) ranked per query (dsRAG's 200).
-    relevance:
-        ``calibrated`` (default), ``similarity`` or ``constant``, when there is no reranker.
+        ``balanced`` (default), ``precision`` or ``find_all`` (:data:`~rhizome.sprag.config.PRESETS`):
+        the defaults of the RSE settings.
     reranker:
         ``reranker(query, texts) -> scores`` in [0, 1] (sync or async): relevance and order of
         the candidates; ``texts`` are the chunks with their AutoContext headers.
-    **params:
-        Any :class:`~rhizome.sprag.config.RSEParams` field, over the preset's value.
+    settings:
+        :class:`SegmentParams`: ``candidates``, ``relevance`` and any
+        :class:`~rhizome.sprag.config.RSEParams` field, over the preset's value.
     """
 
+    params_class = SegmentParams
+    params: SegmentParams
+
     def __init__(
-        self,
-        source: Any,
-        k: int | None = None,
-        *,
-        preset: str = "balanced",
-        candidates: int = CANDIDATES,
-        relevance: str = "calibrated",
-        reranker: Reranker | None = None,
-        **params: Any,
+        self, source: Any, k: int | None = None, *, preset: str = "balanced", reranker: Reranker | None = None, **settings: Any
     ) -> None:
-        self.source = source if isinstance(source, BaseRetriever) else None
-        super().__init__(source.index if self.source is not None else source, k)
         if preset not in PRESETS:
             raise ConfigurationError(f"unknown RSE preset {preset!r}; presets: {', '.join(PRESETS)}")
-        self.params = build_config(RSEParams, PRESETS[preset], params)
-        if relevance not in RELEVANCE:
-            raise ConfigurationError(f"relevance must be one of {', '.join(RELEVANCE)}, got {relevance!r}")
         if reranker is not None and not callable(reranker):
             raise ConfigurationError("reranker must be a callable reranker(query, texts) -> scores")
-        self.mode = preset
-        self.candidates = check_positive("candidates", candidates)
-        self.relevance = relevance
+        self.source = source if isinstance(source, BaseRetriever) else None
+        self.preset = self.mode = preset
+        super().__init__(source.index if self.source is not None else source, k, **settings)
         self.reranker = reranker
+
+    def _default_settings(self) -> Mapping[str, Any]:
+        return PRESETS[self.preset].model_dump()
 
     # -- the search ------------------------------------------------------------------------------
     async def _asearch(self, query: str, k: int) -> Retrieval:
@@ -188,10 +190,10 @@ class SegmentRetriever(BaseRetriever):
         if vector is None:
             return []
         if self.source is None:
-            found = vector_search(index.store, index.CHUNK_COLLECTION, vector, self.candidates)
+            found = vector_search(index.store, index.CHUNK_COLLECTION, vector, self.params.candidates)
             ids, cosines = [cid for cid, _ in found], np.array([s for _, s in found])
         else:
-            hits = await self.source.aretrieve(query, self.candidates)
+            hits = await self.source.aretrieve(query, self.params.candidates)
             ids = list(dict.fromkeys(cid for hit in hits for cid in hit.provenance.chunk_ids))
             collection = index.store.collection(index.CHUNK_COLLECTION, vector.shape[1])
             ids, matrix = collection.present(ids)
@@ -200,9 +202,9 @@ class SegmentRetriever(BaseRetriever):
             return []
         if self.reranker is not None:
             return await self._rerank(query, ids)
-        if self.relevance == "constant":
+        if self.params.relevance == "constant":
             relevance = np.full(len(ids), CONSTANT_RELEVANCE)
-        elif self.relevance == "similarity":
+        elif self.params.relevance == "similarity":
             relevance = np.clip(cosines, 0.0, 1.0)
         else:
             relevance = self._calibrated(vector[0], cosines)
@@ -293,4 +295,4 @@ def segment_extractor(retriever: BaseRetriever, k: int | None = None, **options:
     return SegmentRetriever(retriever, k, **options)
 
 
-__all__ = ["CONSTANT_RELEVANCE", "ChunkRetriever", "SegmentRetriever", "joined", "segment_extractor"]
+__all__ = ["CONSTANT_RELEVANCE", "ChunkRetriever", "SegmentParams", "SegmentRetriever", "joined", "segment_extractor"]

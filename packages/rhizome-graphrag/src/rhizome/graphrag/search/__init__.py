@@ -6,8 +6,8 @@
 - the ``naive`` mode — GraphRAG's basic search, the kernel's chunk-vector retriever.
 """
 
-from rhizome.graphrag.search.drift import DriftSearch
-from rhizome.graphrag.search.global_ import GlobalSearch
-from rhizome.graphrag.search.local import LocalSearch
+from rhizome.graphrag.search.drift import DriftParams, DriftSearch
+from rhizome.graphrag.search.global_ import GlobalParams, GlobalSearch
+from rhizome.graphrag.search.local import LocalParams, LocalSearch
 
-__all__ = ["DriftSearch", "GlobalSearch", "LocalSearch"]
+__all__ = ["DriftParams", "DriftSearch", "GlobalParams", "GlobalSearch", "LocalParams", "LocalSearch"]

@@ -29,15 +29,15 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from rhizome.core.evidence import merge_seeds, relative_weights
+from pydantic import Field, model_validator
+
+from rhizome.core.evidence import EvidenceParams, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.models.budget import fit
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
     by_rank,
-    check_non_negative,
-    check_positive,
     chunk_hits,
     dedupe,
     provenance,
@@ -68,73 +68,73 @@ class _Action:
     """Offline: that community's weight relative to the other primer reports."""
 
 
-class DriftSearch(BaseRetriever):
-    """DRIFT search over a :class:`~rhizome.graphrag.index.GraphRAGIndex`.
+class DriftParams(EvidenceParams):
+    """The settings of :class:`DriftSearch`: the primer, the follow-ups, DRIFT's local search
+    and the kernel's evidence ranking of the local searches
+    (:class:`~rhizome.core.evidence.EvidenceParams`)."""
 
-    Parameters
-    ----------
-    k:
-        Hits returned (default 4).
-    primer_k:
-        Reports read by the primer (GraphRAG ``drift_k_followups`` 20).
-    primer_folds:
-        Primer calls the reports are split over (GraphRAG ``primer_folds`` 5).
-    n_depth:
-        Rounds of follow-ups (GraphRAG ``n_depth`` 3).
-    followups_per_depth:
-        Follow-up questions run per round (not fixed by GraphRAG; 3).
-    local_top_k_entities, local_max_tokens, local_text_unit_prop, local_community_prop:
-        DRIFT's local search settings (GraphRAG: 10 entities, 12,000 tokens, 0.9, 0.1).
-    context_max_tokens:
-        Tokens of a follow-up's local context shown to the model (8,000).
-    pool:
-        Passages ranked before the cut to ``k`` (50).
-    followup_weight:
-        Weight of each follow-up's seeds against the question's own (0.25): offline, the members
-        its community's title names, times that community's weight relative to the other
-        primer reports. At 0.5 the offline follow-ups moved passages the question is about out
-        of the first two (musique-dev R@2 0.449 against dense 0.450; 0.466 at 0.25, 0.470 at 0.1).
-    dense_k, fact_k, temperature, passage_weight, damping, chains:
-        The kernel's evidence ranking of the local searches
-        (:class:`~rhizome.core.evidence.EvidenceOptions`).
-    """
+    primer_k: int = Field(20, ge=1)
+    """Reports read by the primer (GraphRAG ``drift_k_followups`` 20)."""
+
+    primer_folds: int = Field(5, ge=1)
+    """Primer calls the reports are split over (GraphRAG ``primer_folds`` 5)."""
+
+    n_depth: int = Field(3, ge=1)
+    """Rounds of follow-ups (GraphRAG ``n_depth`` 3)."""
+
+    followups_per_depth: int = Field(3, ge=1)
+    """Follow-up questions run per round (not fixed by GraphRAG; 3)."""
+
+    local_top_k_entities: int = Field(10, ge=1)
+    """Entities DRIFT's local search matches to a question (GraphRAG DRIFT's local search: 10)."""
+
+    local_max_tokens: int = Field(12000, ge=1)
+    """Budget of DRIFT's local context (GraphRAG DRIFT's local search: 12,000)."""
+
+    local_text_unit_prop: float = Field(0.9, ge=0, le=1)
+    """Share of the local budget for source chunks (GraphRAG DRIFT's local search: 0.9)."""
+
+    local_community_prop: float = Field(0.1, ge=0, le=1)
+    """Share of the local budget for community reports (GraphRAG DRIFT's local search: 0.1)."""
+
+    context_max_tokens: int = Field(8000, ge=1)
+    """Tokens of a follow-up's local context shown to the model (8,000)."""
+
+    pool: int = Field(50, ge=1)
+    """Passages ranked before the cut to ``k`` (50)."""
+
+    followup_weight: float = Field(0.25, ge=0)
+    """Weight of each follow-up's seeds against the question's own (0.25): offline, the members
+    its community's title names, times that community's weight relative to the other primer
+    reports. At 0.5 the offline follow-ups moved passages the question is about out of the
+    first two (musique-dev R@2 0.449 against dense 0.450; 0.466 at 0.25, 0.470 at 0.1)."""
+
+    @model_validator(mode="after")
+    def _shares_fit(self) -> DriftParams:
+        if self.local_text_unit_prop + self.local_community_prop > 1.0:
+            raise ValueError(
+                "local_text_unit_prop + local_community_prop must not exceed 1, got "
+                f"{self.local_text_unit_prop:g} + {self.local_community_prop:g}"
+            )
+        return self
+
+
+class DriftSearch(BaseRetriever):
+    """DRIFT search over a :class:`~rhizome.graphrag.index.GraphRAGIndex` (``k``: hits
+    returned, default 4; settings: :class:`DriftParams`)."""
 
     mode = "drift"
+    params_class = DriftParams
+    params: DriftParams
 
-    def __init__(
-        self,
-        index: Any,
-        k: int | None = None,
-        *,
-        primer_k: int = 20,
-        primer_folds: int = 5,
-        n_depth: int = 3,
-        followups_per_depth: int = 3,
-        local_top_k_entities: int = 10,
-        local_max_tokens: int = 12000,
-        local_text_unit_prop: float = 0.9,
-        local_community_prop: float = 0.1,
-        context_max_tokens: int = 8000,
-        pool: int = 50,
-        followup_weight: float = 0.25,
-        **evidence: Any,
-    ) -> None:
-        super().__init__(index, k)
-        self.primer_k = check_positive("primer_k", primer_k)
-        self.primer_folds = check_positive("primer_folds", primer_folds)
-        self.n_depth = check_positive("n_depth", n_depth)
-        self.followups_per_depth = check_positive("followups_per_depth", followups_per_depth)
-        self.context_max_tokens = check_positive("context_max_tokens", context_max_tokens)
-        self.pool = check_positive("pool", pool)
-        self.followup_weight = check_non_negative("followup_weight", followup_weight)
+    def __init__(self, index: Any, k: int | None = None, **settings: Any) -> None:
+        super().__init__(index, k, **settings)
+        p = self.params
         self.local = LocalSearch(
-            index,
-            top_k_entities=local_top_k_entities,
-            max_tokens=local_max_tokens,
-            text_unit_prop=local_text_unit_prop,
-            community_prop=local_community_prop,
-            **evidence,
+            index, top_k_entities=p.local_top_k_entities, max_tokens=p.local_max_tokens,
+            text_unit_prop=p.local_text_unit_prop, community_prop=p.local_community_prop, **p.evidence(),
         )
+        """The local search DRIFT runs for the question and each follow-up."""
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
         return await self._drift(query, k, context=True)
@@ -148,7 +148,7 @@ class DriftSearch(BaseRetriever):
         names = query_names(query)  # embedded with the question, for the walk's linking
         vectors = await query_vector(self.index, query, names)
         embedded = dict(zip([query, *names], vectors)) if vectors is not None else {}
-        ranked = self.index.communities.search(vectors[:1], self.primer_k) if vectors is not None else []
+        ranked = self.index.communities.search(vectors[:1], self.params.primer_k) if vectors is not None else []
         ids = [cid for cid, _ in ranked if cid in graph.communities]
         similarity = dict(ranked)
         reports = await self.index.areports(ids)
@@ -159,10 +159,10 @@ class DriftSearch(BaseRetriever):
 
         # the follow-ups with a question are linked and searched by it; the offline ones seed the
         # walk with the members of their community directly, with no text to embed
-        seeds = merge_seeds(*({e: self.followup_weight * a.weight for e in a.entities} for a in asked))
+        seeds = merge_seeds(*({e: self.params.followup_weight * a.weight for e in a.entities} for a in asked))
         texts = [a.question for a in asked if not a.entities]
         walked, _ = await self.local.arank(
-            query, max(k, self.pool), followups=texts, followup_weight=self.followup_weight, entities=seeds, embedded=embedded
+            query, max(k, self.params.pool), followups=texts, followup_weight=self.params.followup_weight, entities=seeds, embedded=embedded
         )
         hits = by_rank(chunk_hits(self.index, walked[:k]))
         stats = {"primer_reports": len(primer), "follow_ups": steps, "points": len(points)}
@@ -180,16 +180,16 @@ class DriftSearch(BaseRetriever):
         points: list[_Point] = []
         actions: list[_Action] = []
         if llm is not None and primer:
-            folds = [primer[i :: self.primer_folds] for i in range(self.primer_folds)]
+            folds = [primer[i :: self.params.primer_folds] for i in range(self.params.primer_folds)]
             folds = [f for f in folds if f]
 
             async def prime(fold: list[Community]) -> DriftStep:
                 context = "\n\n".join(f"----- report {c.id} -----\n{full_content(c)}" for c in fold)
 
                 def primer_prompt(text: str) -> str:
-                    return DRIFT_PRIMER_PROMPT.format(question=query, context=text, language=language, n_followups=self.followups_per_depth)
+                    return DRIFT_PRIMER_PROMPT.format(question=query, context=text, language=language, n_followups=self.params.followups_per_depth)
 
-                budget = fit(llm, self.context_max_tokens, reply_tokens=STEP_REPLY_TOKENS, fixed=[DRIFT_SYSTEM, primer_prompt("")])
+                budget = fit(llm, self.params.context_max_tokens, reply_tokens=STEP_REPLY_TOKENS, fixed=[DRIFT_SYSTEM, primer_prompt("")])
                 prompt = primer_prompt(truncate_tokens(context, budget))
                 return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
 
@@ -199,8 +199,8 @@ class DriftSearch(BaseRetriever):
                     points.append((step.score, step.answer.strip(), [c.id for c in fold], chunk_ids))
                 actions += [_Action(-step.score, q.strip(), 1) for q in step.follow_ups if q.strip()]
         else:
-            weight = relative_weights([(c.id, similarity.get(c.id, 0.0)) for c in primer], self.local.evidence.temperature)
-            for rank, community in enumerate(primer[: self.followups_per_depth]):
+            weight = relative_weights([(c.id, similarity.get(c.id, 0.0)) for c in primer], self.params.temperature)
+            for rank, community in enumerate(primer[: self.params.followups_per_depth]):
                 focus = tuple(e.id for e in graph.members(community)[:FOCUS_MEMBERS])
                 actions.append(_Action(float(rank), f"{query} {community.title}", 1, focus, weight[community.id]))
         return points, actions
@@ -216,7 +216,7 @@ class DriftSearch(BaseRetriever):
         asked: list[_Action] = []
         done: set[str] = {query.lower()}
         steps = 0
-        for depth in range(1, self.n_depth + 1):
+        for depth in range(1, self.params.n_depth + 1):
             pending = sorted(a for a in actions if a.depth == depth and a.question.lower() not in done)
             todo = []
             for action in pending:
@@ -224,7 +224,7 @@ class DriftSearch(BaseRetriever):
                     continue
                 done.add(action.question.lower())
                 todo.append(action)
-                if len(todo) >= self.followups_per_depth:
+                if len(todo) >= self.params.followups_per_depth:
                     break
             if not todo:
                 break
@@ -232,7 +232,7 @@ class DriftSearch(BaseRetriever):
             contexts = list(await asyncio.gather(*(self.local.abuild(a.question) for a in todo))) if context else []
             steps += len(todo)
             local_lists.extend(contexts)
-            if llm is None or depth == self.n_depth:
+            if llm is None or depth == self.params.n_depth:
                 continue
 
             async def follow(action: _Action, hits: list[Hit]) -> DriftStep:
@@ -240,10 +240,10 @@ class DriftSearch(BaseRetriever):
 
                 def followup_prompt(context: str) -> str:
                     return DRIFT_FOLLOWUP_PROMPT.format(
-                        question=query, sub_question=action.question, context=context, language=language, n_followups=self.followups_per_depth
+                        question=query, sub_question=action.question, context=context, language=language, n_followups=self.params.followups_per_depth
                     )
 
-                budget = fit(llm, self.context_max_tokens, reply_tokens=STEP_REPLY_TOKENS, fixed=[DRIFT_SYSTEM, followup_prompt("")])
+                budget = fit(llm, self.params.context_max_tokens, reply_tokens=STEP_REPLY_TOKENS, fixed=[DRIFT_SYSTEM, followup_prompt("")])
                 prompt = followup_prompt(truncate_tokens(text, budget))
                 return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
 
@@ -301,4 +301,4 @@ _Point = tuple[float, str, list[str], list[str]]
 """A point of the answer: its score, its text, the reports and the chunks it comes from."""
 
 
-__all__ = ["DriftSearch"]
+__all__ = ["DriftParams", "DriftSearch"]

@@ -32,17 +32,15 @@ import random
 from collections.abc import Sequence, Set
 from typing import Any
 
+from pydantic import Field
+
 from rhizome.core.embeddings import hashed_features
-from rhizome.core.errors import ConfigurationError
 from rhizome.core.hierarchy import has_summary
 from rhizome.core.models.budget import fit
+from rhizome.core.params import RetrieverParams
 from rhizome.core.retrieval import (
     MapPlan,
     MapReduceSearch,
-    check_flag,
-    check_integer,
-    check_number,
-    check_positive,
     provenance,
     query_vector,
 )
@@ -69,89 +67,68 @@ def share(query_words: Set[str], words: Set[str]) -> float:
     return len(query_words & words) / len(query_words) if query_words else 0.0
 
 
-class GlobalSearch(MapReduceSearch):
-    """GraphRAG global search (map step) with optional dynamic community selection.
+class GlobalParams(RetrieverParams):
+    """The settings of :class:`GlobalSearch`: which communities it reads and how it maps them."""
 
-    Parameters
-    ----------
-    k:
-        Points returned (default 50: the points are what the reduce step answers from).
-    level:
-        Community level mapped when ``dynamic`` is off (GraphRAG's query default 2).
-    dynamic:
-        Dynamic community selection (GraphRAG's ``dynamic_community_selection``; off in the
-        paper, on here by default to bound the cost of a query — see docs/graphrag.md).
-    threshold:
-        Lowest relevance rating (0–5) that keeps a community (GraphRAG 1).
-    max_level:
-        Deepest level dynamic selection descends to (GraphRAG 2).
-    keep_parent:
-        Keep a relevant parent next to its relevant children (GraphRAG False).
-    candidate_limit:
-        Communities rated per step, the most query-similar first (not in GraphRAG; 16).
-    max_rating_calls:
-        Budget of rating calls per query (not in GraphRAG; 64).
-    rate_max_tokens:
-        Tokens of a report shown to the rater (title, summary, finding headlines; 500).
-    map_max_tokens:
-        Report tokens per map call (GraphRAG ``data_max_tokens`` 12,000).
-    max_points:
-        Points asked for per map call (not in GraphRAG, whose map answer is bounded by
-        ``map_max_length`` 1,000 tokens; 10).
-    min_score:
-        Points scoring at or below this (0–100) are dropped (GraphRAG drops score 0).
-    seed:
-        Shuffle seed of the map batches (GraphRAG's context builder uses 86).
-    max_new_reports:
-        Lazy mode: most reports one query may write; the selected communities still without a
-        report are taken by relevance rating, then query similarity (not in GraphRAG; in the
-        spirit of LazyGraphRAG's relevance-test budget; 8).
-    offline_batch:
-        Offline only: reports per map batch. With no prompt to fill, batches only split the
-        work — into the parallel branches of ``langgraph_rhizome``'s global search graph; the
-        points do not depend on it (not in GraphRAG; 20).
-    """
+    level: int = Field(2, ge=0)
+    """Community level mapped when ``dynamic`` is off (GraphRAG's query default 2)."""
+
+    dynamic: bool = True
+    """Dynamic community selection (GraphRAG's ``dynamic_community_selection``; off in the paper,
+    on here by default to bound the cost of a query — see docs/graphrag.md)."""
+
+    threshold: float = Field(1, ge=0, le=5)
+    """Lowest relevance rating (0–5) that keeps a community (GraphRAG 1)."""
+
+    max_level: int = Field(2, ge=0)
+    """Deepest level dynamic selection descends to (GraphRAG 2)."""
+
+    keep_parent: bool = False
+    """Keep a relevant parent next to its relevant children (GraphRAG False)."""
+
+    candidate_limit: int = Field(16, ge=1)
+    """Communities rated per step, the most query-similar first (not in GraphRAG; 16)."""
+
+    max_rating_calls: int = Field(64, ge=1)
+    """Budget of rating calls per query (not in GraphRAG; 64)."""
+
+    rate_max_tokens: int = Field(500, ge=1)
+    """Tokens of a report shown to the rater (title, summary, finding headlines; 500)."""
+
+    map_max_tokens: int = Field(12000, gt=MAP_OVERHEAD_TOKENS)
+    """Report tokens per map call, the prompt's :data:`MAP_OVERHEAD_TOKENS` included (GraphRAG
+    ``data_max_tokens`` 12,000)."""
+
+    max_points: int = Field(10, ge=1)
+    """Points asked for per map call (not in GraphRAG, whose map answer is bounded by
+    ``map_max_length`` 1,000 tokens; 10)."""
+
+    min_score: float = Field(0.0, ge=0, le=100)
+    """Points scoring at or below this (0–100) are dropped (GraphRAG drops score 0)."""
+
+    seed: int = 86
+    """Shuffle seed of the map batches (GraphRAG's context builder uses 86)."""
+
+    max_new_reports: int = Field(8, ge=1)
+    """Lazy mode: most reports one query may write; the selected communities still without a
+    report are taken by relevance rating, then query similarity (not in GraphRAG; in the spirit
+    of LazyGraphRAG's relevance-test budget; 8)."""
+
+    offline_batch: int = Field(20, ge=1)
+    """Offline only: reports per map batch. With no prompt to fill, batches only split the work
+    — into the parallel branches of ``langgraph_rhizome``'s global search graph; the points do
+    not depend on it (not in GraphRAG; 20)."""
+
+
+class GlobalSearch(MapReduceSearch):
+    """GraphRAG global search (map step) with optional dynamic community selection (``k``:
+    points returned, default 50: the points are what the reduce step answers from; settings:
+    :class:`GlobalParams`)."""
 
     default_k = 50
     mode = "global"
-
-    def __init__(
-        self,
-        index: Any,
-        k: int | None = None,
-        *,
-        level: int = 2,
-        dynamic: bool = True,
-        threshold: int = 1,
-        max_level: int = 2,
-        keep_parent: bool = False,
-        candidate_limit: int = 16,
-        max_rating_calls: int = 64,
-        rate_max_tokens: int = 500,
-        map_max_tokens: int = 12000,
-        max_points: int = 10,
-        min_score: float = 0.0,
-        seed: int = 86,
-        max_new_reports: int = 8,
-        offline_batch: int = 20,
-    ) -> None:
-        super().__init__(index, k)
-        self.level = check_integer("level", level, 0)
-        self.dynamic = check_flag("dynamic", dynamic)
-        self.threshold = check_number("threshold", threshold, 0, 5)
-        self.max_level = check_integer("max_level", max_level, 0)
-        self.keep_parent = check_flag("keep_parent", keep_parent)
-        self.candidate_limit = check_positive("candidate_limit", candidate_limit)
-        self.max_rating_calls = check_positive("max_rating_calls", max_rating_calls)
-        self.rate_max_tokens = check_positive("rate_max_tokens", rate_max_tokens)
-        self.map_max_tokens = check_positive("map_max_tokens", map_max_tokens)
-        if self.map_max_tokens <= MAP_OVERHEAD_TOKENS:
-            raise ConfigurationError(f"map_max_tokens must exceed {MAP_OVERHEAD_TOKENS}")
-        self.max_points = check_positive("max_points", max_points)
-        self.min_score = check_number("min_score", min_score, 0, 100)
-        self.seed = check_integer("seed", seed)
-        self.max_new_reports = check_positive("max_new_reports", max_new_reports)
-        self.offline_batch = check_positive("offline_batch", offline_batch)
+    params_class = GlobalParams
+    params: GlobalParams
 
     def _offline_profile(self, community: Community, graph: Any) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
         """Offline: the content words of a community's report (or card) and its points, each
@@ -184,8 +161,8 @@ class GlobalSearch(MapReduceSearch):
         by id). Offline every community on the way down is rated, so no similarity is needed."""
         graph = self.index.graph()
         stats: dict[str, Any] = {"rating_calls": 0, "rated": 0, "pruned": 0, "ratings": {}, "similarity": {}}
-        if not self.dynamic:
-            return sorted(graph.frontier(self.level), key=lambda c: (c.level, c.id)), stats
+        if not self.params.dynamic:
+            return sorted(graph.frontier(self.params.level), key=lambda c: (c.level, c.id)), stats
         llm = self.index.llm
         query_words = relevance_words(query)
         if llm is not None:
@@ -197,12 +174,13 @@ class GlobalSearch(MapReduceSearch):
         calls = 0
         while step:
             step = sorted(step, key=lambda c: (-similarity.get(c.id, 0.0), c.id))
-            limit = min(self.candidate_limit, self.max_rating_calls - calls) if llm is not None else len(step)
+            limit = min(self.params.candidate_limit, self.params.max_rating_calls - calls) if llm is not None else len(step)
             rated_now, skipped = step[: max(0, limit)], step[max(0, limit) :]
             stats["pruned"] += len(skipped)
 
             async def rate(c: Community) -> int:
-                text = short_content(c, self.rate_max_tokens) if has_summary(c) else community_card(c, graph, self.rate_max_tokens)
+                shown = self.params.rate_max_tokens
+                text = short_content(c, shown) if has_summary(c) else community_card(c, graph, shown)
                 out = await llm.acomplete_json(RATE_PROMPT.format(question=query, report=text), RatingOutput, system=RATE_SYSTEM)
                 return out.rating
 
@@ -215,12 +193,12 @@ class GlobalSearch(MapReduceSearch):
             nxt: list[Community] = []
             for community, rating in zip(rated_now, ratings):
                 stats["ratings"][community.id] = rating
-                if rating < self.threshold:
+                if rating < self.params.threshold:
                     stats["pruned"] += 1
                     continue
                 selected.append(community)
                 children = [graph.communities[c] for c in community.children if c in graph.communities]
-                if children and community.level < self.max_level:
+                if children and community.level < self.params.max_level:
                     nxt.extend(children)
                     parents.add(community.id)
             step = nxt
@@ -228,7 +206,7 @@ class GlobalSearch(MapReduceSearch):
         # a relevant parent is replaced by its relevant children (unless keep_parent); it stays
         # when none of its children turned out relevant
         chosen = {c.id for c in selected}
-        kept = [c for c in selected if self.keep_parent or c.id not in parents or not any(x in chosen for x in c.children)]
+        kept = [c for c in selected if self.params.keep_parent or c.id not in parents or not any(x in chosen for x in c.children)]
         return kept, stats
 
     # -- plan, map, reduce ------------------------------------------------------------------------
@@ -241,10 +219,10 @@ class GlobalSearch(MapReduceSearch):
             return MapPlan()
         selected, stats = await self.aselect(query)
         missing = [c for c in selected if not has_summary(c)]
-        if len(missing) > self.max_new_reports:
+        if len(missing) > self.params.max_new_reports:
             ratings, similarity = stats["ratings"], stats["similarity"] or await self._similarity(query)
             missing.sort(key=lambda c: (-ratings.get(c.id, 0), -similarity.get(c.id, 0.0), c.id))
-            dropped = {c.id for c in missing[self.max_new_reports :]}
+            dropped = {c.id for c in missing[self.params.max_new_reports :]}
             selected = [c for c in selected if c.id not in dropped]
             stats["over_report_budget"] = len(dropped)
         reports = await self.index.areports([c.id for c in selected])
@@ -253,7 +231,7 @@ class GlobalSearch(MapReduceSearch):
         stats["communities"] = len(communities)
         if self.index.llm is None:  # no prompt to fill: fixed-size batches in selection order
             ids = [c.id for c in communities]
-            size = self.offline_batch
+            size = self.params.offline_batch
             batches = [ids[i : i + size] for i in range(0, len(ids), size)]
         else:
             batches = [[c.id for c, _ in batch] for batch in self.batches(communities, query)]
@@ -272,7 +250,7 @@ class GlobalSearch(MapReduceSearch):
             points = await self._model_points(query, self._packed(communities, query))
         hits = []
         for p in points:
-            if p["score"] <= self.min_score:
+            if p["score"] <= self.params.min_score:
                 continue
             key = hashlib.sha256((p["description"] + "|".join(p["reports"])).encode("utf-8")).hexdigest()[:16]
             titles = [reports[c].title for c in p["reports"] if c in reports]
@@ -294,10 +272,10 @@ class GlobalSearch(MapReduceSearch):
         if hits:
             return []
         stats = plan.stats
-        if self.dynamic and not stats.get("communities"):
+        if self.params.dynamic and not stats.get("communities"):
             return [f"no community report was rated relevant to the query (of {stats.get('rated', 0)} rated, "
-                    f"{stats.get('pruned', 0)} fell under the threshold {self.threshold})"]
-        return [f"no key point of the {stats.get('communities', 0)} reports mapped scored above {self.min_score}"]
+                    f"{stats.get('pruned', 0)} fell under the threshold {self.params.threshold})"]
+        return [f"no key point of the {stats.get('communities', 0)} reports mapped scored above {self.params.min_score}"]
 
     def _offline_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
         query_words, graph = relevance_words(query), self.index.graph()
@@ -315,13 +293,13 @@ class GlobalSearch(MapReduceSearch):
         return points
 
     def _map_prompt(self, query: str, reports: str) -> str:
-        return MAP_PROMPT.format(question=query, reports=reports, language=self.index.config.language, max_points=self.max_points)
+        return MAP_PROMPT.format(question=query, reports=reports, language=self.index.config.language, max_points=self.params.max_points)
 
     def batches(self, communities: list[Community], query: str = "") -> list[list[tuple[Community, str]]]:
         """Shuffled reports packed into map batches under ``map_max_tokens`` (less when the
         model's context window holds less, with room for ``max_points`` points)."""
         ordered = list(communities)
-        random.Random(self.seed).shuffle(ordered)
+        random.Random(self.params.seed).shuffle(ordered)
         budget = self._budget(query)
         out: list[list[tuple[Community, str]]] = [[]]
         used = 0
@@ -337,8 +315,8 @@ class GlobalSearch(MapReduceSearch):
     def _budget(self, query: str) -> int:
         return fit(
             self.index.llm,
-            self.map_max_tokens - MAP_OVERHEAD_TOKENS,
-            reply_tokens=POINT_TOKENS * self.max_points,
+            self.params.map_max_tokens - MAP_OVERHEAD_TOKENS,
+            reply_tokens=POINT_TOKENS * self.params.max_points,
             fixed=[MAP_SYSTEM, self._map_prompt(query, "")],
         )
 
@@ -369,4 +347,4 @@ class GlobalSearch(MapReduceSearch):
         return [p for p in points if p["description"]]
 
 
-__all__ = ["GlobalSearch"]
+__all__ = ["GlobalParams", "GlobalSearch"]

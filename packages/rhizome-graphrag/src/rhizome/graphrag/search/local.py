@@ -31,17 +31,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from rhizome.core.errors import ConfigurationError
-from rhizome.core.evidence import EvidenceOptions, link_names, merge_seeds, relative_weights
+from rhizome.core.evidence import EvidenceParams, link_names, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.hierarchy import has_summary
 from rhizome.core.retrieval import (
     BaseRetriever,
     Retrieval,
     by_rank,
-    check_positive,
-    check_share,
     chunk_hit,
     chunk_hits,
     pack,
@@ -57,64 +55,51 @@ SECTIONS = ("chunks", "entities", "relationships", "reports")
 """The order of a local search's hits: its evidence first."""
 
 
-class LocalSearch(BaseRetriever):
-    """GraphRAG local search over a :class:`~rhizome.graphrag.index.GraphRAGIndex`.
+class LocalParams(EvidenceParams):
+    """The settings of :class:`LocalSearch`: GraphRAG's local search context, and the kernel's
+    evidence ranking of its passages (:class:`~rhizome.core.evidence.EvidenceParams`)."""
 
-    Parameters
-    ----------
-    k:
-        Hits returned (default 4).
-    top_k_entities:
-        Entities matched to the query (GraphRAG ``top_k_mapped_entities`` 10).
-    max_tokens:
-        Context budget (GraphRAG local search ``max_context_tokens`` 12,000).
-    text_unit_prop:
-        Share of the budget for source chunks (GraphRAG 0.5).
-    community_prop:
-        Share for community reports (GraphRAG 0.15); the rest goes to entities and relationships.
-    top_k_relationships:
-        Relationships to outside entities per matched entity (GraphRAG 10).
-    oversample:
-        Entity candidates fetched per wanted entity before filtering (GraphRAG fetches twice as
-        many, 2).
-    dense_k, fact_k, temperature, passage_weight, damping, chains:
-        The kernel's evidence ranking (:class:`~rhizome.core.evidence.EvidenceOptions`): 200
-        nearest passages and 10 nearest relations, temperature 0.5, passage weight 0.5, damping
-        0.5, no chains.
-    """
+    top_k_entities: int = Field(10, ge=1)
+    """Entities matched to the query (GraphRAG ``top_k_mapped_entities`` 10)."""
+
+    max_tokens: int = Field(12000, ge=1)
+    """Context budget (GraphRAG local search ``max_context_tokens`` 12,000)."""
+
+    text_unit_prop: float = Field(0.5, ge=0, le=1)
+    """Share of the budget for source chunks (GraphRAG 0.5)."""
+
+    community_prop: float = Field(0.15, ge=0, le=1)
+    """Share for community reports (GraphRAG 0.15); the rest goes to entities and relationships."""
+
+    top_k_relationships: int = Field(10, ge=1)
+    """Relationships to outside entities per matched entity (GraphRAG 10)."""
+
+    oversample: int = Field(2, ge=1)
+    """Entity candidates fetched per wanted entity before filtering (GraphRAG fetches twice as
+    many, 2)."""
+
+    @model_validator(mode="after")
+    def _shares_fit(self) -> LocalParams:
+        if self.text_unit_prop + self.community_prop > 1.0:
+            raise ValueError(f"text_unit_prop + community_prop must not exceed 1, got {self.text_unit_prop:g} + {self.community_prop:g}")
+        return self
+
+
+class LocalSearch(BaseRetriever):
+    """GraphRAG local search over a :class:`~rhizome.graphrag.index.GraphRAGIndex` (``k``: hits
+    returned, default 4; settings: :class:`LocalParams`)."""
 
     mode = "local"
-
-    def __init__(
-        self,
-        index: Any,
-        k: int | None = None,
-        *,
-        top_k_entities: int = 10,
-        max_tokens: int = 12000,
-        text_unit_prop: float = 0.5,
-        community_prop: float = 0.15,
-        top_k_relationships: int = 10,
-        oversample: int = 2,
-        **evidence: Any,
-    ) -> None:
-        super().__init__(index, k)
-        self.top_k_entities = check_positive("top_k_entities", top_k_entities)
-        self.max_tokens = check_positive("max_tokens", max_tokens)
-        self.text_unit_prop = check_share("text_unit_prop", text_unit_prop)
-        self.community_prop = check_share("community_prop", community_prop)
-        if self.text_unit_prop + self.community_prop > 1.0:
-            raise ConfigurationError("text_unit_prop + community_prop must not exceed 1")
-        self.top_k_relationships = check_positive("top_k_relationships", top_k_relationships)
-        self.oversample = check_positive("oversample", oversample)
-        self.evidence = EvidenceOptions(**evidence)
+    params_class = LocalParams
+    params: LocalParams
 
     async def match_entities(self, query: str, vector: Any = None) -> list[tuple[Entity, float]]:
         """The ``top_k_entities`` entities whose description vectors are nearest the query."""
         graph = self.index.graph()
         vector = await query_vector(self.index, query) if vector is None else vector
-        ranked = vector_search(self.index.store, self.index.ENTITY_COLLECTION, vector, self.top_k_entities * self.oversample)
-        return [(graph.entities[eid], score) for eid, score in ranked if eid in graph.entities][: self.top_k_entities]
+        wanted, oversample = self.params.top_k_entities, self.params.oversample
+        ranked = vector_search(self.index.store, self.index.ENTITY_COLLECTION, vector, wanted * oversample)
+        return [(graph.entities[eid], score) for eid, score in ranked if eid in graph.entities][:wanted]
 
     async def arank(
         self,
@@ -129,7 +114,7 @@ class LocalSearch(BaseRetriever):
         """The passages (chunk ids) ranked for ``query``, at most ``limit`` (default
         ``dense_k``), and the query vector: the kernel's evidence walk from the entities the
         question names, the endpoints of the relations nearest it (:meth:`fact_seeds`) and its
-        nearest chunks (:meth:`~rhizome.core.evidence.EvidenceOptions.rank`).
+        nearest chunks (:meth:`~rhizome.core.evidence.EvidenceParams.rank`).
 
         ``followups`` (DRIFT's questions) take part at ``followup_weight``: the names each adds
         are linked to entities at that weight, and each one's nearest chunks are further passage
@@ -150,7 +135,7 @@ class LocalSearch(BaseRetriever):
                 return [], None
             known.update(zip(missing, found))
         vectors = np.stack([known[t] for t in texts])
-        index, options = self.index, self.evidence
+        index, options = self.index, self.params
         # the names of the question (weight 1) and of its follow-ups, each its nearest entity
         name_rows = [1 + i for i in range(len(names))] + [1 + len(names) + len(asked) + i for i in range(len(added))]
         name_weights = [1.0] * len(names) + [followup_weight] * len(added)
@@ -173,7 +158,7 @@ class LocalSearch(BaseRetriever):
         """Entity seeds from what the question states: the endpoints of the relations nearest it
         (an index built before relations had vectors: the entities whose descriptions are
         nearest), at their relative weights."""
-        index, options = self.index, self.evidence
+        index, options = self.index, self.params
         found = vector_search(index.store, index.RELATION_COLLECTION, vector, options.fact_k)
         if found:
             relations = index.graph().relations
@@ -183,11 +168,11 @@ class LocalSearch(BaseRetriever):
         return relative_weights(vector_search(index.store, index.ENTITY_COLLECTION, vector, options.fact_k), options.temperature)
 
     async def _ahits(self, query: str, k: int) -> Retrieval:
-        ranked, _ = await self.arank(query, max(k, self.evidence.dense_k))
+        ranked, _ = await self.arank(query, max(k, self.params.dense_k))
         return Retrieval(query=query, hits=by_rank(chunk_hits(self.index, ranked[:k])))
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
-        found, ranked = await self._alocal(query, max(k, self.evidence.dense_k))
+        found, ranked = await self._alocal(query, max(k, self.params.dense_k))
         stats = {f"{s}_in_context": sum(1 for h in found if h.metadata["section"] == s) for s in SECTIONS}
         return Retrieval(query=query, hits=by_rank(chunk_hits(self.index, ranked[:k])), context=found, stats=stats)
 
@@ -204,9 +189,10 @@ class LocalSearch(BaseRetriever):
         selected = [e for e, _ in matched]
         similarity = {e.id: s for e, s in matched}
         selected_ids = set(similarity)
-        community_budget = int(self.max_tokens * self.community_prop)
-        text_budget = int(self.max_tokens * self.text_unit_prop)
-        local_budget = self.max_tokens - community_budget - text_budget
+        p = self.params
+        community_budget = int(p.max_tokens * p.community_prop)
+        text_budget = int(p.max_tokens * p.text_unit_prop)
+        local_budget = p.max_tokens - community_budget - text_budget
 
         # -- communities --------------------------------------------------------------------
         counts = Counter(cid for e in selected for cid in graph.communities_of.get(e.id, ()))
@@ -236,7 +222,7 @@ class LocalSearch(BaseRetriever):
         ordered_in = sorted(in_network.values(), key=lambda r: (-graph.combined_degree(r), -r.weight, r.id))
         ordered_out = sorted(
             out_network.values(), key=lambda r: (-links[outside_of(r)], -graph.combined_degree(r), -r.weight, r.id)
-        )[: self.top_k_relationships * len(selected)]
+        )[: p.top_k_relationships * len(selected)]
         relation_rows = pack(ordered_in + ordered_out, local_budget - used, lambda r: _relation_text(r, graph), overhead=2, cut_first=False)
 
         # -- source chunks, in the order of the passage ranking ------------------------------
@@ -290,4 +276,4 @@ def _relation_text(relation: Relation, graph: Any) -> str:
     return f"{source} – {target}{label}: {relation.description}".strip()
 
 
-__all__ = ["LocalSearch"]
+__all__ = ["LocalParams", "LocalSearch"]
