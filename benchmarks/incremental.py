@@ -140,9 +140,9 @@ async def archrag(size: int, add: int, model: bool) -> dict[str, Any]:
         layers = index._rebuild
         spent: dict[str, float] = {}
 
-        async def timed(stats: Any) -> None:
+        async def timed(stats: Any, **options: Any) -> None:
             start = time.process_time()
-            await layers(stats)
+            await layers(stats, **options)
             spent["layers_cpu_seconds"] = round(time.process_time() - start, 2)
 
         index._rebuild = timed  # type: ignore[method-assign]
