@@ -47,12 +47,8 @@ from rhizome.archrag.chnsw import CHNSW
 from rhizome.archrag.clustering import augment, community_edges, partition, repartition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
-from rhizome.core.entity_graph import (
-    EntityGraph,
-    EntityGraphIndex,
-    StoredEntityGraph,
-    open_entity_graph,
-)
+from rhizome.core.entity_graph import EntityGraph
+from rhizome.core.entity_index import EntityGraphIndex, StoredEntityGraph, open_entity_graph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph.mentions import chunk_record

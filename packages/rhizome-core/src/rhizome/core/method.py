@@ -30,7 +30,7 @@ documented where it is defined. The rest of the kernel serves the kernel itself,
 from __future__ import annotations
 
 from rhizome.core.config import ExtractionConfig, ExtractionSpecConfig, IndexConfig
-from rhizome.core.entity_graph import EntityGraphIndex, open_entity_graph
+from rhizome.core.entity_index import EntityGraphIndex, open_entity_graph
 from rhizome.core.errors import ConfigurationError, InvalidInputError, ModelOutputError
 from rhizome.core.evidence import (
     EvidenceGraph,

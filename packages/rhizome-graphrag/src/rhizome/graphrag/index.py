@@ -36,7 +36,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from rhizome.core.entity_graph import EntityGraph, StoredEntityGraph, open_entity_graph
+from rhizome.core.entity_graph import EntityGraph
+from rhizome.core.entity_index import StoredEntityGraph, open_entity_graph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph import WeightedEdges, leiden_library_versions, modularity

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from rhizome.core.entity_graph import EntityGraphIndex, open_entity_graph
+from rhizome.core.entity_index import EntityGraphIndex, open_entity_graph
 from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.export import GraphContents
 from rhizome.core.extraction import add_keywords
