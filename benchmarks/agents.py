@@ -53,7 +53,7 @@ from langgraph_rhizome.state import hits_from
 from benchmarks import data, metrics
 from benchmarks.__main__ import publish
 from rhizome.core import HashingEmbedder
-from rhizome.core.index import QUESTION_KINDS
+from rhizome.core.index.base import QUESTION_KINDS
 from rhizome.core.models.counting import CountingChatModel
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 from rhizome.core.text import count_tokens

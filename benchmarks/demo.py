@@ -44,7 +44,7 @@ def run_demo(methods: list[str]) -> tuple[float, dict[str, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rhizome.core.storage import method_registry
+    from rhizome.core.store.storage import method_registry
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each; the fastest is kept (default 2)")

@@ -1,5 +1,5 @@
 """The fault table: processes killed at random points of an insert and a delete, damaged
-index files and a reader next to a writer, for every method (rhizome.core.faults), counted as
+index files and a reader next to a writer, for every method (rhizome.tools.faults), counted as
 cases tried / held.
 
     uv run python -m benchmarks.fault_injection --kills 15 --write-docs
@@ -14,8 +14,8 @@ from collections import defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
-from rhizome.core import faults
-from rhizome.core.testing import registered_methods
+from rhizome.tools import faults
+from rhizome.tools.testing import registered_methods
 
 RESULTS = Path(__file__).parent / "results"
 

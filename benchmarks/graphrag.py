@@ -31,11 +31,11 @@ from typing import Any
 from benchmarks import data, metrics
 from benchmarks.harness import HITS
 from rhizome.core import Chunk, FakeChatModel, HashingEmbedder
-from rhizome.core.embeddings import hashed_features
-from rhizome.core.entity_graph import EntityGraph
 from rhizome.core.extraction import LLMExtractor
-from rhizome.core.hierarchy import GroupSummarizer, cluster_hierarchy
-from rhizome.core.storage import IndexStore, Manifest
+from rhizome.core.graph.entity_graph import EntityGraph
+from rhizome.core.index.hierarchy import GroupSummarizer, cluster_hierarchy
+from rhizome.core.models.embeddings import hashed_features
+from rhizome.core.store.storage import IndexStore, Manifest
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Entity, Relation
 from rhizome.graphrag import GraphRAGIndex, ReportWriter, build_input

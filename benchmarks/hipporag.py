@@ -55,9 +55,9 @@ from benchmarks import data, harness
 from benchmarks.__main__ import publish
 from benchmarks.systems import System
 from rhizome.core import HashingEmbedder
-from rhizome.core.evidence import EvidenceGraph
 from rhizome.core.models.counting import CountingChatModel
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
+from rhizome.core.retrieval.evidence import EvidenceGraph
 from rhizome.hipporag import HippoRAGIndex
 
 PAPER = (("temperature", None), ("passage_weight", 0.05), ("link_k", 5), ("fact_k", 5))

@@ -35,7 +35,7 @@ import numpy as np
 from rhizome.core import Chunk, HashingEmbedder, ModelCache, VectorIndex
 from rhizome.core.extraction import LLMExtractor
 from rhizome.core.models.fake import FakeChatModel
-from rhizome.core.vectors import VectorStore
+from rhizome.core.store.vectors import VectorStore
 
 RESULTS = Path(__file__).parent / "results"
 DELAY = 0.2

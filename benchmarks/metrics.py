@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rhizome.core.embeddings import STOPWORDS
+from rhizome.core.models.embeddings import STOPWORDS
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import Hit
 

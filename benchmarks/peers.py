@@ -45,7 +45,7 @@ from typing import Any
 
 from benchmarks import data
 from benchmarks.oracle import Oracle, graph_size, offline_facts
-from rhizome.core.embeddings import HashingEmbedder
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.text import count_tokens
 
 QUERIES = 10

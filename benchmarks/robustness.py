@@ -33,10 +33,10 @@ from typing import Any
 
 from benchmarks import data
 from benchmarks.systems import index_class
-from rhizome.core.embeddings import HashingEmbedder
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.models.fake import SchemaResponder
 from rhizome.core.models.ollama import OllamaChatModel
-from rhizome.core.testing import registered_methods
+from rhizome.tools.testing import registered_methods
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the test suite's stub
 from ollama_stub import OllamaStub, StubError  # noqa: E402

@@ -42,7 +42,7 @@ def _model(delay: float) -> Any:
 
 def build(location: Any, documents: list, delay: float, workers: Any) -> tuple[float, Any, int]:
     """Seconds to build the index at ``location``, its rows, and the model calls it paid."""
-    from rhizome.core.embeddings import HashingEmbedder
+    from rhizome.core.models.embeddings import HashingEmbedder
     from rhizome.graphrag import GraphRAGIndex
 
     model = _model(delay)
@@ -56,7 +56,7 @@ def build(location: Any, documents: list, delay: float, workers: Any) -> tuple[f
 
 
 def _reader(location: Any, questions: list[str], start: Any, out: Any) -> None:
-    from rhizome.core.storage import load_index
+    from rhizome.core.store.storage import load_index
 
     index = load_index(location, readonly=True, offline=True)
     retriever = index.as_retriever(k=10, mode="local")
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import pgserver
 
-    from rhizome.core.parallel import RayWorkers
+    from rhizome.core.extraction.parallel import RayWorkers
 
     documents, questions = hotpotqa()
     documents = documents[: args.docs]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rhizome.core.storage import method_registry
+from rhizome.core.store.storage import method_registry
 
 
 @dataclass(frozen=True)

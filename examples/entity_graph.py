@@ -77,8 +77,8 @@ class WalkRetriever(BaseRetriever):
 
 
 if __name__ == "__main__":
-    from rhizome.core.documents import load_path
     from rhizome.rag.cli import sample_corpus
+    from rhizome.tools.loaders import load_path
 
     index = EntityWalkIndex(chunk_size=200, chunk_overlap=20)
     print(index.insert(load_path(sample_corpus())).stats)

@@ -17,9 +17,9 @@ import sys
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph_rhizome import create_global_search_graph, make_answer_node
 
-from rhizome.core import load_path
 from rhizome.graphrag import GraphRAGIndex
 from rhizome.rag.cli import sample_corpus
+from rhizome.tools import load_path
 
 
 def build(index: GraphRAGIndex):

@@ -16,10 +16,11 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 from langchain_rhizome import RhizomeRetriever
-from rhizome.core import HashingEmbedder, VectorIndex, check_ollama, load_path
-from rhizome.core.answer import answer
+from rhizome.core import HashingEmbedder, VectorIndex, check_ollama
+from rhizome.core.retrieval.answer import answer
 from rhizome.core.types import Hit
 from rhizome.rag.cli import sample_corpus
+from rhizome.tools import load_path
 
 
 def chat_model():

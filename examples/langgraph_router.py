@@ -21,10 +21,11 @@ from langgraph_rhizome import (
     route_by_label,
 )
 
-from rhizome.core import Document, VectorIndex, load_path
+from rhizome.core import Document, VectorIndex
 from rhizome.gorag import GORAGClassifier
 from rhizome.lightrag import LightRAGIndex
 from rhizome.rag.cli import sample_corpus
+from rhizome.tools import load_path
 
 TOPICS = {
     "people-and-places": ["01-vell-islands.md", "02-port-amsel.md", "03-ilse-varn.md", "06-the-moot.md"],

@@ -16,8 +16,9 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from llama_index.retrievers.rhizome import RhizomeRetriever
-from rhizome.core import VectorIndex, load_path
+from rhizome.core import VectorIndex
 from rhizome.rag.cli import sample_corpus
+from rhizome.tools import load_path
 
 
 def main() -> None:

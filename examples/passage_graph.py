@@ -113,8 +113,8 @@ class PageRankRetriever(BaseRetriever):
 
 
 if __name__ == "__main__":
-    from rhizome.core.documents import load_path
     from rhizome.rag.cli import sample_corpus
+    from rhizome.tools.loaders import load_path
 
     index = PassageGraphIndex(chunk_size=200, chunk_overlap=20)
     print(index.insert(load_path(sample_corpus())).stats)

@@ -18,10 +18,10 @@ import argparse
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_rhizome import create_rag_agent
 
-from rhizome.core import load_path
 from rhizome.graphrag import GraphRAGIndex
 from rhizome.hipporag import HippoRAGIndex
 from rhizome.rag.cli import sample_corpus
+from rhizome.tools import load_path
 
 QUESTIONS = [
     "Who led the closure of the Mire Banks?",

@@ -49,7 +49,7 @@ def every_list_layout(request: pytest.FixtureRequest):
 @pytest.fixture
 def corpus_folder(tmp_path):
     """A folder of the conformance kit's documents, one text file each."""
-    from rhizome.core.testing import CORPUS
+    from rhizome.tools.testing import CORPUS
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -74,7 +74,7 @@ class PostgresServer:
 def persist_cut_short(monkeypatch):
     """``persist_cut_short(index, target)``: ``index.persist(target)`` stopped after the copy's
     rows are written, before they commit (as a killed process stops it); raises nothing."""
-    from rhizome.core.storage import IndexStore
+    from rhizome.core.store.storage import IndexStore
 
     copy_rows = IndexStore._copy_rows
 

@@ -14,11 +14,11 @@ from rhizome.archrag import ArchRAGConfig, ArchRAGIndex, FilteredParams
 from rhizome.archrag.chnsw import CHNSW, SearchCounter, brute_force, unit_rows
 from rhizome.archrag.clustering import MIN_WEIGHT, augment, community_edges, partition, stop_reason
 from rhizome.archrag.retrieval import cited_rows, select
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import ConfigurationError
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
-from rhizome.core.testing import CORPUS
 from rhizome.core.types import Document, Hit, Provenance
+from rhizome.tools.testing import CORPUS
 
 PEOPLE = ["Mira Holt", "Osric Vane", "Petra Lind", "Hanna Crest", "Tomas Reed", "Ida Quell", "Bram Oster", "Lena Frey",
           "Karl Wend", "Sofia Marr", "Edda Brun", "Nils Aster"]

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from ollama_stub import OllamaStub, closed_port_url
 
-from rhizome.core.storage import method_registry
-from rhizome.core.testing import index_class as load_method
+from rhizome.core.store.storage import method_registry
 from rhizome.rag.cli import main, sample_corpus
+from rhizome.tools.testing import index_class as load_method
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -12,9 +12,9 @@ import networkx as nx
 import pyarrow.parquet as pq
 import pytest
 
-from rhizome.core.storage import load_index
-from rhizome.core.testing import registered_methods
+from rhizome.core.store.storage import load_index
 from rhizome.rag.cli import main
+from rhizome.tools.testing import registered_methods
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

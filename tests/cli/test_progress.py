@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rhizome.core.progress import phase, reporting
-from rhizome.core.testing import CORPUS, IndexConformance, registered_methods
 from rhizome.rag.cli import main, sample_corpus
+from rhizome.tools.testing import CORPUS, IndexConformance, registered_methods
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

@@ -1,10 +1,10 @@
-"""The conformance kit (rhizome.core.testing) over every registered method, in every mode."""
+"""The conformance kit (rhizome.tools.testing) over every registered method, in every mode."""
 
 from __future__ import annotations
 
 import pytest
 
-from rhizome.core.testing import IndexConformance, registered_methods
+from rhizome.tools.testing import IndexConformance, registered_methods
 
 
 class TestEveryMethod(IndexConformance):

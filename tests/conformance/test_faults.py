@@ -1,4 +1,4 @@
-"""Fault injection over every registered method (rhizome.core.faults): a process killed in
+"""Fault injection over every registered method (rhizome.tools.faults): a process killed in
 the middle of an insert or a delete, damaged index files, a reader next to a writer. The
 benchmark (benchmarks/fault_injection.py) runs many more kill points; docs/reliability.md
 lists the guarantees."""
@@ -9,8 +9,8 @@ import functools
 
 import pytest
 
-from rhizome.core import faults
-from rhizome.core.testing import registered_methods
+from rhizome.tools import faults
+from rhizome.tools.testing import registered_methods
 
 METHODS = registered_methods()
 KILLS = [("insert", "before-commit", "middle"), ("insert", "snapshot", 1), ("delete", "after-commit", 1)]

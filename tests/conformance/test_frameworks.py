@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 
 from langchain_rhizome import RhizomeRetriever
 from llama_index.retrievers.rhizome import RhizomeRetriever as LlamaRetriever
-from rhizome.core.testing import CORPUS, QUERIES, IndexConformance, cases
+from rhizome.tools.testing import CORPUS, QUERIES, IndexConformance, cases
 
 CASES = list(cases())
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.models.budget import MIN_REPLY_TOKENS, prompt_tokens
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
-from rhizome.core.testing import index_class, modes_of, registered_methods
 from rhizome.core.types import Document
+from rhizome.tools.testing import index_class, modes_of, registered_methods
 
 WINDOW = 4096
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rhizome.core.testing import IndexConformance
+from rhizome.tools.testing import IndexConformance
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "passage_graph.py"

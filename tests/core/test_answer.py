@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from rhizome.core.answer import answer, build_context
 from rhizome.core.models.fake import FakeChatModel
+from rhizome.core.retrieval.answer import answer, build_context
 from rhizome.core.types import Hit, Provenance
 
 PASSAGE = (

@@ -7,12 +7,12 @@ import subprocess
 import sys
 import textwrap
 
-from rhizome.core.cache import ModelCache, cache_key
+from rhizome.core.store.cache import ModelCache, cache_key
 
 SCRIPT = textwrap.dedent(
     """
     import asyncio, json, sys
-    from rhizome.core.cache import ModelCache
+    from rhizome.core.store.cache import ModelCache
     from rhizome.core.models.fake import FakeChatModel, FakeEmbedder
 
     cache = ModelCache(sys.argv[1])

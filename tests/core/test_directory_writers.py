@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from rhizome.core.backends.sqlite import SQLiteConnection, SQLiteStore
 from rhizome.core.errors import IndexLockedError, IndexWriteError
-from rhizome.core.integrity import check_index, repair_index
 from rhizome.core.naive import VectorIndex
-from rhizome.core.storage import MANIFEST, RECORDS, has_index, load_index
+from rhizome.core.store.backends.sqlite import SQLiteConnection, SQLiteStore
+from rhizome.core.store.storage import MANIFEST, RECORDS, has_index, load_index
 from rhizome.core.types import Document
+from rhizome.tools.integrity import check_index, repair_index
 
 DOCS = [Document(id=f"d{i}", text=f"Report {i}: the {w} ferry crossed to {p} at dawn.") for i, (w, p) in enumerate(
     [("red", "Oslo"), ("blue", "Bergen"), ("green", "Tromso"), ("grey", "Alesund"), ("white", "Bodo")]
@@ -41,7 +41,7 @@ def stored_ids(path: Path) -> list[str]:
 
 _SLOW_CREATOR = textwrap.dedent("""
     import sys
-    from rhizome.core.backends.sqlite import SQLiteStore
+    from rhizome.core.store.backends.sqlite import SQLiteStore
     from rhizome.core.naive import VectorIndex
     from rhizome.core.types import Document
 
@@ -179,8 +179,8 @@ def test_a_file_beside_the_records_that_cannot_be_written_is_a_typed_error(tmp_p
 
 _READER = textwrap.dedent("""
     import sys
-    from rhizome.core.integrity import check_index, repair_index
-    from rhizome.core.storage import load_index
+    from rhizome.tools.integrity import check_index, repair_index
+    from rhizome.core.store.storage import load_index
     index = load_index(sys.argv[1], readonly=True)
     print(len(index.as_retriever(k=2).retrieve("blue ferry Bergen")), check_index(sys.argv[1]).ok, flush=True)
 """)

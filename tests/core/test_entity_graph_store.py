@@ -15,10 +15,10 @@ from rhizome.core import HashingEmbedder
 from rhizome.core.extraction.schema import relation_id, relation_key
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
+from rhizome.core.graph.resolution import EntityResolver
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
+from rhizome.core.graph.summarize import DescriptionSummarizer
 from rhizome.core.naive import VectorIndex
-from rhizome.core.resolution import EntityResolver
-from rhizome.core.summarize import DescriptionSummarizer
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.evidence import (
+from rhizome.core.models.embeddings import HashingEmbedder
+from rhizome.core.naive import VectorIndex
+from rhizome.core.retrieval.evidence import (
     EvidenceGraph,
     EvidenceParams,
     FactGraph,
@@ -18,7 +19,6 @@ from rhizome.core.evidence import (
     rank_passages,
     relative_weights,
 )
-from rhizome.core.naive import VectorIndex
 from rhizome.core.types import Entity, Relation
 
 

@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from rhizome.core.errors import InvalidInputError
-from rhizome.core.export import (
+from rhizome.core.types import Document
+from rhizome.tools.export import (
     COLUMNS,
     export_tables,
     to_graph,
@@ -19,8 +20,7 @@ from rhizome.core.export import (
     write_jsonl,
     write_parquet,
 )
-from rhizome.core.testing import IndexConformance, registered_methods, shelved
-from rhizome.core.types import Document
+from rhizome.tools.testing import IndexConformance, registered_methods, shelved
 
 CONTROL = Document(id="pdf-page", text="Captain Mira Holt\x0c sails the Tarn Ferry.\x1b[0m Osric Vane\x0b keeps Gull Island Light.")
 """Control characters common in PDF and terminal text, which an insert accepts and XML 1.0 cannot hold."""

@@ -155,7 +155,7 @@ async def test_empty_extraction_is_reported():
 
 
 async def test_an_empty_extraction_leaves_no_answer_in_the_cache_so_a_rerun_asks_again():
-    from rhizome.core.cache import ModelCache
+    from rhizome.core.store.cache import ModelCache
 
     cache = ModelCache()
     empty = FakeChatModel([{"entities": [], "relations": []}], cache=cache)
@@ -173,7 +173,7 @@ async def test_an_empty_extraction_leaves_no_answer_in_the_cache_so_a_rerun_asks
 
 
 async def test_an_empty_answer_cached_before_is_refused_and_taken_out_of_the_cache():
-    from rhizome.core.cache import ModelCache
+    from rhizome.core.store.cache import ModelCache
 
     cache = ModelCache()
     await LLMExtractor(FakeChatModel([{"entities": [], "relations": []}], cache=cache), gleaning=0, allow_empty=True).aextract(

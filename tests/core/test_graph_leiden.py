@@ -425,7 +425,7 @@ def test_weighted_edges_equal_the_networkx_graph_they_come_from():
 
 def test_a_collapsed_update_moves_what_the_whole_graph_update_moves():
     from rhizome.core.graph import WeightedEdges, leiden_update
-    from rhizome.core.hierarchy import update_collapsed
+    from rhizome.core.index.hierarchy import update_collapsed
 
     for seed in range(4):
         graph = _random_weighted(seed)

@@ -2,7 +2,7 @@
 
 import gc
 
-from rhizome.core import heap
+from rhizome.core.index import heap
 from rhizome.core.naive import VectorIndex
 
 

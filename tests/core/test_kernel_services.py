@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from rhizome.core import ConfigurationError, Document, FakeChatModel, HashingEmbedder, VectorIndex
 from rhizome.core.aio import WriteLock, run_sync
-from rhizome.core.config import describe
+from rhizome.core.index.config import describe
 from rhizome.core.models.base import usage_scope
 from rhizome.core.models.fake import SchemaResponder
 from rhizome.core.types import Community, Hit
@@ -257,7 +257,7 @@ def test_a_directory_of_another_method_is_refused_clearly(tmp_path):
 
 
 def test_fill_never_repeats_a_chunk_that_a_segment_hit_holds():
-    from rhizome.core.retrieval import BaseRetriever, Retrieval, provenance
+    from rhizome.core.retrieval.contract import BaseRetriever, Retrieval, provenance
 
     index = VectorIndex(HashingEmbedder(), chunk_size=16, chunk_overlap=0)
     index.insert(Document(id="d", text=" ".join(f"Sentence number {i} is about the harbour ferry." for i in range(6))))

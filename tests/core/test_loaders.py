@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from rhizome.core.errors import InvalidInputError
-from rhizome.core.loaders import LoaderWarning, decode_bytes, describe_files, load_files, load_path
+from rhizome.tools.loaders import LoaderWarning, decode_bytes, describe_files, load_files, load_path
 
 
 def make_pdf(pages: list[str], title: str | None = None) -> bytes:

@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from rhizome.core.cache import ModelCache
 from rhizome.core.errors import ConfigurationError, ModelOutputError
 from rhizome.core.models.base import extract_json
 from rhizome.core.models.fake import FakeChatModel, FakeEmbedder
 from rhizome.core.protocols import Completion
+from rhizome.core.store.cache import ModelCache
 
 
 class Pair(BaseModel):

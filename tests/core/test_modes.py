@@ -8,10 +8,10 @@ from typing import ClassVar
 import pytest
 
 from rhizome.core import ConfigurationError, VectorIndex
-from rhizome.core.index import ModeInfo
+from rhizome.core.index.base import ModeInfo
 from rhizome.core.naive import VectorRetriever
-from rhizome.core.retrieval import MapPlan, MapReduceSearch
-from rhizome.core.storage import method_registry
+from rhizome.core.retrieval.contract import MapPlan, MapReduceSearch
+from rhizome.core.store.storage import method_registry
 from rhizome.core.types import Hit
 
 

@@ -24,7 +24,7 @@ from rhizome.core import (
     load_index,
 )
 from rhizome.core.models.base import BaseEmbedder
-from rhizome.core.storage import FORMAT_VERSION
+from rhizome.core.store.storage import FORMAT_VERSION
 
 CORPUS = [
     Document(id="fr", text="Paris is the capital of France. The Seine flows through Paris.", metadata={"title": "France", "source": "fr.txt"}),
@@ -92,7 +92,7 @@ def test_an_insert_during_persist_waits_and_lands_in_the_new_location(tmp_path, 
     import threading
     import time
 
-    from rhizome.core.storage import IndexStore
+    from rhizome.core.store.storage import IndexStore
 
     index = VectorIndex()
     index.insert(CORPUS[:2])
@@ -423,7 +423,7 @@ def test_embedding_in_slices_keeps_every_vector_in_order(monkeypatch):
 
     import numpy as np
 
-    import rhizome.core.index as core_index
+    import rhizome.core.index.base as core_index
 
     monkeypatch.setattr(core_index, "EMBED_SLICE", 3)
     embedder = HashingEmbedder(16)
@@ -456,7 +456,7 @@ def test_documents_agreeing_on_a_nan_field_pass_it_on_to_a_hit_citing_them_all()
     every cited document held it; the clash check beside it already counted NaN as NaN."""
     import math
 
-    from rhizome.core.retrieval import with_document_metadata
+    from rhizome.core.retrieval.contract import with_document_metadata
     from rhizome.core.types import Hit, Provenance
 
     class Store:

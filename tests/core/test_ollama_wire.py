@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from rhizome.core.cache import ModelCache
 from rhizome.core.errors import (
     ConfigurationError,
     ModelError,
@@ -34,6 +33,7 @@ from rhizome.core.models.ollama import (
     require_model,
     resolve_host,
 )
+from rhizome.core.store.cache import ModelCache
 
 _TESTS = str(Path(__file__).resolve().parents[1])
 if _TESTS not in sys.path:
@@ -529,7 +529,7 @@ async def test_nomic_embed_text_gets_its_query_and_document_prefixes(ollama_stub
 
 # -- streaming ----------------------------------------------------------------------------------
 async def test_an_answer_streams_in_pieces_and_is_cached_whole(ollama_stub: OllamaStub, make_chat, tmp_path) -> None:
-    from rhizome.core.cache import ModelCache
+    from rhizome.core.store.cache import ModelCache
 
     ollama_stub.default_reply = "Piet Hale kept the light for forty years."
     model = make_chat(cache=ModelCache(tmp_path / "calls.sqlite"))
@@ -545,7 +545,7 @@ async def test_an_answer_streams_in_pieces_and_is_cached_whole(ollama_stub: Olla
 
 def test_a_streamed_answer_shows_no_thoughts_and_cites_only_the_answer(ollama_stub: OllamaStub, tmp_path) -> None:
     from rhizome.core import HashingEmbedder, VectorIndex
-    from rhizome.core.answer import cited
+    from rhizome.core.retrieval.answer import cited
 
     thought = "<think>The question is who runs the ferry. Item [2] is about the lighthouse.</think>\n\n"
     ollama_stub.default_reply = thought + "Mira Holt runs the Tarn ferry [1]."

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from rhizome.core.errors import IndexCorruptError, IndexLockedError
-from rhizome.core.integrity import check_index, repair_index
 from rhizome.core.naive import VectorIndex
-from rhizome.core.storage import MANIFEST, RECORDS, load_index
+from rhizome.core.store.storage import MANIFEST, RECORDS, load_index
 from rhizome.core.types import Document
+from rhizome.tools.integrity import check_index, repair_index
 
 DOCS = [Document(id=f"d{i}", text=f"Report {i}: the {w} ferry crossed to {p} at dawn.") for i, (w, p) in enumerate(
     [("red", "Oslo"), ("blue", "Bergen"), ("green", "Tromso"), ("grey", "Alesund"), ("white", "Bodo")]
@@ -284,7 +284,7 @@ def test_check_reads_one_state_of_the_records_while_a_writer_commits(tmp_path, m
     """Defect: check read the chunks, the vectors and the manifest's copy in separate
     transactions, so a writer's commit between two reads showed as chunks without vectors,
     vectors without chunks or a manifest that differs: exit 1 on a healthy index."""
-    from rhizome.core import integrity
+    from rhizome.tools import integrity
 
     build(tmp_path / "i")
     writer = load_index(tmp_path / "i")
@@ -340,7 +340,7 @@ def test_snapshots_rewritten_or_removed_during_check_are_no_finding(tmp_path, mo
     """Defect: check read the records before the snapshot file, so a snapshot the writer
     rewrote in between looked out of date, and one it removed (its collection emptied)
     unreadable."""
-    from rhizome.core.vectors import VectorStore
+    from rhizome.core.store.vectors import VectorStore
 
     build(tmp_path / "i")
     load, busy = VectorStore.load, []
@@ -365,7 +365,7 @@ def test_snapshots_rewritten_or_removed_during_check_are_no_finding(tmp_path, mo
 
 
 def test_a_read_snapshot_sees_one_committed_state(tmp_path):
-    from rhizome.core.storage import IndexStore
+    from rhizome.core.store.storage import IndexStore
 
     build(tmp_path / "i")
     writer, reader = load_index(tmp_path / "i"), IndexStore.open(tmp_path / "i", readonly=True)

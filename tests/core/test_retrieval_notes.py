@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rhizome.core import VectorIndex
-from rhizome.core.testing import CORPUS
 from rhizome.graphrag import GraphRAGIndex
 from rhizome.lightrag import LightRAGIndex
+from rhizome.tools.testing import CORPUS
 
 NONSENSE = "zebra quantum xylophone"
 

@@ -11,9 +11,9 @@ import pytest
 from pydantic import Field, model_validator
 
 from rhizome.core import ConfigurationError, VectorIndex
-from rhizome.core.params import RetrieverParams, allowed
-from rhizome.core.retrieval import BaseRetriever, Retrieval
-from rhizome.core.storage import method_registry
+from rhizome.core.retrieval.contract import BaseRetriever, Retrieval
+from rhizome.core.retrieval.params import RetrieverParams, allowed
+from rhizome.core.store.storage import method_registry
 
 
 class WalkParams(RetrieverParams):

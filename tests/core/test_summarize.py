@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from rhizome.core.errors import ConfigurationError
+from rhizome.core.graph.summarize import DescriptionSummarizer, extractive_summary
 from rhizome.core.models.fake import FakeChatModel
-from rhizome.core.summarize import DescriptionSummarizer, extractive_summary
 from rhizome.core.text import count_tokens
 
 

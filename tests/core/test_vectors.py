@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rhizome.core.errors import ConfigurationError, IndexFormatError
-from rhizome.core.vectors import VectorStore, stable_int_id
+from rhizome.core.store.vectors import VectorStore, stable_int_id
 
 
 def unit(rows: np.ndarray) -> np.ndarray:

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from rhizome.core import FakeChatModel, ModelOutputError
-from rhizome.core.hierarchy import GroupInput, SummaryFields
+from rhizome.core.index.hierarchy import GroupInput, SummaryFields
+from rhizome.core.index.writers import CommunityReport, GroupWriter
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Community
-from rhizome.core.writers import CommunityReport, GroupWriter
 
 
 class Reports(GroupWriter):

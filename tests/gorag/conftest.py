@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import ModelServerError
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.models.fake import FakeChatModel
 from rhizome.gorag import prompts
 

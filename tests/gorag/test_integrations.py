@@ -308,8 +308,8 @@ def test_cli_classify_errors(tmp_path, capsys):
 def test_cli_classify_reads_a_utf8_bom_and_refuses_utf16_and_binary_files(tmp_path, capsys):
     # Defect: the BOM stayed glued to the first label ("\ufeffcardiology", accuracy 0), and a
     # UTF-16 file was "classified" as texts full of NULs with exit 0.
-    from rhizome.core.loaders import UnreadableFileError
     from rhizome.gorag.cli import read_tsv
+    from rhizome.tools.loaders import UnreadableFileError
 
     r1 = tmp_path / "r1.tsv"
     r1.write_bytes(b"\xef\xbb\xbf" + "".join(f"{lab}\t{t}\r\n" for lab, t in ROUND1).encode())

@@ -11,8 +11,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import ConfigurationError
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.gorag import ClassificationError, GORAGClassifier, scoring
 from rhizome.gorag.linking import KeywordLinker, part_terminals, vocabulary_terminals
 from rhizome.gorag.scoring import Weights, graph_strength

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from rhizome.core import Document, FakeChatModel, HashingEmbedder
-from rhizome.core.hierarchy import prune_groups
+from rhizome.core.index.hierarchy import prune_groups
 from rhizome.core.models.fake import SchemaResponder
 from rhizome.core.types import Community
 from rhizome.graphrag import GraphRAGIndex, ReportWriter

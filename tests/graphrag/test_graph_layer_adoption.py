@@ -13,9 +13,9 @@ from rhizome.archrag import ArchRAGIndex
 from rhizome.core import HashingEmbedder
 from rhizome.core.aio import run_sync
 from rhizome.core.extraction import Extraction
-from rhizome.core.testing import CORPUS
 from rhizome.graphrag import GraphRAGIndex
 from rhizome.graphrag.index import _Unmerged
+from rhizome.tools.testing import CORPUS
 
 QUESTIONS = ("Who keeps the ferry?", "What happened in the storm?")
 

@@ -22,11 +22,11 @@ from rhizome.core import (
     load_index,
 )
 from rhizome.core.aio import run_sync
-from rhizome.core.answer import aanswer
-from rhizome.core.entity_graph import EntityGraph
-from rhizome.core.hierarchy import cluster_hierarchy
+from rhizome.core.graph.entity_graph import EntityGraph
+from rhizome.core.index.hierarchy import cluster_hierarchy
 from rhizome.core.models.base import usage_scope
-from rhizome.core.retrieval import vector_search
+from rhizome.core.retrieval.answer import aanswer
+from rhizome.core.retrieval.contract import vector_search
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag import (
@@ -522,7 +522,7 @@ def test_lazy_reports_written_across_a_delete_are_not_stored():
     import threading
 
     from rhizome.core.models.fake import SchemaResponder
-    from rhizome.core.testing import CORPUS
+    from rhizome.tools.testing import CORPUS
 
     responder, asked, go = SchemaResponder(), threading.Event(), threading.Event()
 
@@ -704,7 +704,7 @@ def test_bad_input_gets_typed_errors():
 def test_report_contexts_pack_the_same_rows_by_bytes_and_by_tokens(monkeypatch):
     """A context whose rows fit by bytes is packed without tokenising a row, and chooses
     exactly the rows packing by tokens chooses, at every budget."""
-    from rhizome.core.entity_graph import EntityGraph
+    from rhizome.core.graph.entity_graph import EntityGraph
     from rhizome.core.types import Community, Entity, Relation
     from rhizome.graphrag import reports
 

@@ -11,7 +11,7 @@ import pytest
 
 import rhizome.graphrag.index as module
 from rhizome.core import Document, FakeChatModel, HashingEmbedder
-from rhizome.core.hierarchy import cluster_hierarchy
+from rhizome.core.index.hierarchy import cluster_hierarchy
 from rhizome.graphrag import GraphRAGIndex
 
 PEOPLE = [
@@ -111,7 +111,7 @@ def test_an_interrupted_update_is_finished_by_the_next_insert(monkeypatch):
 
 
 def test_recluster_moves_only_what_changed():
-    from rhizome.core.hierarchy import recluster_hierarchy
+    from rhizome.core.index.hierarchy import recluster_hierarchy
 
     graph = nx.Graph()
     for g in range(4):  # four 6-cliques joined in a ring by single weak edges
@@ -220,7 +220,7 @@ def test_a_failed_stability_check_clusters_the_whole_graph(monkeypatch):
 def test_a_report_is_kept_without_its_input_only_when_the_input_is_unchanged():
     """``_same_inputs`` against the inputs themselves: for each change, a community it keeps
     has the same report input text before and after, and one whose text changed is not kept."""
-    from rhizome.core.entity_graph import EntityGraph
+    from rhizome.core.graph.entity_graph import EntityGraph
     from rhizome.core.types import Community, Entity, Relation
     from rhizome.graphrag.reports import build_input
 

@@ -12,12 +12,12 @@ import pytest
 from rhizome.core import Document, HashingEmbedder
 from rhizome.core.aio import run_sync
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.evidence import WALK_TOLERANCE, EvidenceGraph, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.graph import personalized_pagerank
 from rhizome.core.models.base import BaseEmbedder
 from rhizome.core.models.fake import FakeChatModel
-from rhizome.core.retrieval import vector_search
+from rhizome.core.retrieval.contract import vector_search
+from rhizome.core.retrieval.evidence import WALK_TOLERANCE, EvidenceGraph, relative_weights
 from rhizome.hipporag import HippoRAGIndex
 
 OPENIE = {

@@ -100,8 +100,8 @@ def test_framework_chat_models_stream_from_sync_and_async_code(ollama_stub, kind
 @pytest.mark.parametrize("kind", ["langchain", "llama_index"])
 def test_a_framework_stream_cut_short_is_an_error_and_never_cached(ollama_stub, kind):
     from rhizome.core.aio import iterate_sync
-    from rhizome.core.cache import ModelCache
     from rhizome.core.errors import ModelServerError
+    from rhizome.core.store.cache import ModelCache
 
     ollama_stub.default_reply = "Mira Holt has run the Tarn ferry since 1990 and keeps its log [1]."
     cache = ModelCache()

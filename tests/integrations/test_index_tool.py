@@ -7,9 +7,10 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from langchain_rhizome import create_index_tool, describe_index, document_to_hit, hit_to_document
-from rhizome.core import ConfigurationError, InvalidInputError, load_path
+from rhizome.core import ConfigurationError, InvalidInputError
 from rhizome.graphrag import GraphRAGIndex
 from rhizome.rag.cli import sample_corpus
+from rhizome.tools import load_path
 from tests.integrations._integration_toys import CORPUS, ToyIndex
 
 QUERY = "Who led the closure of the Mire Banks?"

@@ -16,8 +16,8 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import ToolMessage
 
 from langchain_rhizome import RhizomeRetriever, as_langchain_retriever, create_rhizome_tool
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.models.adapters import LangChainChatModel, current_callbacks
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.naive import VectorIndex
 
 

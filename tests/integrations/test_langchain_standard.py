@@ -14,7 +14,7 @@ from langchain_rhizome import RhizomeRetriever
 
 @functools.cache
 def _vector_retriever() -> Any:
-    from rhizome.core.embeddings import HashingEmbedder
+    from rhizome.core.models.embeddings import HashingEmbedder
     from rhizome.core.naive import VectorIndex
 
     index = VectorIndex(HashingEmbedder(dimension=256), chunk_size=64, chunk_overlap=8)

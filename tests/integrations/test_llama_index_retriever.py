@@ -15,7 +15,7 @@ from llama_index.core.tools import RetrieverTool
 
 from llama_index.retrievers.rhizome import PROVENANCE_KEYS, RhizomeRetriever
 from llama_index.retrievers.rhizome.base import hit_to_node
-from rhizome.core.embeddings import HashingEmbedder
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.naive import VectorIndex
 from rhizome.core.types import Hit
 

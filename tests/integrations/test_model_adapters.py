@@ -28,8 +28,6 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.llms.custom import CustomLLM
 from pydantic import BaseModel
 
-from rhizome.core.cache import ModelCache
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import ConfigurationError, ModelOutputError
 from rhizome.core.models.adapters import (
     LangChainChatModel,
@@ -40,8 +38,10 @@ from rhizome.core.models.adapters import (
     wrap_embedder,
     wrap_model,
 )
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.models.fake import FakeChatModel, FakeEmbedder
 from rhizome.core.naive import VectorIndex
+from rhizome.core.store.cache import ModelCache
 
 
 class Answer(BaseModel):

@@ -10,10 +10,10 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import Field
 
-from rhizome.core import load_path
 from rhizome.graphrag import GraphRAGIndex
 from rhizome.hipporag import HippoRAGIndex
 from rhizome.rag.cli import sample_corpus
+from rhizome.tools import load_path
 
 SPECIFIC = "Who led the closure of the Mire Banks?"
 GLOBAL = "What are the main themes of the islands' history?"

@@ -13,7 +13,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph_rhizome import create_global_search_graph, make_answer_node
 
 from rhizome.core import ConfigurationError, VectorIndex
-from rhizome.core.retrieval import MapPlan, MapReduceSearch
+from rhizome.core.retrieval.contract import MapPlan, MapReduceSearch
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Hit, Provenance
 from tests.langgraph.conftest import GLOBAL

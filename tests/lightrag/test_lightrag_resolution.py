@@ -7,14 +7,14 @@ import pytest
 from _lightrag_fakes import fake_model
 
 from rhizome.core import Document
-from rhizome.core.models.base import BaseEmbedder
-from rhizome.core.resolution import (
+from rhizome.core.graph.resolution import (
     EntityResolver,
     initials,
     is_acronym,
     normalise_name,
     resolve_names,
 )
+from rhizome.core.models.base import BaseEmbedder
 from rhizome.lightrag import LightRAGIndex
 
 # (name, type, group): names of one group are one entity; different groups must stay apart

@@ -1,4 +1,4 @@
-"""Extraction on Ray (rhizome.core.parallel): the same index as one process, row for row, on
+"""Extraction on Ray (rhizome.core.extraction.parallel): the same index as one process, row for row, on
 SQLite and on PostgreSQL; an interrupted run resumes through the shared cache; the CLI spreads
 the work over two Ollama servers. One local Ray for the module (it takes seconds to start)."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from rhizome.core.errors import ConfigurationError, ModelUnavailableError
-from rhizome.core.parallel import DistributedExtractor, RayWorkers, as_workers
-from rhizome.core.testing import CORPUS, FailingChatModel, IndexConformance
+from rhizome.core.extraction.parallel import DistributedExtractor, RayWorkers, as_workers
+from rhizome.tools.testing import CORPUS, FailingChatModel, IndexConformance
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ollama_stub import OllamaStub  # noqa: E402
@@ -41,7 +41,7 @@ def test_a_ray_build_equals_a_single_process_build(method, ray_local, tmp_path):
 
 
 def test_on_postgres_the_workers_share_the_cache_in_the_database_and_a_killed_run_resumes(ray_local, postgres, monkeypatch):
-    from rhizome.core.backends.postgres import PostgresCache
+    from rhizome.core.store.backends.postgres import PostgresCache
 
     monkeypatch.delenv("RHIZOME_CACHE_DIR")  # the index's own cache: the database table
     clean = build("graphrag", workers=None, path=postgres.url(), cache=False)
@@ -82,7 +82,7 @@ def test_the_cli_spreads_extraction_over_two_ollama_servers(ray_local, corpus_fo
                      "--workers", "2", "--ollama-hosts", f"{first.url},{second.url}"]) == 0
         spread = (len(first.calls("/api/chat")) - alone, len(second.calls("/api/chat")))
     assert sum(spread) == alone and min(spread) > 0, spread
-    from rhizome.core.storage import load_index
+    from rhizome.core.store.storage import load_index
 
     indexes = [load_index(tmp_path / name, offline=True) for name in ("alone", "spread")]
     assert indexes[0].store.contents() == indexes[1].store.contents()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rhizome.core.testing import IndexConformance, registered_methods
+from rhizome.tools.testing import IndexConformance, registered_methods
 
 
 class TestEveryMethodOnPostgres(IndexConformance):

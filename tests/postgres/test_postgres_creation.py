@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from rhizome.core import VectorIndex
-from rhizome.core.backends import postgres as pg
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import IndexCorruptError, IndexLockedError
-from rhizome.core.integrity import check_index
-from rhizome.core.storage import has_index, load_index, read_manifest
-from rhizome.core.testing import CORPUS
+from rhizome.core.models.embeddings import HashingEmbedder
+from rhizome.core.store.backends import postgres as pg
+from rhizome.core.store.storage import has_index, load_index, read_manifest
+from rhizome.tools.integrity import check_index
+from rhizome.tools.testing import CORPUS
 
 
 def test_a_copy_cut_short_holds_no_index_and_runs_again(postgres, persist_cut_short):

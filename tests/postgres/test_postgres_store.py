@@ -18,8 +18,6 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_rhizome import RhizomeRetriever
 from rhizome.core import VectorIndex
-from rhizome.core.backends import postgres as pg
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import (
     ConfigurationError,
     IndexLockedError,
@@ -28,9 +26,11 @@ from rhizome.core.errors import (
     IndexUnavailableError,
     InvalidInputError,
 )
-from rhizome.core.integrity import check_index, repair_index
-from rhizome.core.storage import load_index, read_manifest
-from rhizome.core.testing import CORPUS, QUERIES, IndexConformance, signature
+from rhizome.core.models.embeddings import HashingEmbedder
+from rhizome.core.store.backends import postgres as pg
+from rhizome.core.store.storage import load_index, read_manifest
+from rhizome.tools.integrity import check_index, repair_index
+from rhizome.tools.testing import CORPUS, QUERIES, IndexConformance, signature
 
 
 def naive(url: str, documents: Any = CORPUS, **options: Any) -> VectorIndex:
@@ -94,7 +94,7 @@ def test_the_missing_extra_is_named(monkeypatch):
 _WRITER = textwrap.dedent("""
     import sys
     from rhizome.core import VectorIndex
-    from rhizome.core.embeddings import HashingEmbedder
+    from rhizome.core.models.embeddings import HashingEmbedder
     from rhizome.core.types import Document
     url, name = sys.argv[1], sys.argv[2]
     index = VectorIndex(HashingEmbedder(), path=url, chunk_size=200, chunk_overlap=20)
@@ -311,8 +311,8 @@ def test_a_creation_that_finds_an_index_made_meanwhile_is_refused(postgres, monk
     """Defect: two processes creating one index at once both checked the schema before taking
     its lock, both succeeded, and the schema held both embedders' vectors. The check is made
     again under the lock: here the first check is made to miss the index, as in the race."""
-    from rhizome.core.backends.postgres import PostgresStore
-    from rhizome.core.storage import Manifest
+    from rhizome.core.store.backends.postgres import PostgresStore
+    from rhizome.core.store.storage import Manifest
 
     url = postgres.url()
     naive(url).close()

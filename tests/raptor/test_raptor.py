@@ -17,7 +17,6 @@ from rhizome.core import Document, HashingEmbedder
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.models.counting import CountingChatModel
 from rhizome.core.models.fake import FakeChatModel
-from rhizome.core.testing import IndexConformance
 from rhizome.core.text import count_tokens
 from rhizome.raptor import RaptorIndex
 from rhizome.raptor.clustering import (
@@ -29,6 +28,7 @@ from rhizome.raptor.clustering import (
     soft_clusters,
 )
 from rhizome.raptor.index import cap
+from rhizome.tools.testing import IndexConformance
 
 SUBJECTS = ["harbour", "orchard", "railway", "observatory", "library", "vineyard"]
 PEOPLE = ["Ada", "Bruno", "Carla", "Dmitri", "Elin", "Farid", "Greta", "Hugo"]
@@ -368,7 +368,7 @@ class TestKitWithATree(IndexConformance):
 
 
 def test_the_tree_is_exported_as_communities_over_the_passages():
-    from rhizome.core.export import export_tables
+    from rhizome.tools.export import export_tables
 
     index = small_tree()
     tables = export_tables(index)

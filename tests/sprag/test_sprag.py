@@ -322,7 +322,7 @@ def test_section_summaries_follow_markdown_headings():
 
 
 def test_a_context_answer_is_paid_once_across_an_interrupted_insert(tmp_path):
-    from rhizome.core.testing import FailingChatModel
+    from rhizome.tools.testing import FailingChatModel
 
     failing = FailingChatModel(fail_after=2)
     index = SpRAGIndex(HashingEmbedder(), llm=failing, path=tmp_path / "idx", chunk_size=32, batch_size=100, cache=False)

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator
 
 from rhizome.core.errors import InvalidInputError
 from rhizome.core.models.adapters import using_callbacks, wrap_model
-from rhizome.core.storage import split_load_options
+from rhizome.core.store.storage import split_load_options
 from rhizome.core.types import Hit, Provenance
 
 # Keyword arguments that ``BaseRetriever.invoke`` itself understands and forwards anyway.
@@ -82,7 +82,7 @@ class RhizomeRetriever(BaseRetriever):
     ``title``, ``page`` and the user's own fields) beside the hit's score, kind and provenance.
     ``filter`` (in ``from_index(..., filter=...)``, or per call) keeps only hits whose
     documents match: equality and ``$in`` on document metadata, honoured by every method and
-    mode (see :mod:`rhizome.core.filters`).
+    mode (see :mod:`rhizome.core.retrieval.filters`).
     """
 
     retriever: Any
@@ -129,7 +129,7 @@ class RhizomeRetriever(BaseRetriever):
         open the index, LangChain chat models and embeddings wrapped for Rhizome automatically;
         the others (``mode`` and the mode's settings) go to ``index.as_retriever``.
         """
-        from rhizome.core.storage import load_index
+        from rhizome.core.store.storage import load_index
 
         models, options = split_load_options(kwargs)
         index = load_index(persist_dir, **{key: wrap_model(value) for key, value in models.items()})

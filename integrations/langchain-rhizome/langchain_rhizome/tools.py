@@ -19,9 +19,9 @@ from langchain_core.tools import StructuredTool, create_retriever_tool
 from pydantic import BaseModel, Field, create_model
 
 from langchain_rhizome.retrievers import RhizomeRetriever, document_to_hit
-from rhizome.core.answer import render_hit
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.index import ModeInfo
+from rhizome.core.index.base import ModeInfo
+from rhizome.core.retrieval.answer import render_hit
 
 
 def as_langchain_retriever(retriever_or_index: Any, k: int | None = None) -> BaseRetriever:

@@ -1,6 +1,6 @@
 """Global search as a LangGraph graph: one branch per batch of communities, joined by score.
 
-A map-reduce retrieval mode (:class:`rhizome.core.retrieval.MapReduceSearch`: GraphRAG's global
+A map-reduce retrieval mode (:class:`rhizome.core.retrieval.contract.MapReduceSearch`: GraphRAG's global
 search, and any method that reads the groups of a hierarchy in batches) has three steps. This
 graph runs them as nodes::
 
@@ -11,7 +11,7 @@ graph runs them as nodes::
 ``plan`` chooses the groups and batches them (the plan is JSON, kept in the state); each
 ``Send`` starts one ``map`` branch, and LangGraph runs the branches of a step concurrently;
 ``reduce`` orders every branch's points with the method's own reduce and ends as the retriever's
-own search does (:meth:`~rhizome.core.retrieval.BaseRetriever.afinish`: its filter, the best
+own search does (:meth:`~rhizome.core.retrieval.contract.BaseRetriever.afinish`: its filter, the best
 ``k``, the nearest passages when the points are fewer), then keeps as many as fit in ``max_tokens``. Each branch is a node run of its own, so
 ``stream_mode="updates"`` and ``astream_events`` show the batches as they finish.
 
@@ -33,7 +33,7 @@ from langgraph.types import Send
 from langgraph_rhizome.nodes import as_retriever, graph_node
 from langgraph_rhizome.state import read_text, write_hits
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.retrieval import MapPlan, Retrieval, check_k, check_positive, pack
+from rhizome.core.retrieval.contract import MapPlan, Retrieval, check_k, check_positive, pack
 from rhizome.core.types import Hit
 
 
@@ -66,7 +66,7 @@ class GlobalSearchState(TypedDict, total=False):
 
 
 STEPS = ("aplan", "amap", "reduce", "asked", "afinish")
-"""What the graph calls of a map-reduce search (:class:`rhizome.core.retrieval.MapReduceSearch`)."""
+"""What the graph calls of a map-reduce search (:class:`rhizome.core.retrieval.contract.MapReduceSearch`)."""
 
 
 def _is_map_reduce(retriever: Any) -> bool:

@@ -21,9 +21,15 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph_rhizome.models import chat_model, is_langchain_chat_model
 from langgraph_rhizome.state import read_hits, read_text, this_turn, tool_exchange, write_hits
 from rhizome.core.aio import run_sync
-from rhizome.core.answer import ANSWER_INSTRUCTIONS, ANSWER_SYSTEM, aanswer, answer_prompt, cited
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.retrieval import check_k
+from rhizome.core.retrieval.answer import (
+    ANSWER_INSTRUCTIONS,
+    ANSWER_SYSTEM,
+    aanswer,
+    answer_prompt,
+    cited,
+)
+from rhizome.core.retrieval.contract import check_k
 from rhizome.core.types import Hit
 
 

@@ -7,7 +7,7 @@ turns are deterministic:
 1. a new question (the last message is a human one): one tool call, to the index and mode the
    :class:`~langgraph_rhizome.router.QuestionRouter` chooses;
 2. after the tools answered: an extractive answer — the retrieved sentence that best covers the
-   question (:func:`rhizome.core.answer.aanswer` without a model) — citing the hit it comes from
+   question (:func:`rhizome.core.retrieval.answer.aanswer` without a model) — citing the hit it comes from
    as ``[hit id]``, as the agent's prompt asks a model to.
 """
 
@@ -26,8 +26,8 @@ from pydantic import ConfigDict
 from langgraph_rhizome.router import QuestionRouter
 from langgraph_rhizome.state import hits_from, this_turn
 from rhizome.core.aio import run_sync
-from rhizome.core.answer import aanswer
 from rhizome.core.errors import ConfigurationError
+from rhizome.core.retrieval.answer import aanswer
 
 
 class RouterChatModel(BaseChatModel):

@@ -2,7 +2,7 @@
 decided without a model.
 
 A question is first given a label — its kind (``specific``, ``multi-hop`` or ``global``, see
-:data:`rhizome.core.index.QUESTION_KINDS`) by :func:`question_kind`'s rules, or whatever label a
+:data:`rhizome.core.index.base.QUESTION_KINDS`) by :func:`question_kind`'s rules, or whatever label a
 classifier gives (a GORAG classifier trained on labelled questions, or on topics). The label
 then picks a route:
 
@@ -24,8 +24,8 @@ from pydantic import BaseModel
 from langchain_rhizome.tools import mode_infos, tool_name
 from rhizome.core.aio import run_sync
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.index import QUESTION_KINDS
-from rhizome.core.retrieval import check_k
+from rhizome.core.index.base import QUESTION_KINDS
+from rhizome.core.retrieval.contract import check_k
 
 
 class Route(BaseModel):

@@ -125,7 +125,7 @@ class RhizomeRetriever(BaseRetriever):
         similarity_top_k: how many nodes to return.
         filters: LlamaIndex ``MetadataFilters`` (``==`` and ``in``, joined by and) or a Rhizome
             filter dict: only hits whose documents' metadata matches are returned, whatever
-            the method and mode (see :mod:`rhizome.core.filters`).
+            the method and mode (see :mod:`rhizome.core.retrieval.filters`).
         index: the Rhizome index behind ``retriever``; needed by :meth:`persist` (taken from
             ``retriever.index`` when not given).
 
@@ -225,7 +225,7 @@ class RhizomeRetriever(BaseRetriever):
         keyword arguments (``mode`` and the mode's settings) go to ``index.as_retriever``. Within
         one process this works right after :meth:`persist`: both share the index's store.
         """
-        from rhizome.core.storage import load_index, split_load_options
+        from rhizome.core.store.storage import load_index, split_load_options
 
         if "embed_model" in kwargs:
             if "embedder" in kwargs:

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from rhizome.core.errors import ConfigurationError, InvalidInputError
-from rhizome.core.vectors import threads_for
+from rhizome.core.store.vectors import threads_for
 
 EXACT_LINK_PAIRS = 20_000_000
 """Largest ``n_upper * n_lower`` for which inter-layer links are computed by an exact product

@@ -7,13 +7,13 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from rhizome.core.config import ExtractionConfig
 from rhizome.core.graph import DEFAULT_LEIDEN_SEED
+from rhizome.core.index.config import ExtractionConfig
 
 
 class ArchRAGConfig(ExtractionConfig):
     """Settings of a :class:`~rhizome.archrag.index.ArchRAGIndex` (extraction and description
-    summaries are :class:`~rhizome.core.config.ExtractionConfig`'s)."""
+    summaries are :class:`~rhizome.core.index.config.ExtractionConfig`'s)."""
 
     chunk_size: int = Field(600, ge=16)
     """Tokens per chunk (the paper: unstated; the authors' code 600)."""

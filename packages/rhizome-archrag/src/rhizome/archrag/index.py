@@ -7,11 +7,11 @@ summarised (a resumable stage) → entity vectors of ``name description`` and re
 **attributed communities** by Algorithm 1, round after round: the layer's graph is augmented
 with KNN similarity edges and weighted by cosine similarity (:mod:`rhizome.archrag.clustering`),
 clustered (weighted Leiden, or spectral), each community gets a JSON report from the chat model
-(or an extractive one offline; the kernel's :class:`~rhizome.core.hierarchy.GroupSummarizer`,
+(or an extractive one offline; the kernel's :class:`~rhizome.core.index.hierarchy.GroupSummarizer`,
 a resumable stage keyed by the report's input) whose ``title + summary`` is embedded, and the
 communities linked by crossing KG relations are the next round's graph — until a round makes
 fewer than ``min_communities`` communities, stops shrinking the layer, or ``max_layers`` is
-reached. The communities are a kernel :class:`~rhizome.core.hierarchy.Hierarchy`
+reached. The communities are a kernel :class:`~rhizome.core.index.hierarchy.Hierarchy`
 (``archrag_communities``: level = layer, ``entity_ids`` = every entity under the community,
 ``children`` = the communities one layer down, ``parent`` = the one above; a vector collection
 per layer).
@@ -47,14 +47,15 @@ from rhizome.archrag.chnsw import CHNSW
 from rhizome.archrag.clustering import augment, community_edges, partition, repartition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
-from rhizome.core.entity_graph import EntityGraph
-from rhizome.core.entity_index import EntityGraphIndex, StoredEntityGraph, open_entity_graph
-from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
+from rhizome.core.graph.entity_graph import EntityGraph
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import GraphChange
-from rhizome.core.hierarchy import (
+from rhizome.core.graph.summarize import extractive_summary
+from rhizome.core.index.base import Batch, ChunkVectors, ModeInfo, Stats, VectorBatch
+from rhizome.core.index.entity_index import EntityGraphIndex, StoredEntityGraph, open_entity_graph
+from rhizome.core.index.hierarchy import (
     GroupInput,
     GroupSummarizer,
     Hierarchy,
@@ -62,15 +63,13 @@ from rhizome.core.hierarchy import (
     community_key,
     has_summary,
 )
-from rhizome.core.index import Batch, ChunkVectors, ModeInfo, Stats, VectorBatch
+from rhizome.core.index.stages import digest, prune_stage
+from rhizome.core.index.writers import GroupWriter
 from rhizome.core.naive import NAIVE
-from rhizome.core.retrieval import pack
-from rhizome.core.stages import digest, prune_stage
-from rhizome.core.storage import Connection
-from rhizome.core.summarize import extractive_summary
+from rhizome.core.retrieval.contract import pack
+from rhizome.core.store.storage import Connection
 from rhizome.core.text import truncate_tokens
-from rhizome.core.types import Community, Entity, Relation
-from rhizome.core.writers import GroupWriter
+from rhizome.core.types import Community, Entity, GraphContents, Relation
 
 REPORT_STAGE = "archrag.report"
 ADOPTED = "archrag.graph_layer"
@@ -152,7 +151,7 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
     passages nearest the question) and ``naive``
     (dense retrieval over the same chunks). Settings:
     :class:`~rhizome.archrag.config.ArchRAGConfig`; the other parameters are
-    :class:`~rhizome.core.index.BaseIndex`'s. ``llm`` extracts, summarises, writes the reports
+    :class:`~rhizome.core.index.base.BaseIndex`'s. ``llm`` extracts, summarises, writes the reports
     and filters at query time; without one every step runs offline.
     """
 

@@ -11,7 +11,7 @@
     community's most cited first).
 ``passages`` (the passages behind the hierarchical search)
     The same search, answered with passages: the kernel's evidence walk
-    (:mod:`~rhizome.core.evidence`) over the entity–passage graph starts from the layer-0
+    (:mod:`~rhizome.core.retrieval.evidence`) over the entity–passage graph starts from the layer-0
     entities and the endpoints of the relations the search retrieved (at their cosines'
     relative weights), from the entity each name the query mentions links to (weight 1) and
     from the passages nearest the query; with ``community_seeds=True`` also from the retrieved
@@ -27,7 +27,7 @@
     of its rows (of its whole batch when it names none). :meth:`ArchRAGIndex.answer` writes the
     answer from these points with the merge prompt, most important first.
 
-    The three steps are the kernel's :class:`~rhizome.core.retrieval.MapReduceSearch`
+    The three steps are the kernel's :class:`~rhizome.core.retrieval.contract.MapReduceSearch`
     (``aplan``: search and batch; ``amap``: one filter call; ``reduce``: pool, sort, cut), so
     ``langgraph_rhizome`` can run the filter calls as graph branches.
 
@@ -58,11 +58,9 @@ from rhizome.archrag.prompts import (
     FilterOutput,
 )
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.evidence import EvidenceParams, link_names, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.models.budget import fit
-from rhizome.core.params import RetrieverParams
-from rhizome.core.retrieval import (
+from rhizome.core.retrieval.contract import (
     MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
     MapPlan,
@@ -74,6 +72,13 @@ from rhizome.core.retrieval import (
     query_vector,
     vector_search,
 )
+from rhizome.core.retrieval.evidence import (
+    EvidenceParams,
+    link_names,
+    merge_seeds,
+    relative_weights,
+)
+from rhizome.core.retrieval.params import RetrieverParams
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Hit
 
@@ -281,7 +286,7 @@ class HierarchicalSearch(BaseRetriever):
 
 class PassageParams(HierarchicalParams, EvidenceParams):
     """The settings of :class:`PassageSearch`: :class:`HierarchicalParams`, the kernel's
-    evidence ranking (:class:`~rhizome.core.evidence.EvidenceParams`) and ``community_seeds``."""
+    evidence ranking (:class:`~rhizome.core.retrieval.evidence.EvidenceParams`) and ``community_seeds``."""
 
     community_seeds: bool = False
     """Whether the retrieved communities seed their members (off: on musique-dev they lowered

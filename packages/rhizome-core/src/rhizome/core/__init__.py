@@ -4,7 +4,7 @@ Framework-neutral: nothing here imports LangChain or LlamaIndex. The integration
 protocols defined here (``ChatModel``, ``Embedder``, ``Retriever``, ``Index``).
 
 The names below are imported on first use (PEP 562): importing a submodule such as
-``rhizome.core.errors`` or ``rhizome.core.cli`` — which ``rhizome --help`` does — does not load
+``rhizome.core.errors`` or ``rhizome.tools.cli`` — which ``rhizome --help`` does — does not load
 numpy, faiss, the Ollama client and the rest of the kernel. ``from rhizome.core import
 VectorIndex`` works as always.
 """
@@ -14,18 +14,16 @@ from __future__ import annotations
 from rhizome.core.lazy import lazy_exports
 
 _EXPORTS = {
-    "Answer": "rhizome.core.answer",
-    "aanswer": "rhizome.core.answer",
-    "answer": "rhizome.core.answer",
-    "ModelCache": "rhizome.core.cache",
-    "ExtractionConfig": "rhizome.core.config",
-    "ExtractionSpecConfig": "rhizome.core.config",
-    "IndexConfig": "rhizome.core.config",
+    "Answer": "rhizome.core.retrieval.answer",
+    "aanswer": "rhizome.core.retrieval.answer",
+    "answer": "rhizome.core.retrieval.answer",
+    "ModelCache": "rhizome.core.store.cache",
+    "ExtractionConfig": "rhizome.core.index.config",
+    "ExtractionSpecConfig": "rhizome.core.index.config",
+    "IndexConfig": "rhizome.core.index.config",
     "coerce_documents": "rhizome.core.documents",
-    "load_files": "rhizome.core.loaders",
-    "load_path": "rhizome.core.loaders",
-    "HashingEmbedder": "rhizome.core.embeddings",
-    "SentenceTransformerEmbedder": "rhizome.core.embeddings",
+    "HashingEmbedder": "rhizome.core.models.embeddings",
+    "SentenceTransformerEmbedder": "rhizome.core.models.embeddings",
     "ConfigurationError": "rhizome.core.errors",
     "EmptyExtractionError": "rhizome.core.errors",
     "IndexFormatError": "rhizome.core.errors",
@@ -45,9 +43,9 @@ _EXPORTS = {
     "ModelTimeoutError": "rhizome.core.errors",
     "ModelUnavailableError": "rhizome.core.errors",
     "RhizomeError": "rhizome.core.errors",
-    "BaseIndex": "rhizome.core.index",
-    "DeleteReport": "rhizome.core.index",
-    "InsertReport": "rhizome.core.index",
+    "BaseIndex": "rhizome.core.index.base",
+    "DeleteReport": "rhizome.core.index.base",
+    "InsertReport": "rhizome.core.index.base",
     "BaseChatModel": "rhizome.core.models.base",
     "BaseEmbedder": "rhizome.core.models.base",
     "Usage": "rhizome.core.models.base",
@@ -65,12 +63,12 @@ _EXPORTS = {
     "Embedder": "rhizome.core.protocols",
     "Index": "rhizome.core.protocols",
     "Retriever": "rhizome.core.protocols",
-    "RetrieverParams": "rhizome.core.params",
-    "BaseRetriever": "rhizome.core.retrieval",
-    "Retrieval": "rhizome.core.retrieval",
-    "IndexStore": "rhizome.core.storage",
-    "Manifest": "rhizome.core.storage",
-    "load_index": "rhizome.core.storage",
+    "RetrieverParams": "rhizome.core.retrieval.params",
+    "BaseRetriever": "rhizome.core.retrieval.contract",
+    "Retrieval": "rhizome.core.retrieval.contract",
+    "IndexStore": "rhizome.core.store.storage",
+    "Manifest": "rhizome.core.store.storage",
+    "load_index": "rhizome.core.store.storage",
     "Chunker": "rhizome.core.text",
     "count_tokens": "rhizome.core.text",
     "Chunk": "rhizome.core.types",
@@ -81,7 +79,7 @@ _EXPORTS = {
     "Provenance": "rhizome.core.types",
     "Relation": "rhizome.core.types",
     "Span": "rhizome.core.types",
-    "VectorStore": "rhizome.core.vectors",
+    "VectorStore": "rhizome.core.store.vectors",
 }
 
 
@@ -152,7 +150,6 @@ __all__ = [
     "coerce_documents",
     "count_tokens",
     "load_index",
-    "load_path",
     "make_chat_model",
     "make_embedder",
 ]

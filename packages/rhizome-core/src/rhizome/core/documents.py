@@ -1,6 +1,5 @@
 """Turning what users have into :class:`Document` records: strings, dicts, LangChain and
-LlamaIndex documents (files on disk: :mod:`rhizome.core.loaders`, whose ``load_path`` is
-importable from here too)."""
+LlamaIndex documents (files on disk: :mod:`rhizome.tools.loaders`)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from rhizome.core.errors import InvalidInputError
-from rhizome.core.loaders import load_path
 from rhizome.core.types import Document
 
 _BYTES = (
@@ -188,4 +186,4 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-__all__ = ["as_document", "coerce_documents", "load_path", "lone_surrogate"]
+__all__ = ["as_document", "coerce_documents", "lone_surrogate"]

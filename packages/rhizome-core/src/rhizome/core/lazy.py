@@ -15,7 +15,7 @@ def lazy_exports(package: str, namespace: dict[str, Any], exports: Mapping[str, 
     the module that defines it; a name, once imported, is stored in the package's ``namespace``
     so later look-ups skip the hook.
 
-    A name exported from a submodule of the same name (``answer`` from ``rhizome.core.answer``)
+    A name exported from a submodule of the same name (``answer`` from ``rhizome.core.retrieval.answer``)
     stays the export: importing the submodule, which Python records as an attribute of the
     package, does not replace it (the submodule is still ``sys.modules[...]``)."""
     shadowed = {name for name, module in exports.items() if module == f"{package}.{name}"}

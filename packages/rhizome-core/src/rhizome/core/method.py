@@ -2,7 +2,8 @@
 
 A new method imports from here: these are the names the kernel keeps for methods, each
 documented where it is defined. The rest of the kernel serves the kernel itself, the tools
-(CLI, export, integrity checks, fault injection, the conformance kit) and the integrations.
+(``rhizome.tools``: CLI helpers, export, integrity checks, fault injection, the conformance kit) and
+the integrations.
 ``examples/passage_graph.py`` and ``examples/entity_graph.py`` use nothing else.
 
 - **The index and its hooks**: :class:`BaseIndex` (generic in what an insert and a delete plan
@@ -29,18 +30,7 @@ documented where it is defined. The rest of the kernel serves the kernel itself,
 
 from __future__ import annotations
 
-from rhizome.core.config import ExtractionConfig, ExtractionSpecConfig, IndexConfig
-from rhizome.core.entity_index import EntityGraphIndex, open_entity_graph
 from rhizome.core.errors import ConfigurationError, InvalidInputError, ModelOutputError
-from rhizome.core.evidence import (
-    EvidenceGraph,
-    EvidenceParams,
-    FactGraph,
-    link_names,
-    merge_seeds,
-    rank_passages,
-    relative_weights,
-)
 from rhizome.core.extraction import Extraction, query_names
 from rhizome.core.graph import knn_similarity_pairs, pagerank_scores
 from rhizome.core.graph.mentions import (
@@ -50,9 +40,10 @@ from rhizome.core.graph.mentions import (
     chunk_record,
 )
 from rhizome.core.graph.profiles import FoldPolicy, pair_key, triple_key
+from rhizome.core.graph.resolution import EntityResolver
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
-from rhizome.core.hierarchy import GroupSummarizer, Hierarchy, cluster_hierarchy
-from rhizome.core.index import (
+from rhizome.core.graph.summarize import DescriptionSummarizer
+from rhizome.core.index.base import (
     BaseIndex,
     Batch,
     ChunkVectors,
@@ -62,10 +53,13 @@ from rhizome.core.index import (
     add_counts,
     batch_chunks,
 )
+from rhizome.core.index.config import ExtractionConfig, ExtractionSpecConfig, IndexConfig
+from rhizome.core.index.entity_index import EntityGraphIndex, open_entity_graph
+from rhizome.core.index.hierarchy import GroupSummarizer, Hierarchy, cluster_hierarchy
+from rhizome.core.index.stages import arun_stage
+from rhizome.core.index.writers import GroupWriter
 from rhizome.core.naive import NAIVE
-from rhizome.core.params import RetrieverParams
-from rhizome.core.resolution import EntityResolver
-from rhizome.core.retrieval import (
+from rhizome.core.retrieval.contract import (
     BaseRetriever,
     MapPlan,
     MapReduceSearch,
@@ -75,11 +69,18 @@ from rhizome.core.retrieval import (
     query_vector,
     vector_search,
 )
-from rhizome.core.stages import arun_stage
-from rhizome.core.storage import Connection
-from rhizome.core.summarize import DescriptionSummarizer
+from rhizome.core.retrieval.evidence import (
+    EvidenceGraph,
+    EvidenceParams,
+    FactGraph,
+    link_names,
+    merge_seeds,
+    rank_passages,
+    relative_weights,
+)
+from rhizome.core.retrieval.params import RetrieverParams
+from rhizome.core.store.storage import Connection
 from rhizome.core.types import Chunk, Community, Document, Entity, Hit, Relation
-from rhizome.core.writers import GroupWriter
 
 __all__ = [
     "open_entity_graph",

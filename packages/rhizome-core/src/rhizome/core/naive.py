@@ -1,8 +1,8 @@
 """The naive RAG baseline: chunks, one vector each, cosine top-k.
 
 Every paper in this project compares against it, and it is the first index the integrations
-wrap. It is also the smallest example of a method built on :class:`~rhizome.core.index.BaseIndex`
-and :class:`~rhizome.core.retrieval.BaseRetriever`: embed the chunks of each batch, store their
+wrap. It is also the smallest example of a method built on :class:`~rhizome.core.index.base.BaseIndex`
+and :class:`~rhizome.core.retrieval.contract.BaseRetriever`: embed the chunks of each batch, store their
 vectors, search them.
 """
 
@@ -11,9 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from rhizome.core.index import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
-from rhizome.core.retrieval import BaseRetriever, Retrieval, chunk_hits, query_vector, vector_search
-from rhizome.core.storage import Connection
+from rhizome.core.index.base import BaseIndex, Batch, ChunkVectors, ModeInfo, Stats, batch_chunks
+from rhizome.core.retrieval.contract import (
+    BaseRetriever,
+    Retrieval,
+    chunk_hits,
+    query_vector,
+    vector_search,
+)
+from rhizome.core.store.storage import Connection
 
 NAIVE = ModeInfo("the passages whose embeddings are nearest the query (no graph)", ("specific",), retriever="rhizome.core.naive:VectorRetriever")
 """The ``naive`` mode a graph method offers beside its own: dense retrieval over the same passages."""
@@ -22,9 +28,9 @@ NAIVE = ModeInfo("the passages whose embeddings are nearest the query (no graph)
 class VectorIndex(BaseIndex[ChunkVectors, None]):
     """Naive RAG: documents → token chunks → embeddings → exact cosine search.
 
-    Settings (:class:`~rhizome.core.config.IndexConfig`): ``chunk_size`` / ``chunk_overlap``,
+    Settings (:class:`~rhizome.core.index.config.IndexConfig`): ``chunk_size`` / ``chunk_overlap``,
     default 1,200 / 100 tokens, the chunks GraphRAG and LightRAG use, so baselines see the same
-    text units. See :class:`~rhizome.core.index.BaseIndex` for the other parameters; ``llm`` is
+    text units. See :class:`~rhizome.core.index.base.BaseIndex` for the other parameters; ``llm`` is
     used only by :meth:`answer`.
     """
 

@@ -7,6 +7,8 @@ LangGraph state and checkpointers without custom code.
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -179,12 +181,37 @@ class Hit(_Record):
         return out
 
 
+@dataclass
+class GraphContents:
+    """What a method's structure holds beyond documents and chunks (empty for one without a graph)."""
+
+    entities: list[Entity] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    communities: list[Community] = field(default_factory=list)
+
+    def levels(self) -> list[int]:
+        return sorted({c.level for c in self.communities})
+
+    def degrees(self) -> dict[str, int]:
+        degree: dict[str, int] = defaultdict(int)
+        for r in self.relations:
+            degree[r.source] += 1
+            degree[r.target] += 1
+        return dict(degree)
+
+    def summary(self) -> dict[str, int]:
+        """Counts: entities, relations, communities and their levels."""
+        return {"entities": len(self.entities), "relations": len(self.relations),
+                "communities": len(self.communities), "levels": len(self.levels())}
+
+
 __all__ = [
     "HIT_KEYS",
     "Chunk",
     "Community",
     "Document",
     "Entity",
+    "GraphContents",
     "Hit",
     "HitKind",
     "Provenance",

@@ -27,10 +27,10 @@ import networkx as nx
 from pydantic import BaseModel
 
 from rhizome.core.aio import gather_limited, run_sync
-from rhizome.core.cache import ModelCache, with_cache
-from rhizome.core.config import build_config
 from rhizome.core.errors import ConfigurationError, InvalidInputError
-from rhizome.core.index import resolve_embedder, resolve_llm
+from rhizome.core.index.base import resolve_embedder, resolve_llm
+from rhizome.core.index.config import build_config
+from rhizome.core.store.cache import ModelCache, with_cache
 from rhizome.gorag import candidates as _candidates
 from rhizome.gorag import choice as _choice
 from rhizome.gorag import graph as _graph

@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rhizome.core.errors import ConfigurationError, IndexNotFoundError, InvalidInputError
+
 # Only argparse and the kernel's light CLI helpers at module level: `rhizome --help` loads this
 # module (the `rhizome.commands` entry point), so the classifier, scikit-learn and the models are
 # imported inside cmd_classify.
-from rhizome.core.cli import as_json, choose_models, is_ollama, model_flags
-from rhizome.core.errors import ConfigurationError, IndexNotFoundError, InvalidInputError
+from rhizome.tools.cli import as_json, choose_models, is_ollama, model_flags
 
 
 def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[str | None, str | bytes]]:
@@ -28,7 +29,7 @@ def read_tsv(path: str | Path, *, labelled: bool | None = None) -> list[tuple[st
 
     The file is UTF-8 (a leading byte-order mark is dropped, as ``utf-8-sig`` does). A file
     in UTF-16 or UTF-32, or any file holding NUL bytes (binary), is refused as a whole with
-    :class:`~rhizome.core.loaders.UnreadableFileError`, the document loader's error for a
+    :class:`~rhizome.tools.loaders.UnreadableFileError`, the document loader's error for a
     file that is not text."""
     path = Path(path)
     if not path.is_file():
@@ -77,7 +78,7 @@ _WIDE_BOMS = (
 def _refuse_not_utf8_text(path: Path, data: bytes) -> None:
     """Refuse a whole file that is UTF-16/UTF-32 text or binary: read line by line as UTF-8
     it would give texts full of NULs (or nothing but per-line errors)."""
-    from rhizome.core.loaders import UnreadableFileError
+    from rhizome.tools.loaders import UnreadableFileError
 
     for bom, encoding in _WIDE_BOMS:
         if data.startswith(bom):
@@ -158,9 +159,9 @@ KNOBS = (
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
-    from rhizome.core.cli import make_cli_embedder
     from rhizome.gorag.classifier import GORAGClassifier
     from rhizome.gorag.persistence import check_target
+    from rhizome.tools.cli import make_cli_embedder
 
     if not args.train and not args.classifier:
         raise ConfigurationError("nothing to classify with: pass --train FILE (one per round) and/or --classifier DIR")

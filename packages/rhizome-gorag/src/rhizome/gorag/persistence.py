@@ -19,7 +19,7 @@ from rhizome.core.errors import (
     IndexNotFoundError,
     InvalidInputError,
 )
-from rhizome.core.storage import file_in_the_way
+from rhizome.core.store.storage import file_in_the_way
 from rhizome.gorag.results import LabelInfo
 from rhizome.gorag.text import TermStats, name_keyword, text_key
 

@@ -1,4 +1,4 @@
-"""GraphRAG's answering steps, on the kernel's :func:`~rhizome.core.answer.aanswer`: the reduce
+"""GraphRAG's answering steps, on the kernel's :func:`~rhizome.core.retrieval.answer.aanswer`: the reduce
 step of global search over its points, and an answer over the packed context of the other modes.
 
 Reduce: the points, most important first, are numbered and packed into ``max_context_tokens``
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rhizome.core.answer import Answer
-from rhizome.core.answer import aanswer as kernel_answer
-from rhizome.core.retrieval import Retrieval
+from rhizome.core.retrieval.answer import Answer
+from rhizome.core.retrieval.answer import aanswer as kernel_answer
+from rhizome.core.retrieval.contract import Retrieval
 from rhizome.core.types import Hit
 from rhizome.graphrag.prompts import (
     LOCAL_INSTRUCTIONS,

@@ -6,13 +6,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from rhizome.core.config import ExtractionConfig
 from rhizome.core.graph import DEFAULT_LEIDEN_SEED
+from rhizome.core.index.config import ExtractionConfig
 
 
 class GraphRAGConfig(ExtractionConfig):
     """Settings of a :class:`~rhizome.graphrag.index.GraphRAGIndex` (chunking, extraction and
-    description summaries are :class:`~rhizome.core.config.ExtractionConfig`'s)."""
+    description summaries are :class:`~rhizome.core.index.config.ExtractionConfig`'s)."""
 
     max_cluster_size: int = Field(10, ge=1)
     """Largest community Leiden leaves unsplit (GraphRAG ``cluster_graph.max_cluster_size`` 10)."""

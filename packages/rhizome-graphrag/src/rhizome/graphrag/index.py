@@ -36,24 +36,14 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from rhizome.core.entity_graph import EntityGraph
-from rhizome.core.entity_index import StoredEntityGraph, open_entity_graph
-from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph import WeightedEdges, leiden_library_versions, modularity
+from rhizome.core.graph.entity_graph import EntityGraph
 from rhizome.core.graph.lists import entity_profile, relation_profile
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import GraphChange
-from rhizome.core.hierarchy import (
-    GroupSummarizer,
-    Hierarchy,
-    cluster_hierarchy,
-    has_summary,
-    prune_groups,
-    recluster_hierarchy,
-)
-from rhizome.core.index import (
+from rhizome.core.index.base import (
     BaseIndex,
     Batch,
     ChunkVectors,
@@ -62,10 +52,19 @@ from rhizome.core.index import (
     add_counts,
     batch_chunks,
 )
+from rhizome.core.index.entity_index import StoredEntityGraph, open_entity_graph
+from rhizome.core.index.hierarchy import (
+    GroupSummarizer,
+    Hierarchy,
+    cluster_hierarchy,
+    has_summary,
+    prune_groups,
+    recluster_hierarchy,
+)
+from rhizome.core.index.stages import prune_stage
 from rhizome.core.naive import NAIVE
-from rhizome.core.stages import prune_stage
-from rhizome.core.storage import Connection
-from rhizome.core.types import Community, Entity, Relation
+from rhizome.core.store.storage import Connection
+from rhizome.core.types import Community, Entity, GraphContents, Relation
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
 
@@ -191,7 +190,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
     DRIFT and naive (chunk vector) search.
 
     Settings: :class:`~rhizome.graphrag.config.GraphRAGConfig` (as keyword arguments or
-    ``config=``); the other parameters are :class:`~rhizome.core.index.BaseIndex`'s. ``llm``
+    ``config=``); the other parameters are :class:`~rhizome.core.index.base.BaseIndex`'s. ``llm``
     extracts, summarises, writes reports and runs the model steps of search; without one every
     step runs offline.
     """

@@ -1,5 +1,5 @@
 """Community reports: the context a report is written from, and the model or offline writer.
-The kernel's :class:`~rhizome.core.hierarchy.GroupSummarizer` schedules them bottom-up and
+The kernel's :class:`~rhizome.core.index.hierarchy.GroupSummarizer` schedules them bottom-up and
 reuses every report whose input did not change.
 
 Context (as GraphRAG builds it). A community's raw data is its entities (name, description,
@@ -25,12 +25,12 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from rhizome.core.entity_graph import EntityGraph
-from rhizome.core.hierarchy import GroupInput, SummaryFields, has_summary
-from rhizome.core.summarize import extractive_summary
+from rhizome.core.graph.entity_graph import EntityGraph
+from rhizome.core.graph.summarize import extractive_summary
+from rhizome.core.index.hierarchy import GroupInput, SummaryFields, has_summary
+from rhizome.core.index.writers import GroupWriter
 from rhizome.core.text import count_tokens, min_tokens, truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
-from rhizome.core.writers import GroupWriter
 from rhizome.graphrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 
 

@@ -1,5 +1,5 @@
 """The JSON shapes the chat model fills in for searches: map points, relevance ratings and
-DRIFT steps (community reports use the kernel's :class:`~rhizome.core.writers.CommunityReport`).
+DRIFT steps (community reports use the kernel's :class:`~rhizome.core.index.writers.CommunityReport`).
 Flat and short, so that small local models follow them; validators accept the harmless variants
 small models produce (a number as a string, a rating out of range) and reject what cannot be
 used, which makes the model layer retry with the error shown."""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from rhizome.core.config import ExtractionSpecConfig
+from rhizome.core.index.config import ExtractionSpecConfig
 
 
 class HippoRAGConfig(ExtractionSpecConfig):
     """Settings of a :class:`~rhizome.hipporag.index.HippoRAGIndex` (chunking and the
-    extraction spec are :class:`~rhizome.core.config.ExtractionSpecConfig`'s; HippoRAG's
+    extraction spec are :class:`~rhizome.core.index.config.ExtractionSpecConfig`'s; HippoRAG's
     OpenIE has no gleaning, description summaries or entity types)."""
 
     synonymy_threshold: float = Field(0.8, gt=0.0, le=1.0)

@@ -24,7 +24,7 @@ facts and embeds only new texts, a synonymy edge joins each new phrase to its ne
 a delete removes a document's passages, then the phrases and facts no remaining passage
 supports, with their synonymy edges and vectors, and what a removed passage shared is folded
 again from the passages left.
-At query time the records become one scipy sparse graph (:class:`~rhizome.core.evidence.
+At query time the records become one scipy sparse graph (:class:`~rhizome.core.retrieval.evidence.
 EvidenceGraph`), rebuilt only when they changed, and personalized PageRank runs on it.
 """
 
@@ -35,13 +35,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rhizome.core.evidence import EvidenceGraph, FactGraph
-from rhizome.core.export import GraphContents
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
+from rhizome.core.graph.resolution import EntityResolver
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
-from rhizome.core.index import (
+from rhizome.core.graph.summarize import DescriptionSummarizer
+from rhizome.core.index.base import (
     BaseIndex,
     Batch,
     ChunkVectors,
@@ -51,10 +51,9 @@ from rhizome.core.index import (
     batch_chunks,
 )
 from rhizome.core.naive import NAIVE
-from rhizome.core.resolution import EntityResolver
-from rhizome.core.storage import Connection
-from rhizome.core.summarize import DescriptionSummarizer
-from rhizome.core.types import Entity, Relation
+from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
+from rhizome.core.store.storage import Connection
+from rhizome.core.types import Entity, GraphContents, Relation
 from rhizome.hipporag.config import HippoRAGConfig
 
 ADOPTED = "hipporag.graph_layer"
@@ -109,7 +108,7 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
     nodes), ``v1`` (HippoRAG 1: query named entities linked to phrases, PageRank over the
     phrase graph) and ``naive`` (dense retrieval over the same passages). Settings:
     :class:`~rhizome.hipporag.config.HippoRAGConfig`; the other parameters are
-    :class:`~rhizome.core.index.BaseIndex`'s. ``llm`` runs OpenIE, the query NER of v1 and the
+    :class:`~rhizome.core.index.base.BaseIndex`'s. ``llm`` runs OpenIE, the query NER of v1 and the
     fact filter of v2; without one every step runs offline.
     """
 

@@ -29,7 +29,7 @@ class ModelOpenIE:
     spec = "llm"
     independent_chunks = True
     """Each chunk's record depends on that chunk alone (so chunks can be extracted anywhere, in
-    any grouping: see :mod:`rhizome.core.parallel`)."""
+    any grouping: see :mod:`rhizome.core.extraction.parallel`)."""
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm

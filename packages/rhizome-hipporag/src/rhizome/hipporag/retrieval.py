@@ -4,7 +4,7 @@
     The query is matched against the fact vectors (``fact_k`` = 10 nearest); the chat model,
     when there is one, keeps the facts that bear on the question (recognition memory, at most
     ``keep_facts`` = 4). The kept facts' subjects and objects become seeds, each at its best
-    fact's weight relative to the other candidates (:func:`~rhizome.core.evidence.relative_weights`),
+    fact's weight relative to the other candidates (:func:`~rhizome.core.retrieval.evidence.relative_weights`),
     and so does each query entity's nearest phrase (weight 1). The nearest passages
     (``dense_k`` = 200) are passage seeds at their relative weights times ``passage_weight``.
     Personalized PageRank (damping 0.5) runs over phrases and passages, every seed phrase
@@ -19,10 +19,10 @@ The index's ``naive`` mode (dense retrieval over the same passages, the baseline
 kernel's :data:`~rhizome.core.naive.NAIVE`, not this retriever.
 
 The walk ranks; nothing is fused with the dense ranking afterwards
-(:func:`~rhizome.core.evidence.rank_passages`). ``temperature=None, passage_weight=0.05,
+(:func:`~rhizome.core.retrieval.evidence.rank_passages`). ``temperature=None, passage_weight=0.05,
 link_k=5, entity_seeds=False`` give HippoRAG 2 as published (min-max scaled passage seeds, fact
 scores divided by the best, the five most specific fact phrases). ``chains=True`` adds the
-phrases of the best chains of facts (:meth:`~rhizome.core.evidence.FactGraph.chains`) to the seeds.
+phrases of the best chains of facts (:meth:`~rhizome.core.retrieval.evidence.FactGraph.chains`) to the seeds.
 Every hit is a passage with its provenance, and in ``metadata``: ``via`` (``graph``: the
 ranking above; ``dense-fallback``: no seed), ``seed_phrases`` and
 ``facts`` (the facts kept, v2).
@@ -35,15 +35,20 @@ from typing import Any
 from pydantic import Field
 
 from rhizome.core.errors import ConfigurationError, ModelOutputError
-from rhizome.core.evidence import EvidenceParams, link_names, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.extraction.schema import entity_key
-from rhizome.core.retrieval import (
+from rhizome.core.retrieval.contract import (
     BaseRetriever,
     Retrieval,
     chunk_hits,
     query_vector,
     vector_search,
+)
+from rhizome.core.retrieval.evidence import (
+    EvidenceParams,
+    link_names,
+    merge_seeds,
+    relative_weights,
 )
 from rhizome.hipporag.prompts import (
     FILTER_SYSTEM,
@@ -57,7 +62,7 @@ from rhizome.hipporag.prompts import (
 
 class HippoRAGParams(EvidenceParams):
     """The settings of :class:`HippoRAGRetriever`: HippoRAG 2's fact filter and seeds, and the
-    kernel's evidence walk (:class:`~rhizome.core.evidence.EvidenceParams`: 200 nearest passages
+    kernel's evidence walk (:class:`~rhizome.core.retrieval.evidence.EvidenceParams`: 200 nearest passages
     and 10 nearest facts). ``temperature=None, passage_weight=0.05, link_k=5,
     entity_seeds=False`` give HippoRAG 2 as published."""
 

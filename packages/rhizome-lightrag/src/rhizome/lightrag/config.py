@@ -6,12 +6,12 @@ from typing import Any
 
 from pydantic import Field
 
-from rhizome.core.config import ExtractionConfig
+from rhizome.core.index.config import ExtractionConfig
 
 
 class LightRAGConfig(ExtractionConfig):
     """Settings of a :class:`~rhizome.lightrag.index.LightRAGIndex` (chunking, extraction and
-    summaries are :class:`~rhizome.core.config.ExtractionConfig`'s)."""
+    summaries are :class:`~rhizome.core.index.config.ExtractionConfig`'s)."""
 
     pack_tokens: int = Field(1200, ge=0)
     """Short chunks share one extraction call up to this many tokens; 0: one call per chunk, as
@@ -25,7 +25,7 @@ class LightRAGConfig(ExtractionConfig):
     fit (reference code ``force_llm_summary_on_merge`` 8); ``None`` disables."""
 
     resolution: bool = True
-    """Resolve entity names beyond the exact name (:mod:`rhizome.core.resolution`); ``False``
+    """Resolve entity names beyond the exact name (:mod:`rhizome.core.graph.resolution`); ``False``
     keeps the paper's exact-name merge."""
 
     resolution_threshold: float = Field(0.9, gt=0.0, le=1.0)

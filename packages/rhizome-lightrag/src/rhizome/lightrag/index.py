@@ -28,17 +28,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from rhizome.core.entity_index import EntityGraphIndex, open_entity_graph
-from rhizome.core.evidence import EvidenceGraph, FactGraph
-from rhizome.core.export import GraphContents
 from rhizome.core.extraction import add_keywords
 from rhizome.core.graph.mentions import ChunkExtraction, chunk_record
-from rhizome.core.index import (
+from rhizome.core.graph.resolution import EntityResolver
+from rhizome.core.index.base import (
     ModeInfo,
 )
+from rhizome.core.index.entity_index import EntityGraphIndex, open_entity_graph
 from rhizome.core.naive import NAIVE
-from rhizome.core.resolution import EntityResolver
-from rhizome.core.types import Chunk, Entity, Relation
+from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
+from rhizome.core.types import Chunk, Entity, GraphContents, Relation
 from rhizome.lightrag.config import LightRAGConfig
 
 
@@ -46,7 +45,7 @@ class LightRAGIndex(EntityGraphIndex):
     """LightRAG: entity and relation profiles with dual-level (low/high keyword) retrieval.
 
     Settings: :class:`~rhizome.lightrag.config.LightRAGConfig` (as keyword arguments or
-    ``config=``); the other parameters are :class:`~rhizome.core.index.BaseIndex`'s. ``llm``
+    ``config=``); the other parameters are :class:`~rhizome.core.index.base.BaseIndex`'s. ``llm``
     extracts, summarises, confirms resolution candidates and writes query keywords; without one
     every step runs offline (rule-based extraction, extractive summaries, rule-based keywords).
     """

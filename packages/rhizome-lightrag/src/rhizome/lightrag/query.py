@@ -16,7 +16,7 @@ The index's ``naive`` mode (the vector search over chunks, the baseline) is the 
 :data:`~rhizome.core.naive.NAIVE`, not this retriever.
 
 The passages (source chunks) are ranked by the kernel's evidence walk over the entity–passage
-graph (:mod:`rhizome.core.evidence`), with the nearest chunks as passage seeds in every mode.
+graph (:mod:`rhizome.core.retrieval.evidence`), with the nearest chunks as passage seeds in every mode.
 Its entity seeds come from each mode's keywords: ``local`` links each low-level keyword to its
 nearest entity name; ``global`` takes the endpoints of the relations nearest the query and its
 high-level keywords (at their relative weights); ``hybrid`` both; ``mix`` both plus the entity
@@ -24,7 +24,7 @@ names nearest the whole query.
 
 The context keeps LightRAG's three blocks — entity profiles, relation profiles, source chunks —
 each cut to its token budget (:meth:`LightRAGRetriever.ablocks`; as
-:attr:`~rhizome.core.retrieval.Retrieval.context`, each hit tagged with its ``section``). The
+:attr:`~rhizome.core.retrieval.contract.Retrieval.context`, each hit tagged with its ``section``). The
 ``k`` hits are the ranked passages, then (only when they run out) the profiles, interleaved.
 
 Offline query keywords: the low-level keywords are the names and quoted phrases the query
@@ -41,15 +41,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rhizome.core.errors import ConfigurationError, ModelOutputError
-from rhizome.core.evidence import (
-    EvidenceParams,
-    link_names,
-    merge_seeds,
-    relative_weights,
-)
 from rhizome.core.extraction import content_words, query_names
 from rhizome.core.graph.lists import counts, profile_key
-from rhizome.core.retrieval import (
+from rhizome.core.retrieval.contract import (
     MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
     Retrieval,
@@ -61,6 +55,12 @@ from rhizome.core.retrieval import (
     query_vector,
     round_robin,
     vector_search,
+)
+from rhizome.core.retrieval.evidence import (
+    EvidenceParams,
+    link_names,
+    merge_seeds,
+    relative_weights,
 )
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Hit
@@ -112,7 +112,7 @@ class QueryContext:
 class LightRAGParams(EvidenceParams):
     """The settings of :class:`LightRAGRetriever`: LightRAG's keyword searches and context
     budgets, and the kernel's evidence ranking of its passages
-    (:class:`~rhizome.core.evidence.EvidenceParams`: 200 nearest chunks and 10 nearest relations
+    (:class:`~rhizome.core.retrieval.evidence.EvidenceParams`: 200 nearest chunks and 10 nearest relations
     per text)."""
 
     top_k: int = Field(60, ge=1)

@@ -19,9 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rhizome.core.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    ModelUnavailableError,
+    RhizomeError,
+)
+from rhizome.rag.demo import sample_corpus  # noqa: F401  (examples and tests import it from here)
+
 # Only what argparse needs at module level, so that `rhizome --help` loads no models, numpy or
 # method packages: the kernel and the methods are imported inside the commands.
-from rhizome.core.cli import (
+from rhizome.tools.cli import (
     OFFLINE_EMBED,
     Models,
     as_json,
@@ -34,26 +42,19 @@ from rhizome.core.cli import (
     ollama_model,
     plural,
 )
-from rhizome.core.errors import (
-    ConfigurationError,
-    InvalidInputError,
-    ModelUnavailableError,
-    RhizomeError,
-)
-from rhizome.rag.demo import sample_corpus  # noqa: F401  (examples and tests import it from here)
 
 if TYPE_CHECKING:
-    from rhizome.core.answer import Answer
+    from rhizome.core.retrieval.answer import Answer
     from rhizome.core.types import Hit
 
 def _shown(location: Any) -> str:
-    from rhizome.core.storage import shown  # here: `--help` imports no storage code
+    from rhizome.core.store.storage import shown  # here: `--help` imports no storage code
 
     return shown(location)
 
 
 def _index_class(method: str) -> Any:
-    from rhizome.core.storage import method_registry
+    from rhizome.core.store.storage import method_registry
 
     registry = method_registry()
     if method not in registry:
@@ -73,7 +74,7 @@ def _open_or_create(
     steps, or says which flag it needs); an embedder other than the index's — ``--embed``,
     ``RHIZOME_EMBED`` or ``--offline``'s hashing embedder — is an error, never ignored.
     ``want_llm``: ask for a chat model even if the method does not use one (the demo answers)."""
-    from rhizome.core.storage import has_index, is_url, read_manifest
+    from rhizome.core.store.storage import has_index, is_url, read_manifest
 
     if is_url(out) and not getattr(args, "cache", None):
         args.cache_in_index = True  # the database's own cache, shared by every writer and Ray worker
@@ -97,7 +98,7 @@ def _open_or_create(
         if getattr(args, name, None) is not None:
             kwargs[name] = getattr(args, name)
     if getattr(args, "workers", None) is not None:
-        from rhizome.core.parallel import RayWorkers
+        from rhizome.core.extraction.parallel import RayWorkers
 
         hosts = tuple(h.strip() for h in (args.ollama_hosts or "").split(",") if h.strip())
         kwargs["workers"] = RayWorkers(workers=args.workers, address=args.ray_address, hosts=hosts)
@@ -129,9 +130,9 @@ def _index_embedder(out: Any, manifest: Any, asked: str | None, flag: str) -> st
 
 def cmd_index(args: argparse.Namespace) -> int:
     from rhizome.core.documents import coerce_documents
-    from rhizome.core.index import DeleteReport, InsertReport
-    from rhizome.core.loaders import load_files, no_documents
-    from rhizome.core.storage import as_location
+    from rhizome.core.index.base import DeleteReport, InsertReport
+    from rhizome.core.store.storage import as_location
+    from rhizome.tools.loaders import load_files, no_documents
 
     started = time.monotonic()
     loaded = load_files(args.path, text_field=args.text_field, id_field=args.id_field, id_prefix=args.id_prefix)
@@ -206,7 +207,7 @@ def _remove_stale(index: Any, folder: Path, loaded: Any) -> Any:
     ``source``) and that the files no longer give — the file was removed, or a page or row of
     it — through the method's own delete. Documents of a file that could not be read now are
     kept, and documents from elsewhere are never touched."""
-    from rhizome.core.index import DeleteReport
+    from rhizome.core.index.base import DeleteReport
 
     root = folder.resolve()
     present = {d.id for d in loaded.documents}
@@ -251,7 +252,7 @@ def _print_summary(args: argparse.Namespace, report: Any, removed: Any, totals: 
 def _print_loaded(args: argparse.Namespace, loaded: Any) -> int:
     """What reading the files found, beside the documents: files not read (on standard error,
     with the reason), files of other types, and the warnings. Returns how many were not read."""
-    from rhizome.core.loaders import describe_files, printable
+    from rhizome.tools.loaders import describe_files, printable
 
     others = f", {len(loaded.unsupported)} of other types left out ({describe_files(loaded.unsupported)})" if loaded.unsupported else ""
     _say(args, f"  files: {loaded.files} read{others}")
@@ -294,7 +295,7 @@ def _print_answer(answer: Answer) -> None:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from rhizome.core.models.registry import DEFAULT_OLLAMA_LLM
-    from rhizome.core.storage import load_index, read_manifest
+    from rhizome.core.store.storage import load_index, read_manifest
 
     manifest = read_manifest(args.index)
     embed_spec = _index_embedder(args.index, manifest, args.embed, "--embed asks for")
@@ -388,7 +389,7 @@ def _print_notes(notes: list[str]) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     import shlex
 
-    from rhizome.core.storage import method_registry
+    from rhizome.core.store.storage import method_registry
     from rhizome.rag import demo
 
     print("Rhizome demo: a small corpus about the (fictional) Vell Islands, indexed with every installed method,\n"
@@ -429,7 +430,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from rhizome.core.models.ollama import check_ollama
-    from rhizome.core.storage import as_location, method_registry
+    from rhizome.core.store.storage import as_location, method_registry
 
     if args.index:
         return _index_status(as_location(args.index))
@@ -446,8 +447,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _index_status(path: Any) -> int:
     """What an index directory holds: method, models, counts, unfinished work and settings."""
-    from rhizome.core.config import describe
-    from rhizome.core.storage import IndexStore, method_registry, read_manifest
+    from rhizome.core.index.config import describe
+    from rhizome.core.store.storage import IndexStore, method_registry, read_manifest
 
     manifest = read_manifest(path)
     print(f"index: {_shown(str(path))}")
@@ -485,7 +486,7 @@ def _index_status(path: Any) -> int:
 
 
 def cmd_docs_list(args: argparse.Namespace) -> int:
-    from rhizome.core.storage import IndexStore, read_manifest
+    from rhizome.core.store.storage import IndexStore, read_manifest
 
     read_manifest(args.index)
     store = IndexStore.open(args.index, readonly=True)
@@ -514,7 +515,7 @@ def cmd_docs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_docs_delete(args: argparse.Namespace) -> int:
-    from rhizome.core.storage import as_location, read_manifest
+    from rhizome.core.store.storage import as_location, read_manifest
 
     path = as_location(args.index)
     index, _ = _open_or_create(read_manifest(path).method, path, args)
@@ -530,7 +531,7 @@ def cmd_docs_delete(args: argparse.Namespace) -> int:
         print(f"the whole-index work after the delete did not finish ({report.unfinished}); nothing of the deleted "
               "documents is searchable; run `uv run rhizome index` or this command again to finish it", file=sys.stderr)
     if report.missing:
-        from rhizome.core.loaders import printable
+        from rhizome.tools.loaders import printable
 
         missing = ", ".join(printable(i) for i in report.missing)
         print(f"not in the index: {missing} (`uv run rhizome docs list {args.index}` lists the ids)", file=sys.stderr)
@@ -538,12 +539,12 @@ def cmd_docs_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from rhizome.core import export
-    from rhizome.core.storage import as_location, is_url, load_index
+    from rhizome.core.store.storage import as_location, is_url, load_index
+    from rhizome.tools import export
 
     source = as_location(args.index)
     if is_url(source):
-        from rhizome.core.backends.postgres import parse_url
+        from rhizome.core.store.backends.postgres import parse_url
 
         name = parse_url(source)[1]
     else:
@@ -566,13 +567,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from rhizome.core.integrity import check_index
+    from rhizome.tools.integrity import check_index
 
     return _print_check(check_index(args.index))
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from rhizome.core.integrity import repair_index
+    from rhizome.tools.integrity import repair_index
 
     return _print_check(repair_index(args.index))
 

@@ -52,7 +52,7 @@ def describe(method: str, contents: Any) -> list[str]:
     strongest relations and the largest top-level communities."""
     if not contents.entities and not contents.communities:
         return [f"{method}: passages and their vectors only (no graph)"]
-    from rhizome.core.cli import plural
+    from rhizome.tools.cli import plural
 
     if not contents.entities:  # a tree of summaries over the passages (RAPTOR)
         counts = contents.summary()
@@ -81,7 +81,7 @@ def describe(method: str, contents: Any) -> list[str]:
 def run(out: Path, methods: list[str], make_embedder: Callable[[], Any], llm: Any, registry: dict[str, Any], *, cache: bool = True) -> dict[str, Path]:
     """Build, describe and query one index per method under ``out`` (``cache``: whether the
     indexes cache model calls beside the models' own cache); returns their folders."""
-    from rhizome.core.loaders import load_path
+    from rhizome.tools.loaders import load_path
 
     documents = load_path(sample_corpus())
     built: dict[str, Any] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from rhizome.core.config import IndexConfig
+from rhizome.core.index.config import IndexConfig
 
 
 class RaptorConfig(IndexConfig):

@@ -6,7 +6,7 @@ Each layer above is built from the one below: its nodes are clustered
 over-long clusters clustered again), each cluster gets one summary from the chat model (or,
 offline, the kernel's extractive writer), and the summaries are embedded; building stops at a
 layer of at most ``reduction_dimension`` + 1 nodes or after ``max_layers`` layers. The summary
-nodes are a kernel :class:`~rhizome.core.hierarchy.Hierarchy` (``raptor_tree``, a vector
+nodes are a kernel :class:`~rhizome.core.index.hierarchy.Hierarchy` (``raptor_tree``, a vector
 collection per layer): ``level`` is the layer (1 = just above the leaves), ``children`` the
 nodes of the layer below that the summary was written from (chunk ids at layer 1), and
 ``entity_ids`` every leaf under the node, which its hits cite. Soft clustering makes the tree a
@@ -35,24 +35,23 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rhizome.core.aio import run_sync
-from rhizome.core.export import GraphContents
-from rhizome.core.hierarchy import (
+from rhizome.core.graph.summarize import extractive_summary
+from rhizome.core.index.base import ModeInfo, Stats, VectorBatch
+from rhizome.core.index.hierarchy import (
     GroupInput,
     GroupSummarizer,
     Hierarchy,
     SummaryFields,
     community_key,
 )
-from rhizome.core.index import ModeInfo, Stats, VectorBatch
+from rhizome.core.index.stages import prune_stage
+from rhizome.core.index.writers import GroupWriter
 from rhizome.core.naive import VectorIndex
 from rhizome.core.progress import phase
-from rhizome.core.retrieval import pack
-from rhizome.core.stages import prune_stage
-from rhizome.core.storage import Connection
-from rhizome.core.summarize import extractive_summary
+from rhizome.core.retrieval.contract import pack
+from rhizome.core.store.storage import Connection
 from rhizome.core.text import count_tokens, trimmed_sentences, truncate_tokens
-from rhizome.core.types import Community
-from rhizome.core.writers import GroupWriter
+from rhizome.core.types import Community, GraphContents
 from rhizome.raptor.clustering import ClusterSettings, cluster
 from rhizome.raptor.config import RaptorConfig
 from rhizome.raptor.prompts import SUMMARY_SYSTEM, ClusterSummary, summary_prompt
@@ -121,7 +120,7 @@ class RaptorIndex(VectorIndex):
     The leaves are a :class:`~rhizome.core.naive.VectorIndex` (chunks and their vectors); the
     tree is built on them. Settings: :class:`~rhizome.raptor.config.RaptorConfig` (keyword
     arguments or ``config=``); the other parameters are
-    :class:`~rhizome.core.index.BaseIndex`'s. ``llm`` writes the cluster summaries; without one
+    :class:`~rhizome.core.index.base.BaseIndex`'s. ``llm`` writes the cluster summaries; without one
     they are extractive.
     """
 

@@ -17,7 +17,7 @@
 Every hit carries its ``layer`` (0 for a leaf) in ``metadata``; a summary's hit also carries its
 ``children`` (the nodes one layer down it was written from) and how many ``leaves`` it covers, and
 cites those leaves in its provenance, the ones most similar to the query first (at most
-:data:`~rhizome.core.retrieval.MAX_PROVENANCE_CHUNKS`). ``max_tokens`` may end the hits before
+:data:`~rhizome.core.retrieval.contract.MAX_PROVENANCE_CHUNKS`). ``max_tokens`` may end the hits before
 ``k``; the nearest chunks do not top them up (that would break the budget).
 """
 
@@ -29,8 +29,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from rhizome.core.params import RetrieverParams
-from rhizome.core.retrieval import (
+from rhizome.core.retrieval.contract import (
     MAX_PROVENANCE_CHUNKS,
     BaseRetriever,
     Retrieval,
@@ -40,6 +39,7 @@ from rhizome.core.retrieval import (
     query_vector,
     vector_search,
 )
+from rhizome.core.retrieval.params import RetrieverParams
 from rhizome.core.types import Community, Hit
 
 Ranked = list[tuple[str, float, int]]

@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from rhizome.core.errors import PromptTooLongError
+from rhizome.core.index.stages import arun_stage, digest
 from rhizome.core.models.budget import fit
-from rhizome.core.stages import arun_stage, digest
 from rhizome.core.text import trimmed_sentences, truncate_tokens
 from rhizome.core.types import Chunk, Document
 from rhizome.sprag.config import SpRAGConfig

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from rhizome.core.config import IndexConfig
-from rhizome.core.params import RetrieverParams
+from rhizome.core.index.config import IndexConfig
+from rhizome.core.retrieval.params import RetrieverParams
 
 
 class SpRAGConfig(IndexConfig):

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rhizome.core.index import BaseIndex, Batch, ModeInfo, Stats
-from rhizome.core.storage import Connection
+from rhizome.core.index.base import BaseIndex, Batch, ModeInfo, Stats
+from rhizome.core.store.storage import Connection
 from rhizome.core.types import Chunk, Hit
 from rhizome.sprag.autocontext import DocumentContext, document_contexts, embedding_text
 from rhizome.sprag.config import SpRAGConfig

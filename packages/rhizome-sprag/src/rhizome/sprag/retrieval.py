@@ -39,7 +39,7 @@ from pydantic import Field
 
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.naive import VectorRetriever
-from rhizome.core.retrieval import (
+from rhizome.core.retrieval.contract import (
     BaseRetriever,
     Retrieval,
     by_rank,

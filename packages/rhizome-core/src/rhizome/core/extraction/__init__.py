@@ -11,6 +11,9 @@ Three interchangeable sources produce the same per-chunk :class:`Extraction` rec
 An index chooses one with an extraction spec (:mod:`rhizome.core.extraction.spec`); the
 entity-graph layer (:mod:`rhizome.core.graph.store`) then folds the records into entity and
 relation profiles.
+
+:mod:`~rhizome.core.extraction.parallel` fans an extractor's model calls out over Ray
+workers (``workers=``, ``rhizome index --workers N``); this package does not load it.
 """
 
 from rhizome.core.extraction.keywords import (

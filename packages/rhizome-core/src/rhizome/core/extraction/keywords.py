@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from rhizome.core.embeddings import STOPWORDS as EMBED_STOPWORDS
 from rhizome.core.extraction.offline import STOPWORDS as NAME_STOPWORDS
 from rhizome.core.extraction.offline import OfflineExtractor
 from rhizome.core.extraction.schema import Extraction
+from rhizome.core.models.embeddings import STOPWORDS as EMBED_STOPWORDS
 from rhizome.core.types import Chunk
 
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")

@@ -19,6 +19,11 @@ does not load it): :mod:`~rhizome.core.graph.store` (``EntityGraphStore``, ``Gra
 :mod:`~rhizome.core.graph.profiles` (the fold rules and ``FoldPolicy``),
 :mod:`~rhizome.core.graph.lists` (a long profile's citations and fragments as rows) and
 :mod:`~rhizome.core.graph.mentions` (the per-chunk records).
+
+The services the entity methods share are imported from their own modules too:
+:mod:`~rhizome.core.graph.entity_graph` (``EntityGraph``, the in-memory view searches read),
+:mod:`~rhizome.core.graph.resolution` (entity resolution beyond exact names) and
+:mod:`~rhizome.core.graph.summarize` (merged descriptions summarised).
 """
 
 from __future__ import annotations

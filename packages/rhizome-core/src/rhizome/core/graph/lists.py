@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from rhizome.core.index import text_digest
+from rhizome.core.index.base import text_digest
 from rhizome.core.types import Entity, Relation
 
 SOURCES = "n_sources"

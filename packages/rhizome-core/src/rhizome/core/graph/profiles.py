@@ -17,7 +17,7 @@ its :class:`FoldPolicy`:
   union (case-insensitive) in first-seen order; descriptions and sources as for entities.
 
 The profile *value* (``description``) is then the fragments joined, or a summary once they
-exceed the summary budget (see :class:`~rhizome.core.summarize.DescriptionSummarizer`). As in
+exceed the summary budget (see :class:`~rhizome.core.graph.summarize.DescriptionSummarizer`). As in
 the reference code, a summary then stands for the fragments it covers: later fragments are
 joined after it, and the summary is written again (from the old summary and the new fragments)
 only when those grow past the threshold again, at most once per insert call. So the value

@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from rhizome.core.evidence import EvidenceGraph, FactGraph
 from rhizome.core.extraction.schema import clean_name, entity_key
 from rhizome.core.graph.lists import (
     ENTITY_KEY,
@@ -64,8 +63,7 @@ from rhizome.core.graph.profiles import (
     set_summary,
     skip_stored,
 )
-from rhizome.core.progress import phase
-from rhizome.core.resolution import (
+from rhizome.core.graph.resolution import (
     EntityResolver,
     Known,
     Lookup,
@@ -74,9 +72,11 @@ from rhizome.core.resolution import (
     initials,
     normalise_name,
 )
-from rhizome.core.stages import arun_stage
-from rhizome.core.storage import Connection, IndexStore
-from rhizome.core.summarize import DescriptionSummarizer
+from rhizome.core.graph.summarize import DescriptionSummarizer
+from rhizome.core.index.stages import arun_stage
+from rhizome.core.progress import phase
+from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
+from rhizome.core.store.storage import Connection, IndexStore
 from rhizome.core.types import Entity, Relation
 
 Embed = Callable[..., Awaitable[Any]]
@@ -208,7 +208,7 @@ class _MentionIds(BaseModel):
 class EntityGraphStore:
     """An index's entity graph: its tables, collections and fold rules (see the module docstring).
 
-    ``embed`` is the index's embedder (:meth:`~rhizome.core.index.BaseIndex.embed`);
+    ``embed`` is the index's embedder (:meth:`~rhizome.core.index.base.BaseIndex.embed`);
     ``summarizer`` writes a profile's value once its fragments grow past its budget;
     ``resolver`` joins new names to known entities when ``resolution`` is on (else only the
     same surface form is one entity). Tables and collections are named ``<prefix>_<role>``;
@@ -279,7 +279,7 @@ class EntityGraphStore:
         """The entity–passage graph of the current profiles: entities with the chunks they cite,
         relations weighted by the policy's weight (0 counts as 1), and ``more_edges`` a method
         keeps beside them (HippoRAG's synonymy edges); ``passage_nodes``: see
-        :class:`~rhizome.core.evidence.EvidenceGraph`."""
+        :class:`~rhizome.core.retrieval.evidence.EvidenceGraph`."""
         entities = self.entities.all()
         sources = self.lists.sources(entities)
         passages = {e.id: sources[profile_key(e)] for e in entities}

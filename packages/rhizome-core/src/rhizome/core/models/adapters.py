@@ -30,10 +30,10 @@ from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
 from rhizome.core.aio import home_loop
-from rhizome.core.cache import ModelCache
 from rhizome.core.errors import ConfigurationError, ModelServerError
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
 from rhizome.core.protocols import ChatModel, Completion, Embedder
+from rhizome.core.store.cache import ModelCache
 
 current_callbacks: ContextVar[Any] = ContextVar("rhizome_current_callbacks", default=None)
 """LangChain callbacks (a callback manager or a list of handlers) for model calls made in the

@@ -21,10 +21,10 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from rhizome.core.aio import PerLoop, run_sync
-from rhizome.core.cache import ModelCache, cache_key
 from rhizome.core.errors import ConfigurationError, ModelOutputError, PromptTooLongError
 from rhizome.core.models.budget import MIN_REPLY_TOKENS, prompt_tokens
 from rhizome.core.protocols import Completion
+from rhizome.core.store.cache import ModelCache, cache_key
 
 M = TypeVar("M", bound=BaseModel)
 _Self = TypeVar("_Self")

@@ -68,7 +68,7 @@ class FakeChatModel(BaseChatModel):
 
 class FakeEmbedder(BaseEmbedder):
     """Pseudo-random unit vectors seeded by a hash of each text: equal texts, equal vectors;
-    otherwise unrelated. Use :class:`rhizome.core.embeddings.HashingEmbedder` when similarity
+    otherwise unrelated. Use :class:`rhizome.core.models.embeddings.HashingEmbedder` when similarity
     must mean something."""
 
     def __init__(self, dimension: int = 32, *, delay: float = 0.0, name: str = "fake:embed", **kwargs: Any) -> None:

@@ -36,7 +36,6 @@ import httpx
 from pydantic import BaseModel
 
 from rhizome.core.aio import PerLoop, run_sync
-from rhizome.core.cache import ModelCache
 from rhizome.core.errors import (
     ConfigurationError,
     ModelError,
@@ -48,6 +47,7 @@ from rhizome.core.errors import (
 )
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
 from rhizome.core.protocols import Completion
+from rhizome.core.store.cache import ModelCache
 
 try:
     import ollama  # which builds a default client from OLLAMA_HOST as it is imported

@@ -4,8 +4,8 @@ index manifests (an index records the spec of its embedder, so it can reopen its
 | spec | model |
 |---|---|
 | ``ollama:MODEL`` | :class:`~rhizome.core.models.ollama.OllamaChatModel` / ``OllamaEmbedder`` |
-| ``hashing`` or ``hashing:DIM`` | :class:`~rhizome.core.embeddings.HashingEmbedder` (offline) |
-| ``sentence-transformers:NAME`` (or ``st:NAME``) | :class:`~rhizome.core.embeddings.SentenceTransformerEmbedder` |
+| ``hashing`` or ``hashing:DIM`` | :class:`~rhizome.core.models.embeddings.HashingEmbedder` (offline) |
+| ``sentence-transformers:NAME`` (or ``st:NAME``) | :class:`~rhizome.core.models.embeddings.SentenceTransformerEmbedder` |
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def make_embedder(spec: str, **kwargs: Any) -> Any:
     """Build an embedder from a spec such as ``"ollama:nomic-embed-text"`` or ``"hashing:384"``."""
     provider, name = _split(spec)
     if provider == "hashing":
-        from rhizome.core.embeddings import HashingEmbedder
+        from rhizome.core.models.embeddings import HashingEmbedder
 
         try:
             dimension = int(name) if name else 384
@@ -36,7 +36,7 @@ def make_embedder(spec: str, **kwargs: Any) -> Any:
             raise ConfigurationError(f"hashing embedder dimension must be a number, got {name!r}") from exc
         return HashingEmbedder(dimension, **kwargs)
     if provider in ("sentence-transformers", "st"):
-        from rhizome.core.embeddings import SentenceTransformerEmbedder
+        from rhizome.core.models.embeddings import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(name or "all-MiniLM-L6-v2", **kwargs)
     if provider == "ollama":

@@ -1,4 +1,4 @@
-"""The searches of a GraphRAG index, each a :class:`~rhizome.core.retrieval.BaseRetriever`:
+"""The searches of a GraphRAG index, each a :class:`~rhizome.core.retrieval.contract.BaseRetriever`:
 
 - :class:`LocalSearch` — entities, relationships, reports and chunks around the query's entities;
 - :class:`GlobalSearch` — map over community reports (with dynamic community selection);

@@ -31,10 +31,9 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from rhizome.core.evidence import EvidenceParams, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
 from rhizome.core.models.budget import fit
-from rhizome.core.retrieval import (
+from rhizome.core.retrieval.contract import (
     BaseRetriever,
     Retrieval,
     by_rank,
@@ -43,6 +42,7 @@ from rhizome.core.retrieval import (
     provenance,
     query_vector,
 )
+from rhizome.core.retrieval.evidence import EvidenceParams, merge_seeds, relative_weights
 from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Hit
 from rhizome.graphrag.prompts import DRIFT_FOLLOWUP_PROMPT, DRIFT_PRIMER_PROMPT, DRIFT_SYSTEM
@@ -71,7 +71,7 @@ class _Action:
 class DriftParams(EvidenceParams):
     """The settings of :class:`DriftSearch`: the primer, the follow-ups, DRIFT's local search
     and the kernel's evidence ranking of the local searches
-    (:class:`~rhizome.core.evidence.EvidenceParams`)."""
+    (:class:`~rhizome.core.retrieval.evidence.EvidenceParams`)."""
 
     primer_k: int = Field(20, ge=1)
     """Reports read by the primer (GraphRAG ``drift_k_followups`` 20)."""

@@ -13,7 +13,7 @@ Map. Reports are shuffled (seeded) and packed into batches of at most ``map_max_
 batch is one model call returning points with an importance score 0–100 and the report ids they
 rest on; all batches run concurrently (bounded by the model's own concurrency limit). Points
 scoring above ``min_score`` are ranked by score, then by the rating of their report, and
-returned as ``point`` hits. The three steps are :class:`~rhizome.core.retrieval.MapReduceSearch`'s
+returned as ``point`` hits. The three steps are :class:`~rhizome.core.retrieval.contract.MapReduceSearch`'s
 (``aplan``, ``amap``, ``reduce``), so ``langgraph_rhizome`` can run the batches as graph
 branches. The final answer (the reduce step of the paper) is
 :func:`rhizome.graphrag.answer.aanswer`.
@@ -34,16 +34,16 @@ from typing import Any
 
 from pydantic import Field
 
-from rhizome.core.embeddings import hashed_features
-from rhizome.core.hierarchy import has_summary
+from rhizome.core.index.hierarchy import has_summary
 from rhizome.core.models.budget import fit
-from rhizome.core.params import RetrieverParams
-from rhizome.core.retrieval import (
+from rhizome.core.models.embeddings import hashed_features
+from rhizome.core.retrieval.contract import (
     MapPlan,
     MapReduceSearch,
     provenance,
     query_vector,
 )
+from rhizome.core.retrieval.params import RetrieverParams
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import Community, Hit
 from rhizome.graphrag.prompts import MAP_PROMPT, MAP_SYSTEM, RATE_PROMPT, RATE_SYSTEM

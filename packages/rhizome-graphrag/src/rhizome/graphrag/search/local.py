@@ -1,6 +1,6 @@
 """Local search: passages ranked by graph evidence, and GraphRAG's packed local context.
 
-The hits are passages, ranked by the kernel's evidence walk (:mod:`rhizome.core.evidence`): each
+The hits are passages, ranked by the kernel's evidence walk (:mod:`rhizome.core.retrieval.evidence`): each
 name the question mentions is linked to its nearest entity, the relations nearest the question
 (their vectors: ``source predicate target: description``) seed their two entities at their
 relative weights, and the nearest chunks are passage seeds; a personalized PageRank walk over
@@ -19,7 +19,7 @@ vectors (``top_k_entities``); then three sections share ``max_tokens``:
 - source chunks (``text_unit_prop``, 50%): the ranked passages, best first.
 
 Each section adds rows in rank order until the next one would overflow its share. The whole
-packed context is :attr:`~rhizome.core.retrieval.Retrieval.context` (reports, entities,
+packed context is :attr:`~rhizome.core.retrieval.contract.Retrieval.context` (reports, entities,
 relationships, chunks, each hit tagged with its ``section``); :meth:`LocalSearch.aretrieve`
 ranks the passages without assembling it.
 """
@@ -33,10 +33,9 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from rhizome.core.evidence import EvidenceParams, link_names, merge_seeds, relative_weights
 from rhizome.core.extraction import query_names
-from rhizome.core.hierarchy import has_summary
-from rhizome.core.retrieval import (
+from rhizome.core.index.hierarchy import has_summary
+from rhizome.core.retrieval.contract import (
     BaseRetriever,
     Retrieval,
     by_rank,
@@ -46,6 +45,12 @@ from rhizome.core.retrieval import (
     provenance,
     query_vector,
     vector_search,
+)
+from rhizome.core.retrieval.evidence import (
+    EvidenceParams,
+    link_names,
+    merge_seeds,
+    relative_weights,
 )
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Entity, Hit, Relation
@@ -57,7 +62,7 @@ SECTIONS = ("chunks", "entities", "relationships", "reports")
 
 class LocalParams(EvidenceParams):
     """The settings of :class:`LocalSearch`: GraphRAG's local search context, and the kernel's
-    evidence ranking of its passages (:class:`~rhizome.core.evidence.EvidenceParams`)."""
+    evidence ranking of its passages (:class:`~rhizome.core.retrieval.evidence.EvidenceParams`)."""
 
     top_k_entities: int = Field(10, ge=1)
     """Entities matched to the query (GraphRAG ``top_k_mapped_entities`` 10)."""
@@ -114,7 +119,7 @@ class LocalSearch(BaseRetriever):
         """The passages (chunk ids) ranked for ``query``, at most ``limit`` (default
         ``dense_k``), and the query vector: the kernel's evidence walk from the entities the
         question names, the endpoints of the relations nearest it (:meth:`fact_seeds`) and its
-        nearest chunks (:meth:`~rhizome.core.evidence.EvidenceParams.rank`).
+        nearest chunks (:meth:`~rhizome.core.retrieval.evidence.EvidenceParams.rank`).
 
         ``followups`` (DRIFT's questions) take part at ``followup_weight``: the names each adds
         are linked to entities at that weight, and each one's nearest chunks are further passage

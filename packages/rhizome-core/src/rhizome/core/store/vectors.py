@@ -225,7 +225,7 @@ class VectorStore:
 
     def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The keys of ``keys`` held here and their vectors, read under one lock (see
-        :meth:`rhizome.core.storage.Collection.present`)."""
+        :meth:`rhizome.core.store.storage.Collection.present`)."""
         with self._lock.reading():
             held = [key for key in keys if stable_int_id(key) in self._ids]
             out = np.zeros((len(held), self.dimension), dtype=np.float32)

@@ -32,15 +32,15 @@ from typing import cast
 import numpy as np
 from pydantic import BaseModel, Field
 
-from rhizome.core.backends.sqlite import (
+from rhizome.core.errors import IndexCorruptError, IndexNotFoundError, IndexStorageError
+from rhizome.core.store.backends.sqlite import (
     SQLiteStore,
     connect_records,
     read_transaction,
     writer_active,
     writer_lock,
 )
-from rhizome.core.errors import IndexCorruptError, IndexNotFoundError, IndexStorageError
-from rhizome.core.storage import (
+from rhizome.core.store.storage import (
     MANIFEST,
     RECORDS,
     IndexStore,
@@ -49,7 +49,7 @@ from rhizome.core.storage import (
     read_manifest,
     text_checksum,
 )
-from rhizome.core.vectors import VectorStore
+from rhizome.core.store.vectors import VectorStore
 
 LISTED = 20
 """Most items of one kind named in a report (the count is always given)."""
@@ -282,7 +282,7 @@ def _differing(current: Manifest, stored: dict) -> list[str]:
 def _check_database(url: str) -> IndexCheck:
     """The checks of a PostgreSQL index: identity and manifest (on open), chunk checksums and
     counts, vectors (of the index's length, finite, one per chunk), unfinished work."""
-    from rhizome.core.backends.postgres import parse_url
+    from rhizome.core.store.backends.postgres import parse_url
 
     report = IndexCheck(path=parse_url(url)[2])
     try:

@@ -1,9 +1,9 @@
 """Retriever settings: the keywords of ``index.as_retriever(mode=..., **settings)`` as a pydantic model.
 
 Each retrieval mode declares the model of its settings
-(:attr:`~rhizome.core.retrieval.BaseRetriever.params_class`): a subclass of
+(:attr:`~rhizome.core.retrieval.contract.BaseRetriever.params_class`): a subclass of
 :class:`RetrieverParams` whose fields carry the paper's defaults and say where they come from,
-as an index's configuration does (:mod:`rhizome.core.config`). The retriever validates the
+as an index's configuration does (:mod:`rhizome.core.index.config`). The retriever validates the
 keywords it is made with once, into ``retriever.params``, so a bad setting fails when the
 retriever is made, not inside a search; ``params_class.model_json_schema()`` lists a mode's
 settings with their defaults, bounds and descriptions.

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rhizome.core.errors import IndexLockedError, IndexStorageError, RhizomeError
-from rhizome.core.storage import MANIFEST, RECORDS, load_index
+from rhizome.core.store.storage import MANIFEST, RECORDS, load_index
 
 CHILD_TIMEOUT = 60.0
 KILL_POINTS = ("before-commit", "after-commit", "snapshot")
@@ -46,7 +46,7 @@ class Outcome:
 
 
 def _kit() -> Any:
-    from rhizome.core.testing import IndexConformance  # the kit needs pytest; imported on use
+    from rhizome.tools.testing import IndexConformance  # the kit needs pytest; imported on use
 
     return IndexConformance()
 
@@ -54,13 +54,13 @@ def _kit() -> Any:
 def build(method: str, path: Path | None, documents: Any = None, **options: Any) -> Any:
     """An index of the kit's corpus (or ``documents``) built like the conformance kit builds
     it, one document per batch."""
-    from rhizome.core.testing import CORPUS
+    from rhizome.tools.testing import CORPUS
 
     return _kit().build(method, path=path, documents=CORPUS if documents is None else documents, batch_size=1, **options)
 
 
 def reopen(method: str, path: Path, **options: Any) -> Any:
-    from rhizome.core.testing import IndexConformance, index_class
+    from rhizome.tools.testing import IndexConformance, index_class
 
     return index_class(method).load(path, llm=IndexConformance.model(method), batch_size=1, **options)
 
@@ -78,9 +78,9 @@ def _diff(got: dict[str, list[tuple]], want: dict[str, list[tuple]]) -> str:
 _CHILD = """
 import os, signal, sys
 from pathlib import Path
-from rhizome.core import faults
-from rhizome.core.storage import IndexStore
-from rhizome.core.vectors import VectorStore
+from rhizome.tools import faults
+from rhizome.core.store.storage import IndexStore
+from rhizome.core.store.vectors import VectorStore
 
 method, path, operation, point, k = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
 seen = {"n": 0}
@@ -123,7 +123,7 @@ print("finished", flush=True)
 
 def operate(index: Any, operation: str) -> None:
     """The call a kill case interrupts and then repeats."""
-    from rhizome.core.testing import CORPUS
+    from rhizome.tools.testing import CORPUS
 
     if operation == "insert":
         index.insert(CORPUS)
@@ -133,8 +133,8 @@ def operate(index: Any, operation: str) -> None:
 
 def count_points(method: str, operation: str) -> dict[str, int]:
     """How many transactions and snapshot writes the operation makes (where a kill can land)."""
-    from rhizome.core.storage import IndexStore
-    from rhizome.core.vectors import VectorStore
+    from rhizome.core.store.storage import IndexStore
+    from rhizome.core.store.vectors import VectorStore
 
     counts = {"commits": 0, "snapshots": 0}
     with tempfile.TemporaryDirectory() as folder, _counting(IndexStore, "transaction", counts, "commits"), _counting(VectorStore, "save", counts, "snapshots"):
@@ -167,7 +167,7 @@ def _counting(owner: Any, name: str, counts: dict[str, int], key: str) -> Iterat
 
 def clean_build(method: str, operation: str) -> tuple[dict[str, list[tuple]], int]:
     """Rows of an uninterrupted run of ``operation`` and the model calls it pays."""
-    from rhizome.core.testing import CORPUS, FailingChatModel
+    from rhizome.tools.testing import CORPUS, FailingChatModel
 
     with tempfile.TemporaryDirectory() as folder:
         model = FailingChatModel()
@@ -302,7 +302,7 @@ def _chunk_edited(method: str, path: Path, expected: Any) -> str | None:
 
 def _lock_file_deleted(method: str, path: Path, expected: Any) -> str | None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom rhizome.core import faults\nindex = faults.reopen(sys.argv[1], __import__('pathlib').Path(sys.argv[2]))\nprint('open', flush=True)\ntime.sleep(60)", method, str(path)],
+        [sys.executable, "-c", "import sys, time\nfrom rhizome.tools import faults\nindex = faults.reopen(sys.argv[1], __import__('pathlib').Path(sys.argv[2]))\nprint('open', flush=True)\ntime.sleep(60)", method, str(path)],
         stdout=subprocess.PIPE, text=True,
     )
     try:
@@ -344,7 +344,7 @@ def corruption_case(method: str, name: str) -> Outcome:
         except Exception as exc:  # a case must report, never crash the run
             problem = f"raised {type(exc).__name__}: {exc}"
         if problem is None and name not in ("lock file deleted under a writer", "truncated snapshot", "snapshot of another index"):
-            from rhizome.core.integrity import check_index
+            from rhizome.tools.integrity import check_index
 
             with contextlib.suppress(Exception):
                 found = check_index(path)
@@ -357,8 +357,8 @@ def corruption_case(method: str, name: str) -> Outcome:
 _WRITER = """
 import sys
 from pathlib import Path
-from rhizome.core import faults
-from rhizome.core.testing import CORPUS
+from rhizome.tools import faults
+from rhizome.tools.testing import CORPUS
 index = faults.reopen(sys.argv[1], Path(sys.argv[2]))
 for document in CORPUS:
     index.insert([document])
@@ -371,7 +371,7 @@ def reader_case(method: str) -> Outcome:
     """A writer process inserts the corpus one document per call while a read-only index here,
     opened on the empty index, looks each document up as soon as its insert returned."""
     from rhizome.core.aio import run_sync
-    from rhizome.core.retrieval import query_vector, vector_search
+    from rhizome.core.retrieval.contract import query_vector, vector_search
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "idx"

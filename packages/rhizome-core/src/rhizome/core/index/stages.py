@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from rhizome.core.aio import gather_or_cancel
 from rhizome.core.errors import fails_alone
 from rhizome.core.progress import Phase, phase
-from rhizome.core.records import batches
+from rhizome.core.store.records import batches
 
 COMMIT_EVERY = 0.25
 """Seconds within which arriving results share a commit: a real model takes a second or more a

@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from rhizome.core.embeddings import hashed_features
 from rhizome.core.extraction.schema import Numbers
 from rhizome.core.models.budget import fit
-from rhizome.core.retrieval import pack
+from rhizome.core.models.embeddings import hashed_features
+from rhizome.core.retrieval.contract import pack
 from rhizome.core.text import split_sentences
 from rhizome.core.types import Hit
 

@@ -31,12 +31,12 @@ def default_cache_path() -> Path:
 
 
 def model_cache(args: argparse.Namespace) -> Any:
-    """The :class:`~rhizome.core.cache.ModelCache` the flags ask for (``--cache FILE``, the
+    """The :class:`~rhizome.core.store.cache.ModelCache` the flags ask for (``--cache FILE``, the
     default file), or ``None`` with ``--no-cache`` or when the index keeps the cache itself
     (``args.cache_in_index``: a database index shares it with every writer and Ray worker)."""
     if getattr(args, "no_cache", False) or getattr(args, "cache_in_index", False):
         return None
-    from rhizome.core.cache import ModelCache
+    from rhizome.core.store.cache import ModelCache
 
     return ModelCache(Path(args.cache) if getattr(args, "cache", None) else default_cache_path())
 

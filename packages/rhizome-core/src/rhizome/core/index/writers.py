@@ -1,6 +1,6 @@
-"""Writers of group summaries: one group's :class:`~rhizome.core.hierarchy.GroupInput` in, its
-:data:`~rhizome.core.hierarchy.SummaryFields` out, by the chat model when there is one and
-extractively when there is none. The kernel's :class:`~rhizome.core.hierarchy.GroupSummarizer`
+"""Writers of group summaries: one group's :class:`~rhizome.core.index.hierarchy.GroupInput` in, its
+:data:`~rhizome.core.index.hierarchy.SummaryFields` out, by the chat model when there is one and
+extractively when there is none. The kernel's :class:`~rhizome.core.index.hierarchy.GroupSummarizer`
 schedules them; a method's writer gives only its prompt, its answer's JSON shape and its
 offline summary, and :class:`GroupWriter` the rest: what identifies the writer in a summary's
 stage digest, how much context a prompt may hold in the model's window, and the choice between
@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, field_validator
 
-from rhizome.core.hierarchy import GroupInput, SummaryFields
+from rhizome.core.index.hierarchy import GroupInput, SummaryFields
 from rhizome.core.models.budget import fit
 from rhizome.core.models.lenient import LenientModel, clamped
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from rhizome.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from rhizome.core.storage import IndexStore
+    from rhizome.core.store.storage import IndexStore
 
 R = TypeVar("R", bound=BaseModel)
 M = TypeVar("M", bound=BaseModel)

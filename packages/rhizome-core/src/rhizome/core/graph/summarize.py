@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from rhizome.core.embeddings import hashed_features
 from rhizome.core.errors import ConfigurationError, PromptTooLongError
+from rhizome.core.index.stages import Job, digest
 from rhizome.core.models.budget import fit
-from rhizome.core.stages import Job, digest
+from rhizome.core.models.embeddings import hashed_features
 from rhizome.core.text import (
     count_tokens,
     min_tokens,
@@ -118,7 +118,7 @@ class DescriptionSummarizer:
         return digest(subject, list(descriptions), self.max_tokens, self.language, getattr(self.llm, "name", None))
 
     def job(self, subject: str, descriptions: Sequence[str]) -> Job:
-        """The stage job (:func:`~rhizome.core.stages.arun_stage`) of the summary of
+        """The stage job (:func:`~rhizome.core.index.stages.arun_stage`) of the summary of
         ``descriptions`` about ``subject``: its digest and the call that writes it."""
         return self.digest(subject, descriptions), functools.partial(self.asummarize, subject, descriptions)
 

@@ -1,7 +1,7 @@
 """``BaseIndex``: what every method's index shares, so a method package is only its algorithm.
 
-It owns the index directory (:class:`~rhizome.core.storage.IndexStore`), the configuration
-(:mod:`rhizome.core.config`), the models and their call cache, chunking, the extraction choice,
+It owns the index directory (:class:`~rhizome.core.store.storage.IndexStore`), the configuration
+(:mod:`rhizome.core.index.config`), the models and their call cache, chunking, the extraction choice,
 document identity (content hash: unchanged documents are skipped, changed ones replaced), input
 validation before anything is stored, batched commits that make an interrupted insert
 resumable, a writer lock that serialises inserts and deletes across threads and event loops,
@@ -20,7 +20,7 @@ A method subclass sets ``method``, ``modes`` and ``config_class`` and implements
 - ``async _after_change(inserted, removed, stats)`` — work on the whole index after documents
   changed (re-clustering, summaries); an interrupted one is finished by the next call;
 - ``_retriever(mode, k, **options)`` — the retriever of one mode
-  (a :class:`~rhizome.core.retrieval.BaseRetriever`);
+  (a :class:`~rhizome.core.retrieval.contract.BaseRetriever`);
 - ``_answer_inputs(retrieval)`` — optional: the hits and wording of the method's answers (used
   by ``answer`` and its streamed form); ``_answer(question, retrieval)`` for an answering step
   of its own;
@@ -50,8 +50,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, Field, ValidationError
 
 from rhizome.core.aio import iterate_sync, run_sync
-from rhizome.core.cache import needs_cache, with_cache
-from rhizome.core.config import IndexConfig, build_config
 from rhizome.core.documents import coerce_documents, lone_surrogate
 from rhizome.core.errors import (
     ConfigurationError,
@@ -63,10 +61,12 @@ from rhizome.core.errors import (
     ModelUnavailableError,
     fails_alone,
 )
-from rhizome.core.heap import full_collections_deferred
+from rhizome.core.index.config import IndexConfig, build_config
+from rhizome.core.index.heap import full_collections_deferred
 from rhizome.core.models.base import usage_scope
 from rhizome.core.progress import ProgressArg, Reporter, phase, reporting
-from rhizome.core.storage import (
+from rhizome.core.store.cache import needs_cache, with_cache
+from rhizome.core.store.storage import (
     Connection,
     IndexStore,
     Manifest,
@@ -81,7 +81,7 @@ from rhizome.core.types import Chunk, Document
 
 if TYPE_CHECKING:
     from rhizome.core.extraction import Extraction
-    from rhizome.core.retrieval import BaseRetriever
+    from rhizome.core.retrieval.contract import BaseRetriever
 
 T = TypeVar("T")
 ChunkVectors = tuple[list[str], Any]
@@ -115,8 +115,8 @@ embedder batches and parallelises within a slice)."""
 RUNTIME_OPTIONS = ("batch_size", "progress", "cache", "extraction", "workers")
 """What ``load()`` accepts besides the models: settings of this session, not of the index
 (``extraction`` only to pass an extractor object again, ``workers`` to fan extraction out
-over Ray, see :mod:`rhizome.core.parallel`); see also
-:data:`~rhizome.core.storage.LOAD_OPTIONS`."""
+over Ray, see :mod:`rhizome.core.extraction.parallel`); see also
+:data:`~rhizome.core.store.storage.LOAD_OPTIONS`."""
 
 
 QUESTION_KINDS = ("specific", "multi-hop", "global")
@@ -130,7 +130,7 @@ class ModeInfo:
     """One retrieval mode: what it is for, for a person or an agent choosing a mode — its
     ``purpose`` (one sentence) and the question kinds it ``suits`` (of :data:`QUESTION_KINDS`),
     the kind it serves best first — and what runs it: ``retriever``, a
-    :class:`~rhizome.core.retrieval.BaseRetriever` class or its ``"module:Class"`` path
+    :class:`~rhizome.core.retrieval.contract.BaseRetriever` class or its ``"module:Class"`` path
     (imported on first use, so a method's package loads without its search code), built as
     ``retriever(index, k, **options, **the caller's options)``."""
 
@@ -228,9 +228,9 @@ def document_hash(document: Document) -> str:
 
 def resolve_embedder(embedder: Any) -> Any:
     """Accept a spec string, one of our embedders, or a LangChain/LlamaIndex embedding model;
-    ``None`` gives the offline :class:`~rhizome.core.embeddings.HashingEmbedder`."""
+    ``None`` gives the offline :class:`~rhizome.core.models.embeddings.HashingEmbedder`."""
     if embedder is None:
-        from rhizome.core.embeddings import HashingEmbedder
+        from rhizome.core.models.embeddings import HashingEmbedder
 
         return HashingEmbedder()
     if isinstance(embedder, str):
@@ -264,7 +264,7 @@ def default_cache(store: IndexStore) -> Any:
     """The model-call cache an index uses unless told otherwise: ``$RHIZOME_CACHE_DIR``, else
     the index's own (a file in its directory, a table of its database; writable indexes),
     else memory."""
-    from rhizome.core.cache import ModelCache
+    from rhizome.core.store.cache import ModelCache
 
     if os.environ.get("RHIZOME_CACHE_DIR"):
         return ModelCache(Path(os.environ["RHIZOME_CACHE_DIR"]) / CACHE_FILE)
@@ -285,14 +285,14 @@ class BaseIndex(Generic[P, D]):
     llm:
         Chat model (object or spec) for the steps that use one; ``None`` runs the offline steps.
     path:
-        Index directory, or a ``postgresql://`` URL (see :mod:`rhizome.core.storage`): created,
+        Index directory, or a ``postgresql://`` URL (see :mod:`rhizome.core.store.storage`): created,
         or opened when it holds an index; ``None`` keeps the index in memory until
         :meth:`persist`.
     config:
         The method's configuration object (or a dict); keyword settings override its fields.
     cache:
         ``True`` (default): model calls are cached (see :func:`default_cache`); ``False``: not;
-        or a :class:`~rhizome.core.cache.ModelCache`.
+        or a :class:`~rhizome.core.store.cache.ModelCache`.
     batch_size:
         Chunks prepared and committed per transaction; an interruption loses at most one batch.
     progress:
@@ -301,7 +301,7 @@ class BaseIndex(Generic[P, D]):
         Open an existing index for queries only (beside a writer in another process).
     workers:
         Fan extraction out over Ray: a number of local workers, or a
-        :class:`~rhizome.core.parallel.RayWorkers` (cluster address, Ollama hosts); ``None``
+        :class:`~rhizome.core.extraction.parallel.RayWorkers` (cluster address, Ollama hosts); ``None``
         extracts in this process. Needs ``rhizome-core[ray]``.
     **settings:
         Fields of the method's configuration (e.g. ``chunk_size=600``).
@@ -355,7 +355,7 @@ class BaseIndex(Generic[P, D]):
         if existing is not None and existing.method != self.method:
             raise IndexMismatchError(
                 f"{shown(path)} holds a {existing.method!r} index, not a {self.method!r} one; open it with "
-                "rhizome.core.storage.load_index(), or choose another directory"
+                "rhizome.core.store.storage.load_index(), or choose another directory"
             )
         if embedder is None and existing is not None:
             embedder = _rebuild(existing.models.get("embedder"), "embedder", resolve_embedder, path)
@@ -382,7 +382,7 @@ class BaseIndex(Generic[P, D]):
         self.batch_size = batch_size
         self.progress = progress
         self._attach_cache(cache)
-        from rhizome.core.parallel import as_workers
+        from rhizome.core.extraction.parallel import as_workers
 
         self.workers = as_workers(workers)
         self._distributed: Any = None
@@ -463,7 +463,7 @@ class BaseIndex(Generic[P, D]):
     def extractor(self) -> Any:
         """The extractor of ``config.extraction`` (methods that extract); with :attr:`workers`,
         wrapped so that its model calls fan out over Ray (same records, see
-        :mod:`rhizome.core.parallel`)."""
+        :mod:`rhizome.core.extraction.parallel`)."""
         if self._extractor is None:
             from rhizome.core.extraction.spec import make_extractor
 
@@ -495,9 +495,9 @@ class BaseIndex(Generic[P, D]):
     # -- hooks ---------------------------------------------------------------------------------
     def graph_contents(self) -> Any:
         """The method's entities, relations and communities as a
-        :class:`~rhizome.core.export.GraphContents` (default: none, an index of passages only);
+        :class:`~rhizome.core.types.GraphContents` (default: none, an index of passages only);
         what ``rhizome export`` writes beside documents and chunks and the demo summarises."""
-        from rhizome.core.export import GraphContents
+        from rhizome.core.types import GraphContents
 
         return GraphContents()
 
@@ -620,7 +620,7 @@ class BaseIndex(Generic[P, D]):
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
         """What every write holds: the store's write lock, with full garbage collections
-        deferred until it ends (:mod:`rhizome.core.heap`)."""
+        deferred until it ends (:mod:`rhizome.core.index.heap`)."""
         while True:
             store = self.store
             async with store.write_lock:
@@ -873,7 +873,7 @@ class BaseIndex(Generic[P, D]):
         if manifest.method != cls.method:
             raise IndexMismatchError(
                 f"{shown(path)} is a {manifest.method!r} index, not {cls.method!r}; open it with "
-                f"rhizome.core.storage.load_index() or the {manifest.method} package"
+                f"rhizome.core.store.storage.load_index() or the {manifest.method} package"
             )
         chat = None if offline else (llm if llm is not None else _rebuild(manifest.models.get("llm"), "llm", resolve_llm, path))
         return cls(embedder, llm=chat, path=path, readonly=readonly, **options)
@@ -935,10 +935,10 @@ class BaseIndex(Generic[P, D]):
     def as_retriever(self, k: int | None = None, mode: str | None = None, *, filter: Any = None, **options: Any) -> BaseRetriever:
         """The retriever of ``mode`` (default: the first of ``modes``), returning ``k`` hits;
         ``filter`` restricts it to documents whose metadata matches (equality and ``$in``, see
-        :mod:`rhizome.core.filters`; every mode honours it or raises); ``options`` are the
+        :mod:`rhizome.core.retrieval.filters`; every mode honours it or raises); ``options`` are the
         mode's own settings, the fields of its retriever's ``params_class`` (listed by
         ``index.modes[mode].retriever_class().params_class.model_json_schema()``)."""
-        from rhizome.core.filters import as_filter
+        from rhizome.core.retrieval.filters import as_filter
 
         self._check_open()
         mode = self.check_mode(mode)
@@ -954,19 +954,19 @@ class BaseIndex(Generic[P, D]):
 
     async def aanswer(self, question: str, *, mode: str | None = None, k: int | None = None, **options: Any) -> Any:
         """Retrieve with ``mode`` and write an answer that cites its sources (an
-        :class:`~rhizome.core.answer.Answer`), with the index's chat model or, without one,
+        :class:`~rhizome.core.retrieval.answer.Answer`), with the index's chat model or, without one,
         extractively. ``options`` go to the retriever."""
         retrieval = await self.as_retriever(k=k, mode=mode, **options).asearch(question)
         return await self._answer(question, retrieval)
 
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
         """What the answer is written from: the hits and the options of
-        :func:`~rhizome.core.answer.aanswer` (``system``, ``instructions``, ``render``,
+        :func:`~rhizome.core.retrieval.answer.aanswer` (``system``, ``instructions``, ``render``,
         ``max_context_tokens``). Methods override it to word their answers their own way."""
         return list(retrieval.context or retrieval.hits), {}
 
     async def _answer(self, question: str, retrieval: Any) -> Any:
-        from rhizome.core.answer import aanswer
+        from rhizome.core.retrieval.answer import aanswer
 
         if self.llm is None:  # a sentence copied from the ranked hits, not from the wider context
             return await aanswer(question, list(retrieval.hits))
@@ -976,7 +976,7 @@ class BaseIndex(Generic[P, D]):
     async def astream_answer(self, question: str, *, mode: str | None = None, k: int | None = None, **options: Any) -> AsyncIterator[str]:
         """:meth:`aanswer`, but the model's answer comes in pieces as it is written (citations
         as ``[n]`` in the text); without a chat model the extractive answer comes as one piece."""
-        from rhizome.core.answer import astream_answer
+        from rhizome.core.retrieval.answer import astream_answer
 
         retrieval = await self.as_retriever(k=k, mode=mode, **options).asearch(question)
         if self.llm is None:

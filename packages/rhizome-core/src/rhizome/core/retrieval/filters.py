@@ -16,7 +16,7 @@ booleans, and a missing field equals ``None``. Any other operator (``$ne``, ``$g
 field that no stored document has (a misspelt field would otherwise match nothing).
 
 How a retriever applies a filter, the same for every method and mode, is
-:meth:`rhizome.core.retrieval.BaseRetriever.asearch`'s: a hit is kept only when every document
+:meth:`rhizome.core.retrieval.contract.BaseRetriever.asearch`'s: a hit is kept only when every document
 it cites matches.
 """
 

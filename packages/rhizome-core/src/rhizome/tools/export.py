@@ -2,7 +2,7 @@
 
 Every index has documents and chunks; a method with a graph also has entities, relations and
 communities, which it hands over through one hook, :meth:`BaseIndex.graph_contents
-<rhizome.core.index.BaseIndex.graph_contents>` (the kernel's ``Entity``, ``Relation`` and
+<rhizome.core.index.base.BaseIndex.graph_contents>` (the kernel's ``Entity``, ``Relation`` and
 ``Community`` records). From those, for any method:
 
 - :func:`export_tables` — five tables in the spirit of GraphRAG's output parquet files:
@@ -27,12 +27,11 @@ import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rhizome.core.errors import InvalidInputError
-from rhizome.core.types import Community, Entity, Relation
+from rhizome.core.types import GraphContents
 
 FORMATS = ("graphml", "parquet", "jsonl")
 
@@ -51,30 +50,6 @@ COLUMNS: dict[str, dict[str, str]] = {
 }
 """The tables and their columns with their types: ``string``, ``int64``, ``float64`` and
 ``list<string>`` (metadata and findings are JSON text, so every row has the same type)."""
-
-
-@dataclass
-class GraphContents:
-    """What a method's structure holds beyond documents and chunks (empty for one without a graph)."""
-
-    entities: list[Entity] = field(default_factory=list)
-    relations: list[Relation] = field(default_factory=list)
-    communities: list[Community] = field(default_factory=list)
-
-    def levels(self) -> list[int]:
-        return sorted({c.level for c in self.communities})
-
-    def degrees(self) -> dict[str, int]:
-        degree: dict[str, int] = defaultdict(int)
-        for r in self.relations:
-            degree[r.source] += 1
-            degree[r.target] += 1
-        return dict(degree)
-
-    def summary(self) -> dict[str, int]:
-        """Counts: entities, relations, communities and their levels."""
-        return {"entities": len(self.entities), "relations": len(self.relations),
-                "communities": len(self.communities), "levels": len(self.levels())}
 
 
 def export_tables(index: Any) -> dict[str, list[dict[str, Any]]]:
@@ -290,4 +265,4 @@ def _joined(values: list[str]) -> str:
     return ";".join(values)
 
 
-__all__ = ["COLUMNS", "FORMATS", "GraphContents", "export_tables", "to_graph", "write_graphml", "write_jsonl", "write_parquet"]
+__all__ = ["COLUMNS", "FORMATS", "export_tables", "to_graph", "write_graphml", "write_jsonl", "write_parquet"]

@@ -4,8 +4,8 @@
 :class:`~rhizome.core.graph.store.EntityGraphStore`: its insert, delete and settle hooks
 (LightRAG, ArchRAG, the entity-graph example); :func:`open_entity_graph` opens the layer with
 the index's embedder, chat model and summary settings. :class:`StoredEntityGraph` is the mixin
-that builds the in-memory :class:`~rhizome.core.entity_graph.EntityGraph` (profiles and
-communities) and the entity–passage :class:`~rhizome.core.evidence.EvidenceGraph` from the layer
+that builds the in-memory :class:`~rhizome.core.graph.entity_graph.EntityGraph` (profiles and
+communities) and the entity–passage :class:`~rhizome.core.retrieval.evidence.EvidenceGraph` from the layer
 and a community hierarchy, and caches them until those change (GraphRAG and ArchRAG).
 """
 
@@ -14,23 +14,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from rhizome.core.entity_graph import EntityGraph
-from rhizome.core.evidence import EvidenceGraph, FactGraph
+from rhizome.core.graph.entity_graph import EntityGraph
 from rhizome.core.graph.mentions import ChunkExtraction, chunk_record
 from rhizome.core.graph.profiles import FoldPolicy
+from rhizome.core.graph.resolution import EntityResolver
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
-from rhizome.core.hierarchy import Hierarchy
-from rhizome.core.index import BaseIndex, Batch, ChunkVectors, Stats, add_counts, batch_chunks
-from rhizome.core.resolution import EntityResolver
-from rhizome.core.storage import Connection
-from rhizome.core.summarize import DescriptionSummarizer
+from rhizome.core.graph.summarize import DescriptionSummarizer
+from rhizome.core.index.base import BaseIndex, Batch, ChunkVectors, Stats, add_counts, batch_chunks
+from rhizome.core.index.hierarchy import Hierarchy
+from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
+from rhizome.core.store.storage import Connection
 from rhizome.core.types import Chunk
 
 
 class StoredEntityGraph:
-    """Mixin for a :class:`~rhizome.core.index.BaseIndex` whose profiles live in an
+    """Mixin for a :class:`~rhizome.core.index.base.BaseIndex` whose profiles live in an
     :class:`~rhizome.core.graph.store.EntityGraphStore` (``entity_graph``) and whose communities
-    are a :class:`~rhizome.core.hierarchy.Hierarchy` (``communities``): the graph of them, the
+    are a :class:`~rhizome.core.index.hierarchy.Hierarchy` (``communities``): the graph of them, the
     evidence graph and the fact graph its searches walk, each cached until one of the tables it
     is built from is written.
 
@@ -44,7 +44,7 @@ class StoredEntityGraph:
     NAME_COLLECTION: ClassVar[str]
     store: Any
     derived: Callable[..., Any]
-    """:meth:`~rhizome.core.index.BaseIndex.derived` of the index this is mixed into."""
+    """:meth:`~rhizome.core.index.base.BaseIndex.derived` of the index this is mixed into."""
 
     def graph_generations(self) -> tuple[int, ...]:
         """The generations of the tables :meth:`graph` is built from."""
@@ -85,7 +85,7 @@ def open_entity_graph(
 ) -> EntityGraphStore:
     """The entity-graph layer of ``index`` under ``prefix``, embedding with the index's embedder
     and summarising with its chat model by its configuration's summary settings
-    (:class:`~rhizome.core.config.ExtractionConfig`'s ``summary_max_tokens``,
+    (:class:`~rhizome.core.index.config.ExtractionConfig`'s ``summary_max_tokens``,
     ``summary_max_input_tokens``, ``language``)."""
     c = index.config
     summarizer = DescriptionSummarizer(
@@ -99,7 +99,7 @@ def open_entity_graph(
 
 
 class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange]):
-    """A :class:`~rhizome.core.index.BaseIndex` whose records are an entity-graph layer
+    """A :class:`~rhizome.core.index.base.BaseIndex` whose records are an entity-graph layer
     (``entity_graph``, set by the method's ``_setup``, e.g. with :func:`open_entity_graph`): an
     insert batch folds its chunks' records onto the profiles inside its transaction, a delete
     folds again what its chunks supported, and the summaries an insert call left waiting are

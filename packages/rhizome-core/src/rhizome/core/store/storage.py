@@ -8,10 +8,10 @@ chunks, record tables (:meth:`IndexStore.table`), vectors (:meth:`IndexStore.put
 :meth:`IndexStore.transaction`. It holds everything that is the same on every backend — the
 records are written with the same statements — and leaves to a backend only what differs:
 
-- :class:`~rhizome.core.backends.sqlite.SQLiteStore` — a directory (``manifest.json``,
+- :class:`~rhizome.core.store.backends.sqlite.SQLiteStore` — a directory (``manifest.json``,
   ``records.sqlite``, faiss snapshots under ``vectors/``), or memory; one writer process (an
   ``flock`` on the directory), readers beside it (WAL);
-- :class:`~rhizome.core.backends.postgres.PostgresStore` — a schema of a PostgreSQL database
+- :class:`~rhizome.core.store.backends.postgres.PostgresStore` — a schema of a PostgreSQL database
   with pgvector (``postgresql://user@host/db?schema=name``); writers from many processes take
   turns (an advisory lock per insert or delete), readers anywhere; vectors are searched by
   the server (exact, or HNSW for large collections).
@@ -56,7 +56,7 @@ from rhizome.core.errors import (
     IndexNotFoundError,
     InvalidInputError,
 )
-from rhizome.core.records import RecordTable, batches
+from rhizome.core.store.records import RecordTable, batches
 from rhizome.core.types import Chunk, Document
 
 FORMAT_VERSION = 2
@@ -92,7 +92,7 @@ class Manifest(BaseModel):
     """Model specs, e.g. ``{"embedder": "ollama:nomic-embed-text", "llm": "ollama:qwen2.5:7b"}``."""
     embedding_dimension: int | None = None
     config: dict[str, Any] = Field(default_factory=dict)
-    """The method's configuration object as JSON (see :mod:`rhizome.core.config`)."""
+    """The method's configuration object as JSON (see :mod:`rhizome.core.index.config`)."""
     stats: dict[str, int] = Field(default_factory=dict)
 
 
@@ -190,11 +190,11 @@ def backend(location: str | Path | None) -> type[IndexStore]:
     """The store class of a location: PostgreSQL for a URL (needs ``rhizome-core[postgres]``),
     SQLite for a directory or memory (``None``)."""
     if is_url(location):
-        from rhizome.core.backends.postgres import PostgresStore
+        from rhizome.core.store.backends.postgres import PostgresStore
 
         return PostgresStore
     _refuse_scheme(location)
-    from rhizome.core.backends.sqlite import SQLiteStore
+    from rhizome.core.store.backends.sqlite import SQLiteStore
 
     return SQLiteStore
 
@@ -361,7 +361,7 @@ class IndexStore:
         """Write the manifest where it is read from besides the records (a file)."""
 
     def model_cache(self) -> Any:
-        """The model-call cache that lives with this index (see :func:`rhizome.core.index.default_cache`)."""
+        """The model-call cache that lives with this index (see :func:`rhizome.core.index.base.default_cache`)."""
         raise NotImplementedError
 
     def _close(self) -> None:
@@ -415,7 +415,7 @@ class IndexStore:
             if method is not None and manifest.method != method:
                 raise IndexMismatchError(
                     f"{shown(location)} is a {manifest.method!r} index, not {method!r}; open it with "
-                    f"rhizome.core.storage.load_index() or the {manifest.method} package"
+                    f"rhizome.core.store.storage.load_index() or the {manifest.method} package"
                 )
             built_with = manifest.models.get("embedder")
             other = embedder is not None and built_with is not None and embedder != built_with
@@ -479,7 +479,7 @@ class IndexStore:
     def close(self) -> None:
         """Close this handle; the store closes (and releases the writer lock) when the last
         index object sharing it closes. An index object closes its handle once, however often
-        its ``close()`` is called (:meth:`BaseIndex.close <rhizome.core.index.BaseIndex.close>`)."""
+        its ``close()`` is called (:meth:`BaseIndex.close <rhizome.core.index.base.BaseIndex.close>`)."""
         with _OPEN_LOCK:
             if self._users <= 0:
                 return
@@ -717,7 +717,7 @@ class IndexStore:
 
     def table(self, name: str, model: type[Any], *, key: str = "id", lookups: Sequence[str] = ()) -> RecordTable[Any]:
         """The record table ``name`` of ``model`` records (created on first use; see
-        :mod:`rhizome.core.records`)."""
+        :mod:`rhizome.core.store.records`)."""
         with self._lock:
             table = self._tables.get(name)
             if table is None:

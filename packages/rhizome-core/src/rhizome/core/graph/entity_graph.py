@@ -3,8 +3,8 @@
 :class:`EntityGraph` is an in-memory view of the merged entities, relations and communities of
 an index, with the lookups graph searches need (degrees, relations per entity, communities per
 entity, entities per chunk); :meth:`EntityGraph.weighted` is the undirected weighted graph that
-Leiden clusters (:func:`~rhizome.core.hierarchy.cluster_hierarchy`). GraphRAG and ArchRAG
-build it from their entity-graph layer and communities (:mod:`rhizome.core.entity_index`).
+Leiden clusters (:func:`~rhizome.core.index.hierarchy.cluster_hierarchy`). GraphRAG and ArchRAG
+build it from their entity-graph layer and communities (:mod:`rhizome.core.index.entity_index`).
 """
 
 from __future__ import annotations

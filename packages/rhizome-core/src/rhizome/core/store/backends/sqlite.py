@@ -14,7 +14,7 @@ The directory itself is ``flock``-ed by the one process allowed to write (and th
 ``records.sqlite`` points to); a creation takes the lock before it clears or writes anything.
 
 SQLite is the source of truth: it holds the index's id and method and a copy of the manifest
-(see :mod:`rhizome.core.integrity` for check and repair). The faiss files are a fast-loading
+(see :mod:`rhizome.tools.integrity` for check and repair). The faiss files are a fast-loading
 snapshot; each records the generation of its collection, and a snapshot older than the database
 is rebuilt on open. Readers open the database read-only, never block the writer (WAL), and pick
 up the newest committed generation of a collection on their next search. A second *process*
@@ -46,7 +46,7 @@ from rhizome.core.errors import (
     InvalidInputError,
     RhizomeError,
 )
-from rhizome.core.storage import (
+from rhizome.core.store.storage import (
     MANIFEST,
     RECORDS,
     IndexStore,
@@ -56,7 +56,7 @@ from rhizome.core.storage import (
     file_in_the_way,
     vectors_generation,
 )
-from rhizome.core.vectors import VectorStore
+from rhizome.core.store.vectors import VectorStore
 
 try:
     import fcntl
@@ -86,7 +86,7 @@ CREATE TABLE IF NOT EXISTS stage_results (
 
 
 class SQLiteConnection:
-    """:class:`~rhizome.core.storage.Connection` over one ``sqlite3`` connection (``rowid`` is
+    """:class:`~rhizome.core.store.storage.Connection` over one ``sqlite3`` connection (``rowid`` is
     SQLite's own; ``INSERT OR REPLACE`` gives a replaced row a new one)."""
 
     def __init__(self, raw: sqlite3.Connection) -> None:
@@ -344,7 +344,7 @@ class SQLiteStore(IndexStore):
                 _atomic_write(self.path / MANIFEST, text)
 
     def model_cache(self) -> Any:
-        from rhizome.core.cache import ModelCache
+        from rhizome.core.store.cache import ModelCache
 
         return ModelCache(self.path / CACHE_FILE if self.path is not None and not self.readonly else None)
 

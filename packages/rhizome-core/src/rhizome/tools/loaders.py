@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from rhizome.core.errors import InvalidInputError
-from rhizome.core.storage import MANIFEST, RECORDS
+from rhizome.core.store.storage import MANIFEST, RECORDS
 from rhizome.core.types import Document
 
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".rst", ".md", ".markdown"})

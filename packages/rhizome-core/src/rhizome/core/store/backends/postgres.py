@@ -51,7 +51,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 from pydantic import ValidationError
 
-from rhizome.core.cache import ModelCache
 from rhizome.core.errors import (
     ConfigurationError,
     IndexCorruptError,
@@ -61,7 +60,8 @@ from rhizome.core.errors import (
     IndexUnavailableError,
     InvalidInputError,
 )
-from rhizome.core.storage import (
+from rhizome.core.store.cache import ModelCache
+from rhizome.core.store.storage import (
     IndexStore,
     Manifest,
     check_format,
@@ -69,7 +69,7 @@ from rhizome.core.storage import (
     shown,
     vectors_generation,
 )
-from rhizome.core.vectors import TIE_MARGIN, every_vector, ranked
+from rhizome.core.store.vectors import TIE_MARGIN, every_vector, ranked
 
 T = TypeVar("T")
 DEFAULT_SCHEMA = "rhizome"
@@ -188,7 +188,7 @@ def connect(url: str, *, readonly: bool = False, create: bool = False) -> Any:
 
 
 class PostgresConnection:
-    """:class:`~rhizome.core.storage.Connection` over one psycopg connection.
+    """:class:`~rhizome.core.store.storage.Connection` over one psycopg connection.
 
     With ``reopen`` (a function that opens a connection like the first one), a connection that
     broke (a server restart, a failover, an idle timeout, a terminated backend) is replaced by a
@@ -565,7 +565,7 @@ class PgCollection:
 
     def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The keys of ``keys`` stored here and their vectors, from one query (see
-        :meth:`rhizome.core.storage.Collection.present`)."""
+        :meth:`rhizome.core.store.storage.Collection.present`)."""
         rows = dict(self.store.query("SELECT id, vector FROM vectors WHERE collection = ? AND id = ANY(?)", (self.name, list(keys))))
         held = [key for key in keys if key in rows]
         out = [_array(rows[key]) for key in held]
@@ -573,7 +573,7 @@ class PgCollection:
 
     def search(self, queries: np.ndarray, k: int, among: Iterable[str] | None = None) -> list[list[tuple[str, float]]]:
         """The ``k`` nearest vectors of each query row as ``(id, cosine)``, best first (ties by id,
-        as :class:`~rhizome.core.vectors.VectorStore` orders them); with ``among``, only those
+        as :class:`~rhizome.core.store.vectors.VectorStore` orders them); with ``among``, only those
         ids are searched, exactly."""
         array = np.ascontiguousarray(queries, dtype=np.float32)
         if array.ndim == 1:

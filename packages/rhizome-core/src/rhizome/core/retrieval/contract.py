@@ -16,11 +16,11 @@ nearest chunks by vector similarity fill the rest (``metadata["via"] == "fill"``
 that a chunk or segment hit already holds), so ``k`` is always the number of hits when the index
 has them. A mode's settings (the keywords of ``index.as_retriever(mode=...)`` beside ``k`` and
 ``filter``) are a pydantic model, its :attr:`~BaseRetriever.params_class`
-(:mod:`rhizome.core.params`), validated into ``retriever.params`` when the retriever is made.
+(:mod:`rhizome.core.retrieval.params`), validated into ``retriever.params`` when the retriever is made.
 
 **Metadata.** Every hit carries the metadata of the documents it cites (all of it for a hit
 from one document; the fields its documents agree on for one that cites several), below the
-mode's own keys. **Filters** (:mod:`rhizome.core.filters`: equality and ``$in`` on document
+mode's own keys. **Filters** (:mod:`rhizome.core.retrieval.filters`: equality and ``$in`` on document
 metadata) are honoured here, once for every mode: a filtered search asks the mode for more hits
 (as many more as the filter is selective, at most ten times ``k``), keeps a hit only when every
 document it cites matches, and fills from the nearest chunks of matching documents (a mode
@@ -50,9 +50,9 @@ from pydantic import BaseModel, Field
 from rhizome.core.aio import run_sync
 from rhizome.core.documents import lone_surrogate
 from rhizome.core.errors import ConfigurationError, IndexMismatchError, InvalidInputError
-from rhizome.core.filters import MetadataFilter, as_filter
 from rhizome.core.models.base import usage_scope
-from rhizome.core.params import RetrieverParams
+from rhizome.core.retrieval.filters import MetadataFilter, as_filter
+from rhizome.core.retrieval.params import RetrieverParams
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import HIT_KEYS, Chunk, Hit, Provenance
 
@@ -244,7 +244,7 @@ class BaseRetriever:
         :attr:`params` (a bad or unknown one is a ``ConfigurationError`` here, not in a search).
 
     ``filter`` (set by ``index.as_retriever(filter=...)``, or given per call) restricts every
-    search to the documents whose metadata matches (:mod:`rhizome.core.filters`).
+    search to the documents whose metadata matches (:mod:`rhizome.core.retrieval.filters`).
     """
 
     default_k: ClassVar[int] = 4

@@ -17,7 +17,7 @@ This module holds that shape once:
 - :func:`prune_groups` — what removing members does to the groups before the next clustering:
   the groups that held them go (their summaries were written from them), the rest stay reachable;
 - :class:`GroupSummarizer` — writes the summaries of chosen groups, deepest level first, each
-  level concurrently, through a resumable stage (:mod:`rhizome.core.stages`): a group whose input
+  level concurrently, through a resumable stage (:mod:`rhizome.core.index.stages`): a group whose input
   is unchanged reuses its summary, each new summary is committed as it arrives, and eager
   (every group at build time) and lazy (only the groups a query needs) are the same call.
 """
@@ -39,9 +39,9 @@ from rhizome.core.graph import (
     hierarchical_leiden,
     leiden_update,
 )
+from rhizome.core.index.stages import arun_stage, digest, stored_results
 from rhizome.core.progress import phase
-from rhizome.core.retrieval import vector_search
-from rhizome.core.stages import arun_stage, digest, stored_results
+from rhizome.core.retrieval.contract import vector_search
 from rhizome.core.types import Community
 
 

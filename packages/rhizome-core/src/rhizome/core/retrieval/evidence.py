@@ -46,7 +46,7 @@ from pydantic import Field
 
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.graph import DEFAULT_PPR_DAMPING, Transition, personalized_pagerank
-from rhizome.core.params import RetrieverParams
+from rhizome.core.retrieval.params import RetrieverParams
 from rhizome.core.types import Entity, Relation
 
 DEFAULT_TEMPERATURE = 0.5

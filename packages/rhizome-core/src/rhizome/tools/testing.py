@@ -6,7 +6,7 @@ method is checked as soon as it is installed; a method package may also subclass
 tests::
 
     import pytest
-    from rhizome.core.testing import IndexConformance
+    from rhizome.tools.testing import IndexConformance
 
     class TestMyMethod(IndexConformance):
         @pytest.fixture
@@ -61,16 +61,16 @@ from typing import Any
 
 import pytest
 
-from rhizome.core.embeddings import HashingEmbedder
 from rhizome.core.errors import (
     InvalidInputError,
     ModelError,
     ModelTimeoutError,
     ModelUnavailableError,
 )
+from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 from rhizome.core.protocols import Completion
-from rhizome.core.storage import method_registry
+from rhizome.core.store.storage import method_registry
 from rhizome.core.types import Document, Hit
 
 CORPUS = [
