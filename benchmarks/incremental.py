@@ -119,16 +119,32 @@ async def graphrag(size: int, add: int, model: bool) -> dict[str, Any]:
     }
 
 
+class _Counted:
+    """Valid answers to every schema (the kernel's SchemaResponder), counted by what is asked:
+    a report (it has findings), a description summary, or anything else."""
+
+    def __init__(self) -> None:
+        from rhizome.core.models.fake import SchemaResponder
+
+        self.answer = SchemaResponder()
+        self.kinds: dict[str, int] = {}
+
+    def __call__(self, messages: list[dict[str, str]], schema: Any) -> Any:
+        fields = (schema or {}).get("properties", {})
+        kind = "report" if "findings" in fields else "summary" if "summary" in fields else "other"
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        return self.answer(messages, schema)
+
+
 async def archrag(size: int, add: int, model: bool) -> dict[str, Any]:
-    from benchmarks.graphrag import CountingResponder
     from rhizome.archrag import ArchRAGIndex
 
     docs = documents(size + add)
-    responder = CountingResponder()
+    responder = _Counted()
     llm = FakeChatModel(responder, max_concurrency=16) if model else None
 
     def calls() -> dict[str, int]:
-        return {k: v["calls"] for k, v in responder.kinds.items()}
+        return dict(responder.kinds)
 
     with tempfile.TemporaryDirectory() as tmp:
         index = ArchRAGIndex(HashingEmbedder(), llm=llm, path=Path(tmp) / "idx", extraction="offline", cache=False, batch_size=1024)
