@@ -49,6 +49,7 @@ from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph.entity_graph import EntityGraph
+from rhizome.core.graph.lists import ENTITY_KEY
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import GraphChange
@@ -104,9 +105,25 @@ def _cell(text: str, limit: int) -> str:
 
 
 class _Touched(BaseModel):
-    """An entity changed since the layers were last built (a row of ``archrag_touched``)."""
+    """An entity whose place in the layers' graph changed since they were last built (a row of
+    ``archrag_touched``)."""
 
     id: str
+
+
+def _moved(change: GraphChange) -> set[str]:
+    """The entities whose place in the layers' graph a change can alter: new and removed ones,
+    those whose vector changes (re-embedded, or waiting for their summary) and the ends of new
+    and removed relations. A layer's edges are the pairs of related entities weighted by their
+    vectors' cosine, so an entity that only gained a citation or another statement of a known
+    pair keeps its place."""
+    moved = {*change.added_entities, *change.removed_entities, *change.entity_vectors[0]}
+    moved.update(key[len(ENTITY_KEY):] for key in change.pending if key.startswith(ENTITY_KEY))
+    for rid in change.added_relations:
+        moved.update((change.relations[rid].source, change.relations[rid].target))
+    for rid in change.removed_relations:
+        moved.update((change.stored_relations[rid].source, change.stored_relations[rid].target))
+    return moved
 
 
 class ReportWriter(GroupWriter):
@@ -187,11 +204,11 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
     # -- BaseIndex hooks ---------------------------------------------------------------------
     def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
         super()._write(db, batch, prepared)
-        self.touched.put(db, [_Touched(id=e) for e in prepared[0].touched_entities])
+        self.touched.put(db, [_Touched(id=e) for e in _moved(prepared[0])])
 
     def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
         super()._write_delete(db, document_ids, prepared)
-        self.touched.put(db, [_Touched(id=e) for e in prepared.touched_entities])
+        self.touched.put(db, [_Touched(id=e) for e in _moved(prepared)])
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
         """The layers follow the change: after inserts, updated around the entities they touched
