@@ -81,6 +81,8 @@ MOVABLE_SHARE = 0.5
 LEGACY_EDGES = "graphrag.edges"
 """Meta of indexes from before the edge table: the whole edge list as one JSON value (dropped
 when the edge table is first filled)."""
+UNFOLDED = "graphrag.unfolded"
+"""Meta: chunks an insert of an index written before the layer stored but had not merged."""
 ADOPTED = "graphrag.graph_layer"
 """Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
 kernel extractions; its first writable open converts them)."""
@@ -238,7 +240,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
             self.store.set_meta(db, ADOPTED, True)
             if waiting:
                 self.store.set_meta(db, FULL_REBUILD, True)
-                self.store.set_meta(db, "graphrag.unfolded", sorted(waiting))
+                self.store.set_meta(db, UNFOLDED, sorted(waiting))
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
     async def _prepare(self, batch: Batch, stats: Stats) -> tuple[_Planned, ChunkVectors]:
@@ -296,7 +298,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
         :meth:`_update` (the full rebuild when the graph is empty)."""
         if self.entity_graph.pending.keys():
             stats["summaries_written"] = stats.get("summaries_written", 0) + await self.entity_graph.settle()
-        if unfolded := self.store.get_meta("graphrag.unfolded", None):
+        if unfolded := self.store.get_meta(UNFOLDED, None):
             await self._fold_unmerged(unfolded, stats)
         if removed or self.store.get_meta(FULL_REBUILD, False) or not self.communities.groups.count():
             await self._rebuild(stats)
@@ -311,7 +313,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
         prepared = await self._plan(records, [], stats)
         with self.store.transaction() as db:
             self._apply(db, prepared)
-            self.store.set_meta(db, "graphrag.unfolded", None)
+            self.store.set_meta(db, UNFOLDED, None)
 
     async def arebuild(self) -> Stats:
         """Cluster the whole graph from scratch and check every report (those whose input is
