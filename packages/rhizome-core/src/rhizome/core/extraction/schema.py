@@ -59,10 +59,11 @@ def relation_key(
     return source, target, pred
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 18)
 def relation_id(key: tuple[str, str, str]) -> str:
     """A stable id for a relation key (a short hash: names may contain any separator). Kept for
-    recent keys: extraction and merging ask for the id of every relation."""
+    recent keys: extraction and folding ask for the id of every relation mention, and a graph's
+    working set (70k relations at 10k documents) must fit, or a pass over it misses every time."""
     digest = hashlib.sha256(json.dumps(list(key), ensure_ascii=False).encode("utf-8")).hexdigest()
     return f"rel-{digest[:24]}"
 

@@ -27,6 +27,7 @@ from their remaining fragments at once, as one insert call of the remaining docu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -229,7 +230,14 @@ class FoldPolicy:
     relation_text: Callable[[Relation, str, str], str] = relation_text
 
     def relation_id(self, source_id: str, target_id: str, predicate: str = "") -> str:
-        return relation_id(self.relation_key(source_id, target_id, predicate))
+        return _relation_id(self.relation_key, source_id, target_id, predicate)
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _relation_id(key: Callable[[str, str, str], tuple[str, str, str]], source_id: str, target_id: str, predicate: str) -> str:
+    """The id of a relation mention under a key function (kept: a plan asks for it several
+    times per mention)."""
+    return relation_id(key(source_id, target_id, predicate))
 
 
 DEFAULT_POLICY = FoldPolicy()
