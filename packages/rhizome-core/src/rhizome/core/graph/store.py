@@ -5,7 +5,7 @@
 * ``<prefix>_extractions`` — each chunk's :class:`~rhizome.core.graph.mentions.ChunkExtraction`,
   its mentions resolved to entity ids (so a delete rebuilds shared profiles without extracting);
 * ``<prefix>_mentions`` — one row per chunk and surface name, with the keys entity resolution
-  looks names up by;
+  looks names up by (kept only with resolution on: without it a name is its own entity);
 * ``<prefix>_entities`` and ``<prefix>_relations`` — the profiles (relations looked up by either
   endpoint: the graph's edge list), a long profile's citations and fragments as rows of
   ``<prefix>_citations`` and ``<prefix>_fragments`` (:mod:`rhizome.core.graph.lists`);
@@ -383,7 +383,7 @@ class EntityGraphStore:
             mapping = outcome.mapping
             change.merges += len(outcome.merges)
         for record in records:
-            change.mentions += _assign(record, mapping)
+            change.mentions += _assign(record, mapping, rows=self.resolution)
             change.records.append(record)
         return vectors
 
@@ -393,7 +393,7 @@ class EntityGraphStore:
         methods kept them before this layer) hold that value as their first fragment: what a
         method's index written before it adopted the layer needs on its first writable open."""
         mapping = {it.key: it.key for it in _names_of(records)}
-        mentions = [m for record in records for m in _assign(record, mapping)]
+        mentions = [m for record in records for m in _assign(record, mapping, rows=self.resolution)]
         self.extractions.put(db, records)
         self.mentions.put(db, mentions)
         for table in (self.entities, self.relations):
@@ -783,9 +783,10 @@ def _names_of(records: list[ChunkExtraction]) -> list[NameItem]:
     return list(items.values())
 
 
-def _assign(record: ChunkExtraction, mapping: Mapping[str, str]) -> list[Mention]:
+def _assign(record: ChunkExtraction, mapping: Mapping[str, str], *, rows: bool = True) -> list[Mention]:
     """Give the record's mentions the entity ids of ``mapping`` (by name key), drop relations
-    whose two names are one entity, and return the record's mention rows."""
+    whose two names are one entity, and return the record's mention rows (none without
+    ``rows``: a store without resolution looks no name up)."""
     for m in record.entities:
         m.id = mapping[entity_key(m.name)]
     kept = []
@@ -795,15 +796,15 @@ def _assign(record: ChunkExtraction, mapping: Mapping[str, str]) -> list[Mention
         if rel.source_id != rel.target_id:  # two names of one entity: not a relation
             kept.append(rel)
     record.relations = kept
-    rows: dict[str, Mention] = {}
-    for m in record.entities:
+    found: dict[str, Mention] = {}
+    for m in record.entities if rows else ():
         key = entity_key(m.name)
-        if key not in rows:
-            rows[key] = Mention(
+        if key not in found:
+            found[key] = Mention(
                 id=f"{record.chunk_id}\x1f{key}", chunk_id=record.chunk_id, key=key, name=m.name,
                 norm=normalise_name(m.name), initials=initials(m.name), acronym=acronym_key(m.name), entity_id=m.id,
             )
-    return list(rows.values())
+    return list(found.values())
 
 
 __all__ = ["EntityGraphStore", "GraphChange"]
