@@ -265,15 +265,18 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
 
     async def _plan(self, records: list[Any], removed: Sequence[str], stats: Stats, *, defer: bool = False) -> _Planned:
         """The layer's change, the profiles it changes as they were before (unless an earlier
-        change since the last update holds them already) and, when it removes chunks, the
+        change since the last update holds them already, or the next change clusters the whole
+        graph: a first build, or after a removal) and, when it removes chunks, the
         communities holding an entity it touched, to be dropped (:func:`prune_groups`), and
         the edge-table rows it changes."""
         change = await self.entity_graph.plan(records, removed, defer=defer)
         add_counts(stats, change.counts())
-        rows = {entity_profile(e): _Changed(id=entity_profile(e), entity=change.stored_entities.get(e)) for e in change.entities}
-        rows.update({relation_profile(r): _Changed(id=relation_profile(r), relation=change.stored_relations.get(r)) for r in change.relations})
-        held = self.changed.get(rows)
-        planned = _Planned(change, [row for key, row in rows.items() if key not in held])
+        planned = _Planned(change, [])
+        if self.communities.groups.count() and not self.store.get_meta(FULL_REBUILD, False):  # else the whole graph is clustered next
+            rows = {entity_profile(e): _Changed(id=entity_profile(e), entity=change.stored_entities.get(e)) for e in change.entities}
+            rows.update({relation_profile(r): _Changed(id=relation_profile(r), relation=change.stored_relations.get(r)) for r in change.relations})
+            held = self.changed.get(rows)
+            planned.changed = [row for key, row in rows.items() if key not in held]
         if change.removed_chunks:
             planned.dropped, planned.kept = prune_groups(self.communities.all(), change.touched_entities)
             gone = [(rid, change.stored_relations[rid].source) for rid in change.removed_relations]
