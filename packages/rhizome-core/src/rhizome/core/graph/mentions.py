@@ -80,19 +80,23 @@ class PendingSummary(BaseModel):
 
 def chunk_record(extraction: Extraction) -> ChunkExtraction:
     """A kernel extraction (any extractor's, with keywords filled in) as the per-chunk record the
-    graph keeps: mentions by display name; a relation's weight becomes its strength."""
+    graph keeps: mentions by display name; a relation's weight becomes its strength. Built
+    without validation: the extraction's records were validated already, and a build folds
+    hundreds of thousands of mentions."""
     names = {e.id: e.name for e in extraction.entities}
-    return ChunkExtraction(
+    return ChunkExtraction.model_construct(
         chunk_id=extraction.chunk_id,
-        entities=[EntityMention(name=e.name, type=e.type, description=e.description.strip()) for e in extraction.entities],
+        entities=[EntityMention.model_construct(name=e.name, type=e.type, description=e.description.strip(), id="") for e in extraction.entities],
         relations=[
-            RelationMention(
+            RelationMention.model_construct(
                 source=names.get(r.source, r.source),
                 target=names.get(r.target, r.target),
                 predicate=r.predicate,
                 description=r.description.strip(),
                 keywords=list(r.keywords),
                 strength=float(max(r.weight, 0.0)) or 1.0,
+                source_id="",
+                target_id="",
             )
             for r in extraction.relations
         ],
