@@ -47,7 +47,6 @@ from rhizome.archrag.chnsw import CHNSW
 from rhizome.archrag.clustering import augment, community_edges, partition, repartition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
-from rhizome.core.extraction import Extraction
 from rhizome.core.graph.entity_graph import EntityGraph
 from rhizome.core.graph.lists import ENTITY_KEY
 from rhizome.core.graph.mentions import chunk_record
@@ -194,21 +193,22 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         self.communities = Hierarchy(self.store, "archrag_communities")
         self.touched = self.store.table("archrag_touched", _Touched)
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
-        if not self.store.readonly and not self.store.get_meta(ADOPTED, False):
-            # an index written before the layer: its per-chunk records become the layer's
-            old = [chunk_record(x) for x in self.entity_graph.extractions.view(Extraction).all()]
-            with self.store.transaction() as db:
-                self.entity_graph.adopt(db, old)
-                self.store.set_meta(db, ADOPTED, True)
+        self.entity_graph.adopt_once(ADOPTED, chunk_record)
 
     # -- BaseIndex hooks ---------------------------------------------------------------------
     def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
         super()._write(db, batch, prepared)
-        self.touched.put(db, [_Touched(id=e) for e in _moved(prepared[0])])
+        self._touch(db, prepared[0])
 
     def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
         super()._write_delete(db, document_ids, prepared)
-        self.touched.put(db, [_Touched(id=e) for e in _moved(prepared)])
+        self._touch(db, prepared)
+
+    def _touch(self, db: Connection, change: GraphChange) -> None:
+        """Note the entities the layers must let move, unless there are no layers yet (the next
+        change partitions them whole)."""
+        if self.communities.groups.count():
+            self.touched.put(db, [_Touched(id=e) for e in _moved(change)])
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
         """The layers follow the change: after inserts, updated around the entities they touched
@@ -372,13 +372,17 @@ def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community]
     """What a community's report reads: its entities, most connected first; the relations
     among them, by combined degree; its children's reports."""
     members = graph.members(Community(id=group.id, level=group.level, entity_ids=group.entity_ids))
-    inside = set(group.entity_ids)
-    relations = sorted(
-        {rid: graph.relations[rid] for e in group.entity_ids for rid in graph.relations_of.get(e, ())
-         if graph.relations[rid].source in inside and graph.relations[rid].target in inside}.values(),
-        key=lambda r: (-graph.combined_degree(r), r.id),
-    )
+    relations = sorted((graph.relations[rid] for rid in _inner(group, graph)), key=lambda r: (-graph.combined_degree(r), r.id))
     return members, relations, [done[c] for c in group.children if c in done]
+
+
+def _inner(group: Community, graph: EntityGraph) -> set[str]:
+    """The ids of the relations between two of a community's entities."""
+    inside = set(group.entity_ids)
+    return {
+        rid for e in group.entity_ids for rid in graph.relations_of.get(e, ())
+        if graph.relations[rid].source in inside and graph.relations[rid].target in inside
+    }
 
 
 def report_source(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int, identity: Any) -> str:
@@ -392,14 +396,10 @@ def report_source(group: Community, graph: EntityGraph, done: Mapping[str, Commu
             **{e.id: _short(e.id, e.name, e.type, e.description, graph.degree.get(e.id, 0)) for e in graph.entities.values()},
             **{f"r:{r.id}": _short(r.id, r.source, r.target, r.description, r.predicate, graph.combined_degree(r)) for r in graph.relations.values()},
         }
-    inside = set(group.entity_ids)
-    relations = sorted({
-        rid for e in group.entity_ids for rid in graph.relations_of.get(e, ())
-        if graph.relations[rid].source in inside and graph.relations[rid].target in inside
-    })
     children = [done[c] for c in group.children if c in done]
     return digest(
-        identity, budget, group.level, [rows[e] for e in sorted(inside) if e in rows], [rows[f"r:{r}"] for r in relations],
+        identity, budget, group.level, [rows[e] for e in sorted(set(group.entity_ids)) if e in rows],
+        [rows[f"r:{r}"] for r in sorted(_inner(group, graph))],
         [(c.id, c.title, c.summary, c.rating) for c in children],
     )
 

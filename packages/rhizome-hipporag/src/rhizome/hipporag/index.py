@@ -132,11 +132,7 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
         self.phrases = self.entity_graph.entities
         self.facts = self.entity_graph.relations
         self.synonyms = self.store.table("hipporag_synonyms", Relation, lookups=("source", "target"))
-        if not self.store.readonly and not self.store.get_meta(ADOPTED, False):
-            # an index written before the layer: its per-chunk records become the layer's
-            with self.store.transaction() as db:
-                self.entity_graph.adopt(db, [said(x) for x in self.entity_graph.extractions.view(Extraction).all()])
-                self.store.set_meta(db, ADOPTED, True)
+        self.entity_graph.adopt_once(ADOPTED, said)
 
     @property
     def extractor(self) -> Any:

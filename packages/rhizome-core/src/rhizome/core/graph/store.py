@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from rhizome.core.extraction.schema import clean_name, entity_key
+from rhizome.core.extraction.schema import Extraction, clean_name, entity_key
 from rhizome.core.graph.lists import (
     ENTITY_KEY,
     RELATION_KEY,
@@ -409,6 +409,17 @@ class EntityGraphStore:
                     fixed.append(r.model_copy(update={"descriptions": [r.description]}))
             self.lists.append(db, rows)
             table.put(db, fixed)
+
+    def adopt_once(self, flag: str, convert: Callable[[Extraction], ChunkExtraction]) -> None:
+        """On a writable open of an index its method wrote before it used this layer (meta
+        ``flag`` unset): the kernel extractions it stored become the layer's per-chunk records
+        (``convert``, then :meth:`adopt`), and ``flag`` is set."""
+        if self.store.readonly or self.store.get_meta(flag, False):
+            return
+        records = [convert(x) for x in self.extractions.view(Extraction).all()]
+        with self.store.transaction() as db:
+            self.adopt(db, records)
+            IndexStore.set_meta(db, flag, True)
 
     # -- planning ------------------------------------------------------------------------------------
     async def plan(self, records: list[ChunkExtraction], removed: Sequence[str], *, defer: bool = False) -> GraphChange:
