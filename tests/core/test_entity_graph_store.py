@@ -147,8 +147,18 @@ def test_triples_count_their_passages_and_keep_their_first_text(tmp_path):
 def test_an_insert_call_summarises_a_grown_profile_once_when_it_ends(tmp_path):
     graph = graph_of(tmp_path, min_fragments=3)
     change = apply(graph, [ADA.model_copy(deep=True), BABBAGE.model_copy(deep=True), LONDON.model_copy(deep=True)], defer=True)
-    assert change.pending == ["e:ada lovelace"] and graph.pending.keys() == ["e:ada lovelace"]
+    assert change.pending == ["e:ada lovelace"]
+    assert [row.id for row in graph.pending.all() if row.summary] == ["e:ada lovelace"]
+    # the batch embeds nothing: every changed profile waits for its vector until the call ends
+    assert not change.entity_vectors[0] and not change.relation_vectors[0]
+    assert {row.id for row in graph.pending.all() if not row.summary} == set(change.unembedded)
+    assert len(change.unembedded) == len(change.entities) - 1 + len(change.relations)
     assert asyncio.run(graph.settle()) == 1  # offline: an extractive summary, written as a stage result
     assert graph.pending.keys() == []
+    # ... then each is embedded once, as a plan without deferral would have embedded it
+    settled = rows(graph)
+    again = graph_of(tmp_path / "again", min_fragments=3)
+    apply(again, [ADA.model_copy(deep=True), BABBAGE.model_copy(deep=True), LONDON.model_copy(deep=True)])
+    assert settled["vectors"] == rows(again)["vectors"]
     ada = graph.entity("Ada Lovelace")
     assert ada.metadata["summarised"] == 3 and ada.description == ada.metadata["summary"]

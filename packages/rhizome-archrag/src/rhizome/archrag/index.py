@@ -112,12 +112,12 @@ class _Touched(BaseModel):
 
 def _moved(change: GraphChange) -> set[str]:
     """The entities whose place in the layers' graph a change can alter: new and removed ones,
-    those whose vector changes (re-embedded, or waiting for their summary) and the ends of new
+    those whose vector changes (re-embedded, or waiting for it or for their summary) and the ends of new
     and removed relations. A layer's edges are the pairs of related entities weighted by their
     vectors' cosine, so an entity that only gained a citation or another statement of a known
     pair keeps its place."""
     moved = {*change.added_entities, *change.removed_entities, *change.entity_vectors[0]}
-    moved.update(key[len(ENTITY_KEY):] for key in change.pending if key.startswith(ENTITY_KEY))
+    moved.update(key[len(ENTITY_KEY):] for key in (*change.pending, *change.unembedded) if key.startswith(ENTITY_KEY))
     for rid in change.added_relations:
         moved.update((change.relations[rid].source, change.relations[rid].target))
     for rid in change.removed_relations:

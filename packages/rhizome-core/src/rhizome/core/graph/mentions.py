@@ -70,12 +70,15 @@ class Mention(BaseModel):
 
 
 class PendingSummary(BaseModel):
-    """A profile (``e:<entity id>`` or ``r:<relation id>``) whose description grew past the
-    summary threshold during an insert call: it is summarised once when the call finishes."""
+    """A profile (``e:<entity id>`` or ``r:<relation id>``) an insert call changed and left for
+    its end: its description grew past the summary threshold (``summary``: it is summarised
+    once when the call finishes), or only its vector waits (embedded once, however many of the
+    call's batches change it)."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str
+    summary: bool = True
 
 
 def chunk_record(extraction: Extraction) -> ChunkExtraction:

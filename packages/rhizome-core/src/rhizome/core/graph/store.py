@@ -114,6 +114,9 @@ class GraphChange:
     """Names entity resolution joined to an entity of another name."""
     pending: list[str] = field(default_factory=list)
     """Profiles (``e:``/``r:`` keys) to summarise when the insert call finishes."""
+    unembedded: list[str] = field(default_factory=list)
+    """Profiles whose text changed and whose vectors wait for the insert call's end (a batch
+    of an insert call embeds nothing a later batch may change again)."""
     settled: list[str] = field(default_factory=list)
     """Profiles no longer waiting for a summary (summarised now, or removed)."""
     summaries: int = 0
@@ -445,7 +448,7 @@ class EntityGraphStore:
         state.names = self._names(state)
         await self._summarise(state, jobs, change, defer)
         self._layout(state, change)
-        await self._embed(state, change, name_vectors)
+        await self._embed(state, change, name_vectors, defer)
         change.stored_entities, change.stored_relations = state.before_e, state.before_r
         return change
 
@@ -580,7 +583,8 @@ class EntityGraphStore:
         # a profile already waiting for its summary that only gained fragments still needs it
         # (both the fragment count and the length only grow): it keeps its stored value, and
         # is not read again batch after batch of a long insert call
-        waiting_before = set(self.pending.get(profile_key(rec) for rec in jobs)) - state.rebuilt if defer else set()
+        waiting = self.pending.get(profile_key(rec) for rec in jobs) if defer else {}
+        waiting_before = {key for key, row in waiting.items() if row.summary} - state.rebuilt
         # the fragments since its last summary of every other profile: those its rows hold
         # (fewer than the summary rule allows, or it would be waiting) and those added here
         stored_since = []
@@ -652,9 +656,10 @@ class EntityGraphStore:
             if long:
                 change.rows.append((profile, 0, rec.source_chunk_ids, 0, rec.descriptions))
 
-    async def _embed(self, state: _Folding, change: GraphChange, name_vectors: dict[str, np.ndarray]) -> None:
+    async def _embed(self, state: _Folding, change: GraphChange, name_vectors: dict[str, np.ndarray], defer: bool) -> None:
         """Vectors of what a search would now see differently (a profile waiting for its summary
-        is embedded once summarised)."""
+        is embedded once summarised; with ``defer``, every changed profile is embedded once, by
+        :meth:`settle`). Name vectors are made at once: entity resolution reads them."""
         before_e, before_r, names = state.before_e, state.before_r, state.names
         waiting = set(change.pending)
         entity_text, relation_text = self.policy.entity_text, self.policy.relation_text
@@ -684,6 +689,11 @@ class EntityGraphStore:
             old_text = relation_text(before, name(before.source), name(before.target)) if before is not None else None
             if text != old_text or rel.source in renamed or rel.target in renamed:
                 embed_r.append((rid, text))
+        if defer:  # (a profile waiting for its summary from an earlier batch stays so)
+            later = [entity_profile(e.id) for e in embed_e] + [relation_profile(r) for r, _ in embed_r]
+            summarised_later = {key for key, row in self.pending.get(later).items() if row.summary}
+            change.unembedded = [key for key in later if key not in summarised_later]
+            embed_e, embed_r = [], []
         if embed_e and entity_text is not None:
             change.entity_vectors = ([e.id for e in embed_e], await self.embed([entity_text(e) for e in embed_e], what="entities"))
         if embed_r:
@@ -702,6 +712,7 @@ class EntityGraphStore:
         """Store a planned change."""
         self.pending.delete(db, change.settled)
         self.pending.put(db, [PendingSummary(id=k) for k in change.pending])
+        self.pending.put(db, [PendingSummary(id=k, summary=False) for k in change.unembedded])
         self.extractions.put(db, change.records)
         self.mentions.put(db, change.mentions)
         self.relations.delete(db, change.removed_relations)
@@ -731,21 +742,26 @@ class EntityGraphStore:
         self.mentions.delete_by(db, "chunk_id", chunk_ids)
 
     async def settle(self) -> int:
-        """Summarise, once, every profile an insert call left waiting (:meth:`plan` with
-        ``defer``), embed it and store it; returns how many summaries the model wrote. A call cut
-        short leaves them waiting for the next insert, delete or refresh."""
-        keys = self.pending.keys()
-        if not keys:
+        """Summarise, once, every profile an insert call left waiting for its summary
+        (:meth:`plan` with ``defer``), embed every profile left waiting and store them; returns
+        how many summaries the model wrote. A call cut short leaves them waiting for the next
+        insert, delete or refresh."""
+        rows = self.pending.all()
+        if not rows:
             return 0
+        keys = [row.id for row in rows]
+        summarise = {row.id for row in rows if row.summary}
         entities = self.entities.get(k[len(ENTITY_KEY) :] for k in keys if k.startswith(ENTITY_KEY))
         relations = self.relations.get(k[len(RELATION_KEY) :] for k in keys if k.startswith(RELATION_KEY))
         ends = {x for r in relations.values() for x in (r.source, r.target)} - set(entities)
         names = {**self.names(ends), **{eid: e.name for eid, e in entities.items()}}
         records: dict[str, Entity | Relation] = {entity_profile(k): e for k, e in entities.items()}
         records.update({relation_profile(k): r for k, r in relations.items()})
-        since = self.lists.tails([(rec, covered(rec)) for rec in records.values()])
+        since = self.lists.tails([(rec, covered(rec)) for key, rec in records.items() if key in summarise])
         jobs = {}
         for profile, rec in records.items():
+            if profile not in summarise:
+                continue
             parts = pieces(rec, since[profile])
             joined = self.summarizer.joined(parts)
             if joined is None:
@@ -761,8 +777,9 @@ class EntityGraphStore:
         r_texts = [self.policy.relation_text(r, names.get(r.source, r.source), names.get(r.target, r.target)) for r in relations.values()]
         r_vectors = await self.embed(r_texts) if r_ids else None
         with self.store.transaction() as db:
-            self.entities.put(db, (as_stored(e) for e in entities.values()))
-            self.relations.put(db, (as_stored(r) for r in relations.values()))
+            # (only a summarised profile changed; the others wait for their vectors alone)
+            self.entities.put(db, (as_stored(e) for e in entities.values() if entity_profile(e.id) in summarise))
+            self.relations.put(db, (as_stored(r) for r in relations.values() if relation_profile(r.id) in summarise))
             if e_ids:
                 self.store.put_vectors(db, self.entity_collection, e_ids, e_vectors)
             if r_ids:
