@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -47,7 +47,7 @@ from rhizome.archrag.chnsw import CHNSW
 from rhizome.archrag.clustering import augment, community_edges, partition, repartition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
-from rhizome.core.graph.entity_graph import EntityGraph
+from rhizome.core.graph.entity_graph import EntityGraph, EntityOutline, RelationOutline
 from rhizome.core.graph.lists import ENTITY_KEY
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
@@ -253,8 +253,9 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         """Build the layers of communities again from the stored profiles and their vectors;
         ``local``: each layer updated from the stored one around what changed, where it can be."""
         # the entities in the order of their first mention, chunk by chunk: the layers depend on it
-        entities = self.entity_table.get(self.entity_graph.first_seen(self.store.chunk_ids()))
-        graph = EntityGraph.build(entities, {r.id: r for r in self.relation_table.all()})
+        # (outlines: what the layers and reports read, without the profiles' lists)
+        entities: dict[str, Any] = self.entity_table.view(EntityOutline).get(self.entity_graph.first_seen(self.store.chunk_ids()))
+        graph = EntityGraph.build(entities, {r.id: r for r in self.relation_table.view(RelationOutline).all()})
         old_communities = self.communities.all()
         vectors = self._vectors(self.ENTITY_COLLECTION, list(graph.entities), None)
         touched = self.touched.keys()
@@ -342,7 +343,8 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         report; the others' are written, or found in the report stage by their input."""
         budget = self.report_writer.input_budget(self.config.report_max_input_tokens)
         identity = self.report_writer.identity
-        sources = {g.id: report_source(g, graph, done, budget, identity) for g in groups}
+        inner = inner_relations(groups, graph)
+        sources = {g.id: report_source(g, graph, done, budget, identity, inner[g.id]) for g in groups}
         kept = {
             g.id: held.model_copy(update={"parent": None, "children": g.children, "metadata": {**held.metadata, "size": g.metadata["size"]}})
             for g in groups
@@ -350,7 +352,7 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         }
 
         def build_input(group: Community, _: Any) -> GroupInput:
-            return report_input(group, graph, done, budget)
+            return report_input(group, graph, done, budget, inner[group.id])
 
         summarizer = GroupSummarizer(self.store, REPORT_STAGE, build_input=build_input, write=self.report_writer.awrite,
                                      identity=identity, label="community reports")
@@ -368,24 +370,26 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         return answer_inputs(retrieval, self.config)
 
 
-def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community]) -> tuple[list[Entity], list[Relation], list[Community]]:
+def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community], inner: set[str]) -> tuple[list[Entity], list[Relation], list[Community]]:
     """What a community's report reads: its entities, most connected first; the relations
-    among them, by combined degree; its children's reports."""
+    among them (``inner``), by combined degree; its children's reports."""
     members = graph.members(Community(id=group.id, level=group.level, entity_ids=group.entity_ids))
-    relations = sorted((graph.relations[rid] for rid in _inner(group, graph)), key=lambda r: (-graph.combined_degree(r), r.id))
+    relations = sorted((graph.relations[rid] for rid in inner), key=lambda r: (-graph.combined_degree(r), r.id))
     return members, relations, [done[c] for c in group.children if c in done]
 
 
-def _inner(group: Community, graph: EntityGraph) -> set[str]:
-    """The ids of the relations between two of a community's entities."""
-    inside = set(group.entity_ids)
-    return {
-        rid for e in group.entity_ids for rid in graph.relations_of.get(e, ())
-        if graph.relations[rid].source in inside and graph.relations[rid].target in inside
-    }
+def inner_relations(groups: Sequence[Community], graph: EntityGraph) -> dict[str, set[str]]:
+    """The ids of the relations between two entities of each of a layer's communities (which
+    hold each entity once), in one pass over the relations."""
+    owner = {e: g.id for g in groups for e in g.entity_ids}
+    inner: dict[str, set[str]] = {g.id: set() for g in groups}
+    for rid, r in graph.relations.items():
+        if (gid := owner.get(r.source)) is not None and owner.get(r.target) == gid:
+            inner[gid].add(rid)
+    return inner
 
 
-def report_source(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int, identity: Any) -> str:
+def report_source(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int, identity: Any, inner: set[str]) -> str:
     """A digest of everything a community's report input is made from (what :func:`report_input`
     reads, whose order and cut follow from it, and the writer): while it is the one a stored
     report was written with, the report stands and its input is not built again. Made from a
@@ -399,7 +403,7 @@ def report_source(group: Community, graph: EntityGraph, done: Mapping[str, Commu
     children = [done[c] for c in group.children if c in done]
     return digest(
         identity, budget, group.level, [rows[e] for e in sorted(set(group.entity_ids)) if e in rows],
-        [rows[f"r:{r}"] for r in sorted(_inner(group, graph))],
+        [rows[f"r:{r}"] for r in sorted(inner)],
         [(c.id, c.title, c.summary, c.rating) for c in children],
     )
 
@@ -409,12 +413,12 @@ def _short(*parts: Any) -> str:
     return hashlib.blake2b("\x1f".join(map(str, parts)).encode("utf-8"), digest_size=8).hexdigest()
 
 
-def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int) -> GroupInput:
+def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int, inner: set[str]) -> GroupInput:
     """The context of one community's report: at layer 1 its entities and the relations among
     them, most connected first; above, the reports of its children first, then entity and
     relation rows while they fit (the authors' code). Cut to ``budget`` tokens; a row is made
     only when the rows before it fit (a top community holds every entity)."""
-    members, relations, children = _context(group, graph, done)
+    members, relations, children = _context(group, graph, done, inner)
     names = {e.id: e.name for e in members}
 
     def row(item: tuple[str, Any]) -> str:
@@ -443,4 +447,4 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
     )
 
 
-__all__ = ["ArchRAGIndex", "ReportWriter", "community_text", "entity_text", "offline_report", "relation_text", "report_input", "report_source"]
+__all__ = ["ArchRAGIndex", "ReportWriter", "community_text", "entity_text", "inner_relations", "offline_report", "relation_text", "report_input", "report_source"]

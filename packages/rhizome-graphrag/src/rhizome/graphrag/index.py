@@ -38,7 +38,7 @@ from pydantic import BaseModel
 
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph import WeightedEdges, leiden_library_versions, modularity
-from rhizome.core.graph.entity_graph import EntityGraph
+from rhizome.core.graph.entity_graph import EntityGraph, EntityOutline, RelationOutline
 from rhizome.core.graph.lists import entity_profile, relation_profile
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
@@ -132,36 +132,8 @@ class _Unmerged(BaseModel):
     chunk_id: str
 
 
-class _EntityView(BaseModel):
-    """What a community report reads of an entity: an :class:`Entity` decoded without its
-    descriptions and citations (a popular entity cites thousands of chunks), for the
-    read-only entity graph an update writes its reports from."""
-
-    id: str
-    name: str
-    type: str = ""
-    description: str = ""
-
-    @property
-    def source_chunk_ids(self) -> list[str]:
-        return []  # not read: a report cites no chunk
-
-
-class _RelationView(BaseModel):
-    """What a community report reads of a relation: a :class:`Relation` decoded without its
-    descriptions, citations and metadata (as :class:`_EntityView`)."""
-
-    id: str
-    source: str
-    target: str
-    predicate: str = ""
-    description: str = ""
-    keywords: list[str] = []
-    weight: float = 1.0
-
-
 @dataclass(frozen=True, slots=True)
-class _Outline:
+class _Edge:
     """A stored relation as the edge table knows it: what ranks it in a report context and
     weighs its community, without its text (read whole only where a context reaches it)."""
 
@@ -356,8 +328,8 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
     async def _rebuild(self, stats: Stats) -> None:
         """Cluster the whole graph again and check every report (those whose input is
         unchanged are reused from the report stage)."""
-        entities: dict[str, Any] = {e.id: e for e in self.entity_table.view(_EntityView).all()}
-        relations: dict[str, Any] = {r.id: r for r in self.relation_table.view(_RelationView).all()}
+        entities: dict[str, Any] = {e.id: e for e in self.entity_table.view(EntityOutline).all()}
+        relations: dict[str, Any] = {r.id: r for r in self.relation_table.view(RelationOutline).all()}
         old_edges = {e.id: e for e in self.edge_table.all()}
         old_communities = self.communities.all()
         c = self.config
@@ -537,10 +509,10 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
 
         # (read through views: decoding whole records cost more than the reports); the stored
         # relations are outlines from the edge table, read whole only where a context reaches
-        loaded: dict[str, Any] = self.entity_table.view(_EntityView).get(members - set(entities))
+        loaded: dict[str, Any] = self.entity_table.view(EntityOutline).get(members - set(entities))
         loaded.update({k: e for k, e in entities.items() if k in members})
         around: dict[str, Any] = {
-            rid: _Outline(rid, source, target, weight)
+            rid: _Edge(rid, source, target, weight)
             for source in members
             if source in edges
             for rid, target, weight in edges[source].edges
@@ -549,7 +521,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
         around.update({k: r for k, r in relations.items() if inside(r.source, r.target)})
         graph = EntityGraph.build(loaded, around, structure_by_id)
         graph.degree = {e: degree.get(e, 0) for e in loaded}
-        stored_relations = self.relation_table.view(_RelationView)
+        stored_relations = self.relation_table.view(RelationOutline)
         held: dict[str, Any] = dict(relations)  # whole relations at hand: the changed ones, then those read
 
         def whole(ids: list[str]) -> dict[str, Any]:

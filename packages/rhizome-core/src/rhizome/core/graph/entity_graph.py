@@ -15,8 +15,41 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
+from pydantic import BaseModel, ConfigDict
 
 from rhizome.core.types import Community, Entity, Relation
+
+
+class EntityOutline(BaseModel):
+    """What a community report or a clustering reads of a stored :class:`Entity`: decoded
+    without its descriptions and citations (a popular entity cites thousands of chunks), so a
+    whole graph is read at a fraction of the cost. Read with ``table.view(EntityOutline)``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    name: str
+    type: str = ""
+    description: str = ""
+
+    @property
+    def source_chunk_ids(self) -> list[str]:
+        return []  # not read: an outline cites no chunk
+
+
+class RelationOutline(BaseModel):
+    """A stored :class:`Relation` decoded without its descriptions, citations and metadata
+    (as :class:`EntityOutline`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    source: str
+    target: str
+    predicate: str = ""
+    description: str = ""
+    keywords: list[str] = []
+    weight: float = 1.0
 
 
 @dataclass
@@ -131,4 +164,4 @@ def weighted_graph(relations: Iterable[Relation], entity_ids: Container[str]) ->
     return graph
 
 
-__all__ = ["EntityGraph", "weighted_graph"]
+__all__ = ["EntityGraph", "EntityOutline", "RelationOutline", "weighted_graph"]
