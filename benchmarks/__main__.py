@@ -123,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         old, new = (json.loads(Path(p).read_text(encoding="utf-8")) for p in argv[1:3])
         print(harness.compare(old, new, {"graphrag:basic": "graphrag:naive"}))
         return 0
+    if argv[:1] == ["render"]:  # docs/results/ from the results files
+        from benchmarks import render
+
+        return render.main(argv[1:])
     if argv[:1] == ["classify"]:  # its options are benchmarks/gorag.py's own
         from benchmarks import gorag
 
