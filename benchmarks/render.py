@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -814,9 +815,11 @@ def main(argv: list[str] | None = None) -> int:
         if check:
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 stale.append(path)
-        else:
+        else:  # whole files replaced, so a reader (or a second run rendering at once) never sees half a page
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            fresh = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            fresh.write_text(text, encoding="utf-8")
+            os.replace(fresh, target)
             print(f"wrote {path}")
     if stale:
         print("out of date (run `uv run python -m benchmarks render`): " + ", ".join(stale))
