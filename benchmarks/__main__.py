@@ -199,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.systems and (RESULTS / f"{name}.json").exists():
             result = peers.merge(json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8")), result)
         save(name, result)
-        table = peers.table(result)
+        from benchmarks.render import peers_table
+
+        table = peers_table(result)
         print(table)
         if args.write_docs:
             write_section(name, "Peers side by side" + ("" if name == "peers" else f": {args.passages} passages"), table)

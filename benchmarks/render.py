@@ -255,6 +255,87 @@ def gorag_dev_cut_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# -- peers and a flaky server -------------------------------------------------------------------
+PEER_SYSTEMS = ["rhizome-lightrag", "lightrag-hku", "rhizome-graphrag", "nano-graphrag", "rhizome-naive", "llama-index-vector", "llama-index-bm25"]
+PEER_PAIRS = [("rhizome-lightrag", "lightrag-hku"), ("rhizome-graphrag", "nano-graphrag"), ("rhizome-naive", "llama-index-vector"), ("rhizome-naive", "llama-index-bm25")]
+FLAKY_MAX_RUNS = 10
+"""The runs ``benchmarks.robustness`` makes at most before it gives up on finishing an index."""
+
+
+def _peer_graph(r: dict[str, Any]) -> str:
+    g = r.get("graph")
+    return f"{g['entities']:,} / {g['relations']:,}" if g else "–"
+
+
+def peers_table(result: dict[str, Any]) -> str:
+    by = {r["system"]: r for r in result["rows"]}
+    g = result["oracle_graph"]
+    lines = [
+        f"hotpotqa-100, first {result['passages']} passages, {result['queries']} queries; every extraction prompt answered by one oracle "
+        f"(`benchmarks/oracle.py`: the same {g['entity_mentions']:,} entity and {g['relation_mentions']:,} relation mentions, "
+        f"{g['entities']:,} distinct entities and {g['relations']:,} distinct pairs, for every system), other calls by an instant counting fake; "
+        "hashing embeddings. Graph = entities / relations each system stored after indexing. Non-model CPU = process time of the "
+        "indexing call less the time inside the fake model and the embedder." + (f" {result['note']}" if result.get("note") else ""),
+        "",
+        "| system | graph | index calls / 1k tok | index prompt tok / 1k | index time (s) | index non-model CPU (s) | calls / query | prompt tok / query | query time (ms) | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in PEER_SYSTEMS:
+        r = by.get(name)
+        if r is None:
+            continue
+        if "error" in r:
+            lines.append(f"| {name} | not run: {r['error']} | | | | | | | | |")
+            continue
+        per_1k = 1000 / max(1, r["corpus_tokens"])
+        cpu = r.get("index_nonmodel_cpu_seconds")  # llama-index embeds inside its own calls: not separable
+        lines.append(
+            f"| {name} | {_peer_graph(r)} | {r['index']['calls'] * per_1k:.2f} | {r['index']['prompt_tokens'] * per_1k:,.0f} | {r['index_seconds']:.1f} | "
+            f"{'–' if cpu is None else f'{cpu:.1f}'} | {r['query']['calls'] / result['queries']:.1f} | {r['query']['prompt_tokens'] / result['queries']:,.0f} | "
+            f"{r['query_seconds'] * 1000:.1f} | {r['peak_rss_mb']} |"
+        )
+    lines += ["", "Ratios, peer / ours (above 1: the peer spends more), with both graphs:", "",
+              "| ours | peer | graphs (ours; peer) | index prompt tokens | index time | index non-model CPU | query prompt tokens | query time | peak RSS |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for ours, peer in PEER_PAIRS:
+        a, b = by.get(ours), by.get(peer)
+        if not a or not b or "error" in a or "error" in b:
+            continue
+
+        def ratio(x: float, y: float) -> str:
+            return f"{y / x:.1f}×" if x else ("–" if not y else "∞")
+
+        cpu = "–"
+        if "index_nonmodel_cpu_seconds" in a and "index_nonmodel_cpu_seconds" in b:
+            cpu = ratio(a["index_nonmodel_cpu_seconds"], b["index_nonmodel_cpu_seconds"])
+        lines.append(
+            f"| {ours} | {peer} | {_peer_graph(a)}; {_peer_graph(b)} | {ratio(a['index']['prompt_tokens'], b['index']['prompt_tokens'])} | "
+            f"{ratio(a['index_seconds'], b['index_seconds'])} | {cpu} | "
+            f"{ratio(a['query']['prompt_tokens'], b['query']['prompt_tokens'])} | {ratio(a['query_seconds'], b['query_seconds'])} | {ratio(a['peak_rss_mb'], b['peak_rss_mb'])} |"
+        )
+    return "\n".join(lines)
+
+
+def _flaky_work(run: dict[str, Any]) -> str:
+    unfinished = run.get("index_work_unfinished")
+    return "done" if not unfinished else f"pending ({unfinished.split(':')[0]})"
+
+
+def robustness_table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| method | invalid / busy | done after run 1 | failed in run 1 (why) | whole-index work after run 1 | done after re-run | whole-index work after re-run | requests run 1 / re-run | answers re-paid | runs until all done |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        f, s = r["first_run"], r["second_run"]
+        why = ", ".join(f["reasons"]) or "-"
+        lines.append(
+            f"| {r['method']} | {r['invalid_rate']:.0%} / {r['busy_rate']:.0%} | {f['done'] / r['documents']:.1%} ({f['done']}/{r['documents']}) "
+            f"| {f['failed']} ({why}) | {_flaky_work(f)} | {s['done'] / r['documents']:.1%} | {_flaky_work(s)} | {f['requests']} / {s['requests']} | {r['repaid_answers']} | {r.get('runs_until_complete') or f'more than {FLAKY_MAX_RUNS}'} |"
+        )
+    return "\n".join(lines)
+
+
 # -- faults --------------------------------------------------------------------------------------
 def faults_table(outcomes: list[dict[str, Any]]) -> str:
     """Fault-injection cases held / tried, per kind of case and method."""
@@ -572,6 +653,7 @@ PAGES: dict[str, Page] = {
             Section("Incremental inserts: the code before, for comparison", "incremental-*-before.json", kind="incremental-history",
                     command="PYTHONPATH=<the earlier commit's packages/*/src> uv run python -m benchmarks.incremental METHOD ... --name NAME-before"),
             Section("Kernel: scheduling of model calls, the cache, naive retrieval", "kernel.json", command="uv run python -m benchmarks.kernel"),
+            Section("Kernel: a vector snapshot of 1M vectors, saved and opened", "kernel-snapshot-1m.json"),
             Section("HippoRAG: the walk's latency as the graph grows", "hipporag-latency.json"),
             Section("ArchRAG C-HNSW against one HNSW per layer (random vectors, 10k)", "archrag-chnsw-random-10k.json"),
             Section("ArchRAG C-HNSW against one HNSW per layer (tree vectors, 10k)", "archrag-chnsw-tree-10k.json"),
@@ -604,9 +686,10 @@ PAGES: dict[str, Page] = {
         "compare prompts and pipelines; in the recall run every system gets the same imported triples and embedder. "
         "Needs `bash benchmarks/setup.sh` (the peers' pinned versions are in `benchmarks/constraints.txt`).",
         [
-            Section("Cost and CPU, all 994 hotpotqa-100 passages", "peers.json", command=f"{BENCH} -m benchmarks peers"),
-            Section("Cost and CPU, the first 200 passages", "peers-200.json", command=f"{BENCH} -m benchmarks peers --passages 200"),
+            Section("Cost and CPU, all 994 hotpotqa-100 passages", "peers.json", kind="peers", command=f"{BENCH} -m benchmarks peers"),
+            Section("Cost and CPU, the first 200 passages", "peers-200.json", kind="peers", command=f"{BENCH} -m benchmarks peers --passages 200"),
             Section("Passage recall on musique-dev (MiniLM, the data set's triples)", "peer-recall-musique.json"),
+            Section("GraphRAG against nano-graphrag: non-model indexing CPU, paired runs", "graphrag-nano-cpu-pairs.json"),
         ],
     ),
     "faults": Page(
@@ -622,9 +705,9 @@ PAGES: dict[str, Page] = {
                           "written, then runs the call again and compares every table with a clean build; \"held\" also "
                           "needs 0 model answers paid twice. A damaged-file case holds when results stay correct or a "
                           "typed error names the file."),
-            Section("Indexing through a flaky server (5 % invalid answers, 10 % busy)", "robustness-5-10.json",
+            Section("Indexing through a flaky server (5 % invalid answers, 10 % busy)", "robustness-5-10.json", kind="robustness",
                     command="uv run python -m benchmarks.robustness"),
-            Section("Indexing through a flaky server (30 % invalid answers, 30 % busy)", "robustness-30-30.json",
+            Section("Indexing through a flaky server (30 % invalid answers, 30 % busy)", "robustness-30-30.json", kind="robustness",
                     command="uv run python -m benchmarks.robustness --invalid 0.3 --busy 0.3"),
         ],
     ),
@@ -729,6 +812,8 @@ def render_section(section: Section) -> tuple[str, list[str]]:
             "gorag": gorag_tables,
             "gorag-devcuts": gorag_dev_cut_table,
             "faults": faults_table,
+            "peers": peers_table,
+            "robustness": robustness_table,
             "generic": generic,
         }[kind](data)
     recorded = data.get("command") if isinstance(data, dict) else None
