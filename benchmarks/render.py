@@ -769,7 +769,7 @@ def _kind(data: Any) -> str:
             if ("all" in first and "budget_tokens" in data and all(set(r) <= {"system", "all", *first} for r in rows)
                     and all(isinstance(v, (int, float)) for k, v in first.items() if k != "system")):
                 return "proxy"
-            if data.get("suite") == "scale" and "latency_ms" in first:
+            if {"method", "size", "index_cpu_seconds", "chunks_per_second", "latency_ms"} <= set(first):
                 return "scale"
     return "generic"
 
@@ -793,6 +793,21 @@ def _incremental_history(pattern: str) -> tuple[str, list[str]]:
     return "\n".join(lines), files
 
 
+def scale_rows(data: dict[str, Any]) -> str:
+    """A scale run: its rows as the harness's scale table, and any other rows it kept (the code
+    before, a contended run) each as a table of their own."""
+    parts = [scale_table(data)]
+    for key, value in data.items():
+        if key in ("rows", "command", "note", "suite", "source"):
+            continue
+        rows = [value] if isinstance(value, dict) and "size" in value else value
+        if isinstance(rows, list) and rows and all(isinstance(r, dict) and "size" in r for r in rows):
+            parts.append(f"#### {key}\n\n" + scale_table({"rows": rows}).split("\n\n", 1)[1])
+        else:
+            parts.append(f"#### {key}\n\n" + generic(value, 5))
+    return "\n\n".join(parts)
+
+
 def render_section(section: Section) -> tuple[str, list[str]]:
     """The Markdown of one section and the results files it read."""
     if section.kind == "incremental-history":
@@ -808,7 +823,7 @@ def render_section(section: Section) -> tuple[str, list[str]]:
             "retrieval": retrieval_table,
             "proxy": proxy_table,
             "cost": cost_table,
-            "scale": scale_table,
+            "scale": scale_rows,
             "gorag": gorag_tables,
             "gorag-devcuts": gorag_dev_cut_table,
             "faults": faults_table,
