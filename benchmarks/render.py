@@ -560,9 +560,13 @@ PAGES: dict[str, Page] = {
             Section("Agents: routing and recall, hotpotqa-100 (hashing)", "agents-recall.json",
                     command="uv run python -m benchmarks.agents recall"),
             Section("LightRAG's own quality run (offline, hashing)", "lightrag.json", key="recall",
-                    command="uv run python -m benchmarks.lightrag"),
+                    command="uv run python -m benchmarks.lightrag",
+                    intro="Recorded before the modes ranked their passages by the evidence walk, with the harness's earlier "
+                          "ranking; the every-method tables above are the current code's."),
             Section("GraphRAG's own quality run (offline, hashing)", "graphrag.json", key="quality",
-                    command="uv run python -m benchmarks.graphrag"),
+                    command="uv run python -m benchmarks.graphrag",
+                    intro="Recorded before local and DRIFT search ranked their passages by the evidence walk; the "
+                          "every-method tables above are the current code's."),
             Section("Before the method-facing kernel: hotpotqa-100 (hashing)", "retrieval-hashing-before-kernel.json",
                     command="uv run python -m benchmarks compare benchmarks/results/retrieval-hashing-before-kernel.json "
                             "benchmarks/results/retrieval-hashing.json",
@@ -587,7 +591,9 @@ PAGES: dict[str, Page] = {
             Section("spRAG (hashing)", "sprag.json", key="proxy-hashing"),
             Section("spRAG (MiniLM)", "sprag.json", key="proxy-minilm"),
             Section("Agents: routing and the medical proxy (hashing)", "agents-proxy.json"),
-            Section("LightRAG's own proxy run", "lightrag.json", key="proxy", command="uv run python -m benchmarks.lightrag"),
+            Section("LightRAG's own proxy run", "lightrag.json", key="proxy", command="uv run python -m benchmarks.lightrag",
+                    intro="Recorded before the modes ranked their passages by the evidence walk (k = 30, 200 questions); "
+                          "the every-method table above is the current code's."),
         ],
     ),
     "cost": Page(
