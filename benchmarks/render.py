@@ -477,6 +477,8 @@ def generic(data: Any, depth: int = 4) -> str:
     for key, value in data.items():
         if key in ("command", "source", "suite", "note"):
             continue
+        if isinstance(value, str) and "\n|" in value:  # a table the run printed: its figures are the file's own fields
+            continue
         rows = _rows_of(value)
         if rows is not None:
             parts.append(generic_table(rows) if key == "rows" else f"{'#' * depth} {key}\n\n{generic_table(rows)}")
@@ -489,6 +491,8 @@ def generic(data: Any, depth: int = 4) -> str:
         else:
             settings.append((key, "(in the JSON only)"))
     lines = []
+    if settings and all(v == "(in the JSON only)" for _, v in settings) and not parts:
+        return "In the JSON only: " + ", ".join(f"`{k}`" for k, _ in settings) + "."
     if settings and len(settings) <= 4 and sum(len(k) + len(v) for k, v in settings) < 200:
         lines.append("; ".join(f"{k}: {v}" for k, v in settings) + ".")
     elif settings:

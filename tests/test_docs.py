@@ -156,3 +156,12 @@ def test_results_pages_are_what_the_json_renders_to():
     stale = [path for path, text in render.render_all().items()
              if not (ROOT / path).exists() or (ROOT / path).read_text(encoding="utf-8") != text]
     assert not stale, f"out of date, run `uv run python -m benchmarks render`: {stale}"
+
+
+def test_every_results_file_is_on_a_page():
+    """A results file that benchmarks/render.py places on no page would be published nowhere."""
+    from benchmarks import render
+
+    placed = {name for page in render.PAGE_ORDER for name in render.render_page(page)[1]}
+    missing = sorted(p.name for p in render.RESULTS.glob("*.json") if p.name not in placed)
+    assert not missing, f"place these in benchmarks/render.py's PAGES: {missing}"
