@@ -165,3 +165,17 @@ def test_every_results_file_is_on_a_page():
     placed = {name for page in render.PAGE_ORDER for name in render.render_page(page)[1]}
     missing = sorted(p.name for p in render.RESULTS.glob("*.json") if p.name not in placed)
     assert not missing, f"place these in benchmarks/render.py's PAGES: {missing}"
+
+
+OUTSIDE = re.compile(r"\.\./shared|(?<![\w./-])specs?/[\w-]+\.md|(?<![\w.-])/work/|(?<![\w.-])seeds/")
+"""A path into a folder beside the repository (a shared data or design folder, a workspace)."""
+
+
+def test_nothing_points_outside_the_repository():
+    """The docs, the README and the benchmarks name the data sets and the environment variable
+    that finds them (``RHIZOME_SHARED_DATA``), never a file outside the repository."""
+    files = [*PAGES, *PACKAGE_PAGES, *sorted((ROOT / "benchmarks").rglob("*.py")),
+             *sorted((ROOT / "benchmarks" / "results").glob("*.json"))]
+    found = [f"{f.relative_to(ROOT)}:{n}" for f in files
+             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if OUTSIDE.search(line)]
+    assert not found, found
