@@ -586,7 +586,9 @@ PAGES: dict[str, Page] = {
         "budget, averaged per question type. The data has no gold evidence; this rewards context that holds the "
         "answer's vocabulary, not correct answers (see [benchmarks.md](../benchmarks.md#metrics)).",
         [
-            Section("Every method, 2,000-token budget (hashing)", "proxy-hashing.json", command="uv run python -m benchmarks proxy"),
+            Section("Every method, 2,000-token budget (hashing)", "proxy-hashing.json", command="uv run python -m benchmarks proxy",
+                    intro="Not all rows come from one run: HippoRAG's and RAPTOR's joined later with `--add` (the same "
+                          "settings), spRAG's come from its own run of the same suite (`benchmarks.sprag proxy`)."),
             Section("Every method, 6,000-token budget (hashing)", "proxy-hashing-6000.json",
                     command="uv run python -m benchmarks proxy --budget 6000"),
             Section("HippoRAG and its variants (hashing)", "hipporag-proxy-hashing.json"),
@@ -607,7 +609,10 @@ PAGES: dict[str, Page] = {
         "and prompt tokens are what our prompts send; completions are the fake's, not a real model's "
         "(see [benchmarks.md](../benchmarks.md#metrics)).",
         [
-            Section("Every method: per indexed 1k tokens and per query", "cost-fake.json", command="uv run python -m benchmarks cost"),
+            Section("Every method: per indexed 1k tokens and per query", "cost-fake.json", command="uv run python -m benchmarks cost",
+                    intro="RAPTOR's, HippoRAG's and spRAG's rows joined later with `--add` (the same settings). HippoRAG v2 "
+                          "shows no query call here: the fake model writes no valid triple, so that index holds no fact and "
+                          "v2 falls back to dense retrieval; its calls with facts are in its own table below."),
             Section("ArchRAG against GraphRAG global search, per query", "archrag-cost.json"),
             Section("spRAG (AutoContext)", "sprag.json", key="cost"),
             Section("RAPTOR: summaries, one insert, a rebuild", "raptor-cost.json"),
