@@ -44,8 +44,9 @@ def _delta(row: dict[str, Any], result: dict[str, Any], k: int) -> str:
 
 def retrieval_table(result: dict[str, Any]) -> str:
     """Recall@2 / Recall@5 of every system against the dense baseline (``naive``)."""
-    extraction = result.get("extraction", "offline") + (f" (`{result['openie']}`)" if result.get("openie") else "")
-    head = (f"{result['data']}, {result['questions']} questions, embedder `{result['embedder']}`, {extraction} extraction, "
+    extraction = (f" {result['extraction']}" + (f" (`{result['openie']}`)" if result.get("openie") else "") + " extraction,"
+                  if result.get("extraction") else "")
+    head = (f"{result['data']}, {result['questions']} questions, embedder `{result['embedder']}`,{extraction} "
             "no chat model. Dense baseline: `naive`.")
     if result.get("command"):
         head += f" Reproduce: `{result['command']}`" + "".join(f"; rows re-run with `{c}`" for c in result.get("rerun", []))
