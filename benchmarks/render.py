@@ -18,6 +18,7 @@ import math
 import os
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,10 +72,10 @@ def retrieval_table(result: dict[str, Any]) -> str:
             f"| {name} | {r['recall@2']:.3f} | {d2} | {w2} | {r['recall@5']:.3f} | {d5} | {wlt} | {halves} | "
             f"{r['query_p50_ms']} | {r['p50_x_dense']:.2f} | {seconds} |"
         )
-    halves = next((r.get("halves") for r in result["rows"] if r.get("halves")), None)
-    if halves:
-        lines += ["", f"Halves by the parity of the SHA-1 of each question id (`benchmarks.harness.half`): A {halves['A']['questions']} "
-                      f"questions, B {halves['B']['questions']}."]
+    split = next((r.get("halves") for r in result["rows"] if r.get("halves")), None)
+    if split:
+        lines += ["", f"Halves by the parity of the SHA-1 of each question id (`benchmarks.harness.half`): A {split['A']['questions']} "
+                      f"questions, B {split['B']['questions']}."]
     return "\n".join(lines)
 
 
@@ -380,14 +381,14 @@ def cell(value: Any, notes: list[str]) -> str | None:
     if isinstance(value, list):
         if len(value) > MANY or any(isinstance(v, (dict, list)) for v in value):
             return None
-        parts = [cell(v, notes) for v in value]
-        return " / ".join(p or "…" for p in parts) if parts else "–"
+        items = [cell(v, notes) or "…" for v in value]
+        return " / ".join(items) if items else "–"
     if isinstance(value, dict):
         if len(value) > MANY or any(isinstance(v, (dict, list)) and not _flat_dict(v) for v in value.values()):
             return None
         if not value:
             return "–"
-        parts = []
+        parts: list[str] = []
         for k, v in value.items():
             inner = cell(v, notes)
             if inner is None:
@@ -841,7 +842,7 @@ def render_section(section: Section) -> tuple[str, list[str]]:
         if section.key:
             data = data[section.key]
         kind = _kind(data) if section.kind == "auto" else section.kind
-        body = {
+        renderers: dict[str, Callable[[Any], str]] = {
             "retrieval": retrieval_table,
             "proxy": proxy_table,
             "cost": cost_table,
@@ -852,7 +853,8 @@ def render_section(section: Section) -> tuple[str, list[str]]:
             "peers": peers_table,
             "robustness": robustness_table,
             "generic": generic,
-        }[kind](data)
+        }
+        body = renderers[kind](data)
     recorded = data.get("command") if isinstance(data, dict) else None
     command = recorded or section.command
     source = ", ".join(f"`benchmarks/results/{f}`" + (f" (`{section.key}`)" if section.key else "") for f in files)
