@@ -13,7 +13,8 @@
 
 Each run writes benchmarks/results/<suite>-<variant>.json (retrieval: [musique-]<embed>[-openie];
 proxy: <embed>[-<budget>]);
-with --write-docs its table replaces the matching section of docs/benchmarks.md.
+with --write-docs the pages of docs/results/ are rendered again from the results files
+(`python -m benchmarks render`, benchmarks/render.py).
 """
 
 from __future__ import annotations
@@ -37,9 +38,18 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 
 def write_section(key: str, title: str, body: str) -> None:
-    """Replace (or append) the block between ``<!-- harness:key -->`` markers in docs/benchmarks.md.
-    Benchmarks running side by side each write their own section: the read-modify-write holds
-    an exclusive lock, and the new text replaces the file whole, so none loses another's."""
+    """What ``--write-docs`` does once a run has saved its JSON: render docs/results/ again from
+    benchmarks/results/*.json (benchmarks/render.py places each file on its page).
+
+    A page that still collects tables by hand — one holding the ``<!-- harness:end -->`` marker,
+    which docs/benchmarks.md no longer does — gets the run's table as before: the block between
+    ``<!-- harness:key -->`` markers replaced or added, under an exclusive lock, the file
+    replaced whole, so benchmarks running side by side lose none of each other's sections."""
+    if not (DOCS.exists() and "<!-- harness:end -->" in DOCS.read_text(encoding="utf-8")):
+        from benchmarks import render
+
+        render.main([])
+        return
     start, end = f"<!-- harness:{key} -->", f"<!-- /harness:{key} -->"
     block = f"{start}\n### {title}\n\n{body}\n{end}"
     with open(Path(tempfile.gettempdir()) / "rhizome-benchmarks-docs.lock", "w") as lock:
@@ -61,7 +71,7 @@ def save(name: str, result: dict) -> None:
 
 
 def publish(name: str, title: str, result: dict, table: str, write_docs: bool) -> None:
-    """Save a run's JSON, print its table and, with ``write_docs``, put it in docs/benchmarks.md."""
+    """Save a run's JSON, print its table and, with ``write_docs``, render docs/results/ again."""
     save(name, result)
     print(table)
     if write_docs:
@@ -123,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         old, new = (json.loads(Path(p).read_text(encoding="utf-8")) for p in argv[1:3])
         print(harness.compare(old, new, {"graphrag:basic": "graphrag:naive"}))
         return 0
+    if argv[:1] == ["render"]:  # docs/results/ from the results files
+        from benchmarks import render
+
+        return render.main(argv[1:])
+    if argv[:1] == ["render"]:  # docs/results/ from the results files
+        from benchmarks import render
+
+        return render.main(argv[1:])
     if argv[:1] == ["classify"]:  # its options are benchmarks/gorag.py's own
         from benchmarks import gorag
 
@@ -133,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("retrieval", "proxy", "cost", "scale"):
         p = sub.add_parser(name)
         p.add_argument("--methods", nargs="*", help=f"methods to run (default: all installed: {', '.join(available_methods())})")
-        p.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
+        p.add_argument("--write-docs", action="store_true", help="render docs/results/ again")
         p.add_argument("--add", action="store_true",
                        help="merge these methods' rows into the saved results (in place of theirs) instead of "
                             "replacing the whole table, so a method joins or is re-run in a published table without re-running the others "
@@ -181,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.systems and (RESULTS / f"{name}.json").exists():
             result = peers.merge(json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8")), result)
         save(name, result)
-        table = peers.table(result)
+        from benchmarks.render import peers_table
+
+        table = peers_table(result)
         print(table)
         if args.write_docs:
             write_section(name, "Peers side by side" + ("" if name == "peers" else f": {args.passages} passages"), table)

@@ -1,5 +1,6 @@
-"""Loaders for the shared benchmark data (``../shared/data`` from the project root, or
-``$RHIZOME_SHARED_DATA``). Nothing is copied into the project."""
+"""Loaders for the benchmark data sets (hotpotqa-100, musique-dev, graphrag-bench-medical,
+gorag-wos), read from the folder ``$RHIZOME_SHARED_DATA`` names (without it, a folder the
+project's checkout has beside it). Nothing is copied into the project."""
 
 from __future__ import annotations
 

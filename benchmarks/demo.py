@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each; the fastest is kept (default 2)")
-    parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--write-docs", action="store_true", help="render docs/results/ again")
     args = parser.parse_args(argv)
     methods = sorted(method_registry(), key=lambda m: (m != "naive", m))
     rows: dict[str, dict[str, float]] = {}

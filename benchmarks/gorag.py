@@ -52,6 +52,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks import data
+from benchmarks.render import gorag_dev_cut_table as dev_cut_table
+from benchmarks.render import gorag_tables as tables
 from rhizome.gorag import GORAGClassifier
 from rhizome.gorag.text import tokenize
 
@@ -282,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="random orders run besides the file order; the spread is over all of them (default 2: three orders)")
     parser.add_argument("--no-published", action="store_true", help="skip GORAG as published")
     parser.add_argument("--embed-cache", default=os.environ.get("RHIZOME_BENCH_EMBED_CACHE", "/tmp/rhizome-bench-minilm.sqlite"))
-    parser.add_argument("--write-docs", action="store_true", help="put the tables into docs/benchmarks.md")
+    parser.add_argument("--write-docs", action="store_true", help="render docs/results/ again")
     parser.add_argument("--out", help="result JSON (default benchmarks/results/gorag-<embed>.json)")
     parser.add_argument("--dev-stream", nargs="?", const="dev", choices=["dev", "wide"],
                         help="the test protocol with the 5-shot dev texts as each round's stream instead of the test files; "
@@ -484,111 +486,6 @@ def dev_cuts(shots: int, make) -> dict[str, Any]:
             out[f"{cov}/{cap}"].append((hits / len(ranked), sizes / len(ranked)))
     return {"texts": [sum(len(e["dev"]) for e in rounds[:r]) for r in range(1, ROUNDS + 1)], "rules": out,
             "accuracy": accuracy}
-
-
-def dev_cut_table(results: dict[str, Any]) -> str:
-    lines = [f"Command: `{results['command']}`; dev texts only (never the test files), no online indexing, "
-             "every label scored; a rule keeps the most probable labels until they hold the coverage or reach the cap. "
-             "The rules read the plain probabilities: the lexical background of the shipped offline cut is not applied here "
-             "(this table is how the coverage and cap were chosen, before it; see the dev-stream tables).", ""]
-    for shots, entry in results["shots"].items():
-        lines += [f"#### {shots}-shot: candidate recall / mean candidates on the dev split "
-                  f"({' / '.join(str(n) for n in entry['texts'])} texts at R1–R4)", "",
-                  "| coverage / cap | R1 | R2 | R3 | R4 |", "|---|---|---|---|---|"]
-        for rule, values in entry["rules"].items():
-            lines.append(f"| {rule} | " + " | ".join(f"{rec:.3f} / {size:.2f}" for rec, size in values) + " |")
-        if "accuracy" in entry:
-            lines.append("| accuracy of the label (any rule) | " + " | ".join(f"{a:.3f}" for a in entry["accuracy"]) + " |")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _fmt(value: float | None, digits: int = 4) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-ROW_NAMES = {
-    "gorag_tfidf": "GORAG, TF-IDF only (default)",
-    "gorag_minilm": "GORAG with MiniLM (default)",
-    "gorag_published": "GORAG as published, offline (`as_published()`)",
-    "nearest_tfidf": "baseline: TF-IDF 1-nearest labelled example",
-    "centroid_minilm": "baseline: MiniLM nearest centroid, label name as one more example",
-    "name_tfidf": "baseline: label named in the text, else TF-IDF 1-NN (name rule)",
-    "name_minilm": "baseline: label named in the text, else MiniLM centroid + name (name rule)",
-}
-
-
-def _row_names(online_mode: str) -> dict[str, str]:
-    """The table rows' names; GORAG's name its online mode when it is not the default."""
-    if online_mode == "deferred":
-        return ROW_NAMES
-    mode = f'`online_mode="{online_mode}"`'
-    return {**ROW_NAMES, "gorag_tfidf": f"GORAG, TF-IDF only, {mode}", "gorag_minilm": f"GORAG with MiniLM, {mode}"}
-
-
-def tables(results: dict[str, Any]) -> str:
-    names = _row_names(results.get("online_mode", "deferred"))
-    lines: list[str] = []
-    command = results.get("command", "")
-    limit, orders = results.get("limit"), results.get("orders", 1)
-    texts = f"the first {limit} of each test file" if limit else "every text of each test file"
-    dev = results.get("stream", "test texts") != "test texts"
-    if dev:
-        texts = f"the round's {results['stream']} (never the test files; R_r counts those of rounds 1..r)"
-    spread = (f"order sensitivity = max − min of R_r over {orders} orders (file order and seeded shuffles of "
-              "each round's test texts)" if orders > 1 else "file order only (no shuffles)")
-    lines.append(f"Command: `{command.strip()}`; {'stream' if dev else 'test texts'} per round: {texts}; {spread}."
-                 + ("" if dev else " R2 re-tests round 1 only (the round-2 test file is not published).")
-                 + (f" Baselines re-run alone and merged in by `{results['baselines_command']}`; the name rule "
-                    "(a label whose name occurs in the text wins, longest name first) was added after an audit."
-                    if results.get("baselines_command") else "") + "\n")
-    for shots, entry in results["shots"].items():
-        lines.append(f"#### {shots}-shot: cumulative accuracy R1..R4\n")
-        lines.append("| classifier | R1 | R2 | R3 | R4 |\n|---|---|---|---|---|")
-        for key, name in names.items():
-            if key in entry:
-                lines.append(f"| {name} | " + " | ".join(_fmt(r["cumulative_accuracy"]) for r in entry[key]["rounds"]) + " |")
-        paper = results["paper_gorag_llama3"].get(shots) or results["paper_gorag_llama3"].get(int(shots))
-        if not dev:
-            lines.append("| paper: GORAG, LLaMA3-8B, all 4 test files (Table 2) | " + " | ".join(f"{v:.4f}" for v in paper) + " |")
-        lines.append(f"\n#### {shots}-shot: candidates (recall = oracle ceiling of a chooser among them) and order sensitivity\n")
-        lines.append("| classifier | round | candidate recall | mean candidates | indexed online (right) | ms/query | accuracy spread over shuffles |")
-        lines.append("|---|---|---|---|---|---|---|")
-        for key in ("gorag_tfidf", "gorag_minilm", "gorag_published"):
-            if key not in entry:
-                continue
-            spread = entry.get(f"{key}_shuffles", {}).get("spread")
-            for i, r in enumerate(entry[key]["rounds"]):
-                lines.append(
-                    f"| {names[key]} | {r['round']} | {_fmt(r['candidate_recall'], 3)} | {_fmt(r['mean_candidates'], 2)} | "
-                    f"{r['indexed_online']} ({r['indexed_online_correct']}) | {_fmt(r['ms_per_query'], 1)} | "
-                    f"{_fmt(spread[i], 4) if spread else '–'} |"
-                )
-        lines += _file_table(entry, dev, names)
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _file_table(entry: dict[str, Any], dev: bool, names: dict[str, str]) -> list[str]:
-    """Each round's passes one file at a time (runs saved before files were kept have none)."""
-    keys = [key for key in ("gorag_tfidf", "gorag_minilm") if key in entry and "files" in entry[key]["rounds"][0]]
-    if not keys:
-        return []
-    source = "stream" if dev else "test file"
-    lines = [f"\n#### per {source}: the first pass over the round's new labels, then the re-tests\n",
-             f"| classifier | round (new labels) | {source} of round | pass | texts | accuracy | candidate recall "
-             "| mean candidates | candidates that are new labels |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for key in keys:
-        for r in entry[key]["rounds"]:
-            for row in r["files"]:
-                first = row["file"] == r["round"]
-                lines.append(
-                    f"| {names[key]} | {r['round']} ({r['new_labels']}) | {row['file']} | {'first' if first else 're-test'} | "
-                    f"{row['texts']} | {_fmt(row['accuracy'])} | {_fmt(row['candidate_recall'], 3)} | "
-                    f"{_fmt(row['mean_candidates'], 2)} | {_fmt(row['new_label_share'], 3)} |"
-                )
-    return lines
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import math
 import random
 import resource
 import statistics
@@ -31,6 +30,11 @@ from typing import Any
 import numpy as np
 
 from benchmarks import data, metrics
+from benchmarks.render import cost_table as cost_table
+from benchmarks.render import proxy_table as proxy_table
+from benchmarks.render import retrieval_table as retrieval_table
+from benchmarks.render import scale_growth as scale_growth
+from benchmarks.render import scale_table as scale_table
 from benchmarks.systems import System, available_methods, build_index, index_class
 from rhizome.core.models.counting import CountingChatModel
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
@@ -174,48 +178,6 @@ def _retrieval_row(name: str, run: dict[str, Any], dense: dict[str, Any]) -> dic
     }
 
 
-def retrieval_table(result: dict[str, Any]) -> str:
-    extraction = result["extraction"] + (f" (`{result['openie']}`)" if result.get("openie") else "")
-    lines = [
-        f"{result['data']}, {result['questions']} questions, embedder `{result['embedder']}`, {extraction} extraction, "
-        f"no chat model. Dense baseline: `naive`. Reproduce: `{result['command']}`"
-        + "".join(f"; rows re-run with `{command}`" for command in result.get("rerun", [])),
-        "",
-        "| system | R@2 | ΔR@2 vs dense (95% CI) | W/L R@2 | R@5 | ΔR@5 vs dense (95% CI) | W/L/T R@5 | ΔR@2 / ΔR@5, half A · half B | p50 ms | p50 × dense | index s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in result["rows"]:
-        if r["baseline"]:
-            name, d2, w2, d5, wlt, halves = f"{r['system']} (dense baseline)", "–", "–", "–", "–", "–"
-        else:
-            name, d2, d5 = r["system"], _delta(r, result, 2), _delta(r, result, 5)
-            w2 = "/".join(str(r["vs_dense"]["recall@2"][x]) for x in ("wins", "losses"))
-            wlt = "/".join(str(r["vs_dense"]["recall@5"][x]) for x in ("wins", "losses", "ties"))
-            halves = " · ".join(
-                f"{h['delta_recall@2']:+.3f} / {h['delta_recall@5']:+.3f}" for h in (r.get("halves") or {}).values() if "delta_recall@2" in h
-            ) or "–"
-        seconds = "reused" if r["index_seconds"] is None else r["index_seconds"]
-        lines.append(
-            f"| {name} | {r['recall@2']:.3f} | {d2} | {w2} | {r['recall@5']:.3f} | {d5} | {wlt} | {halves} | "
-            f"{r['query_p50_ms']} | {r['p50_x_dense']:.2f} | {seconds} |"
-        )
-    halves = next((r.get("halves") for r in result["rows"] if r.get("halves")), None)
-    if halves:
-        lines += ["", f"Halves by the parity of the SHA-1 of each question id (`benchmarks.harness.half`): A {halves['A']['questions']} "
-                      f"questions, B {halves['B']['questions']}."]
-    return "\n".join(lines)
-
-
-def _delta(row: dict[str, Any], result: dict[str, Any], k: int) -> str:
-    """A row's change in Recall@k against dense retrieval, with its 95 % interval (a row saved
-    before the R@2 intervals were kept: the change alone)."""
-    if f"delta_recall@{k}_ci" not in row:
-        dense = next(r for r in result["rows"] if r["baseline"])
-        return f"{row[f'recall@{k}'] - dense[f'recall@{k}']:+.3f}"
-    lo, hi = row[f"delta_recall@{k}_ci"]
-    return f"{row[f'delta_recall@{k}']:+.3f} ({lo:+.3f}, {hi:+.3f})"
-
-
 def compare(old: dict[str, Any], new: dict[str, Any], renamed: dict[str, str] | None = None) -> str:
     """Two retrieval results question by question: how many questions keep the same top-2 and
     top-5 passages, and the recalls before and after (``renamed``: old system name → new)."""
@@ -263,19 +225,6 @@ async def proxy(selected: list[System], embed: str, limit: int | None = None, bu
             "budget_tokens": budget, "rows": rows}
 
 
-def proxy_table(result: dict[str, Any]) -> str:
-    types = [k for k in result["rows"][0] if k not in ("system", "all")] if result["rows"] else []
-    lines = [
-        f"graphrag-bench-medical, {result['questions']} questions, context budget {result['budget_tokens']} tokens, embedder `{result['embedder']}`.",
-        "",
-        "| system | " + " | ".join(types) + " | all |",
-        "|---|" + "---|" * (len(types) + 1),
-    ]
-    for r in result["rows"]:
-        lines.append(f"| {r['system']} | " + " | ".join(f"{r[t]:.3f}" for t in types) + f" | {r['all']:.3f} |")
-    return "\n".join(lines)
-
-
 # -- cost ------------------------------------------------------------------------------------
 async def cost(selected: list[System], passages: int = 100, queries: int = 20) -> dict[str, Any]:
     documents, questions = data.hotpotqa()
@@ -308,21 +257,6 @@ async def cost(selected: list[System], passages: int = 100, queries: int = 20) -
         index.close()
     return {"suite": "cost", "data": f"hotpotqa-100 (first {passages} passages, {corpus_tokens} tokens)",
             "queries": queries, "model": "CountingChatModel(FakeChatModel(SchemaResponder()))", "rows": rows}
-
-
-def cost_table(result: dict[str, Any]) -> str:
-    lines = [
-        f"{result['data']}; {result['queries']} queries; every request counted with tiktoken by `{result['model']}`.",
-        "",
-        "| system | index calls / 1k tok | index prompt tok / 1k | index completion tok / 1k | calls / query | prompt tok / query | completion tok / query |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in result["rows"]:
-        lines.append(
-            f"| {r['system']} | {r['index_calls_per_1k']} | {r['index_prompt_tokens_per_1k']:,} | {r['index_completion_tokens_per_1k']:,} | "
-            f"{r['query_calls']} | {r['query_prompt_tokens']:,} | {r['query_completion_tokens']:,} |"
-        )
-    return "\n".join(lines)
 
 
 # -- scale -----------------------------------------------------------------------------------
@@ -435,41 +369,3 @@ def _last_row(stdout: Any) -> dict[str, Any] | None:
     text = stdout.decode() if isinstance(stdout, bytes) else (stdout or "")
     lines = [line for line in text.strip().splitlines() if line.startswith("{")]
     return json.loads(lines[-1]) if lines else None
-
-
-def scale_growth(result: dict[str, Any]) -> dict[str, tuple[int, int, float]]:
-    """Per method, the exponent k of CPU ∝ size^k between its smallest and largest measured size."""
-    by_method: dict[str, list[tuple[int, float]]] = {}
-    for r in result["rows"]:
-        if r.get("index_cpu_seconds"):
-            by_method.setdefault(r["method"], []).append((r["size"], r["index_cpu_seconds"]))
-    out = {}
-    for method, points in by_method.items():
-        (a, ca), (b, cb) = min(points), max(points)
-        if b > a:
-            out[method] = (a, b, math.log(cb / ca) / math.log(b / a))
-    return out
-
-
-def scale_table(result: dict[str, Any]) -> str:
-    lines = [
-        "Synthetic one-chunk documents, offline (no model), hashing embedder; query latency excludes any model. "
-        "CPU: process time of the insert call; growth: the exponent of CPU time from the method's smallest to its largest size.",
-        "",
-        "| method | documents | index wall (s) | index CPU (s) | chunks/s | query p50 / p95 (ms), per mode | peak RSS (MB) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in result["rows"]:
-        if "error" in r:
-            lines.append(f"| {r['method']} | {r['size']:,} | – | – | – | {r['error']} | – |")
-            continue
-        lat = "; ".join([f"{m} {v['p50']} / {v['p95']}" for m, v in r["latency_ms"].items()] + ([f"({r['note']})"] if r.get("note") else []))
-        cpu = r.get("index_cpu_seconds", "–")
-        if "warm_up_cpu_seconds" in r:
-            cpu = f"{cpu} (warm-up apart: {r['warm_up_cpu_seconds']})"
-        lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {cpu} | {r['chunks_per_second']:,} | {lat} | {r['peak_rss_mb']} |")
-    growth = scale_growth(result)
-    if growth:
-        lines += ["", "| method | sizes | CPU growth exponent |", "|---|---|---|"]
-        lines += [f"| {m} | {a:,} → {b:,} | {e:.2f} |" for m, (a, b, e) in growth.items()]
-    return "\n".join(lines)

@@ -35,7 +35,7 @@ other jobs, 89 min of it lightrag-hku's indexing: its default JSON / nano-vector
 storages rewrite their whole files as documents complete, and its pace fell from about 26 to 13
 passages a minute as they grew::
 
-    RHIZOME_SHARED_DATA=/work/shared/data .venv-bench/bin/python -m benchmarks.peer_recall
+    RHIZOME_SHARED_DATA=DATA_DIR .venv-bench/bin/python -m benchmarks.peer_recall
     .venv-bench/bin/python -m benchmarks.peer_recall --passages 200   # the questions whose gold is inside
 """
 
@@ -540,7 +540,7 @@ async def run_worker(peer: str, passages: int | None, show: int | None) -> dict[
 # -- the driver --------------------------------------------------------------------------------
 def command(args: argparse.Namespace) -> str:
     parts = [
-        "RHIZOME_SHARED_DATA=/work/shared/data",
+        "RHIZOME_SHARED_DATA=DATA_DIR",
         ".venv-bench/bin/python -m benchmarks.peer_recall",
     ]
     if args.passages:

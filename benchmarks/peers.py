@@ -45,12 +45,11 @@ from typing import Any
 
 from benchmarks import data
 from benchmarks.oracle import Oracle, graph_size, offline_facts
+from benchmarks.render import PEER_SYSTEMS as SYSTEMS
 from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.text import count_tokens
 
 QUERIES = 10
-SYSTEMS = ["rhizome-lightrag", "lightrag-hku", "rhizome-graphrag", "nano-graphrag", "rhizome-naive", "llama-index-vector", "llama-index-bm25"]
-PAIRS = [("rhizome-lightrag", "lightrag-hku"), ("rhizome-graphrag", "nano-graphrag"), ("rhizome-naive", "llama-index-vector"), ("rhizome-naive", "llama-index-bm25")]
 
 
 class Counter:
@@ -364,60 +363,6 @@ def merge(saved: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         raise SystemExit("--systems: this run's settings differ from the saved peers results; run every system instead")
     ran = {r["system"] for r in new["rows"]}
     return {**saved, "rows": [r for r in saved["rows"] if r["system"] not in ran] + new["rows"]}
-
-
-def _graph(r: dict[str, Any]) -> str:
-    g = r.get("graph")
-    return f"{g['entities']:,} / {g['relations']:,}" if g else "–"
-
-
-def table(result: dict[str, Any]) -> str:
-    by = {r["system"]: r for r in result["rows"]}
-    g = result["oracle_graph"]
-    lines = [
-        f"hotpotqa-100, first {result['passages']} passages, {result['queries']} queries; every extraction prompt answered by one oracle "
-        f"(`benchmarks/oracle.py`: the same {g['entity_mentions']:,} entity and {g['relation_mentions']:,} relation mentions, "
-        f"{g['entities']:,} distinct entities and {g['relations']:,} distinct pairs, for every system), other calls by an instant counting fake; "
-        "hashing embeddings. Graph = entities / relations each system stored after indexing. Non-model CPU = process time of the "
-        "indexing call less the time inside the fake model and the embedder." + (f" {result['note']}" if result.get("note") else ""),
-        "",
-        "| system | graph | index calls / 1k tok | index prompt tok / 1k | index time (s) | index non-model CPU (s) | calls / query | prompt tok / query | query time (ms) | peak RSS (MB) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name in SYSTEMS:
-        r = by.get(name)
-        if r is None:
-            continue
-        if "error" in r:
-            lines.append(f"| {name} | not run: {r['error']} | | | | | | | | |")
-            continue
-        per_1k = 1000 / max(1, r["corpus_tokens"])
-        cpu = r.get("index_nonmodel_cpu_seconds")  # llama-index embeds inside its own calls: not separable
-        lines.append(
-            f"| {name} | {_graph(r)} | {r['index']['calls'] * per_1k:.2f} | {r['index']['prompt_tokens'] * per_1k:,.0f} | {r['index_seconds']:.1f} | "
-            f"{'–' if cpu is None else f'{cpu:.1f}'} | {r['query']['calls'] / result['queries']:.1f} | {r['query']['prompt_tokens'] / result['queries']:,.0f} | "
-            f"{r['query_seconds'] * 1000:.1f} | {r['peak_rss_mb']} |"
-        )
-    lines += ["", "Ratios, peer / ours (above 1: the peer spends more), with both graphs:", "",
-              "| ours | peer | graphs (ours; peer) | index prompt tokens | index time | index non-model CPU | query prompt tokens | query time | peak RSS |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for ours, peer in PAIRS:
-        a, b = by.get(ours), by.get(peer)
-        if not a or not b or "error" in a or "error" in b:
-            continue
-
-        def ratio(x: float, y: float) -> str:
-            return f"{y / x:.1f}×" if x else ("–" if not y else "∞")
-
-        cpu = "–"
-        if "index_nonmodel_cpu_seconds" in a and "index_nonmodel_cpu_seconds" in b:
-            cpu = ratio(a["index_nonmodel_cpu_seconds"], b["index_nonmodel_cpu_seconds"])
-        lines.append(
-            f"| {ours} | {peer} | {_graph(a)}; {_graph(b)} | {ratio(a['index']['prompt_tokens'], b['index']['prompt_tokens'])} | "
-            f"{ratio(a['index_seconds'], b['index_seconds'])} | {cpu} | "
-            f"{ratio(a['query']['prompt_tokens'], b['query']['prompt_tokens'])} | {ratio(a['query_seconds'], b['query_seconds'])} | {ratio(a['peak_rss_mb'], b['peak_rss_mb'])} |"
-        )
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import data
+from benchmarks.render import FLAKY_MAX_RUNS as MAX_RUNS
+from benchmarks.render import robustness_table as table
 from benchmarks.systems import index_class
 from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.models.fake import SchemaResponder
@@ -42,7 +44,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the
 from ollama_stub import OllamaStub, StubError  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
-MAX_RUNS = 10
 MODEL = "qwen2.5:7b-instruct"
 
 
@@ -115,26 +116,6 @@ def run(method: str, invalid: float, busy: float) -> dict[str, Any]:
         "runs_until_complete": runs if not (report.failed or report.unfinished) else None,
         "repaid_answers_all_reruns": sum(1 for key in every_rerun if key in answered_before),
     }
-
-
-def _work(run: dict[str, Any]) -> str:
-    unfinished = run.get("index_work_unfinished")
-    return "done" if not unfinished else f"pending ({unfinished.split(':')[0]})"
-
-
-def table(results: list[dict[str, Any]]) -> str:
-    lines = [
-        "| method | invalid / busy | done after run 1 | failed in run 1 (why) | whole-index work after run 1 | done after re-run | whole-index work after re-run | requests run 1 / re-run | answers re-paid | runs until all done |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        f, s = r["first_run"], r["second_run"]
-        why = ", ".join(f["reasons"]) or "-"
-        lines.append(
-            f"| {r['method']} | {r['invalid_rate']:.0%} / {r['busy_rate']:.0%} | {f['done'] / r['documents']:.1%} ({f['done']}/{r['documents']}) "
-            f"| {f['failed']} ({why}) | {_work(f)} | {s['done'] / r['documents']:.1%} | {_work(s)} | {f['requests']} / {s['requests']} | {r['repaid_answers']} | {r.get('runs_until_complete') or f'more than {MAX_RUNS}'} |"
-        )
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,7 +8,10 @@ short documents), with ``OLLAMA_HOST`` pointing at the loopback stub of the Olla
 (tests/ollama_stub.py): ``ollama:`` models answer there, structured calls with JSON that fits
 their schema. A block that cannot run so (it needs a file only its reader has, a package not
 installed here) is marked, just above it, ``<!-- not run: why -->``; the marks are few and each
-says why. A link to a heading (``#anchor``, ``page.md#anchor``) must name a heading that exists.
+says why. A link to a heading (``#anchor``, ``page.md#anchor``) must name a heading that exists,
+and a relative link must name a file of the repository. The benchmark results pages
+(docs/results/) are rendered from benchmarks/results/*.json: a page that differs from what its
+JSON renders to fails.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pytest
 from ollama_stub import OllamaStub
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 PACKAGE_PAGES = [*sorted(ROOT.glob("packages/*/README.md")), *sorted(ROOT.glob("integrations/*/README.md"))]
 BLOCK = re.compile(r"(?:<!--\s*(?P<mark>[^>]*?)\s*-->\n)?```(?P<lang>\w*)\n(?P<code>.*?)^```", re.DOTALL | re.MULTILINE)
 MOST_NOT_RUN = 4
@@ -68,6 +71,9 @@ def reader_folder(tmp_path, monkeypatch):
 
 def page_id(page: Path) -> str:
     return page.name if page.parent in (ROOT, ROOT / "docs") else f"{page.parent.name}/{page.name}"
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES + PACKAGE_PAGES if blocks(p)], ids=page_id)
@@ -124,3 +130,52 @@ def test_links_to_headings_resolve(page):
         if linked.suffix == ".md" and linked.exists() and anchor not in anchors(linked):
             broken.append(f"{target}#{anchor}")
     assert not broken, f"{page_id(page)}: links to no heading: {broken}"
+
+
+@pytest.mark.parametrize("page", PAGES + PACKAGE_PAGES, ids=page_id)
+def test_relative_links_name_files_of_the_repository(page):
+    """Every relative link (``[...](other.md)``, ``[...](../benchmarks/render.py)``) names a file
+    or folder that exists, and none leaves the repository."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL | re.MULTILINE)
+    broken = []
+    for target in LINK.findall(text):
+        path = target.split("#", 1)[0]
+        if not path or re.match(r"^[a-z][a-z0-9+.-]*:", path):  # an anchor on the page, a URL, mailto:
+            continue
+        linked = (page.parent / path).resolve()
+        if not linked.exists() or ROOT not in (linked, *linked.parents):
+            broken.append(target)
+    assert not broken, f"{page_id(page)}: links to no file of the repository: {broken}"
+
+
+def test_results_pages_are_what_the_json_renders_to():
+    """docs/results/ is generated: each page equals what ``python -m benchmarks render`` makes of
+    benchmarks/results/*.json now (a changed results file needs its page rendered again)."""
+    from benchmarks import render
+
+    stale = [path for path, text in render.render_all().items()
+             if not (ROOT / path).exists() or (ROOT / path).read_text(encoding="utf-8") != text]
+    assert not stale, f"out of date, run `uv run python -m benchmarks render`: {stale}"
+
+
+def test_every_results_file_is_on_a_page():
+    """A results file that benchmarks/render.py places on no page would be published nowhere."""
+    from benchmarks import render
+
+    placed = {name for page in render.PAGE_ORDER for name in render.render_page(page)[1]}
+    missing = sorted(p.name for p in render.RESULTS.glob("*.json") if p.name not in placed)
+    assert not missing, f"place these in benchmarks/render.py's PAGES: {missing}"
+
+
+OUTSIDE = re.compile(r"\.\./shared|(?<![\w./-])specs?/[\w-]+\.md|(?<![\w.-])/work/|(?<![\w.-])seeds/")
+"""A path into a folder beside the repository (a shared data or design folder, a workspace)."""
+
+
+def test_nothing_points_outside_the_repository():
+    """The docs, the README and the benchmarks name the data sets and the environment variable
+    that finds them (``RHIZOME_SHARED_DATA``), never a file outside the repository."""
+    files = [*PAGES, *PACKAGE_PAGES, *sorted((ROOT / "benchmarks").rglob("*.py")),
+             *sorted((ROOT / "benchmarks" / "results").glob("*.json"))]
+    found = [f"{f.relative_to(ROOT)}:{n}" for f in files
+             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if OUTSIDE.search(line)]
+    assert not found, found

@@ -1,7 +1,7 @@
 """Fault injection for every method: processes killed mid-write, damaged files, a reader next
 to a writer. Run by the conformance kit (``tests/conformance/test_faults.py``, a few cases per
-method) and by ``benchmarks/faults.py`` (many kill points, the fault table in
-docs/benchmarks.md). Each case returns an :class:`Outcome` instead of asserting, so both can
+method) and by ``benchmarks/fault_injection.py`` (many kill points, the fault table in
+docs/results/faults.md). Each case returns an :class:`Outcome` instead of asserting, so both can
 count what held.
 
 A *kill* case runs an insert (or a delete) of the kit's corpus in a child process that kills

@@ -1,5 +1,5 @@
 """Candidate labels of a query: its terminals, the Steiner tree that spans them, the labels of
-the tree (plus, for a component with a single terminal, its nearest labels; spec §9 #10–11),
+the tree (plus, for a component with a single terminal, its nearest labels; docs/gorag.md, "0 / 1 terminal"),
 and per candidate the shortest-path cost from the terminals that reach it."""
 
 from __future__ import annotations

@@ -875,7 +875,7 @@ class GORAGClassifier:
         """Classify many texts, results in order. A text that cannot be classified (empty, not
         a string, bytes that are not UTF-8) gets a :class:`ClassificationError` in its place;
         the others are classified. With online indexing, texts are classified one after
-        another in the given order (spec §9 #14: sequential), though model keyword extraction
+        another in the given order (sequential), though model keyword extraction
         runs ahead concurrently; without it, whole classifications run concurrently. With
         ``online_mode="revisit"``, the texts below the indexing threshold are then classified a
         second time, concurrently, after the texts taken for indexing have joined.

@@ -185,7 +185,7 @@ class GORAGConfig(BaseModel):
 
     label_names: bool = True
     """Labels are meaningful names (WOS: yes; Reuters: numbers). When true, a query keyword equal
-    to a label's name maps to that label node (spec §9 #2) and labels get descriptions. A name
+    to a label's name maps to that label node (docs/gorag.md, "node ids") and labels get descriptions. A name
     without a letter (``2``, ``1990``) is no name of its label."""
 
     describe_labels: bool = True
@@ -203,13 +203,13 @@ class GORAGConfig(BaseModel):
     Each call may override it."""
 
     max_keywords: Count = Field(20, ge=1)
-    """Keywords kept per text (spec §9 #1: at most 20)."""
+    """Keywords kept per text (at most 20; docs/gorag.md, "keyword format")."""
 
     max_ngram: Count = Field(3, ge=1)
     """Longest offline keyword, in words (the authors' TF-IDF extractor uses 1–3-grams)."""
 
     epsilon: Number = Field(1e-3, gt=0.0, lt=1.0)
-    """CS is clipped to ``[0, 1 - epsilon]`` so weights stay in ``[epsilon, 1]`` (spec §9 #4)."""
+    """CS is clipped to ``[0, 1 - epsilon]`` so weights stay in ``[epsilon, 1]`` (docs/gorag.md, "CS out of range")."""
 
     max_text_tokens: Count = Field(1000, ge=1)
     """The query text's budget in the classification prompt (our choice; the paper gives none)."""

@@ -32,7 +32,7 @@ def label_node(y: str) -> str:
 
 def terminal(graph: nx.Graph, v: str, names: Mapping[str, str] | None) -> str | None:
     """The node a query keyword stands for: the label whose normalised name it is (``names``,
-    when labels have names; spec §9 #2), else its keyword node if the graph has it, else
+    when labels have names; docs/gorag.md, "node ids"), else its keyword node if the graph has it, else
     ``None`` (a keyword the graph lacks, ``V_notexist``)."""
     if names is not None and v in names:
         return label_node(names[v])
@@ -90,7 +90,7 @@ def mean_keyword_weight(graph: nx.Graph, y: str) -> float:
 
 def add_label_edges(graph: nx.Graph, new: list[str], old: list[str], *, mode: str, epsilon: float) -> int:
     """Connect every new label to every older label (Eqs. 7–8), weights fixed at merge time
-    (spec §9 #15). Printed: (m(y_n) + m(y_o)) / 4; mean: / 2. Returns the edges added."""
+    (docs/gorag.md, "label–label refresh"). Printed: (m(y_n) + m(y_o)) / 4; mean: / 2. Returns the edges added."""
     divisor = 4.0 if mode == "printed" else 2.0
     means = {y: mean_keyword_weight(graph, y) for y in [*new, *old]}
     added = 0

@@ -19,7 +19,7 @@ KeywordFunction = Callable[[str], "Sequence[str] | Awaitable[Sequence[str]]"]
 
 
 def clean_keywords(keywords: Sequence[str], max_keywords: int) -> list[str]:
-    """Normalised, de-duplicated keywords in their order, at most ``max_keywords`` (spec §9 #1);
+    """Normalised, de-duplicated keywords in their order, at most ``max_keywords`` (docs/gorag.md, "keyword format");
     anything that is not a string, or has no token, is dropped."""
     out: list[str] = []
     for keyword in keywords:
@@ -106,7 +106,7 @@ async def model_keywords(
 
 async def describe_label(llm: Any, label: str, examples: list[str], *, example_tokens: int) -> str:
     """A short description of a new label written by the model from its name and a few
-    example texts, each cut to ``example_tokens`` (Eq. 12; spec §9 #7)."""
+    example texts, each cut to ``example_tokens`` (Eq. 12; docs/gorag.md, "label descriptions")."""
     shown = ""
     if examples:
         shown = prompts.DESCRIBE_EXAMPLES.format(

@@ -1,7 +1,7 @@
 """Prompts of GORAG's three model steps, in our own words.
 
 The paper gives only the extraction instruction and leaves the description and classification
-prompts open (spec §4); each prompt here asks for JSON that matches a pydantic schema, which the
+prompts open; each prompt here asks for JSON that matches a pydantic schema, which the
 kernel validates (and retries on failure).
 """
 

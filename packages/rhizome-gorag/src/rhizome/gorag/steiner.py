@@ -1,6 +1,6 @@
 """Steiner trees over a weighted undirected graph, as GORAG's candidate-label retrieval needs.
 
-Two algorithms (spec §3 and §9 #9):
+Two algorithms (docs/gorag.md, "Steiner algorithm"):
 
 - ``"mehlhorn"`` (default): Mehlhorn's (1988) 2-approximation — Voronoi regions of the
   terminals by one multi-source Dijkstra, the cheapest bridge edge between each pair of
@@ -12,7 +12,7 @@ Two algorithms (spec §3 and §9 #9):
   one heaviest edge joins the two terminals is a counterexample), and is kept for fidelity.
 
 Both work per connected component: terminals in different components are spanned separately
-and the result is a forest (spec §9 #10). A component holding a single terminal contributes no
+and the result is a forest (docs/gorag.md, "disconnected graph"). A component holding a single terminal contributes no
 edge; callers decide what a lone terminal means (GORAG: its nearest labels).
 
 The heavy part runs on a SciPy sparse matrix of the graph's *core*: every node except pendant

@@ -7,7 +7,7 @@ GORAG weighs a keyword–label edge with a "normalised TF-IDF" correlation score
 where ``T`` is every text the classifier has seen so far — labelled texts, label descriptions
 and the queries it indexed online — so the IDF grows as the classifier works. The paper does
 not say how to count a phrase, how long a text is, or what to do when the score leaves [0, 1];
-the choices below follow the spec's recommendations (docs/gorag.md, "Choices"):
+the choices below are recorded in docs/gorag.md ("Design choices"):
 
 - a token is a lower-cased run of letters and digits (so ``machine_learning``, ``Machine
   Learning`` and ``machine-learning`` all read ``machine learning``); ``|t|`` is the number of
@@ -119,7 +119,7 @@ def phrase_count(phrase: str, padded_text: str) -> int:
 
 
 def correlation_score(count: int, length: int, n_texts: int, df: int, epsilon: float) -> float:
-    """Eq. 4 of the paper, clipped to ``[0, 1 - epsilon]`` (spec §9 #4): natural log; a keyword
+    """Eq. 4 of the paper, clipped to ``[0, 1 - epsilon]`` (docs/gorag.md, "CS out of range"): natural log; a keyword
     found in nearly every text gets a negative IDF and so a score of 0 (weight 1)."""
     if length <= 0 or n_texts <= 0:
         return 0.0
@@ -134,7 +134,7 @@ class TermStats:
     other phrase (a model keyword with a stop word inside, "theory of mind") is counted by
     scanning the stored texts once and then only the texts added since (cached per phrase).
     ``extra`` counts texts that yielded a keyword without containing it (a model paraphrase),
-    so that ``df(v)`` = texts that contain ``v`` or yielded it (spec §9 #3).
+    so that ``df(v)`` = texts that contain ``v`` or yielded it (docs/gorag.md, "count, |t|, df").
     """
 
     def __init__(self, max_ngram: int = 3) -> None:

@@ -20,11 +20,11 @@ from rhizome.core.graph._common import NodeId, _check_positive_int, ordered_node
 
 DEFAULT_SIMILARITY_TOP_K = 2047
 """Neighbours searched per item; HippoRAG v2's ``synonymy_edge_topk=2047``
-(``utils/config_utils.py``; specs/raptor-hipporag-sprag.md §2, v2 defaults)."""
+(``utils/config_utils.py``, v2 defaults)."""
 
 DEFAULT_SIMILARITY_THRESHOLD = 0.8
 """Smallest cosine similarity kept; HippoRAG's ``sim_threshold`` / ``synonymy_edge_sim_threshold``
-of 0.8 in v1 and v2 (specs/raptor-hipporag-sprag.md §2)."""
+of 0.8 in v1 and v2."""
 
 _NORM_TOLERANCE = 1e-3
 """How far a vector's L2 norm may be from 1 (float16-rounded embeddings are about 1e-3 off)."""
@@ -135,7 +135,7 @@ def knn_similarity_pairs(
     each unordered pair appears once, with the higher of its two scores (the two can differ in the
     last float32 bit).
 
-    This is HippoRAG's synonymy-edge search (specs/raptor-hipporag-sprag.md §2): v2 searches
+    This is HippoRAG's synonymy-edge search: v2 searches
     ``synonymy_edge_topk=2047`` neighbours of every entity and keeps those with score >=
     ``synonymy_edge_sim_threshold=0.8`` (v1: ``sim_threshold=0.8``) as edges weighted by the
     score; the defaults here are those numbers. Differences to know: HippoRAG's 2047 includes the

@@ -31,7 +31,7 @@ def stable_int_id(key: str) -> int:
 
 # Below this many queries a search runs on one OpenMP thread: waking faiss's thread pool costs
 # more than it saves for a handful of queries (measured on 2 cores: one query over 10k vectors
-# takes 0.3 ms on one thread against 1.3 ms p50 / 9 ms p95 on two). See docs/benchmarks.md.
+# takes 0.3 ms on one thread against 1.3 ms p50 / 9 ms p95 on two). See docs/choices.md.
 SINGLE_THREAD_BELOW = 16
 
 TIE_MARGIN = 16
