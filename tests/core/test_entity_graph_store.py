@@ -153,7 +153,9 @@ def test_an_insert_call_summarises_a_grown_profile_once_when_it_ends(tmp_path):
     assert not change.entity_vectors[0] and not change.relation_vectors[0]
     assert {row.id for row in graph.pending.all() if not row.summary} == set(change.unembedded)
     assert len(change.unembedded) == len(change.entities) - 1 + len(change.relations)
-    assert asyncio.run(graph.settle()) == 1  # offline: an extractive summary, written as a stage result
+    done = asyncio.run(graph.settle())
+    assert done["summaries_written"] == 1  # offline: an extractive summary, written as a stage result
+    assert done["entity_embeddings"] + done["relation_embeddings"] == len(change.unembedded) + 1  # and Ada's
     assert graph.pending.keys() == []
     # ... then each is embedded once, as a plan without deferral would have embedded it
     settled = rows(graph)

@@ -272,7 +272,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
         one cut short), the full :meth:`_rebuild`; after inserts, the incremental
         :meth:`_update` (the full rebuild when the graph is empty)."""
         if self.entity_graph.pending.keys():
-            stats["summaries_written"] = stats.get("summaries_written", 0) + await self.entity_graph.settle()
+            add_counts(stats, await self.entity_graph.settle())
         if unfolded := self.store.get_meta(UNFOLDED, None):
             await self._fold_unmerged(unfolded, stats)
         if removed or self.store.get_meta(FULL_REBUILD, False) or not self.communities.groups.count():

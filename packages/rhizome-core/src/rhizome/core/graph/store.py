@@ -741,14 +741,14 @@ class EntityGraphStore:
         self.extractions.delete(db, chunk_ids)
         self.mentions.delete_by(db, "chunk_id", chunk_ids)
 
-    async def settle(self) -> int:
+    async def settle(self) -> dict[str, int]:
         """Summarise, once, every profile an insert call left waiting for its summary
         (:meth:`plan` with ``defer``), embed every profile left waiting and store them; returns
-        how many summaries the model wrote. A call cut short leaves them waiting for the next
-        insert, delete or refresh."""
+        what it did as index stats (summaries the model wrote, profiles embedded). A call cut
+        short leaves them waiting for the next insert, delete or refresh."""
         rows = self.pending.all()
         if not rows:
-            return 0
+            return {}
         keys = [row.id for row in rows]
         summarise = {row.id for row in rows if row.summary}
         entities = self.entities.get(k[len(ENTITY_KEY) :] for k in keys if k.startswith(ENTITY_KEY))
@@ -785,7 +785,7 @@ class EntityGraphStore:
             if r_ids:
                 self.store.put_vectors(db, self.relation_collection, r_ids, r_vectors)
             self.pending.delete(db, keys)
-        return written
+        return {"summaries_written": written, "entity_embeddings": len(e_ids), "relation_embeddings": len(r_ids)}
 
 
 def _names_of(records: list[ChunkExtraction]) -> list[NameItem]:

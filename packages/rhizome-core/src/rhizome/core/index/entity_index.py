@@ -139,7 +139,7 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
         """Summarise, once, every profile an insert call left waiting, and embed it; a cut-short
         call leaves them waiting for the next insert, delete or refresh."""
         if self.entity_graph.pending.keys():
-            stats["summaries_written"] = stats.get("summaries_written", 0) + await self.entity_graph.settle()
+            add_counts(stats, await self.entity_graph.settle())
 
 
 __all__ = ["EntityGraphIndex", "StoredEntityGraph", "open_entity_graph"]
