@@ -3,8 +3,9 @@ of every package and integration is executed, offline, and every shell command o
 docs/ that needs the environment says ``uv run rhizome`` (a package's README speaks to a pip
 user, for whom ``rhizome`` is on the PATH).
 
-A page's blocks run in order in one namespace, in a fresh folder holding ``my-docs/`` (three
-short documents), with ``OLLAMA_HOST`` pointing at the loopback stub of the Ollama API
+A page's blocks run in order in one namespace, in a fresh folder holding ``my-docs/`` (a copy of
+the sample corpus the package ships and ``rhizome demo`` indexes: what a reader following the
+README has), with ``OLLAMA_HOST`` pointing at the loopback stub of the Ollama API
 (tests/ollama_stub.py): ``ollama:`` models answer there, structured calls with JSON that fits
 their schema. A block that cannot run so (it needs a file only its reader has, a package not
 installed here) is marked, just above it, ``<!-- not run: why -->``; the marks are few and each
@@ -17,6 +18,7 @@ JSON renders to fails.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,13 +30,6 @@ PACKAGE_PAGES = [*sorted(ROOT.glob("packages/*/README.md")), *sorted(ROOT.glob("
 BLOCK = re.compile(r"(?:<!--\s*(?P<mark>[^>]*?)\s*-->\n)?```(?P<lang>\w*)\n(?P<code>.*?)^```", re.DOTALL | re.MULTILINE)
 MOST_NOT_RUN = 4
 """How many blocks in all may be marked not run (kept small on purpose)."""
-
-MY_DOCS = {
-    "ferry.md": "# The Tarn ferry\n\nCaptain Mira Holt runs the Tarn Harbour ferry. The ferry crosses to Gull Island twice a day.",
-    "light.txt": "Osric Vane keeps the lighthouse on Gull Island. He learned the trade from Mira Holt.",
-    "guild.txt": "Petra Lind chairs the Salt Guild of Tarn, which buys fish from the island boats.",
-}
-
 
 def blocks(page: Path, lang: str = "python") -> list[tuple[int, str, str]]:
     """``(line, mark, code)`` of each block of ``lang`` on ``page`` (mark: the comment just above)."""
@@ -52,17 +47,17 @@ def not_run(mark: str) -> bool:
 
 @pytest.fixture
 def reader_folder(tmp_path, monkeypatch):
-    """A folder like a reader's: my-docs/ with three documents, the stub as the Ollama server."""
+    """A folder like a reader's: my-docs/ holding the shipped sample corpus, the stub as the
+    Ollama server."""
     from rhizome.core.models.fake import SchemaResponder
+    from rhizome.rag.demo import sample_corpus
 
-    (tmp_path / "my-docs").mkdir()
-    for name, text in MY_DOCS.items():
-        (tmp_path / "my-docs" / name).write_text(text, encoding="utf-8")
+    shutil.copytree(sample_corpus(), tmp_path / "my-docs")
     responder = SchemaResponder()
     with OllamaStub(models=["qwen2.5:7b-instruct", "nomic-embed-text:latest", "llama3.1:latest", "bge-m3:latest"],
                     embed_dimension=32) as stub:
         stub.reply_fn = lambda body: (
-            responder(body["messages"], body["format"]) if body.get("format") else "Osric Vane keeps the light [1]."
+            responder(body["messages"], body["format"]) if body.get("format") else "Piet Hale kept the Oskel light [1]."
         )
         monkeypatch.setenv("OLLAMA_HOST", stub.url)
         monkeypatch.chdir(tmp_path)
