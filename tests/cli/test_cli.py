@@ -406,3 +406,19 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly(tmp_path, capsys):
         finally:
             os.close(write)
         assert (result.returncode, result.stderr) == (141, b""), argv
+
+
+def test_offline_hashing_vectors_never_enter_the_model_call_cache(tmp_path, capsys, monkeypatch):
+    """The per-user cache keeps model answers worth keeping: an offline index (hashing vectors,
+    cheaper to compute than to look up) leaves it empty and the summary counts no answer from it."""
+    from rhizome.core import HashingEmbedder
+    from rhizome.core.store.cache import ModelCache
+
+    monkeypatch.setenv("RHIZOME_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, _ = run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "idx"), "--offline")
+    assert code == 0 and "0 answers from the cache" in out
+    code, out, _ = run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "again"), "--offline")
+    assert code == 0 and "0 answers from the cache" in out
+    cache_file = tmp_path / "cache" / "model-calls.sqlite"
+    assert not cache_file.exists() or len(ModelCache(cache_file)) == 0
+    assert HashingEmbedder(cache=ModelCache(tmp_path / "own.sqlite")).cache is None  # given one, it keeps none

@@ -532,11 +532,16 @@ class BaseEmbedder(ABC):
     name: identifier recorded in index manifests; opening an index with another name fails.
     batch_size: texts per request.
     max_concurrency: requests in flight at once (per event loop).
-    cache: a :class:`ModelCache`; each text's vector is then computed once, across runs.
+    cache: a :class:`ModelCache`; each text's vector is then computed once, across runs (not
+        for an embedder whose vectors cost less than a lookup, ``cacheable = False``: it keeps none).
     query_prefix, document_prefix: prepended to queries (:meth:`aembed_query`) and to stored
         texts (:meth:`aembed`), for models trained with such instructions (nomic-embed-text's
         ``search_query:`` / ``search_document:``). Empty by default.
     """
+
+    cacheable: bool = True
+    """Whether a call cache may keep this embedder's vectors (``False``: computing one costs
+    less than looking it up, and ``cache=`` is ignored)."""
 
     def __init__(
         self,
@@ -557,7 +562,7 @@ class BaseEmbedder(ABC):
         self._dimension = dimension
         self.batch_size = batch_size
         self.max_concurrency = max_concurrency
-        self.cache = cache
+        self.cache = cache if self.cacheable else None
         self.usage = Usage()
         self._semaphore: PerLoop[asyncio.Semaphore] = PerLoop(
             lambda: asyncio.Semaphore(self.max_concurrency)
