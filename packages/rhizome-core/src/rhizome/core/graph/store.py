@@ -773,9 +773,9 @@ class EntityGraphStore:
             set_summary(records[profile], text, counts(records[profile])[1])
         entity_text = self.policy.entity_text
         e_ids, r_ids = (list(entities) if entity_text is not None else []), list(relations)
-        e_vectors = await self.embed([entity_text(entities[e]) for e in e_ids]) if e_ids and entity_text is not None else None
+        e_vectors = await self.embed([entity_text(entities[e]) for e in e_ids], what="entities") if e_ids and entity_text is not None else None
         r_texts = [self.policy.relation_text(r, names.get(r.source, r.source), names.get(r.target, r.target)) for r in relations.values()]
-        r_vectors = await self.embed(r_texts) if r_ids else None
+        r_vectors = await self.embed(r_texts, what="relations") if r_ids else None
         with self.store.transaction() as db:
             # (only a summarised profile changed; the others wait for their vectors alone)
             self.entities.put(db, (as_stored(e) for e in entities.values() if entity_profile(e.id) in summarise))
