@@ -81,8 +81,8 @@ def test_without_a_manifest_no_new_index_adopts_the_records_and_repair_restores_
         VectorIndex("hashing:64", path=tmp_path / "i")  # another embedder: its vectors must not mix in
     with pytest.raises(IndexCorruptError):
         load_index(tmp_path / "i")
-    found = check_index(tmp_path / "i")
-    assert found.ok and any(MANIFEST in w for w in found.warnings)
+    found = check_index(tmp_path / "i")  # a problem, as every other command finds it, with the fix
+    assert not found.ok and any(MANIFEST in p and "rhizome repair" in p for p in found.problems)
     assert "restored manifest.json from the copy in the records" in repair_index(tmp_path / "i").repaired
     assert search(tmp_path / "i") == hits
 
@@ -202,6 +202,8 @@ def test_cli_check_and_repair(tmp_path, capsys):
     assert main(["check", str(tmp_path / "i")]) == 0
     assert "no problems" in capsys.readouterr().out
     (tmp_path / "i" / MANIFEST).unlink()
+    assert main(["check", str(tmp_path / "i")]) == 1  # exits as every other command on it does (not 0)
+    assert "problem: manifest.json" in capsys.readouterr().out
     assert main(["repair", str(tmp_path / "i")]) == 0
     assert "repaired: restored manifest.json" in capsys.readouterr().out
     with sqlite3.connect(tmp_path / "i" / RECORDS) as db:

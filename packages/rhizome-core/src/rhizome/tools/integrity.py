@@ -255,8 +255,9 @@ def _check_manifest(path: Path, stored: dict | None, report: IndexCheck) -> Mani
     try:
         return read_manifest(path)
     except IndexStorageError as exc:
-        fix = "`rhizome repair` restores it from the copy in the records" if stored else "no copy in the records (an index written before copies)"
-        (report.warnings if stored else report.problems).append(f"{MANIFEST}: {exc}; {fix}")
+        # a problem either way: no other command opens the index until the manifest is back
+        fix = "" if stored is None or "rhizome repair" in str(exc) else "; `rhizome repair` restores it from the copy in the records"
+        report.problems.append(f"{MANIFEST}: {exc}{fix}" if stored else f"{MANIFEST}: {exc}; no copy in the records (an index written before copies)")
         return Manifest.model_validate(stored) if stored else None
 
 
