@@ -767,18 +767,19 @@ class BaseIndex(Generic[P, D]):
         or ids is an :class:`InvalidInputError`."""
         ids = _document_ids(document_ids)
         report = DeleteReport()
-        title = f"{self.method}: deleting {len(ids)} document{'' if len(ids) == 1 else 's'}"
         async with self._writing():
-            with usage_scope() as usage, reporting(self.progress, title):
-                present, stored = [], []
-                for doc_id in dict.fromkeys(ids):
-                    if lone_surrogate(doc_id) is not None:  # never stored: unknown
-                        report.missing.append(doc_id)
-                    elif self.store.document_state(doc_id) is not None:
-                        present.append(doc_id)
-                    else:
-                        report.missing.append(doc_id)
-                        stored.append(doc_id)
+            present, stored = [], []
+            for doc_id in dict.fromkeys(ids):
+                if lone_surrogate(doc_id) is not None:  # never stored: unknown
+                    report.missing.append(doc_id)
+                elif self.store.document_state(doc_id) is not None:
+                    present.append(doc_id)
+                else:
+                    report.missing.append(doc_id)
+                    stored.append(doc_id)
+            # the title counts what is deleted: unknown ids are reported after, not announced
+            title = f"{self.method}: deleting {len(present)} document{'' if len(present) == 1 else 's'}"
+            with usage_scope() as usage, reporting(self.progress if present else False, title):
                 if stored:  # a failed or interrupted version leaves only its status
                     with self.store.transaction() as db:
                         IndexStore.clear_status(db, stored)
