@@ -422,3 +422,15 @@ def test_offline_hashing_vectors_never_enter_the_model_call_cache(tmp_path, caps
     cache_file = tmp_path / "cache" / "model-calls.sqlite"
     assert not cache_file.exists() or len(ModelCache(cache_file)) == 0
     assert HashingEmbedder(cache=ModelCache(tmp_path / "own.sqlite")).cache is None  # given one, it keeps none
+
+
+def test_index_into_an_existing_index_takes_its_method(tmp_path, capsys):
+    """Updating an index needs no --method: the index's own is used (it said "choose another
+    --out for 'naive'"); a different method asked for is still refused."""
+    out_dir = tmp_path / "idx"
+    code, _, _ = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--method", "lightrag", "--offline", "-q")
+    assert code == 0
+    code, out, _ = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline")
+    assert code == 0 and "(lightrag;" in out and "8 unchanged" in out
+    code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--method", "naive", "--offline")
+    assert code == 2 and "holds a 'lightrag' index" in err

@@ -141,7 +141,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise ConfigurationError(f"--workers must be at least 1, got {args.workers}")
     documents = coerce_documents(loaded.documents)  # bad input is refused before anything is written
-    index, models = _open_or_create(args.method, as_location(args.out), args)
+    out = as_location(args.out)
+    if args.method is None:  # an existing index is updated with its own method
+        from rhizome.core.store.storage import has_index, read_manifest
+
+        args.method = read_manifest(out).method if has_index(out) else "naive"
+    index, models = _open_or_create(args.method, out, args)
     try:
         if not args.replace:
             _refuse_clashes(index, documents, args)
@@ -603,10 +608,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="index a file or directory of documents")
     p.add_argument("path", help="a file or folder: .txt, .md, .html, .pdf, .docx, .csv/.tsv, .jsonl/.json (one document per row)")
-    p.add_argument("--method", default="naive", help="indexing method (default: naive)")
+    p.add_argument("--method", help="indexing method (default: an existing index's own, else naive)")
     p.add_argument("--out", required=True,
                    help="index directory, or postgresql://user@host/db?schema=NAME (needs rhizome-rag[postgres]); "
-                        "an existing index of the same method is updated")
+                        "an existing index is updated with its own method and models")
     p.add_argument("--chunk-size", type=int, help="tokens per chunk (method default)")
     p.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks (method default)")
     p.add_argument("--sync", action="store_true",
