@@ -434,3 +434,34 @@ def test_index_into_an_existing_index_takes_its_method(tmp_path, capsys):
     assert code == 0 and "(lightrag;" in out and "8 unchanged" in out
     code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--method", "naive", "--offline")
     assert code == 2 and "holds a 'lightrag' index" in err
+
+
+def test_with_ollama_down_the_advice_is_one_that_can_work(tmp_path, capsys, monkeypatch):
+    """Defect: every "not reachable" error advised "or pass --offline", also where --offline
+    cannot help (an index built with Ollama's embedder is searched and updated with it) and in
+    Python, which has no such flag; `query --answer` on an offline index claimed the index
+    "queries" the default chat model."""
+    from rhizome.core import OllamaEmbedder
+    from rhizome.core.errors import ModelUnavailableError
+
+    built = tmp_path / "ollama-built"
+    with OllamaStub(models=["nomic-embed-text:latest"], embed_dimension=16) as stub:
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(built), "--embed", "ollama:nomic-embed-text", "--no-cache", "-q")
+        assert code == 0, err
+    monkeypatch.setenv("OLLAMA_HOST", closed_port_url())
+    for argv in (["query", str(built), "Who kept the light?"],
+                 ["index", str(sample_corpus()), "--out", str(built), "-q"],
+                 ["docs", "delete", str(built), "01-vell-islands.md"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and "not reachable" in err and "built with ollama:nomic-embed-text" in err, argv
+        assert "--offline" not in err, argv
+    code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "new"), "--embed", "ollama:nomic-embed-text", "-q")
+    assert code == 2 and "or pass --offline" in err  # a new index can be built offline
+    offline_built = tmp_path / "offline-built"
+    assert run(capsys, "index", str(sample_corpus()), "--out", str(offline_built), "--offline", "-q")[0] == 0
+    code, _, err = run(capsys, "query", str(offline_built), "Who kept the light?", "--answer")
+    assert code == 2 and "--answer writes with ollama:" in err and "the default chat model" in err and "queries" not in err
+    with pytest.raises(ModelUnavailableError) as raised:
+        OllamaEmbedder("nomic-embed-text").embed(["a text"])
+    assert "ollama serve" in str(raised.value) and "--offline" not in str(raised.value)

@@ -168,7 +168,7 @@ def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) 
     With ``fall_back`` (the demo) an unreachable Ollama or a missing model becomes a notice and
     the offline steps are used; otherwise it is an error that says what to do.
     """
-    from rhizome.core.errors import ModelNotFoundError
+    from rhizome.core.errors import ModelNotFoundError, ModelUnavailableError
     from rhizome.core.models.registry import DEFAULT_OLLAMA_EMBED, DEFAULT_OLLAMA_LLM
 
     if args.offline:
@@ -183,7 +183,10 @@ def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) 
         if not status.reachable:
             error = status.unavailable()
             if not fall_back:
-                raise error
+                if getattr(args, "embed_of_index", False) and is_ollama(embed_spec):  # --offline cannot help
+                    raise ModelUnavailableError(f"{error}; this index was built with {embed_spec}, and an index is "
+                                                "searched and updated with the embedder that built it")
+                raise ModelUnavailableError(f"{error}, or pass --offline to use the offline steps instead")
             models.notices.append(f"{error}. Running offline.")
             return Models(OFFLINE_EMBED, notices=models.notices)
         for spec in (embed_spec, llm_spec):

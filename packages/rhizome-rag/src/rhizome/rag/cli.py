@@ -87,6 +87,7 @@ def _open_or_create(
             raise ConfigurationError(f"{_shown(out)} holds a {manifest.method!r} index; choose another --out for {method!r}")
         asked = OFFLINE_EMBED if args.offline else (args.embed or os.environ.get("RHIZOME_EMBED"))
         args.embed = _index_embedder(out, manifest, asked, "--offline uses" if args.offline else "--embed asks for")
+        args.embed_of_index = True
         if not (args.offline or args.llm or os.environ.get("RHIZOME_LLM")):
             args.llm = manifest.models.get("llm")  # built offline: stays offline unless a flag says
             want_llm = want_llm and (args.llm is not None or forced)
@@ -306,22 +307,23 @@ def cmd_query(args: argparse.Namespace) -> int:
     embed_spec = _index_embedder(args.index, manifest, args.embed, "--embed asks for")
     # the chat model: --llm, else the one the index was built with, else (to write an answer)
     # the default one; none with --offline
-    llm_spec = None
+    llm_spec, llm_is_default = None, False
     if not args.offline:
         llm_spec = args.llm or manifest.models.get("llm")
         if llm_spec is None and args.answer:
-            llm_spec = os.environ.get("RHIZOME_LLM") or f"ollama:{DEFAULT_OLLAMA_LLM}"
+            llm_spec, llm_is_default = os.environ.get("RHIZOME_LLM") or f"ollama:{DEFAULT_OLLAMA_LLM}", True
     if is_ollama(embed_spec) or is_ollama(llm_spec):
         from rhizome.core.models.ollama import check_ollama, require_model
 
         status = check_ollama(timeout=model_options(args).get("timeout", 15.0))
         if not status.reachable:
-            why = (
-                "an index can only be queried with the embedder that built it"
-                if is_ollama(embed_spec)
-                else f"this index queries {llm_spec}; pass --offline to use the offline steps instead"
-            )
-            raise ModelUnavailableError(f"{status.unavailable()} ({why})")
+            if is_ollama(embed_spec):  # no flag helps: the query must be embedded as the passages were
+                why = f"this index was built with {embed_spec}, and an index is queried with the embedder that built it"
+            elif llm_is_default:
+                why = f"--answer writes with {llm_spec}, the default chat model (--llm picks another); pass --offline for an extractive answer"
+            else:
+                why = f"this index answers with {llm_spec}, the chat model it was built with; pass --offline to use its offline steps"
+            raise ModelUnavailableError(f"{status.unavailable()}; {why}")
         for spec in (embed_spec, llm_spec):
             if is_ollama(spec):
                 require_model(status, ollama_model(spec))  # type: ignore[arg-type]

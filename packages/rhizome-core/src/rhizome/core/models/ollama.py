@@ -128,8 +128,9 @@ class _Transient(Exception):
 
 
 def _unreachable(host: str) -> ModelUnavailableError:
+    # (what else to do depends on the caller: the command line adds it where it can work)
     return ModelUnavailableError(
-        f"Ollama is not reachable at {host} — start it with `ollama serve`, or pass --offline"
+        f"Ollama is not reachable at {host} — start it with `ollama serve` (OLLAMA_HOST says where it runs)"
     )
 
 
