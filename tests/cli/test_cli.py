@@ -41,10 +41,15 @@ def test_index_then_query_offline(tmp_path, capsys):
     assert code == 0 and "Agnes Brodd" in out and "extractive" in out
 
 
-def test_demo_runs_offline_when_ollama_is_down(capsys):
+def test_demo_runs_offline_when_ollama_is_down(capsys, tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the demo's own folder goes
     code, out, _ = run(capsys, "demo", "-q")
     assert code == 0
     assert "not reachable" in out and "ollama serve" in out and "Running offline" in out
+    (made,) = tmp_path.glob("rhizome-demo-*")  # a new folder per run, and the demo says where
+    assert f"The indexes are in {made}, a new temporary folder" in out
     for expected in ("Piet Hale", "Agnes Brodd", "Salt Exchange"):
         assert expected in out
     methods = sorted(method_registry())

@@ -415,6 +415,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
                       f"embedder {models.embed_spec}, answers by {models.llm.name if models.llm else 'extraction (no chat model)'}") + "\n")
     folders = demo.run(out, methods, lambda: make_cli_embedder(models.embed_spec, args), models.llm, registry, cache=not args.no_cache)
     flag = " --offline" if offline else ""
+    if not args.out:  # each run makes a new folder: say so, and how to choose one
+        print(f"\nThe indexes are in {out}, a new temporary folder kept for the commands below (delete it when "
+              "done; --out DIR chooses the folder).")
     print("\nNext, with these indexes (or your own folder):")
     graph = next((m for m in ("graphrag", "lightrag", "hipporag") if m in folders), None)
     if "graphrag" in folders:
