@@ -470,3 +470,17 @@ def test_with_ollama_down_the_advice_is_one_that_can_work(tmp_path, capsys, monk
     with pytest.raises(ModelUnavailableError) as raised:
         OllamaEmbedder("nomic-embed-text").embed(["a text"])
     assert "ollama serve" in str(raised.value) and "--offline" not in str(raised.value)
+
+
+def test_messages_count_and_name_what_is_there(tmp_path, capsys):
+    """Defects: "1 documents done"; a GraphML refusal for spRAG that spoke of RAPTOR's tree."""
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "a.txt").write_text("Piet Hale kept the Oskel light for forty-one years.", encoding="utf-8")
+    code, out, _ = run(capsys, "index", str(one), "--out", str(tmp_path / "s"), "--method", "sprag", "--offline")
+    assert code == 0 and "1 document done, none failed" in out
+    code, _, err = run(capsys, "export", str(tmp_path / "s"), "--format", "graphml", "--out", str(tmp_path / "s.graphml"))
+    assert code == 2 and "passages only" in err and "summary nodes" not in err and "RAPTOR" not in err
+    assert run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "r"), "--method", "raptor", "--offline", "-q")[0] == 0
+    code, _, err = run(capsys, "export", str(tmp_path / "r"), "--format", "graphml", "--out", str(tmp_path / "r.graphml"))
+    assert code == 2 and "a tree of summary nodes" in err

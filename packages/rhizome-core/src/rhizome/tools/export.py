@@ -202,10 +202,12 @@ def write_graphml(graph: Any, path: str | Path) -> Path:
     import networkx as nx
 
     if not graph.number_of_nodes():
+        tree = bool(graph.graph.get("levels"))  # summary nodes over the passages (RAPTOR's tree)
+        kept = "passages and a tree of summary nodes over them" if tree else "passages only"
+        nodes = ", and its summary nodes in the communities table (with level and children)" if tree else ""
         raise InvalidInputError(
-            "this index holds no entity graph to write as GraphML (its method keeps passages, and a "
-            "tree of summaries for RAPTOR, not entities and relations); export --format parquet or jsonl "
-            "for its documents, chunks and summary nodes (the communities table, with level and children)"
+            f"this index holds no entity graph to write as GraphML (its method keeps {kept}, not entities "
+            f"and relations); export --format parquet or jsonl for its documents and chunks{nodes}"
         )
     target = Path(path)
     if target.is_dir():

@@ -50,6 +50,7 @@ from rhizome.core.store.storage import (
     text_checksum,
 )
 from rhizome.core.store.vectors import VectorStore
+from rhizome.tools.cli import plural
 
 LISTED = 20
 """Most items of one kind named in a report (the count is always given)."""
@@ -319,7 +320,7 @@ def _check_work(rows: Callable[[str], list[tuple]], report: IndexCheck) -> None:
         report.warnings.append("whole-index work of an insert or delete is unfinished: run `rhizome index` again to finish it")
     failed = rows("SELECT COUNT(*) FROM document_status WHERE status = 'failed'")
     if failed and failed[0][0]:
-        report.warnings.append(f"{failed[0][0]} documents failed and are not stored (`rhizome status` lists them)")
+        report.warnings.append(f"{plural(failed[0][0], 'document')} failed and {'is' if failed[0][0] == 1 else 'are'} not stored (`rhizome status` lists them)")
 
 
 def _check_chunks(rows: Callable[[str], list[tuple]], checksums: bool, report: IndexCheck) -> None:
@@ -335,7 +336,7 @@ def _check_chunks(rows: Callable[[str], list[tuple]], checksums: bool, report: I
         " ON c.document_id = d.id WHERE COALESCE(c.n, 0) != d.n_chunks",
     )
     if counts:
-        report.problems.append(f"{len(counts)} documents do not have the chunks they were stored with: {', '.join(r[0] for r in counts[:LISTED])}")
+        report.problems.append(f"{plural(len(counts), 'document')} {'does' if len(counts) == 1 else 'do'} not have the chunks they were stored with: {', '.join(r[0] for r in counts[:LISTED])}")
 
 
 def _check_vectors(db: sqlite3.Connection, dimension: int | None, report: IndexCheck) -> None:

@@ -164,14 +164,14 @@ def cmd_index(args: argparse.Namespace) -> int:
     _print_summary(args, report, removed, totals, time.monotonic() - started)
     done = len(report.inserted) + len(report.replaced) + len(report.skipped)
     if not (report.failed or report.unfinished or unread):
-        _say(args, f"{done} documents done, none failed")
+        _say(args, f"{plural(done, 'document')} done, none failed")
         return 0
     if report.failed:
-        print(f"{done} documents done, {len(report.failed)} failed (not stored; the rest is):", file=sys.stderr)
+        print(f"{plural(done, 'document')} done, {len(report.failed)} failed (not stored; the rest is):", file=sys.stderr)
         for doc_id, reason in report.failed.items():
             print(f"  {doc_id}: {reason}", file=sys.stderr)
     else:
-        print(f"{done} documents done, none failed", file=sys.stderr)
+        print(f"{plural(done, 'document')} done, none failed", file=sys.stderr)
     for unfinished in (removed.unfinished, report.unfinished):
         if unfinished:
             print(f"the whole-index work after the change did not finish ({unfinished}); the documents are "
@@ -568,8 +568,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "graphml":
         graph = export.to_graph(tables)
         export.write_graphml(graph, out)
-        print(f"wrote {out}: {graph.number_of_nodes()} entities, {graph.number_of_edges()} relations, "
-              f"communities at {graph.graph['levels']} levels as the node attributes community_0, community_1...")
+        levels = graph.graph["levels"]
+        print(f"wrote {out}: {plural(graph.number_of_nodes(), 'entity', 'entities')}, {plural(graph.number_of_edges(), 'relation')}, "
+              + (f"communities at {plural(levels, 'level')} as the node attributes community_0, community_1..." if levels else "no communities"))
     else:
         written = (export.write_parquet if args.format == "parquet" else export.write_jsonl)(tables, out)
         print(f"wrote {len(written)} tables to {out}/: " + ", ".join(f"{t} {len(tables[t])} rows" for t in written))
