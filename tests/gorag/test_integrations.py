@@ -213,6 +213,13 @@ def test_cli_classify_offline(tmp_path, capsys):
     assert code == 0
     record = json.loads(out)
     assert record["label"] == "astronomy" and "gold" not in record
+    # a text that shares nothing with the graph: its label is a guess, and the TSV says so
+    nothing = tmp_path / "nothing.txt"
+    nothing.write_text(QUERIES[1][1] + "\nzzyzx qwvrt\n", encoding="utf-8")
+    code = main(["classify", str(nothing), "--classifier", str(tmp_path / "clf"), "--offline"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out.splitlines()[0].startswith("astronomy\t") and out.splitlines()[1].startswith("?")
+    assert f"{nothing}:2: no keyword of this text is in the graph" in err and "1 of 2 labels are guesses" in err
 
 
 def test_cli_classify_that_meets_a_model_failure_saves_nothing(tmp_path, capsys, monkeypatch):

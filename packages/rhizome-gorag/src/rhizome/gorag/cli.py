@@ -203,7 +203,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
                     f"{report.texts} texts, graph {report.nodes} nodes / {report.edges} edges")
     results = classifier.batch([t for _, t in rows], online=False if args.no_online else None)  # else the classifier's own
     lines = []
-    errors = 0
+    errors = guesses = 0
     for number, ((gold, text), result) in enumerate(zip(rows, results), 1):  # row i is line i + 1
         shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
         if result.label is None:  # a ClassificationError: this line only
@@ -214,11 +214,15 @@ def cmd_classify(args: argparse.Namespace) -> int:
             else:
                 lines.append(f"ERROR\t{shown}\n")
             continue
+        guessed = result.fallback == "no_terminals"  # nothing of the text is in the graph
+        if guessed:
+            guesses += 1
+            _note(args, f"{args.input}:{number}: no keyword of this text is in the graph; its label is a guess")
         if args.json:
             record = {"gold": gold, **result.model_dump()} if gold is not None else result.model_dump()
             lines.append(as_json(record) + "\n")
         else:
-            lines.append(f"{result.label}\t{shown}\n")
+            lines.append(f"{'?' if guessed else ''}{result.label}\t{shown}\n")
     if args.out:
         Path(args.out).write_text("".join(lines), encoding="utf-8")
     else:
@@ -229,6 +233,9 @@ def cmd_classify(args: argparse.Namespace) -> int:
         _note(args, f"accuracy {correct / len(scored):.4f} over {len(scored)} labelled lines")
     if errors:
         _note(args, f"{errors} of {len(rows)} texts could not be classified (see above); the others were")
+    if guesses:
+        _note(args, f"{guesses} of {len(rows)} labels are guesses (marked '?' before the label; the JSON says "
+                    "fallback: no_terminals): those texts share no keyword with the graph")
     if args.save:
         classifier.persist(args.save)
         _note(args, f"saved the classifier to {args.save}")
