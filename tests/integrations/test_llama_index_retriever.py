@@ -219,3 +219,25 @@ def test_fusion_merges_the_same_passage_found_by_two_retrievers() -> None:
     assert fused[0].score == pytest.approx(2 / 60)  # 1 / (rank + 60), rank from 0, from each retriever
     stored = json_to_doc(doc_to_json(a))  # kept in a docstore, it reads back as a plain TextNode
     assert type(stored) is TextNode and stored.metadata == a.metadata
+
+
+def test_persist_keeps_the_retrievers_mode_k_filter_and_settings(tmp_path: Path) -> None:
+    """Defect: persist() wrote the index alone, so from_persist_dir came back in the default
+    mode with top_k 4 and no filter."""
+    from rhizome.lightrag import LightRAGIndex
+
+    index = LightRAGIndex(HashingEmbedder(), path=tmp_path / "build")
+    index.insert([d.model_copy(update={"metadata": {**d.metadata, "shelf": i % 2}}) for i, d in enumerate(CORPUS)])
+    retriever = RhizomeRetriever.from_index(index, similarity_top_k=2, mode="local", filters={"shelf": 1}, chains=False)
+    before = retriever.retrieve(QUERY)
+    retriever.persist(tmp_path / "idx")
+    index.close()
+    reopened = RhizomeRetriever.from_persist_dir(tmp_path / "idx")
+    inner = reopened.rhizome_retriever
+    assert (inner.mode, reopened.similarity_top_k, inner.params.chains) == ("local", 2, False)
+    assert _summary(reopened.retrieve(QUERY)) == _summary(before)
+    assert all(n.node.metadata["shelf"] == 1 for n in reopened.retrieve(QUERY))
+    reopened.index.close()
+    again = RhizomeRetriever.from_persist_dir(tmp_path / "idx", 3, mode="hybrid")  # the arguments win
+    assert (again.rhizome_retriever.mode, again.similarity_top_k) == ("hybrid", 3)
+    again.index.close()

@@ -6,6 +6,7 @@ it without method-specific code.
 
 from __future__ import annotations
 
+import json
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
@@ -208,7 +209,7 @@ class RhizomeRetriever(BaseRetriever):
     def from_persist_dir(
         cls,
         persist_dir: str | Path,
-        similarity_top_k: int = 4,
+        similarity_top_k: int | None = None,
         *,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -224,6 +225,8 @@ class RhizomeRetriever(BaseRetriever):
         models (Ollama, hashing) but not for framework models: pass those again. The other
         keyword arguments (``mode`` and the mode's settings) go to ``index.as_retriever``. Within
         one process this works right after :meth:`persist`: both share the index's store.
+        What :meth:`persist` recorded of the retriever (its mode, ``similarity_top_k``, filter
+        and settings) is used where the arguments do not say otherwise.
         """
         from rhizome.core.store.storage import load_index, split_load_options
 
@@ -232,10 +235,14 @@ class RhizomeRetriever(BaseRetriever):
                 raise TypeError("pass either embedder= or embed_model=, not both")
             kwargs["embedder"] = kwargs.pop("embed_model")
         models, options = split_load_options(kwargs)
+        saved = _read_retriever_settings(persist_dir)
+        options = {**saved.get("settings", {}), **({"mode": saved["mode"]} if saved.get("mode") else {}), **options}
+        if "filters" not in options and saved.get("filter") is not None:
+            options["filters"] = saved["filter"]
         index = load_index(persist_dir, **{key: wrap_model(value) for key, value in models.items()})
         return cls.from_index(
             index,
-            similarity_top_k=similarity_top_k,
+            similarity_top_k=similarity_top_k or saved.get("similarity_top_k", 4),
             callback_manager=callback_manager,
             verbose=verbose,
             **options,
@@ -253,14 +260,35 @@ class RhizomeRetriever(BaseRetriever):
         return self._retriever
 
     def persist(self, persist_dir: str | Path) -> Path:
-        """Write the underlying Rhizome index to ``persist_dir``; reopen it with
-        :meth:`from_persist_dir`. Returns the directory written."""
+        """Write the underlying Rhizome index to ``persist_dir``, with this retriever's mode,
+        ``similarity_top_k``, filter and settings beside it (``llama_index_retriever.json``);
+        reopen both with :meth:`from_persist_dir`. Returns the directory written."""
         if self._index is None:
             raise ValueError(
                 "this retriever does not know its index; build it with "
                 "RhizomeRetriever.from_index(index) or pass index= to persist it"
             )
-        return Path(self._index.persist(persist_dir))
+        written = Path(self._index.persist(persist_dir))
+        if written.is_dir():
+            (written / RETRIEVER_SETTINGS).write_text(json.dumps(self._settings(), default=str), encoding="utf-8")
+        return written
+
+    def _settings(self) -> dict[str, Any]:
+        """What :meth:`from_persist_dir` needs to make this retriever again: the mode, ``k``,
+        the filter and the settings that differ from the mode's defaults on this index."""
+        retriever, mode = self._retriever, getattr(self._retriever, "mode", None)
+        if mode not in (getattr(self._index, "modes", None) or {}):
+            mode = None  # a method of one mode names none
+        settings: dict[str, Any] = {}
+        params = getattr(retriever, "params", None)
+        if params is not None and self._index is not None:
+            defaults = self._index.as_retriever(mode=mode).params
+            settings = {
+                name: value for name, value in params.model_dump(mode="json").items()
+                if value != defaults.model_dump(mode="json").get(name)
+            }
+        wanted = self._filter if self._filter is not None else _plain_filter(getattr(retriever, "filter", None))
+        return {"mode": mode, "similarity_top_k": self.similarity_top_k, "filter": wanted, "settings": settings}
 
     # -- retrieval -----------------------------------------------------------------------------
     def _options(self) -> dict[str, Any]:
@@ -274,6 +302,29 @@ class RhizomeRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         hits = await self._retriever.aretrieve(query_bundle.query_str, k=self.similarity_top_k, **self._options())
         return [hit_to_node(hit) for hit in hits]
+
+
+RETRIEVER_SETTINGS = "llama_index_retriever.json"
+"""The file :meth:`RhizomeRetriever.persist` writes beside the index: the retriever's settings."""
+
+
+def _read_retriever_settings(persist_dir: str | Path) -> dict[str, Any]:
+    path = Path(str(persist_dir)) / RETRIEVER_SETTINGS
+    if "://" in str(persist_dir) or not path.is_file():
+        return {}
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InvalidInputError(f"{path} is not the JSON persist() writes ({exc}); delete it to reopen with the defaults") from exc
+    return saved if isinstance(saved, dict) else {}
+
+
+def _plain_filter(wanted: Any) -> Any:
+    """A Rhizome filter object as the dict it was given as (``None`` stays ``None``)."""
+    if wanted is None:
+        return None
+    dump = getattr(wanted, "to_dict", None)
+    return dump() if callable(dump) else None
 
 
 __all__ = ["PROVENANCE_KEYS", "RhizomeNode", "RhizomeRetriever", "hit_to_node", "rhizome_filter"]
