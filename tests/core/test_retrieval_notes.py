@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rhizome.core import VectorIndex
+from rhizome.core import HashingEmbedder, VectorIndex
 from rhizome.graphrag import GraphRAGIndex
 from rhizome.lightrag import LightRAGIndex
 from rhizome.tools.testing import CORPUS
@@ -33,3 +33,12 @@ def test_graph_modes_say_why_their_own_hits_ran_out():
     found = light.as_retriever(mode="local", k=2).search(NONSENSE)
     assert found.notes[0] == "no entity or relation is within cosine 0.2 of the query's keywords (zebra, quantum, xylophone): the context holds passages only"
     assert [h.kind for h in found.hits] == ["chunk"] * 2  # the passages are ranked whatever their cosine
+
+
+def test_a_query_with_nothing_to_match_says_so():
+    """Defect: "???" returned k hits at score 0.000 with no note."""
+    index = VectorIndex(HashingEmbedder())
+    index.insert(["Piet Hale kept the Oskel light.", "The Moot paid for the lighthouse."])
+    found = index.as_retriever(k=2).search("???")
+    assert any("has no letter or digit" in note for note in found.notes)
+    assert not any("letter or digit" in note for note in index.as_retriever(k=2).search("Who kept the light?").notes)

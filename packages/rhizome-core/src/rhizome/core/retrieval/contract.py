@@ -358,6 +358,9 @@ class BaseRetriever:
                     result.stats["filled"] = len(fill[: k - len(hits)])
                     hits = by_rank(hits + fill[: k - len(hits)])
             result.notes += self._explain(own, len(hits), k, allowed, wanted)
+        if hits and not any(ch.isalnum() for ch in query):  # nothing to match on: say so
+            result.notes.append(f"the query {query!r} has no letter or digit, so nothing in it was matched: "
+                                "these hits are not chosen by what it asks")
         result.hits = with_document_metadata(self.index.store, hits)
         result.context = with_document_metadata(self.index.store, result.context)
         result.mode = self.mode
