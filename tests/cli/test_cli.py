@@ -484,3 +484,23 @@ def test_messages_count_and_name_what_is_there(tmp_path, capsys):
     assert run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "r"), "--method", "raptor", "--offline", "-q")[0] == 0
     code, _, err = run(capsys, "export", str(tmp_path / "r"), "--format", "graphml", "--out", str(tmp_path / "r.graphml"))
     assert code == 2 and "a tree of summary nodes" in err
+
+
+def test_contradicting_model_settings_are_refused_not_dropped(tmp_path, capsys, monkeypatch):
+    """Defects: --offline --llm X dropped --llm; RHIZOME_TIMEOUT=soon was ignored with
+    --offline; RHIZOME_EMBED was ignored by query while --embed was checked."""
+    out_dir = tmp_path / "idx"
+    assert run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline", "-q")[0] == 0
+    code, _, err = run(capsys, "query", str(out_dir), "Who kept the light?", "--offline", "--llm", "ollama:qwen2.5:7b-instruct")
+    assert code == 2 and "cannot go with --llm" in err
+    code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir), "--offline", "--embed", "ollama:nomic-embed-text")
+    assert code == 2 and "cannot go with --embed" in err
+    monkeypatch.setenv("RHIZOME_TIMEOUT", "soon")
+    code, _, err = run(capsys, "query", str(out_dir), "Who kept the light?", "--offline")
+    assert code == 2 and "RHIZOME_TIMEOUT='soon'" in err
+    monkeypatch.delenv("RHIZOME_TIMEOUT")
+    monkeypatch.setenv("RHIZOME_EMBED", "hashing:64")
+    code, _, err = run(capsys, "query", str(out_dir), "Who kept the light?")
+    assert code == 2 and "RHIZOME_EMBED asks for 'hashing:64'" in err
+    monkeypatch.setenv("RHIZOME_EMBED", "hashing:384")  # the index's own: fine
+    assert run(capsys, "query", str(out_dir), "Who kept the light?")[0] == 0

@@ -208,6 +208,22 @@ def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) 
     return models
 
 
+def check_model_flags(args: argparse.Namespace) -> None:
+    """Refuse model flags that contradict each other, and a bad ``RHIZOME_*`` setting, before a
+    command runs, rather than drop one silently: ``--offline`` with a chat model or an Ollama
+    embedder asked for, or a value no model could take (also when ``--offline`` means it
+    would not be used)."""
+    from rhizome.core.errors import ConfigurationError
+
+    if not hasattr(args, "offline"):
+        return
+    model_options(args)  # a bad flag or RHIZOME_* value is an error either way
+    if args.offline and args.llm:
+        raise ConfigurationError(f"--offline runs without a model server, so it cannot go with --llm {args.llm}; drop one of them")
+    if args.offline and args.embed and is_ollama(args.embed):
+        raise ConfigurationError(f"--offline runs without a model server, so it cannot go with --embed {args.embed}; drop one of them")
+
+
 def model_flags(parser: argparse.ArgumentParser) -> None:
     """The model flags every command shares (--llm, --embed, --offline, --cache, --no-cache and
     the :data:`MODEL_OPTIONS`); plugin commands use it too, with :func:`choose_models`."""
@@ -222,6 +238,7 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
 
 __all__ = [
     "MODEL_OPTIONS",
+    "check_model_flags",
     "OFFLINE_EMBED",
     "ModelOption",
     "Models",

@@ -33,6 +33,7 @@ from rhizome.tools.cli import (
     OFFLINE_EMBED,
     Models,
     as_json,
+    check_model_flags,
     choose_models,
     is_ollama,
     make_cli_chat_model,
@@ -304,7 +305,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     from rhizome.core.store.storage import load_index, read_manifest
 
     manifest = read_manifest(args.index)
-    embed_spec = _index_embedder(args.index, manifest, args.embed, "--embed asks for")
+    asked = args.embed or os.environ.get("RHIZOME_EMBED")  # checked as `index` checks it, never ignored
+    embed_spec = _index_embedder(args.index, manifest, asked, "--embed asks for" if args.embed else "RHIZOME_EMBED asks for")
     # the chat model: --llm, else the one the index was built with, else (to write an answer)
     # the default one; none with --offline
     llm_spec, llm_is_default = None, False
@@ -703,6 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_model_flags(args)
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a reader gone away is noticed here, not when the interpreter exits
         return code
