@@ -178,7 +178,7 @@ class HierarchicalSearch(BaseRetriever):
         out."""
         graph = self.index.graph()
         ranking = self.params.rank_provenance and vector is not None
-        sources = self._sources(ranked)
+        sources = self._sources(ranked, graph)  # one state of the graph for the whole call
         if ranking:
             sources = self._nearest_first(sources, vector)
         # a hit cites its first MAX_PROVENANCE_CHUNKS stored chunks: read those (with a margin for
@@ -209,10 +209,10 @@ class HierarchicalSearch(BaseRetriever):
                 out.append(hit)
         return out
 
-    def _sources(self, ranked: Sequence[tuple[Row, float]]) -> dict[Row, list[str]]:
+    def _sources(self, ranked: Sequence[tuple[Row, float]], graph: Any = None) -> dict[Row, list[str]]:
         """The chunks each ranked node comes from (a community: its entities' chunks, most cited
-        first); nodes no longer in the graph are left out."""
-        graph = self.index.graph()
+        first); nodes no longer in ``graph`` (default: the index's now) are left out."""
+        graph = self.index.graph() if graph is None else graph
         sources: dict[Row, list[str]] = {}
         for row, _ in ranked:
             _, kind, key = row
