@@ -380,3 +380,14 @@ def test_a_read_snapshot_sees_one_committed_state(tmp_path):
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_failure_without_a_message_still_says_what_happened():
+    """Defect: a cancelled extraction was reported as "CancelledError: " with no reason."""
+    import asyncio
+
+    from rhizome.core.index.base import failure_reason
+
+    assert failure_reason(asyncio.CancelledError()) == "CancelledError: cancelled before it finished (the run was interrupted or timed out)"
+    assert failure_reason(RuntimeError()) == "RuntimeError: raised without a message"
+    assert failure_reason(ValueError("bad  \n value")) == "ValueError: bad value"

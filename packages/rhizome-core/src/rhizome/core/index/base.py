@@ -37,6 +37,7 @@ rebuilds the chat model from the manifest; ``readonly=True`` opens for queries b
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib
 import json
@@ -207,8 +208,13 @@ class InsertReport(BaseModel):
 
 
 def failure_reason(exc: BaseException) -> str:
-    """A failure as one line for a report or a status row: the error's type and message."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+    """A failure as one line for a report or a status row: the error's type and message (an
+    error raised without one, such as a cancellation, says what happened instead)."""
+    message = " ".join(str(exc).split())
+    if not message:
+        message = ("cancelled before it finished (the run was interrupted or timed out)" if isinstance(exc, asyncio.CancelledError)
+                   else "raised without a message")
+    return f"{type(exc).__name__}: {message}"[:500]
 
 
 class DeleteReport(BaseModel):
