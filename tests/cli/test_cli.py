@@ -285,6 +285,8 @@ def test_status_describes_an_index(tmp_path, capsys):
     code, printed, _ = run(capsys, "status", str(out))
     assert code == 0
     assert "method: graphrag" in printed and "documents: 3; chunks: 3" in printed
+    assert "modes: local (default), global, drift, naive" in printed  # what to pass as --mode
+    assert re.search(r"graph: \d+ entities, \d+ relations, \d+ communit(y|ies) in \d+ levels?", printed)
     assert "settings (GraphRAGConfig):" in printed and "gleaning = 1" in printed and "max_gleanings" in printed
     assert "extraction = offline" in printed and "unfinished" not in printed
 

@@ -15,7 +15,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -244,16 +244,23 @@ def _print_summary(args: argparse.Namespace, report: Any, removed: Any, totals: 
     parts.append(f"{len(report.failed)} failed")
     _say(args, f"  documents: {', '.join(parts)}; {totals['documents']} in the index")
     _say(args, f"  chunks: {report.chunks:,} written ({plural(report.tokens, 'token')}); {totals['chunks']:,} in the index")
-    if totals["entities"] or totals["relations"]:
-        communities = (f", {plural(totals['communities'], 'community', 'communities')} in {plural(totals['levels'], 'level')}"
-                       if totals["communities"] else "")
-        _say(args, f"  graph: {plural(totals['entities'], 'entity', 'entities')}, {plural(totals['relations'], 'relation')}{communities}")
-    elif totals["communities"]:  # a tree of summaries over the chunks (RAPTOR)
-        _say(args, f"  tree: {plural(totals['communities'], 'summary node')} in {plural(totals['levels'], 'level')} above the chunks")
+    if line := _graph_line(totals):
+        _say(args, f"  {line}")
     _say(args, f"  models: {plural(stats.get('model_calls', 0), 'chat call')} ({stats.get('prompt_tokens', 0):,} prompt + "
                f"{stats.get('completion_tokens', 0):,} completion tokens), {plural(stats.get('embedded_texts', 0), 'text')} embedded, "
                f"{plural(stats.get('cache_hits', 0), 'answer')} from the cache")
     _say(args, f"  time: {seconds:.1f} s")
+
+
+def _graph_line(totals: Mapping[str, int]) -> str | None:
+    """What an index's graph holds, in one line (``None``: no graph, only chunks)."""
+    if totals["entities"] or totals["relations"]:
+        communities = (f", {plural(totals['communities'], 'community', 'communities')} in {plural(totals['levels'], 'level')}"
+                       if totals["communities"] else "")
+        return f"graph: {plural(totals['entities'], 'entity', 'entities')}, {plural(totals['relations'], 'relation')}{communities}"
+    if totals["communities"]:  # a tree of summaries over the chunks (RAPTOR)
+        return f"tree: {plural(totals['communities'], 'summary node')} in {plural(totals['levels'], 'level')} above the chunks"
+    return None
 
 
 def _print_loaded(args: argparse.Namespace, loaded: Any) -> int:
@@ -487,6 +494,16 @@ def _index_status(path: Any) -> int:
     if manifest.method not in registry:
         print(f"settings (install rhizome-{manifest.method} for their descriptions): {json.dumps(manifest.config)}")
         return 0
+    from rhizome.core.store.storage import load_index
+
+    index = load_index(path, readonly=True, offline=True)
+    try:
+        modes = list(index.modes)
+        print("modes: " + (", ".join(f"{m} (default)" if i == 0 else m for i, m in enumerate(modes)) or "one (no mode to choose)"))
+        if line := _graph_line(index.graph_contents().summary()):
+            print(line)
+    finally:
+        index.close()
     config_class = registry[manifest.method].load().config_class
     print(f"settings ({config_class.__name__}):")
     for name, value, doc in describe(config_class.model_validate(manifest.config)):
