@@ -257,3 +257,17 @@ def test_a_bad_json_lines_record_names_its_line_of_the_file(tmp_path):
     (tmp_path / "rows.jsonl").write_text('{"text": "Bees make honey."}\n\n{"text": oops}\n', encoding="utf-8")
     found = load_files(tmp_path)
     assert found.unreadable[str(tmp_path / "rows.jsonl")].startswith("line 3 is not valid JSON")
+
+
+def test_one_text_field_setting_for_tables_that_differ(tmp_path):
+    """Defect: --text-field applied to every table of a folder, so a CSV with its text in
+    ``notes`` and a JSONL with it in ``text`` could not be loaded by one command."""
+    (tmp_path / "boats.csv").write_text("id,notes\nKetch,Sails to Oslo.\n", encoding="utf-8")
+    (tmp_path / "log.jsonl").write_text(json.dumps({"id": "l1", "text": "The light was lit.", "page": 3}) + "\n", encoding="utf-8")
+    docs = only(load_files(tmp_path, text_field="notes, text"))
+    assert docs["Ketch"].text == "Sails to Oslo." and "notes" not in docs["Ketch"].metadata
+    assert docs["l1"].text == "The light was lit." and docs["l1"].metadata["page"] == 3
+    result = load_files(tmp_path / "log.jsonl", text_field="page,text")  # the first named field a row has
+    assert "the text field 'page' holds a int" in result.unreadable[str(tmp_path / "log.jsonl")]
+    result = load_files(tmp_path / "log.jsonl", text_field="body,content")
+    assert "has none of the fields 'body', 'content'" in result.unreadable[str(tmp_path / "log.jsonl")]

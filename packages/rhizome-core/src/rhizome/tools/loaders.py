@@ -303,6 +303,11 @@ def _records(source: _Source, result: LoadResult) -> Iterator[tuple[int, dict[st
         yield number, record
 
 
+def _field_names(given: str | None) -> list[str]:
+    """The field names of a ``text_field`` setting: one, or several separated by commas."""
+    return [name.strip() for name in (given or "").split(",") if name.strip()]
+
+
 def _not_json(constant: str) -> Any:
     """NaN and Infinity, which Python's json reads but JSON does not have: refused."""
     raise ValueError(f"{constant} is not a JSON value; write null or a string")
@@ -311,13 +316,18 @@ def _not_json(constant: str) -> Any:
 def _record_file(source: _Source, result: LoadResult) -> list[Document]:
     documents = []
     for number, record in _records(source, result):
-        name = source.text_field or next((f for f in TEXT_FIELDS if isinstance(record.get(f), str)), None)
-        if name is None or name not in record:
+        named = _field_names(source.text_field)  # the first of these the row has (a folder's tables may differ)
+        if named:
+            name = next((f for f in named if f in record), None)
+        else:
+            name = next((f for f in TEXT_FIELDS if isinstance(record.get(f), str)), None)
+        if name is None:
             fields = ", ".join(record) or "none"
-            lacks = f"lacks the field {source.text_field!r}" if source.text_field else "has no text field"
+            lacks = f"has none of the fields {', '.join(map(repr, named))}" if len(named) > 1 else (
+                f"lacks the field {named[0]!r}" if named else "has no text field")
             raise UnreadableFileError(
-                f"row {number} {lacks} (fields: {fields}); name the text field with --text-field "
-                "(text_field= in Python)"
+                f"row {number} {lacks} (fields: {fields}); name the text field with --text-field, several "
+                "separated by commas for tables that differ (text_field= in Python)"
             )
         text = record[name]
         if not isinstance(text, str):
@@ -376,7 +386,8 @@ def load_files(
     """Documents from a file or a folder (recursively), with every file that gave none.
 
     ``text_field`` names the column or field holding the text of a CSV row or JSON record
-    (default: the first of :data:`TEXT_FIELDS` present); ``id_field`` the one holding its id
+    (several, separated by commas: the first a row has, for a folder whose tables differ;
+    default: the first of :data:`TEXT_FIELDS` present); ``id_field`` the one holding its id
     (default ``id`` when present, else ``FILE#N``); ``id_prefix`` is put before every id, with a
     ``/`` (``team-b/notes.md``)."""
     root = Path(path)

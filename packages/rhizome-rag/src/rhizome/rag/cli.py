@@ -641,7 +641,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks (method default)")
     p.add_argument("--sync", action="store_true",
                    help="make the index match the folder: add new files, re-index changed ones, delete the documents of removed files")
-    p.add_argument("--text-field", help="the column (CSV) or field (JSON) holding a row's text (default: text, content, context, page_content or body)")
+    p.add_argument("--text-field", help="the column (CSV) or field (JSON) holding a row's text; several separated by commas, the first a row has "
+                        "(tables that differ: notes,text) (default: text, content, context, page_content or body)")
     p.add_argument("--id-field", help="the column or field holding a row's id (default: id when present, else FILE#ROW)")
     p.add_argument("--id-prefix", metavar="PREFIX",
                    help="put PREFIX/ before every id of this run (ids are paths relative to the folder: two folders "
