@@ -148,3 +148,29 @@ def test_long_texts_are_cut_and_measured_from_their_head_as_if_whole(limit):
         assert truncate_tokens(text, limit) == encoding.decode(tokens[:limit])
         assert within_tokens(text, limit) is (len(tokens) <= limit)
         assert within_tokens(text, len(tokens)) and not within_tokens(text, len(tokens) - 1)
+
+
+def test_a_markdown_heading_is_a_sentence_of_its_own_without_its_markers():
+    """Defect: offline extraction joined '# The Gull Island Light' to the sentence after it, so
+    descriptions, summaries and answers read '# The Gull Island Light Osric Vane keeps ...'."""
+    from rhizome.core.text import trimmed_sentences
+
+    text = "# The Gull Island Light\nOsric Vane keeps the light. #2 is his boat.\n\n## Storms ##\n\nStorms close the harbour."
+    shown = [text[s:e] for s, e in trimmed_sentences(text)]
+    assert shown == ["The Gull Island Light", "Osric Vane keeps the light.", "#2 is his boat.", "Storms", "Storms close the harbour."]
+    assert [text[s:e] for s, e in trimmed_sentences(text, headings=False)] == [
+        "Osric Vane keeps the light.", "#2 is his boat.", "Storms close the harbour."]
+    plain = "No heading here. Only sentences."
+    assert trimmed_sentences(plain) == trimmed_sentences(plain, headings=False) == [(0, 16), (17, 32)]
+
+
+def test_offline_descriptions_and_answers_carry_no_markdown_markup():
+    from rhizome.archrag import ArchRAGIndex
+    from rhizome.core import Document, HashingEmbedder
+
+    index = ArchRAGIndex(HashingEmbedder())
+    index.insert([Document(id="light", text="# The Gull Island Light\n\nOsric Vane keeps the Gull Island Light.\n\n"
+                                             "## Storms\n\nStorms close the harbour in winter.")])
+    assert all("#" not in e.description for e in index.graph_contents().entities)
+    assert all("#" not in h.text for h in index.as_retriever(k=4, mode="hierarchical").retrieve("Who keeps the light?"))
+    assert "#" not in index.answer("What happens in winter?", mode="hierarchical").text

@@ -183,16 +183,32 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def trimmed_sentences(text: str) -> list[tuple[int, int]]:
+_HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
+"""A Markdown heading line (``## Storms``): its text is group 1."""
+
+
+def trimmed_sentences(text: str, *, headings: bool = True) -> list[tuple[int, int]]:
     """Like :func:`split_sentences`, with surrounding whitespace left out of each span and
-    whitespace-only spans dropped."""
+    whitespace-only spans dropped. A Markdown heading line is a span of its own, its ``#``
+    markers left out (``headings=False``: left out whole), so a heading is never joined to the
+    sentence after it."""
     out = []
     for start, end in split_sentences(text):
-        piece = text[start:end]
-        stripped = piece.strip()
-        if stripped:
-            offset = start + (len(piece) - len(piece.lstrip()))
-            out.append((offset, offset + len(stripped)))
+        pieces = [(start, end)]
+        if "#" in text[start:end]:
+            pieces, cursor = [], start
+            for heading in _HEADING_LINE.finditer(text, start, end):
+                pieces.append((cursor, heading.start()))
+                if headings:
+                    pieces.append(heading.span(1))
+                cursor = heading.end()
+            pieces.append((cursor, end))
+        for first, last in pieces:
+            piece = text[first:last]
+            stripped = piece.strip()
+            if stripped:
+                offset = first + (len(piece) - len(piece.lstrip()))
+                out.append((offset, offset + len(stripped)))
     return out
 
 

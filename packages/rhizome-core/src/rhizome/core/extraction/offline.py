@@ -189,8 +189,9 @@ _POSSESSIVE = ("'s", "’s")
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Sentence spans of ``text`` with whitespace trimmed (see :func:`rhizome.core.text.trimmed_sentences`)."""
-    return trimmed_sentences(text)
+    """Sentence spans of ``text`` with whitespace trimmed, Markdown headings left out (a title
+    is no statement about the entities it names; see :func:`rhizome.core.text.trimmed_sentences`)."""
+    return trimmed_sentences(text, headings=False)
 
 
 @dataclass

@@ -174,7 +174,7 @@ def _distinct(descriptions: Sequence[str], stop: int | None = None) -> list[str]
 def extractive_summary(fragments: Sequence[str], max_tokens: int) -> str:
     """The sentences of ``fragments`` that share most words with the rest, in their original
     order, within ``max_tokens``. Repeated sentences count once."""
-    sentences = list(dict.fromkeys(fragment[start:end] for fragment in fragments for start, end in trimmed_sentences(fragment)))
+    sentences = list(dict.fromkeys(fragment[start:end] for fragment in fragments for start, end in trimmed_sentences(fragment, headings=False)))
     if not sentences:
         return ""
     features = [set(hashed_features(s)) for s in sentences]

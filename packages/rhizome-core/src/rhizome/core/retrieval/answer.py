@@ -23,7 +23,7 @@ from rhizome.core.extraction.schema import Numbers
 from rhizome.core.models.budget import fit
 from rhizome.core.models.embeddings import hashed_features
 from rhizome.core.retrieval.contract import pack
-from rhizome.core.text import split_sentences
+from rhizome.core.text import trimmed_sentences
 from rhizome.core.types import Hit
 
 ANSWER_SYSTEM = (
@@ -181,10 +181,8 @@ def _extractive(question: str, hits: Sequence[Hit]) -> Answer:
     wanted = {f for f in hashed_features(question) if " " not in f}
     candidates: list[tuple[int, str, set[str], Hit]] = []
     for rank, hit in enumerate(hits):
-        for start, end in split_sentences(hit.text):
-            sentence = hit.text[start:end].strip()
-            if not sentence or sentence.startswith("#"):
-                continue
+        for start, end in trimmed_sentences(hit.text, headings=False):
+            sentence = hit.text[start:end]
             have = {f for f in hashed_features(sentence) if " " not in f}
             if have:
                 candidates.append((rank, sentence, have, hit))
