@@ -1,0 +1,1 @@
+"""`rhizome serve`: Rhizome indexes over HTTP."""
