@@ -1,0 +1,124 @@
+"""What the server's tests share: small indexes built offline from the demo's sample corpus
+(each built once per session and copied for a test that writes), the options ``rhizome serve``
+parses, apps over workspaces, and a real uvicorn on a free loopback port."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rhizome.rag.demo import sample_corpus
+
+API_KEY = "test-key-0123456789"
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+
+
+def serve_args(*flags: str) -> Any:
+    """The namespace ``rhizome serve`` parses from ``flags`` (offline, no cache file by default)."""
+    from rhizome.rag.cli import build_parser
+
+    return build_parser().parse_args(["serve", *flags, *(["--offline"] if "--llm" not in flags else []), "--no-cache"])
+
+
+def build_index(out: Path, method: str, corpus: Path | None = None) -> Path:
+    """An index of ``corpus`` (default: the sample corpus) built offline by ``rhizome index``."""
+    from rhizome.rag.cli import main
+
+    source = corpus or sample_corpus()
+    assert main(["index", str(source), "--method", method, "--out", str(out), "--offline", "-q", "--no-cache"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``built(method)``: the sample corpus indexed offline with ``method``, once per session
+    (never written to: a test that writes serves a copy, see ``fresh``)."""
+    cache: dict[str, Path] = {}
+
+    def get(method: str) -> Path:
+        if method not in cache:
+            cache[method] = build_index(tmp_path_factory.mktemp("built") / method, method)
+        return cache[method]
+
+    return get
+
+
+@pytest.fixture
+def fresh(built: Callable[[str], Path], tmp_path: Path) -> Callable[[str, str], Path]:
+    """``fresh(method, name)``: a copy of ``built(method)`` in this test's folder, to write to."""
+
+    def copy(method: str, name: str | None = None) -> Path:
+        target = tmp_path / (name or method)
+        shutil.copytree(built(method), target)
+        return target
+
+    return copy
+
+
+def open_app(specs: list[str], *flags: str, root: str | None = None, **settings: Any) -> Any:
+    """The app ``rhizome serve SPECS FLAGS`` would run, with ``settings`` overriding its own."""
+    from rhizome.server.app import create_app
+    from rhizome.server.command import settings_from
+    from rhizome.server.workspaces import Workspaces, collect
+
+    args = serve_args(*flags)
+    chosen = settings_from(args)
+    if settings:
+        from dataclasses import replace
+
+        chosen = replace(chosen, **settings).check()
+    return create_app(Workspaces.open(collect(specs, root), args, read_only=chosen.read_only), chosen)
+
+
+@pytest.fixture
+def client_for() -> Iterator[Callable[..., Any]]:
+    """``client_for(specs, *flags, **settings)``: a TestClient over the app (closed after the test)."""
+    from fastapi.testclient import TestClient
+
+    opened: list[Any] = []
+
+    def make(specs: list[str], *flags: str, raise_server_exceptions: bool = True, **settings: Any) -> Any:
+        client = TestClient(open_app(specs, *flags, **settings), raise_server_exceptions=raise_server_exceptions)
+        client.__enter__()
+        opened.append(client)
+        return client
+
+    yield make
+    for client in opened:
+        client.__exit__(None, None, None)
+
+
+class RunningServer:
+    """uvicorn serving an app on a free loopback port (port 0: the system picks one) in a
+    thread of this process."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> RunningServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        self.port = int(self.server.servers[0].sockets[0].getsockname()[1])
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=20)
