@@ -61,19 +61,24 @@ def fresh(built: Callable[[str], Path], tmp_path: Path) -> Callable[[str, str], 
     return copy
 
 
-def open_app(specs: list[str], *flags: str, root: str | None = None, **settings: Any) -> Any:
-    """The app ``rhizome serve SPECS FLAGS`` would run, with ``settings`` overriding its own."""
-    from rhizome.server.app import create_app
-    from rhizome.server.command import settings_from
-    from rhizome.server.workspaces import Workspaces, collect
+def open_app(specs: list[str], *flags: str, **settings: Any) -> Any:
+    """The app ``rhizome serve SPECS FLAGS`` would run (offline, no cache file), with
+    ``settings`` overriding its own."""
+    from rhizome.server.command import app_from_args
 
-    args = serve_args(*flags)
-    chosen = settings_from(args)
+    app = app_from_args([*specs, *flags, *(["--offline"] if "--llm" not in flags else []), "--no-cache"])
     if settings:
         from dataclasses import replace
 
-        chosen = replace(chosen, **settings).check()
-    return create_app(Workspaces.open(collect(specs, root), args, read_only=chosen.read_only), chosen)
+        from rhizome.server.app import create_app
+
+        workspaces = app.state.server.workspaces
+        try:
+            app = create_app(workspaces, replace(app.state.settings, **settings))
+        except BaseException:
+            workspaces.close()
+            raise
+    return app
 
 
 @pytest.fixture

@@ -41,16 +41,30 @@ def settings_from(args: argparse.Namespace) -> Any:
                           max_body=args.max_body, read_only=args.read_only).check()
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
+def app_from_args(argv: list[str]) -> Any:
+    """The app ``rhizome serve ARGV`` runs, for Python code that runs it itself (in a thread,
+    under another ASGI server, in tests): the same flags, checks and workspaces."""
+    parser = argparse.ArgumentParser(prog="rhizome")
+    register(parser.add_subparsers(dest="command", required=True))
+    return prepare(parser.parse_args(["serve", *argv]))
 
+
+def prepare(args: argparse.Namespace) -> Any:
+    """Check the settings (before any index is opened), open the workspaces, make the app."""
     from rhizome.server.app import create_app
     from rhizome.server.workspaces import Workspaces, collect
 
-    settings = settings_from(args)  # refused before any index is opened
+    settings = settings_from(args)
     workspaces = Workspaces.open(collect(args.indexes, args.root), args, read_only=settings.read_only)
-    app = create_app(workspaces, settings)
-    for space in workspaces:
+    return create_app(workspaces, settings)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    app = prepare(args)
+    settings = app.state.settings
+    for space in app.state.server.workspaces:
         print(f"workspace {space.name}: {space.index.method}, models {', '.join(space.chat_models())}")
     writes = "refused (--read-only)" if settings.read_only else ("with the API key" if settings.api_key else
                                                                    f"refused until an API key is set (--api-key or {API_KEY_ENV})")
