@@ -33,7 +33,7 @@ def test_chat_completion_answers_the_last_user_message_with_sources(client):
     assert body["object"] == "chat.completion" and body["model"] == "rhizome/light:local"
     text = body["choices"][0]["message"]["content"]
     assert body["choices"][0]["finish_reason"] == "stop"
-    assert "\n\nSources:\n[1] Ilse Varn, cartographer (03-ilse-varn.md)" in text
+    assert "\n\nSources:\n- Ilse Varn, cartographer (03-ilse-varn.md)" in text
     assert body["citations"][0]["document_ids"] == ["03-ilse-varn.md"] and "text" not in body["citations"][0]
 
 
@@ -53,7 +53,7 @@ def test_chat_completion_streams_openai_chunks_then_done(client):
     assert {c["object"] for c in chunks} == {"chat.completion.chunk"} and len({c["id"] for c in chunks}) == 1
     assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
-    assert "Sources:\n[1]" in text
+    assert "Sources:\n- " in text
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop" and chunks[-1]["citations"]
 
 
@@ -90,7 +90,7 @@ def test_ollama_chat_and_generate_whole(client):
     body = client.post("/api/chat", json=chat("rhizome/docs:latest"), headers=AUTH).json()
     assert body["done"] is True and body["message"]["role"] == "assistant" and "Sources:" in body["message"]["content"]
     body = client.post("/api/generate", json={"model": "rhizome/docs", "prompt": QUESTION, "stream": False, "options": {"k": 1}}, headers=AUTH).json()
-    assert body["done"] is True and body["response"].endswith("[1] Ilse Varn, cartographer (03-ilse-varn.md)")
+    assert body["done"] is True and body["response"].endswith("Sources:\n- Ilse Varn, cartographer (03-ilse-varn.md)")
     assert len(body["citations"]) == 1
 
 
@@ -104,3 +104,15 @@ def test_ollama_errors_are_ollama_shaped(client):
     answer = client.post("/api/chat", json=chat("rhizome/nowhere"), headers=AUTH)
     assert answer.status_code == 404 and isinstance(answer.json()["error"], str)
     assert client.post("/api/generate", json={"model": "rhizome/docs"}, headers=AUTH).status_code == 422
+
+
+def test_sources_name_each_document_once():
+    from rhizome.core.types import Hit, Provenance
+    from rhizome.server.answering import sources_text
+
+    def hit(i: str, doc: str, title: str | None) -> Hit:
+        return Hit(id=i, text="t", score=1.0, provenance=Provenance(document_ids=[doc]), metadata={"title": title} if title else {})
+
+    shown = sources_text([hit("a:0", "a.md", "Alpha"), hit("b:0", "b.md", None), hit("a:1", "a.md", "Alpha")])
+    assert shown == "\n\nSources:\n- Alpha (a.md)\n- b.md"
+    assert sources_text([]) == ""

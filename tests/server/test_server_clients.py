@@ -24,12 +24,13 @@ def test_openai_client_lists_models_and_chats(running):
     ids = [m.id for m in client.models.list()]
     assert "rhizome/docs" in ids and "rhizome/light:local" in ids
     completion = client.chat.completions.create(model="rhizome/light:local", messages=[{"role": "user", "content": QUESTION}])
-    assert "Sources:\n[1] Ilse Varn, cartographer" in completion.choices[0].message.content
+    assert "Sources:\n- Ilse Varn, cartographer" in completion.choices[0].message.content
     assert completion.model_extra["citations"][0]["document_ids"] == ["03-ilse-varn.md"]
     stream = client.chat.completions.create(model="rhizome/docs", messages=[{"role": "user", "content": QUESTION}], stream=True,
                                             extra_body={"k": 2})
     text = "".join(chunk.choices[0].delta.content or "" for chunk in stream)
-    assert "Sources:\n[1]" in text and "[2]" in text and "[3]" not in text
+    sources = text.split("Sources:\n")[1].splitlines()
+    assert len(sources) == 2 and all(line.startswith("- ") for line in sources)
 
 
 def test_openai_client_sees_typed_errors(running):
@@ -76,7 +77,7 @@ def test_a_chat_model_streams_its_answer_piece_by_piece(built, monkeypatch):
             stream = client.chat.completions.create(model="rhizome/docs", messages=[{"role": "user", "content": QUESTION}], stream=True)
             pieces = [chunk.choices[0].delta.content for chunk in stream if chunk.choices[0].delta.content]
             assert len(pieces) > 5  # word by word, then the sources
-            assert "".join(pieces).startswith("Ilse Varn drew the first map of the islands in 1702 [1].\n\nSources:\n[1]")
+            assert "".join(pieces).startswith("Ilse Varn drew the first map of the islands in 1702 [1].\n\nSources:\n- ")
             whole = client.chat.completions.create(model="rhizome/docs", messages=[{"role": "user", "content": QUESTION}])
             assert whole.choices[0].message.content.startswith("Ilse Varn drew the first map")
             assert whole.model_extra["citations"][0]["document_ids"] == ["03-ilse-varn.md"]

@@ -55,15 +55,15 @@ def label(hit: Any) -> str:
 
 
 def sources_text(hits: list[Any]) -> str:
-    """A "Sources" list for the end of an answer's text (empty without hits)."""
-    if not hits:
-        return ""
+    """A "Sources" list for the end of an answer's text, one line per source (a document cited
+    through several hits once); empty without hits. The lines are not numbered: an answer's
+    inline ``[n]`` count the context its prompt numbered, which may hold more than these."""
     lines = []
-    for number, hit in enumerate(hits, 1):
+    for hit in hits:
         documents = ", ".join(hit.provenance.document_ids)
         where = f" ({documents})" if documents and documents != label(hit) else ""
-        lines.append(f"[{number}] {label(hit)}{where}")
-    return "\n\nSources:\n" + "\n".join(lines)
+        lines.append(f"- {label(hit)}{where}")
+    return "\n\nSources:\n" + "\n".join(dict.fromkeys(lines)) if lines else ""
 
 
 def citation(hit: Any) -> dict[str, Any]:
