@@ -44,3 +44,20 @@ def test_serve_without_a_key_says_writes_are_refused(built, capsys, monkeypatch)
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: app.state.server.workspaces.close())
     assert main(["serve", str(built("naive")), "--offline", "--no-cache"]) == 0
     assert "refused until an API key is set" in capsys.readouterr().out
+
+
+def test_serve_help_loads_no_web_stack_and_the_server_needs_no_umbrella():
+    import json
+    import subprocess
+    import sys
+
+    def imported_by(code: str) -> list[str]:
+        script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    modules = imported_by("from rhizome.rag.cli import main\ntry:\n    main(['serve', '--help'])\nexcept SystemExit:\n    pass")
+    assert "rhizome.server.command" in modules
+    assert not [m for m in modules if m.split(".")[0] in ("fastapi", "uvicorn", "starlette", "numpy", "httpx")]
+    modules = imported_by("import rhizome.server.app, rhizome.server.command")
+    assert not [m for m in modules if m == "rhizome.rag" or m.startswith("rhizome.rag.")]
