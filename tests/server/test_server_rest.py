@@ -154,3 +154,18 @@ def test_openapi_schema_names_the_request_and_response_models(client):
     assert {"QueryRequest", "QueryResponse", "AnswerRequest", "AnswerResponse", "InsertRequest", "JobView",
             "DocumentList", "DeleteResponse", "WorkspaceList", "Hit"} <= models
     assert "/{ws}/query" in schema["paths"] and "/v1/chat/completions" in schema["paths"] and "/api/chat" in schema["paths"]
+
+
+def test_workspace_counts_follow_writes(fresh, client_for):
+    client = client_for([f"w={fresh('lightrag')}"], "--api-key", API_KEY)
+
+    def counts() -> dict:
+        return client.get("/workspaces", headers=AUTH).json()["workspaces"][0]["counts"]
+
+    before = counts()
+    job = client.post("/w/documents", json={"documents": [{"id": "bees", "text": "Brann Tolle keeps bees on Oskel."}]}, headers=AUTH).json()
+    assert wait_for(client, job["id"])["status"] == "done"
+    after = counts()
+    assert after["documents"] == before["documents"] + 1 and after["entities"] > before["entities"]
+    client.delete("/w/documents/bees", headers=AUTH)
+    assert counts() == before

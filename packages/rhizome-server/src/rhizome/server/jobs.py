@@ -81,6 +81,7 @@ class Jobs:
                 job.view.result = report.model_dump()
                 job.view.status = "done"
             finally:
+                workspace.writes += 1
                 workspace.progress_sink = None
                 job.view.finished = now()
 

@@ -122,7 +122,10 @@ async def delete_document(request: Request, ws: str, document_id: str) -> Delete
     workspace's queued writes."""
     space = workspace(request, ws)
     async with space.writer:
-        report = await in_thread(lambda: space.index.adelete([document_id]))
+        try:
+            report = await in_thread(lambda: space.index.adelete([document_id]))
+        finally:
+            space.writes += 1
     if document_id in report.missing:
         raise DocumentNotFoundError(f"workspace {space.name!r} holds no document {document_id!r}; GET /{space.name}/documents lists them")
     return DeleteResponse(workspace=space.name, deleted=report.deleted, chunks=report.chunks, unfinished=report.unfinished)

@@ -94,7 +94,10 @@ class Workspace:
     read_only: bool = False
     progress_sink: Any = None
     """Where the running write's progress goes (the job that holds :attr:`writer`)."""
+    writes: int = 0
+    """Inserts and deletes this server finished on the workspace (a key of cached counts)."""
     _writer: asyncio.Lock | None = field(default=None, repr=False)
+    _graph_counts: tuple[Any, dict[str, int]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # the kernel reports an insert's phases to the index's progress callable: forward them
@@ -126,10 +129,22 @@ class Workspace:
 
         return model_names(self.name, self.modes())
 
+    def counts(self) -> dict[str, int]:
+        """Documents, chunks, and what the graph holds (blocking: reads the store). Counting the
+        graph reads every entity and relation, so its counts are kept until this server writes
+        to the workspace or the numbers of documents and chunks change (another process's
+        write, beside a ``--read-only`` server)."""
+        index = self.index
+        counts = {"documents": index.store.count("documents"), "chunks": len(index)}
+        key = (self.writes, counts["documents"], counts["chunks"])
+        if self._graph_counts is None or self._graph_counts[0] != key:
+            self._graph_counts = (key, index.graph_contents().summary())
+        return {**counts, **self._graph_counts[1]}
+
     def describe(self) -> dict[str, Any]:
         """Method, modes, models and counts (blocking: reads the store)."""
         index = self.index
-        counts = {"documents": index.store.count("documents"), "chunks": len(index), **index.graph_contents().summary()}
+        counts = self.counts()
         default = self.default_mode
         modes = [{"name": mode, "purpose": info.purpose, "suits": list(info.suits), "default": mode == default}
                  for mode, info in index.describe_modes().items()]
