@@ -116,3 +116,14 @@ def test_sources_name_each_document_once():
     shown = sources_text([hit("a:0", "a.md", "Alpha"), hit("b:0", "b.md", None), hit("a:1", "a.md", "Alpha")])
     assert shown == "\n\nSources:\n- Alpha (a.md)\n- b.md"
     assert sources_text([]) == ""
+
+
+def test_an_empty_workspace_answers_that_it_found_nothing(tmp_path, client_for):
+    from rhizome.core import HashingEmbedder, VectorIndex
+
+    VectorIndex(HashingEmbedder(), path=tmp_path / "empty").close()
+    client = client_for([str(tmp_path / "empty")])
+    found = client.post("/empty/query", json={"query": "anything"}).json()
+    assert found["hits"] == [] and "holds no documents" in found["notes"][0]
+    reply = client.post("/v1/chat/completions", json=chat("rhizome/empty")).json()
+    assert reply["choices"][0]["message"]["content"] == "No relevant passages were found." and reply["citations"] == []

@@ -169,3 +169,10 @@ def test_workspace_counts_follow_writes(fresh, client_for):
     assert after["documents"] == before["documents"] + 1 and after["entities"] > before["entities"]
     client.delete("/w/documents/bees", headers=AUTH)
     assert counts() == before
+
+
+def test_the_mode_reported_is_the_one_that_ran(client):
+    assert client.post("/light/query", json={"query": "x"}, headers=AUTH).json()["mode"] == "hybrid"  # the default
+    assert client.post("/docs/query", json={"query": "x"}, headers=AUTH).json()["mode"] is None  # one mode
+    assert client.post("/docs/answer", json={"query": "x"}, headers=AUTH).json()["mode"] is None
+    assert client.post("/light/answer", json={"query": "x", "mode": "global"}, headers=AUTH).json()["mode"] == "global"

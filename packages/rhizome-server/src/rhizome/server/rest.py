@@ -53,7 +53,7 @@ async def query(request: Request, ws: str, body: QueryRequest) -> QueryResponse:
     """The ``k`` best hits for the query, with scores, provenance and metadata."""
     space = workspace(request, ws)
     found = await answering.search(space, answering.Ask(body.query, body.mode, body.k, body.filter))
-    return QueryResponse(workspace=space.name, mode=found.mode, hits=found.hits, stats=found.stats, notes=found.notes)
+    return QueryResponse(workspace=space.name, mode=space.index.check_mode(body.mode), hits=found.hits, stats=found.stats, notes=found.notes)
 
 
 @reads.post("/{ws}/answer", response_model=AnswerResponse, tags=["search"],
@@ -74,7 +74,7 @@ async def answer(request: Request, ws: str, body: AnswerRequest) -> Any:
 
 async def _answer_events(request: Request, space: Any, ask: answering.Ask, found: Any) -> AsyncIterator[str]:
     try:
-        yield sse.event("hits", {"mode": found.mode, "hits": [h.model_dump(mode="json") for h in found.hits],
+        yield sse.event("hits", {"mode": space.index.check_mode(ask.mode), "hits": [h.model_dump(mode="json") for h in found.hits],
                                  "stats": found.stats, "notes": found.notes})
         text = []
         async for piece in answering.answer_pieces(space, ask):

@@ -53,7 +53,7 @@ class QueryRequest(Strict):
 
 class QueryResponse(BaseModel):
     workspace: str
-    mode: str | None
+    mode: str | None = Field(description="the mode that ran (null: the method has one mode)")
     hits: list[Hit]
     stats: dict[str, Any] = Field(description="what the call cost: model calls, tokens, the mode's own counters")
     notes: list[str] = Field(description="why there are fewer hits than k, in words")
