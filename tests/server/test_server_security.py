@@ -160,3 +160,31 @@ def test_settings_are_checked(built):
         ServerSettings(max_body=10).check()
     with pytest.raises(ConfigurationError, match="refusing"):
         open_app([str(built("naive"))], host="0.0.0.0")
+
+
+@pytest.mark.parametrize(("error", "status"), [
+    ("ModelUnavailableError", 503), ("ModelTimeoutError", 504), ("ModelServerError", 502), ("IndexLockedError", 409),
+    ("IndexCorruptError", 500), ("IndexWriteError", 500),
+])
+def test_typed_errors_map_to_statuses(built, client_for, monkeypatch, error, status):
+    import os
+
+    import rhizome.core.errors as kinds
+
+    location = built("naive")
+    client = client_for([f"w={location}"], raise_server_exceptions=False)
+    index = client.app.state.server.workspaces.get("w").index
+    host = os.environ["OLLAMA_HOST"]
+
+    def fail(*args, **kwargs):
+        raise getattr(kinds, error)(f"Ollama at {host} failed; see {location}/records.sqlite")
+
+    monkeypatch.setattr(index, "as_retriever", fail)
+    answer = client.post("/w/query", json={"query": "harbour"})
+    assert answer.status_code == status
+    message = answer.json()["error"]["message"]
+    assert str(location) not in message and host not in message
+    if status == 500:  # storage errors name files: the client gets the generic message
+        assert message == "the server failed to handle this request; its log has the details"
+    else:
+        assert message == "Ollama at the model server failed; see <workspace w>/records.sqlite"

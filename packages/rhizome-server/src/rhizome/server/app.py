@@ -27,7 +27,7 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
     """The app serving ``workspaces`` (opened by the caller; closed when the app shuts down,
     after the running inserts finish, unless ``close_on_shutdown`` is false)."""
     settings = (settings or ServerSettings()).check()
-    redact = errors.Redactor(workspaces.hidden_locations())
+    redact = errors.Redactor([*workspaces.hidden_locations(), *model_server()])
     state = ServerState(workspaces, Jobs(redact), settings, redact)
 
     @asynccontextmanager
@@ -50,6 +50,14 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors), allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "Content-Type", "X-API-Key"])
     return app
+
+
+def model_server() -> list[tuple[str, str]]:
+    """The Ollama server's address, which a model error names: the clients see it as words."""
+    import os
+
+    host = os.environ.get("OLLAMA_HOST", "").strip().rstrip("/")
+    return [(host, "the model server")] if host else []
 
 
 def _version() -> str:
