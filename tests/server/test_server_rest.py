@@ -152,7 +152,8 @@ def test_openapi_schema_names_the_request_and_response_models(client):
     schema = client.get("/openapi.json").json()
     models = set(schema["components"]["schemas"])
     assert {"QueryRequest", "QueryResponse", "AnswerRequest", "AnswerResponse", "InsertRequest", "JobView",
-            "DocumentList", "DeleteResponse", "WorkspaceList", "Hit"} <= models
+            "DocumentList", "DeleteResponse", "WorkspaceList", "Hit", "ChatCompletion", "ModelListing", "Citation",
+            "OllamaTags", "OllamaChatAnswer", "OllamaGenerateAnswer"} <= models
     assert "/{ws}/query" in schema["paths"] and "/v1/chat/completions" in schema["paths"] and "/api/chat" in schema["paths"]
 
 

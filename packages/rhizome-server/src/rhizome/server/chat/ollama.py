@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rhizome.server import answering
 from rhizome.server.chat.messages import Message, RetrievalOptions, question
 from rhizome.server.chat.names import resolve
+from rhizome.server.chat.shapes import OllamaChatAnswer, OllamaGenerateAnswer, OllamaTags
 from rhizome.server.errors import public_message
 from rhizome.server.security import require_read
 from rhizome.server.state import server
@@ -52,7 +53,7 @@ async def version() -> dict[str, str]:
     return {"version": OLLAMA_VERSION}
 
 
-@router.get("/tags")
+@router.get("/tags", response_model=OllamaTags)
 async def tags(request: Request) -> dict[str, Any]:
     """Every workspace and mode as a model."""
     listed = []
@@ -65,13 +66,13 @@ async def tags(request: Request) -> dict[str, Any]:
     return {"models": listed}
 
 
-@router.post("/chat")
+@router.post("/chat", response_model=OllamaChatAnswer, responses={200: {"content": {"application/x-ndjson": {}}, "description": "one JSON object a line (stream, the default), or one object with stream: false"}})
 async def chat(request: Request, body: ChatRequest) -> Any:
     """The last user message answered from the workspace the model names."""
     return await _respond(request, body, question(body.messages), lambda text: {"message": {"role": "assistant", "content": text}})
 
 
-@router.post("/generate")
+@router.post("/generate", response_model=OllamaGenerateAnswer, responses={200: {"content": {"application/x-ndjson": {}}, "description": "one JSON object a line (stream, the default), or one object with stream: false"}})
 async def generate(request: Request, body: GenerateRequest) -> Any:
     """The prompt answered from the workspace the model names."""
     return await _respond(request, body, body.prompt, lambda text: {"response": text})

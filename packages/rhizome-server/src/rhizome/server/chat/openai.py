@@ -12,11 +12,12 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from rhizome.server import answering, sse
 from rhizome.server.chat.messages import Message, RetrievalOptions, question
 from rhizome.server.chat.names import resolve
+from rhizome.server.chat.shapes import ChatCompletion, ModelCard, ModelListing
 from rhizome.server.errors import public_message
 from rhizome.server.security import require_read
 from rhizome.server.state import server
@@ -30,25 +31,14 @@ class ChatCompletionRequest(RetrievalOptions):
     stream: bool = False
 
 
-class ModelCard(BaseModel):
-    id: str
-    object: str = "model"
-    created: int = 0
-    owned_by: str = "rhizome"
-
-
-class ModelListing(BaseModel):
-    object: str = "list"
-    data: list[ModelCard]
-
-
 @router.get("/models", response_model=ModelListing)
 async def models(request: Request) -> ModelListing:
     """Every workspace and mode as a model: ``rhizome/<workspace>[:<mode>]``."""
     return ModelListing(data=[ModelCard(id=name) for w in server(request).workspaces for name in w.chat_models()])
 
 
-@router.post("/chat/completions")
+@router.post("/chat/completions", response_model=ChatCompletion,
+             responses={200: {"content": {"text/event-stream": {}}, "description": "JSON, or chat.completion.chunk events with stream: true"}})
 async def chat_completions(request: Request, body: ChatCompletionRequest) -> Any:
     """The last user message answered from the workspace the model names, with its sources."""
     space, mode = resolve(body.model, server(request).workspaces)
