@@ -19,6 +19,16 @@ API_KEY = "test-key-0123456789"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 
+def wait_for(client: Any, job_id: str, timeout: float = 30.0) -> dict[str, Any]:
+    """The job once it is done or failed (or as it stands after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job: dict[str, Any] = client.get(f"/jobs/{job_id}", headers=AUTH).json()
+        if job["status"] in ("done", "failed") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.05)
+
+
 def serve_args(*flags: str) -> Any:
     """The namespace ``rhizome serve`` parses from ``flags`` (offline, no cache file by default)."""
     from rhizome.rag.cli import build_parser

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from conftest import API_KEY, AUTH
+from conftest import API_KEY, AUTH, wait_for
 
 
 @pytest.fixture
 def client(built, client_for):
     """Two read-only uses of the session's indexes: naive (one mode) and LightRAG (several)."""
     return client_for([f"docs={built('naive')}", f"light={built('lightrag')}"], "--api-key", API_KEY)
-
-
-def wait_for(client, job_id: str, timeout: float = 30.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        job = client.get(f"/jobs/{job_id}", headers=AUTH).json()
-        if job["status"] in ("done", "failed") or time.monotonic() > deadline:
-            return job
-        time.sleep(0.05)
 
 
 def test_health_needs_no_key(client):
