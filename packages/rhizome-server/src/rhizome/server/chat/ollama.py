@@ -26,6 +26,8 @@ from rhizome.server.state import server
 router = APIRouter(prefix="/api", tags=["ollama"], dependencies=[Depends(require_read)])
 OLLAMA_VERSION = "0.6.0"
 """The Ollama API version these endpoints follow (clients that check it want a recent one)."""
+NDJSON: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/x-ndjson": {}}, "description": "one JSON object a line (stream, the default), or one object with stream: false"}}
 
 
 class OllamaRequest(BaseModel):
@@ -66,13 +68,13 @@ async def tags(request: Request) -> dict[str, Any]:
     return {"models": listed}
 
 
-@router.post("/chat", response_model=OllamaChatAnswer, responses={200: {"content": {"application/x-ndjson": {}}, "description": "one JSON object a line (stream, the default), or one object with stream: false"}})
+@router.post("/chat", response_model=OllamaChatAnswer, responses=NDJSON)
 async def chat(request: Request, body: ChatRequest) -> Any:
     """The last user message answered from the workspace the model names."""
     return await _respond(request, body, question(body.messages), lambda text: {"message": {"role": "assistant", "content": text}})
 
 
-@router.post("/generate", response_model=OllamaGenerateAnswer, responses={200: {"content": {"application/x-ndjson": {}}, "description": "one JSON object a line (stream, the default), or one object with stream: false"}})
+@router.post("/generate", response_model=OllamaGenerateAnswer, responses=NDJSON)
 async def generate(request: Request, body: GenerateRequest) -> Any:
     """The prompt answered from the workspace the model names."""
     return await _respond(request, body, body.prompt, lambda text: {"response": text})
