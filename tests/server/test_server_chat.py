@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import API_KEY, AUTH
+from server_support import API_KEY, AUTH
 
 QUESTION = "Who drew the first map of the islands?"
 

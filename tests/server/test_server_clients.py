@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import API_KEY, RunningServer, open_app
 from ollama_stub import OllamaStub
+from server_support import API_KEY, RunningServer, open_app
 
 QUESTION = "Who drew the first map of the islands?"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import API_KEY
+from server_support import API_KEY
 
 
 def test_serve_is_a_rhizome_command(capsys):

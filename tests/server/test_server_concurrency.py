@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-from conftest import API_KEY, AUTH, RunningServer, open_app
+from server_support import API_KEY, AUTH, RunningServer, open_app
 
 
 def test_a_slow_search_blocks_no_other_request(fresh, monkeypatch):

@@ -4,7 +4,7 @@ query, and a chat client gets an answer with sources."""
 from __future__ import annotations
 
 import pytest
-from conftest import API_KEY, AUTH, build_index
+from server_support import API_KEY, AUTH, build_index
 
 from rhizome.core.store.storage import method_registry
 

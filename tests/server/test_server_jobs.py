@@ -3,7 +3,7 @@ first, and a read-only server sees what another writer commits."""
 
 from __future__ import annotations
 
-from conftest import API_KEY, AUTH, open_app, wait_for
+from server_support import API_KEY, AUTH, open_app, wait_for
 
 from rhizome.core.errors import ModelUnavailableError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import API_KEY, AUTH, wait_for
+from server_support import API_KEY, AUTH, wait_for
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ show no path or traceback."""
 from __future__ import annotations
 
 import pytest
-from conftest import API_KEY, AUTH, open_app, serve_args
+from server_support import API_KEY, AUTH, open_app, serve_args
 
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.server.settings import ServerSettings, is_loopback

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import serve_args
+from server_support import serve_args
 
 from rhizome.core.errors import ConfigurationError
 from rhizome.server.workspaces import Workspaces, collect, parse_spec
