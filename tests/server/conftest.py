@@ -46,7 +46,8 @@ def client_for() -> Iterator[Callable[..., Any]]:
     opened: list[Any] = []
 
     def make(specs: list[str], *flags: str, raise_server_exceptions: bool = True, **settings: Any) -> Any:
-        client = TestClient(open_app(specs, *flags, **settings), raise_server_exceptions=raise_server_exceptions)
+        client = TestClient(open_app(specs, *flags, **settings), base_url="http://127.0.0.1",
+                            raise_server_exceptions=raise_server_exceptions)
         client.__enter__()
         opened.append(client)
         return client

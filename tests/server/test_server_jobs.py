@@ -41,7 +41,7 @@ def test_a_stopping_server_finishes_its_jobs_first(fresh):
 
     location = fresh("lightrag")
     texts = [{"id": f"late/{i}", "text": f"Skipper Late{i} sails out of Port Amsel."} for i in range(30)]
-    with TestClient(open_app([f"w={location}"], "--api-key", API_KEY)) as client:
+    with TestClient(open_app([f"w={location}"], "--api-key", API_KEY), base_url="http://127.0.0.1") as client:
         client.post("/w/documents", json={"documents": texts}, headers=AUTH)
     index = load_index(location, offline=True, readonly=True)
     try:

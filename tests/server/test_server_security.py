@@ -188,3 +188,20 @@ def test_typed_errors_map_to_statuses(built, client_for, monkeypatch, error, sta
         assert message == "the server failed to handle this request; its log has the details"
     else:
         assert message == "Ollama at the model server failed; see <workspace w>/records.sqlite"
+
+
+@pytest.mark.parametrize(("host", "allowed"), [
+    ("127.0.0.1:8080", True), ("localhost", True), ("LOCALHOST:80", True), ("[::1]:8080", True), ("127.0.0.2", True),
+    ("evil.example", False), ("evil.example:8080", False), ("10.0.0.5", False), ("", False), ("localhost.evil.example", False),
+])
+def test_a_loopback_server_answers_only_loopback_host_names(keyed, host, allowed):
+    """DNS rebinding: a page of another site pointed at 127.0.0.1 carries its own host name."""
+    answer = keyed.get("/health", headers={"Host": host})
+    assert answer.status_code == (200 if allowed else 400)
+    if not allowed:
+        assert "loopback host name" in answer.json()["error"]["message"]
+
+
+def test_a_server_on_another_address_answers_any_host_name(built, client_for):
+    client = client_for([f"w={built('naive')}"], "--api-key", API_KEY, host="0.0.0.0")
+    assert client.get("/health", headers={"Host": "rag.example"}).status_code == 200

@@ -11,9 +11,10 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from rhizome.server import errors, rest
 from rhizome.server.chat import ollama, openai
+from rhizome.server.hosts import LoopbackHosts
 from rhizome.server.jobs import Jobs
 from rhizome.server.limits import BodyLimit
-from rhizome.server.settings import ServerSettings
+from rhizome.server.settings import ServerSettings, is_loopback
 from rhizome.server.state import ServerState
 from rhizome.server.workspaces import Workspaces
 
@@ -46,6 +47,8 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
     for router in (rest.router, rest.reads, rest.writes, openai.router, ollama.router):
         app.include_router(router)
     app.add_middleware(BodyLimit, limit=settings.max_body)
+    if is_loopback(settings.host):
+        app.add_middleware(LoopbackHosts)
     if settings.cors:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors), allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "Content-Type", "X-API-Key"])
