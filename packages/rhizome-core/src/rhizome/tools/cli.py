@@ -224,6 +224,71 @@ def check_model_flags(args: argparse.Namespace) -> None:
         raise ConfigurationError(f"--offline runs without a model server, so it cannot go with --embed {args.embed}; drop one of them")
 
 
+def index_embedder(out: Any, manifest: Any, asked: str | None, flag: str) -> str:
+    """The embedder spec to open the index at ``out`` with: the one it was built with. One a
+    flag ``asked`` for must be the same (``hashing`` is ``hashing:384``), unless the index holds
+    no vector yet (a first run that stopped early): then it takes the new one."""
+    import contextlib
+
+    from rhizome.core.errors import IndexMismatchError, RhizomeError
+    from rhizome.core.models.registry import make_embedder
+    from rhizome.core.store.storage import shown
+
+    built = manifest.models.get("embedder") or OFFLINE_EMBED
+    if not asked or asked == built:
+        return built
+    with contextlib.suppress(RhizomeError, ImportError):  # a spec that cannot be built: compared as written
+        if make_embedder(asked).name == built:
+            return built
+    if manifest.embedding_dimension is None:
+        return asked
+    raise IndexMismatchError(
+        f"{shown(out)} was built with the embedder {built!r}, but {flag} {asked!r}; vectors of different "
+        f"models cannot be compared. Drop the flag to use {built!r}, or index into a new --out"
+    )
+
+
+def open_index(location: Any, args: argparse.Namespace, *, answer: bool = False, readonly: bool = True) -> Any:
+    """Open the index at ``location`` to query it, as ``rhizome query`` does (``rhizome serve``
+    opens its workspaces so too, writable): the embedder it was built with (``--embed`` must
+    name the same one), the chat model of ``--llm``, else the index's own, else — to write
+    answers (``answer``) — ``RHIZOME_LLM`` or the default model; none with ``--offline``. Ollama
+    is checked first, so a server that is down or lacks a model is an error that says so."""
+    from rhizome.core.errors import ModelUnavailableError
+    from rhizome.core.models.registry import DEFAULT_OLLAMA_LLM
+    from rhizome.core.store.storage import load_index, read_manifest
+
+    manifest = read_manifest(location)
+    asked = args.embed or os.environ.get("RHIZOME_EMBED")  # checked as `index` checks it, never ignored
+    embed_spec = index_embedder(location, manifest, asked, "--embed asks for" if args.embed else "RHIZOME_EMBED asks for")
+    llm_spec, llm_is_default = None, False
+    if not args.offline:
+        llm_spec = args.llm or manifest.models.get("llm")
+        if llm_spec is None and answer:
+            llm_spec, llm_is_default = os.environ.get("RHIZOME_LLM") or f"ollama:{DEFAULT_OLLAMA_LLM}", True
+    if is_ollama(embed_spec) or is_ollama(llm_spec):
+        from rhizome.core.models.ollama import check_ollama, require_model
+
+        status = check_ollama(timeout=model_options(args).get("timeout", 15.0))
+        if not status.reachable:
+            if is_ollama(embed_spec):  # no flag helps: the query must be embedded as the passages were
+                why = f"this index was built with {embed_spec}, and an index is queried with the embedder that built it"
+            elif llm_is_default:
+                why = f"--answer writes with {llm_spec}, the default chat model (--llm picks another); pass --offline for an extractive answer"
+            else:
+                why = f"this index answers with {llm_spec}, the chat model it was built with; pass --offline to use its offline steps"
+            raise ModelUnavailableError(f"{status.unavailable()}; {why}")
+        for spec in (embed_spec, llm_spec):
+            if is_ollama(spec):
+                require_model(status, ollama_model(spec))  # type: ignore[arg-type]
+    models: dict[str, Any] = {"embedder": make_cli_embedder(embed_spec, args), "readonly": readonly}
+    if args.offline:
+        models["offline"] = True
+    elif llm_spec:
+        models["llm"] = make_cli_chat_model(llm_spec, args)
+    return load_index(location, **models)
+
+
 def model_flags(parser: argparse.ArgumentParser) -> None:
     """The model flags every command shares (--llm, --embed, --offline, --cache, --no-cache and
     the :data:`MODEL_OPTIONS`); plugin commands use it too, with :func:`choose_models`."""
@@ -244,6 +309,7 @@ __all__ = [
     "Models",
     "choose_models",
     "default_cache_path",
+    "index_embedder",
     "is_ollama",
     "make_cli_chat_model",
     "make_cli_embedder",
@@ -252,5 +318,6 @@ __all__ = [
     "model_options",
     "ollama_kwargs",
     "ollama_model",
+    "open_index",
     "plural",
 ]

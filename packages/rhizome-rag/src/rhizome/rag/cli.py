@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from rhizome.core.errors import (
     ConfigurationError,
     InvalidInputError,
-    ModelUnavailableError,
     RhizomeError,
 )
 from rhizome.rag.demo import sample_corpus  # noqa: F401  (examples and tests import it from here)
@@ -35,12 +34,10 @@ from rhizome.tools.cli import (
     as_json,
     check_model_flags,
     choose_models,
-    is_ollama,
-    make_cli_chat_model,
+    index_embedder,
     make_cli_embedder,
     model_flags,
-    model_options,
-    ollama_model,
+    open_index,
     plural,
 )
 
@@ -87,7 +84,7 @@ def _open_or_create(
         if manifest.method != method:
             raise ConfigurationError(f"{_shown(out)} holds a {manifest.method!r} index; choose another --out for {method!r}")
         asked = OFFLINE_EMBED if args.offline else (args.embed or os.environ.get("RHIZOME_EMBED"))
-        args.embed = _index_embedder(out, manifest, asked, "--offline uses" if args.offline else "--embed asks for")
+        args.embed = index_embedder(out, manifest, asked, "--offline uses" if args.offline else "--embed asks for")
         args.embed_of_index = True
         if not (args.offline or args.llm or os.environ.get("RHIZOME_LLM")):
             args.llm = manifest.models.get("llm")  # built offline: stays offline unless a flag says
@@ -107,27 +104,6 @@ def _open_or_create(
     elif getattr(args, "ray_address", None) or getattr(args, "ollama_hosts", None):
         raise ConfigurationError("--ray-address and --ollama-hosts go with --workers N (extraction over Ray)")
     return cls(make_cli_embedder(models.embed_spec, args), **kwargs), models
-
-
-def _index_embedder(out: Any, manifest: Any, asked: str | None, flag: str) -> str:
-    """The embedder spec to open the index at ``out`` with: the one it was built with. One a
-    flag ``asked`` for must be the same (``hashing`` is ``hashing:384``), unless the index holds
-    no vector yet (a first run that stopped early): then it takes the new one."""
-    from rhizome.core.errors import IndexMismatchError
-    from rhizome.core.models.registry import make_embedder
-
-    built = manifest.models.get("embedder") or OFFLINE_EMBED
-    if not asked or asked == built:
-        return built
-    with contextlib.suppress(RhizomeError, ImportError):  # a spec that cannot be built: compared as written
-        if make_embedder(asked).name == built:
-            return built
-    if manifest.embedding_dimension is None:
-        return asked
-    raise IndexMismatchError(
-        f"{_shown(out)} was built with the embedder {built!r}, but {flag} {asked!r}; vectors of different "
-        f"models cannot be compared. Drop the flag to use {built!r}, or index into a new --out"
-    )
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -308,40 +284,7 @@ def _print_answer(answer: Answer) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from rhizome.core.models.registry import DEFAULT_OLLAMA_LLM
-    from rhizome.core.store.storage import load_index, read_manifest
-
-    manifest = read_manifest(args.index)
-    asked = args.embed or os.environ.get("RHIZOME_EMBED")  # checked as `index` checks it, never ignored
-    embed_spec = _index_embedder(args.index, manifest, asked, "--embed asks for" if args.embed else "RHIZOME_EMBED asks for")
-    # the chat model: --llm, else the one the index was built with, else (to write an answer)
-    # the default one; none with --offline
-    llm_spec, llm_is_default = None, False
-    if not args.offline:
-        llm_spec = args.llm or manifest.models.get("llm")
-        if llm_spec is None and args.answer:
-            llm_spec, llm_is_default = os.environ.get("RHIZOME_LLM") or f"ollama:{DEFAULT_OLLAMA_LLM}", True
-    if is_ollama(embed_spec) or is_ollama(llm_spec):
-        from rhizome.core.models.ollama import check_ollama, require_model
-
-        status = check_ollama(timeout=model_options(args).get("timeout", 15.0))
-        if not status.reachable:
-            if is_ollama(embed_spec):  # no flag helps: the query must be embedded as the passages were
-                why = f"this index was built with {embed_spec}, and an index is queried with the embedder that built it"
-            elif llm_is_default:
-                why = f"--answer writes with {llm_spec}, the default chat model (--llm picks another); pass --offline for an extractive answer"
-            else:
-                why = f"this index answers with {llm_spec}, the chat model it was built with; pass --offline to use its offline steps"
-            raise ModelUnavailableError(f"{status.unavailable()}; {why}")
-        for spec in (embed_spec, llm_spec):
-            if is_ollama(spec):
-                require_model(status, ollama_model(spec))  # type: ignore[arg-type]
-    models: dict[str, Any] = {"embedder": make_cli_embedder(embed_spec, args), "readonly": True}
-    if args.offline:
-        models["offline"] = True
-    elif llm_spec:
-        models["llm"] = make_cli_chat_model(llm_spec, args)
-    index = load_index(args.index, **models)
+    index = open_index(args.index, args, answer=args.answer)
     wanted = _filter_arg(args.filter)
     options: dict[str, Any] = {"mode": args.mode, "filter": wanted}
     try:

@@ -1,0 +1,1 @@
+"""Chat endpoints that existing clients speak: OpenAIs and Ollamas."""

@@ -1,0 +1,108 @@
+"""Ollama-compatible endpoints: ``GET /api/tags``, ``GET /api/version``, ``POST /api/chat`` and
+``POST /api/generate``, streamed as Ollama streams (one JSON object a line, the last with
+``"done": true``; Ollama's default) or whole with ``"stream": false``. The answer's text ends
+with a "Sources" list; the last object also carries ``citations``."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from rhizome.server import answering
+from rhizome.server.chat.messages import Message, RetrievalOptions, question
+from rhizome.server.chat.names import resolve
+from rhizome.server.chat.shapes import OllamaChatAnswer, OllamaGenerateAnswer, OllamaTags
+from rhizome.server.errors import public_message
+from rhizome.server.security import require_read
+from rhizome.server.state import server
+
+router = APIRouter(prefix="/api", tags=["ollama"], dependencies=[Depends(require_read)])
+OLLAMA_VERSION = "0.6.0"
+"""The Ollama API version these endpoints follow (clients that check it want a recent one)."""
+NDJSON: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/x-ndjson": {}}, "description": "one JSON object a line (stream, the default), or one object with stream: false"}}
+
+
+class OllamaRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model: str
+    stream: bool = True
+    options: RetrievalOptions = Field(default_factory=RetrievalOptions, description="k and filter go here")
+
+
+class ChatRequest(OllamaRequest):
+    messages: list[Message] = Field(min_length=1)
+
+
+class GenerateRequest(OllamaRequest):
+    prompt: str = Field(min_length=1)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+
+
+@router.get("/version")
+async def version() -> dict[str, str]:
+    return {"version": OLLAMA_VERSION}
+
+
+@router.get("/tags", response_model=OllamaTags)
+async def tags(request: Request) -> dict[str, Any]:
+    """Every workspace and mode as a model."""
+    listed = []
+    for space in server(request).workspaces:
+        method = space.index.method
+        for name in space.chat_models():
+            listed.append({"name": name, "model": name, "modified_at": _now(), "size": 0, "digest": "",
+                           "details": {"format": "rhizome", "family": method, "families": [method],
+                                       "parameter_size": "", "quantization_level": ""}})
+    return {"models": listed}
+
+
+@router.post("/chat", response_model=OllamaChatAnswer, responses=NDJSON)
+async def chat(request: Request, body: ChatRequest) -> Any:
+    """The last user message answered from the workspace the model names."""
+    return await _respond(request, body, question(body.messages), lambda text: {"message": {"role": "assistant", "content": text}})
+
+
+@router.post("/generate", response_model=OllamaGenerateAnswer, responses=NDJSON)
+async def generate(request: Request, body: GenerateRequest) -> Any:
+    """The prompt answered from the workspace the model names."""
+    return await _respond(request, body, body.prompt, lambda text: {"response": text})
+
+
+async def _respond(request: Request, body: OllamaRequest, query: str, shape: Any) -> Any:
+    space, mode = resolve(body.model, server(request).workspaces)
+    ask = answering.Ask(query, mode, body.options.k, body.options.filter)
+    started = time.monotonic_ns()
+    if body.stream:
+        found = await answering.search(space, ask)  # a bad filter is a 4xx, before the stream starts
+        return StreamingResponse(_lines(request, space, ask, found, body.model, shape, started), media_type="application/x-ndjson")
+    result = await answering.answer(space, ask)
+    text = result.text + answering.sources_text(result.citations)
+    return {"model": body.model, "created_at": _now(), **shape(text), "done": True, "done_reason": "stop",
+            "total_duration": time.monotonic_ns() - started, "citations": [answering.citation(h) for h in result.citations]}
+
+
+async def _lines(request: Request, space: Any, ask: answering.Ask, found: Any, model: str, shape: Any, started: int) -> AsyncIterator[str]:
+    def line(item: dict[str, Any]) -> str:
+        return json.dumps({"model": model, "created_at": _now(), **item}, ensure_ascii=False, default=str) + "\n"
+
+    try:
+        async for piece in answering.answer_pieces(space, ask):
+            yield line({**shape(piece), "done": False})
+        yield line({**shape(answering.sources_text(found.hits)), "done": False})
+        yield line({**shape(""), "done": True, "done_reason": "stop", "total_duration": time.monotonic_ns() - started,
+                    "citations": [answering.citation(h) for h in found.hits]})
+    except Exception as exc:
+        _, message = public_message(exc, server(request).redact)
+        yield json.dumps({"error": message}) + "\n"
