@@ -271,3 +271,15 @@ def test_one_text_field_setting_for_tables_that_differ(tmp_path):
     assert "the text field 'page' holds a int" in result.unreadable[str(tmp_path / "log.jsonl")]
     result = load_files(tmp_path / "log.jsonl", text_field="body,content")
     assert "has none of the fields 'body', 'content'" in result.unreadable[str(tmp_path / "log.jsonl")]
+
+
+def test_a_binary_file_gets_one_report(tmp_path):
+    """Defect: random bytes in a .txt file were reported twice, contradicting each other: a
+    warning that bytes were replaced (as if read) and then 'not read' (binary)."""
+    import random
+
+    noise = bytes(random.Random(7).randrange(256) for _ in range(3000)) + b"\x00"
+    (tmp_path / "noise.txt").write_bytes(noise)
+    result = load_files(tmp_path)
+    assert "NUL bytes" in result.unreadable[str(tmp_path / "noise.txt")]
+    assert not result.warnings and not result.documents

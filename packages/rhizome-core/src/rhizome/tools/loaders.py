@@ -129,13 +129,13 @@ def decode_bytes(data: bytes) -> tuple[str, str, int]:
 
 def _read_text(file: Path, result: LoadResult) -> str:
     text, encoding, replaced = decode_bytes(file.read_bytes())
+    if "\x00" in text:  # refused before any warning about how it was decoded: it is not read at all
+        raise UnreadableFileError("it holds NUL bytes, so it is binary, not text")
     if replaced:
         result.warn(file, f"{replaced} bytes fit no text encoding and were replaced with U+FFFD (\ufffd); "
                           "convert the file to UTF-8 to keep them")
     elif encoding not in ("utf-8", "utf-8-sig", "ascii"):
         result.warn(file, f"not UTF-8: decoded as {encoding}")
-    if "\x00" in text:
-        raise UnreadableFileError("it holds NUL bytes, so it is binary, not text")
     return text
 
 
