@@ -22,7 +22,8 @@ def normalised(text: str) -> str:
     return re.sub(r"(in|time:) \d+\.\d s", r"\1 <t> s", text)
 
 
-def test_an_offline_graph_index_prints_its_phases(tmp_path, capsys):
+def test_an_offline_graph_index_prints_its_phases(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("rhizome.core.progress.HEARTBEAT", 1e9)  # a busy machine's slow phase adds no line
     code = main(["index", str(sample_corpus()), "--method", "graphrag", "--out", str(tmp_path / "g"), "--offline", "--no-cache"])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -110,3 +111,28 @@ def test_a_terminal_gets_bars_with_a_total_and_an_eta(monkeypatch):
     shown = screen.getvalue()
     assert "demo run:" in shown and "  extracting entities:" in shown
     assert "0/4 [00:00<" in shown  # the total, and tqdm's [elapsed<remaining] once a rate is known
+
+
+def test_a_log_hears_from_a_long_phase_and_replayed_work_is_shown_once(monkeypatch):
+    """Defects: in a pipe or a log a long phase printed nothing until it finished (RAPTOR's
+    clustering: minutes of silence); a failing document made every retry of its batch print
+    its phases again ('extracting entities' seven times)."""
+    import time
+
+    from rhizome.core import progress
+
+    log = io.StringIO()
+    monkeypatch.setattr("sys.stderr", log)
+    monkeypatch.setattr(progress, "HEARTBEAT", 0.05)
+    with reporting(True, "a run"):
+        with phase("clustering", 10, "node") as step:
+            time.sleep(0.3)  # one step that takes a while
+            step.advance(10)
+        with progress.quietly("  retrying in halves"), progress.quietly("  said once only"), \
+                phase("extracting entities", 2, "chunk") as again:
+            again.advance(2)
+    lines = log.getvalue().splitlines()
+    assert any(line.startswith("  clustering: 0/10 nodes so far, still working") for line in lines), lines
+    assert any(re.fullmatch(r"  clustering: 10/10 nodes in \d+\.\d s", line) for line in lines), lines
+    assert lines.count("  retrying in halves") == 1 and "said once only" not in log.getvalue()  # one note
+    assert "extracting entities" not in log.getvalue()  # replayed phases are not shown again

@@ -10,11 +10,14 @@ code of their own; a method may open its own with :func:`phase`.
 
 - ``True``: on a terminal, one bar per phase (tqdm: rate and ETA) under a bar for the run;
   elsewhere (a pipe, a log file, a notebook's captured output) one line per finished phase, e.g.
-  ``  extracting entities: 20/20 chunks, 12 model calls, 8,170 tokens in 3.1 s``;
+  ``  extracting entities: 20/20 chunks, 12 model calls, 8,170 tokens in 3.1 s``, and a line
+  every :data:`HEARTBEAT` seconds for a phase still working, so a log never goes silent;
 - a callable ``(phase, done, total)``, called as each phase advances;
 - ``False`` / ``None``: nothing (the library's default: progress is opt-in).
 
 Outside a run, :func:`phase` is silent and costs nothing, so query-time work never prints.
+Work done again (an insert retrying a failed batch in halves) runs :func:`quietly`: one line
+says why, and its phases are not shown a second time.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
@@ -30,6 +34,10 @@ ProgressCallback = Callable[[str, int, int], None]
 ProgressArg = bool | ProgressCallback | None
 
 _RUN: contextvars.ContextVar[Reporter | None] = contextvars.ContextVar("rhizome_progress", default=None)
+_QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("rhizome_progress_quiet", default=False)
+
+HEARTBEAT = 30.0
+"""Seconds between the lines of a phase still working, where progress is shown as lines."""
 
 
 class Phase:
@@ -39,7 +47,7 @@ class Phase:
     def __init__(self, reporter: Reporter | None, name: str, total: int, unit: str, position: int = 1) -> None:
         self.reporter, self.name, self.total, self.unit = reporter, name, total, unit
         self.done = 0
-        self.started = time.monotonic()
+        self.started = self.shown = time.monotonic()
         self.usage_at_start = reporter.usage_now() if reporter else (0, 0)
         self.bar = reporter.bar(f"  {name}", total, unit, position) if reporter else None
 
@@ -81,6 +89,28 @@ class Reporter:
             print(title, file=self.stream, flush=True)
         self.run = Phase(None, title, total, unit)
         self.run.bar = self.bar(title, total, unit, 0)
+        self._stop = threading.Event()
+        if self.lines:  # a long phase says it is still working
+            threading.Thread(target=self._heartbeat, name="rhizome-progress", daemon=True).start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(min(HEARTBEAT, 5.0)):
+            now = time.monotonic()
+            for phase in list(self.open):
+                if now - phase.shown >= HEARTBEAT:
+                    phase.shown = now
+                    total = f"/{phase.total:,}" if phase.total else ""
+                    self.say(f"  {phase.name}: {phase.done:,}{total} {phase.unit}s so far, still working "
+                             f"({now - phase.started:.0f} s)")
+
+    def say(self, text: str) -> None:
+        """A line for the person watching (as lines, or above the bars on a terminal)."""
+        if self.lines:
+            print(text, file=self.stream, flush=True)
+        elif self.bars:
+            from tqdm.auto import tqdm
+
+            tqdm.write(text, file=self.stream)
 
     def bar(self, name: str, total: int, unit: str, position: int) -> Any:
         """A tqdm bar on a terminal (none elsewhere)."""
@@ -132,6 +162,7 @@ class Reporter:
                   f"in {time.monotonic() - phase.started:.1f} s", file=self.stream, flush=True)
 
     def close(self) -> None:
+        self._stop.set()
         if self.run.bar is not None:
             self.run.bar.close()
 
@@ -160,7 +191,20 @@ def phase(name: str, total: int, unit: str = "item") -> Phase:
     """A phase of the current run, shown with its total and ETA; silent outside a run. Use it
     as a context manager and ``advance`` it as work finishes."""
     reporter = _RUN.get()
-    return reporter.phase(name, total, unit) if reporter is not None else Phase(None, name, total, unit)
+    return reporter.phase(name, total, unit) if reporter is not None and not _QUIET.get() else Phase(None, name, total, unit)
+
+
+@contextlib.contextmanager
+def quietly(note: str) -> Iterator[None]:
+    """Run work done again without showing its phases, saying once (``note``) why."""
+    reporter = _RUN.get()
+    if reporter is not None and not _QUIET.get():
+        reporter.say(note)
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
 
 
 def current() -> Reporter | None:
@@ -168,4 +212,4 @@ def current() -> Reporter | None:
     return _RUN.get()
 
 
-__all__ = ["Phase", "ProgressArg", "ProgressCallback", "Reporter", "current", "phase", "reporting"]
+__all__ = ["HEARTBEAT", "Phase", "ProgressArg", "ProgressCallback", "Reporter", "current", "phase", "quietly", "reporting"]

@@ -65,7 +65,7 @@ from rhizome.core.errors import (
 from rhizome.core.index.config import IndexConfig, build_config
 from rhizome.core.index.heap import full_collections_deferred
 from rhizome.core.models.base import usage_scope
-from rhizome.core.progress import ProgressArg, Reporter, phase, reporting
+from rhizome.core.progress import ProgressArg, Reporter, phase, quietly, reporting
 from rhizome.core.store.cache import needs_cache, with_cache
 from rhizome.core.store.storage import (
     Connection,
@@ -721,8 +721,10 @@ class BaseIndex(Generic[P, D]):
                 self._fail(pending[0], exc, report)
                 return
             half = len(pending) // 2
-            await self._store_or_split(pending[:half], report)
-            await self._store_or_split(pending[half:], report)
+            with quietly(f"  a document of this batch of {len(pending)} failed ({type(exc).__name__}); "
+                         "storing the others in smaller batches to find it"):
+                await self._store_or_split(pending[:half], report)
+                await self._store_or_split(pending[half:], report)
 
     async def _store(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
         batch: Batch = [(doc, chunks) for doc, _, _, chunks in pending]
