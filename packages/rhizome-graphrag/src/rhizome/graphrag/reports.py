@@ -400,11 +400,13 @@ def offline_report(data: GroupInput, graph: EntityGraph) -> SummaryFields:
     for relation in sorted(data.extra["relations"], key=lambda r: (-r.weight, -graph.combined_degree(r), r.id)):
         if len(findings) >= 8:
             break
+        if not relation.description:  # a finding states something: a bare pair says nothing
+            continue
         source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
         target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
         label = relation.predicate or ", ".join(relation.keywords[:2])
         headline = f"{source} – {target}" + (f" ({label})" if label else "")
-        findings.append({"summary": headline, "explanation": _cell(relation.description or headline, 120)})
+        findings.append({"summary": headline, "explanation": _cell(relation.description, 120)})
     for entity in members:
         if len(findings) >= 3:
             break
