@@ -132,4 +132,8 @@ def postgres() -> PostgresServer:
     import pgserver
 
     server = pgserver.get_server(tempfile.mkdtemp(prefix="rhizome-pg-"), cleanup_mode="delete")
+    # a server for tests, removed at the end: no flush to disk at each commit (no test survives
+    # a crash of the machine; a killed client or a rolled-back transaction behaves the same)
+    server.psql("ALTER SYSTEM SET fsync = off;\nALTER SYSTEM SET synchronous_commit = off;\n"
+                "ALTER SYSTEM SET full_page_writes = off;\nSELECT pg_reload_conf();\n")
     return PostgresServer(server.get_uri())
