@@ -9,6 +9,20 @@ import socket
 import pytest
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full", action="store_true", default=False,
+        help="run the slow sweeps in full (every kill point of the fault-injection cases, every call "
+             "stack of the generation-read check): for release checks; the default runs a small sample",
+    )
+
+
+@pytest.fixture(scope="session")
+def full(pytestconfig: pytest.Config) -> bool:
+    """Whether this run was asked for the full sweeps (``--full``)."""
+    return bool(pytestconfig.getoption("--full"))
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -23,6 +37,23 @@ def _isolated_environment(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("RHIZOME_CACHE_DIR", str(tmp_path_factory.mktemp("rhizome-cache")))
     monkeypatch.delenv("RHIZOME_LLM", raising=False)
     monkeypatch.delenv("RHIZOME_EMBED", raising=False)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep ``--dist loadgroup``'s groups (``xdist_group``: tests that share a costly start-up,
+    run in one worker). pytest-xdist 3.8 names a test's group by renaming it ``<id>@<group>``
+    through an attribute pytest 9.2 no longer reads, and the groups are lost
+    (pytest-dev/pytest-xdist#1386); this renames it through the one that pytest reads. It does
+    nothing where xdist's own renaming took effect."""
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
+        if groups and "@" not in item.nodeid.rpartition("]")[2] and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -101,4 +132,8 @@ def postgres() -> PostgresServer:
     import pgserver
 
     server = pgserver.get_server(tempfile.mkdtemp(prefix="rhizome-pg-"), cleanup_mode="delete")
+    # a server for tests, removed at the end: no flush to disk at each commit (no test survives
+    # a crash of the machine; a killed client or a rolled-back transaction behaves the same)
+    server.psql("ALTER SYSTEM SET fsync = off;\nALTER SYSTEM SET synchronous_commit = off;\n"
+                "ALTER SYSTEM SET full_page_writes = off;\nSELECT pg_reload_conf();\n")
     return PostgresServer(server.get_uri())

@@ -1,6 +1,8 @@
 """Fault injection over every registered method (rhizome.tools.faults): a process killed in
-the middle of an insert or a delete, damaged index files, a reader next to a writer. The
-benchmark (benchmarks/fault_injection.py) runs many more kill points; docs/reliability.md
+the middle of an insert or a delete, damaged index files, a reader next to a writer. By default
+three kill points per method; ``pytest --full`` kills at every one (every transaction, before and
+after its commit, and every snapshot write, of an insert and of a delete: for release checks).
+The benchmark (benchmarks/fault_injection.py) samples kill points too; docs/reliability.md
 lists the guarantees."""
 
 from __future__ import annotations
@@ -26,8 +28,24 @@ def _check(outcome: faults.Outcome) -> None:
         pytest.fail(f"{outcome.method}: {outcome.case}: {outcome.detail}")
 
 
-@pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("operation, point, k", KILLS)
+def every_kill() -> list[tuple[str, str, str, int]]:
+    """Every ``(method, operation, point, k)`` where a kill can land (``--full``)."""
+    cases = []
+    for method in METHODS:
+        for operation in ("insert", "delete"):
+            counts = faults.count_points(method, operation)
+            for point in faults.KILL_POINTS:
+                cases += [(method, operation, point, k) for k in range(1, counts["snapshots" if point == "snapshot" else "commits"] + 1)]
+    return cases
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.name == "test_a_killed_call_run_again_equals_a_clean_build":
+        full = metafunc.config.getoption("--full")
+        cases = every_kill() if full else [(m, *kill) for kill in KILLS for m in METHODS]
+        metafunc.parametrize("method, operation, point, k", cases, ids=[f"{o}-{p}-{k}-{m}" for m, o, p, k in cases])
+
+
 def test_a_killed_call_run_again_equals_a_clean_build(method, operation, point, k):
     if k == "middle":
         k = max(1, faults.count_points(method, operation)["commits"] // 2)

@@ -17,6 +17,8 @@ from rhizome.tools.testing import CORPUS, FailingChatModel, IndexConformance
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ollama_stub import OllamaStub  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("ray")  # one worker starts Ray, once
+
 
 @pytest.fixture(scope="module")
 def ray_local():

@@ -158,6 +158,7 @@ def test_an_over_long_cluster_is_clustered_again_and_an_unsplittable_one_kept():
     assert sorted(map(sorted, cluster(tight, tokens, limit=600, settings=settings))) == [list(range(10)), [10, 11]]
 
 
+@pytest.mark.xdist_group("umap")  # numba compiles UMAP on first use in a process: one worker pays it
 def test_umap_reduces_wide_vectors_and_the_clusters_find_the_topics():
     rng = np.random.default_rng(5)
     topics = rng.normal(size=(3, 64))

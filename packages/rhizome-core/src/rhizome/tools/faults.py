@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -333,12 +334,27 @@ CORRUPTIONS: dict[str, Callable[[str, Path, Any], str | None]] = {
 }
 
 
+_CLEAN: dict[str, tuple[tempfile.TemporaryDirectory[str], Any]] = {}
+
+
+def _clean_index(method: str) -> tuple[Path, Any]:
+    """A clean build of the kit's corpus (closed) and its results, made once in a process: each
+    damage case works on a copy of it, byte for byte what a build of its own would write."""
+    if method not in _CLEAN:
+        folder = tempfile.TemporaryDirectory()
+        index = build(method, Path(folder.name) / "idx")
+        expected = _kit().results(index)
+        index.close()
+        _CLEAN[method] = (folder, expected)
+    folder, expected = _CLEAN[method]
+    return Path(folder.name) / "idx", expected
+
+
 def corruption_case(method: str, name: str) -> Outcome:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "idx"
-        index = build(method, path)
-        expected = _kit().results(index)
-        index.close()
+        clean, expected = _clean_index(method)
+        shutil.copytree(clean, path)
         try:
             problem = CORRUPTIONS[name](method, path, expected)
         except Exception as exc:  # a case must report, never crash the run
