@@ -18,6 +18,15 @@ from rhizome.rag.cli import main, sample_corpus
 from rhizome.tools.testing import index_class as load_method
 
 
+@pytest.fixture(autouse=True)
+def _temporary_folders_in_tmp_path(tmp_path, monkeypatch):
+    """`rhizome demo` without --out makes a new folder per run under the temporary directory:
+    here, the test's own (it left hundreds in /tmp)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -41,10 +50,7 @@ def test_index_then_query_offline(tmp_path, capsys):
     assert code == 0 and "Agnes Brodd" in out and "extractive" in out
 
 
-def test_demo_runs_offline_when_ollama_is_down(capsys, tmp_path, monkeypatch):
-    import tempfile
-
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the demo's own folder goes
+def test_demo_runs_offline_when_ollama_is_down(capsys, tmp_path):
     code, out, _ = run(capsys, "demo", "-q")
     assert code == 0
     assert "not reachable" in out and "ollama serve" in out and "Running offline" in out
