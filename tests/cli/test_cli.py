@@ -393,7 +393,7 @@ def test_a_file_where_a_folder_is_due_is_a_typed_error(tmp_path, capsys):
     run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "g"), "--method", "graphrag", "--offline", "-q")
     (tmp_path / "adir").mkdir()
     code, out, err = run(capsys, "export", str(tmp_path / "g"), "--out", str(tmp_path / "adir"))
-    assert code == 2 and "adir is a folder; GraphML is one file" in err
+    assert code == 2 and "adir is a folder; name the file to write" in err
 
 
 def test_a_malformed_ollama_host_is_a_typed_error(tmp_path, capsys, monkeypatch):

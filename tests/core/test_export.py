@@ -123,7 +123,7 @@ def test_a_failed_graphml_write_leaves_no_partial_file(tables, tmp_path, monkeyp
         write_graphml(to_graph(found), tmp_path / "new.graphml")
     (tmp_path / "old.graphml").write_text("an earlier export", encoding="utf-8")
     with pytest.raises(OSError, match="disk full"):
-        write_graphml(to_graph(found), tmp_path / "old.graphml")
+        write_graphml(to_graph(found), tmp_path / "old.graphml", replace=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.graphml"]
     assert (tmp_path / "old.graphml").read_text(encoding="utf-8") == "an earlier export"
 
@@ -134,3 +134,30 @@ def test_graphml_refuses_ids_that_differ_only_in_control_characters(tmp_path):
     with pytest.raises(InvalidInputError, match="parquet or jsonl"):
         write_graphml(graph, tmp_path / "g.graphml")
     assert not list(tmp_path.iterdir())
+
+
+def test_an_export_never_writes_into_an_index_directory_nor_over_a_file(tmp_path, capsys):
+    """Defect: `rhizome export IDX --out IDX/records.sqlite` wrote the GraphML over the index's
+    own records (every later open failed), and --out replaced any existing file without a word."""
+    from rhizome.core import Document
+    from rhizome.core.store.storage import load_index
+    from rhizome.rag.cli import main
+    from rhizome.tools.testing import index_class
+
+    built = index_class("lightrag")(path=tmp_path / "idx")
+    built.insert([Document(id="d", text="Piet Hale kept the Oskel light. Ilse Varn drew the map.")])
+    built.close()
+    records = (tmp_path / "idx" / "records.sqlite").read_bytes()
+    for out in (tmp_path / "idx" / "records.sqlite", tmp_path / "idx" / "vectors" / "g.graphml", tmp_path / "idx" / "sub"):
+        assert main(["export", str(tmp_path / "idx"), "--out", str(out), "--force"]) == 2
+        assert "inside the index directory" in capsys.readouterr().err
+    assert (tmp_path / "idx" / "records.sqlite").read_bytes() == records
+    load_index(tmp_path / "idx", readonly=True, offline=True).close()  # still opens
+    (tmp_path / "g.graphml").write_text("mine", encoding="utf-8")
+    assert main(["export", str(tmp_path / "idx"), "--out", str(tmp_path / "g.graphml")]) == 2
+    assert "exists; choose another --out, or pass --force" in capsys.readouterr().err
+    assert (tmp_path / "g.graphml").read_text(encoding="utf-8") == "mine"
+    assert main(["export", str(tmp_path / "idx"), "--out", str(tmp_path / "g.graphml"), "--force"]) == 0
+    assert main(["export", str(tmp_path / "idx"), "--format", "jsonl", "--out", str(tmp_path / "t")]) == 0
+    assert main(["export", str(tmp_path / "idx"), "--format", "jsonl", "--out", str(tmp_path / "t")]) == 2
+

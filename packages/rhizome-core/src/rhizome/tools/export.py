@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rhizome.core.errors import InvalidInputError
+from rhizome.core.store.storage import MANIFEST, RECORDS
 from rhizome.core.types import GraphContents
 
 FORMATS = ("graphml", "parquet", "jsonl")
@@ -124,9 +125,10 @@ def export_tables(index: Any) -> dict[str, list[dict[str, Any]]]:
     return tables
 
 
-def write_jsonl(tables: dict[str, list[dict[str, Any]]], folder: str | Path) -> dict[str, Path]:
-    """One ``<table>.jsonl`` per table of :func:`export_tables` in ``folder``; returns the files."""
-    out = _folder(folder)
+def write_jsonl(tables: dict[str, list[dict[str, Any]]], folder: str | Path, *, replace: bool = False) -> dict[str, Path]:
+    """One ``<table>.jsonl`` per table of :func:`export_tables` in ``folder``; returns the files
+    (an existing one is replaced only with ``replace``; see :func:`writable`)."""
+    out = _folder(folder, [f"{name}.jsonl" for name in tables], replace)
     written = {}
     for name, rows in tables.items():
         path = out / f"{name}.jsonl"
@@ -137,7 +139,7 @@ def write_jsonl(tables: dict[str, list[dict[str, Any]]], folder: str | Path) -> 
     return written
 
 
-def write_parquet(tables: dict[str, list[dict[str, Any]]], folder: str | Path) -> dict[str, Path]:
+def write_parquet(tables: dict[str, list[dict[str, Any]]], folder: str | Path, *, replace: bool = False) -> dict[str, Path]:
     """One ``<table>.parquet`` per table of :func:`export_tables` in ``folder``, with the column
     types of :data:`COLUMNS`; returns the files. Needs pyarrow (``rhizome-rag[parquet]``)."""
     try:
@@ -149,7 +151,7 @@ def write_parquet(tables: dict[str, list[dict[str, Any]]], folder: str | Path) -
             "or export --format jsonl"
         ) from None
     types = {_STR: pa.string(), _INT: pa.int64(), _FLOAT: pa.float64(), _LIST: pa.list_(pa.string())}
-    out = _folder(folder)
+    out = _folder(folder, [f"{name}.parquet" for name in tables], replace)
     written = {}
     for name, rows in tables.items():
         schema = pa.schema([(column, types[kind]) for column, kind in COLUMNS[name].items()])
@@ -193,7 +195,24 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 return (a form feed or an escape from PDF or terminal text), surrogates, U+FFFE and U+FFFF."""
 
 
-def write_graphml(graph: Any, path: str | Path) -> Path:
+def writable(paths: Iterable[str | Path], *, replace: bool = False) -> None:
+    """Refuse to write ``paths`` inside an index directory (a folder holding an index's manifest
+    or records, or one below it: an export there could replace the records themselves), and
+    over an existing file unless ``replace``. Nothing is written before the check passes."""
+    for path in map(Path, paths):
+        for folder in path.resolve().parents:
+            if (folder / MANIFEST).exists() or (folder / RECORDS).exists():
+                raise InvalidInputError(
+                    f"{path} is inside the index directory {folder}; an export there could overwrite the index's own "
+                    "files: write it to another folder"
+                )
+        if path.is_dir():
+            raise InvalidInputError(f"{path} is a folder; name the file to write, e.g. {path / 'graph.graphml'}")
+        if path.exists() and not replace:
+            raise InvalidInputError(f"{path} exists; choose another --out, or pass --force (replace=True) to replace it")
+
+
+def write_graphml(graph: Any, path: str | Path, *, replace: bool = False) -> Path:
     """A graph of :func:`to_graph` as a GraphML file. Every character XML 1.0 cannot hold (in
     ids, keys and attributes) is written as U+FFFD (``\ufffd``, the replacement character);
     the tables keep the text exactly. The file is written under a temporary name and renamed,
@@ -210,8 +229,7 @@ def write_graphml(graph: Any, path: str | Path) -> Path:
             f"and relations); export --format parquet or jsonl for its documents and chunks{nodes}"
         )
     target = Path(path)
-    if target.is_dir():
-        raise InvalidInputError(f"{target} is a folder; GraphML is one file: name the file, e.g. {target / 'graph.graphml'}")
+    writable([target], replace=replace)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     try:
@@ -247,10 +265,11 @@ def _xml_safe(graph: Any) -> Any:
     return out
 
 
-def _folder(folder: str | Path) -> Path:
+def _folder(folder: str | Path, files: list[str], replace: bool) -> Path:
     out = Path(folder)
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"{out} is a file; export tables into a folder")
+    writable([out / name for name in files], replace=replace)
     out.mkdir(parents=True, exist_ok=True)
     return out
 
@@ -267,4 +286,4 @@ def _joined(values: list[str]) -> str:
     return ";".join(values)
 
 
-__all__ = ["COLUMNS", "FORMATS", "export_tables", "to_graph", "write_graphml", "write_jsonl", "write_parquet"]
+__all__ = ["COLUMNS", "FORMATS", "export_tables", "to_graph", "writable", "write_graphml", "write_jsonl", "write_parquet"]

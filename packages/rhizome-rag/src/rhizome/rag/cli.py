@@ -522,6 +522,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         name = Path(source).resolve().name
     out = Path(args.out) if args.out else Path(f"{name}.graphml" if args.format == "graphml" else f"{name}-{args.format}")
+    # refused before the index is read: a target inside an index directory, or one that exists
+    export.writable([out] if args.format == "graphml" else [out / f"{t}.{args.format}" for t in export.COLUMNS], replace=args.force)
     index = load_index(source, readonly=True, offline=True)
     try:
         tables = export.export_tables(index)
@@ -529,12 +531,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         index.close()
     if args.format == "graphml":
         graph = export.to_graph(tables)
-        export.write_graphml(graph, out)
+        export.write_graphml(graph, out, replace=args.force)
         levels = graph.graph["levels"]
         print(f"wrote {out}: {plural(graph.number_of_nodes(), 'entity', 'entities')}, {plural(graph.number_of_edges(), 'relation')}, "
               + (f"communities at {plural(levels, 'level')} as the node attributes community_0, community_1..." if levels else "no communities"))
     else:
-        written = (export.write_parquet if args.format == "parquet" else export.write_jsonl)(tables, out)
+        written = (export.write_parquet if args.format == "parquet" else export.write_jsonl)(tables, out, replace=args.force)
         print(f"wrote {len(written)} tables to {out}/: " + ", ".join(f"{t} {len(tables[t])} rows" for t in written))
     return 0
 
@@ -645,6 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("graphml", "parquet", "jsonl"), default="graphml",
                    help="graphml: the entity graph (Gephi, networkx); parquet or jsonl: one file per table (default graphml)")
     p.add_argument("--out", help="file (graphml) or folder (parquet, jsonl); default INDEX.graphml or INDEX-FORMAT/ here")
+    p.add_argument("--force", action="store_true", help="replace files the export would write that exist already")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("check", help="verify an index directory: records, checksums, vectors, snapshots (exit 1 on problems)")
