@@ -282,11 +282,8 @@ class RhizomeRetriever(BaseRetriever):
         settings: dict[str, Any] = {}
         params = getattr(retriever, "params", None)
         if params is not None and self._index is not None:
-            defaults = self._index.as_retriever(mode=mode).params
-            settings = {
-                name: value for name, value in params.model_dump(mode="json").items()
-                if value != defaults.model_dump(mode="json").get(name)
-            }
+            defaults = self._index.as_retriever(mode=mode).params.model_dump(mode="json")
+            settings = {name: value for name, value in params.model_dump(mode="json").items() if value != defaults.get(name)}
         wanted = self._filter if self._filter is not None else _plain_filter(getattr(retriever, "filter", None))
         return {"mode": mode, "similarity_top_k": self.similarity_top_k, "filter": wanted, "settings": settings}
 

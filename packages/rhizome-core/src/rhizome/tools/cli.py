@@ -162,11 +162,13 @@ def ollama_model(spec: str) -> str:
     return spec.split(":", 1)[1] if ":" in spec else ""
 
 
-def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) -> Models:
+def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool, embedder_of_index: bool = False) -> Models:
     """Pick the embedder spec and chat model from flags and environment.
 
     With ``fall_back`` (the demo) an unreachable Ollama or a missing model becomes a notice and
     the offline steps are used; otherwise it is an error that says what to do.
+    ``embedder_of_index``: ``--embed`` is the embedder an existing index was built with (so
+    ``--offline``, another embedder, is no way out when it cannot be reached).
     """
     from rhizome.core.errors import ModelNotFoundError, ModelUnavailableError
     from rhizome.core.models.registry import DEFAULT_OLLAMA_EMBED, DEFAULT_OLLAMA_LLM
@@ -183,7 +185,7 @@ def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool) 
         if not status.reachable:
             error = status.unavailable()
             if not fall_back:
-                if getattr(args, "embed_of_index", False) and is_ollama(embed_spec):  # --offline cannot help
+                if embedder_of_index and is_ollama(embed_spec):  # --offline cannot help
                     raise ModelUnavailableError(f"{error}; this index was built with {embed_spec}, and an index is "
                                                 "searched and updated with the embedder that built it")
                 raise ModelUnavailableError(f"{error}, or pass --offline to use the offline steps instead")

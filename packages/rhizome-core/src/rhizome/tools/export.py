@@ -128,7 +128,7 @@ def export_tables(index: Any) -> dict[str, list[dict[str, Any]]]:
 def write_jsonl(tables: dict[str, list[dict[str, Any]]], folder: str | Path, *, replace: bool = False) -> dict[str, Path]:
     """One ``<table>.jsonl`` per table of :func:`export_tables` in ``folder``; returns the files
     (an existing one is replaced only with ``replace``; see :func:`writable`)."""
-    out = _folder(folder, [f"{name}.jsonl" for name in tables], replace)
+    out = _folder(folder, "jsonl", replace)
     written = {}
     for name, rows in tables.items():
         path = out / f"{name}.jsonl"
@@ -151,7 +151,7 @@ def write_parquet(tables: dict[str, list[dict[str, Any]]], folder: str | Path, *
             "or export --format jsonl"
         ) from None
     types = {_STR: pa.string(), _INT: pa.int64(), _FLOAT: pa.float64(), _LIST: pa.list_(pa.string())}
-    out = _folder(folder, [f"{name}.parquet" for name in tables], replace)
+    out = _folder(folder, "parquet", replace)
     written = {}
     for name, rows in tables.items():
         schema = pa.schema([(column, types[kind]) for column, kind in COLUMNS[name].items()])
@@ -195,17 +195,26 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 return (a form feed or an escape from PDF or terminal text), surrogates, U+FFFE and U+FFFF."""
 
 
+def targets(fmt: str, out: str | Path) -> list[Path]:
+    """The files an export in ``fmt`` writes at ``out``: the GraphML file, or one file per table
+    of :data:`COLUMNS` in the folder ``out``."""
+    out = Path(out)
+    return [out] if fmt == "graphml" else [out / f"{name}.{fmt}" for name in COLUMNS]
+
+
 def writable(paths: Iterable[str | Path], *, replace: bool = False) -> None:
     """Refuse to write ``paths`` inside an index directory (a folder holding an index's manifest
     or records, or one below it: an export there could replace the records themselves), and
     over an existing file unless ``replace``. Nothing is written before the check passes."""
-    for path in map(Path, paths):
-        for folder in path.resolve().parents:
-            if (folder / MANIFEST).exists() or (folder / RECORDS).exists():
-                raise InvalidInputError(
-                    f"{path} is inside the index directory {folder}; an export there could overwrite the index's own "
-                    "files: write it to another folder"
-                )
+    files = [Path(p) for p in paths]
+    for folder in dict.fromkeys(parent for path in files for parent in path.resolve().parents):
+        if (folder / MANIFEST).exists() or (folder / RECORDS).exists():
+            inside = next(path for path in files if folder in path.resolve().parents)
+            raise InvalidInputError(
+                f"{inside} is inside the index directory {folder}; an export there could overwrite the index's own "
+                "files: write it to another folder"
+            )
+    for path in files:
         if path.is_dir():
             raise InvalidInputError(f"{path} is a folder; name the file to write, e.g. {path / 'graph.graphml'}")
         if path.exists() and not replace:
@@ -265,11 +274,11 @@ def _xml_safe(graph: Any) -> Any:
     return out
 
 
-def _folder(folder: str | Path, files: list[str], replace: bool) -> Path:
+def _folder(folder: str | Path, fmt: str, replace: bool) -> Path:
     out = Path(folder)
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"{out} is a file; export tables into a folder")
-    writable([out / name for name in files], replace=replace)
+    writable(targets(fmt, out), replace=replace)
     out.mkdir(parents=True, exist_ok=True)
     return out
 
@@ -286,4 +295,4 @@ def _joined(values: list[str]) -> str:
     return ";".join(values)
 
 
-__all__ = ["COLUMNS", "FORMATS", "export_tables", "to_graph", "writable", "write_graphml", "write_jsonl", "write_parquet"]
+__all__ = ["COLUMNS", "FORMATS", "export_tables", "targets", "to_graph", "writable", "write_graphml", "write_jsonl", "write_parquet"]

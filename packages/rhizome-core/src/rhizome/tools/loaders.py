@@ -315,8 +315,8 @@ def _not_json(constant: str) -> Any:
 
 def _record_file(source: _Source, result: LoadResult) -> list[Document]:
     documents = []
+    named = _field_names(source.text_field)  # the first of these a row has (a folder's tables may differ)
     for number, record in _records(source, result):
-        named = _field_names(source.text_field)  # the first of these the row has (a folder's tables may differ)
         if named:
             name = next((f for f in named if f in record), None)
         else:

@@ -63,9 +63,10 @@ def _index_class(method: str) -> Any:
 
 
 def _open_or_create(
-    method: str, out: Any, args: argparse.Namespace, *, fall_back: bool = False, want_llm: bool | None = None
+    method: str | None, out: Any, args: argparse.Namespace, *, fall_back: bool = False, want_llm: bool | None = None
 ) -> tuple[Any, Models]:
-    """The index in ``out`` (created when there is none) and the models it runs with.
+    """The index in ``out`` (created when there is none) and the models it runs with;
+    ``method`` ``None``: the existing index's own, else naive.
 
     Reopening an index takes the models it was built with unless a flag says otherwise:
     ``--llm`` replaces the chat model, ``--offline`` drops it (the index then uses its offline
@@ -76,20 +77,20 @@ def _open_or_create(
 
     if is_url(out) and not getattr(args, "cache", None):
         args.cache_in_index = True  # the database's own cache, shared by every writer and Ray worker
+    manifest = read_manifest(out) if has_index(out) else None
+    method = method or (manifest.method if manifest is not None else "naive")
     cls = _index_class(method)
     forced = want_llm is not None
     want_llm = getattr(cls, "uses_llm", False) if want_llm is None else want_llm
-    manifest = read_manifest(out) if has_index(out) else None
     if manifest is not None:
         if manifest.method != method:
             raise ConfigurationError(f"{_shown(out)} holds a {manifest.method!r} index; choose another --out for {method!r}")
         asked = OFFLINE_EMBED if args.offline else (args.embed or os.environ.get("RHIZOME_EMBED"))
         args.embed = index_embedder(out, manifest, asked, "--offline uses" if args.offline else "--embed asks for")
-        args.embed_of_index = True
         if not (args.offline or args.llm or os.environ.get("RHIZOME_LLM")):
             args.llm = manifest.models.get("llm")  # built offline: stays offline unless a flag says
             want_llm = want_llm and (args.llm is not None or forced)
-    models = choose_models(args, want_llm=want_llm, fall_back=fall_back)
+    models = choose_models(args, want_llm=want_llm, fall_back=fall_back, embedder_of_index=manifest is not None)
     kwargs: dict[str, Any] = {"path": out, "progress": not args.quiet, "llm": models.llm}
     if getattr(args, "no_cache", False):
         kwargs["cache"] = False
@@ -119,12 +120,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise ConfigurationError(f"--workers must be at least 1, got {args.workers}")
     documents = coerce_documents(loaded.documents)  # bad input is refused before anything is written
-    out = as_location(args.out)
-    if args.method is None:  # an existing index is updated with its own method
-        from rhizome.core.store.storage import has_index, read_manifest
-
-        args.method = read_manifest(out).method if has_index(out) else "naive"
-    index, models = _open_or_create(args.method, out, args)
+    index, models = _open_or_create(args.method, as_location(args.out), args)  # no --method: the index's own
     try:
         if not args.replace:
             _refuse_clashes(index, documents, args)
@@ -136,7 +132,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     how = "offline" if models.llm is None else f"model {models.llm.name}"
     if args.workers:
         how += f", extraction on {plural(args.workers, 'Ray worker')}"
-    _say(args, f"indexed {args.path} into {_shown(args.out)} ({args.method}; embedder {models.embed_spec}, {how})")
+    _say(args, f"indexed {args.path} into {_shown(args.out)} ({index.method}; embedder {models.embed_spec}, {how})")
     unread = _print_loaded(args, loaded)
     _print_summary(args, report, removed, totals, time.monotonic() - started)
     done = len(report.inserted) + len(report.replaced) + len(report.skipped)
@@ -522,8 +518,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         name = Path(source).resolve().name
     out = Path(args.out) if args.out else Path(f"{name}.graphml" if args.format == "graphml" else f"{name}-{args.format}")
-    # refused before the index is read: a target inside an index directory, or one that exists
-    export.writable([out] if args.format == "graphml" else [out / f"{t}.{args.format}" for t in export.COLUMNS], replace=args.force)
+    export.writable(export.targets(args.format, out), replace=args.force)  # before the index is read
     index = load_index(source, readonly=True, offline=True)
     try:
         tables = export.export_tables(index)
