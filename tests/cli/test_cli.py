@@ -338,6 +338,38 @@ def test_index_goes_on_past_a_document_the_model_cannot_answer(tmp_path, capsys,
     assert extracted[1] and all("Zed Quill" in b and "Acme" not in b for b in extracted[1])  # only b is extracted again
 
 
+def test_a_document_the_model_cannot_answer_is_retried_varied_then_extracted_offline(tmp_path, capsys, monkeypatch):
+    from rhizome.core.models.base import VARIED_TEMPERATURE
+    from rhizome.core.models.fake import SchemaResponder
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Alice Brown founded the Acme Company in Paris.", encoding="utf-8")
+    (corpus / "b.txt").write_text("Zed Quill sailed the Blue Ketch to Oslo.", encoding="utf-8")
+    responder = SchemaResponder()
+
+    def reply(body):
+        messages = body.get("messages") or []
+        if any("Zed Quill" in m["content"] for m in messages):
+            return "I would rather not."
+        return responder(messages, body.get("format"))
+
+    flags = ["--method", "lightrag", "--embed", "hashing:64", "--llm", "ollama:qwen2.5:7b-instruct", "--no-cache", "-q"]
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        stub.reply_fn = reply
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        code, _, err = run(capsys, "index", str(corpus), "--out", str(tmp_path / "idx"), *flags, "--max-retries", "0", "--fallback", "offline")
+        asked = [b["options"] for b in stub.calls("/api/chat") if any("Zed Quill" in m["content"] for m in b.get("messages") or [])]
+    assert code == 0, err
+    assert "1 document extracted offline after the model's answers stayed invalid" in err and "b.txt" in err
+    assert asked[0]["seed"] == 42 and asked[0]["temperature"] == 0.0  # as configured first,
+    assert asked[-1]["seed"] != 42 and asked[-1]["temperature"] == VARIED_TEMPERATURE  # then varied
+    code, out, _ = run(capsys, "status", str(tmp_path / "idx"))
+    assert code == 0 and "not stored" not in out and "documents: 2" in out
+    code, out, err = run(capsys, "query", str(tmp_path / "idx"), "Zed Quill", "--mode", "naive", "-k", "1", "--offline")
+    assert code == 0 and "b.txt" in out, err
+
+
 def test_query_prints_the_answer_as_the_model_streams_it(tmp_path, capsys, monkeypatch):
     run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"), "--offline", "-q")
     with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:

@@ -125,6 +125,22 @@ async def test_structured_chat_round_trip(ollama_stub: OllamaStub, make_chat, mo
     assert model.usage.prompt_tokens > 0 and model.usage.completion_tokens > 0
 
 
+async def test_varied_sampling_changes_the_seed_and_temperature_not_the_cache_key(ollama_stub: OllamaStub, make_chat, monkeypatch, tmp_path) -> None:
+    from rhizome.core.models.base import VARIED_TEMPERATURE, varied_sampling
+    from rhizome.core.store.cache import ModelCache
+
+    monkeypatch.delenv("RHIZOME_NUM_CTX", raising=False)
+    monkeypatch.delenv("OLLAMA_CONTEXT_LENGTH", raising=False)
+    ollama_stub.replies.append({"name": "Ada", "age": 36})
+    model = make_chat(cache=ModelCache(tmp_path / "cache.sqlite"))
+    with varied_sampling(7):
+        await model.acomplete_json("Who?", Person)
+    (body,) = ollama_stub.calls("/api/chat")
+    assert body["options"] == {"num_ctx": 32768, "temperature": VARIED_TEMPERATURE, "seed": 7}
+    assert await model.acomplete_json("Who?", Person) == Person(name="Ada", age=36)  # the usual key finds it
+    assert len(ollama_stub.calls("/api/chat")) == 1 and model.usage.cache_hits == 1
+
+
 async def test_prompts_are_checked_against_the_context_the_model_was_trained_with(ollama_stub: OllamaStub, make_chat) -> None:
     """Ollama runs a model with at most the context it was trained with, whatever num_ctx asks,
     and cuts the front of a longer prompt without a word: such a prompt is refused instead."""

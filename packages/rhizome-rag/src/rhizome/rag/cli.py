@@ -125,7 +125,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         if not args.replace:
             _refuse_clashes(index, documents, args)
         removed = _remove_stale(index, Path(args.path), loaded) if args.sync else DeleteReport()
-        report = index.insert(documents) if documents else InsertReport()
+        report = index.insert(documents, fallback=args.fallback) if documents else InsertReport()
         totals = {"documents": index.store.count("documents"), "chunks": len(index), **index.graph_contents().summary()}
     finally:
         index.close()
@@ -135,6 +135,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     _say(args, f"indexed {args.path} into {_shown(args.out)} ({index.method}; embedder {models.embed_spec}, {how})")
     unread = _print_loaded(args, loaded)
     _print_summary(args, report, removed, totals, time.monotonic() - started)
+    if report.fallback:
+        print(f"{plural(len(report.fallback), 'document')} extracted offline after the model's answers stayed invalid "
+              f"(delete and index again to ask the model): {', '.join(report.fallback)}", file=sys.stderr)
     done = len(report.inserted) + len(report.replaced) + len(report.skipped)
     if not (report.failed or report.unfinished or unread):
         _say(args, f"{plural(done, 'document')} done, none failed")
@@ -590,6 +593,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true",
                    help="replace stored documents whose id this run gives to a file other than the one they came from "
                         "(refused without it)")
+    p.add_argument("--fallback", choices=["offline"],
+                   help="a document whose model answers stay invalid (after a retry with varied sampling) is extracted "
+                        "offline instead of failing; the summary lists such documents")
     p.add_argument("--workers", type=int, metavar="N",
                    help="extract on N Ray workers (local Ray in this process unless --ray-address; needs rhizome-rag[ray]); "
                         "the index is the same as without")

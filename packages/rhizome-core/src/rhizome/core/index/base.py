@@ -42,6 +42,7 @@ import hashlib
 import importlib
 import json
 import os
+import secrets
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ from rhizome.core.errors import (
 )
 from rhizome.core.index.config import IndexConfig, build_config
 from rhizome.core.index.heap import full_collections_deferred
-from rhizome.core.models.base import usage_scope
+from rhizome.core.models.base import usage_scope, varied_sampling
 from rhizome.core.progress import ProgressArg, Reporter, phase, quietly, reporting
 from rhizome.core.store.cache import needs_cache, with_cache
 from rhizome.core.store.storage import (
@@ -190,11 +191,15 @@ class InsertReport(BaseModel):
     skipped: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)
     """Documents not stored, by id, with the reason: their model answers stayed invalid after
-    the retries (or were refused), a prompt did not fit the context window, or the server was
-    still busy or failing after the transport retries. The rest of the insert went on;
-    inserting them again retries only them. A server that cannot serve (no answer in time,
+    the retries, including one more try with varied sampling (or were refused), a prompt did
+    not fit the context window, or the server was still busy or failing after the transport
+    retries. The rest of the insert went on; inserting them again retries only them, with
+    sampling varied anew. A server that cannot serve (no answer in time,
     unreachable) is no document's failure: it stops the insert
     (:func:`~rhizome.core.errors.fails_alone`)."""
+    fallback: list[str] = Field(default_factory=list)
+    """Documents stored with offline extraction because their model answers stayed invalid
+    (``ainsert(..., fallback="offline")``); deleting and inserting one again asks the model."""
     chunks: int = 0
     tokens: int = 0
     unfinished: str | None = None
@@ -368,6 +373,8 @@ class BaseIndex(Generic[P, D]):
         self.embedder = resolve_embedder(embedder)
         self.llm = resolve_llm(llm)
         self._extractor = None
+        self._fallback: str | None = None
+        self._extracting_offline = False
         if "extraction" in settings and not isinstance(settings["extraction"], str):
             from rhizome.core.extraction.spec import spec_of
 
@@ -490,8 +497,15 @@ class BaseIndex(Generic[P, D]):
 
         if not chunks:
             return []
-        found = {e.chunk_id: e for e in await self.extractor.aextract(list(chunks))}
+        extractor = self._offline_extractor() if self._extracting_offline else self.extractor
+        found = {e.chunk_id: e for e in await extractor.aextract(list(chunks))}
         return [found.get(c.id) or Extraction(chunk_id=c.id) for c in chunks]
+
+    def _offline_extractor(self) -> Any:
+        """The offline extractor with this method's settings: what a document falls back to."""
+        from rhizome.core.extraction.spec import make_extractor
+
+        return make_extractor("offline", None, **self.extractor_options())
 
     def extractor_options(self) -> dict[str, Any]:
         """``llm_options`` and ``offline_options`` for :func:`~rhizome.core.extraction.spec.make_extractor`."""
@@ -640,19 +654,22 @@ class BaseIndex(Generic[P, D]):
         return type(self)._after_change is not BaseIndex._after_change
 
     # -- writing -------------------------------------------------------------------------------
-    async def ainsert(self, documents: Sequence[Any] | Any) -> InsertReport:
+    async def ainsert(self, documents: Sequence[Any] | Any, *, fallback: str | None = None) -> InsertReport:
         """Add documents. Unchanged documents are skipped; a known id whose text or metadata
         changed replaces the old version. All input is validated first, so a bad batch stores
         nothing; each batch of ``batch_size`` chunks commits on its own, so an interrupted run
-        resumes where it stopped. A document whose model work fails after the retries is
-        recorded as failed (``report.failed``, :meth:`IndexStore.statuses`) and the others go
-        on; inserting it again retries it. A server that cannot serve (no answer in time,
-        unreachable, lacking the model) stops the insert with its error: the batches stored
-        stay, the others are stored by a re-run. Inserts and deletes on one index are
-        serialised."""
+        resumes where it stopped. A document whose model work fails after the retries is tried
+        once more with varied sampling (:func:`~rhizome.core.models.base.varied_sampling`),
+        then, with ``fallback="offline"`` in a method that extracts, once with offline
+        extraction (``report.fallback``); otherwise it is recorded as failed
+        (``report.failed``, :meth:`IndexStore.statuses`) and the others go on; inserting it
+        again retries it. A server that cannot serve (no answer in time, unreachable, lacking
+        the model) stops the insert with its error: the batches stored stay, the others are
+        stored by a re-run. Inserts and deletes on one index are serialised."""
         docs = coerce_documents(documents)
+        self._check_fallback(fallback)
         report = InsertReport()
-        async with self._writing():
+        async with self._writing(), self._falling_back(fallback):
             with usage_scope() as usage:
                 todo: list[tuple[Document, str, bool]] = []
                 for doc in docs:
@@ -711,6 +728,23 @@ class BaseIndex(Generic[P, D]):
         if run is not None:
             run.advance_run(n_chunks)
 
+    def _check_fallback(self, fallback: str | None) -> None:
+        if fallback not in (None, "offline"):
+            raise ConfigurationError(f"fallback must be None or 'offline', got {fallback!r}")
+        if fallback is not None and getattr(self.config, "extraction", None) is None:
+            raise ConfigurationError(
+                f"fallback='offline' replaces a failed document's model extraction, and a {self.method} index "
+                "does not extract entities: leave it out"
+            )
+
+    @asynccontextmanager
+    async def _falling_back(self, fallback: str | None) -> AsyncIterator[None]:
+        self._fallback = fallback
+        try:
+            yield
+        finally:
+            self._fallback = None
+
     async def _store_or_split(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
         try:
             await self._store(pending, report)
@@ -718,7 +752,7 @@ class BaseIndex(Generic[P, D]):
             if not fails_alone(exc):
                 raise
             if len(pending) == 1:
-                self._fail(pending[0], exc, report)
+                await self._store_alone_again(pending[0], exc, report)
                 return
             half = len(pending) // 2
             with quietly(f"  a document of this batch of {len(pending)} failed ({type(exc).__name__}); "
@@ -742,6 +776,34 @@ class BaseIndex(Generic[P, D]):
                 IndexStore.set_meta(db, "pending_change", True)
         report.chunks += sum(len(c) for _, c in batch)
         report.tokens += sum(c.n_tokens for c in batch_chunks(batch))
+
+    async def _store_alone_again(self, item: tuple[Document, str, bool, list[Chunk]], exc: Exception, report: InsertReport) -> None:
+        """A document whose model work failed alone: once more with varied sampling (a fresh
+        random seed, so each run tries another: at temperature 0 with a fixed seed the model
+        would give the same invalid answer on every run); then, when the insert allows it,
+        with offline extraction; else it is recorded as failed with the last reason."""
+        with varied_sampling(secrets.randbelow(2**31 - 2) + 1):
+            try:
+                await self._store([item], report)
+                return
+            except Exception as again:
+                if not fails_alone(again):
+                    raise
+                exc = again
+        if self._fallback == "offline" and getattr(self.config, "extraction", None) != "offline":
+            self._extracting_offline = True
+            try:
+                await self._store([item], report)
+            except Exception as again:
+                if not fails_alone(again):
+                    raise
+                exc = again
+            else:
+                report.fallback.append(item[0].id)
+                return
+            finally:
+                self._extracting_offline = False
+        self._fail(item, exc, report)
 
     def _fail(self, item: tuple[Document, str, bool, list[Chunk]], exc: BaseException, report: InsertReport) -> None:
         doc, digest, _, _ = item
@@ -816,8 +878,8 @@ class BaseIndex(Generic[P, D]):
             self.store.save_snapshots()
         return stats
 
-    def insert(self, documents: Sequence[Any] | Any) -> InsertReport:
-        return run_sync(self.ainsert(documents))
+    def insert(self, documents: Sequence[Any] | Any, *, fallback: str | None = None) -> InsertReport:
+        return run_sync(self.ainsert(documents, fallback=fallback))
 
     def delete(self, document_ids: Sequence[str] | str) -> DeleteReport:
         return run_sync(self.adelete(document_ids))

@@ -150,6 +150,33 @@ def answers_on_trial() -> Iterator[AnswerTrial]:
         _TRIALS.reset(token)
 
 
+VARIED_TEMPERATURE = 0.7
+"""The least sampling temperature of an answer asked for under :func:`varied_sampling`: at
+temperature 0 a model gives the same answer whatever its seed."""
+
+_VARIATION: contextvars.ContextVar[int] = contextvars.ContextVar("rhizome_sampling_variation", default=0)
+
+
+@contextlib.contextmanager
+def varied_sampling(seed: int) -> Iterator[None]:
+    """Inside the block, chat models that can vary their sampling answer with ``seed`` and at
+    least :data:`VARIED_TEMPERATURE` instead of their own (repeatable) settings: a document
+    whose answers stayed invalid is tried again this way, since at temperature 0 with a fixed
+    seed the model would repeat the same invalid answer on every run. Cache keys do not
+    change: a valid answer found so is stored under the question's usual key, and a re-run is
+    answered from the cache. ``seed`` 0 means no variation."""
+    token = _VARIATION.set(seed)
+    try:
+        yield
+    finally:
+        _VARIATION.reset(token)
+
+
+def sampling_variation() -> int:
+    """The seed of the innermost :func:`varied_sampling` block around, or 0 outside any."""
+    return _VARIATION.get()
+
+
 def _given(cache: ModelCache, key: str) -> None:
     """Note a cached answer given (stored or read) in every :func:`answers_on_trial` around."""
     for trial in _TRIALS.get():
@@ -693,4 +720,4 @@ class BaseEmbedder(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-__all__ = ["AnswerTrial", "BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "answers_on_trial", "extract_json", "usage_scope", "validate_json"]
+__all__ = ["AnswerTrial", "BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "answers_on_trial", "extract_json", "sampling_variation", "usage_scope", "validate_json", "varied_sampling"]

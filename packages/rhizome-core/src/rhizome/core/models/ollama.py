@@ -45,7 +45,13 @@ from rhizome.core.errors import (
     ModelUnavailableError,
     RhizomeError,
 )
-from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
+from rhizome.core.models.base import (
+    VARIED_TEMPERATURE,
+    BaseChatModel,
+    BaseEmbedder,
+    Message,
+    sampling_variation,
+)
 from rhizome.core.protocols import Completion
 from rhizome.core.store.cache import ModelCache
 
@@ -385,7 +391,9 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         (:meth:`~rhizome.core.models.base.BaseChatModel.prompt_budget`).
     temperature, seed, num_predict:
         Sampling options; the defaults make answers repeatable. ``num_predict=None`` leaves the
-        answer length to the server.
+        answer length to the server. A document whose answers stayed invalid is tried again
+        with another seed and a higher temperature
+        (:func:`~rhizome.core.models.base.varied_sampling`).
     timeout:
         Seconds to wait for one answer.
     keep_alive:
@@ -444,11 +452,14 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         """The model's trained context (``/api/show``), once asked; 0 when the server does not say."""
 
     def options(self) -> dict[str, Any]:
-        """The ``options`` object sent with every request."""
+        """The ``options`` object sent with every request (under
+        :func:`~rhizome.core.models.base.varied_sampling`, with its seed and at least
+        :data:`~rhizome.core.models.base.VARIED_TEMPERATURE`)."""
+        variation = sampling_variation()
         options: dict[str, Any] = {
             "num_ctx": self.num_ctx,
-            "temperature": self.temperature,
-            "seed": self.seed,
+            "temperature": max(self.temperature, VARIED_TEMPERATURE) if variation else self.temperature,
+            "seed": variation or self.seed,
         }
         if self.num_predict is not None:
             options["num_predict"] = self.num_predict
