@@ -74,7 +74,25 @@ def test_html_file_keeps_the_visible_text(tmp_path):
     )
     doc = only(load_files(tmp_path))["port.html"]
     assert doc.metadata["title"] == "Port Amsel"
-    assert doc.text == "Harbour\nThe market opens\nat dawn."
+    assert doc.text == "# Harbour\n\nThe market opens at dawn."
+
+
+def test_html_blocks_are_paragraphs_and_headings_stand_alone(tmp_path):
+    """Defect: an <h1> and the paragraph after it were one line apart, so the sentence splitter
+    read "Gull Island Light The lamp..." as one sentence, and inline elements broke a sentence
+    over several lines."""
+    from rhizome.core.text import trimmed_sentences
+
+    (tmp_path / "light.html").write_text(
+        "<body><h1>Gull Island <em>Light</em></h1><p>Ann Varga keeps the <a href='#'>lamp</a>.</p>"
+        "<ul><li>Oil store</li><li>Fog bell</li></ul><div>Built 1871<br>Rebuilt 1902</div></body>",
+        encoding="utf-8",
+    )
+    doc = only(load_files(tmp_path))["light.html"]
+    assert doc.metadata["title"] == "Gull Island Light"
+    assert doc.text == "# Gull Island Light\n\nAnn Varga keeps the lamp.\n\nOil store\n\nFog bell\n\nBuilt 1871 Rebuilt 1902"
+    sentences = [doc.text[a:b] for a, b in trimmed_sentences(doc.text)]
+    assert sentences == ["Gull Island Light", "Ann Varga keeps the lamp.", "Oil store", "Fog bell", "Built 1871 Rebuilt 1902"]
 
 
 def test_pdf_file_gives_one_document_per_page(tmp_path):

@@ -4,7 +4,7 @@
 suffix         what becomes a document                                          library
 =============  ==============================================================  ===============
 .txt .md ...   the file (Markdown's first ``#`` heading is its title)           standard library
-.html .htm     the visible text (no scripts or styles); ``<title>`` as title    beautifulsoup4
+.html .htm     visible text, a paragraph per block, headings as ``# ...``       beautifulsoup4
 .pdf           each page with text (``page``: 1-based), id ``FILE#page=N``      pypdf (extra ``pdf``)
 .docx          paragraphs and tables in order; core properties title, author    python-docx (extra ``docx``)
 .csv .tsv      each row; the text column by name, the others as metadata       standard library
@@ -188,10 +188,33 @@ def _html_file(source: _Source, result: LoadResult) -> list[Document]:
     title = soup.title.get_text(" ", strip=True) if soup.title else None
     for hidden in soup(["head", "script", "style", "noscript", "template"]):
         hidden.decompose()
-    lines = (" ".join(line.split()) for line in soup.get_text("\n").splitlines())
-    text = "\n".join(line for line in lines if line)
     heading = soup.find(["h1", "h2"])
-    return [source.document(text, title=title or (heading.get_text(" ", strip=True) if heading else source.file.stem))]
+    if not title:
+        title = heading.get_text(" ", strip=True) if heading else source.file.stem
+    return [source.document(_html_text(soup), title=title)]
+
+
+_HTML_BLOCKS = ("address", "article", "aside", "blockquote", "dd", "div", "dl", "dt", "figcaption", "figure", "footer",
+                "form", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section", "table", "td", "th", "tr", "ul")
+"""Elements a browser shows as blocks of their own: their text is a paragraph, never joined
+to the next block's first sentence."""
+
+
+def _html_text(soup: Any) -> str:
+    """The visible text of a parsed page as paragraphs separated by blank lines (one per block
+    element; whitespace inside one collapsed, as a browser shows it), with headings written as
+    Markdown headings (``# Harbour``): the sentence splitter and the offline steps then treat
+    a heading as they do in a Markdown file, not as the start of the paragraph after it."""
+    for level in range(1, 7):
+        for tag in soup.find_all(f"h{level}"):
+            tag.replace_with(f"\n\n{'#' * level} {tag.get_text(' ', strip=True)}\n\n")
+    for tag in soup.find_all(_HTML_BLOCKS):
+        tag.insert_before("\n\n")
+        tag.insert_after("\n\n")
+    for tag in soup.find_all("br"):
+        tag.replace_with("\n")
+    paragraphs = (" ".join(part.split()) for part in re.split(r"\n\s*\n", soup.get_text()))
+    return "\n\n".join(p for p in paragraphs if p)
 
 
 def _pdf_file(source: _Source, result: LoadResult) -> list[Document]:
