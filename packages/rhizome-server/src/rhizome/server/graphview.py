@@ -212,34 +212,13 @@ def neighbourhood(workspace: Any, entity: str, depth: int = 1, limit: int = 50) 
     index = workspace.index
     with index.store.read_snapshot():
         center = graph.entity(entity)
-        if center is None:
-            raise EntityNotFoundError(_unknown_entity(workspace, entity))
-        tables = _relation_tables(workspace, graph)
-        kept = {center.id: 0}
-        frontier = [center.id]
-        truncated = False
-        for step in range(1, depth + 1):
-            strength: dict[str, float] = defaultdict(float)
-            ends = set(frontier)
-            for relation in _incident(tables, frontier):
-                for a, b in ((relation.source, relation.target), (relation.target, relation.source)):
-                    if a in ends and b not in kept:
-                        strength[b] += relation.weight or 1.0
-            ranked = sorted(strength, key=lambda e: (-strength[e], e))
-            room = limit - len(kept)
-            truncated = truncated or len(ranked) > room
-            frontier = ranked[:room]
-            kept.update(dict.fromkeys(frontier, step))
-            if not frontier:
-                break
-        edges = _edges_among(tables, kept)
-        cap = MAX_EDGES_PER_NODE * len(kept)
-        if len(edges) > cap:
-            truncated = True
-            edges = sorted(edges, key=lambda r: (-(r.weight or 1.0), r.id))[:cap]
-        outlines = graph.entities.view(EntityOutline).get(kept)
-        degrees = graph.degrees(list(kept))
-        groups = _groups_holding(workspace, center.id)
+        if center is not None:
+            kept, edges, truncated = _walk(_relation_tables(workspace, graph), center.id, depth, limit)
+            outlines = graph.entities.view(EntityOutline).get(kept)
+            degrees = graph.degrees(list(kept))
+            groups = _groups_holding(workspace, center.id)
+    if center is None:  # (the suggestions embed the name: outside the snapshot, which holds the store)
+        raise EntityNotFoundError(_unknown_entity(workspace, entity))
     head = GraphNode(id=center.id, name=center.name, type=center.type, description=center.description,
                      degree=degrees.get(center.id, 0))
     nodes = [head] + [GraphNode(id=eid, name=outlines[eid].name, type=outlines[eid].type, depth=d,
@@ -253,6 +232,35 @@ def neighbourhood(workspace: Any, entity: str, depth: int = 1, limit: int = 50) 
                for r in sorted(edges, key=lambda r: r.id)],
     )
     return view.model_dump(mode="json")
+
+
+def _walk(tables: Sequence[RecordTable[RelationOutline]], start: str, depth: int, limit: int) -> tuple[dict[str, int], list[RelationOutline], bool]:
+    """The entities up to ``depth`` steps from ``start`` (by their step), at most ``limit``, the
+    most strongly related first at each step; the relations among them (those of ``start``
+    first when they are capped); whether anything was left out."""
+    kept = {start: 0}
+    frontier = [start]
+    truncated = False
+    for step in range(1, depth + 1):
+        strength: dict[str, float] = defaultdict(float)
+        ends = set(frontier)
+        for relation in _incident(tables, frontier):
+            for a, b in ((relation.source, relation.target), (relation.target, relation.source)):
+                if a in ends and b not in kept:
+                    strength[b] += relation.weight or 1.0
+        ranked = sorted(strength, key=lambda e: (-strength[e], e))
+        room = limit - len(kept)
+        truncated = truncated or len(ranked) > room
+        frontier = ranked[:room]
+        kept.update(dict.fromkeys(frontier, step))
+        if not frontier:
+            break
+    edges = _edges_among(tables, kept)
+    cap = MAX_EDGES_PER_NODE * len(kept)
+    if len(edges) > cap:
+        truncated = True
+        edges = sorted(edges, key=lambda r: (start not in (r.source, r.target), -(r.weight or 1.0), r.id))[:cap]
+    return kept, edges, truncated
 
 
 def _incident(tables: Sequence[RecordTable[RelationOutline]], ids: Sequence[str]) -> list[RelationOutline]:
