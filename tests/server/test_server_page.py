@@ -50,6 +50,17 @@ def running(built, fresh):
         yield server
 
 
+def signed_in(browser, running, workspace, **options):
+    """A page of the running server with the API key typed in and ``workspace`` picked."""
+    page = browser.new_page(**options)
+    page.goto(running.url + "/")
+    page.fill("#api-key", API_KEY)
+    page.locator("#api-key").dispatch_event("change")
+    page.wait_for_selector(f"#workspace option[value={workspace}]", state="attached")
+    page.select_option("#workspace", workspace)
+    return page
+
+
 def test_ask_in_two_modes_click_an_entity_and_see_its_neighbourhood(browser, running, tmp_path):
     from playwright.sync_api import expect
 
@@ -101,12 +112,7 @@ def test_ask_in_two_modes_click_an_entity_and_see_its_neighbourhood(browser, run
 def test_communities_and_tree_nodes_are_browsed(browser, running, tmp_path):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(running.url + "/")
-    page.fill("#api-key", API_KEY)
-    page.locator("#api-key").dispatch_event("change")
-    page.wait_for_selector("#workspace option[value=graph]", state="attached")
-    page.select_option("#workspace", "graph")
+    page = signed_in(browser, running, "graph", viewport={"width": 1400, "height": 1000})
     page.click("[data-tab=groups]")
     page.locator("#group-list .group").first.wait_for()
     assert page.locator("#groups-page").inner_text().endswith("of 3 groups")
@@ -134,12 +140,7 @@ def test_communities_and_tree_nodes_are_browsed(browser, running, tmp_path):
 def test_a_file_is_uploaded_with_its_progress_followed(browser, running, tmp_path):
     note = tmp_path / "bees.md"
     note.write_text("# Bees\n\nBrann Tolle keeps bees on the cliffs of Oskel.\n", encoding="utf-8")
-    page = browser.new_page()
-    page.goto(running.url + "/")
-    page.fill("#api-key", API_KEY)
-    page.locator("#api-key").dispatch_event("change")
-    page.wait_for_selector("#workspace option[value=light]", state="attached")
-    page.select_option("#workspace", "light")
+    page = signed_in(browser, running, "light")
     page.click("[data-tab=documents]")
     page.wait_for_selector("#documents-table tbody tr")
     page.set_input_files("#files", str(note))

@@ -71,24 +71,18 @@ class GroupNotFoundError(ServerError, LookupError):
 
 
 # -- what the functions return (the REST API's response models) ------------------------------------
-class GraphNode(BaseModel):
-    id: str
-    name: str
-    type: str = ""
-    description: str = ""
+class GraphNode(EntityOutline):
+    """An entity as a graph shows it: the kernel's outline (id, name, type, description) and
+    where it stands."""
+
     degree: int = Field(0, description="relations the entity takes part in (in the whole graph)")
     depth: int = Field(0, description="steps from the entity asked for (0: itself)")
     score: float | None = Field(None, description="how well it matches the name searched for (entities only)")
 
 
-class GraphEdge(BaseModel):
-    id: str
-    source: str
-    target: str
-    predicate: str = ""
-    description: str = ""
-    keywords: list[str] = []
-    weight: float = 1.0
+class GraphEdge(RelationOutline):
+    """A relation as a graph shows it: the kernel's outline (ends, predicate, description,
+    keywords, weight)."""
 
 
 class GroupRef(BaseModel):
