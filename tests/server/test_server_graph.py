@@ -198,3 +198,17 @@ def test_graph_reads_beside_an_insert_see_whole_commits(fresh, client_for):
     assert status == "done" and reads >= 1
     near = client.get("/w/graph/neighbourhood", params={"entity": "Oskel", "limit": 200}, headers=AUTH).json()
     assert "skipper0 holm" in {n["id"] for n in near["nodes"]}
+
+
+def test_a_postgresql_workspace_answers_as_its_sqlite_twin(postgres, built, client, client_for):
+    from rhizome.rag.cli import main
+    from rhizome.rag.demo import sample_corpus
+
+    url = postgres.url("graph")
+    assert main(["index", str(sample_corpus()), "--method", "graphrag", "--out", url, "--offline", "-q", "--no-cache"]) == 0
+    pg = client_for([f"pg={url}"], "--api-key", API_KEY)
+    for path, params in [("graph/neighbourhood", {"entity": "Ilse Varn", "depth": 2, "limit": 30}), ("graph/groups", {"level": 1}),
+                         ("graph/entities", {"q": "Ilse"}), ("graph/entities", {"chunk": ["03-ilse-varn.md:0"]})]:
+        there = pg.get(f"/pg/{path}", params=params, headers=AUTH).json()
+        here = client.get(f"/graphrag/{path}", params=params, headers=AUTH).json()
+        assert "error" not in here and {**there, "workspace": "graphrag"} == here, path
