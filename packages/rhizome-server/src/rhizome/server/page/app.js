@@ -225,7 +225,7 @@ async function showNeighbourhood(ws, entity) {
     return;
   }
   $("graph-title").className = "muted";
-  $("graph-title").textContent = `${ws}: ${found.entity.name}, ${found.nodes.length - 1} entities within ${found.depth} step(s)` + (found.truncated ? " (more left out)" : "");
+  $("graph-title").textContent = `${ws}: ${found.entity.name}, ${found.nodes.length - 1} entities within ${found.depth} step(s)` + (found.truncated ? " (limit reached: some entities or relations left out)" : "");
   draw(found.nodes.map((n) => ({ id: n.id, label: n.name, degree: n.degree, kind: "entity", classes: n.depth === 0 ? "center" : (n.depth > 1 ? "far" : "") })),
     found.edges.map((e) => ({ id: "e:" + e.id, source: e.source, target: e.target, weight: e.weight, label: e.predicate || "" })),
     { name: "cose", animate: false, randomize: false, nodeDimensionsIncludeLabels: true });
