@@ -27,14 +27,20 @@ def system_chromium() -> str | None:
     return None
 
 
-@pytest.fixture
-def browser():
+def required_chromium() -> str:
+    """The system's Chromium; without one, a failure under ``CI`` and a skip elsewhere, saying why."""
     executable = system_chromium()
     if executable is None:
         reason = f"no Chromium found (looked for {', '.join(BROWSERS)}); install it with `apt-get install chromium`"
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
+    return executable
+
+
+@pytest.fixture
+def browser():
+    executable = required_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -177,3 +183,13 @@ def test_the_vendored_library_is_the_recorded_version():
     digest = hashlib.sha256((folder / "cytoscape/cytoscape.min.js").read_bytes()).hexdigest()
     assert digest in readme  # the file is the one the README records (version and how to update it)
     assert "Permission is hereby granted" in (folder / "cytoscape/LICENSE").read_text(encoding="utf-8")
+
+
+def test_without_a_browser_ci_fails_and_a_developer_is_told_why(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="no Chromium found"):
+        required_chromium()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="apt-get install chromium"):
+        required_chromium()
