@@ -148,7 +148,9 @@ async function runColumn(box, query, k, withAnswer) {
   const request = { query, k, mode: mode || null };
   try {
     const found = await api(`/${enc(ws)}/query`, { method: "POST", json: request });
-    const parts = [el("p", { class: "muted" }, `${found.hits.length} hits · mode ${found.mode || "(only)"}`)];
+    const cost = ["embed_calls", "model_calls", "prompt_tokens", "completion_tokens"]
+      .filter((name) => found.stats[name]).map((name) => `${found.stats[name]} ${name.replace("_", " ")}`);
+    const parts = [el("p", { class: "muted" }, [`${found.hits.length} hits · mode ${found.mode || "(only)"}`].concat(cost).join(" · "))];
     if (withAnswer) {
       const answered = await api(`/${enc(ws)}/answer`, { method: "POST", json: request });
       parts.push(el("div", { class: "answer" }, el("strong", {}, "Answer "), answered.extractive ? el("em", {}, "(extractive) ") : null,
