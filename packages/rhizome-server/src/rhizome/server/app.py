@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from rhizome.server import errors, rest
+from rhizome.server import errors, graphapi, page, rest, uploads
 from rhizome.server.chat import ollama, openai
 from rhizome.server.hosts import LoopbackHosts
 from rhizome.server.jobs import Jobs
@@ -44,7 +44,8 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
     app.state.server = state
     app.state.settings = settings
     errors.install(app, redact)
-    for router in (rest.router, rest.reads, rest.writes, openai.router, ollama.router):
+    app.mount(page.PREFIX, page.files(), name="page")
+    for router in (page.router, rest.router, rest.reads, uploads.router, rest.writes, graphapi.router, openai.router, ollama.router):
         app.include_router(router)
     app.add_middleware(BodyLimit, limit=settings.max_body)
     if is_loopback(settings.host):

@@ -21,8 +21,8 @@ from rhizome.server.errors import WorkspaceNotFoundError
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """A workspace name: letters, digits, ``_ . -``; it cannot hold a ``/`` or start with a dot."""
 
-RESERVED = frozenset({"health", "workspaces", "jobs", "v1", "api", "openapi.json", "mcp"})
-"""Names the server's own routes use (or will: /mcp), which a workspace cannot take."""
+RESERVED = frozenset({"health", "workspaces", "jobs", "v1", "api", "openapi.json", "mcp", "ui"})
+"""Names the server's own routes use (or will: /mcp; ``ui``: the web page's files), which a workspace cannot take."""
 
 
 @dataclass(frozen=True)
