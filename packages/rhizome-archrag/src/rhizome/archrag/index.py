@@ -53,7 +53,7 @@ from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import GraphChange
 from rhizome.core.graph.summarize import extractive_summary
-from rhizome.core.index.base import Batch, ChunkVectors, ModeInfo, Stats, VectorBatch
+from rhizome.core.index.base import ModeInfo, Stats, VectorBatch
 from rhizome.core.index.entity_index import EntityGraphIndex, StoredEntityGraph, open_entity_graph
 from rhizome.core.index.hierarchy import (
     GroupInput,
@@ -195,18 +195,11 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
         self.entity_graph.adopt_once(ADOPTED, chunk_record)
 
-    # -- BaseIndex hooks ---------------------------------------------------------------------
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
-        super()._write(db, batch, prepared)
-        self._touch(db, prepared[0])
-
-    def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
-        super()._write_delete(db, document_ids, prepared)
-        self._touch(db, prepared)
-
-    def _touch(self, db: Connection, change: GraphChange) -> None:
-        """Note the entities the layers must let move, unless there are no layers yet (the next
-        change partitions them whole)."""
+    # -- EntityGraphIndex hooks ---------------------------------------------------------------
+    def _apply(self, db: Connection, change: GraphChange) -> None:
+        """Write ``change`` and note the entities the layers must let move, unless there are no
+        layers yet (the next change partitions them whole)."""
+        super()._apply(db, change)
         if self.communities.groups.count():
             self.touched.put(db, [_Touched(id=e) for e in _moved(change)])
 

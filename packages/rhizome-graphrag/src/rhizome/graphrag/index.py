@@ -43,16 +43,8 @@ from rhizome.core.graph.lists import entity_profile, relation_profile
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import GraphChange
-from rhizome.core.index.base import (
-    BaseIndex,
-    Batch,
-    ChunkVectors,
-    ModeInfo,
-    Stats,
-    add_counts,
-    batch_chunks,
-)
-from rhizome.core.index.entity_index import StoredEntityGraph, open_entity_graph
+from rhizome.core.index.base import ModeInfo, Stats, add_counts
+from rhizome.core.index.entity_index import EntityGraphIndex, StoredEntityGraph, open_entity_graph
 from rhizome.core.index.hierarchy import (
     GroupSummarizer,
     Hierarchy,
@@ -145,12 +137,11 @@ class _Edge:
 
 @dataclass
 class _Planned:
-    """A change planned outside its transaction: the layer's, the rows of ``graphrag_changed``
-    it adds and, when it removes chunks, what the removal does to the communities and the edge
-    table until the whole graph is clustered again."""
+    """What GraphRAG plans beside the layer's change (its :attr:`GraphChange.extra`): the rows of
+    ``graphrag_changed`` it adds and, when it removes chunks, what the removal does to the
+    communities and the edge table until the whole graph is clustered again."""
 
-    change: GraphChange
-    changed: list[_Changed]
+    changed: list[_Changed] = field(default_factory=list)
     dropped: list[Community] = field(default_factory=list)
     """Communities holding an entity the removal touched (their reports were written from what it was)."""
     kept: list[Community] = field(default_factory=list)
@@ -159,7 +150,7 @@ class _Planned:
     """Rows of the edge table the removal changes (those left empty go)."""
 
 
-class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], _Planned]):
+class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
     """A GraphRAG index: entity graph, hierarchical communities with reports, and local, global,
     DRIFT and naive (chunk vector) search.
 
@@ -214,36 +205,15 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
                 self.store.set_meta(db, FULL_REBUILD, True)
                 self.store.set_meta(db, UNFOLDED, sorted(waiting))
 
-    # -- BaseIndex hooks ---------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[_Planned, ChunkVectors]:
-        chunks = batch_chunks(batch)
-        records = [chunk_record(x) for x in await self.extract(chunks)]
-        return await self._plan(records, self.replaced_chunk_ids(batch), stats, defer=True), await self.embed_chunks(chunks)
-
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[_Planned, ChunkVectors]) -> None:
-        planned, (chunk_ids, vectors) = prepared
-        self._apply(db, planned)
-        self.put_chunk_vectors(db, chunk_ids, vectors)
-
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> _Planned:
-        return await self._plan([], self.store.chunk_ids(document_ids), stats)
-
-    def _write_delete(self, db: Connection, document_ids: list[str], prepared: _Planned) -> None:
-        self._apply(db, prepared)
-
-    def _remove_document(self, db: Connection, document_id: str) -> int:
-        self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
-        return super()._remove_document(db, document_id)
-
-    async def _plan(self, records: list[Any], removed: Sequence[str], stats: Stats, *, defer: bool = False) -> _Planned:
-        """The layer's change, the profiles it changes as they were before (unless an earlier
-        change since the last update holds them already, or the next change clusters the whole
-        graph: a first build, or after a removal) and, when it removes chunks, the
-        communities holding an entity it touched, to be dropped (:func:`prune_groups`), and
-        the edge-table rows it changes."""
-        change = await self.entity_graph.plan(records, removed, defer=defer)
-        add_counts(stats, change.counts())
-        planned = _Planned(change, [])
+    # -- EntityGraphIndex hooks ---------------------------------------------------------------
+    async def _plan(self, records: list[Any], removed: Sequence[str], stats: Stats, *, defer: bool = False) -> GraphChange:
+        """The layer's change with, as its ``extra``, the profiles it changes as they were before
+        (unless an earlier change since the last update holds them already, or the next change
+        clusters the whole graph: a first build, or after a removal) and, when it removes
+        chunks, the communities holding an entity it touched, to be dropped
+        (:func:`prune_groups`), and the edge-table rows it changes."""
+        change = await super()._plan(records, removed, stats, defer=defer)
+        planned = change.extra = _Planned()
         if self.communities.groups.count() and not self.store.get_meta(FULL_REBUILD, False):  # else the whole graph is clustered next
             rows = {entity_profile(e): _Changed(id=entity_profile(e), entity=change.stored_entities.get(e)) for e in change.entities}
             rows.update({relation_profile(r): _Changed(id=relation_profile(r), relation=change.stored_relations.get(r)) for r in change.relations})
@@ -255,12 +225,13 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
             sources = {r.source for r in change.relations.values()} | {source for _, source in gone}
             planned.edges = _update_edges(self.edge_table.get(sources), change.relations.values(), gone)
             add_counts(stats, {"communities_dropped": len(planned.dropped)})
-        return planned
+        return change
 
-    def _apply(self, db: Connection, planned: _Planned) -> None:
-        self.entity_graph.write(db, planned.change)
+    def _apply(self, db: Connection, change: GraphChange) -> None:
+        super()._apply(db, change)
+        planned: _Planned = change.extra
         self.changed.put(db, planned.changed)
-        if planned.change.removed_chunks:
+        if change.removed_chunks:
             self.communities.delete(db, planned.dropped)
             self.communities.put(db, planned.kept)
             self.edge_table.delete(db, [row.id for row in planned.edges if not row.edges])
@@ -271,8 +242,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
         """The summaries an insert call left waiting; then, after a delete or a replacement (or
         one cut short), the full :meth:`_rebuild`; after inserts, the incremental
         :meth:`_update` (the full rebuild when the graph is empty)."""
-        if self.entity_graph.pending.keys():
-            add_counts(stats, await self.entity_graph.settle())
+        await super()._after_change(inserted, removed, stats)
         if unfolded := self.store.get_meta(UNFOLDED, None):
             await self._fold_unmerged(unfolded, stats)
         if removed or self.store.get_meta(FULL_REBUILD, False) or not self.communities.groups.count():

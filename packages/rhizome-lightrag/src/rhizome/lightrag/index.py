@@ -31,12 +31,9 @@ from typing import Any, ClassVar
 from rhizome.core.extraction import add_keywords
 from rhizome.core.graph.mentions import ChunkExtraction, chunk_record
 from rhizome.core.graph.resolution import EntityResolver
-from rhizome.core.index.base import (
-    ModeInfo,
-)
+from rhizome.core.index.base import ModeInfo
 from rhizome.core.index.entity_index import EntityGraphIndex, open_entity_graph
 from rhizome.core.naive import NAIVE
-from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
 from rhizome.core.types import Chunk, Entity, GraphContents, Relation
 from rhizome.lightrag.config import LightRAGConfig
 
@@ -92,14 +89,6 @@ class LightRAGIndex(EntityGraphIndex):
     def entity(self, name: str) -> Entity | None:
         """The profile a name resolves to (exact surface form or entity id), or ``None``."""
         return self.entity_graph.entity(name)
-
-    def evidence(self) -> EvidenceGraph:
-        """The entity–passage graph the searches walk (cached until the next change)."""
-        return self.derived("evidence", self.entity_graph.generations(), self.entity_graph.evidence_graph)
-
-    def fact_graph(self) -> FactGraph:
-        """The relations and the passages each cites, for chains of facts (cached until they change)."""
-        return self.derived("fact-graph", self.entity_graph.generations(), self.entity_graph.fact_graph)
 
     def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
         """Relations per entity (the degree LightRAG ranks by)."""
