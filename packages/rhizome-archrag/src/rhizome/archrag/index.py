@@ -52,7 +52,6 @@ from rhizome.core.graph.lists import ENTITY_KEY
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import GraphChange
-from rhizome.core.graph.summarize import extractive_summary
 from rhizome.core.index.base import ModeInfo, Stats, VectorBatch
 from rhizome.core.index.entity_index import EntityGraphIndex, StoredEntityGraph, open_entity_graph
 from rhizome.core.index.hierarchy import (
@@ -64,11 +63,10 @@ from rhizome.core.index.hierarchy import (
     has_summary,
 )
 from rhizome.core.index.stages import digest, prune_stage
-from rhizome.core.index.writers import GroupWriter
+from rhizome.core.index.writers import GroupWriter, cell, offline_summary
 from rhizome.core.naive import NAIVE
 from rhizome.core.retrieval.contract import pack
 from rhizome.core.store.storage import Connection
-from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Entity, GraphContents, Relation
 
 REPORT_STAGE = "archrag.report"
@@ -99,10 +97,6 @@ def community_text(community: Community) -> str:
     return f"{community.title}\n{community.summary}".strip()
 
 
-def _cell(text: str, limit: int) -> str:
-    return truncate_tokens(" ".join(str(text).split()).replace("|", "/"), limit)
-
-
 class _Touched(BaseModel):
     """An entity whose place in the layers' graph changed since they were last built (a row of
     ``archrag_touched``)."""
@@ -130,9 +124,6 @@ class ReportWriter(GroupWriter):
 
     system = REPORT_SYSTEM
 
-    def __init__(self, llm: Any, *, max_tokens: int, language: str) -> None:
-        super().__init__(llm, max_tokens=max_tokens, language=language)
-
     def prompt(self, data: GroupInput | None) -> str:
         members = "entities and their relations" if data is not None and data.group.level == 1 else "communities"
         return REPORT_PROMPT.format(
@@ -149,9 +140,8 @@ def offline_report(data: GroupInput) -> SummaryFields:
     most central sentences of the children's summaries and members' descriptions."""
     names: list[str] = data.extra["names"]
     title = ", ".join(names[:3]) + (f" (+{len(names) - 3} more)" if len(names) > 3 else "")
-    fragments = [c.summary for c in data.children] + data.extra["descriptions"]
-    summary = extractive_summary([f for f in fragments if f], 120) or f"A group of {len(names)} related entities: {', '.join(names[:8])}."
-    findings = [{"summary": c.title, "explanation": _cell(c.summary, 120)} for c in data.children[:5]]
+    summary = offline_summary(data.children, data.extra["descriptions"], names)
+    findings = [{"summary": c.title, "explanation": cell(c.summary, 120)} for c in data.children[:5]]
     findings += [{"summary": line.split(": ", 1)[0], "explanation": line} for line in data.extra["relations"][: 8 - len(findings)]]
     return {"title": title or data.group.id, "summary": summary, "rating": None, "findings": findings, "by": "offline"}
 
@@ -255,10 +245,7 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         moved = set(touched) if local else None
         layers, batches, counts = await self._cluster(graph, vectors, stats, old_communities, moved)
         with self.store.transaction() as db:
-            self.communities.delete(db, [c for k, c in old_communities.items() if k not in layers])
-            self.communities.put(db, [c for k, c in layers.items() if old_communities.get(k) != c])
-            for batch in batches:
-                batch.write(db, self.store)
+            self.communities.replace(db, old_communities, layers, batches)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in layers.values()))
             self.touched.delete(db, touched)
         await asyncio.to_thread(self.chnsw)  # the C-HNSW of the new state, so the first query does not wait
@@ -417,11 +404,11 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
     def row(item: tuple[str, Any]) -> str:
         kind, x = item
         if kind == "community":
-            return f"{x.id}|{_cell(x.title, 40)}|{_cell(x.summary, 300)}|{'' if x.rating is None else x.rating}"
+            return f"{x.id}|{cell(x.title, 40)}|{cell(x.summary, 300)}|{'' if x.rating is None else x.rating}"
         if kind == "entity":
-            return f"{x.name}|{_cell(x.type, 10)}|{_cell(x.description, 200)}|{graph.degree.get(x.id, 0)}"
+            return f"{x.name}|{cell(x.type, 10)}|{cell(x.description, 200)}|{graph.degree.get(x.id, 0)}"
         if kind == "relation":
-            return f"{names[x.source]}|{names[x.target]}|{_cell(x.description or x.predicate, 150)}|{graph.combined_degree(x)}"
+            return f"{names[x.source]}|{names[x.target]}|{cell(x.description or x.predicate, 150)}|{graph.combined_degree(x)}"
         return str(x)
 
     items: list[tuple[str, Any]] = []
@@ -435,7 +422,7 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
         extra={
             "names": [e.name for e in members],
             "descriptions": [e.description for e in members[:12] if e.description],
-            "relations": [f"{names[r.source]} – {names[r.target]}: {_cell(r.description or r.predicate, 100)}"
+            "relations": [f"{names[r.source]} – {names[r.target]}: {cell(r.description or r.predicate, 100)}"
                           for r in relations if r.description or r.predicate][:8],  # a bare pair states nothing
         },
     )

@@ -312,10 +312,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         community_vectors = await self._community_vectors(list(reports.values()), reports, graph)
         with self.store.transaction() as db:
             self.edge_table.replace(db, old_edges, edges)
-            self.communities.delete(db, [c for k, c in old_communities.items() if k not in reports])
-            self.communities.put(db, [c for k, c in reports.items() if old_communities.get(k) != c])
-            for batch in community_vectors:
-                batch.write(db, self.store)
+            self.communities.replace(db, old_communities, reports, community_vectors)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in reports.values()))
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
             self.changed.delete(db, self.changed.keys())
@@ -404,10 +401,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
 
         community_vectors = await self._community_vectors(rewrite, reports, graph)
         with self.store.transaction() as db:
-            self.communities.delete(db, [g for gid, g in old.items() if gid not in reports])
-            self.communities.put(db, [g for gid, g in reports.items() if old.get(gid) != g])
-            for batch in community_vectors:
-                batch.write(db, self.store)
+            self.communities.replace(db, old, reports, community_vectors)
             self.changed.delete(db, [row.id for row in pending])
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
             if legacy:

@@ -39,6 +39,7 @@ from rhizome.core.extraction import Extraction
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.resolution import EntityResolver
+from rhizome.core.graph.similarity import unit_rows
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.graph.summarize import DescriptionSummarizer
 from rhizome.core.index.base import BaseIndex, ModeInfo, Stats, add_counts
@@ -87,11 +88,6 @@ def said(extraction: Extraction) -> ChunkExtraction:
 
 def _letters(name: str) -> int:
     return sum(ch.isalnum() for ch in name)
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
 
 
 class HippoRAGIndex(EntityGraphIndex):
@@ -200,7 +196,7 @@ class HippoRAGIndex(EntityGraphIndex):
         if not keep:
             return []
         ids = [new[i].id for i in keep]
-        unit = _unit(np.asarray(vectors, dtype=np.float32)[keep])
+        unit = unit_rows(np.asarray(vectors)[keep])
         candidates: list[dict[str, float]] = [{} for _ in keep]
         if self.store.has_collection(self.PHRASE_COLLECTION):
             found = self.store.collection(self.PHRASE_COLLECTION, unit.shape[1]).search(unit, c.synonymy_top_k)
