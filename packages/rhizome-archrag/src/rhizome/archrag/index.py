@@ -67,7 +67,7 @@ from rhizome.core.index.writers import GroupWriter, cell, offline_summary
 from rhizome.core.naive import NAIVE
 from rhizome.core.retrieval.contract import pack
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Community, Entity, GraphContents, Relation
+from rhizome.core.types import Community, Entity, Relation
 
 REPORT_STAGE = "archrag.report"
 ADOPTED = "archrag.graph_layer"
@@ -227,10 +227,6 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
             return None, []
         c = self.config
         return CHNSW(layers, m=c.m, m0=c.m0, ef_construction=c.ef_construction, ef_search=c.ef_search, seed=c.leiden_seed % 2**32), kept
-
-    def graph_contents(self) -> GraphContents:
-        """Entities, relations and the attributed communities of every layer."""
-        return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations(), list(self.communities.all().values()))
 
     async def _rebuild(self, stats: Stats, *, local: bool = False) -> None:
         """Build the layers of communities again from the stored profiles and their vectors;

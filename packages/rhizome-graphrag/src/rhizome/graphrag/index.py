@@ -56,7 +56,7 @@ from rhizome.core.index.hierarchy import (
 from rhizome.core.index.stages import prune_stage
 from rhizome.core.naive import NAIVE
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Community, Entity, GraphContents, Relation
+from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
 
@@ -278,11 +278,6 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         return run_sync(self.arebuild())
 
     # -- the graph -----------------------------------------------------------------------------
-    def graph_contents(self) -> GraphContents:
-        """The entities, relations and community hierarchy (with reports), for export."""
-        graph = self.graph()
-        return GraphContents(list(graph.entities.values()), list(graph.relations.values()), list(graph.communities.values()))
-
     def _reports(self, graph: EntityGraph, read: Callable[[list[str]], Mapping[str, Relation]] | None = None) -> GroupSummarizer:
         """The report stage over ``graph`` (``read``: see :func:`build_input`)."""
         budget = self.report_writer.input_budget(self.config.report_max_input_tokens)
@@ -554,13 +549,8 @@ def _reweighed_ends(relations: Mapping[str, Relation], held_r: Mapping[str, Rela
 
 def _edge_rows(relations: Any, entity_ids: Any) -> dict[str, _Edges]:
     """The edge-table rows of the relations between two of ``entity_ids``."""
-    rows: dict[str, _Edges] = {}
-    for r in relations:
-        if r.source in entity_ids and r.target in entity_ids:
-            rows.setdefault(r.source, _Edges(id=r.source, edges=[])).edges.append((r.id, r.target, r.weight))
-    for row in rows.values():
-        row.edges.sort()
-    return rows
+    inside = (r for r in relations if r.source in entity_ids and r.target in entity_ids)
+    return {row.id: row for row in _update_edges({}, inside, ())}
 
 
 def _update_edges(rows: dict[str, _Edges], relations: Any, gone: Any) -> list[_Edges]:

@@ -24,7 +24,7 @@ from rhizome.core.index.base import BaseIndex, Batch, ChunkVectors, Stats, add_c
 from rhizome.core.index.hierarchy import Hierarchy
 from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Chunk
+from rhizome.core.types import Chunk, GraphContents
 
 
 class StoredEntityGraph:
@@ -53,6 +53,11 @@ class StoredEntityGraph:
             return EntityGraph.build(entities, {r.id: r for r in self.entity_graph.all_relations()}, self.communities.all())
 
         return self.derived("graph", self.graph_generations(), build)
+
+    def graph_contents(self) -> GraphContents:
+        """The entities, relations and communities (with their reports), for export."""
+        graph = self.graph()
+        return GraphContents(list(graph.entities.values()), list(graph.relations.values()), list(graph.communities.values()))
 
 
 def open_entity_graph(
