@@ -34,7 +34,7 @@ from rhizome.core.graph.resolution import EntityResolver
 from rhizome.core.index.base import ModeInfo
 from rhizome.core.index.entity_index import EntityGraphIndex, open_entity_graph
 from rhizome.core.naive import NAIVE
-from rhizome.core.types import Chunk, Entity, GraphContents, Relation
+from rhizome.core.types import Chunk, Entity, Relation
 from rhizome.lightrag.config import LightRAGConfig
 
 
@@ -81,10 +81,6 @@ class LightRAGIndex(EntityGraphIndex):
     def relations(self) -> list[Relation]:
         """Every relation profile (sorted by id), with its citations and fragments."""
         return self.entity_graph.all_relations()
-
-    def graph_contents(self) -> GraphContents:
-        """The entity and relation profiles (LightRAG has no communities), for export."""
-        return GraphContents(self.entities(), self.relations())
 
     def entity(self, name: str) -> Entity | None:
         """The profile a name resolves to (exact surface form or entity id), or ``None``."""

@@ -140,6 +140,10 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
         if self.entity_graph.pending.keys():
             add_counts(stats, await self.entity_graph.settle())
 
+    def graph_contents(self) -> GraphContents:
+        """The entity and relation profiles (sorted by id), for export."""
+        return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations())
+
     def name_collection(self) -> str:
         """The collection the names a query mentions are linked to: the entity names
         (``NAME_COLLECTION``), or the entity vectors of an index built before it had them."""
