@@ -178,8 +178,6 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
     def _setup(self) -> None:
         c = self.config
         self.entity_graph = open_entity_graph(self, "archrag", policy=ARCHRAG)
-        self.entity_table = self.entity_graph.entities
-        self.relation_table = self.entity_graph.relations
         self.communities = Hierarchy(self.store, "archrag_communities")
         self.touched = self.store.table("archrag_touched", _Touched)
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
@@ -234,7 +232,8 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         # the entities in the order of their first mention, chunk by chunk: the layers depend on it
         # (outlines: what the layers and reports read, without the profiles' lists)
         entities: dict[str, Any] = self.entity_table.view(EntityOutline).get(self.entity_graph.first_seen(self.store.chunk_ids()))
-        graph = EntityGraph.build(entities, {r.id: r for r in self.relation_table.view(RelationOutline).all()})
+        relations: dict[str, Any] = {r.id: r for r in self.relation_table.view(RelationOutline).all()}
+        graph = EntityGraph.build(entities, relations)
         old_communities = self.communities.all()
         vectors = self._vectors(self.ENTITY_COLLECTION, list(graph.entities), None)
         touched = self.touched.keys()

@@ -179,8 +179,6 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
     def _setup(self) -> None:
         c = self.config
         self.entity_graph = open_entity_graph(self, "graphrag", policy=GRAPHRAG)
-        self.entity_table = self.entity_graph.entities
-        self.relation_table = self.entity_graph.relations
         self.edge_table = self.store.table("graphrag_edges", _Edges)
         self.communities = Hierarchy(self.store, "graphrag_communities")
         self.changed = self.store.table("graphrag_changed", _Changed)

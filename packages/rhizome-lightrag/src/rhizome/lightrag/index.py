@@ -65,8 +65,6 @@ class LightRAGIndex(EntityGraphIndex):
         c = self.config
         resolver = EntityResolver(threshold=c.resolution_threshold, acronyms=c.resolution_acronyms, llm=self.llm, confirm=c.resolution_confirm)
         self.entity_graph = open_entity_graph(self, "lightrag", resolver=resolver, resolution=c.resolution, min_fragments=c.force_summary_fragments)
-        self.entity_table = self.entity_graph.entities
-        self.relation_table = self.entity_graph.relations
 
     def extractor_options(self) -> dict[str, Any]:
         # the offline rules judge one document at a time, so a document's records do not depend

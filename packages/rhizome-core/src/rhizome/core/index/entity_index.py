@@ -23,8 +23,9 @@ from rhizome.core.graph.summarize import DescriptionSummarizer
 from rhizome.core.index.base import BaseIndex, Batch, ChunkVectors, Stats, add_counts, batch_chunks
 from rhizome.core.index.hierarchy import Hierarchy
 from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
+from rhizome.core.store.records import RecordTable
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Chunk, GraphContents
+from rhizome.core.types import Chunk, Entity, GraphContents, Relation
 
 
 class StoredEntityGraph:
@@ -98,6 +99,16 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
     entity_graph: EntityGraphStore
     ENTITY_COLLECTION: ClassVar[str]
     NAME_COLLECTION: ClassVar[str]
+
+    @property
+    def entity_table(self) -> RecordTable[Entity]:
+        """The layer's entity profiles."""
+        return self.entity_graph.entities
+
+    @property
+    def relation_table(self) -> RecordTable[Relation]:
+        """The layer's relation profiles."""
+        return self.entity_graph.relations
 
     async def _records(self, chunks: list[Chunk]) -> list[ChunkExtraction]:
         """The layer's per-chunk records of ``chunks``: their extractions as they are."""
