@@ -251,8 +251,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
     async def _fold_unmerged(self, chunk_ids: list[str], stats: Stats) -> None:
         """Fold the chunks an insert of an index written before the layer stored but had not
         merged when it was cut short (their extractions are read again, from the cache)."""
-        chunks = list(self.store.chunks(chunk_ids).values())
-        records = [chunk_record(x) for x in await self.extract(chunks)]
+        records = await self._records(list(self.store.chunks(chunk_ids).values()))
         prepared = await self._plan(records, [], stats)
         with self.store.transaction() as db:
             self._apply(db, prepared)
