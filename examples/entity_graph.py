@@ -71,8 +71,7 @@ class WalkRetriever(BaseRetriever):
             return Retrieval(query=query, hits=[])
         dense = vector_search(index.store, index.CHUNK_COLLECTION, vectors[:1], index.config.dense_k)
         seeds = await link_names(index, index.entity_graph.name_collection, vectors[1:])
-        graph = index.derived("evidence", index.entity_graph.generations(), index.entity_graph.evidence_graph)
-        ranked = rank_passages(graph, seeds, dense, damping=index.config.damping, limit=k)
+        ranked = rank_passages(index.evidence(), seeds, dense, damping=index.config.damping, limit=k)
         return Retrieval(query=query, hits=chunk_hits(index, ranked), stats={"linked_entities": len(seeds)})
 
 

@@ -44,20 +44,12 @@ from typing import Any
 import numpy as np
 
 from rhizome.core.errors import ConfigurationError, InvalidInputError
+from rhizome.core.graph.similarity import unit_rows
 from rhizome.core.store.vectors import threads_for
 
 EXACT_LINK_PAIRS = 20_000_000
 """Largest ``n_upper * n_lower`` for which inter-layer links are computed by an exact product
 (about 80 MB of scores at a time at most); larger layer pairs use the beam search."""
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """``vectors`` as contiguous float32 rows of norm 1 (zero rows stay zero)."""
-    array = np.ascontiguousarray(vectors, dtype=np.float32)
-    if array.ndim != 2:
-        raise InvalidInputError(f"each layer must be a 2-D array of vectors, got shape {array.shape}")
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return np.ascontiguousarray(array / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
 @dataclass

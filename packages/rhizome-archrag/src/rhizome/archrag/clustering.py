@@ -35,18 +35,13 @@ import numpy as np
 
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.graph import hierarchical_leiden, knn_similarity_pairs, leiden_update
+from rhizome.core.graph.similarity import unit_rows
 
 MIN_WEIGHT = 0.01
 """Weight of an existing edge whose endpoints' cosine is at most this: Leiden ignores zero
 weights, and the edge is a stated relation, so it keeps a small weight rather than vanish."""
 
 Edges = Mapping[tuple[str, str], float]
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    array = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return array / np.where(norms > 0, norms, 1.0)
 
 
 def average_degree(ids: Sequence[str], edges: Edges) -> float:
@@ -67,7 +62,7 @@ def augment(
     similarity carry ``knn=True``."""
     if not 0.0 <= percentile <= 1.0:
         raise ConfigurationError(f"knn_percentile must be between 0 and 1, got {percentile!r}")
-    units = _unit(vectors)
+    units = unit_rows(vectors)
     row = {key: i for i, key in enumerate(ids)}
     graph = nx.Graph()
     graph.add_nodes_from(ids)

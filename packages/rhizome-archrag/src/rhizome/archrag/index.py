@@ -52,8 +52,7 @@ from rhizome.core.graph.lists import ENTITY_KEY
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import GraphChange
-from rhizome.core.graph.summarize import extractive_summary
-from rhizome.core.index.base import Batch, ChunkVectors, ModeInfo, Stats, VectorBatch
+from rhizome.core.index.base import ModeInfo, Stats, VectorBatch
 from rhizome.core.index.entity_index import EntityGraphIndex, StoredEntityGraph, open_entity_graph
 from rhizome.core.index.hierarchy import (
     GroupInput,
@@ -64,12 +63,11 @@ from rhizome.core.index.hierarchy import (
     has_summary,
 )
 from rhizome.core.index.stages import digest, prune_stage
-from rhizome.core.index.writers import GroupWriter
+from rhizome.core.index.writers import GroupWriter, cell, offline_summary
 from rhizome.core.naive import NAIVE
 from rhizome.core.retrieval.contract import pack
 from rhizome.core.store.storage import Connection
-from rhizome.core.text import truncate_tokens
-from rhizome.core.types import Community, Entity, GraphContents, Relation
+from rhizome.core.types import Community, Entity, Relation
 
 REPORT_STAGE = "archrag.report"
 ADOPTED = "archrag.graph_layer"
@@ -99,10 +97,6 @@ def community_text(community: Community) -> str:
     return f"{community.title}\n{community.summary}".strip()
 
 
-def _cell(text: str, limit: int) -> str:
-    return truncate_tokens(" ".join(str(text).split()).replace("|", "/"), limit)
-
-
 class _Touched(BaseModel):
     """An entity whose place in the layers' graph changed since they were last built (a row of
     ``archrag_touched``)."""
@@ -130,9 +124,6 @@ class ReportWriter(GroupWriter):
 
     system = REPORT_SYSTEM
 
-    def __init__(self, llm: Any, *, max_tokens: int, language: str) -> None:
-        super().__init__(llm, max_tokens=max_tokens, language=language)
-
     def prompt(self, data: GroupInput | None) -> str:
         members = "entities and their relations" if data is not None and data.group.level == 1 else "communities"
         return REPORT_PROMPT.format(
@@ -149,9 +140,8 @@ def offline_report(data: GroupInput) -> SummaryFields:
     most central sentences of the children's summaries and members' descriptions."""
     names: list[str] = data.extra["names"]
     title = ", ".join(names[:3]) + (f" (+{len(names) - 3} more)" if len(names) > 3 else "")
-    fragments = [c.summary for c in data.children] + data.extra["descriptions"]
-    summary = extractive_summary([f for f in fragments if f], 120) or f"A group of {len(names)} related entities: {', '.join(names[:8])}."
-    findings = [{"summary": c.title, "explanation": _cell(c.summary, 120)} for c in data.children[:5]]
+    summary = offline_summary(data.children, data.extra["descriptions"], names)
+    findings = [{"summary": c.title, "explanation": cell(c.summary, 120)} for c in data.children[:5]]
     findings += [{"summary": line.split(": ", 1)[0], "explanation": line} for line in data.extra["relations"][: 8 - len(findings)]]
     return {"title": title or data.group.id, "summary": summary, "rating": None, "findings": findings, "by": "offline"}
 
@@ -188,25 +178,16 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
     def _setup(self) -> None:
         c = self.config
         self.entity_graph = open_entity_graph(self, "archrag", policy=ARCHRAG)
-        self.entity_table = self.entity_graph.entities
-        self.relation_table = self.entity_graph.relations
         self.communities = Hierarchy(self.store, "archrag_communities")
         self.touched = self.store.table("archrag_touched", _Touched)
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
         self.entity_graph.adopt_once(ADOPTED, chunk_record)
 
-    # -- BaseIndex hooks ---------------------------------------------------------------------
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
-        super()._write(db, batch, prepared)
-        self._touch(db, prepared[0])
-
-    def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
-        super()._write_delete(db, document_ids, prepared)
-        self._touch(db, prepared)
-
-    def _touch(self, db: Connection, change: GraphChange) -> None:
-        """Note the entities the layers must let move, unless there are no layers yet (the next
-        change partitions them whole)."""
+    # -- EntityGraphIndex hooks ---------------------------------------------------------------
+    def _apply(self, db: Connection, change: GraphChange) -> None:
+        """Write ``change`` and note the entities the layers must let move, unless there are no
+        layers yet (the next change partitions them whole)."""
+        super()._apply(db, change)
         if self.communities.groups.count():
             self.touched.put(db, [_Touched(id=e) for e in _moved(change)])
 
@@ -245,27 +226,21 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         c = self.config
         return CHNSW(layers, m=c.m, m0=c.m0, ef_construction=c.ef_construction, ef_search=c.ef_search, seed=c.leiden_seed % 2**32), kept
 
-    def graph_contents(self) -> GraphContents:
-        """Entities, relations and the attributed communities of every layer."""
-        return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations(), list(self.communities.all().values()))
-
     async def _rebuild(self, stats: Stats, *, local: bool = False) -> None:
         """Build the layers of communities again from the stored profiles and their vectors;
         ``local``: each layer updated from the stored one around what changed, where it can be."""
         # the entities in the order of their first mention, chunk by chunk: the layers depend on it
         # (outlines: what the layers and reports read, without the profiles' lists)
         entities: dict[str, Any] = self.entity_table.view(EntityOutline).get(self.entity_graph.first_seen(self.store.chunk_ids()))
-        graph = EntityGraph.build(entities, {r.id: r for r in self.relation_table.view(RelationOutline).all()})
+        relations: dict[str, Any] = {r.id: r for r in self.relation_table.view(RelationOutline).all()}
+        graph = EntityGraph.build(entities, relations)
         old_communities = self.communities.all()
         vectors = self._vectors(self.ENTITY_COLLECTION, list(graph.entities), None)
         touched = self.touched.keys()
         moved = set(touched) if local else None
         layers, batches, counts = await self._cluster(graph, vectors, stats, old_communities, moved)
         with self.store.transaction() as db:
-            self.communities.delete(db, [c for k, c in old_communities.items() if k not in layers])
-            self.communities.put(db, [c for k, c in layers.items() if old_communities.get(k) != c])
-            for batch in batches:
-                batch.write(db, self.store)
+            self.communities.replace(db, old_communities, layers, batches)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in layers.values()))
             self.touched.delete(db, touched)
         await asyncio.to_thread(self.chnsw)  # the C-HNSW of the new state, so the first query does not wait
@@ -424,11 +399,11 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
     def row(item: tuple[str, Any]) -> str:
         kind, x = item
         if kind == "community":
-            return f"{x.id}|{_cell(x.title, 40)}|{_cell(x.summary, 300)}|{'' if x.rating is None else x.rating}"
+            return f"{x.id}|{cell(x.title, 40)}|{cell(x.summary, 300)}|{'' if x.rating is None else x.rating}"
         if kind == "entity":
-            return f"{x.name}|{_cell(x.type, 10)}|{_cell(x.description, 200)}|{graph.degree.get(x.id, 0)}"
+            return f"{x.name}|{cell(x.type, 10)}|{cell(x.description, 200)}|{graph.degree.get(x.id, 0)}"
         if kind == "relation":
-            return f"{names[x.source]}|{names[x.target]}|{_cell(x.description or x.predicate, 150)}|{graph.combined_degree(x)}"
+            return f"{names[x.source]}|{names[x.target]}|{cell(x.description or x.predicate, 150)}|{graph.combined_degree(x)}"
         return str(x)
 
     items: list[tuple[str, Any]] = []
@@ -442,7 +417,7 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
         extra={
             "names": [e.name for e in members],
             "descriptions": [e.description for e in members[:12] if e.description],
-            "relations": [f"{names[r.source]} – {names[r.target]}: {_cell(r.description or r.predicate, 100)}"
+            "relations": [f"{names[r.source]} – {names[r.target]}: {cell(r.description or r.predicate, 100)}"
                           for r in relations if r.description or r.predicate][:8],  # a bare pair states nothing
         },
     )

@@ -66,6 +66,7 @@ from rhizome.core.retrieval.contract import (
     MapPlan,
     MapReduceSearch,
     Retrieval,
+    batch_texts,
     chunk_hits,
     pack,
     provenance,
@@ -79,7 +80,6 @@ from rhizome.core.retrieval.evidence import (
     relative_weights,
 )
 from rhizome.core.retrieval.params import RetrieverParams
-from rhizome.core.text import count_tokens
 from rhizome.core.types import Hit
 
 Row = tuple[int, str, str]
@@ -473,16 +473,7 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         """One layer's rows packed into filter calls of at most ``filter_max_tokens`` (less
         when the model's window holds less, with room for the points)."""
         budget = self._budget(query, hits[0].metadata["layer"] if hits else 0)
-        out: list[list[Hit]] = [[]]
-        used = 0
-        for hit in hits:
-            tokens = count_tokens(hit.text) + 4
-            if out[-1] and used + tokens > budget:
-                out.append([])
-                used = 0
-            out[-1].append(hit)
-            used += tokens
-        return [b for b in out if b]
+        return batch_texts(hits, budget, lambda hit: hit.text, overhead=4)
 
     def _budget(self, query: str, layer: int) -> int:
         fixed = [FILTER_SYSTEM, self._prompt(query, "", layer)]

@@ -43,16 +43,8 @@ from rhizome.core.graph.lists import entity_profile, relation_profile
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.store import GraphChange
-from rhizome.core.index.base import (
-    BaseIndex,
-    Batch,
-    ChunkVectors,
-    ModeInfo,
-    Stats,
-    add_counts,
-    batch_chunks,
-)
-from rhizome.core.index.entity_index import StoredEntityGraph, open_entity_graph
+from rhizome.core.index.base import ModeInfo, Stats, add_counts
+from rhizome.core.index.entity_index import EntityGraphIndex, StoredEntityGraph, open_entity_graph
 from rhizome.core.index.hierarchy import (
     GroupSummarizer,
     Hierarchy,
@@ -64,7 +56,7 @@ from rhizome.core.index.hierarchy import (
 from rhizome.core.index.stages import prune_stage
 from rhizome.core.naive import NAIVE
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Community, Entity, GraphContents, Relation
+from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.config import GraphRAGConfig
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
 
@@ -145,12 +137,11 @@ class _Edge:
 
 @dataclass
 class _Planned:
-    """A change planned outside its transaction: the layer's, the rows of ``graphrag_changed``
-    it adds and, when it removes chunks, what the removal does to the communities and the edge
-    table until the whole graph is clustered again."""
+    """What GraphRAG plans beside the layer's change (its :attr:`GraphChange.extra`): the rows of
+    ``graphrag_changed`` it adds and, when it removes chunks, what the removal does to the
+    communities and the edge table until the whole graph is clustered again."""
 
-    change: GraphChange
-    changed: list[_Changed]
+    changed: list[_Changed] = field(default_factory=list)
     dropped: list[Community] = field(default_factory=list)
     """Communities holding an entity the removal touched (their reports were written from what it was)."""
     kept: list[Community] = field(default_factory=list)
@@ -159,7 +150,7 @@ class _Planned:
     """Rows of the edge table the removal changes (those left empty go)."""
 
 
-class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], _Planned]):
+class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
     """A GraphRAG index: entity graph, hierarchical communities with reports, and local, global,
     DRIFT and naive (chunk vector) search.
 
@@ -188,8 +179,6 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
     def _setup(self) -> None:
         c = self.config
         self.entity_graph = open_entity_graph(self, "graphrag", policy=GRAPHRAG)
-        self.entity_table = self.entity_graph.entities
-        self.relation_table = self.entity_graph.relations
         self.edge_table = self.store.table("graphrag_edges", _Edges)
         self.communities = Hierarchy(self.store, "graphrag_communities")
         self.changed = self.store.table("graphrag_changed", _Changed)
@@ -214,36 +203,15 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
                 self.store.set_meta(db, FULL_REBUILD, True)
                 self.store.set_meta(db, UNFOLDED, sorted(waiting))
 
-    # -- BaseIndex hooks ---------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[_Planned, ChunkVectors]:
-        chunks = batch_chunks(batch)
-        records = [chunk_record(x) for x in await self.extract(chunks)]
-        return await self._plan(records, self.replaced_chunk_ids(batch), stats, defer=True), await self.embed_chunks(chunks)
-
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[_Planned, ChunkVectors]) -> None:
-        planned, (chunk_ids, vectors) = prepared
-        self._apply(db, planned)
-        self.put_chunk_vectors(db, chunk_ids, vectors)
-
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> _Planned:
-        return await self._plan([], self.store.chunk_ids(document_ids), stats)
-
-    def _write_delete(self, db: Connection, document_ids: list[str], prepared: _Planned) -> None:
-        self._apply(db, prepared)
-
-    def _remove_document(self, db: Connection, document_id: str) -> int:
-        self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
-        return super()._remove_document(db, document_id)
-
-    async def _plan(self, records: list[Any], removed: Sequence[str], stats: Stats, *, defer: bool = False) -> _Planned:
-        """The layer's change, the profiles it changes as they were before (unless an earlier
-        change since the last update holds them already, or the next change clusters the whole
-        graph: a first build, or after a removal) and, when it removes chunks, the
-        communities holding an entity it touched, to be dropped (:func:`prune_groups`), and
-        the edge-table rows it changes."""
-        change = await self.entity_graph.plan(records, removed, defer=defer)
-        add_counts(stats, change.counts())
-        planned = _Planned(change, [])
+    # -- EntityGraphIndex hooks ---------------------------------------------------------------
+    async def _plan(self, records: list[Any], removed: Sequence[str], stats: Stats, *, defer: bool = False) -> GraphChange:
+        """The layer's change with, as its ``extra``, the profiles it changes as they were before
+        (unless an earlier change since the last update holds them already, or the next change
+        clusters the whole graph: a first build, or after a removal) and, when it removes
+        chunks, the communities holding an entity it touched, to be dropped
+        (:func:`prune_groups`), and the edge-table rows it changes."""
+        change = await super()._plan(records, removed, stats, defer=defer)
+        planned = change.extra = _Planned()
         if self.communities.groups.count() and not self.store.get_meta(FULL_REBUILD, False):  # else the whole graph is clustered next
             rows = {entity_profile(e): _Changed(id=entity_profile(e), entity=change.stored_entities.get(e)) for e in change.entities}
             rows.update({relation_profile(r): _Changed(id=relation_profile(r), relation=change.stored_relations.get(r)) for r in change.relations})
@@ -255,12 +223,13 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
             sources = {r.source for r in change.relations.values()} | {source for _, source in gone}
             planned.edges = _update_edges(self.edge_table.get(sources), change.relations.values(), gone)
             add_counts(stats, {"communities_dropped": len(planned.dropped)})
-        return planned
+        return change
 
-    def _apply(self, db: Connection, planned: _Planned) -> None:
-        self.entity_graph.write(db, planned.change)
+    def _apply(self, db: Connection, change: GraphChange) -> None:
+        super()._apply(db, change)
+        planned: _Planned = change.extra
         self.changed.put(db, planned.changed)
-        if planned.change.removed_chunks:
+        if change.removed_chunks:
             self.communities.delete(db, planned.dropped)
             self.communities.put(db, planned.kept)
             self.edge_table.delete(db, [row.id for row in planned.edges if not row.edges])
@@ -271,8 +240,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
         """The summaries an insert call left waiting; then, after a delete or a replacement (or
         one cut short), the full :meth:`_rebuild`; after inserts, the incremental
         :meth:`_update` (the full rebuild when the graph is empty)."""
-        if self.entity_graph.pending.keys():
-            add_counts(stats, await self.entity_graph.settle())
+        await super()._after_change(inserted, removed, stats)
         if unfolded := self.store.get_meta(UNFOLDED, None):
             await self._fold_unmerged(unfolded, stats)
         if removed or self.store.get_meta(FULL_REBUILD, False) or not self.communities.groups.count():
@@ -283,8 +251,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
     async def _fold_unmerged(self, chunk_ids: list[str], stats: Stats) -> None:
         """Fold the chunks an insert of an index written before the layer stored but had not
         merged when it was cut short (their extractions are read again, from the cache)."""
-        chunks = list(self.store.chunks(chunk_ids).values())
-        records = [chunk_record(x) for x in await self.extract(chunks)]
+        records = await self._records(list(self.store.chunks(chunk_ids).values()))
         prepared = await self._plan(records, [], stats)
         with self.store.transaction() as db:
             self._apply(db, prepared)
@@ -308,11 +275,6 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
         return run_sync(self.arebuild())
 
     # -- the graph -----------------------------------------------------------------------------
-    def graph_contents(self) -> GraphContents:
-        """The entities, relations and community hierarchy (with reports), for export."""
-        graph = self.graph()
-        return GraphContents(list(graph.entities.values()), list(graph.relations.values()), list(graph.communities.values()))
-
     def _reports(self, graph: EntityGraph, read: Callable[[list[str]], Mapping[str, Relation]] | None = None) -> GroupSummarizer:
         """The report stage over ``graph`` (``read``: see :func:`build_input`)."""
         budget = self.report_writer.input_budget(self.config.report_max_input_tokens)
@@ -342,10 +304,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
         community_vectors = await self._community_vectors(list(reports.values()), reports, graph)
         with self.store.transaction() as db:
             self.edge_table.replace(db, old_edges, edges)
-            self.communities.delete(db, [c for k, c in old_communities.items() if k not in reports])
-            self.communities.put(db, [c for k, c in reports.items() if old_communities.get(k) != c])
-            for batch in community_vectors:
-                batch.write(db, self.store)
+            self.communities.replace(db, old_communities, reports, community_vectors)
             prune_stage(db, REPORT_STAGE, (c.metadata["input_digest"] for c in reports.values()))
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
             self.changed.delete(db, self.changed.keys())
@@ -434,10 +393,7 @@ class GraphRAGIndex(StoredEntityGraph, BaseIndex[tuple[_Planned, ChunkVectors], 
 
         community_vectors = await self._community_vectors(rewrite, reports, graph)
         with self.store.transaction() as db:
-            self.communities.delete(db, [g for gid, g in old.items() if gid not in reports])
-            self.communities.put(db, [g for gid, g in reports.items() if old.get(gid) != g])
-            for batch in community_vectors:
-                batch.write(db, self.store)
+            self.communities.replace(db, old, reports, community_vectors)
             self.changed.delete(db, [row.id for row in pending])
             self.store.set_meta(db, "graphrag.leiden", leiden_library_versions())
             if legacy:
@@ -590,13 +546,8 @@ def _reweighed_ends(relations: Mapping[str, Relation], held_r: Mapping[str, Rela
 
 def _edge_rows(relations: Any, entity_ids: Any) -> dict[str, _Edges]:
     """The edge-table rows of the relations between two of ``entity_ids``."""
-    rows: dict[str, _Edges] = {}
-    for r in relations:
-        if r.source in entity_ids and r.target in entity_ids:
-            rows.setdefault(r.source, _Edges(id=r.source, edges=[])).edges.append((r.id, r.target, r.weight))
-    for row in rows.values():
-        row.edges.sort()
-    return rows
+    inside = (r for r in relations if r.source in entity_ids and r.target in entity_ids)
+    return {row.id: row for row in _update_edges({}, inside, ())}
 
 
 def _update_edges(rows: dict[str, _Edges], relations: Any, gone: Any) -> list[_Edges]:

@@ -26,17 +26,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rhizome.core.graph.entity_graph import EntityGraph
-from rhizome.core.graph.summarize import extractive_summary
 from rhizome.core.index.hierarchy import GroupInput, SummaryFields, has_summary
-from rhizome.core.index.writers import GroupWriter
+from rhizome.core.index.writers import GroupWriter, cell, offline_summary
 from rhizome.core.text import count_tokens, min_tokens, truncate_tokens
 from rhizome.core.types import Community, Entity, Relation
 from rhizome.graphrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
-
-
-def _cell(text: str, limit: int = 0) -> str:
-    text = " ".join(str(text).split()).replace("|", "/")
-    return truncate_tokens(text, limit) if limit else text
 
 
 def full_content(community: Community) -> str:
@@ -56,7 +50,7 @@ def short_content(community: Community, max_tokens: int = 500) -> str:
 def community_card(community: Community, graph: EntityGraph, max_tokens: int = 300) -> str:
     """A report-less description of a community (its most connected members and what is said
     about them): what lazy mode embeds and rates before any report exists."""
-    lines = [f"{entity.name}: {_cell(entity.description, 60)}" for entity in graph.members(community)]
+    lines = [f"{entity.name}: {cell(entity.description, 60)}" for entity in graph.members(community)]
     return truncate_tokens("\n".join(lines), max_tokens)
 
 
@@ -168,7 +162,7 @@ class _Row:
 
     def __init__(self, shown: tuple[Any, ...], head: str, text: str, max_bytes: int, tail: str) -> None:
         self.shown = shown
-        self.text = f"{head}{cut_at_word(_cell(text), max_bytes)}{tail}"
+        self.text = f"{head}{cut_at_word(cell(text), max_bytes)}{tail}"
         self.bound = len(self.text.encode("utf-8"))
         self._tokens: int | None = None
         self._floor: int | None = None
@@ -217,7 +211,7 @@ class _Rows:
         shown = (entity.name, entity.type, entity.description, self.graph.degree.get(entity.id, 0))
         held = self.entities.get(entity.id)
         if held is None or held.shown != shown:
-            held = self.entities[entity.id] = _Row(shown, f"{entity.name}|{_cell(entity.type)}|", entity.description, ENTITY_CELL_BYTES, f"|{shown[3]}")
+            held = self.entities[entity.id] = _Row(shown, f"{entity.name}|{cell(entity.type)}|", entity.description, ENTITY_CELL_BYTES, f"|{shown[3]}")
         return held
 
     def relation(self, relation: Relation) -> _Row:
@@ -238,7 +232,7 @@ class _Rows:
         held = self.children.get(child.id)
         if held is None or held.shown != shown:
             rating = child.rating if child.rating is not None else ""
-            held = self.children[child.id] = _Row(shown, f"{child.id}|{_cell(child.title)}|", child.summary, CHILD_CELL_BYTES, f"|{rating}")
+            held = self.children[child.id] = _Row(shown, f"{child.id}|{cell(child.title)}|", child.summary, CHILD_CELL_BYTES, f"|{rating}")
         return held
 
 
@@ -382,10 +376,7 @@ def offline_report(data: GroupInput, graph: EntityGraph) -> SummaryFields:
         title = names[0] if names else community.id
     if len(members) > 3:
         title += f" (+{len(members) - 3} more)"
-    fragments = [c.summary for c in data.children] + [e.description for e in members[:12] if e.description]
-    summary = extractive_summary(fragments, 120) if fragments else ""
-    if not summary:
-        summary = f"A group of {len(members)} related entities: {', '.join(e.name for e in members[:8])}."
+    summary = offline_summary(data.children, [e.description for e in members[:12]], [e.name for e in members])
     member_set = set(community.entity_ids)
     weight = sum(
         graph.relations[rid].weight
@@ -396,7 +387,7 @@ def offline_report(data: GroupInput, graph: EntityGraph) -> SummaryFields:
     rating = round(min(10.0, 2.0 * math.log2(1.0 + weight)), 1)
     findings: list[dict[str, str]] = []
     for child in data.children[:4]:
-        findings.append({"summary": child.title, "explanation": _cell(child.summary, 120)})
+        findings.append({"summary": child.title, "explanation": cell(child.summary, 120)})
     for relation in sorted(data.extra["relations"], key=lambda r: (-r.weight, -graph.combined_degree(r), r.id)):
         if len(findings) >= 8:
             break
@@ -406,12 +397,12 @@ def offline_report(data: GroupInput, graph: EntityGraph) -> SummaryFields:
         target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
         label = relation.predicate or ", ".join(relation.keywords[:2])
         headline = f"{source} – {target}" + (f" ({label})" if label else "")
-        findings.append({"summary": headline, "explanation": _cell(relation.description, 120)})
+        findings.append({"summary": headline, "explanation": cell(relation.description, 120)})
     for entity in members:
         if len(findings) >= 3:
             break
         if entity.description:
-            findings.append({"summary": entity.name, "explanation": _cell(entity.description, 120)})
+            findings.append({"summary": entity.name, "explanation": cell(entity.description, 120)})
     if not findings:
         findings.append({"summary": title, "explanation": summary})
     return {

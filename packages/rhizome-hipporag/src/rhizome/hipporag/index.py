@@ -39,21 +39,15 @@ from rhizome.core.extraction import Extraction
 from rhizome.core.graph.mentions import ChunkExtraction, EntityMention, RelationMention
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
 from rhizome.core.graph.resolution import EntityResolver
+from rhizome.core.graph.similarity import unit_rows
 from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.graph.summarize import DescriptionSummarizer
-from rhizome.core.index.base import (
-    BaseIndex,
-    Batch,
-    ChunkVectors,
-    ModeInfo,
-    Stats,
-    add_counts,
-    batch_chunks,
-)
+from rhizome.core.index.base import BaseIndex, ModeInfo, Stats, add_counts
+from rhizome.core.index.entity_index import EntityGraphIndex
 from rhizome.core.naive import NAIVE
-from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
+from rhizome.core.retrieval.evidence import EvidenceGraph
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Entity, GraphContents, Relation
+from rhizome.core.types import Chunk, Entity, GraphContents, Relation
 from rhizome.hipporag.config import HippoRAGConfig
 
 ADOPTED = "hipporag.graph_layer"
@@ -96,12 +90,7 @@ def _letters(name: str) -> int:
     return sum(ch.isalnum() for ch in name)
 
 
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
-
-
-class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], tuple[GraphChange, list[Relation]]]):
+class HippoRAGIndex(EntityGraphIndex):
     """HippoRAG: a knowledge graph of phrases and facts searched by personalized PageRank.
 
     Modes: ``v2`` (default; HippoRAG 2: query-to-fact matching, recognition memory, passage
@@ -161,10 +150,6 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
         key = (*self.entity_graph.generations(), self.synonyms.generation())
         return self.derived("graph" if passage_nodes else "phrase-graph", key, build)
 
-    def fact_graph(self) -> FactGraph:
-        """The facts and the phrases they join, for chains of facts (cached until the facts change)."""
-        return self.derived("fact-graph", self.entity_graph.generations(), self.entity_graph.fact_graph)
-
     def graph_contents(self) -> GraphContents:
         """Phrases as entities; facts and synonymy edges (predicate ``synonym``) as relations."""
         return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations() + self.synonyms.all())
@@ -173,31 +158,16 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
         """Display names of phrases by id."""
         return self.entity_graph.names(phrase_ids)
 
-    # -- BaseIndex hooks -------------------------------------------------------------------------
-    async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, list[Relation], ChunkVectors]:
-        chunks = batch_chunks(batch)
-        records = [said(x) for x in await self.extract(chunks)]
-        change, synonyms = await self._plan(records, self.replaced_chunk_ids(batch), stats)
-        return change, synonyms, await self.embed_chunks(chunks)
+    # -- EntityGraphIndex hooks ------------------------------------------------------------------
+    _after_change = BaseIndex._after_change
+    """Nothing to do after a change: no summary waits (:meth:`_plan` defers none)."""
 
-    def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, list[Relation], ChunkVectors]) -> None:
-        change, synonyms, (chunk_ids, vectors) = prepared
-        self._apply(db, change, synonyms)
-        self.put_chunk_vectors(db, chunk_ids, vectors)
+    async def _records(self, chunks: list[Chunk]) -> list[ChunkExtraction]:
+        return [said(x) for x in await self.extract(chunks)]
 
-    async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> tuple[GraphChange, list[Relation]]:
-        return await self._plan([], self.store.chunk_ids(document_ids), stats)
-
-    def _write_delete(self, db: Connection, document_ids: list[str], prepared: tuple[GraphChange, list[Relation]]) -> None:
-        self._apply(db, *prepared)
-
-    def _remove_document(self, db: Connection, document_id: str) -> int:
-        self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
-        return super()._remove_document(db, document_id)
-
-    # -- planning --------------------------------------------------------------------------------
-    async def _plan(self, records: list[ChunkExtraction], removed: Sequence[str], stats: Stats) -> tuple[GraphChange, list[Relation]]:
-        """The layer's change, and the synonymy edges of the phrases it adds."""
+    async def _plan(self, records: list[ChunkExtraction], removed: Sequence[str], stats: Stats, *, defer: bool = False) -> GraphChange:
+        """The layer's change (its profiles are never summarised, so nothing is deferred), with
+        the synonymy edges of the phrases it adds as its ``extra``."""
         change = await self.entity_graph.plan(records, removed)
         synonyms: list[Relation] = []
         if change.added_entities:
@@ -214,7 +184,8 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
             "facts_deleted": len(change.removed_relations),
             "synonymy_edges_added": len(synonyms),
         })
-        return change, synonyms
+        change.extra = synonyms
+        return change
 
     def _synonyms(self, new: list[Entity], vectors: np.ndarray, gone: set[str]) -> list[Relation]:
         """Synonymy edges from each new phrase to its nearest phrases (stored ones and the other
@@ -225,7 +196,7 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
         if not keep:
             return []
         ids = [new[i].id for i in keep]
-        unit = _unit(np.asarray(vectors, dtype=np.float32)[keep])
+        unit = unit_rows(np.asarray(vectors)[keep])
         candidates: list[dict[str, float]] = [{} for _ in keep]
         if self.store.has_collection(self.PHRASE_COLLECTION):
             found = self.store.collection(self.PHRASE_COLLECTION, unit.shape[1]).search(unit, c.synonymy_top_k)
@@ -251,13 +222,12 @@ class HippoRAGIndex(BaseIndex[tuple[GraphChange, list[Relation], ChunkVectors], 
                     edges[sid] = Relation(id=sid, source=a, target=b, predicate="synonym", weight=round(float(score), 6), metadata={"kind": "synonymy"})
         return list(edges.values())
 
-    def _apply(self, db: Connection, change: GraphChange, synonyms: list[Relation]) -> None:
+    def _apply(self, db: Connection, change: GraphChange) -> None:
         if change.removed_entities:
             gone = set(change.removed_entities)
             dropped = self.synonyms.find("source", gone) + self.synonyms.find("target", gone)
             self.synonyms.delete(db, list(dict.fromkeys(s.id for s in dropped)))
-        self.entity_graph.write(db, change)
-        self.synonyms.put(db, synonyms)
+        super()._apply(db, change)
+        self.synonyms.put(db, change.extra)
 
-    # -- reading ---------------------------------------------------------------------------------
 __all__ = ["HippoRAGIndex", "fact_text"]

@@ -31,13 +31,10 @@ from typing import Any, ClassVar
 from rhizome.core.extraction import add_keywords
 from rhizome.core.graph.mentions import ChunkExtraction, chunk_record
 from rhizome.core.graph.resolution import EntityResolver
-from rhizome.core.index.base import (
-    ModeInfo,
-)
+from rhizome.core.index.base import ModeInfo
 from rhizome.core.index.entity_index import EntityGraphIndex, open_entity_graph
 from rhizome.core.naive import NAIVE
-from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
-from rhizome.core.types import Chunk, Entity, GraphContents, Relation
+from rhizome.core.types import Chunk, Entity, Relation
 from rhizome.lightrag.config import LightRAGConfig
 
 
@@ -68,8 +65,6 @@ class LightRAGIndex(EntityGraphIndex):
         c = self.config
         resolver = EntityResolver(threshold=c.resolution_threshold, acronyms=c.resolution_acronyms, llm=self.llm, confirm=c.resolution_confirm)
         self.entity_graph = open_entity_graph(self, "lightrag", resolver=resolver, resolution=c.resolution, min_fragments=c.force_summary_fragments)
-        self.entity_table = self.entity_graph.entities
-        self.relation_table = self.entity_graph.relations
 
     def extractor_options(self) -> dict[str, Any]:
         # the offline rules judge one document at a time, so a document's records do not depend
@@ -85,21 +80,9 @@ class LightRAGIndex(EntityGraphIndex):
         """Every relation profile (sorted by id), with its citations and fragments."""
         return self.entity_graph.all_relations()
 
-    def graph_contents(self) -> GraphContents:
-        """The entity and relation profiles (LightRAG has no communities), for export."""
-        return GraphContents(self.entities(), self.relations())
-
     def entity(self, name: str) -> Entity | None:
         """The profile a name resolves to (exact surface form or entity id), or ``None``."""
         return self.entity_graph.entity(name)
-
-    def evidence(self) -> EvidenceGraph:
-        """The entity–passage graph the searches walk (cached until the next change)."""
-        return self.derived("evidence", self.entity_graph.generations(), self.entity_graph.evidence_graph)
-
-    def fact_graph(self) -> FactGraph:
-        """The relations and the passages each cites, for chains of facts (cached until they change)."""
-        return self.derived("fact-graph", self.entity_graph.generations(), self.entity_graph.fact_graph)
 
     def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
         """Relations per entity (the degree LightRAG ranks by)."""

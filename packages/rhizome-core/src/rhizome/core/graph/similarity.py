@@ -118,6 +118,16 @@ def _check_vectors(vectors: Any, n: int) -> np.ndarray:
     return matrix
 
 
+def unit_rows(vectors: Any) -> np.ndarray:
+    """``vectors`` as contiguous float32 rows of norm 1 (zero rows stay zero), for cosine
+    similarity by inner product (ArchRAG's layers and its C-HNSW, HippoRAG's synonymy edges)."""
+    array = np.ascontiguousarray(vectors, dtype=np.float32)
+    if array.ndim != 2:
+        raise InvalidInputError(f"expected a 2-D array of vectors, got shape {array.shape}")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return np.ascontiguousarray(array / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+
+
 def knn_similarity_pairs(
     ids: Sequence[NodeId],
     vectors: Any,

@@ -125,6 +125,10 @@ class GraphChange:
     stored_relations: dict[str, Relation] = field(default_factory=dict)
     """The profiles the change read, as they were stored before it (a method comparing what a
     profile showed before and after, as GraphRAG's reports do)."""
+    extra: Any = None
+    """What the method planned beside the layer's change, for its own writes in the same
+    transaction (:meth:`~rhizome.core.index.entity_index.EntityGraphIndex._apply`): GraphRAG's
+    community and edge-table updates, HippoRAG's synonymy edges."""
 
     @property
     def changed_entities(self) -> list[str]:

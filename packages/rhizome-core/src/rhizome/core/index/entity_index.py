@@ -2,16 +2,16 @@
 
 :class:`EntityGraphIndex` is the base of an index whose records are an
 :class:`~rhizome.core.graph.store.EntityGraphStore`: its insert, delete and settle hooks
-(LightRAG, ArchRAG, the entity-graph example); :func:`open_entity_graph` opens the layer with
-the index's embedder, chat model and summary settings. :class:`StoredEntityGraph` is the mixin
-that builds the in-memory :class:`~rhizome.core.graph.entity_graph.EntityGraph` (profiles and
-communities) and the entity–passage :class:`~rhizome.core.retrieval.evidence.EvidenceGraph` from the layer
-and a community hierarchy, and caches them until those change (GraphRAG and ArchRAG).
+and the evidence and fact graphs its searches walk (LightRAG, HippoRAG, GraphRAG, ArchRAG, the
+entity-graph example); :func:`open_entity_graph` opens the layer with the index's embedder, chat
+model and summary settings. :class:`StoredEntityGraph` is the mixin that builds the in-memory
+:class:`~rhizome.core.graph.entity_graph.EntityGraph` (profiles and communities) from the layer
+and a community hierarchy, and caches it until those change (GraphRAG and ArchRAG).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from rhizome.core.graph.entity_graph import EntityGraph
@@ -23,16 +23,15 @@ from rhizome.core.graph.summarize import DescriptionSummarizer
 from rhizome.core.index.base import BaseIndex, Batch, ChunkVectors, Stats, add_counts, batch_chunks
 from rhizome.core.index.hierarchy import Hierarchy
 from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
+from rhizome.core.store.records import RecordTable
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Chunk
+from rhizome.core.types import Chunk, Entity, GraphContents, Relation
 
 
 class StoredEntityGraph:
-    """Mixin for a :class:`~rhizome.core.index.base.BaseIndex` whose profiles live in an
-    :class:`~rhizome.core.graph.store.EntityGraphStore` (``entity_graph``) and whose communities
-    are a :class:`~rhizome.core.index.hierarchy.Hierarchy` (``communities``): the graph of them, the
-    evidence graph and the fact graph its searches walk, each cached until one of the tables it
-    is built from is written.
+    """Mixin for an :class:`EntityGraphIndex` whose communities are a
+    :class:`~rhizome.core.index.hierarchy.Hierarchy` (``communities``): the graph of the profiles
+    and the communities, cached until one of the tables it is built from is written.
 
     Each reads its tables inside its build, after the generations that key it (see
     ``BaseIndex.derived``): a graph read before its key may be older than the key, and a write
@@ -40,8 +39,6 @@ class StoredEntityGraph:
 
     entity_graph: EntityGraphStore
     communities: Hierarchy
-    ENTITY_COLLECTION: ClassVar[str]
-    NAME_COLLECTION: ClassVar[str]
     store: Any
     derived: Callable[..., Any]
     """:meth:`~rhizome.core.index.base.BaseIndex.derived` of the index this is mixed into."""
@@ -58,20 +55,10 @@ class StoredEntityGraph:
 
         return self.derived("graph", self.graph_generations(), build)
 
-    def name_collection(self) -> str:
-        """The collection the names a query mentions are linked to: the entity names
-        (``NAME_COLLECTION``), or the entity vectors of an index built before it had them."""
-        return self.NAME_COLLECTION if self.store.has_collection(self.NAME_COLLECTION) else self.ENTITY_COLLECTION
-
-    def fact_graph(self) -> FactGraph:
-        """The relations and the chunks each was extracted from, for chains of facts (cached
-        until the next change)."""
-        return self.derived("fact-graph", self.entity_graph.generations(), self.entity_graph.fact_graph)
-
-    def evidence(self) -> EvidenceGraph:
-        """The entity–passage graph of the current entities and relations (cached until the
-        next change)."""
-        return self.derived("evidence", self.entity_graph.generations(), self.entity_graph.evidence_graph)
+    def graph_contents(self) -> GraphContents:
+        """The entities, relations and communities (with their reports), for export."""
+        graph = self.graph()
+        return GraphContents(list(graph.entities.values()), list(graph.relations.values()), list(graph.communities.values()))
 
 
 def open_entity_graph(
@@ -104,32 +91,55 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
     insert batch folds its chunks' records onto the profiles inside its transaction, a delete
     folds again what its chunks supported, and the summaries an insert call left waiting are
     written when the call ends. A method changes how its extractions become the layer's
-    records by overriding :meth:`_records`, and reacts to a change in :meth:`_after_change`."""
+    records by overriding :meth:`_records`, plans its own writes beside the layer's change in
+    :meth:`_plan` (kept in :attr:`GraphChange.extra`) and makes them in :meth:`_apply`, and
+    reacts to a change in :meth:`_after_change`. The evidence and fact graphs of the layer,
+    which the searches walk, are cached until its tables change."""
 
     entity_graph: EntityGraphStore
+    ENTITY_COLLECTION: ClassVar[str]
+    NAME_COLLECTION: ClassVar[str]
+
+    @property
+    def entity_table(self) -> RecordTable[Entity]:
+        """The layer's entity profiles."""
+        return self.entity_graph.entities
+
+    @property
+    def relation_table(self) -> RecordTable[Relation]:
+        """The layer's relation profiles."""
+        return self.entity_graph.relations
 
     async def _records(self, chunks: list[Chunk]) -> list[ChunkExtraction]:
         """The layer's per-chunk records of ``chunks``: their extractions as they are."""
         return [chunk_record(x) for x in await self.extract(chunks)]
 
+    async def _plan(self, records: list[ChunkExtraction], removed: Sequence[str], stats: Stats, *, defer: bool = False) -> GraphChange:
+        """The change of adding ``records`` and removing the chunks ``removed`` (``defer``: an
+        insert call's batch, whose summaries wait for the call's end), counted in ``stats``."""
+        change = await self.entity_graph.plan(records, removed, defer=defer)
+        add_counts(stats, change.counts())
+        return change
+
+    def _apply(self, db: Connection, change: GraphChange) -> None:
+        """Write ``change`` inside the batch's transaction."""
+        self.entity_graph.write(db, change)
+
     async def _prepare(self, batch: Batch, stats: Stats) -> tuple[GraphChange, ChunkVectors]:
         chunks = batch_chunks(batch)
-        change = await self.entity_graph.plan(await self._records(chunks), self.replaced_chunk_ids(batch), defer=True)
-        add_counts(stats, change.counts())
+        change = await self._plan(await self._records(chunks), self.replaced_chunk_ids(batch), stats, defer=True)
         return change, await self.embed_chunks(chunks)
 
     def _write(self, db: Connection, batch: Batch, prepared: tuple[GraphChange, ChunkVectors]) -> None:
         change, (chunk_ids, vectors) = prepared
-        self.entity_graph.write(db, change)
+        self._apply(db, change)
         self.put_chunk_vectors(db, chunk_ids, vectors)
 
     async def _prepare_delete(self, document_ids: list[str], stats: Stats) -> GraphChange:
-        change = await self.entity_graph.plan([], self.store.chunk_ids(document_ids))
-        add_counts(stats, change.counts())
-        return change
+        return await self._plan([], self.store.chunk_ids(document_ids), stats)
 
     def _write_delete(self, db: Connection, document_ids: list[str], prepared: GraphChange) -> None:
-        self.entity_graph.write(db, prepared)
+        self._apply(db, prepared)
 
     def _remove_document(self, db: Connection, document_id: str) -> int:
         self.entity_graph.forget_chunks(db, self.store.chunk_ids([document_id]))
@@ -140,6 +150,25 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
         call leaves them waiting for the next insert, delete or refresh."""
         if self.entity_graph.pending.keys():
             add_counts(stats, await self.entity_graph.settle())
+
+    def graph_contents(self) -> GraphContents:
+        """The entity and relation profiles (sorted by id), for export."""
+        return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations())
+
+    def name_collection(self) -> str:
+        """The collection the names a query mentions are linked to: the entity names
+        (``NAME_COLLECTION``), or the entity vectors of an index built before it had them."""
+        return self.NAME_COLLECTION if self.store.has_collection(self.NAME_COLLECTION) else self.ENTITY_COLLECTION
+
+    def fact_graph(self) -> FactGraph:
+        """The relations and the chunks each was extracted from, for chains of facts (cached
+        until the next change)."""
+        return self.derived("fact-graph", self.entity_graph.generations(), self.entity_graph.fact_graph)
+
+    def evidence(self) -> EvidenceGraph:
+        """The entity–passage graph of the current entities and relations (cached until the
+        next change)."""
+        return self.derived("evidence", self.entity_graph.generations(), self.entity_graph.evidence_graph)
 
 
 __all__ = ["EntityGraphIndex", "StoredEntityGraph", "open_entity_graph"]

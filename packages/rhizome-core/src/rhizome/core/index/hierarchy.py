@@ -266,6 +266,15 @@ class Hierarchy:
         for level in {g.level for g in groups}:
             self.store.delete_vectors(db, self.collection(level), [g.id for g in groups if g.level == level])
 
+    def replace(self, db: Any, old: Mapping[str, Community], new: Mapping[str, Community], vectors: Iterable[Any] = ()) -> None:
+        """Write a rebuilt or updated hierarchy back over ``old`` (as :meth:`all` read it): the
+        groups gone deleted with their vectors, those that differ written, and the ``vectors``
+        (vector batches of the groups whose text changed)."""
+        self.delete(db, [g for k, g in old.items() if k not in new])
+        self.put(db, [g for k, g in new.items() if old.get(k) != g])
+        for batch in vectors:
+            batch.write(db, self.store)
+
     def search(self, vector: np.ndarray | None, k: int, levels: Sequence[int] | None = None) -> list[tuple[str, float]]:
         """The ``k`` groups most similar to ``vector`` over the given levels (default all)."""
         found = []

@@ -11,13 +11,17 @@ a 0–10 rating with its reason, and findings."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, field_validator
 
+from rhizome.core.graph.summarize import extractive_summary
 from rhizome.core.index.hierarchy import GroupInput, SummaryFields
 from rhizome.core.models.budget import fit
 from rhizome.core.models.lenient import LenientModel, clamped
+from rhizome.core.text import truncate_tokens
+from rhizome.core.types import Community
 
 
 def _filled(value: str) -> str:
@@ -69,6 +73,21 @@ class CommunityReport(LenientModel):
             "metadata": {"rating_explanation": self.rating_explanation},
             "by": "model",
         }
+
+
+def cell(text: Any, limit: int = 0) -> str:
+    """``text`` as a cell of a report context's ``|``-separated rows: on one line, ``|`` written
+    as ``/``, cut to ``limit`` tokens (0: whole)."""
+    text = " ".join(str(text).split()).replace("|", "/")
+    return truncate_tokens(text, limit) if limit else text
+
+
+def offline_summary(children: Sequence[Community], descriptions: Sequence[str], names: Sequence[str]) -> str:
+    """An offline report's summary (GraphRAG's and ArchRAG's): the most central sentences of
+    the children's summaries and the members' ``descriptions``, or else a line naming the
+    members (``names``, most connected first)."""
+    fragments = [c.summary for c in children] + [d for d in descriptions if d]
+    return extractive_summary(fragments, 120) or f"A group of {len(names)} related entities: {', '.join(names[:8])}."
 
 
 class GroupWriter:
@@ -136,4 +155,4 @@ class GroupWriter:
         return self.fields(answer)
 
 
-__all__ = ["CommunityReport", "Finding", "GroupWriter"]
+__all__ = ["CommunityReport", "Finding", "GroupWriter", "cell", "offline_summary"]

@@ -198,6 +198,22 @@ def pack(items: Sequence[T], budget: int, text: Callable[[T], str], *, overhead:
     return out
 
 
+def batch_texts(items: Iterable[T], budget: int, text: Callable[[T], str], *, overhead: int = 0) -> list[list[T]]:
+    """``items``, in order, cut into batches whose texts (plus ``overhead`` tokens each) hold at
+    most ``budget`` tokens together; an item alone over the budget is a batch of its own. What
+    a map step packs into its calls (GraphRAG's report batches, ArchRAG's filter batches)."""
+    out: list[list[T]] = [[]]
+    used = 0
+    for item in items:
+        tokens = count_tokens(text(item)) + overhead
+        if out[-1] and used + tokens > budget:
+            out.append([])
+            used = 0
+        out[-1].append(item)
+        used += tokens
+    return [b for b in out if b]
+
+
 def dedupe(hits: Iterable[Hit]) -> list[Hit]:
     """The hits without repeats of the same kind and id (the first is kept)."""
     seen: set[tuple[str, str]] = set()
@@ -534,6 +550,7 @@ __all__ = [
     "MapPlan",
     "MapReduceSearch",
     "Retrieval",
+    "batch_texts",
     "by_rank",
     "check_k",
     "check_positive",

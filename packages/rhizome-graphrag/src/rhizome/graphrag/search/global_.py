@@ -40,6 +40,7 @@ from rhizome.core.models.embeddings import hashed_features
 from rhizome.core.retrieval.contract import (
     MapPlan,
     MapReduceSearch,
+    batch_texts,
     provenance,
     query_vector,
 )
@@ -300,17 +301,8 @@ class GlobalSearch(MapReduceSearch):
         model's context window holds less, with room for ``max_points`` points)."""
         ordered = list(communities)
         random.Random(self.params.seed).shuffle(ordered)
-        budget = self._budget(query)
-        out: list[list[tuple[Community, str]]] = [[]]
-        used = 0
-        for community, text in self._texts(ordered, budget):
-            tokens = count_tokens(text) + 2  # and the blank line before the next report
-            if out[-1] and used + tokens > budget:
-                out.append([])
-                used = 0
-            out[-1].append((community, text))
-            used += tokens
-        return [b for b in out if b]
+        budget = self._budget(query)  # each report with the blank line before the next
+        return batch_texts(self._texts(ordered, budget), budget, lambda item: item[1], overhead=2)
 
     def _budget(self, query: str) -> int:
         return fit(
