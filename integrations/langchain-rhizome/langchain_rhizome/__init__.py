@@ -2,6 +2,7 @@
 Runnable over a Rhizome classifier (GORAG)."""
 
 from langchain_rhizome.classifier import RhizomeClassifier
+from langchain_rhizome.filters import RhizomeTranslator
 from langchain_rhizome.retrievers import RhizomeRetriever, document_to_hit, hit_to_document
 from langchain_rhizome.tools import (
     as_langchain_retriever,
@@ -13,6 +14,7 @@ from langchain_rhizome.tools import (
 __all__ = [
     "RhizomeClassifier",
     "RhizomeRetriever",
+    "RhizomeTranslator",
     "as_langchain_retriever",
     "create_index_tool",
     "create_rhizome_tool",

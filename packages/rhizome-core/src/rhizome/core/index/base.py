@@ -1005,8 +1005,8 @@ class BaseIndex(Generic[P, D]):
 
     def as_retriever(self, k: int | None = None, mode: str | None = None, *, filter: Any = None, **options: Any) -> BaseRetriever:
         """The retriever of ``mode`` (default: the first of ``modes``), returning ``k`` hits;
-        ``filter`` restricts it to documents whose metadata matches (equality and ``$in``, see
-        :mod:`rhizome.core.retrieval.filters`; every mode honours it or raises); ``options`` are the
+        ``filter`` restricts it to documents whose metadata matches (``{"year": {"$gt": 1900}}``,
+        ``$or``, ``$contains`` ..., see :mod:`rhizome.core.retrieval.filters`; every mode honours it or raises); ``options`` are the
         mode's own settings, the fields of its retriever's ``params_class`` (listed by
         ``index.modes[mode].retriever_class().params_class.model_json_schema()``)."""
         from rhizome.core.retrieval.filters import as_filter

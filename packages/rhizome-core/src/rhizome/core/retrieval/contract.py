@@ -20,8 +20,9 @@ has them. A mode's settings (the keywords of ``index.as_retriever(mode=...)`` be
 
 **Metadata.** Every hit carries the metadata of the documents it cites (all of it for a hit
 from one document; the fields its documents agree on for one that cites several), below the
-mode's own keys. **Filters** (:mod:`rhizome.core.retrieval.filters`: equality and ``$in`` on document
-metadata) are honoured here, once for every mode: a filtered search asks the mode for more hits
+mode's own keys. **Filters** (:mod:`rhizome.core.retrieval.filters`: ``$eq $ne $gt $gte $lt $lte $in $nin
+$contains $exists`` and ``$and $or $not`` on document metadata, evaluated by the store's
+database) are honoured here, once for every mode: a filtered search asks the mode for more hits
 (as many more as the filter is selective, at most ten times ``k``), keeps a hit only when every
 document it cites matches, and fills from the nearest chunks of matching documents (a mode
 that does not fill is asked again for twice as many while too few of its hits match). A mode
@@ -375,8 +376,7 @@ class BaseRetriever:
                 f"the {self.mode or getattr(self.index, 'method', '')} mode does not cite the documents of its hits, "
                 "so it cannot apply a metadata filter; use another mode, or search without the filter"
             )
-        store = self.index.store
-        return wanted.allowed(store.documents_metadata(store.document_ids()))
+        return self.index.store.matching_documents(wanted)  # evaluated in SQL, not row by row here
 
     def _overfetch(self, k: int, allowed: int) -> int:
         """How many hits to ask the mode for when ``allowed`` documents may be cited."""
