@@ -279,3 +279,28 @@ def test_persist_keeps_the_retrievers_mode_k_filter_and_settings(tmp_path: Path)
     again = RhizomeRetriever.from_persist_dir(tmp_path / "idx", 3, mode="hybrid")  # the arguments win
     assert (again.rhizome_retriever.mode, again.similarity_top_k) == ("hybrid", 3)
     again.index.close()
+
+
+def test_a_llama_index_node_postprocessor_reranks_the_hits() -> None:
+    """A BaseNodePostprocessor given as ``reranker`` picks and orders the candidates; the nodes
+    keep the hits' ids and provenance."""
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+
+    from llama_index.retrievers.rhizome import PostprocessorReranker
+
+    class Shortest(BaseNodePostprocessor):  # a fake: keeps the two shortest texts, shortest first
+        def _postprocess_nodes(self, nodes, query_bundle=None):
+            ranked = sorted(nodes, key=lambda n: len(n.node.get_content()))[:2]
+            return [NodeWithScore(node=n.node, score=1.0 / len(n.node.get_content())) for n in ranked]
+
+    index = VectorIndex(HashingEmbedder())
+    index.insert(CORPUS)
+    candidates = RhizomeRetriever.from_index(index, similarity_top_k=5).retrieve(QUERY)
+    expected = sorted(candidates, key=lambda n: len(n.node.get_content()))[:2]
+    nodes = RhizomeRetriever.from_index(index, similarity_top_k=2, reranker=Shortest(), rerank_candidates=5).retrieve(QUERY)
+    assert [n.node.node_id for n in nodes] == [n.node.node_id for n in expected]
+    assert [n.score for n in nodes] == [1.0 / len(n.node.get_content()) for n in expected]
+    assert [n.node.metadata["document_ids"] for n in nodes] == [n.node.metadata["document_ids"] for n in expected]
+    assert index.as_retriever(k=1, reranker=PostprocessorReranker(Shortest()), rerank_candidates=5).retrieve(QUERY)[0].id == expected[0].node.node_id
+    with pytest.raises(ValueError, match="PostprocessorReranker"):
+        index.as_retriever(reranker=Shortest())

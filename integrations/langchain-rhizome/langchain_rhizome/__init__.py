@@ -3,6 +3,7 @@ Runnable over a Rhizome classifier (GORAG)."""
 
 from langchain_rhizome.classifier import RhizomeClassifier
 from langchain_rhizome.filters import RhizomeTranslator
+from langchain_rhizome.rerank import CompressorReranker
 from langchain_rhizome.retrievers import RhizomeRetriever, document_to_hit, hit_to_document
 from langchain_rhizome.tools import (
     as_langchain_retriever,
@@ -12,6 +13,7 @@ from langchain_rhizome.tools import (
 )
 
 __all__ = [
+    "CompressorReranker",
     "RhizomeClassifier",
     "RhizomeRetriever",
     "RhizomeTranslator",

@@ -19,6 +19,7 @@ from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from pydantic import Field, field_validator
 
 from langchain_rhizome.filters import rhizome_filter
+from langchain_rhizome.rerank import as_reranker
 from rhizome.core.errors import InvalidInputError
 from rhizome.core.models.adapters import using_callbacks, wrap_model
 from rhizome.core.store.storage import split_load_options
@@ -117,11 +118,15 @@ class RhizomeRetriever(BaseRetriever):
         """A retriever over ``index`` (any Rhizome ``Index``) returning ``k`` documents.
 
         Keyword arguments that are fields of this class (``tags``, ``metadata``) are set on it;
-        the others go to ``index.as_retriever`` (``mode``, ``filter`` and the mode's options).
+        the others go to ``index.as_retriever`` (``mode``, ``filter``, ``reranker`` — a Rhizome
+        reranker or any LangChain document compressor — ``rerank_candidates`` and the mode's
+        options).
         """
         own = {name: kwargs.pop(name) for name in ("tags", "metadata", "name") if name in kwargs}
         if "filter" in kwargs:
             kwargs["filter"] = rhizome_filter(kwargs["filter"])
+        if "reranker" in kwargs:
+            kwargs["reranker"] = as_reranker(kwargs["reranker"])
         return cls(retriever=index.as_retriever(**kwargs), k=k, **own)
 
     @classmethod

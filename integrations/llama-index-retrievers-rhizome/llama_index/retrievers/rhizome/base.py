@@ -23,6 +23,7 @@ from llama_index.core.schema import (
 )
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilters
 
+from llama_index.retrievers.rhizome.rerank import as_reranker
 from rhizome.core.errors import InvalidInputError
 from rhizome.core.models.adapters import wrap_model
 from rhizome.core.types import Hit
@@ -218,11 +219,14 @@ class RhizomeRetriever(BaseRetriever):
         **retriever_kwargs: Any,
     ) -> RhizomeRetriever:
         """A retriever over ``index`` (any Rhizome ``Index``); ``filters`` as for the
-        constructor; extra keyword arguments go to ``index.as_retriever`` (``mode`` and the
-        mode's options)."""
+        constructor; extra keyword arguments go to ``index.as_retriever`` (``mode``,
+        ``reranker`` — a Rhizome reranker or any LlamaIndex node postprocessor —
+        ``rerank_candidates`` and the mode's options)."""
         wanted = rhizome_filter(filters)
         if wanted is not None:
             retriever_kwargs["filter"] = wanted
+        if "reranker" in retriever_kwargs:
+            retriever_kwargs["reranker"] = as_reranker(retriever_kwargs["reranker"])
         return cls(
             index.as_retriever(**retriever_kwargs),
             similarity_top_k=similarity_top_k,

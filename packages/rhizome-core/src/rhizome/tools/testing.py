@@ -40,7 +40,12 @@ chat model that answers every JSON schema, for methods that use one) and checks,
   (equality, ``$in``, ``$gt``, ``$or`` with ``$ne`` and ``$lte``, on the retriever or per
   call) leave only hits — and context — whose
   documents match, still ``k`` of them when the matching documents hold that many passages;
-  a filter nothing matches gives no hits and says why; a filter that cannot be applied raises.
+  a filter nothing matches gives no hits and says why; a filter that cannot be applied raises;
+- rerankers: ``as_retriever(reranker=..., rerank_candidates=6)`` with a fake reranker (sync and
+  async) returns ``k`` hits, the candidates it scores highest in its order, each with the
+  candidate's provenance and text and its search score kept; a bad reranker is a
+  ``ConfigurationError``; a mode that reranks inside its own search (spRAG's segments) still
+  returns ``k`` hits with provenance.
 
 Where the indexes live is the kit's :meth:`IndexConformance.place` (a test's named index: a
 directory under ``tmp_path``) and :meth:`IndexConformance.scratch` (an index built without a
@@ -64,6 +69,7 @@ from typing import Any
 import pytest
 
 from rhizome.core.errors import (
+    ConfigurationError,
     InvalidInputError,
     ModelError,
     ModelTimeoutError,
@@ -419,6 +425,43 @@ class IndexConformance:
                     index.as_retriever(k=3, mode=mode).retrieve(QUERIES[0], filter=bad)
         answer = index.answer(QUERIES[1], filter={"shelf": "south"})
         assert all(set(h.provenance.document_ids) <= south for h in answer.citations)
+
+    # -- rerankers ------------------------------------------------------------------------------
+    def test_a_reranker_orders_and_cuts_the_candidates_keeping_provenance(self, method: Any) -> None:
+        index = self.build(method)
+        seen: list[int] = []
+
+        def shortest_first(query: str, texts: list[str]) -> list[float]:  # a fake reranker
+            seen.append(len(texts))
+            return [-float(len(t)) for t in texts]
+
+        async def shortest_first_async(query: str, texts: list[str]) -> list[float]:
+            return shortest_first(query, texts)
+
+        for mode in modes_of(method):
+            for reranker in (shortest_first, shortest_first_async):
+                seen.clear()
+                retriever = index.as_retriever(k=3, mode=mode, reranker=reranker, rerank_candidates=6)
+                for query in QUERIES:
+                    hits = retriever.retrieve(query)
+                    assert len(hits) == 3 and seen, (mode, query)
+                    if retriever.reranks_itself:  # the mode reranked its own candidates
+                        assert all(h.provenance.chunk_ids for h in hits), mode
+                        continue
+                    candidates = index.as_retriever(k=6, mode=mode).retrieve(query)
+                    assert seen[-1] == len(candidates) == 6, (mode, seen)
+                    best = sorted(candidates, key=lambda h: len(h.text))[:3]  # stable: ties keep the search's order
+                    assert [h.id for h in hits] == [h.id for h in best], (mode, query)
+                    by_id = {h.id: h for h in candidates}
+                    for hit in hits:
+                        before = by_id[hit.id]
+                        assert hit.provenance == before.provenance and hit.text == before.text and hit.kind == before.kind
+                        assert hit.score == -len(hit.text) and hit.metadata["retrieval_score"] == before.score
+        for bad in (lambda query, texts: [1.0], "cross-encoder"):
+            with pytest.raises(ConfigurationError):
+                index.as_retriever(k=3, reranker=bad).retrieve(QUERIES[0])
+        with pytest.raises(ConfigurationError):
+            index.as_retriever(k=3, reranker=shortest_first, rerank_candidates=0)
 
     # -- concurrency ---------------------------------------------------------------------------
     def test_one_retriever_serves_threads_and_loops(self, method: Any) -> None:
