@@ -673,6 +673,10 @@ PAGES: dict[str, Page] = {
                     command="PYTHONPATH=<the earlier commit's packages/*/src> uv run python -m benchmarks.incremental METHOD ... --name NAME-before"),
             Section("Kernel: scheduling of model calls, the cache, naive retrieval", "kernel.json", command="uv run python -m benchmarks.kernel"),
             Section("Kernel: a vector snapshot of 1M vectors, saved and opened", "kernel-snapshot-1m.json"),
+            Section("Metadata filters: query latency with a selective filter against none", "filters.json",
+                    intro="Naive retrieval, k = 10, `{\"year\": {\"$gt\": 2014}}` matching about 4 % of the documents, "
+                          "evaluated in the store's SQL; with and without the filter interleaved per query. Read the CPU "
+                          "columns: the wall-clock ones were taken on a shared, loaded machine (load average in the file)."),
             Section("HippoRAG: the walk's latency as the graph grows", "hipporag-latency.json"),
             Section("ArchRAG C-HNSW against one HNSW per layer (random vectors, 10k)", "archrag-chnsw-random-10k.json"),
             Section("ArchRAG C-HNSW against one HNSW per layer (tree vectors, 10k)", "archrag-chnsw-tree-10k.json"),

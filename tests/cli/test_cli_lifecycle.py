@@ -259,6 +259,15 @@ def test_query_filters_and_says_why_there_are_no_hits(tmp_path, capsys):
     assert code == 0 and [h["provenance"]["document_ids"] for h in json.loads(out)["hits"]] == [["sloop"]]
     code, out, _ = run(capsys, "query", index_dir, "boats", "--filter", "year=1911", "--filter", "year=1920", "--json")
     assert code == 0 and {h["metadata"]["year"] for h in json.loads(out)["hits"]} == {"1911", "1920"}
+    code, out, _ = run(capsys, "query", index_dir, "boats", "-k", "5", "--filter", "year>1911", "--json")
+    assert code == 0 and {h["provenance"]["document_ids"][0] for h in json.loads(out)["hits"]} == {"sloop"}
+    code, out, _ = run(capsys, "query", index_dir, "boats", "-k", "5", "--filter", "year<=1911", "--filter", "year!=1920", "--json")
+    assert code == 0 and {h["provenance"]["document_ids"][0] for h in json.loads(out)["hits"]} == {"ketch"}
+    code, out, _ = run(capsys, "query", index_dir, "boats", "-k", "5", "--json",
+                       "--filter", '{"$or": [{"year": {"$gte": 1920}}, {"year": {"$in": [1911, 1800]}}]}')
+    assert code == 0 and {h["provenance"]["document_ids"][0] for h in json.loads(out)["hits"]} == {"ketch", "sloop"}
+    code, _, err = run(capsys, "query", index_dir, "boats", "--filter", "year~1911")
+    assert code == 2 and "FIELD>VALUE" in err
     code, out, err = run(capsys, "query", index_dir, "Which boat sank?", "--filter", "year=1999")
     assert code == 1 and out == "" and err == 'no hits: no stored document matches the filter year = "1999"\n'
     code, _, err = run(capsys, "query", index_dir, "boats", "--filter", "yaer=1911")

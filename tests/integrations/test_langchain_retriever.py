@@ -293,5 +293,81 @@ def test_metadata_and_filters_reach_langchain_documents() -> None:
     per_call = RhizomeRetriever.from_index(index, k=2).invoke(QUERY, filter={"page": {"$in": [0, "1"]}})
     assert {d.metadata["title"] for d in per_call} == {"Bees", "Ants"}
     assert asyncio.run(retriever.ainvoke(QUERY, filter={"title": "Wasps"}))[0].metadata["source"] == "notes/wasps.md"
-    with pytest.raises(ValueError, match=r"\$gt"):
-        retriever.invoke(QUERY, filter={"page": {"$gt": 1}})
+    later = RhizomeRetriever.from_index(index, k=5).invoke(QUERY, filter={"page": {"$gt": 1}, "kingdom": {"$ne": "earth"}})
+    assert {d.metadata["page"] for d in later} == {i for i, d in enumerate(CORPUS) if i > 1 and "queen" in d.text}
+    with pytest.raises(ValueError, match=r"unknown operator '\$like'.*\$icontains"):
+        retriever.invoke(QUERY, filter={"page": {"$like": "1%"}})
+
+
+def test_structured_query_filters_translate_to_rhizome_filters() -> None:
+    """A self-query retriever's filter (a ``Comparison`` or ``Operation``) picks the same
+    documents as the dict it translates to; every comparator and operator translates."""
+    from langchain_core.structured_query import (
+        Comparator,
+        Comparison,
+        Operation,
+        Operator,
+        StructuredQuery,
+    )
+
+    from langchain_rhizome import RhizomeTranslator
+
+    index = VectorIndex(HashingEmbedder())
+    index.insert([d.model_copy(update={"metadata": {**d.metadata, "page": i, "tags": ["queen"] if "queen" in d.text else []}})
+                  for i, d in enumerate(CORPUS)])
+    translator = RhizomeTranslator()
+    assert set(translator.allowed_comparators) == set(Comparator) and set(translator.allowed_operators) == set(Operator)
+    late = Comparison(comparator=Comparator.GTE, attribute="page", value=2)
+    queen = Comparison(comparator=Comparator.CONTAIN, attribute="tags", value="queen")
+    either = Operation(operator=Operator.OR, arguments=[Operation(operator=Operator.NOT, arguments=[late]), queen])
+    assert either.accept(translator) == {"$or": [{"$not": {"page": {"$gte": 2}}}, {"tags": {"$contains": "queen"}}]}
+    expected = {d.metadata["title"] for i, d in enumerate(CORPUS) if i < 2 or "queen" in d.text}
+    docs = RhizomeRetriever.from_index(index, k=5, filter=either).invoke(QUERY)
+    assert {d.metadata["title"] for d in docs} == expected
+    assert {d.metadata["title"] for d in RhizomeRetriever.from_index(index, k=5).invoke(QUERY, filter=either)} == expected
+    like = Comparison(comparator=Comparator.LIKE, attribute="title", value="BEE")
+    assert [d.metadata["title"] for d in RhizomeRetriever.from_index(index, k=5).invoke(QUERY, filter=like)] == ["Bees"]
+    query, options = translator.visit_structured_query(StructuredQuery(query="queens", filter=late, limit=None))
+    assert query == "queens" and options == {"filter": {"page": {"$gte": 2}}}
+    assert translator.visit_structured_query(StructuredQuery(query="q", filter=None, limit=None)) == ("q", {})
+    for comparator in Comparator:
+        assert Comparison(comparator=comparator, attribute="page", value=[1] if comparator.value in ("in", "nin") else 1).accept(translator)
+    with pytest.raises(ValueError, match="LangChain Comparison or Operation"):
+        RhizomeRetriever.from_index(index).invoke(QUERY, filter="page > 1")
+
+
+def test_a_langchain_document_compressor_reranks_every_method_s_hits() -> None:
+    """A BaseDocumentCompressor given as ``reranker`` picks and orders the candidates; the
+    Documents keep the hits' ids and provenance; scores are the compressor's relevance_score,
+    or its ranks when it sets none."""
+    from langchain_core.documents import BaseDocumentCompressor
+
+    from langchain_rhizome import CompressorReranker
+
+    class Overlap(BaseDocumentCompressor):  # a fake: keeps the two documents sharing most words with the query
+        scored: bool = True
+
+        def compress_documents(self, documents, query, callbacks=None):
+            words = set(query.lower().split())
+            ranked = sorted(documents, key=lambda d: -len(words & set(d.page_content.lower().split())))[:2]
+            if self.scored:
+                return [d.model_copy(update={"metadata": {**d.metadata, "relevance_score": 0.9 - i / 10}})
+                        for i, d in enumerate(ranked)]
+            return [d.model_copy(update={"page_content": "compressed"}) for d in ranked]
+
+    index = VectorIndex(HashingEmbedder())
+    index.insert(CORPUS)
+    query = "queen ant eggs colony"
+    candidates = RhizomeRetriever.from_index(index, k=5).invoke(query)
+    words = set(query.split())
+    expected = sorted(candidates, key=lambda d: -len(words & set(d.page_content.lower().split())))[:2]
+    for compressor, scores in ((Overlap(), [0.9, 0.8]), (Overlap(scored=False), [1.0, 0.5])):
+        docs = RhizomeRetriever.from_index(index, k=2, reranker=compressor, rerank_candidates=5).invoke(query)
+        assert [d.id for d in docs] == [d.id for d in expected] and [d.metadata["score"] for d in docs] == scores
+        assert [d.page_content for d in docs] == [d.page_content for d in expected]  # the hit's own text
+        assert [d.metadata["document_ids"] for d in docs] == [d.metadata["document_ids"] for d in expected]
+        assert [d.metadata["retrieval_score"] for d in docs] == [d.metadata["score"] for d in expected]
+    wrapped = index.as_retriever(k=1, reranker=CompressorReranker(Overlap()), rerank_candidates=5)
+    assert asyncio.run(wrapped.aretrieve(query))[0].id == expected[0].id
+    with pytest.raises(ValueError, match="CompressorReranker"):
+        index.as_retriever(reranker=Overlap())

@@ -185,14 +185,52 @@ def test_metadata_filters_and_node_metadata() -> None:
     assert nodes[0].node.metadata["page"] == 2 and nodes[0].node.metadata["source"] == "notes/wasps.md"
     plain = RhizomeRetriever(index.as_retriever(), similarity_top_k=2, filters={"page": {"$in": [3, 4]}})
     assert {n.node.metadata["title"] for n in plain.retrieve(QUERY)} == {"Rivers", "Volcanoes"}
-    for refused in (MetadataFilters(filters=[MetadataFilter(key="page", value=2, operator=FilterOperator.GT)]),
-                    MetadataFilters(filters=[MetadataFilter(key="page", value=2), MetadataFilter(key="page", value=3)],
-                                    condition=FilterCondition.OR),
-                    MetadataFilters(filters=[MetadataFilter(key="page", value=2)], condition=FilterCondition.NOT)):
-        with pytest.raises(ValueError):
-            RhizomeRetriever.from_index(index, filters=refused)
     one = MetadataFilters(filters=[MetadataFilter(key="title", value="Wasps")], condition=FilterCondition.OR)
     assert [n.node.metadata["title"] for n in RhizomeRetriever.from_index(index, filters=one).retrieve(QUERY)] == ["Wasps"]
+    later = MetadataFilters(filters=[MetadataFilter(key="page", value=2, operator=FilterOperator.GT)])
+    assert {n.node.metadata["page"] for n in RhizomeRetriever.from_index(index, similarity_top_k=5, filters=later).retrieve(QUERY)} == {
+        i for i in range(len(CORPUS)) if i > 2}
+
+
+def test_every_llama_index_operator_and_condition_selects_what_llama_index_does() -> None:
+    """Each FilterOperator and FilterCondition, translated, picks in the database the documents
+    LlamaIndex's own in-memory filter picks (on fields where its semantics and Rhizome's agree:
+    scalar fields for comparisons, lists for membership, text for text matches)."""
+    from llama_index.core.vector_stores.types import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
+    from llama_index.core.vector_stores.utils import build_metadata_filter_fn
+
+    from llama_index.retrievers.rhizome.base import rhizome_filter
+    from rhizome.core.retrieval.filters import as_filter
+
+    tags = [["queen", "hive"], ["queen"], ["paper", "queen"], [], ["lava"]]
+    index = VectorIndex(HashingEmbedder())
+    index.insert([d.model_copy(update={"metadata": {**d.metadata, "page": i, "tags": tags[i % len(tags)]}})
+                  for i, d in enumerate(CORPUS)])
+    metadata = index.store.documents_metadata(index.store.document_ids())
+    op = FilterOperator
+    singles = [("page", 2, op.EQ), ("page", 2, op.NE), ("page", 2, op.GT), ("page", 2, op.GTE), ("page", 2, op.LT),
+               ("page", 2, op.LTE), ("page", [0, 3], op.IN), ("page", [0, 3], op.NIN), ("tags", "queen", op.CONTAINS),
+               ("tags", ["paper", "lava"], op.ANY), ("tags", ["queen", "hive"], op.ALL), ("title", "as", op.TEXT_MATCH),
+               ("title", "AS", op.TEXT_MATCH_INSENSITIVE), ("tags", None, op.IS_EMPTY), ("title", "Bees", op.EQ)]
+    assert {o for _, _, o in singles} == set(FilterOperator)
+    cases = [MetadataFilters(filters=[MetadataFilter(key=k, value=v, operator=o)]) for k, v, o in singles]
+    pair = [MetadataFilter(key="page", value=1, operator=op.LTE), MetadataFilter(key="tags", value="queen", operator=op.CONTAINS)]
+    cases += [MetadataFilters(filters=pair, condition=c) for c in FilterCondition]
+    for wanted in cases:
+        expected = {d for d in metadata if build_metadata_filter_fn(metadata.__getitem__, wanted)(d)}
+        got = index.store.matching_documents(as_filter(rhizome_filter(wanted)))
+        assert got == expected, (wanted, rhizome_filter(wanted))
+    nested = MetadataFilters(filters=[MetadataFilters(filters=pair, condition=FilterCondition.OR),
+                                      MetadataFilter(key="page", value=0, operator=op.NE)])
+    assert index.store.matching_documents(as_filter(rhizome_filter(nested))) == {
+        d for d, m in metadata.items() if (m["page"] <= 1 or "queen" in m["tags"]) and m["page"] != 0}
+    with pytest.raises(ValueError, match="no document matches"):
+        rhizome_filter(MetadataFilters(filters=[], condition=FilterCondition.OR))
 
 
 def test_fusion_merges_the_same_passage_found_by_two_retrievers() -> None:
@@ -241,3 +279,28 @@ def test_persist_keeps_the_retrievers_mode_k_filter_and_settings(tmp_path: Path)
     again = RhizomeRetriever.from_persist_dir(tmp_path / "idx", 3, mode="hybrid")  # the arguments win
     assert (again.rhizome_retriever.mode, again.similarity_top_k) == ("hybrid", 3)
     again.index.close()
+
+
+def test_a_llama_index_node_postprocessor_reranks_the_hits() -> None:
+    """A BaseNodePostprocessor given as ``reranker`` picks and orders the candidates; the nodes
+    keep the hits' ids and provenance."""
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+
+    from llama_index.retrievers.rhizome import PostprocessorReranker
+
+    class Shortest(BaseNodePostprocessor):  # a fake: keeps the two shortest texts, shortest first
+        def _postprocess_nodes(self, nodes, query_bundle=None):
+            ranked = sorted(nodes, key=lambda n: len(n.node.get_content()))[:2]
+            return [NodeWithScore(node=n.node, score=1.0 / len(n.node.get_content())) for n in ranked]
+
+    index = VectorIndex(HashingEmbedder())
+    index.insert(CORPUS)
+    candidates = RhizomeRetriever.from_index(index, similarity_top_k=5).retrieve(QUERY)
+    expected = sorted(candidates, key=lambda n: len(n.node.get_content()))[:2]
+    nodes = RhizomeRetriever.from_index(index, similarity_top_k=2, reranker=Shortest(), rerank_candidates=5).retrieve(QUERY)
+    assert [n.node.node_id for n in nodes] == [n.node.node_id for n in expected]
+    assert [n.score for n in nodes] == [1.0 / len(n.node.get_content()) for n in expected]
+    assert [n.node.metadata["document_ids"] for n in nodes] == [n.node.metadata["document_ids"] for n in expected]
+    assert index.as_retriever(k=1, reranker=PostprocessorReranker(Shortest()), rerank_candidates=5).retrieve(QUERY)[0].id == expected[0].node.node_id
+    with pytest.raises(ValueError, match="PostprocessorReranker"):
+        index.as_retriever(reranker=Shortest())

@@ -2,6 +2,8 @@
 Runnable over a Rhizome classifier (GORAG)."""
 
 from langchain_rhizome.classifier import RhizomeClassifier
+from langchain_rhizome.filters import RhizomeTranslator
+from langchain_rhizome.rerank import CompressorReranker
 from langchain_rhizome.retrievers import RhizomeRetriever, document_to_hit, hit_to_document
 from langchain_rhizome.tools import (
     as_langchain_retriever,
@@ -11,8 +13,10 @@ from langchain_rhizome.tools import (
 )
 
 __all__ = [
+    "CompressorReranker",
     "RhizomeClassifier",
     "RhizomeRetriever",
+    "RhizomeTranslator",
     "as_langchain_retriever",
     "create_index_tool",
     "create_rhizome_tool",

@@ -18,6 +18,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from pydantic import Field, field_validator
 
+from langchain_rhizome.filters import rhizome_filter
+from langchain_rhizome.rerank import as_reranker
 from rhizome.core.errors import InvalidInputError
 from rhizome.core.models.adapters import using_callbacks, wrap_model
 from rhizome.core.store.storage import split_load_options
@@ -81,8 +83,10 @@ class RhizomeRetriever(BaseRetriever):
     Each ``Document``'s metadata holds the metadata of the documents the hit cites (``source``,
     ``title``, ``page`` and the user's own fields) beside the hit's score, kind and provenance.
     ``filter`` (in ``from_index(..., filter=...)``, or per call) keeps only hits whose
-    documents match: equality and ``$in`` on document metadata, honoured by every method and
-    mode (see :mod:`rhizome.core.retrieval.filters`).
+    documents match: a LangChain filter dict on document metadata (``$eq $ne $gt $gte $lt
+    $lte $in $nin $contains $exists``, ``$and $or $not``) or a structured-query ``Comparison``
+    / ``Operation`` (:class:`~langchain_rhizome.filters.RhizomeTranslator`), honoured by every
+    method and mode (see :mod:`rhizome.core.retrieval.filters`).
     """
 
     retriever: Any
@@ -114,9 +118,15 @@ class RhizomeRetriever(BaseRetriever):
         """A retriever over ``index`` (any Rhizome ``Index``) returning ``k`` documents.
 
         Keyword arguments that are fields of this class (``tags``, ``metadata``) are set on it;
-        the others go to ``index.as_retriever`` (``mode``, ``filter`` and the mode's options).
+        the others go to ``index.as_retriever`` (``mode``, ``filter``, ``reranker`` — a Rhizome
+        reranker or any LangChain document compressor — ``rerank_candidates`` and the mode's
+        options).
         """
         own = {name: kwargs.pop(name) for name in ("tags", "metadata", "name") if name in kwargs}
+        if "filter" in kwargs:
+            kwargs["filter"] = rhizome_filter(kwargs["filter"])
+        if "reranker" in kwargs:
+            kwargs["reranker"] = as_reranker(kwargs["reranker"])
         return cls(retriever=index.as_retriever(**kwargs), k=k, **own)
 
     @classmethod
@@ -163,9 +173,10 @@ class RhizomeRetriever(BaseRetriever):
         return value
 
     @staticmethod
-    def _options(filter: dict[str, Any] | None) -> dict[str, Any]:
-        """This call's filter for the Rhizome retriever (none: the retriever's own applies)."""
-        return {} if filter is None else {"filter": filter}
+    def _options(filter: Any) -> dict[str, Any]:
+        """This call's filter for the Rhizome retriever (none: the retriever's own applies): a
+        dict, or a structured-query ``Comparison`` / ``Operation``."""
+        return {} if filter is None else {"filter": rhizome_filter(filter)}
 
     def _get_relevant_documents(
         self,
@@ -173,7 +184,7 @@ class RhizomeRetriever(BaseRetriever):
         *,
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
-        filter: dict[str, Any] | None = None,
+        filter: Any = None,
         **kwargs: Any,
     ) -> list[Document]:
         n = self._k(k, kwargs)
@@ -187,7 +198,7 @@ class RhizomeRetriever(BaseRetriever):
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
-        filter: dict[str, Any] | None = None,
+        filter: Any = None,
         **kwargs: Any,
     ) -> list[Document]:
         n = self._k(k, kwargs)

@@ -8,9 +8,11 @@ from llama_index.retrievers.rhizome.base import (
     rhizome_filter,
 )
 from llama_index.retrievers.rhizome.classifier import RhizomeClassifierTransform
+from llama_index.retrievers.rhizome.rerank import PostprocessorReranker
 
 __all__ = [
     "PROVENANCE_KEYS",
+    "PostprocessorReranker",
     "RhizomeClassifierTransform",
     "RhizomeRetriever",
     "hit_to_node",

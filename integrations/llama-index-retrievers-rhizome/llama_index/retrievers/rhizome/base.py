@@ -23,6 +23,7 @@ from llama_index.core.schema import (
 )
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilters
 
+from llama_index.retrievers.rhizome.rerank import as_reranker
 from rhizome.core.errors import InvalidInputError
 from rhizome.core.models.adapters import wrap_model
 from rhizome.core.types import Hit
@@ -87,34 +88,59 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
     return NodeWithScore(node=node, score=hit.score)
 
 
+_OPERATORS = {
+    FilterOperator.EQ: "$eq", FilterOperator.NE: "$ne", FilterOperator.GT: "$gt", FilterOperator.GTE: "$gte",
+    FilterOperator.LT: "$lt", FilterOperator.LTE: "$lte", FilterOperator.IN: "$in", FilterOperator.NIN: "$nin",
+    FilterOperator.CONTAINS: "$contains", FilterOperator.TEXT_MATCH: "$contains",
+    FilterOperator.TEXT_MATCH_INSENSITIVE: "$icontains",
+}
+"""LlamaIndex filter operators that are one Rhizome operator (``any``, ``all`` and ``is_empty``
+are written with several, see :func:`rhizome_filter`)."""
+
+
 def rhizome_filter(filters: Any) -> dict[str, Any] | None:
     """A LlamaIndex ``MetadataFilters`` as a Rhizome metadata filter (a dict such as
-    ``{"year": {"$in": [2023, 2024]}}``, which is also accepted as is). Rhizome filters are
-    equality (``==``) and membership (``in``) joined by ``and``; any other operator or an ``or``
-    is a ``ValueError`` rather than a filter silently ignored."""
+    ``{"year": {"$gt": 1900}}``, which is also accepted as is; see
+    :mod:`rhizome.core.retrieval.filters`). Every operator maps: ``==``, ``!=``, ``>``, ``>=``,
+    ``<``, ``<=``, ``in`` and ``nin`` to their namesakes, ``contains`` and ``text_match`` to
+    ``$contains`` (list membership, or a substring of text), ``text_match_insensitive`` to
+    ``$icontains``, ``any`` / ``all`` to ``$contains`` of one / each of the values, and
+    ``is_empty`` to ``$exists: false``; the conditions ``and``, ``or`` and ``not`` (none of
+    the filters holds) to ``$and``, ``$or`` and ``$not``, nested filters included."""
     if filters is None or isinstance(filters, dict):
         return filters
     if not isinstance(filters, MetadataFilters):
         raise InvalidInputError(f"filters must be LlamaIndex MetadataFilters or a dict, not {type(filters).__name__}")
-    # "or" over one condition is that condition; "not" negates even one, which Rhizome cannot
-    if filters.condition not in (FilterCondition.AND, None) and (
-        len(filters.filters) > 1 or filters.condition.value == "not"
-    ):
-        raise InvalidInputError(f"Rhizome filters join conditions with and; {filters.condition.value!r} is not supported")
-    parts: list[dict[str, Any]] = []
-    for item in filters.filters:
-        if isinstance(item, MetadataFilters):
-            parts.append(rhizome_filter(item) or {})
-        elif item.operator == FilterOperator.EQ:
-            parts.append({item.key: {"$eq": item.value}})
-        elif item.operator == FilterOperator.IN:
-            values = item.value if isinstance(item.value, list) else [item.value]  # one value: a list of one
-            parts.append({item.key: {"$in": list(values)}})
-        else:
-            raise InvalidInputError(
-                f"the filter on {item.key!r} uses {item.operator.value!r}; Rhizome filters support == and in"
-            )
-    return {"$and": parts}
+    parts = [rhizome_filter(item) or {} if isinstance(item, MetadataFilters) else _condition(item) for item in filters.filters]
+    condition = filters.condition or FilterCondition.AND
+    if condition == FilterCondition.AND:
+        return {"$and": parts}
+    if not parts:  # no filter: "or" holds for none of the documents, "not" for all of them
+        if condition == FilterCondition.OR:
+            raise InvalidInputError("these MetadataFilters join no filter with 'or', which no document matches; give a filter")
+        return {"$and": []}
+    either = {"$or": parts}
+    return either if condition == FilterCondition.OR else {"$not": either}
+
+
+def _condition(item: Any) -> dict[str, Any]:
+    """One LlamaIndex ``MetadataFilter`` as a Rhizome filter."""
+    key, value, operator = item.key, item.value, item.operator
+    if operator in (FilterOperator.IN, FilterOperator.NIN):
+        values = value if isinstance(value, list) else [value]  # one value: a list of one
+        return {key: {_OPERATORS[operator]: list(values)}}
+    if operator in (FilterOperator.ANY, FilterOperator.ALL):
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise InvalidInputError(f"the {operator.value!r} filter on {key!r} needs at least one value")
+        each = [{key: {"$contains": v}} for v in values]
+        return {"$or" if operator == FilterOperator.ANY else "$and": each}
+    if operator == FilterOperator.IS_EMPTY:
+        return {key: {"$exists": False}}
+    if operator in _OPERATORS:
+        return {key: {_OPERATORS[operator]: value}}
+    raise InvalidInputError(f"the filter on {key!r} uses {operator.value!r}, which Rhizome does not know yet; "
+                            f"use one of {', '.join(op.value for op in _OPERATORS)}, any, all or is_empty")
 
 
 class RhizomeRetriever(BaseRetriever):
@@ -124,7 +150,8 @@ class RhizomeRetriever(BaseRetriever):
         retriever: any object with Rhizome's ``Retriever`` protocol (``retrieve(query, k)`` and
             ``aretrieve(query, k)``), typically ``index.as_retriever()``.
         similarity_top_k: how many nodes to return.
-        filters: LlamaIndex ``MetadataFilters`` (``==`` and ``in``, joined by and) or a Rhizome
+        filters: LlamaIndex ``MetadataFilters`` (every operator and condition, see
+            :func:`rhizome_filter`) or a Rhizome
             filter dict: only hits whose documents' metadata matches are returned, whatever
             the method and mode (see :mod:`rhizome.core.retrieval.filters`).
         index: the Rhizome index behind ``retriever``; needed by :meth:`persist` (taken from
@@ -192,11 +219,14 @@ class RhizomeRetriever(BaseRetriever):
         **retriever_kwargs: Any,
     ) -> RhizomeRetriever:
         """A retriever over ``index`` (any Rhizome ``Index``); ``filters`` as for the
-        constructor; extra keyword arguments go to ``index.as_retriever`` (``mode`` and the
-        mode's options)."""
+        constructor; extra keyword arguments go to ``index.as_retriever`` (``mode``,
+        ``reranker`` — a Rhizome reranker or any LlamaIndex node postprocessor —
+        ``rerank_candidates`` and the mode's options)."""
         wanted = rhizome_filter(filters)
         if wanted is not None:
             retriever_kwargs["filter"] = wanted
+        if "reranker" in retriever_kwargs:
+            retriever_kwargs["reranker"] = as_reranker(retriever_kwargs["reranker"])
         return cls(
             index.as_retriever(**retriever_kwargs),
             similarity_top_k=similarity_top_k,

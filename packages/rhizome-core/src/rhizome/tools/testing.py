@@ -37,9 +37,15 @@ chat model that answers every JSON schema, for methods that use one) and checks,
   a read-only reader sees documents committed after it opened, also when it opened the index
   empty;
 - metadata: every hit carries the metadata of the documents it cites, and metadata filters
-  (equality and ``$in``, on the retriever or per call) leave only hits — and context — whose
+  (equality, ``$in``, ``$gt``, ``$or`` with ``$ne`` and ``$lte``, on the retriever or per
+  call) leave only hits — and context — whose
   documents match, still ``k`` of them when the matching documents hold that many passages;
-  a filter nothing matches gives no hits and says why; a filter that cannot be applied raises.
+  a filter nothing matches gives no hits and says why; a filter that cannot be applied raises;
+- rerankers: ``as_retriever(reranker=..., rerank_candidates=6)`` with a fake reranker (sync and
+  async) returns ``k`` hits, the candidates it scores highest in its order, each with the
+  candidate's provenance and text and its search score kept; a bad reranker is a
+  ``ConfigurationError``; a mode that reranks inside its own search (spRAG's segments) still
+  returns ``k`` hits with provenance.
 
 Where the indexes live is the kit's :meth:`IndexConformance.place` (a test's named index: a
 directory under ``tmp_path``) and :meth:`IndexConformance.scratch` (an index built without a
@@ -63,6 +69,7 @@ from typing import Any
 import pytest
 
 from rhizome.core.errors import (
+    ConfigurationError,
     InvalidInputError,
     ModelError,
     ModelTimeoutError,
@@ -397,7 +404,9 @@ class IndexConformance:
         years = {d for d, (_, year) in SHELVES.items() if year in (1911, 1920)}
         for mode in modes_of(method):
             for wanted, allowed in (({"shelf": "south"}, south), ({"year": {"$in": ["1911", 1920]}}, years),
-                                    ({"shelf": {"$eq": "south"}, "year": 1901}, {"survey"})):
+                                    ({"shelf": {"$eq": "south"}, "year": 1901}, {"survey"}),
+                                    ({"year": {"$gt": 1911}}, {d for d, (_, year) in SHELVES.items() if year > 1911}),
+                                    ({"$or": [{"shelf": {"$ne": "north"}}, {"year": {"$lte": "1901"}}]}, south | {"harbour"})):
                 retriever = index.as_retriever(k=3, mode=mode, filter=wanted)
                 passages = len(index.store.chunk_ids(sorted(allowed)))
                 for query in QUERIES:
@@ -409,13 +418,50 @@ class IndexConformance:
                     assert signature(per_call) == signature(result.hits), (mode, wanted, query)
             nothing = index.as_retriever(k=3, mode=mode).search(QUERIES[0], filter={"shelf": "west"})
             assert nothing.hits == [] and "no stored document matches" in nothing.notes[0], mode
-            for bad in ({"shelf": {"$ne": "south"}}, {"$or": [{"shelf": "south"}]}, {"shelve": "south"}):
+            for bad in ({"shelf": {"$regex": "s.*"}}, {"year": {"$gt": ["1900"]}}, {"shelve": "south"}):
                 with pytest.raises(InvalidInputError):
                     index.as_retriever(k=3, mode=mode, filter=bad)
                 with pytest.raises(InvalidInputError):
                     index.as_retriever(k=3, mode=mode).retrieve(QUERIES[0], filter=bad)
         answer = index.answer(QUERIES[1], filter={"shelf": "south"})
         assert all(set(h.provenance.document_ids) <= south for h in answer.citations)
+
+    # -- rerankers ------------------------------------------------------------------------------
+    def test_a_reranker_orders_and_cuts_the_candidates_keeping_provenance(self, method: Any) -> None:
+        index = self.build(method)
+        seen: list[int] = []
+
+        def shortest_first(query: str, texts: list[str]) -> list[float]:  # a fake reranker
+            seen.append(len(texts))
+            return [-float(len(t)) for t in texts]
+
+        async def shortest_first_async(query: str, texts: list[str]) -> list[float]:
+            return shortest_first(query, texts)
+
+        for mode in modes_of(method):
+            for reranker in (shortest_first, shortest_first_async):
+                seen.clear()
+                retriever = index.as_retriever(k=3, mode=mode, reranker=reranker, rerank_candidates=6)
+                for query in QUERIES:
+                    hits = retriever.retrieve(query)
+                    assert len(hits) == 3 and seen, (mode, query)
+                    if retriever.reranks_itself:  # the mode reranked its own candidates
+                        assert all(h.provenance.chunk_ids for h in hits), mode
+                        continue
+                    candidates = index.as_retriever(k=6, mode=mode).retrieve(query)
+                    assert seen[-1] == len(candidates) == 6, (mode, seen)
+                    best = sorted(candidates, key=lambda h: len(h.text))[:3]  # stable: ties keep the search's order
+                    assert [h.id for h in hits] == [h.id for h in best], (mode, query)
+                    by_id = {h.id: h for h in candidates}
+                    for hit in hits:
+                        before = by_id[hit.id]
+                        assert hit.provenance == before.provenance and hit.text == before.text and hit.kind == before.kind
+                        assert hit.score == -len(hit.text) and hit.metadata["retrieval_score"] == before.score
+        for bad in (lambda query, texts: [1.0], "cross-encoder"):
+            with pytest.raises(ConfigurationError):
+                index.as_retriever(k=3, reranker=bad).retrieve(QUERIES[0])
+        with pytest.raises(ConfigurationError):
+            index.as_retriever(k=3, reranker=shortest_first, rerank_candidates=0)
 
     # -- concurrency ---------------------------------------------------------------------------
     def test_one_retriever_serves_threads_and_loops(self, method: Any) -> None:

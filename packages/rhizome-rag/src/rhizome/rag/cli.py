@@ -315,28 +315,38 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+_FILTER_SIGNS = {">=": "$gte", "<=": "$lte", "!=": "$ne", ">": "$gt", "<": "$lt", "=": "$eq"}
+"""The comparisons ``--filter`` writes between a field and a value, and their operators."""
+
+
 def _filter_arg(values: list[str] | None) -> dict[str, Any] | None:
-    """The metadata filter of ``--filter`` flags: a JSON object (equality and ``$in``), or
-    ``FIELD=VALUE``; a field given twice may hold either value, different fields all must
-    match."""
+    """The metadata filter of ``--filter`` flags: ``FIELD=VALUE`` (a field given twice may hold
+    either value), ``FIELD!=VALUE``, ``FIELD>VALUE`` (``>=``, ``<``, ``<=``: numbers compare as
+    numbers, other text as text), or a JSON object in the filter grammar
+    (:mod:`rhizome.core.retrieval.filters`); all flags must hold."""
     if not values:
         return None
-    merged: dict[str, Any] = {}
-    wanted: dict[str, list[str]] = {}
+    parts: list[dict[str, Any]] = []
+    equal: dict[str, list[str]] = {}
     for value in values:
         if value.lstrip().startswith("{"):
             try:
-                merged.update(json.loads(value))
+                parts.append(json.loads(value))
             except ValueError as exc:
                 raise InvalidInputError(f"--filter {value!r} is not a JSON object ({exc})") from exc
             continue
-        field, sep, text = value.partition("=")
-        if not sep or not field.strip():
-            raise InvalidInputError(f"--filter takes FIELD=VALUE or a JSON object such as '{{\"year\": {{\"$in\": [2023, 2024]}}}}', got {value!r}")
-        wanted.setdefault(field.strip(), []).append(text)
-    for field, texts in wanted.items():
-        merged[field] = texts[0] if len(texts) == 1 else {"$in": texts}
-    return merged
+        at = min((i for i in (value.find(c) for c in "<>!=") if i >= 0), default=-1)
+        sign = next((s for s in _FILTER_SIGNS if value.startswith(s, at)), None) if at > 0 else None
+        if sign is None or not value[:at].strip():
+            raise InvalidInputError(f"--filter takes FIELD=VALUE, FIELD!=VALUE, FIELD>VALUE (>=, <, <=) or a JSON object "
+                                    f"such as '{{\"year\": {{\"$gt\": 1900}}}}', got {value!r}")
+        field, text = value[:at].strip(), value[at + len(sign):]
+        if sign == "=":
+            equal.setdefault(field, []).append(text)
+        else:
+            parts.append({field: {_FILTER_SIGNS[sign]: text}})
+    parts += [{field: texts[0] if len(texts) == 1 else {"$in": texts}} for field, texts in equal.items()]
+    return parts[0] if len(parts) == 1 else {"$and": parts}
 
 
 def _print_notes(notes: list[str]) -> None:
@@ -612,8 +622,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=int, default=4, help="number of hits (default 4)")
     p.add_argument("--mode", help="retrieval mode, for methods that have several")
     p.add_argument("--filter", action="append", metavar="FIELD=VALUE",
-                   help="only documents whose metadata matches (repeat: a field twice matches either value, "
-                        "different fields all must match; or a JSON object with $eq / $in)")
+                   help="only documents whose metadata matches: FIELD=VALUE, FIELD!=VALUE, FIELD>VALUE (>=, <, <=), "
+                        "or a JSON object such as '{\"$or\": [{\"year\": {\"$gt\": 1900}}, {\"tags\": \"salt\"}]}' "
+                        "(repeat: a field twice with = matches either value, everything else all must hold)")
     p.add_argument("--answer", action="store_true", help="also write an answer (model, or extractive with --offline)")
     p.add_argument("--json", action="store_true", help="print JSON")
     model_flags(p)

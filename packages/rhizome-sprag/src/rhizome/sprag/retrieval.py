@@ -30,8 +30,7 @@ spans, with its document id, chunk range ``[chunk_start, chunk_end)`` and charac
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -50,6 +49,7 @@ from rhizome.core.retrieval.contract import (
     round_robin,
     vector_search,
 )
+from rhizome.core.retrieval.rerank import Reranker, ascores, check_reranker
 from rhizome.core.text import chunk_id, chunk_position
 from rhizome.core.types import Chunk, Hit
 from rhizome.sprag.config import CANDIDATES, PRESETS, RSEParams
@@ -62,7 +62,6 @@ CENTROID_SAMPLE = 4096
 REFERENCE_SHARE = 0.875
 """A typical chunk's length as a share of ``chunk_size`` (dsRAG: 700 of 800 characters)."""
 
-Reranker = Callable[[str, list[str]], Any]
 
 
 class ChunkRetriever(VectorRetriever):
@@ -97,8 +96,10 @@ class SegmentRetriever(BaseRetriever):
         ``balanced`` (default), ``precision`` or ``find_all`` (:data:`~rhizome.sprag.config.PRESETS`):
         the defaults of the RSE settings.
     reranker:
-        ``reranker(query, texts) -> scores`` in [0, 1] (sync or async): relevance and order of
-        the candidates; ``texts`` are the chunks with their AutoContext headers.
+        A :class:`~rhizome.core.retrieval.rerank.Reranker` (``reranker(query, texts) -> scores``,
+        sync or async; also ``index.as_retriever(reranker=...)``, as for every method): relevance
+        (clipped to [0, 1]) and order of the candidates; ``texts`` are the chunks with their
+        AutoContext headers.
     settings:
         :class:`SegmentParams`: ``candidates``, ``relevance`` and any
         :class:`~rhizome.sprag.config.RSEParams` field, over the preset's value.
@@ -106,18 +107,17 @@ class SegmentRetriever(BaseRetriever):
 
     params_class = SegmentParams
     params: SegmentParams
+    reranks_itself = True  # the reranker scores the candidate chunks, before RSE
 
     def __init__(
         self, source: Any, k: int | None = None, *, preset: str = "balanced", reranker: Reranker | None = None, **settings: Any
     ) -> None:
         if preset not in PRESETS:
             raise ConfigurationError(f"unknown RSE preset {preset!r}; presets: {', '.join(PRESETS)}")
-        if reranker is not None and not callable(reranker):
-            raise ConfigurationError("reranker must be a callable reranker(query, texts) -> scores")
         self.source = source if isinstance(source, BaseRetriever) else None
         self.preset = self.mode = preset
         super().__init__(source.index if self.source is not None else source, k, **settings)
-        self.reranker = reranker
+        self.reranker = check_reranker(reranker)
 
     def _default_settings(self) -> Mapping[str, Any]:
         return PRESETS[self.preset].model_dump()
@@ -234,15 +234,7 @@ class SegmentRetriever(BaseRetriever):
         headers = self.index.headers(listed) if hasattr(self.index, "headers") else {}
         texts = [f"{headers[c.id]}\n\n{c.text}" if headers.get(c.id) else c.text for c in listed]
         assert self.reranker is not None  # reranking runs only with a reranker
-        scores = self.reranker(query, texts)
-        if inspect.isawaitable(scores):
-            scores = await scores
-        try:
-            scores = np.asarray(scores, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            scores = np.zeros(0)
-        if len(scores) != len(texts) or not np.isfinite(scores).all():
-            raise ConfigurationError(f"the reranker must return one finite score per text: {len(texts)} texts, got {scores.size} usable scores")
+        scores = await ascores(self.reranker, query, texts)
         order = sorted(range(len(ids)), key=lambda i: -scores[i])  # stable: ties keep the search's order
         return [(ids[i], float(np.clip(scores[i], 0.0, 1.0))) for i in order]
 

@@ -1005,19 +1005,26 @@ class BaseIndex(Generic[P, D]):
 
     def as_retriever(self, k: int | None = None, mode: str | None = None, *, filter: Any = None, **options: Any) -> BaseRetriever:
         """The retriever of ``mode`` (default: the first of ``modes``), returning ``k`` hits;
-        ``filter`` restricts it to documents whose metadata matches (equality and ``$in``, see
-        :mod:`rhizome.core.retrieval.filters`; every mode honours it or raises); ``options`` are the
-        mode's own settings, the fields of its retriever's ``params_class`` (listed by
+        ``filter`` restricts it to documents whose metadata matches (``{"year": {"$gt": 1900}}``,
+        ``$or``, ``$contains`` ..., see :mod:`rhizome.core.retrieval.filters`; every mode honours
+        it or raises); ``reranker`` reranks its hits, of ``rerank_candidates`` asked for (see
+        :mod:`rhizome.core.retrieval.rerank`); ``options`` are the mode's own settings, the fields of its retriever's ``params_class`` (listed by
         ``index.modes[mode].retriever_class().params_class.model_json_schema()``)."""
         from rhizome.core.retrieval.filters import as_filter
+        from rhizome.core.retrieval.rerank import candidates as rerank_candidates
+        from rhizome.core.retrieval.rerank import check_reranker
 
         self._check_open()
         mode = self.check_mode(mode)
         wanted = as_filter(filter)
+        reranker = check_reranker(options.pop("reranker", None))
+        candidates = options.pop("rerank_candidates", None)
+        rerank_candidates(1, candidates)  # a bad count fails now
         try:
             retriever = self._retriever(mode, k, **options)
         except TypeError as exc:
             raise ConfigurationError(f"bad option for the {self.method} {mode or ''} retriever: {exc}") from exc
+        retriever.reranker, retriever.rerank_candidates = reranker, candidates
         if wanted is not None:
             retriever._allowed(wanted)  # a filter this mode cannot honour, or a field no document has, fails now
             retriever.filter = wanted

@@ -20,12 +20,15 @@ has them. A mode's settings (the keywords of ``index.as_retriever(mode=...)`` be
 
 **Metadata.** Every hit carries the metadata of the documents it cites (all of it for a hit
 from one document; the fields its documents agree on for one that cites several), below the
-mode's own keys. **Filters** (:mod:`rhizome.core.retrieval.filters`: equality and ``$in`` on document
-metadata) are honoured here, once for every mode: a filtered search asks the mode for more hits
+mode's own keys. **Filters** (:mod:`rhizome.core.retrieval.filters`: ``$eq $ne $gt $gte $lt $lte $in $nin
+$contains $exists`` and ``$and $or $not`` on document metadata, evaluated by the store's
+database) are honoured here, once for every mode: a filtered search asks the mode for more hits
 (as many more as the filter is selective, at most ten times ``k``), keeps a hit only when every
 document it cites matches, and fills from the nearest chunks of matching documents (a mode
 that does not fill is asked again for twice as many while too few of its hits match). A mode
-whose hits do not cite documents cannot be filtered: asking raises. When a search finds nothing,
+whose hits do not cite documents cannot be filtered: asking raises. **Rerankers**
+(:mod:`rhizome.core.retrieval.rerank`) likewise, for every mode: with one, a search asks for
+``rerank_candidates`` hits (filtered and filled as above) and keeps the ``k`` it scores highest. When a search finds nothing,
 or less than its own ``k``, :attr:`Retrieval.notes` says why.
 
 **The toolkit**: :func:`query_vector` and :func:`vector_search` (with the embedder check),
@@ -51,6 +54,7 @@ from rhizome.core.aio import run_sync
 from rhizome.core.documents import lone_surrogate
 from rhizome.core.errors import ConfigurationError, IndexMismatchError, InvalidInputError
 from rhizome.core.models.base import usage_scope
+from rhizome.core.retrieval import rerank
 from rhizome.core.retrieval.filters import MetadataFilter, as_filter
 from rhizome.core.retrieval.params import RetrieverParams
 from rhizome.core.text import count_tokens, truncate_tokens
@@ -271,6 +275,16 @@ class BaseRetriever:
     be applied to them; a mode that sets it false refuses filters."""
     mode: str | None = None
     """The mode name (reported in :attr:`Retrieval.mode`)."""
+    reranks_itself: ClassVar[bool] = False
+    """Whether the mode applies :attr:`reranker` inside its own search (spRAG's RSE reranks the
+    candidate chunks before choosing segments) rather than to its hits at the end."""
+    reranker: Any = None
+    """A :class:`~rhizome.core.retrieval.rerank.Reranker` the hits are reranked with (set by
+    ``index.as_retriever(reranker=...)``): the search asks for :attr:`rerank_candidates` hits
+    and keeps the ``k`` it scores highest."""
+    rerank_candidates: int | None = None
+    """How many hits a reranked search asks for (default
+    :data:`~rhizome.core.retrieval.rerank.RERANK_CANDIDATES`; never fewer than ``k``)."""
     OVERFETCH: ClassVar[int] = 10
     """At most how many times ``k`` hits a filtered search asks the mode for."""
     params_class: ClassVar[type[RetrieverParams]] = RetrieverParams
@@ -315,7 +329,9 @@ class BaseRetriever:
 
     async def _finish(self, search: Any, query: str, k: int | None, filter: Any = None) -> Retrieval:
         query = check_query(query)
-        k = check_k(k, self.k)
+        kept = k = check_k(k, self.k)
+        if self._reranking:
+            k = rerank.candidates(k, self.rerank_candidates)  # over-fetch: the reranker picks `kept` of them
         wanted = as_filter(filter) if filter is not None else self.filter
         with usage_scope() as usage:
             allowed = self._allowed(wanted)
@@ -331,8 +347,19 @@ class BaseRetriever:
                     asked = min(asked * 2, k * self.OVERFETCH)
                     result = await search(query, asked)
             result = await self._complete(result, query, k, wanted, allowed)
+            await self._rerank_hits(result, kept)
         result.stats = {**usage.stats(), **result.stats}
         return result
+
+    @property
+    def _reranking(self) -> bool:
+        return self.reranker is not None and not self.reranks_itself
+
+    async def _rerank_hits(self, result: Retrieval, k: int) -> None:
+        """``result``'s hits reranked to the best ``k`` (when the retriever has a reranker)."""
+        if self._reranking and result.hits:
+            result.stats["reranked"] = len(result.hits)
+            result.hits = await rerank.arerank(self.reranker, result.query, result.hits, k)
 
     def asked(self, k: int | None = None, *, filter: Any = None) -> int:
         """How many hits a search asks the mode's own steps for to return ``k`` (more under a
@@ -340,6 +367,8 @@ class BaseRetriever:
         :meth:`asearch`, such as a LangGraph graph's map and reduce, which then end with
         :meth:`afinish`."""
         k = check_k(k, self.k)
+        if self._reranking:
+            k = rerank.candidates(k, self.rerank_candidates)
         allowed = self._allowed(as_filter(filter) if filter is not None else self.filter)
         return k if not allowed else self._overfetch(k, len(allowed))
 
@@ -348,9 +377,13 @@ class BaseRetriever:
         made elsewhere (see :meth:`asked`): the filter applied, the best ``k`` kept, topped up
         with the nearest chunks, notes on why hits are few, and each hit given the metadata of
         the documents it cites."""
-        k = check_k(k, self.k)
+        kept = k = check_k(k, self.k)
+        if self._reranking:
+            k = rerank.candidates(k, self.rerank_candidates)
         wanted = as_filter(filter) if filter is not None else self.filter
-        return await self._complete(result, check_query(result.query), k, wanted, self._allowed(wanted))
+        result = await self._complete(result, check_query(result.query), k, wanted, self._allowed(wanted))
+        await self._rerank_hits(result, kept)
+        return result
 
     async def _complete(
         self, result: Retrieval, query: str, k: int, wanted: MetadataFilter | None, allowed: set[str] | None
@@ -391,8 +424,7 @@ class BaseRetriever:
                 f"the {self.mode or getattr(self.index, 'method', '')} mode does not cite the documents of its hits, "
                 "so it cannot apply a metadata filter; use another mode, or search without the filter"
             )
-        store = self.index.store
-        return wanted.allowed(store.documents_metadata(store.document_ids()))
+        return self.index.store.matching_documents(wanted)  # evaluated in SQL, not row by row here
 
     def _overfetch(self, k: int, allowed: int) -> int:
         """How many hits to ask the mode for when ``allowed`` documents may be cited."""

@@ -564,6 +564,36 @@ class IndexStore:
                 out[doc_id] = json.loads(metadata)
         return out
 
+    sql_dialect: str = "sqlite"
+    """The SQL a metadata filter is written in for this backend (see
+    :meth:`rhizome.core.retrieval.filters.MetadataFilter.sql`)."""
+    _documents_source: str = "documents"
+    """The documents table as filters read it: ``id`` and a ``metadata`` they can query."""
+
+    def matching_documents(self, wanted: Any) -> set[str]:
+        """The ids of the stored documents whose metadata matches ``wanted`` (a
+        :class:`~rhizome.core.retrieval.filters.MetadataFilter`), evaluated by the database. A
+        field the filter compares that no stored document has is an :class:`InvalidInputError`
+        naming the fields they do have (a misspelt field would otherwise match nothing)."""
+        condition, params = wanted.sql(self.sql_dialect)
+        unknown = sorted(field for field in wanted.fields if not self._metadata_has(field))
+        if unknown and self.count("documents"):
+            known = self._metadata_fields()
+            raise InvalidInputError(
+                f"no stored document has the metadata field{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}; the documents' fields are: {', '.join(known) or 'none'}"
+            )
+        return {r[0] for r in self.query(f"SELECT id FROM {self._documents_source} WHERE {condition}", params)}
+
+    def _metadata_has(self, field: str) -> bool:
+        """Whether some stored document's metadata has ``field``."""
+        return bool(self.query("SELECT 1 FROM documents WHERE json_type(metadata, ?) IS NOT NULL LIMIT 1",
+                               ('$."' + field.replace('"', '') + '"',)))
+
+    def _metadata_fields(self) -> list[str]:
+        """Every field of the stored documents' metadata, sorted."""
+        return [r[0] for r in self.query("SELECT DISTINCT key FROM documents, json_each(documents.metadata) ORDER BY key")]
+
     def chunk_counts(self) -> dict[str, int]:
         """How many chunks each stored document has, by id."""
         return dict(self.query("SELECT id, n_chunks FROM documents"))

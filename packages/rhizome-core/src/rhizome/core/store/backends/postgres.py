@@ -277,6 +277,15 @@ class PostgresStore(IndexStore):
         """Collections known to have an HNSW index."""
         self._check_identity()
 
+    sql_dialect = "postgresql"
+    _documents_source = "(SELECT id, metadata::jsonb AS metadata FROM documents) AS documents"
+
+    def _metadata_has(self, field: str) -> bool:
+        return bool(self.query("SELECT 1 FROM documents WHERE (metadata::jsonb -> ?::text) IS NOT NULL LIMIT 1", (field,)))
+
+    def _metadata_fields(self) -> list[str]:
+        return [r[0] for r in self.query("SELECT DISTINCT jsonb_object_keys(metadata::jsonb) AS key FROM documents ORDER BY key")]
+
     def __repr__(self) -> str:
         return f"PostgresStore({self.shown!r})"
 
