@@ -3,12 +3,15 @@
 The tree. Leaves are the chunks (100 tokens, sentence-aware, no overlap) with their vectors.
 Each layer above is built from the one below: its nodes are clustered
 (:mod:`rhizome.raptor.clustering`: UMAP, Gaussian mixtures chosen by BIC, soft membership,
-over-long clusters clustered again), each cluster gets one summary from the chat model (or,
-offline, the kernel's extractive writer), and the summaries are embedded; building stops at a
-layer of at most ``reduction_dimension`` + 1 nodes or after ``max_layers`` layers. The summary
+over-long clusters clustered again), each cluster of two or more nodes gets one summary from
+the chat model (or, offline, the kernel's extractive writer), and the summaries are embedded; a
+cluster of one node gets none (it would restate its node) and the node is carried up into the
+next layer as itself. Building stops at a layer of at most ``reduction_dimension`` + 1 nodes,
+at one whose clusters are all of one node, or after ``max_layers`` layers. The summary
 nodes are a kernel :class:`~rhizome.core.index.hierarchy.Hierarchy` (``raptor_tree``, a vector
 collection per layer): ``level`` is the layer (1 = just above the leaves), ``children`` the
-nodes of the layer below that the summary was written from (chunk ids at layer 1), and
+nodes of the layer below that the summary was written from (chunk ids at layer 1; at higher
+layers summaries, or leaves and summaries carried up from lower), and
 ``entity_ids`` every leaf under the node, which its hits cite. Soft clustering makes the tree a
 DAG: a node may be the child of several nodes (``parent`` stays empty; the children lists say
 it all). Summaries are a resumable stage keyed by their input, written concurrently per layer.

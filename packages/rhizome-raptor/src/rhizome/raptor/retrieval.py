@@ -8,7 +8,8 @@
     at ``k``: the paper's 2,000 tokens of context.
 ``traversal``
     From the top layer down: the ``top_k`` nodes (default ``k``) most similar to the query among
-    the top layer, then among the children of the nodes chosen above, down to the leaves. Every
+    the top layer (every node no summary holds), then among the children of the summaries chosen
+    above, down to the leaves (a leaf carried up past a layer may be chosen beside summaries). Every
     chosen node is a candidate; the best ``k`` by similarity are the hits, within the same budget.
     The context is the chosen nodes in the order they were chosen, top layer first, within the
     budget. Nodes are chosen by the top-k rule only (the reference's threshold rule compares a
