@@ -157,8 +157,8 @@ class RaptorIndex(VectorIndex):
         self.settings = ClusterSettings.of(self.config)
 
     def graph_contents(self) -> GraphContents:
-        """The tree's summary nodes as communities: level, children one layer down, and as
-        members the leaves (chunk ids) each covers; for export and the demo."""
+        """The tree's summary nodes as communities: level, children (the nodes each was written
+        from), and as members the leaves (chunk ids) each covers; for export and the demo."""
         return GraphContents(communities=list(self.tree.all().values()))
 
     # -- BaseIndex hooks (the leaves are embedded and stored as VectorIndex does) ----------------

@@ -16,7 +16,7 @@
     distance the wrong way round; it is not offered).
 
 Every hit carries its ``layer`` (0 for a leaf) in ``metadata``; a summary's hit also carries its
-``children`` (the nodes one layer down it was written from) and how many ``leaves`` it covers, and
+``children`` (the nodes it was written from) and how many ``leaves`` it covers, and
 cites those leaves in its provenance, the ones most similar to the query first (at most
 :data:`~rhizome.core.retrieval.contract.MAX_PROVENANCE_CHUNKS`). ``max_tokens`` may end the hits before
 ``k``; the nearest chunks do not top them up (that would break the budget).
