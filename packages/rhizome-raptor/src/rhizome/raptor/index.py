@@ -3,12 +3,15 @@
 The tree. Leaves are the chunks (100 tokens, sentence-aware, no overlap) with their vectors.
 Each layer above is built from the one below: its nodes are clustered
 (:mod:`rhizome.raptor.clustering`: UMAP, Gaussian mixtures chosen by BIC, soft membership,
-over-long clusters clustered again), each cluster gets one summary from the chat model (or,
-offline, the kernel's extractive writer), and the summaries are embedded; building stops at a
-layer of at most ``reduction_dimension`` + 1 nodes or after ``max_layers`` layers. The summary
+over-long clusters clustered again), each cluster of two or more nodes gets one summary from
+the chat model (or, offline, the kernel's extractive writer), and the summaries are embedded; a
+cluster of one node gets none (it would restate its node) and the node is carried up into the
+next layer as itself. Building stops at a layer of at most ``reduction_dimension`` + 1 nodes,
+at one whose clusters are all of one node, or after ``max_layers`` layers. The summary
 nodes are a kernel :class:`~rhizome.core.index.hierarchy.Hierarchy` (``raptor_tree``, a vector
 collection per layer): ``level`` is the layer (1 = just above the leaves), ``children`` the
-nodes of the layer below that the summary was written from (chunk ids at layer 1), and
+nodes of the layer below that the summary was written from (chunk ids at layer 1; at higher
+layers summaries, or leaves and summaries carried up from lower), and
 ``entity_ids`` every leaf under the node, which its hits cite. Soft clustering makes the tree a
 DAG: a node may be the child of several nodes (``parent`` stays empty; the children lists say
 it all). Summaries are a resumable stage keyed by their input, written concurrently per layer.
@@ -102,6 +105,19 @@ class _Layer:
     def __post_init__(self) -> None:
         self.row = {key: i for i, key in enumerate(self.ids)}
 
+    def take(self, keys: list[str]) -> _Layer:
+        """The nodes ``keys`` of this layer (carried up into the next one)."""
+        rows = [self.row[k] for k in keys]
+        return _Layer(list(keys), self.vectors[rows], self.tokens[rows], {k: self.texts[k] for k in keys}, {k: self.leaves[k] for k in keys})
+
+    def plus(self, other: _Layer) -> _Layer:
+        if not other.ids:
+            return self
+        if not self.ids:
+            return other
+        return _Layer(self.ids + other.ids, np.concatenate([self.vectors, other.vectors]), np.concatenate([self.tokens, other.tokens]),
+                      {**self.texts, **other.texts}, {**self.leaves, **other.leaves})
+
 
 def _stale(group: Community) -> bool:
     """A node whose summary was blanked by a delete, to be written again."""
@@ -141,8 +157,8 @@ class RaptorIndex(VectorIndex):
         self.settings = ClusterSettings.of(self.config)
 
     def graph_contents(self) -> GraphContents:
-        """The tree's summary nodes as communities: level, children one layer down, and as
-        members the leaves (chunk ids) each covers; for export and the demo."""
+        """The tree's summary nodes as communities: level, children (the nodes each was written
+        from), and as members the leaves (chunk ids) each covers; for export and the demo."""
         return GraphContents(communities=list(self.tree.all().values()))
 
     # -- BaseIndex hooks (the leaves are embedded and stored as VectorIndex does) ----------------
@@ -186,7 +202,7 @@ class RaptorIndex(VectorIndex):
     async def _update(self, stats: Stats, *, rebuild: bool) -> None:
         old = self.tree.all()
         leaves = self._leaves()
-        placed = {c for g in old.values() if g.level == 1 for c in g.children}
+        placed = {c for g in old.values() for c in g.children}  # a leaf may be carried past layer 1
         new = [c for c in leaves.ids if c not in placed]
         small = self.config.reduction_dimension + 1
         batches: list[VectorBatch] = []
@@ -210,23 +226,33 @@ class RaptorIndex(VectorIndex):
         )
 
     async def _grow(self, level: int, below: _Layer, tree: dict[str, Community], batches: list[VectorBatch], counts: dict[str, int]) -> dict[str, Community]:
-        """Layers from ``level`` up, built from scratch over ``below``, added to ``tree``."""
+        """Layers from ``level`` up, built from scratch over ``below``, added to ``tree``. A
+        cluster of one node gets no summary (it would restate its node): the node is carried
+        up into the next layer as itself. A layer whose clusters are all of one node is the top."""
         while level <= self.config.max_layers and len(below.ids) > self.config.reduction_dimension + 1:
             with phase(f"clustering (level {level})", len(below.ids), "node") as step:
                 clusters = await asyncio.to_thread(cluster, below.vectors, below.tokens, self.cluster_token_limit(), self.settings)
                 step.advance(len(below.ids))
-            groups = [self._group(level, [below.ids[i] for i in members], below) for members in clusters]
+            groups = [self._group(level, [below.ids[i] for i in members], below) for members in clusters if len(members) > 1]
+            if not groups:
+                break
+            held = {c for g in groups for c in g.children}
             done = await self._summarise(level, groups, below, batches, counts)
             tree.update(done)
-            below = await self._layer(level, list(done.values()), batches)
+            below = await self._layer(level, list(done.values()), batches, below.take([c for c in below.ids if c not in held]))
             level += 1
         return tree
 
     async def _place(self, old: dict[str, Community], leaves: _Layer, batches: list[VectorBatch], counts: dict[str, int]) -> dict[str, Community]:
         """The tree after an insert or a delete, changed only where the leaves changed (see the
-        module docstring)."""
+        module docstring). At each layer: the clusters lose the nodes that are gone (one left
+        with a single node is dissolved, that node taking its place in the clusters above);
+        nodes no cluster holds, here or above, join the cluster with the nearest centroid;
+        clusters grown past the token limit are split; what no cluster of the layer holds is
+        carried up into the next."""
         tree = {key: g.model_copy(deep=True) for key, g in old.items()}
-        below, changed = leaves, {c for c in leaves.ids if all(c not in g.children for g in old.values() if g.level == 1)}
+        below = leaves
+        changed = {c for c in leaves.ids if all(c not in g.children for g in old.values())}
         top = max(g.level for g in tree.values())
         for level in range(1, top + 1):
             here = {key: g for key, g in tree.items() if g.level == level}
@@ -239,8 +265,15 @@ class RaptorIndex(VectorIndex):
                 if children != g.children or _stale(g) or not changed.isdisjoint(children):
                     dirty.add(key)
                 g.children = children
+            for key, g in list(here.items()):  # a cluster of one node: the node takes its place above
+                if len(g.children) == 1:
+                    del here[key], tree[key]
+                    dirty.discard(key)
+                    self._substitute(tree, key, g.children[0])
+                    changed.add(g.children[0])
+            above = {c for g in tree.values() if g.level > level for c in g.children}
             held = {c for g in here.values() for c in g.children}
-            orphans = [c for c in below.ids if c not in held]
+            orphans = [c for c in below.ids if c not in held and c not in above]
             if orphans and here:  # new or parentless nodes join the cluster with the nearest centroid
                 keys = list(here)
                 centroids = _unit(np.stack([_unit(below.vectors[[below.row[c] for c in here[k].children]]).mean(axis=0) for k in keys]))
@@ -256,21 +289,31 @@ class RaptorIndex(VectorIndex):
                         del here[key], tree[key]
                         dirty.discard(key)
                         for part in parts:
-                            group = self._group(level, [below.ids[rows[i]] for i in part], below)
-                            here[group.id] = group
-                            dirty.add(group.id)
+                            if len(part) > 1:  # a part of one node is carried up, and joins a cluster there
+                                group = self._group(level, [below.ids[rows[i]] for i in part], below)
+                                here[group.id] = group
+                                dirty.add(group.id)
             if not here:  # nothing left at this layer: the layers above go too, and grow again
                 tree = {key: g for key, g in tree.items() if g.level < level}
                 break
+            held = {c for g in here.values() for c in g.children}
+            carried = below.take([c for c in below.ids if c not in held])
             for key in here:
                 here[key].entity_ids = self._covered(here[key].children, below)
             before = {key: tree[key].summary if key in tree else None for key in here}
             done = await self._summarise(level, [here[key] for key in sorted(dirty) if key in here], below, batches, counts)
             here.update(done)
             tree.update(here)
-            changed = {key for key in here if here[key].summary != before.get(key)}
-            below = await self._layer(level, [here[key] for key in sorted(here)], batches)
+            changed = {key for key in here if here[key].summary != before.get(key)} | (changed & set(carried.ids))
+            below = await self._layer(level, [here[key] for key in sorted(here)], batches, carried)
         return await self._grow(1 + max((g.level for g in tree.values()), default=0), below, tree, batches, counts)
+
+    @staticmethod
+    def _substitute(tree: dict[str, Community], key: str, node: str) -> None:
+        """``node`` in place of ``key`` among the children of every cluster in ``tree``."""
+        for g in tree.values():
+            if key in g.children:
+                g.children = list(dict.fromkeys(node if c == key else c for c in g.children))
 
     def _group(self, level: int, children: list[str], below: _Layer) -> Community:
         return Community(id=community_key(level, children), level=level, entity_ids=self._covered(children, below), children=children)
@@ -296,8 +339,9 @@ class RaptorIndex(VectorIndex):
             done[key] = group
         return done
 
-    async def _layer(self, level: int, groups: list[Community], batches: list[VectorBatch]) -> _Layer:
-        """The nodes of layer ``level`` with their vectors (embedding the summaries that changed)."""
+    async def _layer(self, level: int, groups: list[Community], batches: list[VectorBatch], carried: _Layer) -> _Layer:
+        """The nodes of layer ``level`` with their vectors (embedding the summaries that changed):
+        its clusters' summaries, then the ``carried`` nodes of lower layers no cluster here holds."""
         texts = {g.id: g.summary for g in groups}
         batch = await self.embed_changed(self.tree.collection(level), texts, what=f"summaries (level {level})")
         batches.append(batch)
@@ -307,7 +351,7 @@ class RaptorIndex(VectorIndex):
         ids = list(texts)
         vectors = np.stack([fresh[k] if k in fresh else stored[k] for k in ids]) if ids else np.zeros((0, 1), np.float32)
         tokens = np.array([g.metadata.get("tokens", count_tokens(g.summary)) for g in groups], dtype=np.int64)
-        return _Layer(ids, vectors, tokens, texts, {g.id: g.entity_ids for g in groups})
+        return _Layer(ids, vectors, tokens, texts, {g.id: g.entity_ids for g in groups}).plus(carried)
 
     # -- reading ---------------------------------------------------------------------------------
 __all__ = ["RaptorIndex", "SummaryWriter", "cap"]

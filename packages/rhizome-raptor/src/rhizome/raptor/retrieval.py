@@ -8,14 +8,15 @@
     at ``k``: the paper's 2,000 tokens of context.
 ``traversal``
     From the top layer down: the ``top_k`` nodes (default ``k``) most similar to the query among
-    the top layer, then among the children of the nodes chosen above, down to the leaves. Every
+    the top layer (every node no summary holds), then among the children of the summaries chosen
+    above, down to the leaves (a leaf carried up past a layer may be chosen beside summaries). Every
     chosen node is a candidate; the best ``k`` by similarity are the hits, within the same budget.
     The context is the chosen nodes in the order they were chosen, top layer first, within the
     budget. Nodes are chosen by the top-k rule only (the reference's threshold rule compares a
     distance the wrong way round; it is not offered).
 
 Every hit carries its ``layer`` (0 for a leaf) in ``metadata``; a summary's hit also carries its
-``children`` (the nodes one layer down it was written from) and how many ``leaves`` it covers, and
+``children`` (the nodes it was written from) and how many ``leaves`` it covers, and
 cites those leaves in its provenance, the ones most similar to the query first (at most
 :data:`~rhizome.core.retrieval.contract.MAX_PROVENANCE_CHUNKS`). ``max_tokens`` may end the hits before
 ``k``; the nearest chunks do not top them up (that would break the budget).
@@ -159,20 +160,51 @@ class TraversalRetriever(_TreeRetriever):
             return vector, chosen, path
         width = self.params.top_k or k
         store, tree = self.index.store, self.index.tree
-        levels = tree.levels()
-        collection = tree.collection(levels[-1]) if levels else self.index.CHUNK_COLLECTION
-        layer = [(key, score, levels[-1] if levels else 0) for key, score in vector_search(store, collection, vector, width)]
+        roots = self._roots()
+        if roots is None:  # no tree: the nearest leaves
+            layer = [(key, score, 0) for key, score in vector_search(store, self.index.CHUNK_COLLECTION, vector, width)]
+        else:
+            layer = self._scored(roots, vector)[:width]
         while layer:
             chosen += layer
-            level = layer[0][2]
-            path[level] = [key for key, _, _ in layer]
-            if level == 0:
-                break
-            groups = tree.groups.get(path[level])
-            children = list(dict.fromkeys(c for key in path[level] if key in groups for c in groups[key].children))
-            collection = self.index.CHUNK_COLLECTION if level == 1 else tree.collection(level - 1)
-            layer = [(key, score, level - 1) for key, score in self._similar(collection, children, vector)[:width]]
+            for key, _, level in layer:
+                path.setdefault(level, []).append(key)
+            groups = tree.groups.get([key for key, _, level in layer if level > 0])
+            children = list(dict.fromkeys(c for key, _, level in layer if key in groups for c in groups[key].children))
+            layer = self._scored(self._levels(children), vector)[:width]
         return vector, chosen, path
+
+    def _roots(self) -> list[tuple[str, int]] | None:
+        """The nodes no summary holds, with their layers (the top layer, and any node carried
+        up to it); ``None`` when there is no tree."""
+        store, tree = self.index.store, self.index.tree
+
+        def build() -> list[tuple[str, int]] | None:
+            groups = tree.all()
+            if not groups:
+                return None
+            held = {c for g in groups.values() for c in g.children}
+            return [(g.id, g.level) for g in groups.values() if g.id not in held] + [(c, 0) for c in store.chunk_ids() if c not in held]
+
+        key = (tree.groups.generation(), store.vector_generation(self.index.CHUNK_COLLECTION))
+        return self.index.derived("raptor:roots", key, build)
+
+    def _levels(self, keys: list[str]) -> list[tuple[str, int]]:
+        """``keys`` with their layers: a summary's level, 0 for a leaf."""
+        groups = self.index.tree.groups.get(keys)
+        return [(key, groups[key].level if key in groups else 0) for key in keys]
+
+    def _scored(self, nodes: list[tuple[str, int]], vector: np.ndarray) -> Ranked:
+        """``nodes`` (of any layers) by cosine to the query, best first."""
+        by_level: dict[int, list[str]] = {}
+        for key, level in nodes:
+            by_level.setdefault(level, []).append(key)
+        scored = [
+            (key, score, level)
+            for level, keys in by_level.items()
+            for key, score in self._similar(self.index.CHUNK_COLLECTION if level == 0 else self.index.tree.collection(level), keys, vector)
+        ]
+        return sorted(scored, key=lambda n: (-round(n[1], 6), n[2], n[0]))
 
     async def _search(self, query: str, k: int, *, context: bool) -> Retrieval:
         vector, chosen, path = await self._choose(query, k)
