@@ -8,12 +8,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from starlette.routing import Route
 
 from rhizome.server import errors, rest
 from rhizome.server.chat import ollama, openai
 from rhizome.server.hosts import LoopbackHosts
 from rhizome.server.jobs import Jobs
 from rhizome.server.limits import BodyLimit
+from rhizome.server.mcp import HttpEndpoint
 from rhizome.server.settings import ServerSettings, is_loopback
 from rhizome.server.state import ServerState
 from rhizome.server.workspaces import Workspaces
@@ -21,7 +23,7 @@ from rhizome.server.workspaces import Workspaces
 DESCRIPTION = """Rhizome indexes over HTTP: each index is a workspace. Search and answer with
 `POST /{ws}/query` and `POST /{ws}/answer`, manage documents under `/{ws}/documents`, or point an
 OpenAI (`/v1`) or Ollama (`/api`) chat client at the server: its models are
-`rhizome/<workspace>[:<mode>]`. With an API key set, send `Authorization: Bearer KEY`."""
+`rhizome/<workspace>[:<mode>]`; MCP clients find the same workspaces as tools at `/mcp`. With an API key set, send `Authorization: Bearer KEY`."""
 
 
 def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *, close_on_shutdown: bool = True) -> FastAPI:
@@ -30,11 +32,13 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
     settings = (settings or ServerSettings()).check()
     redact = errors.Redactor([*workspaces.hidden_locations(), *model_server()])
     state = ServerState(workspaces, Jobs(redact), settings, redact)
+    mcp_endpoint = HttpEndpoint(state, writes=settings.mcp_writes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            yield
+            async with mcp_endpoint.running():
+                yield
         finally:
             await state.jobs.wait()
             if close_on_shutdown:
@@ -46,6 +50,7 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
     errors.install(app, redact)
     for router in (rest.router, rest.reads, rest.writes, openai.router, ollama.router):
         app.include_router(router)
+    app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=settings.max_body)
     if is_loopback(settings.host):
         app.add_middleware(LoopbackHosts)
