@@ -30,6 +30,11 @@ def http_client(url: str, key: str | None = API_KEY) -> Any:
     return Client(streamable_http_client(f"{url}/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60)))
 
 
+async def rest_call(method: str, url: str, **kwargs: Any) -> httpx.Response:
+    async with httpx.AsyncClient(timeout=60) as client:
+        return await client.request(method, url, **kwargs)
+
+
 async def tool_names(client: Any) -> set[str]:
     return {tool.name for tool in (await client.list_tools()).tools}
 
@@ -93,10 +98,10 @@ async def test_http_tools_behind_the_key(built):
         async with http_client(server.url) as client:
             assert await tool_names(client) == {"list_workspaces", "search", "answer"}
             found = (await client.call_tool("search", {"workspace": "docs", "query": QUESTION, "k": 3})).structured_content
-            rest = httpx.post(f"{server.url}/docs/query", json={"query": QUESTION, "k": 3}, headers=AUTH).json()
+            rest = (await rest_call("POST", f"{server.url}/docs/query", json={"query": QUESTION, "k": 3}, headers=AUTH)).json()
             assert [h["id"] for h in found["hits"]] == [h["id"] for h in rest["hits"]]  # the same call as the REST route
             assert [h["score"] for h in found["hits"]] == pytest.approx([h["score"] for h in rest["hits"]])
-        unauthorised = httpx.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        unauthorised = await rest_call("POST", f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                   headers={"Accept": "application/json, text/event-stream"})
         assert unauthorised.status_code == 401 and "API key" in unauthorised.json()["error"]["message"]
         with pytest.raises(Exception):  # noqa: B017 - the SDK raises its transport's error for the 401
@@ -112,7 +117,7 @@ async def test_http_writes_need_the_flag_and_the_key(fresh):
             refused = await client.call_tool("insert_documents", {"workspace": "w", "documents": ["A new text."]})
             assert refused.is_error and "--api-key" in refused.content[0].text
             assert (await client.call_tool("delete_document", {"workspace": "w", "document_id": "01-vell-islands.md"})).is_error
-        assert httpx.get(f"{server.url}/w/documents").json()["total"] == 8  # nothing written
+        assert (await rest_call("GET", f"{server.url}/w/documents")).json()["total"] == 8  # nothing written
     keyed = open_app([f"w={fresh('naive', 'w2')}"], "--mcp-writes", "--api-key", API_KEY)
     with RunningServer(keyed) as server:
         async with http_client(server.url) as client:
@@ -120,7 +125,7 @@ async def test_http_writes_need_the_flag_and_the_key(fresh):
             assert job.structured_content["status"] == "done"
             deleted = await client.call_tool("delete_document", {"workspace": "w", "document_id": "01-vell-islands.md"})
             assert deleted.structured_content["deleted"] == ["01-vell-islands.md"]
-        assert httpx.get(f"{server.url}/w/documents", headers=AUTH).json()["total"] == 8  # one in, one out
+        assert (await rest_call("GET", f"{server.url}/w/documents", headers=AUTH)).json()["total"] == 8  # one in, one out
     plain = open_app([f"w={fresh('naive', 'w3')}"], "--api-key", API_KEY)
     with RunningServer(plain) as server:
         async with http_client(server.url) as client:

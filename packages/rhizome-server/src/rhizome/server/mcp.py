@@ -27,6 +27,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from rhizome.server import answering
+from rhizome.server.classify import MAX_TEXTS, ClassifyResponse
 from rhizome.server.errors import public_message
 from rhizome.server.jobs import delete
 from rhizome.server.offload import call_in_thread
@@ -45,7 +46,8 @@ from rhizome.server.state import ServerState
 INSTRUCTIONS = """Rhizome serves document indexes (workspaces), each built with a graph-RAG method.
 Call list_workspaces first: it names each workspace, its method and its retrieval modes with the kinds
 of question each suits (specific, multi-hop, global). search returns passages with scores and
-provenance (document ids) to cite; answer writes an answer with its citations."""
+provenance (document ids) to cite; answer writes an answer with its citations. A workspace of kind
+classifier labels texts (classify) instead."""
 
 Workspace = Annotated[str, Field(description="a workspace name, as list_workspaces gives it")]
 Query = Annotated[str, Field(min_length=1, description="the question or search text")]
@@ -75,8 +77,8 @@ def build(state: ServerState, *, writes: bool = False) -> MCPServer:
     async def list_workspaces() -> WorkspaceList:
         """Every workspace: its method, retrieval modes (with the question kinds each suits), models and counts."""
         with told():
-            return WorkspaceList(workspaces=[WorkspaceDescription.model_validate(await call_in_thread(w.describe))
-                                             for w in state.workspaces])
+            return WorkspaceList(workspaces=[WorkspaceDescription.model_validate(w)
+                                             for w in await call_in_thread(state.workspaces.describe)])
 
     @server.tool(annotations=READ)
     async def search(workspace: Workspace, query: Query, mode: Mode = None, k: K = 4, filter: Filter = None) -> QueryResponse:
@@ -91,6 +93,15 @@ def build(state: ServerState, *, writes: bool = False) -> MCPServer:
         (extractive: a sentence of the best passage, when the server has no chat model)."""
         with told():
             return await answering.answered(state.workspaces.get(workspace), answering.Ask(query, mode, k, filter))
+
+    @server.tool(annotations=READ)
+    async def classify(workspace: Annotated[str, Field(description="a classifier workspace (kind classifier in list_workspaces)")],
+                       texts: Annotated[list[str], Field(min_length=1, max_length=MAX_TEXTS)]) -> ClassifyResponse:
+        """Label texts with a workspace's saved GORAG classifier: each text's label, the scorer's confidence,
+        and the candidate labels with their probabilities."""
+        with told():
+            space = state.workspaces.classifier(workspace)
+            return ClassifyResponse(workspace=space.name, results=await space.classify(texts))
 
     if not writes:
         return server

@@ -44,8 +44,8 @@ async def health(request: Request) -> Health:
 
 @reads.get("/workspaces", response_model=WorkspaceList, tags=["server"])
 async def list_workspaces(request: Request) -> WorkspaceList:
-    """Every workspace: its method, modes, models, counts and chat model names."""
-    found = [WorkspaceDescription.model_validate(await call_in_thread(w.describe)) for w in server(request).workspaces]
+    """Every workspace: its kind, method, modes, models, counts and chat model names."""
+    found = [WorkspaceDescription.model_validate(w) for w in await call_in_thread(server(request).workspaces.describe)]
     return WorkspaceList(workspaces=found)
 
 
