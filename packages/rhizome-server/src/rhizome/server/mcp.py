@@ -94,7 +94,6 @@ def build(state: ServerState, *, writes: bool = False) -> MCPServer:
         with told():
             return await answering.answered(state.workspaces.get(workspace), answering.Ask(query, mode, k, filter))
 
-    @server.tool(annotations=READ)
     async def classify(workspace: Annotated[str, Field(description="a classifier workspace (kind classifier in list_workspaces)")],
                        texts: Annotated[list[str], Field(min_length=1, max_length=MAX_TEXTS)]) -> ClassifyResponse:
         """Label texts with a workspace's saved GORAG classifier: each text's label, the scorer's confidence,
@@ -102,6 +101,9 @@ def build(state: ServerState, *, writes: bool = False) -> MCPServer:
         with told():
             space = state.workspaces.classifier(workspace)
             return ClassifyResponse(workspace=space.name, results=await space.classify(texts))
+
+    if state.workspaces.classifiers:  # offered only where there is a classifier to use
+        server.add_tool(classify, annotations=READ)
 
     if not writes:
         return server
