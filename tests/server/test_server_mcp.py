@@ -12,6 +12,7 @@ import pytest
 from server_support import API_KEY, AUTH, RunningServer, open_app
 
 QUESTION = "Who drew the first map of the islands?"
+READS = {"list_workspaces", "search", "answer", "graph_neighbourhood"}
 
 
 def stdio_params(*argv: str) -> Any:
@@ -43,7 +44,7 @@ async def test_stdio_lists_searches_and_answers_with_provenance(built):
     from mcp import Client
 
     async with Client(stdio_params(f"docs={built('naive')}", f"light={built('lightrag')}")) as client:
-        assert await tool_names(client) == {"list_workspaces", "search", "answer"}
+        assert await tool_names(client) == READS
         listed = (await client.call_tool("list_workspaces", {})).structured_content
         assert [(w["name"], w["method"]) for w in listed["workspaces"]] == [("docs", "naive"), ("light", "lightrag")]
         found = await client.call_tool("search", {"workspace": "light", "query": QUESTION, "mode": "local", "k": 2})
@@ -54,6 +55,12 @@ async def test_stdio_lists_searches_and_answers_with_provenance(built):
         answered = await client.call_tool("answer", {"workspace": "docs", "query": QUESTION, "k": 1})
         assert answered.structured_content["extractive"] is True
         assert answered.structured_content["citations"][0]["provenance"]["document_ids"] == ["03-ilse-varn.md"]
+        around = await client.call_tool("graph_neighbourhood", {"workspace": "light", "entity": "Ilse Varn", "limit": 5})
+        assert not around.is_error, around.content
+        graph = around.structured_content
+        assert graph["entity"]["name"].lower() == "ilse varn" and 1 < len(graph["nodes"]) <= 5 and graph["edges"]
+        flat = await client.call_tool("graph_neighbourhood", {"workspace": "docs", "entity": "Ilse Varn"})
+        assert flat.is_error and "LightRAG" in flat.content[0].text  # a naive index keeps no graph: it names the methods that do
 
 
 async def test_stdio_tool_errors_say_what_to_do_and_show_no_path(built):
@@ -96,7 +103,7 @@ async def test_http_tools_behind_the_key(built):
     app = open_app([f"docs={built('naive')}"], "--api-key", API_KEY)
     with RunningServer(app) as server:
         async with http_client(server.url) as client:
-            assert await tool_names(client) == {"list_workspaces", "search", "answer"}
+            assert await tool_names(client) == READS
             found = (await client.call_tool("search", {"workspace": "docs", "query": QUESTION, "k": 3})).structured_content
             rest = (await rest_call("POST", f"{server.url}/docs/query", json={"query": QUESTION, "k": 3}, headers=AUTH)).json()
             assert [h["id"] for h in found["hits"]] == [h["id"] for h in rest["hits"]]  # the same call as the REST route

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.routing import Route
 
-from rhizome.server import classify, errors, rest
+from rhizome.server import classify, errors, graphapi, rest, uploads
 from rhizome.server.chat import ollama, openai
 from rhizome.server.hosts import LoopbackHosts
 from rhizome.server.jobs import Jobs
@@ -48,7 +48,7 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
     app.state.server = state
     app.state.settings = settings
     errors.install(app, redact)
-    for router in (rest.router, rest.reads, rest.writes, classify.router, openai.router, ollama.router):
+    for router in (rest.router, rest.reads, uploads.router, rest.writes, graphapi.router, classify.router, openai.router, ollama.router):
         app.include_router(router)
     app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=settings.max_body)

@@ -26,9 +26,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from rhizome.server import answering
+from rhizome.server import answering, graphview
 from rhizome.server.classify import MAX_TEXTS, ClassifyResponse
 from rhizome.server.errors import public_message
+from rhizome.server.graphview import MAX_DEPTH, MAX_NODES, Neighbourhood
 from rhizome.server.jobs import delete
 from rhizome.server.offload import call_in_thread
 from rhizome.server.schemas import (
@@ -93,6 +94,20 @@ def build(state: ServerState, *, writes: bool = False) -> MCPServer:
         (extractive: a sentence of the best passage, when the server has no chat model)."""
         with told():
             return await answering.answered(state.workspaces.get(workspace), answering.Ask(query, mode, k, filter))
+
+    @server.tool(annotations=READ)
+    async def graph_neighbourhood(
+        workspace: Workspace,
+        entity: Annotated[str, Field(min_length=1, description="an entity's name as written in the documents, or its id")],
+        depth: Annotated[int, Field(ge=1, le=MAX_DEPTH, description="relations away from the entity")] = 1,
+        limit: Annotated[int, Field(ge=1, le=MAX_NODES, description="most entities returned")] = 50,
+    ) -> Neighbourhood:
+        """An entity of a workspace's graph (GraphRAG, LightRAG, HippoRAG, ArchRAG) with its description, the
+        passages and communities that hold it, and its neighbours up to depth relations away with the relations
+        between them, the most strongly related first."""
+        with told():
+            space = state.workspaces.get(workspace)
+            return Neighbourhood.model_validate(await call_in_thread(lambda: graphview.neighbourhood(space, entity, depth, limit)))
 
     async def classify(workspace: Annotated[str, Field(description="a classifier workspace (kind classifier in list_workspaces)")],
                        texts: Annotated[list[str], Field(min_length=1, max_length=MAX_TEXTS)]) -> ClassifyResponse:

@@ -30,6 +30,7 @@ from rhizome.server.schemas import (
 )
 from rhizome.server.security import require_read, require_write
 from rhizome.server.state import server, workspace
+from rhizome.server.uploads import MULTIPART_BODY
 
 router = APIRouter()
 reads = APIRouter(dependencies=[Depends(require_read)])
@@ -102,10 +103,11 @@ async def list_documents(request: Request, ws: str, offset: int = Query(0, ge=0)
     return DocumentList(workspace=space.name, documents=found, total=total, offset=offset, limit=limit)
 
 
-@writes.post("/{ws}/documents", response_model=JobView, status_code=202, tags=["documents"])
+@writes.post("/{ws}/documents", response_model=JobView, status_code=202, tags=["documents"], openapi_extra=MULTIPART_BODY)
 async def insert_documents(request: Request, ws: str, body: InsertRequest) -> JobView:
     """Insert documents as a background job (``GET /jobs/{id}`` follows it). The documents are
-    checked first: a bad one refuses the request and nothing is queued."""
+    checked first: a bad one refuses the request and nothing is queued. A ``multipart/form-data``
+    body uploads files instead (:mod:`rhizome.server.uploads`)."""
     from rhizome.core.documents import coerce_documents
 
     space = workspace(request, ws)
