@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from rhizome.server import classify, errors, graphapi, rest, uploads
 from rhizome.server.chat import ollama, openai
+from rhizome.server.chat.agent import RouterAgent
 from rhizome.server.hosts import LoopbackHosts
 from rhizome.server.jobs import Jobs
 from rhizome.server.limits import BodyLimit
@@ -47,6 +48,7 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
     app = FastAPI(title="Rhizome", description=DESCRIPTION, version=_version(), lifespan=lifespan)
     app.state.server = state
     app.state.settings = settings
+    app.state.agent = RouterAgent(workspaces, settings.agent_llm)
     errors.install(app, redact)
     for router in (rest.router, rest.reads, uploads.router, rest.writes, graphapi.router, classify.router, openai.router, ollama.router):
         app.include_router(router)

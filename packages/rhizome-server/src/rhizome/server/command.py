@@ -41,7 +41,7 @@ def settings_from(args: argparse.Namespace) -> Any:
     key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV)
     return ServerSettings(host=args.host, port=args.port, api_key=key, cors=tuple(args.cors),
                           max_body=args.max_body, read_only=args.read_only,
-                          mcp_writes=args.mcp_writes).check()
+                          mcp_writes=args.mcp_writes, agent_llm=None if args.offline else args.llm).check()
 
 
 def app_from_args(argv: list[str]) -> Any:
