@@ -6,17 +6,11 @@ answer carries the passages it cites."""
 from __future__ import annotations
 
 import pytest
-from server_support import API_KEY, AUTH, RunningServer, open_app
+from server_support import API_KEY, AUTH, open_app
 
 SPECIFIC = "Who drew the first map of the islands?"
 GLOBAL = "What are the main themes across the documents?"
 MULTI_HOP = "Which trade affects the fisheries that the Moot regulates?"
-
-
-@pytest.fixture
-def running(built):
-    with RunningServer(open_app([f"docs={built('naive')}", f"light={built('lightrag')}"], "--api-key", API_KEY)) as server:
-        yield server
 
 
 def test_openai_client_sees_the_agent_and_it_routes_each_question_by_its_kind(running):
