@@ -137,3 +137,19 @@ async def test_http_writes_need_the_flag_and_the_key(fresh):
     with RunningServer(plain) as server:
         async with http_client(server.url) as client:
             assert "insert_documents" not in await tool_names(client)
+
+
+def test_making_the_app_leaves_the_process_logging_alone(built, monkeypatch):
+    """The SDK's server configures the root logger when it is made (INFO, a rich handler, when
+    the root has no handler yet): the app undoes it, so a process that embeds the server keeps
+    its own logging."""
+    import logging
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # a process that configured nothing (pytest's own handlers aside)
+    monkeypatch.setattr(root, "level", logging.WARNING)
+    app = open_app([f"docs={built('naive')}"])
+    try:
+        assert (root.handlers, root.level) == ([], logging.WARNING)
+    finally:
+        app.state.server.workspaces.close()

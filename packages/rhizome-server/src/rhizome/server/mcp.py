@@ -60,9 +60,26 @@ Filter = Annotated[dict[str, Any] | None, Field(
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
+@contextlib.contextmanager
+def root_logging_kept() -> Iterator[None]:
+    """Undo what the SDK's server does to the process's logging on construction (``basicConfig``
+    at INFO with a rich handler on the root logger): the process that runs the server, or embeds
+    it, keeps its own logging."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 def build(state: ServerState, *, writes: bool = False) -> MCPServer:
     """The MCP server of ``state``'s workspaces; ``writes`` adds ``insert`` and ``delete``."""
-    server: MCPServer = MCPServer("rhizome", instructions=INSTRUCTIONS, version=importlib.metadata.version("rhizome-server"))
+    with root_logging_kept():
+        server: MCPServer = MCPServer("rhizome", instructions=INSTRUCTIONS, version=importlib.metadata.version("rhizome-server"))
 
     @contextlib.contextmanager
     def told() -> Iterator[None]:
