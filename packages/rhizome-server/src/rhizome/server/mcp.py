@@ -7,10 +7,10 @@ same job calls (:mod:`rhizome.server.answering`, :mod:`rhizome.server.jobs`), ov
 workspaces; a typed error becomes a tool error with the message a REST client would read
 (locations hidden), anything else a generic one (the traceback goes to the log).
 
-Reads are open as REST reads are (over HTTP: with the server's key when it has one). ``insert``
-and ``delete`` exist only when the server is started with the opt-in flag (``rhizome mcp
---allow-writes``, ``rhizome serve --mcp-writes``): an agent acts on what it reads, and a
-document it was given could tell it to delete others. Over HTTP a write also needs the API key,
+Reads are open as REST reads are (over HTTP: with the server's key when it has one).
+``insert_documents`` and ``delete_document`` exist only when the server is started with the
+opt-in flag (``rhizome mcp --allow-writes``, ``rhizome serve --mcp-writes``): an agent acts on
+what it reads, and a document it was given could tell it to delete others. Over HTTP a write also needs the API key,
 as every REST write does.
 """
 
@@ -77,7 +77,8 @@ def root_logging_kept() -> Iterator[None]:
 
 
 def build(state: ServerState, *, writes: bool = False) -> MCPServer:
-    """The MCP server of ``state``'s workspaces; ``writes`` adds ``insert`` and ``delete``."""
+    """The MCP server of ``state``'s workspaces; ``writes`` adds ``insert_documents`` and
+    ``delete_document``."""
     with root_logging_kept():
         server: MCPServer = MCPServer("rhizome", instructions=INSTRUCTIONS, version=importlib.metadata.version("rhizome-server"))
 
@@ -93,7 +94,8 @@ def build(state: ServerState, *, writes: bool = False) -> MCPServer:
 
     @server.tool(annotations=READ)
     async def list_workspaces() -> WorkspaceList:
-        """Every workspace: its method, retrieval modes (with the question kinds each suits), models and counts."""
+        """Every workspace: its kind (index or classifier), method, retrieval modes (with the question kinds
+        each suits), models and counts."""
         with told():
             return WorkspaceList(workspaces=[WorkspaceDescription.model_validate(w)
                                              for w in await call_in_thread(state.workspaces.describe)])
