@@ -177,3 +177,38 @@ def test_openapi_documents_the_graph_routes(client):
     schema = client.get("/openapi.json").json()
     assert {"Neighbourhood", "Groups", "Group", "Entities", "GraphNode", "GraphEdge", "GroupView"} <= set(schema["components"]["schemas"])
     assert {"/{ws}/graph/neighbourhood", "/{ws}/graph/groups", "/{ws}/graph/groups/{group_id}", "/{ws}/graph/entities"} <= set(schema["paths"])
+
+
+def test_graph_reads_beside_an_insert_see_whole_commits(fresh, client_for):
+    client = client_for([f"w={fresh('graphrag')}"], "--api-key", API_KEY)
+    skippers = [f"Skipper{i} Holm" for i in range(30)]
+    documents = [{"id": f"s{i}", "text": f"{name} sails the ketch Sula from Port Amsel to Oskel and back."} for i, name in enumerate(skippers)]
+    job = client.post("/w/documents", json={"documents": documents}, headers=AUTH).json()
+    reads = 0
+    while True:
+        status = client.get(f"/jobs/{job['id']}", headers=AUTH).json()["status"]
+        near = client.get("/w/graph/neighbourhood", params={"entity": "Oskel", "depth": 2, "limit": 200}, headers=AUTH).json()
+        ids = {n["id"] for n in near["nodes"]}
+        assert len(ids) == len(near["nodes"]) and all(e["source"] in ids and e["target"] in ids for e in near["edges"])
+        level = client.get("/w/graph/groups", params={"limit": 100}, headers=AUTH).json()
+        assert level["total"] == len(level["groups"]) and len({g["id"] for g in level["groups"]}) == level["total"]
+        reads += 1
+        if status in ("done", "failed"):
+            break
+    assert status == "done" and reads >= 1
+    near = client.get("/w/graph/neighbourhood", params={"entity": "Oskel", "limit": 200}, headers=AUTH).json()
+    assert "skipper0 holm" in {n["id"] for n in near["nodes"]}
+
+
+def test_a_postgresql_workspace_answers_as_its_sqlite_twin(postgres, built, client, client_for):
+    from rhizome.rag.cli import main
+    from rhizome.rag.demo import sample_corpus
+
+    url = postgres.url("graph")
+    assert main(["index", str(sample_corpus()), "--method", "graphrag", "--out", url, "--offline", "-q", "--no-cache"]) == 0
+    pg = client_for([f"pg={url}"], "--api-key", API_KEY)
+    for path, params in [("graph/neighbourhood", {"entity": "Ilse Varn", "depth": 2, "limit": 30}), ("graph/groups", {"level": 1}),
+                         ("graph/entities", {"q": "Ilse"}), ("graph/entities", {"chunk": ["03-ilse-varn.md:0"]})]:
+        there = pg.get(f"/pg/{path}", params=params, headers=AUTH).json()
+        here = client.get(f"/graphrag/{path}", params=params, headers=AUTH).json()
+        assert "error" not in here and {**there, "workspace": "graphrag"} == here, path

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.routing import Route
 
-from rhizome.server import classify, errors, graphapi, rest, uploads
+from rhizome.server import classify, errors, graphapi, page, rest, uploads
 from rhizome.server.chat import ollama, openai
 from rhizome.server.chat.agent import RouterAgent
 from rhizome.server.hosts import LoopbackHosts
@@ -50,7 +50,9 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
     app.state.settings = settings
     app.state.agent = RouterAgent(workspaces, settings.agent_llm)
     errors.install(app, redact)
-    for router in (rest.router, rest.reads, uploads.router, rest.writes, graphapi.router, classify.router, openai.router, ollama.router):
+    app.mount(page.PREFIX, page.files(), name="page")
+    for router in (page.router, rest.router, rest.reads, uploads.router, rest.writes, graphapi.router, classify.router,
+                   openai.router, ollama.router):
         app.include_router(router)
     app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=settings.max_body)

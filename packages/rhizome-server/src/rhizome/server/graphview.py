@@ -33,6 +33,7 @@ from rhizome.core.index.hierarchy import Hierarchy
 from rhizome.core.store.records import RecordTable
 from rhizome.core.types import Community
 from rhizome.server.errors import ServerError
+from rhizome.server.workspaces import Workspace
 
 MAX_DEPTH = 2
 MAX_NODES = 200
@@ -71,24 +72,18 @@ class GroupNotFoundError(ServerError, LookupError):
 
 
 # -- what the functions return (the REST API's response models) ------------------------------------
-class GraphNode(BaseModel):
-    id: str
-    name: str
-    type: str = ""
-    description: str = ""
+class GraphNode(EntityOutline):
+    """An entity as a graph shows it: the kernel's outline (id, name, type, description) and
+    where it stands."""
+
     degree: int = Field(0, description="relations the entity takes part in (in the whole graph)")
     depth: int = Field(0, description="steps from the entity asked for (0: itself)")
     score: float | None = Field(None, description="how well it matches the name searched for (entities only)")
 
 
-class GraphEdge(BaseModel):
-    id: str
-    source: str
-    target: str
-    predicate: str = ""
-    description: str = ""
-    keywords: list[str] = []
-    weight: float = 1.0
+class GraphEdge(RelationOutline):
+    """A relation as a graph shows it: the kernel's outline (ends, predicate, description,
+    keywords, weight)."""
 
 
 class GroupRef(BaseModel):
@@ -156,7 +151,7 @@ class Entities(BaseModel):
 
 
 # -- the structures of a workspace ------------------------------------------------------------------
-def entity_graph(workspace: Any) -> EntityGraphStore:
+def entity_graph(workspace: Workspace) -> EntityGraphStore:
     """The workspace's entity-graph layer, or a :class:`NoGraphError`."""
     found = getattr(workspace.index, "entity_graph", None)
     if not isinstance(found, EntityGraphStore):
@@ -167,7 +162,7 @@ def entity_graph(workspace: Any) -> EntityGraphStore:
     return found
 
 
-def hierarchy(workspace: Any) -> Hierarchy:
+def hierarchy(workspace: Workspace) -> Hierarchy:
     """The workspace's groups (communities, layers or tree), or a :class:`NoGraphError`."""
     for name in ("communities", "tree"):
         found = getattr(workspace.index, name, None)
@@ -179,7 +174,7 @@ def hierarchy(workspace: Any) -> Hierarchy:
     )
 
 
-def _relation_tables(workspace: Any, graph: EntityGraphStore) -> list[RecordTable[RelationOutline]]:
+def _relation_tables(workspace: Workspace, graph: EntityGraphStore) -> list[RecordTable[RelationOutline]]:
     """The tables of relations between entities: the layer's, and HippoRAG's synonymy edges
     (a ``synonyms`` table of relations kept beside them)."""
     tables = [graph.relations]
@@ -201,7 +196,7 @@ def _cut(text: str, limit: int) -> str:
 
 
 # -- an entity's neighbourhood -------------------------------------------------------------------------
-def neighbourhood(workspace: Any, entity: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
+def neighbourhood(workspace: Workspace, entity: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
     """``entity`` (a name as written, or an entity id) and the entities up to ``depth`` (1 or 2)
     relations away, at most ``limit`` (1-200) in all, with the relations between them. At each
     step the neighbours most strongly related to those already found come first (the summed
@@ -212,34 +207,13 @@ def neighbourhood(workspace: Any, entity: str, depth: int = 1, limit: int = 50) 
     index = workspace.index
     with index.store.read_snapshot():
         center = graph.entity(entity)
-        if center is None:
-            raise EntityNotFoundError(_unknown_entity(workspace, entity))
-        tables = _relation_tables(workspace, graph)
-        kept = {center.id: 0}
-        frontier = [center.id]
-        truncated = False
-        for step in range(1, depth + 1):
-            strength: dict[str, float] = defaultdict(float)
-            ends = set(frontier)
-            for relation in _incident(tables, frontier):
-                for a, b in ((relation.source, relation.target), (relation.target, relation.source)):
-                    if a in ends and b not in kept:
-                        strength[b] += relation.weight or 1.0
-            ranked = sorted(strength, key=lambda e: (-strength[e], e))
-            room = limit - len(kept)
-            truncated = truncated or len(ranked) > room
-            frontier = ranked[:room]
-            kept.update(dict.fromkeys(frontier, step))
-            if not frontier:
-                break
-        edges = _edges_among(tables, kept)
-        cap = MAX_EDGES_PER_NODE * len(kept)
-        if len(edges) > cap:
-            truncated = True
-            edges = sorted(edges, key=lambda r: (-(r.weight or 1.0), r.id))[:cap]
-        outlines = graph.entities.view(EntityOutline).get(kept)
-        degrees = graph.degrees(list(kept))
-        groups = _groups_holding(workspace, center.id)
+        if center is not None:
+            kept, edges, truncated = _walk(_relation_tables(workspace, graph), center.id, depth, limit)
+            outlines = graph.entities.view(EntityOutline).get(kept)
+            degrees = graph.degrees(list(kept))
+            groups = _groups_holding(workspace, center.id)
+    if center is None:  # (the suggestions embed the name: outside the snapshot, which holds the store)
+        raise EntityNotFoundError(_unknown_entity(workspace, entity))
     head = GraphNode(id=center.id, name=center.name, type=center.type, description=center.description,
                      degree=degrees.get(center.id, 0))
     nodes = [head] + [GraphNode(id=eid, name=outlines[eid].name, type=outlines[eid].type, depth=d,
@@ -253,6 +227,35 @@ def neighbourhood(workspace: Any, entity: str, depth: int = 1, limit: int = 50) 
                for r in sorted(edges, key=lambda r: r.id)],
     )
     return view.model_dump(mode="json")
+
+
+def _walk(tables: Sequence[RecordTable[RelationOutline]], start: str, depth: int, limit: int) -> tuple[dict[str, int], list[RelationOutline], bool]:
+    """The entities up to ``depth`` steps from ``start`` (by their step), at most ``limit``, the
+    most strongly related first at each step; the relations among them (those of ``start``
+    first when they are capped); whether anything was left out."""
+    kept = {start: 0}
+    frontier = [start]
+    truncated = False
+    for step in range(1, depth + 1):
+        strength: dict[str, float] = defaultdict(float)
+        ends = set(frontier)
+        for relation in _incident(tables, frontier):
+            for a, b in ((relation.source, relation.target), (relation.target, relation.source)):
+                if a in ends and b not in kept:
+                    strength[b] += relation.weight or 1.0
+        ranked = sorted(strength, key=lambda e: (-strength[e], e))
+        room = limit - len(kept)
+        truncated = truncated or len(ranked) > room
+        frontier = ranked[:room]
+        kept.update(dict.fromkeys(frontier, step))
+        if not frontier:
+            break
+    edges = _edges_among(tables, kept)
+    cap = MAX_EDGES_PER_NODE * len(kept)
+    if len(edges) > cap:
+        truncated = True
+        edges = sorted(edges, key=lambda r: (start not in (r.source, r.target), -(r.weight or 1.0), r.id))[:cap]
+    return kept, edges, truncated
 
 
 def _incident(tables: Sequence[RecordTable[RelationOutline]], ids: Sequence[str]) -> list[RelationOutline]:
@@ -275,7 +278,7 @@ def _edges_among(tables: Sequence[RecordTable[RelationOutline]], ids: Iterable[s
     return list(found.values())
 
 
-def _unknown_entity(workspace: Any, name: str) -> str:
+def _unknown_entity(workspace: Workspace, name: str) -> str:
     message = f"workspace {workspace.name!r} has no entity named {name!r}"
     try:
         near = [n["name"] for n in _nearest_names(workspace, name, 5)]
@@ -285,7 +288,7 @@ def _unknown_entity(workspace: Any, name: str) -> str:
     return f"{message}{hint} (GET /{workspace.name}/graph/entities?q=NAME searches them)"
 
 
-def _groups_holding(workspace: Any, entity_id: str) -> list[GroupRef]:
+def _groups_holding(workspace: Workspace, entity_id: str) -> list[GroupRef]:
     """The groups whose members include ``entity_id`` (none for a method without groups, or
     whose groups hold passages), from a map kept until the groups change."""
     try:
@@ -317,7 +320,7 @@ class _GroupOutline(BaseModel):
 
 
 # -- groups ----------------------------------------------------------------------------------------
-def groups(workspace: Any, level: int | None = None, offset: int = 0, limit: int = 20) -> dict[str, Any]:
+def groups(workspace: Workspace, level: int | None = None, offset: int = 0, limit: int = 20) -> dict[str, Any]:
     """One page of the groups at ``level`` (default: the workspace's first level; GraphRAG's
     level 0 is its coarsest, ArchRAG's layers and RAPTOR's tree levels start at 1), the largest
     first (then by id), each with its summary, parent, child groups and members. Blocking:
@@ -342,7 +345,7 @@ def groups(workspace: Any, level: int | None = None, offset: int = 0, limit: int
                   total=len(outlines), offset=offset, limit=limit, groups=views).model_dump(mode="json")
 
 
-def group(workspace: Any, group_id: str) -> dict[str, Any]:
+def group(workspace: Workspace, group_id: str) -> dict[str, Any]:
     """The group ``group_id`` with its summary, parent, child groups and members. Blocking."""
     tree = hierarchy(workspace)
     index = workspace.index
@@ -356,11 +359,11 @@ def group(workspace: Any, group_id: str) -> dict[str, Any]:
     return Group(workspace=workspace.name, method=index.method, kind=_kind(workspace), group=view).model_dump(mode="json")
 
 
-def _kind(workspace: Any) -> Literal["communities", "tree"]:
+def _kind(workspace: Workspace) -> Literal["communities", "tree"]:
     return "communities" if isinstance(getattr(workspace.index, "entity_graph", None), EntityGraphStore) else "tree"
 
 
-def _views(workspace: Any, tree: Hierarchy, found: list[Community]) -> list[GroupView]:
+def _views(workspace: Workspace, tree: Hierarchy, found: list[Community]) -> list[GroupView]:
     """The groups as shown: members named (entities by name, passages by their first words),
     children only where they are groups."""
     shown = {g.id: g.entity_ids[:MAX_MEMBERS] for g in found}
@@ -380,7 +383,7 @@ def _views(workspace: Any, tree: Hierarchy, found: list[Community]) -> list[Grou
 
 
 # -- entities --------------------------------------------------------------------------------------
-def entities(workspace: Any, query: str | None = None, chunk_ids: Sequence[str] = (), limit: int = 20) -> dict[str, Any]:
+def entities(workspace: Workspace, query: str | None = None, chunk_ids: Sequence[str] = (), limit: int = 20) -> dict[str, Any]:
     """Entities to start from: those the passages ``chunk_ids`` mention (the most mentioned
     first), else those whose names are nearest ``query`` (an exact name first, then by the
     index's name vectors), else the most connected. Blocking: reads the store (and embeds
@@ -409,7 +412,7 @@ def _nodes(graph: EntityGraphStore, ranked: Sequence[str], limit: int, scores: d
                       degree=degrees.get(e.id, 0), score=(scores or {}).get(e.id)) for e in outlines.values()]
 
 
-def _by_degree(workspace: Any, graph: EntityGraphStore) -> list[str]:
+def _by_degree(workspace: Workspace, graph: EntityGraphStore) -> list[str]:
     """Every entity id, the most connected first (kept until the graph changes)."""
     def build() -> list[str]:
         ids = graph.entities.keys()
@@ -420,7 +423,7 @@ def _by_degree(workspace: Any, graph: EntityGraphStore) -> list[str]:
     return ranked
 
 
-def _nearest_names(workspace: Any, query: str, limit: int) -> list[dict[str, Any]]:
+def _nearest_names(workspace: Workspace, query: str, limit: int) -> list[dict[str, Any]]:
     """The entity ``query`` names exactly (score 1), then those whose name vectors are nearest."""
     from rhizome.core.aio import run_sync
     from rhizome.core.retrieval.contract import vector_search

@@ -21,9 +21,9 @@ from rhizome.server.errors import WorkspaceKindError, WorkspaceNotFoundError
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """A workspace name: letters, digits, ``_ . -``; it cannot hold a ``/`` or start with a dot."""
 
-RESERVED = frozenset({"health", "workspaces", "jobs", "v1", "api", "openapi.json", "mcp", "agent"})
-"""Names the server's own routes use, and ``agent`` (the chat model ``rhizome/agent``), which a
-workspace cannot take."""
+RESERVED = frozenset({"health", "workspaces", "jobs", "v1", "api", "openapi.json", "mcp", "ui", "agent"})
+"""Names the server's own routes use (``ui``: the web page's files), and ``agent`` (the chat model
+``rhizome/agent``), which a workspace cannot take."""
 
 
 @dataclass(frozen=True)
