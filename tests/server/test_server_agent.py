@@ -6,7 +6,7 @@ answer carries the passages it cites."""
 from __future__ import annotations
 
 import pytest
-from server_support import API_KEY, AUTH, open_app
+from server_support import API_KEY, AUTH, RunningServer, open_app
 
 SPECIFIC = "Who drew the first map of the islands?"
 GLOBAL = "What are the main themes across the documents?"
@@ -72,3 +72,33 @@ def test_the_agent_refuses_a_filter_and_an_agent_workspace_name(running, built):
 
     with pytest.raises(ConfigurationError, match="agent"):
         open_app([f"agent={built('naive')}"])
+
+
+def test_with_a_chat_model_the_model_calls_the_workspace_tools(built, monkeypatch):
+    """``--llm ollama:MODEL``: the agent's model (here the Ollama stub) is given one tool per
+    workspace, with the modes as an enum; it calls one, then answers citing a passage by id."""
+    import re
+
+    from ollama_stub import OllamaStub, StubToolCalls
+    from openai import OpenAI
+
+    def reply(body):
+        results = [m for m in body["messages"] if m.get("role") == "tool"]
+        if not results:
+            return StubToolCalls([("light", {"query": "first map of the islands", "mode": "local", "k": 2})])
+        first = re.search(r"\[([^\]]+)\]", results[0]["content"]).group(1)
+        return f"Ilse Varn drew the first map [{first}]."
+
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        stub.reply_fn = reply
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        app = open_app([f"docs={built('naive')}", f"light={built('lightrag')}"], "--api-key", API_KEY, "--llm", "ollama:qwen2.5:7b-instruct")
+        with RunningServer(app) as server:
+            client = OpenAI(base_url=f"{server.url}/v1", api_key=API_KEY, max_retries=0)
+            completion = client.chat.completions.create(model="rhizome/agent", messages=[{"role": "user", "content": SPECIFIC}])
+        tools = {t["function"]["name"]: t["function"]["parameters"] for t in stub.calls("/api/chat")[0]["tools"]}
+    assert set(tools) == {"docs", "light"} and "local" in tools["light"]["properties"]["mode"]["enum"]
+    assert completion.model_extra["routes"] == [{"workspace": "light", "mode": "local", "query": "first map of the islands"}]
+    text = completion.choices[0].message.content
+    assert text.startswith("Ilse Varn drew the first map [") and "\n\nSources:\n- " in text
+    assert len(completion.model_extra["citations"]) == 1
