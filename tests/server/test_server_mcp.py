@@ -153,3 +153,12 @@ def test_making_the_app_leaves_the_process_logging_alone(built, monkeypatch):
         assert (root.handlers, root.level) == ([], logging.WARNING)
     finally:
         app.state.server.workspaces.close()
+
+
+def test_a_browser_page_allowed_by_cors_may_send_the_mcp_headers(built, client_for):
+    client = client_for([f"w={built('naive')}"], "--cors", "http://page.example")
+    preflight = {"Origin": "http://page.example", "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "content-type,mcp-protocol-version"}
+    answer = client.options("/mcp", headers=preflight)
+    assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == "http://page.example"
+    assert "mcp-protocol-version" in answer.headers["access-control-allow-headers"].lower()

@@ -16,7 +16,7 @@ from rhizome.server.chat.agent import RouterAgent
 from rhizome.server.hosts import LoopbackHosts
 from rhizome.server.jobs import Jobs
 from rhizome.server.limits import BodyLimit
-from rhizome.server.mcp import HttpEndpoint
+from rhizome.server.mcp import MCP_HEADERS, HttpEndpoint
 from rhizome.server.settings import ServerSettings, is_loopback
 from rhizome.server.state import ServerState
 from rhizome.server.workspaces import Workspaces
@@ -60,7 +60,7 @@ def create_app(workspaces: Workspaces, settings: ServerSettings | None = None, *
         app.add_middleware(LoopbackHosts)
     if settings.cors:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors), allow_methods=["GET", "POST", "DELETE"],
-                           allow_headers=["Authorization", "Content-Type", "X-API-Key"])
+                           allow_headers=["Authorization", "Content-Type", "X-API-Key", *MCP_HEADERS])
     return app
 
 

@@ -57,6 +57,8 @@ K = Annotated[int, Field(ge=1, le=MAX_K, description="number of passages")]
 Filter = Annotated[dict[str, Any] | None, Field(
     description='document metadata to match: {"field": value} or {"field": {"$in": [a, b]}}')]
 
+MCP_HEADERS = ("Accept", "Mcp-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID")
+"""Headers an MCP client sends over HTTP (a browser page's client, with ``--cors``, asks for them)."""
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
