@@ -94,3 +94,15 @@ async def test_the_mcp_classify_tool(saved_classifier, built):
             assert [w["kind"] for w in listed] == ["index", "classifier"]
     finally:
         app.state.server.workspaces.close()
+
+
+def test_a_damaged_classifier_is_a_typed_error_at_start(saved_classifier, tmp_path):
+    from server_support import open_app
+
+    from rhizome.core.errors import IndexFormatError
+
+    damaged = tmp_path / "topics"
+    shutil.copytree(saved_classifier, damaged)
+    (damaged / "classifier.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(IndexFormatError, match="damaged"):
+        open_app([str(damaged)])

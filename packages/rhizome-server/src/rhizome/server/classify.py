@@ -53,7 +53,10 @@ class ClassifierWorkspace:
 
         llm = None if args.offline or not args.llm else make_cli_chat_model(args.llm, args)
         options: dict[str, Any] = {} if llm is not None else {"keyword_source": "tfidf"}
-        built_with = json.loads((Path(location) / STATE_FILE).read_text(encoding="utf-8")).get("models", {}).get("embedder")
+        try:
+            built_with = json.loads((Path(location) / STATE_FILE).read_text(encoding="utf-8"))["models"]["embedder"]
+        except (OSError, ValueError, KeyError, TypeError):
+            built_with = None  # a damaged file: load() below says so, with a typed error
         if built_with or args.embed:
             options["embedder"] = make_cli_embedder(args.embed or built_with, args)
         return cls(name, location, GORAGClassifier.load(location, llm, **options))
