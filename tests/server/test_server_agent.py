@@ -96,9 +96,12 @@ def test_with_a_chat_model_the_model_calls_the_workspace_tools(built, monkeypatc
         with RunningServer(app) as server:
             client = OpenAI(base_url=f"{server.url}/v1", api_key=API_KEY, max_retries=0)
             completion = client.chat.completions.create(model="rhizome/agent", messages=[{"role": "user", "content": SPECIFIC}])
+            chunks = list(client.chat.completions.create(model="rhizome/agent", messages=[{"role": "user", "content": SPECIFIC}], stream=True))
         tools = {t["function"]["name"]: t["function"]["parameters"] for t in stub.calls("/api/chat")[0]["tools"]}
     assert set(tools) == {"docs", "light"} and "local" in tools["light"]["properties"]["mode"]["enum"]
     assert completion.model_extra["routes"] == [{"workspace": "light", "mode": "local", "query": "first map of the islands"}]
     text = completion.choices[0].message.content
     assert text.startswith("Ilse Varn drew the first map [") and "\n\nSources:\n- " in text
     assert len(completion.model_extra["citations"]) == 1
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert streamed == text and chunks[-1].model_extra["routes"] == completion.model_extra["routes"]

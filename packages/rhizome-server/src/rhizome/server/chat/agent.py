@@ -10,19 +10,22 @@ ollama:MODEL`` the model itself calls the workspaces' search tools (it must call
 which mode suits which kind of question.
 
 The agent is built on first use (it loads LangChain and LangGraph, which the rest of the server
-does not need) and runs in a worker thread, as every search does.
+does not need) and runs synchronously in a worker thread: a LangChain chat model keeps its async
+HTTP client bound to the first event loop it ran on, and the server's worker threads run each
+call on a loop of its own, so the agent's second answer would find that loop closed. A streamed answer comes as the
+model writes it (the offline router writes it in one piece).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.server.chat.messages import Message, text_of
-from rhizome.server.offload import in_thread
+from rhizome.server.offload import call_in_thread, items_in_thread
 
 AGENT_MODEL = "rhizome/agent"
 
@@ -68,16 +71,39 @@ class RouterAgent:
                 self._tools = tools
             return self._graph
 
-    async def ask(self, messages: Sequence[Message], filter: dict[str, Any] | None = None) -> AgentAnswer:
-        """The agent's answer to the conversation's last user message (earlier user and
-        assistant turns go along; system messages are the agent's own)."""
+    def start(self, messages: Sequence[Message], filter: dict[str, Any] | None = None) -> tuple[Any, list[Any]]:
+        """The graph and the conversation of a request (a bad request is refused here, before
+        any answer is streamed)."""
         if filter:
             raise InvalidInputError(f"{AGENT_MODEL} chooses where to search itself and takes no filter; "
                                     "ask a workspace's model (rhizome/<workspace>) to filter")
         history = conversation(messages)
-        graph = self.graph()
-        state = await in_thread(lambda: graph.ainvoke({"messages": history}))
+        return self.graph(), history
+
+    async def ask(self, messages: Sequence[Message], filter: dict[str, Any] | None = None) -> AgentAnswer:
+        """The agent's answer to the conversation's last user message (earlier user and
+        assistant turns go along; system messages are the agent's own)."""
+        graph, history = self.start(messages, filter)
+        state = await call_in_thread(lambda: graph.invoke({"messages": history}))
         return self.answer_of(state)
+
+    async def pieces(self, graph: Any, history: list[Any]) -> AsyncIterator[str | AgentAnswer]:
+        """The text of the agent's answer as its model writes it (a message that calls tools
+        is not shown), then the whole :class:`AgentAnswer` (as :meth:`ask` gives it)."""
+        from langchain_core.messages import AIMessage, AIMessageChunk
+
+        state: dict[str, Any] | None = None
+        async for mode, data in items_in_thread(lambda: graph.stream({"messages": history}, stream_mode=["messages", "values"])):
+            if mode == "values":
+                state = data
+                continue
+            message = data[0]
+            calls = getattr(message, "tool_call_chunks", None) or getattr(message, "tool_calls", None)
+            if isinstance(message, AIMessage | AIMessageChunk) and not calls and message.text:
+                yield message.text
+        if state is None:
+            raise RuntimeError("the agent's graph ended without a state")
+        yield self.answer_of(state)
 
     def answer_of(self, state: dict[str, Any]) -> AgentAnswer:
         from langchain_core.messages import AIMessage, ToolMessage

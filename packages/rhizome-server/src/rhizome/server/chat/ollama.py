@@ -98,17 +98,32 @@ async def _respond(request: Request, body: OllamaRequest, messages: list[Message
 
 
 async def _agent(request: Request, body: OllamaRequest, messages: list[Message], shape: Any, started: int) -> Any:
-    """``rhizome/agent``'s answer: whole, or as a stream of its text, its sources and the end."""
-    said = await agent_of(request).ask(messages, body.options.filter)
-    text, sources = said.text, answering.sources_text(said.citations)
-    end = {"done": True, "done_reason": "stop", "citations": [answering.citation(h) for h in said.citations], "routes": said.routes}
+    """``rhizome/agent``'s answer: whole, or streamed as it is written, then its sources and the end."""
+    agent = agent_of(request)
+
+    def end(said: Any) -> dict[str, Any]:
+        return {"done": True, "done_reason": "stop", "citations": [answering.citation(h) for h in said.citations],
+                "routes": said.routes, "total_duration": time.monotonic_ns() - started}
+
     if not body.stream:
-        return {"model": body.model, "created_at": _now(), **shape(text + sources), **end, "total_duration": time.monotonic_ns() - started}
+        said = await agent.ask(messages, body.options.filter)
+        return {"model": body.model, "created_at": _now(), **shape(said.text + answering.sources_text(said.citations)), **end(said)}
+    graph, history = agent.start(messages, body.options.filter)
+
+    def line(item: dict[str, Any]) -> str:
+        return json.dumps({"model": body.model, "created_at": _now(), **item}, ensure_ascii=False, default=str) + "\n"
 
     async def lines() -> AsyncIterator[str]:
-        for item in ({**shape(text), "done": False}, {**shape(sources), "done": False},
-                     {**shape(""), **end, "total_duration": time.monotonic_ns() - started}):
-            yield json.dumps({"model": body.model, "created_at": _now(), **item}, ensure_ascii=False, default=str) + "\n"
+        try:
+            async for piece in agent.pieces(graph, history):
+                if isinstance(piece, str):
+                    yield line({**shape(piece), "done": False})
+                else:
+                    yield line({**shape(answering.sources_text(piece.citations)), "done": False})
+                    yield line({**shape(""), **end(piece)})
+        except Exception as exc:
+            _, message = public_message(exc, server(request).redact)
+            yield json.dumps({"error": message}) + "\n"
 
     return StreamingResponse(lines(), media_type="application/x-ndjson")
 

@@ -45,11 +45,13 @@ async def chat_completions(request: Request, body: ChatCompletionRequest) -> Any
     the workspace and mode it routes the question to), with its sources."""
     reply = Reply(body.model)
     if body.model == AGENT_MODEL:
-        said = await agent_of(request).ask(body.messages, body.filter)
-        text, cited = said.text + answering.sources_text(said.citations), [answering.citation(h) for h in said.citations]
+        agent = agent_of(request)
         if body.stream:
-            return StreamingResponse(_whole_stream(reply, text, cited, said.routes), media_type="text/event-stream",
+            graph, history = agent.start(body.messages, body.filter)
+            return StreamingResponse(_agent_stream(request, reply, agent.pieces(graph, history)), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache"})
+        said = await agent.ask(body.messages, body.filter)
+        text, cited = said.text + answering.sources_text(said.citations), [answering.citation(h) for h in said.citations]
         return {**reply.whole(text, cited), "routes": said.routes}
     space, mode = resolve(body.model, server(request).workspaces)
     ask = answering.Ask(question(body.messages), mode, body.k, body.filter)
@@ -77,11 +79,19 @@ class Reply:
                               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
 
 
-async def _whole_stream(reply: Reply, text: str, citations: list[dict[str, Any]], routes: list[dict[str, Any]]) -> AsyncIterator[str]:
-    """An answer written already (the agent's), as a stream."""
-    yield reply.chunk({"role": "assistant", "content": ""})
-    yield reply.chunk({"content": text})
-    yield reply.chunk({}, "stop", citations=citations, routes=routes)
+async def _agent_stream(request: Request, reply: Reply, pieces: AsyncIterator[Any]) -> AsyncIterator[str]:
+    """``rhizome/agent``'s answer as it is written, then its sources, citations and routes."""
+    try:
+        yield reply.chunk({"role": "assistant", "content": ""})
+        async for piece in pieces:
+            if isinstance(piece, str):
+                yield reply.chunk({"content": piece})
+                continue
+            yield reply.chunk({"content": answering.sources_text(piece.citations)})
+            yield reply.chunk({}, "stop", citations=[answering.citation(h) for h in piece.citations], routes=piece.routes)
+    except Exception as exc:
+        status, message = public_message(exc, server(request).redact)
+        yield sse.data_only({"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error", "code": status}})
     yield sse.data_only("[DONE]")
 
 
