@@ -318,6 +318,45 @@ def peers_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def server_table(result: dict[str, Any]) -> str:
+    """``rhizome serve`` against in-process calls and ``rhizome query``; throughput; memory (benchmarks/server.py)."""
+    head = (f"{result['data']} ({result['embedder']} embedder, offline, k = {result['k']}), one server process beside this one on a "
+            f"{result['cpus']}-core machine shared with other work: load average (1, 5, 15 min) {result['load_before']} before, "
+            f"{result['load_after']} after.")
+    lines = [head, "", "### Latency: HTTP against the same call in process", "",
+             "Each question asked both ways in turn (the order alternating); \"HTTP adds\" is the median of the per-question "
+             f"differences. Load average after this part: {result['load_after_latency']}.", "",
+             "| system | questions | in process p50 ms | in process p99 ms | HTTP p50 ms | HTTP p99 ms | HTTP adds, p50 ms | difference of p50s, ms |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['system']} | {r['questions']} | {r['in_process_p50_ms']} | {r['in_process_p99_ms']} | {r['http_p50_ms']} | "
+              f"{r['http_p99_ms']} | {r['http_adds_p50_ms']} | {r['difference_of_p50s_ms']} |" for r in result["latency"]]
+    lines += ["", "The CPU of the same calls, which the machine's other work disturbs less than their wall time: the mean per call "
+              "in process (this process), and per HTTP request in the server process (from /proc, in clock ticks, summed over "
+              "the questions) and in the client (this process, httpx).", "",
+              "| system | in process CPU ms | HTTP: server CPU ms | HTTP: client CPU ms | CPU HTTP adds, ms |", "|---|---|---|---|---|"]
+    lines += [f"| {r['system']} | {r['in_process_cpu_ms']} | {r['server_cpu_ms']} | {r['client_cpu_ms']} | "
+              f"{round(r['server_cpu_ms'] + r['client_cpu_ms'] - r['in_process_cpu_ms'], 2)} |" for r in result["latency"]]
+    lines += ["", "### One `rhizome query` process per question", "",
+              f"Start Python, open the index, search, print; load average after: {result['load_after_one_process']}.", "",
+              "| system | runs | wall p50 ms | CPU p50 ms | × HTTP p50 |", "|---|---|---|---|---|"]
+    http = {r["system"]: r["http_p50_ms"] for r in result["latency"]}
+    lines += [f"| {r['system']} | {r['runs']} | {r['wall_p50_ms']:,} | {r['cpu_p50_ms']:,} | {r['wall_p50_ms'] / http[r['system']]:,.0f} |"
+              for r in result["one_process"]]
+    lines += ["", "### Throughput", "",
+              "Concurrent clients, one connection each; server CPU is the server process's user + system time per request.", "",
+              "| system | clients | requests | requests/s | p50 ms | p99 ms | server CPU ms / request | load average |",
+              "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['system']} | {r['clients']} | {r['requests']} | {r['requests_per_s']} | {r['p50_ms']} | {r['p99_ms']} | "
+              f"{r['server_cpu_ms_per_request']} | {', '.join(map(str, r['load']))} |" for r in result["throughput"]]
+    lines += ["", "### Memory", "",
+              "Resident set of the server process (`/proc/PID/status`), the sample corpus of `rhizome demo` indexed offline.", "",
+              "| server | workspaces | modes queried | RSS after start MiB | RSS after a query per mode MiB | peak RSS MiB |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {r['server']} | {r['workspaces']} | {r['modes_queried']} | {r['rss_after_start_mib']} | {r['rss_mib_after_queries']} | "
+              f"{r['peak_rss_mib_after_queries']} |" for r in result["memory"]]
+    return "\n".join(lines)
+
+
 def _flaky_work(run: dict[str, Any]) -> str:
     unfinished = run.get("index_work_unfinished")
     return "done" if not unfinished else f"pending ({unfinished.split(':')[0]})"
@@ -775,9 +814,18 @@ PAGES: dict[str, Page] = {
             Section("Wide dev stream: dev texts and unlabelled train texts (with MiniLM)", "gorag-devstream-wide-minilm-1shot.json"),
         ],
     ),
+    "server": Page(
+        "`rhizome serve`: HTTP against in process, throughput and memory",
+        "What the server adds to a query and what it saves against a `rhizome query` process, how many queries it "
+        "answers a second, and what holding indexes open costs in memory ([server.md](../server.md)). The machine is "
+        "shared with other work: each table records the load average it ran under.",
+        [
+            Section("hotpotqa-100, naive and LightRAG (hashing, offline)", "server.json", kind="server"),
+        ],
+    ),
 }
 
-PAGE_ORDER = ["retrieval", "proxy", "cost", "scale", "peers", "faults", "gorag"]
+PAGE_ORDER = ["retrieval", "proxy", "cost", "scale", "peers", "faults", "gorag", "server"]
 
 
 def _load(name: str) -> Any:
@@ -858,6 +906,7 @@ def render_section(section: Section) -> tuple[str, list[str]]:
             "faults": faults_table,
             "peers": peers_table,
             "robustness": robustness_table,
+            "server": server_table,
             "generic": generic,
         }
         body = renderers[kind](data)

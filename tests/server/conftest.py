@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_support import build_index, open_app
+from server_support import API_KEY, RunningServer, build_index, open_app
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +57,11 @@ def client_for() -> Iterator[Callable[..., Any]]:
         client.__exit__(None, None, None)
 
 
+
+
+@pytest.fixture
+def running(built: Callable[[str], Path]) -> Iterator[RunningServer]:
+    """A real uvicorn on a free loopback port serving ``docs`` (naive) and ``light`` (LightRAG),
+    with the API key, for the official clients."""
+    with RunningServer(open_app([f"docs={built('naive')}", f"light={built('lightrag')}"], "--api-key", API_KEY)) as server:
+        yield server

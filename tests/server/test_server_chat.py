@@ -73,7 +73,7 @@ def test_ollama_tags_list_the_same_models(client):
     models = client.get("/api/tags", headers=AUTH).json()["models"]
     openai_ids = [m["id"] for m in client.get("/v1/models", headers=AUTH).json()["data"]]
     assert [m["name"] for m in models] == openai_ids
-    assert models[-1]["details"]["family"] == "lightrag"
+    assert models[-2]["details"]["family"] == "lightrag" and models[-1]["details"]["family"] == "agent"  # rhizome/agent last
     assert client.get("/api/version", headers=AUTH).json()["version"]
 
 

@@ -11,12 +11,6 @@ from server_support import API_KEY, RunningServer, open_app
 QUESTION = "Who drew the first map of the islands?"
 
 
-@pytest.fixture
-def running(built):
-    with RunningServer(open_app([f"docs={built('naive')}", f"light={built('lightrag')}"], "--api-key", API_KEY)) as server:
-        yield server
-
-
 def test_openai_client_lists_models_and_chats(running):
     from openai import OpenAI
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rhizome.server.offload import in_thread, stream_in_thread
+from rhizome.server.schemas import AnswerResponse, QueryResponse
 from rhizome.server.workspaces import Workspace
 
 
@@ -40,6 +41,22 @@ async def answer(workspace: Workspace, ask: Ask) -> Any:
     """The index's :class:`~rhizome.core.retrieval.answer.Answer`: text and the hits it cites."""
     index = workspace.index
     return await in_thread(lambda: index.aanswer(ask.query, **ask.options()))
+
+
+async def query(workspace: Workspace, ask: Ask) -> QueryResponse:
+    """``POST /{ws}/query``'s response (the MCP ``search`` tool's too): the hits, the stats,
+    the notes and the mode that ran."""
+    found = await search(workspace, ask)
+    return QueryResponse(workspace=workspace.name, mode=workspace.index.check_mode(ask.mode), hits=found.hits,
+                         stats=found.stats, notes=found.notes)
+
+
+async def answered(workspace: Workspace, ask: Ask) -> AnswerResponse:
+    """``POST /{ws}/answer``'s whole response (the MCP ``answer`` tool's too): the answer and
+    the hits it cites."""
+    result = await answer(workspace, ask)
+    return AnswerResponse(workspace=workspace.name, mode=workspace.index.check_mode(ask.mode), answer=result.text,
+                          extractive=result.extractive, citations=result.citations)
 
 
 async def answer_pieces(workspace: Workspace, ask: Ask) -> AsyncIterator[str]:

@@ -29,6 +29,8 @@ def register(subparsers: Any) -> None:
                    help=f"largest request body accepted (default {DEFAULT_MAX_BODY:,})")
     p.add_argument("--read-only", action="store_true",
                    help="open the indexes read-only: writes are refused and another process may write meanwhile")
+    p.add_argument("--mcp-writes", action="store_true",
+                   help="offer MCP clients at /mcp the tools that insert and delete documents (they need the API key too)")
     model_flags(p)
     p.set_defaults(func=cmd_serve)
 
@@ -38,7 +40,8 @@ def settings_from(args: argparse.Namespace) -> Any:
 
     key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV)
     return ServerSettings(host=args.host, port=args.port, api_key=key, cors=tuple(args.cors),
-                          max_body=args.max_body, read_only=args.read_only).check()
+                          max_body=args.max_body, read_only=args.read_only,
+                          mcp_writes=args.mcp_writes, agent_llm=None if args.offline else args.llm).check()
 
 
 def app_from_args(argv: list[str]) -> Any:

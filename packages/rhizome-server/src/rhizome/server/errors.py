@@ -50,6 +50,13 @@ class WorkspaceNotFoundError(ServerError, LookupError):
     status = 404
 
 
+class WorkspaceKindError(ServerError):
+    """A request asked a workspace for what its kind does not do (a classifier to search, an
+    index to classify)."""
+
+    status = 400
+
+
 class ModelNameError(ServerError, LookupError):
     """A chat request named a model that is no workspace of this server."""
 

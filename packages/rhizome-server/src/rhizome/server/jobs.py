@@ -16,9 +16,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from rhizome.server.errors import JobNotFoundError, public_message
+from rhizome.server.errors import DocumentNotFoundError, JobNotFoundError, public_message
 from rhizome.server.offload import in_thread
-from rhizome.server.schemas import JobView, Progress
+from rhizome.server.schemas import DeleteResponse, JobView, Progress
 from rhizome.server.workspaces import Workspace
 
 KEPT = 1000
@@ -56,6 +56,16 @@ class Jobs:
 
     def submit_insert(self, workspace: Workspace, documents: list[Any]) -> JobView:
         """Queue an insert of ``documents`` (validated already) into ``workspace``."""
+        return self._queue(workspace, documents)[0].view
+
+    async def insert(self, workspace: Workspace, documents: list[Any]) -> JobView:
+        """Insert ``documents`` as :meth:`submit_insert` does, and wait until the job is done
+        or failed (a cancelled caller leaves the job running)."""
+        job, task = self._queue(workspace, documents)
+        await asyncio.shield(task)
+        return job.view
+
+    def _queue(self, workspace: Workspace, documents: list[Any]) -> tuple[Job, asyncio.Task[None]]:
         job = Job(workspace.name, len(documents))
         self._jobs[job.view.id] = job
         while len(self._jobs) > KEPT:
@@ -66,7 +76,7 @@ class Jobs:
         task = asyncio.get_running_loop().create_task(self._run(job, workspace, documents))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return job.view
+        return job, task
 
     async def _run(self, job: Job, workspace: Workspace, documents: list[Any]) -> None:
         async with workspace.writer:
@@ -89,3 +99,16 @@ class Jobs:
         """Let the running and queued jobs finish (the server is stopping)."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def delete(workspace: Workspace, document_id: str) -> DeleteResponse:
+    """Delete a document and whatever only it supported (the method's own delete), after the
+    workspace's queued writes; a document the workspace does not hold is a 404."""
+    async with workspace.writer:
+        try:
+            report = await in_thread(lambda: workspace.index.adelete([document_id]))
+        finally:
+            workspace.writes += 1
+    if document_id in report.missing:
+        raise DocumentNotFoundError(f"workspace {workspace.name!r} holds no document {document_id!r}; GET /{workspace.name}/documents lists them")
+    return DeleteResponse(workspace=workspace.name, deleted=report.deleted, chunks=report.chunks, unfinished=report.unfinished)

@@ -7,7 +7,7 @@ one or several indexes run side by side while the loop keeps answering."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from anyio import to_thread
@@ -41,3 +41,15 @@ async def stream_in_thread(items: Callable[[], AsyncIterator[T]]) -> AsyncIterat
     finally:
         with contextlib.suppress(ValueError):  # still running in a thread (cancelled): it stops on its next piece
             pieces.close()  # type: ignore[attr-defined]
+
+
+async def items_in_thread(items: Callable[[], Iterator[T]]) -> AsyncIterator[T]:
+    """The items of the blocking iterator ``items()`` makes, each taken in a worker thread (for
+    code that keeps clients bound to the event loop it first ran on, such as LangChain's chat
+    models: run synchronously, it uses their loop-free clients)."""
+    iterator = await to_thread.run_sync(items)
+    while True:
+        item = await to_thread.run_sync(next, iterator, _END)
+        if item is _END:
+            return
+        yield item  # type: ignore[misc]

@@ -11,8 +11,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
 from rhizome.server import answering, sse
-from rhizome.server.errors import DocumentNotFoundError, public_message
-from rhizome.server.offload import call_in_thread, in_thread
+from rhizome.server.errors import public_message
+from rhizome.server.jobs import delete
+from rhizome.server.offload import call_in_thread
 from rhizome.server.schemas import (
     AnswerRequest,
     AnswerResponse,
@@ -44,17 +45,15 @@ async def health(request: Request) -> Health:
 
 @reads.get("/workspaces", response_model=WorkspaceList, tags=["server"])
 async def list_workspaces(request: Request) -> WorkspaceList:
-    """Every workspace: its method, modes, models, counts and chat model names."""
-    found = [WorkspaceDescription.model_validate(await call_in_thread(w.describe)) for w in server(request).workspaces]
+    """Every workspace: its kind, method, modes, models, counts and chat model names."""
+    found = [WorkspaceDescription.model_validate(w) for w in await call_in_thread(server(request).workspaces.describe)]
     return WorkspaceList(workspaces=found)
 
 
 @reads.post("/{ws}/query", response_model=QueryResponse, tags=["search"])
 async def query(request: Request, ws: str, body: QueryRequest) -> QueryResponse:
     """The ``k`` best hits for the query, with scores, provenance and metadata."""
-    space = workspace(request, ws)
-    found = await answering.search(space, answering.Ask(body.query, body.mode, body.k, body.filter))
-    return QueryResponse(workspace=space.name, mode=space.index.check_mode(body.mode), hits=found.hits, stats=found.stats, notes=found.notes)
+    return await answering.query(workspace(request, ws), answering.Ask(body.query, body.mode, body.k, body.filter))
 
 
 @reads.post("/{ws}/answer", response_model=AnswerResponse, tags=["search"],
@@ -68,9 +67,7 @@ async def answer(request: Request, ws: str, body: AnswerRequest) -> Any:
         found = await answering.search(space, ask)  # a bad mode or filter is a 4xx, before the stream starts
         return StreamingResponse(_answer_events(request, space, ask, found), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
-    result = await answering.answer(space, ask)
-    return AnswerResponse(workspace=space.name, mode=space.index.check_mode(body.mode), answer=result.text,
-                          extractive=result.extractive, citations=result.citations)
+    return await answering.answered(space, ask)
 
 
 async def _answer_events(request: Request, space: Any, ask: answering.Ask, found: Any) -> AsyncIterator[str]:
@@ -122,15 +119,7 @@ async def insert_documents(request: Request, ws: str, body: InsertRequest) -> Jo
 async def delete_document(request: Request, ws: str, document_id: str) -> DeleteResponse:
     """Delete a document and whatever only it supported (the method's own delete), after the
     workspace's queued writes."""
-    space = workspace(request, ws)
-    async with space.writer:
-        try:
-            report = await in_thread(lambda: space.index.adelete([document_id]))
-        finally:
-            space.writes += 1
-    if document_id in report.missing:
-        raise DocumentNotFoundError(f"workspace {space.name!r} holds no document {document_id!r}; GET /{space.name}/documents lists them")
-    return DeleteResponse(workspace=space.name, deleted=report.deleted, chunks=report.chunks, unfinished=report.unfinished)
+    return await delete(workspace(request, ws), document_id)
 
 
 @reads.get("/jobs/{job_id}", response_model=JobView, tags=["documents"])

@@ -32,12 +32,14 @@ class ModeDescription(BaseModel):
 
 class WorkspaceDescription(BaseModel):
     name: str
+    kind: Literal["index", "classifier"] = Field("index", description="an index (query, answer, documents) or a saved GORAG classifier (classify)")
     method: str
     modes: list[ModeDescription]
     models: dict[str, str | None] = Field(description="embedder and chat model (null: offline, extractive answers)")
-    counts: dict[str, int] = Field(description="documents, chunks and what the graph holds")
+    counts: dict[str, int] = Field(description="documents, chunks and what the graph holds (a classifier: labels, rounds, graph nodes and edges)")
     chat_models: list[str] = Field(description="the model names the chat endpoints know this workspace by")
     writable: bool
+    labels: list[str] | None = Field(None, description="a classifier's labels")
 
 
 class WorkspaceList(BaseModel):

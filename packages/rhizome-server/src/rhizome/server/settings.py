@@ -37,6 +37,10 @@ class ServerSettings:
     max_body: int = DEFAULT_MAX_BODY
     read_only: bool = False
     """Open the indexes read-only: writes are refused, another process may write meanwhile."""
+    agent_llm: str | None = None
+    """The chat model (``ollama:MODEL``) that runs ``rhizome/agent``; none: its offline router."""
+    mcp_writes: bool = False
+    """Offer the MCP tools that insert and delete documents at ``/mcp`` (they need the key too)."""
 
     def check(self) -> ServerSettings:
         """Refuse settings that would expose the indexes: a non-loopback address without an

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from rhizome.core.errors import ConfigurationError
-from rhizome.server.errors import WorkspaceNotFoundError
+from rhizome.server.errors import WorkspaceKindError, WorkspaceNotFoundError
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """A workspace name: letters, digits, ``_ . -``; it cannot hold a ``/`` or start with a dot."""
 
-RESERVED = frozenset({"health", "workspaces", "jobs", "v1", "api", "openapi.json", "mcp", "ui"})
-"""Names the server's own routes use (or will: /mcp; ``ui``: the web page's files), which a workspace cannot take."""
+RESERVED = frozenset({"health", "workspaces", "jobs", "v1", "api", "openapi.json", "mcp", "ui", "agent"})
+"""Names the server's own routes use (``ui``: the web page's files), and ``agent`` (the chat model
+``rhizome/agent``), which a workspace cannot take."""
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,16 @@ def parse_spec(item: str) -> WorkspaceSpec:
 
 
 def under_root(root: str | Path) -> list[WorkspaceSpec]:
-    """Every index folder directly under ``root``, named after its folder."""
+    """Every index folder (and saved classifier) directly under ``root``, named after its folder."""
     from rhizome.core.store.storage import has_index
 
     folder = Path(root)
     if not folder.is_dir():
         raise ConfigurationError(f"--root {root} is not a folder; give a folder whose subfolders are indexes")
+    from rhizome.server.classify import holds_classifier
+
     return [WorkspaceSpec(check_name(child.name, str(child)), child)
-            for child in sorted(folder.iterdir()) if child.is_dir() and has_index(child)]
+            for child in sorted(folder.iterdir()) if child.is_dir() and (has_index(child) or holds_classifier(child))]
 
 
 def collect(items: Sequence[str], root: str | Path | None) -> list[WorkspaceSpec]:
@@ -156,44 +159,75 @@ class Workspace:
             "counts": counts,
             "chat_models": self.chat_models(),
             "writable": not self.read_only,
+            "kind": "index",
         }
 
 
 class Workspaces:
-    """The server's workspaces by name."""
+    """The server's workspaces by name: the indexes (iterating gives them) and the saved
+    classifiers (:mod:`rhizome.server.classify`)."""
 
-    def __init__(self, workspaces: Sequence[Workspace]) -> None:
+    def __init__(self, workspaces: Sequence[Workspace], classifiers: Sequence[Any] = ()) -> None:
         self._by_name = {w.name: w for w in workspaces}
+        self._classifiers = {c.name: c for c in classifiers}
 
     @classmethod
     def open(cls, specs: Sequence[WorkspaceSpec], args: argparse.Namespace, *, read_only: bool = False) -> Workspaces:
         """Open every index as ``rhizome query`` opens one (its embedder; ``--llm``, else its own
         chat model, else extractive answers; ``--offline``: none), writable unless ``read_only``.
-        One that cannot be opened closes those already open and raises."""
+        A folder holding a saved GORAG classifier is opened as one. One that cannot be opened
+        closes those already open and raises."""
+        from rhizome.server.classify import ClassifierWorkspace, holds_classifier
         from rhizome.tools.cli import open_index
 
         opened: list[Workspace] = []
+        classifiers: list[ClassifierWorkspace] = []
         try:
             for spec in specs:
+                if holds_classifier(spec.location):
+                    classifiers.append(ClassifierWorkspace.open(spec.name, spec.location, args))
+                    continue
                 index = open_index(spec.location, args, readonly=read_only)
                 opened.append(Workspace(spec.name, spec.location, index, read_only=read_only))
         except BaseException:
             for workspace in opened:
                 workspace.index.close()
             raise
-        return cls(opened)
+        return cls(opened, classifiers)
 
     def get(self, name: str) -> Workspace:
+        """The index workspace ``name`` (a classifier's name is a 400 that says what it does)."""
         workspace = self._by_name.get(name)
         if workspace is None:
+            if name in self._classifiers:
+                raise WorkspaceKindError(f"workspace {name!r} is a GORAG classifier: it labels texts (POST /{name}/classify) "
+                                         "and holds no documents to search or answer from")
             raise WorkspaceNotFoundError(f"no workspace {name!r} on this server; GET /workspaces lists them")
         return workspace
+
+    def classifier(self, name: str) -> Any:
+        """The classifier workspace ``name`` (an index's name is a 400 that says what it does)."""
+        found = self._classifiers.get(name)
+        if found is None:
+            if name in self._by_name:
+                raise WorkspaceKindError(f"workspace {name!r} is a {self._by_name[name].index.method} index, not a classifier: "
+                                         f"search it with POST /{name}/query")
+            raise WorkspaceNotFoundError(f"no workspace {name!r} on this server; GET /workspaces lists them")
+        return found
+
+    @property
+    def classifiers(self) -> list[Any]:
+        return list(self._classifiers.values())
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every workspace's description, the indexes first (blocking: reads the stores)."""
+        return [w.describe() for w in [*self, *self.classifiers]]
 
     def __iter__(self) -> Iterator[Workspace]:
         return iter(self._by_name.values())
 
     def __len__(self) -> int:
-        return len(self._by_name)
+        return len(self._by_name) + len(self._classifiers)
 
     def hidden_locations(self) -> list[tuple[str, str]]:
         """What a message must not show, with what a client sees instead: each workspace's
@@ -202,7 +236,7 @@ class Workspaces:
         from rhizome.core.store.storage import is_url, shown
 
         pairs: list[tuple[str, str]] = []
-        for w in self:
+        for w in [*self, *self.classifiers]:
             shown_as = f"<workspace {w.name}>"
             if is_url(w.location):
                 pairs += [(str(w.location), shown_as), (shown(w.location), shown_as)]

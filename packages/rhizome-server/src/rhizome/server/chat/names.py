@@ -1,5 +1,6 @@
 """Chat model names: ``rhizome/<workspace>:<mode>``, and ``rhizome/<workspace>`` for its
-default mode. Ollama clients add ``:latest`` to a name without a tag: it means the default
+default mode; ``rhizome/agent`` routes each question to a workspace and mode itself
+(:mod:`rhizome.server.chat.agent`). Ollama clients add ``:latest`` to a name without a tag: it means the default
 mode too (unless a mode is called ``latest``)."""
 
 from __future__ import annotations
@@ -15,6 +16,15 @@ PREFIX = "rhizome/"
 def model_names(workspace: str, modes: Sequence[str | None]) -> list[str]:
     """The names a workspace answers to: the default first, then one per mode."""
     return [f"{PREFIX}{workspace}", *(f"{PREFIX}{workspace}:{mode}" for mode in modes if mode)]
+
+
+def every_model(workspaces: Any) -> list[str]:
+    """Every model name of the server: each workspace's, then the agent's (when there is an
+    index)."""
+    from rhizome.server.chat.agent import AGENT_MODEL
+
+    names = [n for w in workspaces for n in w.chat_models()]
+    return [*names, AGENT_MODEL] if names else []
 
 
 def resolve(name: str, workspaces: Any) -> tuple[Any, str | None]:
@@ -35,6 +45,6 @@ def resolve(name: str, workspaces: Any) -> tuple[Any, str | None]:
 
 
 def _unknown(name: str, workspaces: Any) -> str:
-    known = [n for w in workspaces for n in w.chat_models()]
+    known = every_model(workspaces)
     shown = ", ".join(known[:20]) + (", …" if len(known) > 20 else "")
-    return f"no model {name!r} on this server; models are rhizome/<workspace>[:<mode>]: {shown}"
+    return f"no model {name!r} on this server; models are rhizome/<workspace>[:<mode>] and rhizome/agent: {shown}"

@@ -16,8 +16,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rhizome.server import answering
+from rhizome.server.chat.agent import AGENT_MODEL, agent_of
 from rhizome.server.chat.messages import Message, RetrievalOptions, question
-from rhizome.server.chat.names import resolve
+from rhizome.server.chat.names import every_model, resolve
 from rhizome.server.chat.shapes import OllamaChatAnswer, OllamaGenerateAnswer, OllamaTags
 from rhizome.server.errors import public_message
 from rhizome.server.security import require_read
@@ -57,33 +58,36 @@ async def version() -> dict[str, str]:
 
 @router.get("/tags", response_model=OllamaTags)
 async def tags(request: Request) -> dict[str, Any]:
-    """Every workspace and mode as a model."""
+    """Every workspace and mode as a model, and ``rhizome/agent`` (family ``agent``)."""
+    workspaces = server(request).workspaces
+    families = {name: space.index.method for space in workspaces for name in space.chat_models()}
     listed = []
-    for space in server(request).workspaces:
-        method = space.index.method
-        for name in space.chat_models():
-            listed.append({"name": name, "model": name, "modified_at": _now(), "size": 0, "digest": "",
-                           "details": {"format": "rhizome", "family": method, "families": [method],
-                                       "parameter_size": "", "quantization_level": ""}})
+    for name in every_model(workspaces):
+        family = families.get(name, "agent")
+        listed.append({"name": name, "model": name, "modified_at": _now(), "size": 0, "digest": "",
+                       "details": {"format": "rhizome", "family": family, "families": [family],
+                                   "parameter_size": "", "quantization_level": ""}})
     return {"models": listed}
 
 
 @router.post("/chat", response_model=OllamaChatAnswer, responses=NDJSON)
 async def chat(request: Request, body: ChatRequest) -> Any:
     """The last user message answered from the workspace the model names."""
-    return await _respond(request, body, question(body.messages), lambda text: {"message": {"role": "assistant", "content": text}})
+    return await _respond(request, body, body.messages, lambda text: {"message": {"role": "assistant", "content": text}})
 
 
 @router.post("/generate", response_model=OllamaGenerateAnswer, responses=NDJSON)
 async def generate(request: Request, body: GenerateRequest) -> Any:
     """The prompt answered from the workspace the model names."""
-    return await _respond(request, body, body.prompt, lambda text: {"response": text})
+    return await _respond(request, body, [Message(role="user", content=body.prompt)], lambda text: {"response": text})
 
 
-async def _respond(request: Request, body: OllamaRequest, query: str, shape: Any) -> Any:
-    space, mode = resolve(body.model, server(request).workspaces)
-    ask = answering.Ask(query, mode, body.options.k, body.options.filter)
+async def _respond(request: Request, body: OllamaRequest, messages: list[Message], shape: Any) -> Any:
     started = time.monotonic_ns()
+    if body.model == AGENT_MODEL:
+        return await _agent(request, body, messages, shape, started)
+    space, mode = resolve(body.model, server(request).workspaces)
+    ask = answering.Ask(question(messages), mode, body.options.k, body.options.filter)
     if body.stream:
         found = await answering.search(space, ask)  # a bad filter is a 4xx, before the stream starts
         return StreamingResponse(_lines(request, space, ask, found, body.model, shape, started), media_type="application/x-ndjson")
@@ -91,6 +95,37 @@ async def _respond(request: Request, body: OllamaRequest, query: str, shape: Any
     text = result.text + answering.sources_text(result.citations)
     return {"model": body.model, "created_at": _now(), **shape(text), "done": True, "done_reason": "stop",
             "total_duration": time.monotonic_ns() - started, "citations": [answering.citation(h) for h in result.citations]}
+
+
+async def _agent(request: Request, body: OllamaRequest, messages: list[Message], shape: Any, started: int) -> Any:
+    """``rhizome/agent``'s answer: whole, or streamed as it is written, then its sources and the end."""
+    agent = agent_of(request)
+
+    def end(said: Any) -> dict[str, Any]:
+        return {"done": True, "done_reason": "stop", "citations": [answering.citation(h) for h in said.citations],
+                "routes": said.routes, "total_duration": time.monotonic_ns() - started}
+
+    if not body.stream:
+        said = await agent.ask(messages, body.options.filter)
+        return {"model": body.model, "created_at": _now(), **shape(said.text + answering.sources_text(said.citations)), **end(said)}
+    graph, history = agent.start(messages, body.options.filter)
+
+    def line(item: dict[str, Any]) -> str:
+        return json.dumps({"model": body.model, "created_at": _now(), **item}, ensure_ascii=False, default=str) + "\n"
+
+    async def lines() -> AsyncIterator[str]:
+        try:
+            async for piece in agent.pieces(graph, history):
+                if isinstance(piece, str):
+                    yield line({**shape(piece), "done": False})
+                else:
+                    yield line({**shape(answering.sources_text(piece.citations)), "done": False})
+                    yield line({**shape(""), **end(piece)})
+        except Exception as exc:
+            _, message = public_message(exc, server(request).redact)
+            yield json.dumps({"error": message}) + "\n"
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
 
 
 async def _lines(request: Request, space: Any, ask: answering.Ask, found: Any, model: str, shape: Any, started: int) -> AsyncIterator[str]:

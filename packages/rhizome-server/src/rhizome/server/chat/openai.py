@@ -15,8 +15,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from rhizome.server import answering, sse
+from rhizome.server.chat.agent import AGENT_MODEL, agent_of
 from rhizome.server.chat.messages import Message, RetrievalOptions, question
-from rhizome.server.chat.names import resolve
+from rhizome.server.chat.names import every_model, resolve
 from rhizome.server.chat.shapes import ChatCompletion, ModelCard, ModelListing
 from rhizome.server.errors import public_message
 from rhizome.server.security import require_read
@@ -33,17 +34,27 @@ class ChatCompletionRequest(RetrievalOptions):
 
 @router.get("/models", response_model=ModelListing)
 async def models(request: Request) -> ModelListing:
-    """Every workspace and mode as a model: ``rhizome/<workspace>[:<mode>]``."""
-    return ModelListing(data=[ModelCard(id=name) for w in server(request).workspaces for name in w.chat_models()])
+    """Every workspace and mode as a model, ``rhizome/<workspace>[:<mode>]``, and ``rhizome/agent``."""
+    return ModelListing(data=[ModelCard(id=name) for name in every_model(server(request).workspaces)])
 
 
 @router.post("/chat/completions", response_model=ChatCompletion,
              responses={200: {"content": {"text/event-stream": {}}, "description": "JSON, or chat.completion.chunk events with stream: true"}})
 async def chat_completions(request: Request, body: ChatCompletionRequest) -> Any:
-    """The last user message answered from the workspace the model names, with its sources."""
+    """The last user message answered from the workspace the model names (``rhizome/agent``:
+    the workspace and mode it routes the question to), with its sources."""
+    reply = Reply(body.model)
+    if body.model == AGENT_MODEL:
+        agent = agent_of(request)
+        if body.stream:
+            graph, history = agent.start(body.messages, body.filter)
+            return StreamingResponse(_agent_stream(request, reply, agent.pieces(graph, history)), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
+        said = await agent.ask(body.messages, body.filter)
+        text, cited = said.text + answering.sources_text(said.citations), [answering.citation(h) for h in said.citations]
+        return {**reply.whole(text, cited), "routes": said.routes}
     space, mode = resolve(body.model, server(request).workspaces)
     ask = answering.Ask(question(body.messages), mode, body.k, body.filter)
-    reply = Reply(body.model)
     if body.stream:
         found = await answering.search(space, ask)  # a bad filter is a 4xx, before the stream starts
         return StreamingResponse(_stream(request, space, ask, found, reply), media_type="text/event-stream",
@@ -66,6 +77,22 @@ class Reply:
     def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
         return sse.data_only({"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
                               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
+
+
+async def _agent_stream(request: Request, reply: Reply, pieces: AsyncIterator[Any]) -> AsyncIterator[str]:
+    """``rhizome/agent``'s answer as it is written, then its sources, citations and routes."""
+    try:
+        yield reply.chunk({"role": "assistant", "content": ""})
+        async for piece in pieces:
+            if isinstance(piece, str):
+                yield reply.chunk({"content": piece})
+                continue
+            yield reply.chunk({"content": answering.sources_text(piece.citations)})
+            yield reply.chunk({}, "stop", citations=[answering.citation(h) for h in piece.citations], routes=piece.routes)
+    except Exception as exc:
+        status, message = public_message(exc, server(request).redact)
+        yield sse.data_only({"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error", "code": status}})
+    yield sse.data_only("[DONE]")
 
 
 async def _stream(request: Request, space: Any, ask: answering.Ask, found: Any, reply: Reply) -> AsyncIterator[str]:

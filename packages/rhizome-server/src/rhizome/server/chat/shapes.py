@@ -21,6 +21,14 @@ class Citation(BaseModel):
     metadata: dict[str, Any]
 
 
+class AgentRoute(BaseModel):
+    """Where ``rhizome/agent`` searched for an answer."""
+
+    workspace: str
+    mode: str | None = None
+    query: str | None = Field(None, description="what it searched for")
+
+
 class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str
@@ -41,6 +49,7 @@ class ChatCompletion(BaseModel):
     model: str
     choices: list[Choice]
     citations: list[Citation]
+    routes: list[AgentRoute] | None = Field(None, description="rhizome/agent: the workspaces and modes it searched")
 
 
 class ModelCard(BaseModel):
@@ -85,6 +94,7 @@ class OllamaAnswer(BaseModel):
     done_reason: str = "stop"
     total_duration: int = Field(description="nanoseconds")
     citations: list[Citation]
+    routes: list[AgentRoute] | None = Field(None, description="rhizome/agent: the workspaces and modes it searched")
 
 
 class OllamaChatAnswer(OllamaAnswer):
