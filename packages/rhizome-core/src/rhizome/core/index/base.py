@@ -54,17 +54,19 @@ from rhizome.core.aio import iterate_sync, run_sync
 from rhizome.core.documents import coerce_documents, lone_surrogate
 from rhizome.core.errors import (
     ConfigurationError,
+    IndexCorruptError,
     IndexFormatError,
     IndexMismatchError,
     InvalidInputError,
     ModelError,
     ModelNotFoundError,
+    ModelOutputError,
     ModelUnavailableError,
     fails_alone,
 )
 from rhizome.core.index.config import IndexConfig, build_config
 from rhizome.core.index.heap import full_collections_deferred
-from rhizome.core.models.base import usage_scope
+from rhizome.core.models.base import EMBEDDING_FIX, checked_vectors, usage_scope
 from rhizome.core.progress import ProgressArg, Reporter, phase, quietly, reporting
 from rhizome.core.store.cache import needs_cache, with_cache
 from rhizome.core.store.storage import (
@@ -571,7 +573,9 @@ class BaseIndex(Generic[P, D]):
         vectors = None
         with phase(f"embedding {what}", len(texts), "text") as step:
             for start in range(0, len(texts), EMBED_SLICE):
-                part = np.asarray(await self.embedder.aembed(texts[start : start + EMBED_SLICE]))
+                piece = texts[start : start + EMBED_SLICE]
+                known = None if vectors is None else int(vectors.shape[1])  # every slice as long as the first
+                part = checked_vectors(await self.embedder.aembed(piece), len(piece), known, self.embedder.name)
                 if vectors is None:  # filled slice by slice: stacking the slices would hold every vector twice
                     vectors = np.empty((len(texts), part.shape[1]), dtype=part.dtype)
                 vectors[start : start + len(part)] = part
@@ -603,12 +607,25 @@ class BaseIndex(Generic[P, D]):
         return held[1]
 
     def check_dimension(self, dimension: int) -> None:
+        """The embedder's ``dimension`` against the manifest's (recorded on the first vectors).
+        When they differ, the records say which is wrong: vectors stored with the embedder's
+        dimension mean the manifest was edited (``rhizome repair`` restores it from the
+        records), else the embedder is not the one the index was built with."""
         known = self.store.manifest.embedding_dimension
         if known is None:
             if not self.store.readonly:
                 self.store.manifest.embedding_dimension = dimension
                 self.store.write_manifest()
         elif known != dimension:
+            if self.store._stored_dimension() == dimension:
+                where = shown(self.store.location) if self.store.location is not None else "the index"
+                raise IndexCorruptError(
+                    f"the manifest of {where} says {known}-dimensional vectors but its records hold "
+                    f"{dimension}-dimensional ones, as {self.embedder.name} gives: the manifest was changed outside "
+                    f"Rhizome; run `rhizome repair {where}` to restore it from the records"
+                )
+            if getattr(self.embedder, "dimension", None) == known:  # the embedder's own length: this answer is broken
+                raise ModelOutputError(f"{self.embedder.name} returned {dimension}-dimensional vectors, expected {known}; {EMBEDDING_FIX}")
             raise IndexMismatchError(
                 f"the index holds {known}-dimensional vectors but {self.embedder.name} gives "
                 f"{dimension}; use the embedder the index was built with"

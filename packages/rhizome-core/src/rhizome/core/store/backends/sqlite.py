@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -64,6 +65,8 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 CACHE_FILE = "model-calls.sqlite"
+
+logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -407,10 +410,10 @@ class SQLiteStore(IndexStore):
         with self._lock:
             if name in self._collections and not (self.readonly and self._loaded.get(name) != self.generation(vectors_generation(name))):
                 return self._collections[name]
-            with self._read():  # the generation, the ids and the vectors of one committed state
+            with self._read():  # the generation, the ids, the digest and the vectors of one committed state
                 generation = self.generation(vectors_generation(name))
                 ids = [r[0] for r in self.query("SELECT id FROM vectors WHERE collection = ?", (name,))]
-                store = self._load_snapshot(name, generation, ids)
+                store = self._load_snapshot(name, generation, ids, self.get_meta(snapshot_key(name)))
                 if store is None:
                     store = self._rebuild_collection(name, dimension)
             self._collections[name] = store
@@ -450,9 +453,12 @@ class SQLiteStore(IndexStore):
         assert self.path is not None
         return self.path / "vectors" / f"{name}.npz"
 
-    def _load_snapshot(self, name: str, generation: int, ids: Sequence[str]) -> VectorStore | None:
+    def _load_snapshot(self, name: str, generation: int, ids: Sequence[str], recorded: Any) -> VectorStore | None:
         """The snapshot file of a collection, when it is this index's (by id), of the database's
-        generation and holds exactly the ids the database holds; else ``None`` (rebuild)."""
+        generation, holds exactly the ids the database holds, and its (id, vector) pairs have
+        the digest ``recorded`` in the records for that generation when it was written; else
+        ``None`` (rebuild). A snapshot right in all but its digest (vectors filed under other
+        ids, or changed) is logged as the damage it is."""
         if self.path is None or not self._snapshot_path(name).exists():
             return None
         try:
@@ -465,6 +471,15 @@ class SQLiteStore(IndexStore):
             or len(store) != len(ids)
             or set(store.ids()) != set(ids)
         ):
+            return None
+        if not isinstance(recorded, dict) or recorded.get("generation") != generation:
+            return None  # written before digests, or its digest not committed yet: rebuild
+        if recorded.get("digest") != store.digest():
+            logger.warning(
+                "vector snapshot %s has the ids and generation of the records but other vectors under them; "
+                "it was ignored and the collection rebuilt from the records (run `rhizome repair %s` to rewrite it)",
+                self._snapshot_path(name), self.path,
+            )
             return None
         self._saved[name] = generation
         return store
@@ -502,9 +517,20 @@ class SQLiteStore(IndexStore):
                     self._snapshot_path(name).unlink(missing_ok=True)
                 self._saved[name] = generation
                 continue
+            # the digest first: a snapshot left unwritten by a crash then fails its generation check
+            with self._errors():
+                self.db.upsert("meta", ("key", "value"), ("key",), [
+                    (snapshot_key(name), json.dumps({"generation": generation, "digest": store.digest()}))
+                ])
             with self._file_errors():
                 store.save(self._snapshot_path(name), meta={"generation": generation, "index_id": self.manifest.index_id})
             self._saved[name] = generation
+
+
+def snapshot_key(collection: str) -> str:
+    """The meta key under which the records keep the generation and (id, vector) digest of
+    ``collection``'s snapshot file (:meth:`VectorStore.digest`)."""
+    return f"snapshot:{collection}"
 
 
 def _flock(path: Path, busy: IndexLockedError) -> int:
