@@ -467,7 +467,6 @@ def _broken_embedder(kind: str, fault: str):
     if kind == "protocol":
         return _ProtocolEmbedder(fault)
     from rhizome.core.models.base import BaseEmbedder
-    from rhizome.core.models.embeddings import HashingEmbedder
 
     class Broken(BaseEmbedder):
         async def _aembed_batch(self, texts):

@@ -68,7 +68,7 @@ from rhizome.core.index.config import IndexConfig, build_config
 from rhizome.core.index.heap import full_collections_deferred
 from rhizome.core.models.base import EMBEDDING_FIX, checked_vectors, usage_scope
 from rhizome.core.progress import ProgressArg, Reporter, phase, quietly, reporting
-from rhizome.core.store.cache import needs_cache, with_cache
+from rhizome.core.store.cache import built_from, needs_cache, with_cache
 from rhizome.core.store.storage import (
     Connection,
     IndexStore,
@@ -225,6 +225,8 @@ class DeleteReport(BaseModel):
     chunks: int = 0
     unfinished: str | None = None
     """As :attr:`InsertReport.unfinished`: the whole-index work after the delete did not finish."""
+    forgotten: int = 0
+    """Model-call cache entries removed with the documents (``purge_cache``)."""
     stats: Stats = Field(default_factory=dict)
 
 
@@ -745,7 +747,8 @@ class BaseIndex(Generic[P, D]):
 
     async def _store(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
         batch: Batch = [(doc, chunks) for doc, _, _, chunks in pending]
-        prepared = await self._prepare(batch, report.stats)
+        with built_from(doc.id for doc, _ in batch):  # what the model says now is about these (forget_cached)
+            prepared = await self._prepare(batch, report.stats)
         with self.store.transaction() as db:
             for doc, digest, existed, chunks in pending:
                 if existed:
@@ -786,10 +789,11 @@ class BaseIndex(Generic[P, D]):
             IndexStore.set_meta(db, "pending_change", False)
         return None
 
-    async def adelete(self, document_ids: Sequence[str] | str) -> DeleteReport:
+    async def adelete(self, document_ids: Sequence[str] | str, *, purge_cache: bool = True) -> DeleteReport:
         """Remove documents and what only they supported. Unknown ids are reported, not raised
         (an id that is not valid Unicode cannot be stored, so it is unknown); anything but an id
-        or ids is an :class:`InvalidInputError`."""
+        or ids is an :class:`InvalidInputError`. With ``purge_cache`` (the default), the model
+        answers cached about them go too (:meth:`forget_cached`; ``report.forgotten``)."""
         ids = _document_ids(document_ids)
         report = DeleteReport()
         async with self._writing():
@@ -810,6 +814,8 @@ class BaseIndex(Generic[P, D]):
                         IndexStore.clear_status(db, stored)
                 if present:
                     prepared = await self._prepare_delete(present, report.stats)
+                    if purge_cache:  # before the records go: a delete cut short after it forgot too much, never too little
+                        report.forgotten = self.forget_cached(present)
                     with self.store.transaction() as db:
                         IndexStore.clear_status(db, present)
                         for doc_id in present:
@@ -836,8 +842,24 @@ class BaseIndex(Generic[P, D]):
     def insert(self, documents: Sequence[Any] | Any) -> InsertReport:
         return run_sync(self.ainsert(documents))
 
-    def delete(self, document_ids: Sequence[str] | str) -> DeleteReport:
-        return run_sync(self.adelete(document_ids))
+    def delete(self, document_ids: Sequence[str] | str, *, purge_cache: bool = True) -> DeleteReport:
+        return run_sync(self.adelete(document_ids, purge_cache=purge_cache))
+
+    def forget_cached(self, document_ids: Sequence[str]) -> int:
+        """Remove from the model-call caches the answers whose prompts were built from
+        ``document_ids`` or may have been (whole-index work, queries: see
+        :mod:`rhizome.core.store.cache`): the caches of the index's models and the index's own
+        (its directory's file, its database's table). Returns how many entries went. A cache
+        the models used when the documents were indexed but do not use now is not reached:
+        delete with the same cache."""
+        caches = [getattr(model, "cache", None) for model in (self.llm, self.embedder)]
+        if not self.store.readonly and self.store.location is not None and self.store.has_model_cache():
+            caches.append(self.store.model_cache())
+        seen: dict[Any, Any] = {}
+        for cache in caches:
+            if cache is not None and hasattr(cache, "forget"):
+                seen.setdefault(cache.identity(), cache)
+        return sum(cache.forget(document_ids) for cache in seen.values())
 
     def refresh(self) -> Stats:
         return run_sync(self.arefresh())

@@ -245,7 +245,7 @@ class VectorStore:
             flat = faiss.downcast_index(self._index.index)
             if self._index.ntotal:
                 held = faiss.rev_swig_ptr(flat.get_xb(), self._index.ntotal * self.dimension)  # type: ignore[attr-defined]  # stubs lack get_xb
-                pairs.update(memoryview(held))
+                pairs.update(held.data)
             return pairs.hexdigest()
 
     # -- persistence ---------------------------------------------------------------------------

@@ -161,6 +161,7 @@ class SQLiteStore(IndexStore):
                     if not readonly:
                         raw.execute("PRAGMA journal_mode=WAL")
                         raw.execute("PRAGMA synchronous=NORMAL")
+                        raw.execute("PRAGMA secure_delete=ON")  # a deleted document's rows are overwritten, not left in free pages
                         if not new:
                             _quick_check(raw)
             except BaseException:
@@ -345,6 +346,9 @@ class SQLiteStore(IndexStore):
             self._verify_owner()  # never over the manifest of an index now at this path
             with self._file_errors():
                 _atomic_write(self.path / MANIFEST, text)
+
+    def has_model_cache(self) -> bool:
+        return self.path is not None and (self.path / CACHE_FILE).exists()
 
     def model_cache(self) -> Any:
         from rhizome.core.store.cache import ModelCache
