@@ -18,6 +18,7 @@ from rhizome.core.naive import VectorIndex
 from rhizome.core.store.storage import MANIFEST, RECORDS, load_index
 from rhizome.core.store.vectors import VectorStore
 from rhizome.core.types import Document
+from rhizome.tools.faults import rotate_snapshot
 from rhizome.tools.integrity import check_index, repair_index
 
 DOCS = [Document(id=f"d{i}", text=f"Report {i}: the {w} ferry crossed to {p} at dawn.") for i, (w, p) in enumerate(
@@ -117,15 +118,6 @@ def test_a_truncated_or_foreign_snapshot_is_rebuilt_from_the_records(tmp_path):
     assert search(tmp_path / "i") == hits
     repair_index(tmp_path / "i")
     assert check_index(tmp_path / "i").warnings == []
-
-
-def rotate_snapshot(snapshot: Path) -> None:
-    """File every vector of ``snapshot`` under the next id: ids, generation and index id stay right."""
-    store, meta = VectorStore.load(snapshot)
-    keys = store.ids()
-    rotated = VectorStore(store.dimension)
-    rotated.add(keys, store.vectors(keys[1:] + keys[:1]))
-    rotated.save(snapshot, meta=meta)
 
 
 def test_a_snapshot_with_vectors_under_rotated_ids_is_rebuilt_reported_and_caught_by_check(tmp_path, caplog):
@@ -381,7 +373,6 @@ def test_snapshots_rewritten_or_removed_during_check_are_no_finding(tmp_path, mo
     """Defect: check read the records before the snapshot file, so a snapshot the writer
     rewrote in between looked out of date, and one it removed (its collection emptied)
     unreadable."""
-    from rhizome.core.store.vectors import VectorStore
 
     build(tmp_path / "i")
     load, busy = VectorStore.load, []

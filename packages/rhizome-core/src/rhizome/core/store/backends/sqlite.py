@@ -57,6 +57,7 @@ from rhizome.core.store.storage import (
     file_in_the_way,
     vectors_generation,
 )
+from rhizome.core.store.targets import index_directory_of
 from rhizome.core.store.vectors import VectorStore
 
 try:
@@ -228,6 +229,10 @@ class SQLiteStore(IndexStore):
             raise InvalidInputError(
                 f"cannot create an index at {path}: {blocker} is a file, and an index is a directory; "
                 "choose another path (or move the file away)"
+            )
+        if (outer := index_directory_of(path)) is not None:  # its files could be taken for the other's, or replace them
+            raise InvalidInputError(
+                f"cannot create an index at {path}: it is inside the index directory {outer}; choose a folder outside it"
             )
         path.mkdir(parents=True, exist_ok=True)
         store = cls(path, manifest, new=True)
@@ -580,13 +585,14 @@ def _unlock(fd: int) -> None:
 
 def writer_active(path: Path) -> bool:
     """Whether a process holds the writer lock of the index directory ``path``, i.e. has the
-    index open for writing (see :meth:`SQLiteStore._acquire_writer_lock`). Asks by taking a
-    shared lock without waiting and giving it back at once; a writer that opens the index in
-    that instant tries again."""
+    index open for writing (see :meth:`SQLiteStore._acquire_writer_lock`), or of the file
+    ``path`` (the target of a linked ``records.sqlite``). Asks by taking a shared lock without
+    waiting and giving it back at once; a writer that opens the index in that instant tries
+    again."""
     if fcntl is None:  # pragma: no cover
         return False
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if path.is_dir() else 0))
     except OSError:
         return False
     try:
