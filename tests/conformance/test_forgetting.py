@@ -90,3 +90,21 @@ def test_keeping_the_cache_is_a_choice(tmp_path):
     index.close()
     assert report.forgotten == 0
     assert _leaks([tmp_path / "cache"])
+
+
+def test_a_delete_cut_short_after_its_commit_forgets_on_the_next_write(tmp_path, monkeypatch):
+    from rhizome.core.index.base import BaseIndex
+
+    cache = ModelCache(tmp_path / "cache" / "model-calls.sqlite")
+    index = _build("lightrag", tmp_path / "i", cache)
+    with monkeypatch.context() as cut:  # the process ends between the delete's commit and its forget
+        cut.setattr(BaseIndex, "forget_cached", lambda self, ids: (_ for _ in ()).throw(KeyboardInterrupt))
+        with pytest.raises(KeyboardInterrupt):
+            index.delete("canary")
+    assert index.store.document_ids().count("canary") == 0 and _leaks([tmp_path / "cache"])
+    index.close()
+    again = index_class("lightrag").load(tmp_path / "i", llm=FailingChatModel(), cache=cache)
+    report = again.delete("canary")  # already gone: reported missing, and what the cache held of it goes now
+    again.close()
+    assert report.missing == ["canary"] and report.forgotten > 0
+    assert _leaks([tmp_path / "i", tmp_path / "cache"]) == []

@@ -219,6 +219,11 @@ def failure_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}"[:500]
 
 
+PENDING_FORGET = "pending_forget"
+"""The meta key of the documents whose cached answers a delete has yet to forget (written in
+its transaction, cleared once the caches have forgotten them)."""
+
+
 class DeleteReport(BaseModel):
     deleted: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
@@ -672,6 +677,7 @@ class BaseIndex(Generic[P, D]):
         docs = coerce_documents(documents)
         report = InsertReport()
         async with self._writing():
+            self._finish_forget()  # left by a delete cut short after its commit
             with usage_scope() as usage:
                 todo: list[tuple[Document, str, bool]] = []
                 for doc in docs:
@@ -797,6 +803,7 @@ class BaseIndex(Generic[P, D]):
         ids = _document_ids(document_ids)
         report = DeleteReport()
         async with self._writing():
+            report.forgotten = self._finish_forget()  # left by a delete cut short after its commit
             present, stored = [], []
             for doc_id in dict.fromkeys(ids):
                 if lone_surrogate(doc_id) is not None:  # never stored: unknown
@@ -814,8 +821,6 @@ class BaseIndex(Generic[P, D]):
                         IndexStore.clear_status(db, stored)
                 if present:
                     prepared = await self._prepare_delete(present, report.stats)
-                    if purge_cache:  # before the records go: a delete cut short after it forgot too much, never too little
-                        report.forgotten = self.forget_cached(present)
                     with self.store.transaction() as db:
                         IndexStore.clear_status(db, present)
                         for doc_id in present:
@@ -824,6 +829,9 @@ class BaseIndex(Generic[P, D]):
                         self._write_delete(db, present, prepared)
                         if self._tracks_changes:
                             IndexStore.set_meta(db, "pending_change", True)
+                        if purge_cache:  # with the records: a delete cut short after its commit forgets them next time
+                            IndexStore.set_meta(db, PENDING_FORGET, [*self.store.get_meta(PENDING_FORGET, []), *present])
+                report.forgotten += self._finish_forget()
                 report.unfinished = await self._finish_change([], report.deleted, report.stats)
                 self.store.save_snapshots()
             report.stats.update(usage.stats())
@@ -834,6 +842,7 @@ class BaseIndex(Generic[P, D]):
         the index is up to date); returns the counters of what it did."""
         stats: Stats = {}
         async with self._writing():
+            self._finish_forget()  # left by a delete cut short after its commit
             with reporting(self.progress if self.needs_refresh else False, f"{self.method}: finishing the whole-index work"):
                 await self._finish_change([], [], stats, isolate=False)
             self.store.save_snapshots()
@@ -844,6 +853,19 @@ class BaseIndex(Generic[P, D]):
 
     def delete(self, document_ids: Sequence[str] | str, *, purge_cache: bool = True) -> DeleteReport:
         return run_sync(self.adelete(document_ids, purge_cache=purge_cache))
+
+    def _finish_forget(self) -> int:
+        """Forget the cached answers about the documents a delete removed (:data:`PENDING_FORGET`,
+        written with its records), after the commit: answers paid before it (in
+        ``_prepare_delete``) stay for a delete cut short and run again, and before the whole-index
+        work after it, whose new answers a re-run reuses. Returns how many entries went."""
+        pending = self.store.get_meta(PENDING_FORGET, []) if not self.store.readonly else []
+        if not pending:
+            return 0
+        forgotten = self.forget_cached(pending)
+        with self.store.transaction() as db:
+            IndexStore.set_meta(db, PENDING_FORGET, [])
+        return forgotten
 
     def forget_cached(self, document_ids: Sequence[str]) -> int:
         """Remove from the model-call caches the answers whose prompts were built from
