@@ -159,7 +159,7 @@ KNOBS = (
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
-    from rhizome.core.store.targets import check_output_files, check_output_folder
+    from rhizome.core.store.targets import check_output_files
     from rhizome.gorag.classifier import GORAGClassifier
     from rhizome.gorag.persistence import STATE_FILE, check_target
     from rhizome.tools.cli import make_cli_embedder
@@ -171,7 +171,6 @@ def cmd_classify(args: argparse.Namespace) -> int:
     # every path written is checked before the work: a refused one would fail only after it
     if args.save:
         check_target(args.save)
-        check_output_folder(args.save, what="the classifier")
         same = args.classifier is not None and Path(args.classifier).resolve() == Path(args.save).resolve()
         if (Path(args.save) / STATE_FILE).exists() and not same and not args.force:
             raise InvalidInputError(f"{args.save} holds a saved classifier; choose another --save, or pass --force to replace it")
