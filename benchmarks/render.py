@@ -767,6 +767,12 @@ PAGES: dict[str, Page] = {
                           "written, then runs the call again and compares every table with a clean build; \"held\" also "
                           "needs 0 model answers paid twice. A damaged-file case holds when results stay correct or a "
                           "typed error names the file."),
+            Section("What verifying vector snapshots costs (20,000 chunks)", "snapshot-check.json",
+                    command="uv run python -m benchmarks.snapshot_check --chunks 20000",
+                    intro="CPU seconds (median of 5 interleaved repeats) of reading the chunk collection's snapshot, of its "
+                          "(id, vector) digest that every load checks against the records, of a reader's first search "
+                          "(open, load and verify the collection, one query), and of `rhizome check`, which compares every "
+                          "pair; the first search without the digest check costs the first minus the digest."),
             Section("Indexing through a flaky server (5 % invalid answers, 10 % busy)", "robustness-5-10.json", kind="robustness",
                     command="uv run python -m benchmarks.robustness"),
             Section("Indexing through a flaky server (30 % invalid answers, 30 % busy)", "robustness-30-30.json", kind="robustness",

@@ -544,3 +544,31 @@ def test_contradicting_model_settings_are_refused_not_dropped(tmp_path, capsys, 
     assert code == 2 and "RHIZOME_EMBED asks for 'hashing:64'" in err
     monkeypatch.setenv("RHIZOME_EMBED", "hashing:384")  # the index's own: fine
     assert run(capsys, "query", str(out_dir), "Who kept the light?")[0] == 0
+
+
+@pytest.mark.parametrize("flag", ["--purge-cache", "--keep-cache", None])
+def test_docs_delete_forgets_what_the_model_said_about_the_documents_unless_kept(tmp_path, capsys, monkeypatch, flag):
+    from rhizome.core.models.fake import SchemaResponder
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    # the longer passage: the fake takes its names from the longest passage of a prompt
+    (docs / "canary.txt").write_text("Zorvexa Quintrell rowed from Brasklund to Mirvenholt, where Zorvexa sold charts.", encoding="utf-8")
+    (docs / "ferry.txt").write_text("Captain Mira Holt runs the Tarn Harbour ferry to Gull Island.", encoding="utf-8")
+    cache = tmp_path / "calls.sqlite"
+
+    def cached() -> bytes:  # the file and its write-ahead log
+        return b"".join(p.read_bytes() for p in tmp_path.glob("calls.sqlite*"))
+
+    responder = SchemaResponder()
+    with OllamaStub(models=["qwen2.5:7b-instruct", "nomic-embed-text:latest"], embed_dimension=16) as stub:
+        stub.reply_fn = lambda body: responder(body["messages"], body["format"])
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        flags = ["--llm", "ollama:qwen2.5:7b-instruct", "--embed", "ollama:nomic-embed-text", "--cache", str(cache)]
+        assert run(capsys, "index", str(docs), "--out", str(tmp_path / "i"), "--method", "lightrag", "-q", *flags)[0] == 0
+        assert b"Zorvexa" in cached()
+        code, out, _ = run(capsys, "docs", "delete", str(tmp_path / "i"), "canary.txt", "-q", *flags, *([flag] if flag else []))
+    assert code == 0, out
+    kept = flag == "--keep-cache"
+    assert (b"Zorvexa" in cached()) == kept
+    assert ("model-call cache entr" in out) == (not kept)

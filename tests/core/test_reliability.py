@@ -16,7 +16,9 @@ import pytest
 from rhizome.core.errors import IndexCorruptError, IndexLockedError
 from rhizome.core.naive import VectorIndex
 from rhizome.core.store.storage import MANIFEST, RECORDS, load_index
+from rhizome.core.store.vectors import VectorStore
 from rhizome.core.types import Document
+from rhizome.tools.faults import rotate_snapshot
 from rhizome.tools.integrity import check_index, repair_index
 
 DOCS = [Document(id=f"d{i}", text=f"Report {i}: the {w} ferry crossed to {p} at dawn.") for i, (w, p) in enumerate(
@@ -116,6 +118,35 @@ def test_a_truncated_or_foreign_snapshot_is_rebuilt_from_the_records(tmp_path):
     assert search(tmp_path / "i") == hits
     repair_index(tmp_path / "i")
     assert check_index(tmp_path / "i").warnings == []
+
+
+def test_a_snapshot_with_vectors_under_rotated_ids_is_rebuilt_reported_and_caught_by_check(tmp_path, caplog):
+    docs = [Document(id=f"k{i}", text=f"Logbook {i}: the {i * 7919 % 1000} crates of tin reached pier {i}.") for i in range(40)]
+    index = VectorIndex(path=tmp_path / "i")
+    index.insert(docs)
+    index.close()
+    snapshot = tmp_path / "i" / "vectors" / "chunks.npz"
+    rotate_snapshot(snapshot)
+
+    def known_items(**options) -> int:
+        index = load_index(tmp_path / "i", **options)
+        try:
+            retriever = index.as_retriever(k=1)
+            return sum(retriever.retrieve(doc.text)[0].provenance.document_ids == [doc.id] for doc in docs)
+        finally:
+            index.close()
+
+    found = check_index(tmp_path / "i")
+    assert any("holds other vectors than the records under 40 of its ids" in p for p in found.problems)
+    with caplog.at_level("WARNING", logger="rhizome.core.store.backends.sqlite"):
+        assert known_items(readonly=True) == 40  # every load path: a reader...
+    assert "other vectors under them" in caplog.text
+    assert known_items() == 40  # ...and a writer, which rewrites the snapshot when it saves
+    index = load_index(tmp_path / "i")
+    index.insert([Document(id="new", text="A new logbook entry.")])
+    index.close()
+    assert check_index(tmp_path / "i").ok and check_index(tmp_path / "i").warnings == []
+    assert known_items() == 40
 
 
 def test_changed_chunk_text_is_caught_on_read_and_by_check(tmp_path):
@@ -342,7 +373,6 @@ def test_snapshots_rewritten_or_removed_during_check_are_no_finding(tmp_path, mo
     """Defect: check read the records before the snapshot file, so a snapshot the writer
     rewrote in between looked out of date, and one it removed (its collection emptied)
     unreadable."""
-    from rhizome.core.store.vectors import VectorStore
 
     build(tmp_path / "i")
     load, busy = VectorStore.load, []
@@ -391,3 +421,95 @@ def test_a_failure_without_a_message_still_says_what_happened():
     assert failure_reason(asyncio.CancelledError()) == "CancelledError: cancelled before it finished (the run was interrupted or timed out)"
     assert failure_reason(RuntimeError()) == "RuntimeError: raised without a message"
     assert failure_reason(ValueError("bad  \n value")) == "ValueError: bad value"
+
+
+class _ProtocolEmbedder:
+    """An embedder of the protocol only (not a BaseEmbedder, so none of its own checks): the
+    hashing embedder's vectors, one of which is broken for texts containing ``broken``."""
+
+    name = "protocol-hashing"
+    dimension = 32
+
+    def __init__(self, fault: str) -> None:
+        from rhizome.core.models.embeddings import HashingEmbedder
+
+        self.fault, self.inner = fault, HashingEmbedder(dimension=32)
+
+    async def aembed(self, texts):
+        rows = [list(map(float, v)) for v in await self.inner.aembed(texts)]
+        for row, text in zip(rows, texts):
+            if "broken" in text:
+                if self.fault == "short":
+                    row.pop()
+                else:
+                    row[3] = float(self.fault)
+        return rows
+
+    async def aembed_query(self, texts):
+        return await self.aembed(texts)
+
+    def embed(self, texts):
+        from rhizome.core.aio import run_sync
+
+        return run_sync(self.aembed(texts))
+
+
+def _broken_embedder(kind: str, fault: str):
+    if kind == "protocol":
+        return _ProtocolEmbedder(fault)
+    from rhizome.core.models.base import BaseEmbedder
+
+    class Broken(BaseEmbedder):
+        async def _aembed_batch(self, texts):
+            return await _ProtocolEmbedder(fault).aembed(texts)
+
+    return Broken(name="broken-hashing", batch_size=8, cache=None)
+
+
+@pytest.mark.parametrize("kind", ["base", "protocol"])
+@pytest.mark.parametrize("fault", ["short", "nan", "inf"])
+@pytest.mark.parametrize(("size", "broken"), [(2, 1), (41, 1), (41, 40)])
+def test_a_broken_vector_fails_its_document_alone_on_every_insert_size(tmp_path, kind, fault, size, broken):
+    """Dimension and finiteness are checked in one place (`checked_vectors`) that every
+    embedding passes: the embedder's own batches and, for any embedder, the index's slices
+    (the 41st document is alone in the insert's second batch of chunks)."""
+    docs = [Document(id=f"d{i}", text=f"Entry {i} of the harbour log" + (" broken" if i == broken else "")) for i in range(size)]
+    index = VectorIndex(path=tmp_path / "i", embedder=_broken_embedder(kind, fault))
+    index.insert(docs)
+    failed = [s for s in index.store.statuses() if s.status == "failed"]
+    assert [s.id for s in failed] == [f"d{broken}"] and "broken" in (failed[0].error or "")
+    assert index.store.count("vectors") == index.store.count("chunks") == size - 1
+    index.close()
+    assert check_index(tmp_path / "i").problems == []
+
+
+def test_a_query_vector_that_is_not_finite_is_refused(tmp_path):
+    from rhizome.core.errors import ModelOutputError
+
+    index = VectorIndex(path=tmp_path / "i", embedder=_ProtocolEmbedder("nan"))
+    index.insert(DOCS)
+    with pytest.raises(ModelOutputError, match="NaN or infinity"):
+        index.as_retriever(k=2).retrieve("a broken query")
+    index.close()
+
+
+def test_an_edited_manifest_dimension_advises_repair_and_repair_fixes_it(tmp_path):
+    from rhizome.core.errors import IndexMismatchError
+    from rhizome.core.models.embeddings import HashingEmbedder
+
+    build(tmp_path / "i")
+    manifest = json.loads((tmp_path / "i" / MANIFEST).read_text())
+    right = manifest["embedding_dimension"]
+    manifest["embedding_dimension"] = right + 8
+    (tmp_path / "i" / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(IndexCorruptError, match="the manifest was changed outside Rhizome; run `rhizome repair"):
+        search(tmp_path / "i")
+    index = load_index(tmp_path / "i")
+    with pytest.raises(IndexCorruptError, match="rhizome repair"):
+        index.insert([Document(id="n", text="one more ferry")])
+    index.close()
+    repair_index(tmp_path / "i")
+    assert search(tmp_path / "i") == build(tmp_path / "j")
+    # an embedder of another dimension is still told to use the index's own
+    with pytest.raises(IndexMismatchError, match="Query it with"):
+        search(tmp_path / "i", embedder=HashingEmbedder(dimension=right + 8))

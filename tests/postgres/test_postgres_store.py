@@ -169,7 +169,7 @@ def test_model_answers_are_cached_in_the_database_and_a_rebuild_pays_none(postgr
     rebuilt = IndexConformance().build("graphrag", path=postgres.url())  # another schema, another cache
     assert rebuilt.llm.usage.calls == paid
     again = GraphRAGIndex.load(url, llm=IndexConformance.model("graphrag"))
-    again.delete([d.id for d in CORPUS])
+    again.delete([d.id for d in CORPUS], purge_cache=False)  # the default forgets them (test_postgres_forgetting.py)
     again.insert(CORPUS)
     assert again.llm.usage.calls == 0 and again.llm.usage.cache_hits > 0
     again.close()

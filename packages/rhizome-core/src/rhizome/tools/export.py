@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rhizome.core.errors import InvalidInputError
-from rhizome.core.store.storage import MANIFEST, RECORDS
+from rhizome.core.store.targets import check_output_files
 from rhizome.core.types import GraphContents
 
 FORMATS = ("graphml", "parquet", "jsonl")
@@ -203,22 +203,11 @@ def targets(fmt: str, out: str | Path) -> list[Path]:
 
 
 def writable(paths: Iterable[str | Path], *, replace: bool = False) -> None:
-    """Refuse to write ``paths`` inside an index directory (a folder holding an index's manifest
-    or records, or one below it: an export there could replace the records themselves), and
-    over an existing file unless ``replace``. Nothing is written before the check passes."""
-    files = [Path(p) for p in paths]
-    for folder in dict.fromkeys(parent for path in files for parent in path.resolve().parents):
-        if (folder / MANIFEST).exists() or (folder / RECORDS).exists():
-            inside = next(path for path in files if folder in path.resolve().parents)
-            raise InvalidInputError(
-                f"{inside} is inside the index directory {folder}; an export there could overwrite the index's own "
-                "files: write it to another folder"
-            )
-    for path in files:
-        if path.is_dir():
-            raise InvalidInputError(f"{path} is a folder; name the file to write, e.g. {path / 'graph.graphml'}")
-        if path.exists() and not replace:
-            raise InvalidInputError(f"{path} exists; choose another --out, or pass --force (replace=True) to replace it")
+    """Refuse to write ``paths`` inside an index directory, over a file a writer holds or an
+    index's records, or over an existing file unless ``replace``
+    (:func:`rhizome.core.store.targets.check_output_files`, the rule of every command that
+    writes a path). Nothing is written before the check passes."""
+    check_output_files(paths, replace=replace, what="an export")
 
 
 def write_graphml(graph: Any, path: str | Path, *, replace: bool = False) -> Path:

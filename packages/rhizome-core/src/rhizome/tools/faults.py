@@ -30,6 +30,7 @@ from typing import Any
 
 from rhizome.core.errors import IndexLockedError, IndexStorageError, RhizomeError
 from rhizome.core.store.storage import MANIFEST, RECORDS, load_index
+from rhizome.core.store.vectors import VectorStore
 
 CHILD_TIMEOUT = 60.0
 KILL_POINTS = ("before-commit", "after-commit", "snapshot")
@@ -255,6 +256,37 @@ def _foreign_snapshot(method: str, path: Path, expected: Any) -> str | None:
     return None if _answers(method, path) == expected else "results changed with another index's snapshot"
 
 
+def rotate_snapshot(snapshot: Path) -> None:
+    """File every vector of the snapshot ``snapshot`` under the next id, keeping its ids,
+    generation and index id: only a check of the (id, vector) pairs can tell."""
+    store, meta = VectorStore.load(snapshot)
+    keys = store.ids()
+    rotated = VectorStore(store.dimension)
+    rotated.add(keys, store.vectors(keys[1:] + keys[:1]))
+    rotated.save(snapshot, meta=meta)
+
+
+def _rotated_snapshots(method: str, path: Path, expected: Any) -> str | None:
+    for snapshot in sorted((path / "vectors").glob("*.npz")):
+        rotate_snapshot(snapshot)
+    if _answers(method, path, readonly=True) != expected:
+        return "a reader served other results"
+    return None if _answers(method, path) == expected else "other results"
+
+
+def _dimension_edited(method: str, path: Path, expected: Any) -> str | None:
+    manifest = json.loads((path / MANIFEST).read_text())
+    manifest["embedding_dimension"] = int(manifest["embedding_dimension"]) + 8
+    (path / MANIFEST).write_text(json.dumps(manifest))
+    try:
+        _answers(method, path)
+    except IndexStorageError as exc:
+        return None if "rhizome repair" in str(exc) else f"the error does not advise `rhizome repair`: {exc}"
+    except Exception as exc:
+        return f"raised {type(exc).__name__}: {exc}"
+    return "no error"
+
+
 def _records_gone(empty: bool) -> Callable[[str, Path, Any], str | None]:
     def case(method: str, path: Path, expected: Any) -> str | None:
         records = path / RECORDS
@@ -324,6 +356,8 @@ def _lock_file_deleted(method: str, path: Path, expected: Any) -> str | None:
 CORRUPTIONS: dict[str, Callable[[str, Path, Any], str | None]] = {
     "truncated snapshot": _truncate_snapshot,
     "snapshot of another index": _foreign_snapshot,
+    "snapshot vectors under rotated ids": _rotated_snapshots,
+    "manifest dimension edited": _dimension_edited,
     "records missing": _records_gone(empty=False),
     "records empty": _records_gone(empty=True),
     "records garbled": _garbled_records,

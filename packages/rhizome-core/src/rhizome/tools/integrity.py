@@ -37,6 +37,7 @@ from rhizome.core.store.backends.sqlite import (
     SQLiteStore,
     connect_records,
     read_transaction,
+    snapshot_key,
     writer_active,
     writer_lock,
 )
@@ -380,12 +381,38 @@ def _check_snapshots(path: Path, db: sqlite3.Connection, manifest: Manifest, rep
                 report.warnings.append(f"snapshot {file.name} is unreadable ({exc}); it is rebuilt from the records (`rhizome repair`)")
             continue
         with read_transaction(db):
-            ids = {r[0] for r in _rows(db, "SELECT id FROM vectors WHERE collection = ?", (name,))}
+            rows = _rows(db, "SELECT id, vector FROM vectors WHERE collection = ?", (name,))
             generation = _rows(db, "SELECT value FROM meta WHERE key = ?", (f"generation:vectors/{name}",))
+            recorded = _rows(db, "SELECT value FROM meta WHERE key = ?", (snapshot_key(name),))
+        ids = {r[0] for r in rows}
         if meta.get("index_id") != manifest.index_id:
             report.warnings.append(f"snapshot {file.name} belongs to another index; it is ignored and rebuilt (`rhizome repair`)")
         elif set(store.ids()) != ids or (generation and int(generation[0][0]) != meta.get("generation")):
             report.warnings.append(f"snapshot {file.name} does not match the records; it is ignored and rebuilt (`rhizome repair`)")
+        elif moved := _other_vectors(store, rows):
+            report.problems.append(
+                f"snapshot {file.name} holds other vectors than the records under {len(moved)} of its ids "
+                f"({', '.join(moved[:LISTED])}): it is damaged; it is ignored on open and rebuilt, `rhizome repair` rewrites it"
+            )
+        elif not recorded or json.loads(recorded[0][0]).get("digest") != store.digest():
+            report.warnings.append(
+                f"snapshot {file.name} has no digest of its vectors in the records (written by an older version); "
+                "it is rebuilt on each open until `rhizome repair` (or the next write) rewrites it"
+            )
+
+
+def _other_vectors(store: VectorStore, rows: list[tuple]) -> list[str]:
+    """The ids under which the snapshot ``store`` holds another vector than the records' ``rows``
+    (every pair compared: the full check behind the digest an open verifies)."""
+    if not rows:
+        return []
+    keys = [r[0] for r in rows]
+    _, held = store.present(keys)
+    if held.shape[1] * 4 != len(rows[0][1]) or any(len(r[1]) != len(rows[0][1]) for r in rows):
+        return keys  # lengths the records' own check reports
+    records = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    differ = ~((held == records) | (np.isnan(held) & np.isnan(records))).all(axis=1)
+    return [keys[i] for i in np.flatnonzero(differ)]
 
 
 __all__ = ["IndexCheck", "check_index", "repair_index"]

@@ -159,16 +159,23 @@ KNOBS = (
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
+    from rhizome.core.store.targets import check_output_files
     from rhizome.gorag.classifier import GORAGClassifier
-    from rhizome.gorag.persistence import check_target
+    from rhizome.gorag.persistence import STATE_FILE, check_target
     from rhizome.tools.cli import make_cli_embedder
 
     if not args.train and not args.classifier:
         raise ConfigurationError("nothing to classify with: pass --train FILE (one per round) and/or --classifier DIR")
     if args.classifier:
         _check_saved_classifier(args.classifier)
+    # every path written is checked before the work: a refused one would fail only after it
     if args.save:
-        check_target(args.save)  # a --save that is a file would fail only after all the work
+        check_target(args.save)
+        same = args.classifier is not None and Path(args.classifier).resolve() == Path(args.save).resolve()
+        if (Path(args.save) / STATE_FILE).exists() and not same and not args.force:
+            raise InvalidInputError(f"{args.save} holds a saved classifier; choose another --save, or pass --force to replace it")
+    if args.out:
+        check_output_files([args.out], replace=args.force, what="the predictions")
     # every file is read (and a bad one refused) before any model is asked or round is fit
     rounds = [(train, read_tsv(train, labelled=True)) for train in args.train or []]
     rows = read_tsv(args.input)
@@ -332,6 +339,8 @@ def register(subparsers: Any) -> None:
                    help="send the known labels as a JSON-schema enum with the classification request (default on)")
     p.add_argument("--json", action="store_true", help="one JSON record per line (label, candidates, tree, keywords)")
     p.add_argument("--out", help="write the predictions here instead of standard output")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --out file, or a classifier saved in --save other than the --classifier one")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress notes on standard error")
     model_flags(p)
     p.set_defaults(func=cmd_classify)

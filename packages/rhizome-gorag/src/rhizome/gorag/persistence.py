@@ -20,6 +20,7 @@ from rhizome.core.errors import (
     InvalidInputError,
 )
 from rhizome.core.store.storage import file_in_the_way
+from rhizome.core.store.targets import check_output_folder
 from rhizome.gorag.results import LabelInfo
 from rhizome.gorag.text import TermStats, name_keyword, text_key
 
@@ -33,13 +34,15 @@ STATE_FILE = "classifier.json"
 
 def check_target(path: str | Path) -> Path:
     """The directory ``path`` a classifier can be saved to, or :class:`InvalidInputError` when
-    it (or the nearest existing folder above it) is a file: checked before any work is done."""
+    it (or the nearest existing folder above it) is a file, or it is or lies in an index
+    directory (:func:`rhizome.core.store.targets.check_output_folder`): checked before any work
+    is done."""
     if (blocker := file_in_the_way(path)) is not None:
         raise InvalidInputError(
             f"cannot save the classifier to {path}: {blocker} is a file, not a directory; "
             "give the path of a directory (a missing one is created)"
         )
-    return Path(path)
+    return check_output_folder(path, what="the classifier")  # never inside an index directory
 
 
 def save(classifier: GORAGClassifier, path: str | Path) -> Path:

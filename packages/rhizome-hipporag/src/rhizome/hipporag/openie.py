@@ -10,6 +10,7 @@ from rhizome.core.extraction.llm import has_real_text
 from rhizome.core.extraction.openie import import_openie
 from rhizome.core.extraction.schema import Extraction, check_chunks
 from rhizome.core.progress import phase
+from rhizome.core.store.cache import built_from
 from rhizome.core.types import Chunk
 from rhizome.hipporag.prompts import (
     OPENIE_SYSTEM,
@@ -38,8 +39,9 @@ class ModelOpenIE:
         entities: list[str] = []
         triples: list[list[str]] = []
         if has_real_text(chunk.text):
-            entities = (await self.llm.acomplete_json(ner_prompt(chunk.text), NamedEntities, system=OPENIE_SYSTEM)).named_entities
-            triples = (await self.llm.acomplete_json(triples_prompt(chunk.text, entities), Triples, system=OPENIE_SYSTEM)).triples
+            with built_from([chunk.document_id]):  # the answers are about this chunk's document alone
+                entities = (await self.llm.acomplete_json(ner_prompt(chunk.text), NamedEntities, system=OPENIE_SYSTEM)).named_entities
+                triples = (await self.llm.acomplete_json(triples_prompt(chunk.text, entities), Triples, system=OPENIE_SYSTEM)).triples
         return {"idx": chunk.id, "extracted_entities": entities, "extracted_triples": triples}
 
     async def aextract(self, chunks: Sequence[Chunk]) -> list[Extraction]:

@@ -501,13 +501,15 @@ def cmd_docs_delete(args: argparse.Namespace) -> int:
     path = as_location(args.index)
     index, _ = _open_or_create(read_manifest(path).method, path, args)
     try:
-        report = index.delete(args.ids)
+        report = index.delete(args.ids, purge_cache=not args.keep_cache)
         left = index.store.count("documents")
     finally:
         index.close()
     if report.deleted:
         print(f"deleted {plural(len(report.deleted), 'document')} ({plural(report.chunks, 'chunk')}) and what only they "
               f"supported; {left} left")
+        if not args.keep_cache:
+            print(f"removed {plural(report.forgotten, 'model-call cache entry', 'model-call cache entries')} built from them or from the whole index")
     if report.unfinished:
         print(f"the whole-index work after the delete did not finish ({report.unfinished}); nothing of the deleted "
               "documents is searchable; run `uv run rhizome index` or this command again to finish it", file=sys.stderr)
@@ -651,8 +653,15 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("index", help="an index directory or postgresql:// URL")
     q.add_argument("ids", nargs="+", metavar="ID", help="document ids (see `rhizome docs list`)")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    purge = q.add_mutually_exclusive_group()
+    purge.add_argument("--purge-cache", dest="keep_cache", action="store_false",
+                       help="also remove the model answers cached about them, and those of whole-index work and queries "
+                            "(the default; give the --cache the documents were indexed with)")
+    purge.add_argument("--keep-cache", dest="keep_cache", action="store_true",
+                       help="keep the model-call cache as it is (a re-index of the same text costs nothing; the cache keeps "
+                            "what the model said about the deleted documents)")
     model_flags(q)
-    q.set_defaults(func=cmd_docs_delete)
+    q.set_defaults(func=cmd_docs_delete, keep_cache=False)
 
     p = sub.add_parser("export", help="write an index's documents, chunks, entities, relations and communities for other tools")
     p.add_argument("index", help="an index directory or postgresql:// URL")

@@ -31,6 +31,7 @@ from rhizome.core.models.base import answers_on_trial
 from rhizome.core.models.budget import TOKEN_MARGIN, context_window, prompt_tokens
 from rhizome.core.progress import Phase, phase
 from rhizome.core.protocols import ChatModel
+from rhizome.core.store.cache import built_from
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Chunk, Entity, Relation
 
@@ -219,7 +220,8 @@ class LLMExtractor:
         passages = [(_title(c), c.text) for c in live]
         collected = _Collected(live)
         schema = KeywordExtractionOutput if self.keywords else ExtractionOutput
-        with answers_on_trial() as trial:  # an empty pack's answers are refused below
+        # the pack's documents are what its answers are about (rhizome docs delete forgets them)
+        with answers_on_trial() as trial, built_from(c.document_id for c in pack):  # an empty pack's answers are refused below
             first = await self.model.acomplete_json(
                 extraction_prompt(passages, self.entity_types, self.language, keywords=self.keywords), schema, system=EXTRACTION_SYSTEM
             )

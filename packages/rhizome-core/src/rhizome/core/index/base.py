@@ -55,19 +55,21 @@ from rhizome.core.aio import iterate_sync, run_sync
 from rhizome.core.documents import coerce_documents, lone_surrogate
 from rhizome.core.errors import (
     ConfigurationError,
+    IndexCorruptError,
     IndexFormatError,
     IndexMismatchError,
     InvalidInputError,
     ModelError,
     ModelNotFoundError,
+    ModelOutputError,
     ModelUnavailableError,
     fails_alone,
 )
 from rhizome.core.index.config import IndexConfig, build_config
 from rhizome.core.index.heap import full_collections_deferred
-from rhizome.core.models.base import usage_scope, varied_sampling
+from rhizome.core.models.base import EMBEDDING_FIX, checked_vectors, usage_scope, varied_sampling
 from rhizome.core.progress import ProgressArg, Reporter, phase, quietly, reporting
-from rhizome.core.store.cache import needs_cache, with_cache
+from rhizome.core.store.cache import built_from, needs_cache, with_cache
 from rhizome.core.store.storage import (
     Connection,
     IndexStore,
@@ -222,12 +224,19 @@ def failure_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}"[:500]
 
 
+PENDING_FORGET = "pending_forget"
+"""The meta key of the documents whose cached answers a delete has yet to forget (written in
+its transaction, cleared once the caches have forgotten them)."""
+
+
 class DeleteReport(BaseModel):
     deleted: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     chunks: int = 0
     unfinished: str | None = None
     """As :attr:`InsertReport.unfinished`: the whole-index work after the delete did not finish."""
+    forgotten: int = 0
+    """Model-call cache entries removed with the documents (``purge_cache``)."""
     stats: Stats = Field(default_factory=dict)
 
 
@@ -585,7 +594,9 @@ class BaseIndex(Generic[P, D]):
         vectors = None
         with phase(f"embedding {what}", len(texts), "text") as step:
             for start in range(0, len(texts), EMBED_SLICE):
-                part = np.asarray(await self.embedder.aembed(texts[start : start + EMBED_SLICE]))
+                piece = texts[start : start + EMBED_SLICE]
+                known = None if vectors is None else int(vectors.shape[1])  # every slice as long as the first
+                part = checked_vectors(await self.embedder.aembed(piece), len(piece), known, self.embedder.name)
                 if vectors is None:  # filled slice by slice: stacking the slices would hold every vector twice
                     vectors = np.empty((len(texts), part.shape[1]), dtype=part.dtype)
                 vectors[start : start + len(part)] = part
@@ -617,12 +628,25 @@ class BaseIndex(Generic[P, D]):
         return held[1]
 
     def check_dimension(self, dimension: int) -> None:
+        """The embedder's ``dimension`` against the manifest's (recorded on the first vectors).
+        When they differ, the records say which is wrong: vectors stored with the embedder's
+        dimension mean the manifest was edited (``rhizome repair`` restores it from the
+        records), else the embedder is not the one the index was built with."""
         known = self.store.manifest.embedding_dimension
         if known is None:
             if not self.store.readonly:
                 self.store.manifest.embedding_dimension = dimension
                 self.store.write_manifest()
         elif known != dimension:
+            if self.store._stored_dimension() == dimension:
+                where = shown(self.store.location) if self.store.location is not None else "the index"
+                raise IndexCorruptError(
+                    f"the manifest of {where} says {known}-dimensional vectors but its records hold "
+                    f"{dimension}-dimensional ones, as {self.embedder.name} gives: the manifest was changed outside "
+                    f"Rhizome; run `rhizome repair {where}` to restore it from the records"
+                )
+            if getattr(self.embedder, "dimension", None) == known:  # the embedder's own length: this answer is broken
+                raise ModelOutputError(f"{self.embedder.name} returned {dimension}-dimensional vectors, expected {known}; {EMBEDDING_FIX}")
             raise IndexMismatchError(
                 f"the index holds {known}-dimensional vectors but {self.embedder.name} gives "
                 f"{dimension}; use the embedder the index was built with"
@@ -670,6 +694,7 @@ class BaseIndex(Generic[P, D]):
         self._check_fallback(fallback)
         report = InsertReport()
         async with self._writing(), self._falling_back(fallback):
+            self._finish_forget()  # left by a delete cut short after its commit
             with usage_scope() as usage:
                 todo: list[tuple[Document, str, bool]] = []
                 for doc in docs:
@@ -762,7 +787,8 @@ class BaseIndex(Generic[P, D]):
 
     async def _store(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
         batch: Batch = [(doc, chunks) for doc, _, _, chunks in pending]
-        prepared = await self._prepare(batch, report.stats)
+        with built_from(doc.id for doc, _ in batch):  # what the model says now is about these (forget_cached)
+            prepared = await self._prepare(batch, report.stats)
         with self.store.transaction() as db:
             for doc, digest, existed, chunks in pending:
                 if existed:
@@ -831,13 +857,15 @@ class BaseIndex(Generic[P, D]):
             IndexStore.set_meta(db, "pending_change", False)
         return None
 
-    async def adelete(self, document_ids: Sequence[str] | str) -> DeleteReport:
+    async def adelete(self, document_ids: Sequence[str] | str, *, purge_cache: bool = True) -> DeleteReport:
         """Remove documents and what only they supported. Unknown ids are reported, not raised
         (an id that is not valid Unicode cannot be stored, so it is unknown); anything but an id
-        or ids is an :class:`InvalidInputError`."""
+        or ids is an :class:`InvalidInputError`. With ``purge_cache`` (the default), the model
+        answers cached about them go too (:meth:`forget_cached`; ``report.forgotten``)."""
         ids = _document_ids(document_ids)
         report = DeleteReport()
         async with self._writing():
+            report.forgotten = self._finish_forget()  # left by a delete cut short after its commit
             present, stored = [], []
             for doc_id in dict.fromkeys(ids):
                 if lone_surrogate(doc_id) is not None:  # never stored: unknown
@@ -863,6 +891,9 @@ class BaseIndex(Generic[P, D]):
                         self._write_delete(db, present, prepared)
                         if self._tracks_changes:
                             IndexStore.set_meta(db, "pending_change", True)
+                        if purge_cache:  # with the records: a delete cut short after its commit forgets them next time
+                            IndexStore.set_meta(db, PENDING_FORGET, [*self.store.get_meta(PENDING_FORGET, []), *present])
+                report.forgotten += self._finish_forget()
                 report.unfinished = await self._finish_change([], report.deleted, report.stats)
                 self.store.save_snapshots()
             report.stats.update(usage.stats())
@@ -873,6 +904,7 @@ class BaseIndex(Generic[P, D]):
         the index is up to date); returns the counters of what it did."""
         stats: Stats = {}
         async with self._writing():
+            self._finish_forget()  # left by a delete cut short after its commit
             with reporting(self.progress if self.needs_refresh else False, f"{self.method}: finishing the whole-index work"):
                 await self._finish_change([], [], stats, isolate=False)
             self.store.save_snapshots()
@@ -881,8 +913,37 @@ class BaseIndex(Generic[P, D]):
     def insert(self, documents: Sequence[Any] | Any, *, fallback: str | None = None) -> InsertReport:
         return run_sync(self.ainsert(documents, fallback=fallback))
 
-    def delete(self, document_ids: Sequence[str] | str) -> DeleteReport:
-        return run_sync(self.adelete(document_ids))
+    def delete(self, document_ids: Sequence[str] | str, *, purge_cache: bool = True) -> DeleteReport:
+        return run_sync(self.adelete(document_ids, purge_cache=purge_cache))
+
+    def _finish_forget(self) -> int:
+        """Forget the cached answers about the documents a delete removed (:data:`PENDING_FORGET`,
+        written with its records), after the commit: answers paid before it (in
+        ``_prepare_delete``) stay for a delete cut short and run again, and before the whole-index
+        work after it, whose new answers a re-run reuses. Returns how many entries went."""
+        pending = self.store.get_meta(PENDING_FORGET, []) if not self.store.readonly else []
+        if not pending:
+            return 0
+        forgotten = self.forget_cached(pending)
+        with self.store.transaction() as db:
+            IndexStore.set_meta(db, PENDING_FORGET, [])
+        return forgotten
+
+    def forget_cached(self, document_ids: Sequence[str]) -> int:
+        """Remove from the model-call caches the answers whose prompts were built from
+        ``document_ids`` or may have been (whole-index work, queries: see
+        :mod:`rhizome.core.store.cache`): the caches of the index's models and the index's own
+        (its directory's file, its database's table). Returns how many entries went. A cache
+        the models used when the documents were indexed but do not use now is not reached:
+        delete with the same cache."""
+        caches = [getattr(model, "cache", None) for model in (self.llm, self.embedder)]
+        if not self.store.readonly and self.store.location is not None and self.store.has_model_cache():
+            caches.append(self.store.model_cache())
+        seen: dict[Any, Any] = {}
+        for cache in caches:
+            if cache is not None and hasattr(cache, "forget"):
+                seen.setdefault(cache.identity(), cache)
+        return sum(cache.forget(document_ids) for cache in seen.values())
 
     def refresh(self) -> Stats:
         return run_sync(self.arefresh())

@@ -551,6 +551,34 @@ def _short_error(exc: Exception) -> str:
     return str(exc)[:300]
 
 
+EMBEDDING_FIX = "check the embedding model and its server (a broken or changed model), then re-run"
+
+
+def checked_vectors(vectors: Any, expected: int, dimension: int | None, name: str) -> np.ndarray:
+    """The one check every embedding passes before it is cached, stored or searched with (the
+    vectors of a :class:`BaseEmbedder` and, in the index, of any embedder): ``vectors`` as a
+    float32 matrix of ``expected`` rows, or a :class:`ModelOutputError` naming the embedder
+    ``name``. Refused: not one row per text, rows of different or no length, a length other
+    than ``dimension`` (when given), values that are not finite (a NaN vector is never found
+    again). All-zero rows are allowed: the hashing embedder gives one for text without words,
+    and it is stored and searchable (it scores 0 against any query)."""
+    try:
+        with np.errstate(over="ignore"):  # beyond float32's range becomes inf, refused below
+            array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ModelOutputError(f"{name} returned vectors that are not rows of numbers of one length ({exc}); {EMBEDDING_FIX}") from exc
+    if array.ndim != 2 or array.shape[0] != expected:
+        got = f"{array.shape[0]} vectors" if array.ndim == 2 else f"output of shape {array.shape}"
+        raise ModelOutputError(f"{name} returned {got} for {expected} texts; {EMBEDDING_FIX}")
+    if array.shape[1] == 0 or array.shape[1] != (dimension or array.shape[1]):
+        expected_length = f", expected {dimension}" if dimension else ""
+        raise ModelOutputError(f"{name} returned {array.shape[1]}-dimensional vectors{expected_length}; {EMBEDDING_FIX}")
+    bad = int((~np.isfinite(array).all(axis=1)).sum())
+    if bad:
+        raise ModelOutputError(f"{name} returned {bad} of {expected} vectors containing NaN or infinity; {EMBEDDING_FIX}")
+    return array
+
+
 class BaseEmbedder(ABC):
     """Base class of embedders: batching, bounded concurrency, a per-text cache, L2 normalisation.
 
@@ -620,27 +648,9 @@ class BaseEmbedder(ABC):
         return self._checked(vectors, len(texts))
 
     def _checked(self, vectors: Any, expected: int) -> np.ndarray:
-        """Embedding output as a matrix, or a :class:`ModelOutputError` naming this embedder:
-        every vector passes here before it is cached, stored or searched with. Refused: not one
-        row per text, rows of different or no length, a length other than :attr:`dimension`
-        (declared, or learned from the first answer), values that are not finite (a NaN vector
-        is never found again). All-zero rows are allowed: the hashing embedder gives one for
-        text without words, and it is stored and searchable (it scores 0 against any query)."""
-        fix = "check the embedding model and its server (a broken or changed model), then re-run"
-        try:
-            with np.errstate(over="ignore"):  # beyond float32's range becomes inf, refused below
-                array = np.asarray(vectors, dtype=np.float32)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise ModelOutputError(f"{self.name} returned vectors that are not rows of numbers of one length ({exc}); {fix}") from exc
-        if array.ndim != 2 or array.shape[0] != expected:
-            got = f"{array.shape[0]} vectors" if array.ndim == 2 else f"output of shape {array.shape}"
-            raise ModelOutputError(f"{self.name} returned {got} for {expected} texts; {fix}")
-        if array.shape[1] == 0 or array.shape[1] != (self._dimension or array.shape[1]):
-            expected_length = f", expected {self._dimension}" if self._dimension else ""
-            raise ModelOutputError(f"{self.name} returned {array.shape[1]}-dimensional vectors{expected_length}; {fix}")
-        bad = int((~np.isfinite(array).all(axis=1)).sum())
-        if bad:
-            raise ModelOutputError(f"{self.name} returned {bad} of {expected} vectors containing NaN or infinity; {fix}")
+        """Embedding output as a matrix (:func:`checked_vectors`, against :attr:`dimension` once
+        declared or learned from the first answer)."""
+        array = checked_vectors(vectors, expected, self._dimension, self.name)
         if self._dimension is None:
             self._dimension = int(array.shape[1])
         return array
@@ -720,4 +730,4 @@ class BaseEmbedder(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-__all__ = ["AnswerTrial", "BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "answers_on_trial", "extract_json", "sampling_variation", "usage_scope", "validate_json", "varied_sampling"]
+__all__ = ["EMBEDDING_FIX", "AnswerTrial", "BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "answers_on_trial", "checked_vectors", "extract_json", "sampling_variation", "usage_scope", "validate_json", "varied_sampling"]

@@ -52,8 +52,8 @@ from pydantic import BaseModel, Field
 
 from rhizome.core.aio import run_sync
 from rhizome.core.documents import lone_surrogate
-from rhizome.core.errors import ConfigurationError, IndexMismatchError, InvalidInputError
-from rhizome.core.models.base import usage_scope
+from rhizome.core.errors import ConfigurationError, InvalidInputError
+from rhizome.core.models.base import checked_vectors, usage_scope
 from rhizome.core.retrieval import rerank
 from rhizome.core.retrieval.filters import MetadataFilter, as_filter
 from rhizome.core.retrieval.params import RetrieverParams
@@ -120,12 +120,9 @@ async def query_vector(index: Any, text: str, extra: Sequence[str] = ()) -> np.n
     known = index.store.embedding_dimension
     if known is None:
         return None
-    vector = await index.embedder.aembed_query([text, *extra])
-    if vector.shape[1] != known:
-        raise IndexMismatchError(
-            f"the index holds {known}-dimensional vectors but {index.embedder.name} gives "
-            f"{vector.shape[1]}; query with the embedder the index was built with"
-        )
+    texts = [text, *extra]
+    vector = checked_vectors(await index.embedder.aembed_query(texts), len(texts), None, index.embedder.name)
+    index.check_dimension(int(vector.shape[1]))
     return vector
 
 

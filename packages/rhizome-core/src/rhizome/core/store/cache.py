@@ -4,6 +4,12 @@ The key is a SHA-256 of everything that determines the answer (model name, messa
 options); the value is the answer. The database runs in WAL mode, so several processes can read
 and write it at once, and every entry is committed as soon as it is written: a run that is
 interrupted keeps every answer it already paid for.
+
+Each entry records the documents its prompt was built from (its *sources*: the ids given to
+the innermost :func:`built_from` around the call; ``*``, built from anything, when there is
+none — whole-index work and queries), so that deleting documents can forget what the model said
+about them (:meth:`ModelCache.forget`). Deleted entries are overwritten on disk (SQLite's
+``secure_delete``) and the write-ahead log is truncated after a forget.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +31,29 @@ def cache_key(payload: Any) -> str:
     """SHA-256 of the canonical JSON form of ``payload``."""
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+ANY_SOURCE = "*"
+"""The source of an entry whose prompt may hold any document's text (no :func:`built_from`
+around its call, or written before sources were recorded): every forget removes it."""
+
+_SOURCES: ContextVar[frozenset[str] | None] = ContextVar("rhizome_cache_sources", default=None)
+
+
+@contextlib.contextmanager
+def built_from(document_ids: Iterable[str]) -> Iterator[None]:
+    """Record the model calls cached inside the block (in this context and the tasks it starts)
+    as built from ``document_ids`` and nothing else; an inner block replaces an outer one."""
+    token = _SOURCES.set(frozenset(document_ids))
+    try:
+        yield
+    finally:
+        _SOURCES.reset(token)
+
+
+def _batches(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 BUSY_TIMEOUT = 30.0
@@ -66,6 +96,8 @@ class ModelCache:
                 " key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL,"
                 " created REAL NOT NULL)"
             )
+            conn.execute(SOURCES_TABLE.format(table=self.table))
+            conn.execute(SOURCES_INDEX.format(table=self.table))
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """A copy (sent to a Ray worker) opens the same file; a copy of a cache in memory starts
@@ -82,6 +114,7 @@ class ModelCache:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
             _switch_to_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA secure_delete=ON")  # a forgotten answer is overwritten, not left in a free page
             self._local.conn = conn
         return conn
 
@@ -93,6 +126,10 @@ class ModelCache:
 
     table = "calls"
 
+    def identity(self) -> Any:
+        """What two cache objects over the same entries share (the file; this object in memory)."""
+        return ("file", str(self.path.resolve())) if self.path is not None else ("memory", id(self))
+
     def get(self, key: str) -> Any | None:
         with self._session() as db:
             row = db.execute(f"SELECT value FROM {self.table} WHERE key = ?", (key,)).fetchone()
@@ -103,18 +140,52 @@ class ModelCache:
         return json.loads(row[0])
 
     def put(self, key: str, value: Any, kind: str = "chat") -> None:
+        """Store ``value`` under ``key``, built from the documents of the :func:`built_from`
+        around the call (:data:`ANY_SOURCE` without one); the sources of an entry stored again
+        are added to its own."""
         blob = json.dumps(value, ensure_ascii=False)
+        sources = _SOURCES.get()
         with self._session() as db:
             db.execute(
                 f"INSERT INTO {self.table} (key, kind, value, created) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE"
                 " SET kind = excluded.kind, value = excluded.value, created = excluded.created",
                 (key, kind, blob, time.time()),
             )
+            db.executemany(
+                f"INSERT INTO {self.table}_sources (source, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(source, key) for source in (sorted(sources) if sources is not None else [ANY_SOURCE])],
+            )
 
     def delete(self, key: str) -> None:
         """Forget the answer stored under ``key`` (nothing happens when there is none)."""
         with self._session() as db:
             db.execute(f"DELETE FROM {self.table} WHERE key = ?", (key,))
+            db.execute(f"DELETE FROM {self.table}_sources WHERE key = ?", (key,))
+
+    def forget(self, document_ids: Iterable[str]) -> int:
+        """Remove every entry whose prompt was built from one of ``document_ids``, or may have
+        been (source :data:`ANY_SOURCE`, or no source recorded); returns how many. In a file,
+        the removed entries are overwritten and the write-ahead log truncated, so no copy of
+        them is left on disk (but in a backup, or in the log while another process reads it)."""
+        wanted = sorted({*document_ids, ANY_SOURCE})
+        with self._session() as db:
+            keys = {r[0] for r in db.execute(f"SELECT key FROM {self.table} WHERE key NOT IN (SELECT key FROM {self.table}_sources)").fetchall()}
+            for part in _batches(wanted):
+                marks = ",".join("?" * len(part))
+                keys.update(r[0] for r in db.execute(f"SELECT DISTINCT key FROM {self.table}_sources WHERE source IN ({marks})", part).fetchall())
+            for part in _batches(sorted(keys)):
+                marks = ",".join("?" * len(part))
+                db.execute(f"DELETE FROM {self.table} WHERE key IN ({marks})", part)
+                db.execute(f"DELETE FROM {self.table}_sources WHERE key IN ({marks})", part)
+            self._reclaimed(db)
+        return len(keys)
+
+    def _reclaimed(self, db: Any) -> None:
+        """After a forget: the write-ahead log, which still holds the removed entries as they
+        were written, copied into the database and truncated (best effort: a reader in another
+        process may keep part of it until its read ends)."""
+        if self.path is not None:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def __len__(self) -> int:
         with self._session() as db:
@@ -123,6 +194,12 @@ class ModelCache:
     def clear(self) -> None:
         with self._session() as db:
             db.execute(f"DELETE FROM {self.table}")
+            db.execute(f"DELETE FROM {self.table}_sources")
+
+
+SOURCES_TABLE = "CREATE TABLE IF NOT EXISTS {table}_sources (source TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (source, key))"
+SOURCES_INDEX = "CREATE INDEX IF NOT EXISTS {table}_sources_key ON {table}_sources (key)"
+""":meth:`ModelCache.forget`'s table: the documents each entry was built from."""
 
 
 def needs_cache(model: Any) -> bool:
@@ -142,4 +219,4 @@ def with_cache(model: Any, cache: ModelCache) -> Any:
     return twin
 
 
-__all__ = ["ModelCache", "cache_key", "needs_cache", "with_cache"]
+__all__ = ["ANY_SOURCE", "ModelCache", "built_from", "cache_key", "needs_cache", "with_cache"]

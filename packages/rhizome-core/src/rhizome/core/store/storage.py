@@ -360,6 +360,10 @@ class IndexStore:
     def _write_manifest_copy(self, text: str) -> None:
         """Write the manifest where it is read from besides the records (a file)."""
 
+    def has_model_cache(self) -> bool:
+        """Whether the index keeps a model-call cache of its own already (:meth:`model_cache`)."""
+        return False
+
     def model_cache(self) -> Any:
         """The model-call cache that lives with this index (see :func:`rhizome.core.index.base.default_cache`)."""
         raise NotImplementedError

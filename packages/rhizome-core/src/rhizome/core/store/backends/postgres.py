@@ -60,7 +60,7 @@ from rhizome.core.errors import (
     IndexUnavailableError,
     InvalidInputError,
 )
-from rhizome.core.store.cache import ModelCache
+from rhizome.core.store.cache import SOURCES_INDEX, SOURCES_TABLE, ModelCache
 from rhizome.core.store.storage import (
     IndexStore,
     Manifest,
@@ -105,9 +105,10 @@ CREATE TABLE IF NOT EXISTS stage_results (
 """.replace("{rowid}", "rowid BIGINT NOT NULL DEFAULT nextval('rowids')")
 _CACHE_TABLE = (
     "CREATE TABLE IF NOT EXISTS model_calls ("
-    " key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL, created DOUBLE PRECISION NOT NULL)"
+    " key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL, created DOUBLE PRECISION NOT NULL);"
+    + SOURCES_TABLE.format(table="model_calls") + ";" + SOURCES_INDEX.format(table="model_calls")
 )
-_OURS = {"meta", "documents", "document_status", "chunks", "vectors", "stage_results", "model_calls"}
+_OURS = {"meta", "documents", "document_status", "chunks", "vectors", "stage_results", "model_calls", "model_calls_sources"}
 
 
 def _driver() -> Any:
@@ -463,6 +464,9 @@ class PostgresStore(IndexStore):
             if hasattr(self, "db"):
                 self.db.close()
 
+    def has_model_cache(self) -> bool:
+        return True
+
     def model_cache(self) -> Any:
         if self.readonly:
             return ModelCache(None)
@@ -680,6 +684,7 @@ class PostgresCache(ModelCache):
         self._store = store
         self._conn: PostgresConnection | None = None
         self._own_lock = threading.Lock()
+        self._tables_known = False
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         return (PostgresCache, (self.url,))
@@ -688,14 +693,26 @@ class PostgresCache(ModelCache):
     def _session(self) -> Iterator[Any]:
         if self._store is not None and not self._store.closed:
             with self._store._lock, self._store._errors():
+                if not self._tables_known:  # an index created before the sources table
+                    for statement in _CACHE_TABLE.split(";"):
+                        self._store.db.execute(statement)
+                    self._tables_known = True
                 yield self._store.db
             return
         with self._own_lock, _server_errors(parse_url(self.url)[2]):
             if self._conn is None:
                 raw = connect(self.url)
-                raw.execute(_CACHE_TABLE)
+                for statement in _CACHE_TABLE.split(";"):
+                    raw.execute(statement)
                 self._conn = PostgresConnection(raw, functools.partial(connect, self.url))
             yield self._conn
+
+    def identity(self) -> Any:
+        return ("postgres", self.url)
+
+    def _reclaimed(self, db: Any) -> None:
+        """Nothing to do here: PostgreSQL keeps a deleted row's old version in its data files
+        until ``VACUUM`` (autovacuum) reclaims the space; no query sees it meanwhile."""
 
     def close(self) -> None:
         with self._own_lock:
@@ -738,7 +755,7 @@ def _holds_data(raw: Any, schema: str) -> bool:
         "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))]
     return any(
         raw.execute(f"SELECT 1 FROM {_quote(t)} LIMIT 1").fetchone()
-        for t in tables if t in _OURS - {"meta", "model_calls"} or t.startswith("rec_")
+        for t in tables if t in _OURS - {"meta", "model_calls", "model_calls_sources"} or t.startswith("rec_")
     )
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -56,6 +57,7 @@ from rhizome.core.store.storage import (
     file_in_the_way,
     vectors_generation,
 )
+from rhizome.core.store.targets import index_directory_of
 from rhizome.core.store.vectors import VectorStore
 
 try:
@@ -64,6 +66,8 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 CACHE_FILE = "model-calls.sqlite"
+
+logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -158,6 +162,7 @@ class SQLiteStore(IndexStore):
                     if not readonly:
                         raw.execute("PRAGMA journal_mode=WAL")
                         raw.execute("PRAGMA synchronous=NORMAL")
+                        raw.execute("PRAGMA secure_delete=ON")  # a deleted document's rows are overwritten, not left in free pages
                         if not new:
                             _quick_check(raw)
             except BaseException:
@@ -224,6 +229,10 @@ class SQLiteStore(IndexStore):
             raise InvalidInputError(
                 f"cannot create an index at {path}: {blocker} is a file, and an index is a directory; "
                 "choose another path (or move the file away)"
+            )
+        if (outer := index_directory_of(path)) is not None:  # its files could be taken for the other's, or replace them
+            raise InvalidInputError(
+                f"cannot create an index at {path}: it is inside the index directory {outer}; choose a folder outside it"
             )
         path.mkdir(parents=True, exist_ok=True)
         store = cls(path, manifest, new=True)
@@ -343,6 +352,9 @@ class SQLiteStore(IndexStore):
             with self._file_errors():
                 _atomic_write(self.path / MANIFEST, text)
 
+    def has_model_cache(self) -> bool:
+        return self.path is not None and (self.path / CACHE_FILE).exists()
+
     def model_cache(self) -> Any:
         from rhizome.core.store.cache import ModelCache
 
@@ -407,10 +419,10 @@ class SQLiteStore(IndexStore):
         with self._lock:
             if name in self._collections and not (self.readonly and self._loaded.get(name) != self.generation(vectors_generation(name))):
                 return self._collections[name]
-            with self._read():  # the generation, the ids and the vectors of one committed state
+            with self._read():  # the generation, the ids, the digest and the vectors of one committed state
                 generation = self.generation(vectors_generation(name))
                 ids = [r[0] for r in self.query("SELECT id FROM vectors WHERE collection = ?", (name,))]
-                store = self._load_snapshot(name, generation, ids)
+                store = self._load_snapshot(name, generation, ids, self.get_meta(snapshot_key(name)))
                 if store is None:
                     store = self._rebuild_collection(name, dimension)
             self._collections[name] = store
@@ -450,9 +462,12 @@ class SQLiteStore(IndexStore):
         assert self.path is not None
         return self.path / "vectors" / f"{name}.npz"
 
-    def _load_snapshot(self, name: str, generation: int, ids: Sequence[str]) -> VectorStore | None:
+    def _load_snapshot(self, name: str, generation: int, ids: Sequence[str], recorded: Any) -> VectorStore | None:
         """The snapshot file of a collection, when it is this index's (by id), of the database's
-        generation and holds exactly the ids the database holds; else ``None`` (rebuild)."""
+        generation, holds exactly the ids the database holds, and its (id, vector) pairs have
+        the digest ``recorded`` in the records for that generation when it was written; else
+        ``None`` (rebuild). A snapshot right in all but its digest (vectors filed under other
+        ids, or changed) is logged as the damage it is."""
         if self.path is None or not self._snapshot_path(name).exists():
             return None
         try:
@@ -465,6 +480,15 @@ class SQLiteStore(IndexStore):
             or len(store) != len(ids)
             or set(store.ids()) != set(ids)
         ):
+            return None
+        if not isinstance(recorded, dict) or recorded.get("generation") != generation:
+            return None  # written before digests, or its digest not committed yet: rebuild
+        if recorded.get("digest") != store.digest():
+            logger.warning(
+                "vector snapshot %s has the ids and generation of the records but other vectors under them; "
+                "it was ignored and the collection rebuilt from the records (run `rhizome repair %s` to rewrite it)",
+                self._snapshot_path(name), self.path,
+            )
             return None
         self._saved[name] = generation
         return store
@@ -502,9 +526,20 @@ class SQLiteStore(IndexStore):
                     self._snapshot_path(name).unlink(missing_ok=True)
                 self._saved[name] = generation
                 continue
+            # the digest first: a snapshot left unwritten by a crash then fails its generation check
+            with self._errors():
+                self.db.upsert("meta", ("key", "value"), ("key",), [
+                    (snapshot_key(name), json.dumps({"generation": generation, "digest": store.digest()}))
+                ])
             with self._file_errors():
                 store.save(self._snapshot_path(name), meta={"generation": generation, "index_id": self.manifest.index_id})
             self._saved[name] = generation
+
+
+def snapshot_key(collection: str) -> str:
+    """The meta key under which the records keep the generation and (id, vector) digest of
+    ``collection``'s snapshot file (:meth:`VectorStore.digest`)."""
+    return f"snapshot:{collection}"
 
 
 def _flock(path: Path, busy: IndexLockedError) -> int:
@@ -550,13 +585,14 @@ def _unlock(fd: int) -> None:
 
 def writer_active(path: Path) -> bool:
     """Whether a process holds the writer lock of the index directory ``path``, i.e. has the
-    index open for writing (see :meth:`SQLiteStore._acquire_writer_lock`). Asks by taking a
-    shared lock without waiting and giving it back at once; a writer that opens the index in
-    that instant tries again."""
+    index open for writing (see :meth:`SQLiteStore._acquire_writer_lock`), or of the file
+    ``path`` (the target of a linked ``records.sqlite``). Asks by taking a shared lock without
+    waiting and giving it back at once; a writer that opens the index in that instant tries
+    again."""
     if fcntl is None:  # pragma: no cover
         return False
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if path.is_dir() else 0))
     except OSError:
         return False
     try:
