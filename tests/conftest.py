@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import socket
+import sys
+import tempfile
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -15,6 +20,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the slow sweeps in full (every kill point of the fault-injection cases, every call "
              "stack of the generation-read check): for release checks; the default runs a small sample",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _share_bytecode(config)
+
+
+def _share_bytecode(config: pytest.Config) -> None:
+    """Where Python is told not to write bytecode (``PYTHONDONTWRITEBYTECODE``, ``-B``), every
+    process compiles each module it imports from source, and the suite starts hundreds of them
+    (xdist workers, fault-injection children, CLI and example runs): on such a machine that was
+    more than half of the suite's CPU. For this run, the processes write their bytecode to one
+    temporary folder (``sys.pycache_prefix``), read it from there, and the folder is removed at
+    the end: each module is compiled once per run, and nothing is written beside the sources."""
+    if not sys.dont_write_bytecode or hasattr(config, "workerinput"):
+        return  # bytecode is written as usual, or the controller already arranged it
+    folder = tempfile.mkdtemp(prefix="rhizome-pyc-")
+    sys.pycache_prefix, sys.dont_write_bytecode = folder, False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = folder  # xdist workers and every child process
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 @pytest.fixture(scope="session")
@@ -96,9 +121,23 @@ class PostgresServer:
     def __init__(self, base: str) -> None:
         self.base = base
         self._names = itertools.count()
+        self._watch: Any = None
 
     def url(self, prefix: str = "t") -> str:
         return f"{self.base}{'&' if '?' in self.base else '?'}schema={prefix}_{os.getpid()}_{next(self._names)}"
+
+    def clients(self) -> int:
+        """How many client connections the server holds (this one included)."""
+        import psycopg
+
+        if self._watch is None:
+            self._watch = psycopg.connect(self.base, autocommit=True)
+        row = self._watch.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").fetchone()
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
 
 
 @pytest.fixture
@@ -123,12 +162,11 @@ def persist_cut_short(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def postgres() -> PostgresServer:
-    """One server for the whole session, started on first use (a few seconds) and removed at
-    the end. Its data lives in a new folder right under the system's temporary directory: run
-    as root, pgserver runs the server as another user, which must be able to reach it."""
-    import tempfile
-
+def postgres() -> Iterator[PostgresServer]:
+    """One server for the whole session, started on first use (a few seconds), stopped and
+    removed at the end. Its data lives in a new folder right under the system's temporary
+    directory: run as root, pgserver runs the server as another user, which must be able to
+    reach it."""
     import pgserver
 
     server = pgserver.get_server(tempfile.mkdtemp(prefix="rhizome-pg-"), cleanup_mode="delete")
@@ -136,4 +174,9 @@ def postgres() -> PostgresServer:
     # a crash of the machine; a killed client or a rolled-back transaction behaves the same)
     server.psql("ALTER SYSTEM SET fsync = off;\nALTER SYSTEM SET synchronous_commit = off;\n"
                 "ALTER SYSTEM SET full_page_writes = off;\nSELECT pg_reload_conf();\n")
-    return PostgresServer(server.get_uri())
+    handle = PostgresServer(server.get_uri())
+    yield handle
+    handle.close()
+    # pgserver stops it at the process's exit, but an xdist worker ends without running exit
+    # handlers: every run left a server behind
+    server.cleanup()

@@ -190,9 +190,19 @@ class IndexConformance:
         path = self.scratch() if path is None else path
         model = FailingChatModel() if llm == "fake" else llm
         index = cls(self.embedder(), llm=model if cls.uses_llm else None, path=path, **{**self.settings(cls), **options})
+        self.__dict__.setdefault("_built", []).append(index)  # closed after the test, also if the insert raises
         if documents:
             index.insert(documents)
         return index
+
+    @pytest.fixture(autouse=True)
+    def _close_what_was_built(self) -> Iterator[None]:
+        """Close every index :meth:`build` made once the test is done (closing again does
+        nothing): an index a test leaves open would hold its store (a database connection, a
+        writer lock) until the garbage collector found it."""
+        yield
+        for index in self.__dict__.pop("_built", []):
+            index.close()
 
     @staticmethod
     def model(method: Any) -> Any:
