@@ -582,11 +582,8 @@ def _say(args: argparse.Namespace, text: str) -> None:
         print(text)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rhizome", description="Graph-based RAG indexes on local models.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("index", help="index a file or directory of documents")
+def _index_parser(p: argparse.ArgumentParser) -> None:
+    """The flags of ``rhizome index``."""
     p.add_argument("path", help="a file or folder: .txt, .md, .html, .pdf, .docx, .csv/.tsv, .jsonl/.json (one document per row)")
     p.add_argument("--method", help="indexing method (default: an existing index's own, else naive)")
     p.add_argument("--out", required=True,
@@ -617,6 +614,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     model_flags(p)
     p.set_defaults(func=cmd_index)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rhizome", description="Graph-based RAG indexes on local models.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _index_parser(sub.add_parser("index", help="index a file or directory of documents"))
 
     p = sub.add_parser("query", help="retrieve from an index (and optionally answer)")
     p.add_argument("index", help="index directory or postgresql:// URL")
