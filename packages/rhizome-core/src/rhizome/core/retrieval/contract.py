@@ -53,6 +53,7 @@ from rhizome.core.errors import ConfigurationError, IndexMismatchError, InvalidI
 from rhizome.core.models.base import usage_scope
 from rhizome.core.retrieval.filters import MetadataFilter, as_filter
 from rhizome.core.retrieval.params import RetrieverParams
+from rhizome.core.store.storage import generations_held
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import HIT_KEYS, Chunk, Hit, Provenance
 
@@ -301,7 +302,7 @@ class BaseRetriever:
         query = check_query(query)
         k = check_k(k, self.k)
         wanted = as_filter(filter) if filter is not None else self.filter
-        with usage_scope() as usage:
+        with usage_scope() as usage, generations_held():  # the store's generations read once per search
             allowed = self._allowed(wanted)
             if allowed is not None and not allowed:
                 result = Retrieval(query=query)

@@ -7,6 +7,7 @@ removal is exact (``IndexIDMap2`` over an exact ``IndexFlatIP``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ import numpy as np
 from rhizome.core.errors import ConfigurationError, IndexFormatError
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def stable_int_id(key: str) -> int:
     """A non-negative 63-bit integer id for a string id."""
     return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little") & (
