@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rhizome.core.errors import ConfigurationError, IndexFormatError
-from rhizome.core.store.vectors import VectorStore, stable_int_id
+from rhizome.core.store.vectors import VectorStore, ranked, ranked_found, stable_int_id
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -194,3 +194,24 @@ def test_present_reads_the_held_keys_and_their_vectors_in_one_step():
     reader.join(5)
     deleter.join(5)
     assert result["read"][0] == ["a", "b"] and "b" not in store
+
+
+def test_a_found_row_is_ranked_as_every_pair_sorted_by_score_to_6_decimals_then_id():
+    # ranked_found reads faiss's best-first order and sorts only runs of equal scores; it must
+    # give what sorting every pair gives, ties and near ties (across a 6th-decimal rounding
+    # boundary) and rows that are not best first included
+    rng = np.random.default_rng(3)
+    for trial in range(3000):
+        n = int(rng.integers(0, 30))
+        scores = rng.choice([0.5, 1 / 3, 0.1234565, 0.1234575, 5e-7], size=n) + rng.choice([0, 1e-7, 5e-7, 1e-6, 2e-6], size=n)
+        row = np.sort(scores.astype(np.float32))[::-1].copy()
+        ids = rng.permutation(500)[:n].astype(np.int64)
+        if n and trial % 4 == 0:
+            ids[-min(n, 3):] = -1  # fewer found than asked
+        if trial % 5 == 0:
+            order = rng.permutation(n)
+            row, ids = row[order], ids[order]
+        names = {int(i): f"k{int(i) % 7}-{int(i)}" for i in ids}
+        k = int(rng.integers(1, 35))
+        every = ranked([(names[int(i)], float(s)) for s, i in zip(row, ids) if int(i) != -1], k)
+        assert ranked_found(row, ids, k, names.__getitem__) == every

@@ -43,7 +43,7 @@ import asyncio
 import hashlib
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
@@ -245,6 +245,8 @@ class HierarchicalSearch(BaseRetriever):
             return sources
         held = store.collection(name, vector.shape[1])
         pool: dict[str, float] | None = None
+        by_score: list[str] = []  # the pool, nearest first
+        tied: set[str] = set()  # chunks of the pool whose score another one shares
         floor = -2.0
         out: dict[Row, list[str]] = {}
         exact: dict[Row, list[str]] = {}
@@ -256,7 +258,14 @@ class HierarchicalSearch(BaseRetriever):
                 found = held.search(vector, NEAREST_POOL)[0]
                 pool = dict(found)
                 floor = found[-1][1] if len(found) == NEAREST_POOL else -2.0
-            near = sorted((c for c in cids if c in pool), key=lambda c: -pool[c])
+                by_score = sorted(pool, key=pool.__getitem__, reverse=True)
+                alike = Counter(pool.values())
+                tied = {c for c, score in pool.items() if alike[score] > 1}
+            members = set(cids)
+            if len(members) == len(cids) and tied.isdisjoint(members):  # the pool's order is the node's
+                near = [c for c in by_score if c in members]
+            else:  # equal scores keep the node's own order
+                near = sorted((c for c in cids if c in pool), key=lambda c: -pool[c])
             if len(near) >= keep and pool[near[keep - 1]] > floor:
                 first = set(near[:keep])
                 out[row] = near[:keep] + [c for c in cids if c not in first]

@@ -57,6 +57,7 @@ from rhizome.core.models.base import checked_vectors, usage_scope
 from rhizome.core.retrieval import rerank
 from rhizome.core.retrieval.filters import MetadataFilter, as_filter
 from rhizome.core.retrieval.params import RetrieverParams
+from rhizome.core.store.storage import generations_held
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import HIT_KEYS, Chunk, Hit, Provenance
 
@@ -330,7 +331,7 @@ class BaseRetriever:
         if self._reranking:
             k = rerank.candidates(k, self.rerank_candidates)  # over-fetch: the reranker picks `kept` of them
         wanted = as_filter(filter) if filter is not None else self.filter
-        with usage_scope() as usage:
+        with usage_scope() as usage, generations_held():  # the store's generations read once per search
             allowed = self._allowed(wanted)
             if allowed is not None and not allowed:
                 result = Retrieval(query=query)

@@ -30,6 +30,7 @@ lock), so ``persist(d)`` followed by ``load(d)`` or ``from_persist_dir(d)`` work
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import datetime as _dt
 import importlib.metadata
 import json
@@ -242,6 +243,28 @@ _OPEN: weakref.WeakValueDictionary[str, IndexStore] = weakref.WeakValueDictionar
 _OPEN_LOCK = threading.Lock()
 
 
+_HELD_GENERATIONS: contextvars.ContextVar[dict[Any, dict[str, int]] | None] = contextvars.ContextVar("rhizome_generations", default=None)
+"""Inside :func:`generations_held`: each store's generations as one read found them."""
+
+
+@contextlib.contextmanager
+def generations_held() -> Iterator[None]:
+    """Within the block, a store reads its generations (:meth:`IndexStore.generation`) once, all
+    in one query, instead of one query per read: what a search runs in. The caches keyed by them
+    stay safe: every read of a block is as old as the first one, so a value built from records
+    read later is at most newer than its key (rebuilt at the next search), never older. A
+    transaction of the block reads afresh, and drops the block's read of its store. Nested
+    blocks share the outermost one's reads."""
+    if _HELD_GENERATIONS.get() is not None:
+        yield
+        return
+    token = _HELD_GENERATIONS.set({})
+    try:
+        yield
+    finally:
+        _HELD_GENERATIONS.reset(token)
+
+
 class IndexStore:
     """Records, vectors and manifest of one index (see the module docstring).
 
@@ -261,6 +284,7 @@ class IndexStore:
         self.manifest = manifest
         self.readonly = readonly
         self._lock = threading.RLock()
+        self._transactions = 0
         self._tables: dict[str, RecordTable[Any]] = {}
         self._users = 1
         self.memo: dict[tuple[str, str], Any] = {}
@@ -533,6 +557,7 @@ class IndexStore:
         self._check_open()
         with self._lock, self._errors():
             self.db.begin()
+            self._transactions += 1
             try:
                 yield self.db
                 self._verify_owner()
@@ -542,6 +567,11 @@ class IndexStore:
                 raise
             else:
                 self.db.commit()
+            finally:
+                self._transactions -= 1
+                held = _HELD_GENERATIONS.get()
+                if held is not None:  # what this call wrote is read afresh after it
+                    held.pop(self, None)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         self._check_open()
@@ -728,9 +758,18 @@ class IndexStore:
 
     # -- generations, meta values and record tables -------------------------------------------
     def generation(self, name: str) -> int:
-        """How often ``name`` (a vector collection or record table) was written."""
-        rows = self.query("SELECT value FROM meta WHERE key = ?", (f"generation:{name}",))
-        return int(rows[0][0]) if rows else 0
+        """How often ``name`` (a vector collection or record table) was written. Inside
+        :func:`generations_held` (a search), the store's generations are read once, all in one
+        query, and served from that read; inside a transaction they are always read afresh."""
+        held = _HELD_GENERATIONS.get()
+        if held is None or self._transactions:
+            rows = self.query("SELECT value FROM meta WHERE key = ?", (f"generation:{name}",))
+            return int(rows[0][0]) if rows else 0
+        mine = held.get(self)
+        if mine is None:
+            rows = self.query("SELECT key, value FROM meta WHERE key LIKE 'generation:%'")
+            mine = held[self] = {key[len("generation:") :]: int(value) for key, value in rows}
+        return mine.get(name, 0)
 
     @staticmethod
     def bump(db: Connection, name: str) -> None:
@@ -926,6 +965,7 @@ __all__ = [
     "load_index",
     "shown",
     "file_in_the_way",
+    "generations_held",
     "method_registry",
     "split_load_options",
     "read_manifest",

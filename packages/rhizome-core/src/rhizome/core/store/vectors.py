@@ -7,13 +7,14 @@ removal is exact (``IndexIDMap2`` over an exact ``IndexFlatIP``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import threading
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import numpy as np
 from rhizome.core.errors import ConfigurationError, IndexFormatError
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def stable_int_id(key: str) -> int:
     """A non-negative 63-bit integer id for a string id."""
     return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little") & (
@@ -65,6 +67,36 @@ def ranked(pairs: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
     """The best ``k`` of ``(id, score)`` pairs (fetched with :data:`TIE_MARGIN` to spare), best
     first; equal scores (to 6 decimals) ordered by id."""
     pairs.sort(key=lambda p: (-round(p[1], 6), p[0]))
+    return pairs[:k]
+
+
+def ranked_found(scores: np.ndarray, ids: np.ndarray, k: int, name: Callable[[int], str]) -> list[tuple[str, float]]:
+    """:func:`ranked` of one row of a search (``scores`` and integer ``ids``, ``-1`` for none;
+    ``name``: an integer id's string id), without building and sorting every pair: faiss
+    returns a row best first, so only runs of scores equal to 6 decimals need ordering by id,
+    and only the ids up to the ``k``-th (and the rest of its run) are looked up. The same
+    pairs in the same order as :func:`ranked`; a row that is not best first goes through it."""
+    found = ids != -1
+    if not found.all():
+        scores, ids = scores[found], ids[found]
+    n = len(scores)
+    if n > 1 and not bool(np.all(scores[:-1] >= scores[1:])):  # not best first (NaN included)
+        return ranked([(name(i), s) for s, i in zip(scores.tolist(), ids.tolist())], k)
+    values = scores.tolist()
+    # equal to 6 decimals: only neighbours closer than 2e-6 can be (Python's round, as ranked())
+    same = [False] * max(0, n - 1)
+    for i in np.flatnonzero(scores[:-1] - scores[1:] <= 2e-6).tolist():
+        same[i] = round(values[i], 6) == round(values[i + 1], 6)
+    end = min(k, n)
+    while 0 < end < n and same[end - 1]:  # the run the k-th pair is in, whole
+        end += 1
+    pairs = [(name(i), s) for i, s in zip(ids[:end].tolist(), values[:end])]
+    start = 0
+    for i in range(1, end + 1):
+        if i == end or not same[i - 1]:
+            if i - start > 1:
+                pairs[start:i] = sorted(pairs[start:i], key=lambda p: p[0])
+            start = i
     return pairs[:k]
 
 
@@ -215,10 +247,7 @@ class VectorStore:
             if not size or k < 1:
                 return [[] for _ in range(array.shape[0])]
             scores, int_ids = _search(self._index, array, min(k + TIE_MARGIN, size), params)
-            return [
-                ranked([(self._ids[int(i)], float(s)) for s, i in zip(row_s, row_i) if int(i) != -1], k)
-                for row_s, row_i in zip(scores, int_ids)
-            ]
+            return [ranked_found(row_s, row_i, k, self._ids.__getitem__) for row_s, row_i in zip(scores, int_ids)]
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""
