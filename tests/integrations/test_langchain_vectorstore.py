@@ -14,7 +14,8 @@ from langchain_tests.integration_tests import VectorStoreIntegrationTests
 from langchain_rhizome import RhizomeVectorStore
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.models.embeddings import HashingEmbedder
-from rhizome.core.naive import VectorIndex
+from rhizome.core.naive import VectorIndex, VectorRetriever
+from rhizome.tools.testing import QUERIES, IndexConformance, registered_methods, shelved
 
 
 class TestRhizomeVectorStoreStandard(VectorStoreIntegrationTests):
@@ -162,3 +163,45 @@ def test_the_store_s_embeddings_are_the_langchain_ones() -> None:
     fake = DeterministicFakeEmbedding(size=8)
     assert RhizomeVectorStore(VectorIndex(fake)).embeddings is fake
     assert RhizomeVectorStore(VectorIndex(HashingEmbedder(dimension=8))).embeddings is None
+
+
+# -- every method through the face ------------------------------------------------------------
+class _Kit(IndexConformance):
+    """The conformance kit's way of building each method's index offline (fake model, hashing
+    embedder, small chunks)."""
+
+
+@pytest.fixture(params=registered_methods())
+def method_store(request: pytest.FixtureRequest) -> Iterator[RhizomeVectorStore]:
+    kit = _Kit()
+    index = kit.build(request.param, documents=[])
+    store = RhizomeVectorStore(index)
+    docs = shelved()
+    store.add_texts([d.text for d in docs], [d.metadata for d in docs], ids=[d.id for d in docs])
+    try:
+        yield store
+    finally:
+        index.close()
+
+
+def test_every_method_and_mode_works_through_the_face(method_store: RhizomeVectorStore) -> None:
+    store, index = method_store, method_store.index
+    north = {d.id for d in shelved() if d.metadata["shelf"] == "north"}
+    query = QUERIES[0]
+    for mode in tuple(index.modes) or (None,):
+        scored = store.similarity_search_with_relevance_scores(query, k=3, mode=mode)
+        assert len(scored) == 3 and all(0.0 <= s <= 1.0 for _, s in scored), mode
+        found = store.similarity_search(query, k=3, mode=mode, filter={"shelf": "north"})
+        cited = {doc_id for d in found for doc_id in d.metadata.get("document_ids", [d.id])}
+        assert found and cited <= north, (mode, cited)
+        assert len(store.max_marginal_relevance_search(query, k=2, fetch_k=5, mode=mode)) == 2, mode
+        vector = [float(x) for x in index.embedder.embed([query])[0]]
+        if isinstance(store.retriever(mode), VectorRetriever):
+            assert store.similarity_search_by_vector(vector, k=2, mode=mode)
+        else:
+            with pytest.raises(NotImplementedError, match="use similarity_search"):
+                store.similarity_search_by_vector(vector, k=2, mode=mode)
+    gone = sorted(north)[0]
+    store.delete([gone])
+    assert store.get_by_ids([gone]) == []
+    assert gone not in {d.id for d in store.similarity_search(query, k=len(index.store.document_ids()) + 2)}

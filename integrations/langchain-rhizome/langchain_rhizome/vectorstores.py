@@ -37,7 +37,6 @@ from langchain_rhizome.filters import rhizome_filter
 from langchain_rhizome.retrievers import hit_to_document
 from rhizome.core.aio import run_sync
 from rhizome.core.errors import ConfigurationError, InvalidInputError
-from rhizome.core.models.adapters import wrap_model
 from rhizome.core.naive import VectorRetriever
 from rhizome.core.retrieval.contract import chunk_hits, vector_search
 from rhizome.core.retrieval.filters import as_filter
@@ -379,13 +378,13 @@ class RhizomeVectorStore(VectorStore):
 def _new_index(method: str | type, embedding: Any, options: dict[str, Any]) -> Any:
     from rhizome.core.store.storage import method_registry
 
+    cls: Any = method
     if isinstance(method, str):
         registry = method_registry()
         if method not in registry:
             raise ConfigurationError(f"unknown method {method!r}; installed: {', '.join(sorted(registry))}")
-        method = registry[method].load()
-    models = {key: wrap_model(value) for key, value in options.items() if key == "llm"}
-    return method(wrap_model(embedding), **{**options, **models})
+        cls = registry[method].load()
+    return cls(embedding, **options)  # the index wraps LangChain models itself
 
 
 def _documents(texts: list[str], metadatas: list[dict] | None, ids: list[str] | None) -> list[RhizomeDocument]:
