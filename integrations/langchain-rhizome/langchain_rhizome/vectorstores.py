@@ -352,7 +352,8 @@ class RhizomeVectorStore(VectorStore):
         embedding with ``embedding`` (LangChain ``Embeddings`` or a Rhizome embedder), holding
         ``texts``. ``index_options`` go to the index (``path``, ``llm``, ``chunk_size``, the
         method's settings); without ``path`` it lives in memory."""
-        store = cls(_new_index(method, embedding, index_options), mode=mode, relevance=relevance, **(retriever_options or {}))
+        store = cls._empty(embedding, method=method, mode=mode, relevance=relevance,
+                           retriever_options=retriever_options, **index_options)
         store.add_texts(texts, metadatas, ids=ids)
         return store
 
@@ -364,15 +365,25 @@ class RhizomeVectorStore(VectorStore):
         metadatas: list[dict] | None = None,
         *,
         ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> RhizomeVectorStore:
+        """As :meth:`from_texts` (the same keyword arguments), inserting without blocking."""
+        store = cls._empty(embedding, **kwargs)
+        await store.aadd_texts(texts, metadatas, ids=ids)
+        return store
+
+    @classmethod
+    def _empty(
+        cls,
+        embedding: Any,
+        *,
         method: str | type = "naive",
         mode: str | None = None,
         relevance: Relevance = "auto",
         retriever_options: dict[str, Any] | None = None,
         **index_options: Any,
     ) -> RhizomeVectorStore:
-        store = cls(_new_index(method, embedding, index_options), mode=mode, relevance=relevance, **(retriever_options or {}))
-        await store.aadd_texts(texts, metadatas, ids=ids)
-        return store
+        return cls(_new_index(method, embedding, index_options), mode=mode, relevance=relevance, **(retriever_options or {}))
 
 
 def _new_index(method: str | type, embedding: Any, options: dict[str, Any]) -> Any:
