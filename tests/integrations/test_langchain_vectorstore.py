@@ -107,6 +107,17 @@ def test_search_by_vector_matches_search_by_query(store: RhizomeVectorStore) -> 
         store.similarity_search_by_vector([0.0] * 256)
 
 
+def test_search_by_vector_checks_the_vector_and_changes_nothing() -> None:
+    store = RhizomeVectorStore(VectorIndex(HashingEmbedder(dimension=32)))
+    assert store.similarity_search_by_vector([1.0] * 5, k=2) == []  # empty: no dimension recorded from a query
+    store.add_texts(["hello world"], ids=["h"])
+    with pytest.raises(InvalidInputError, match="5 dimensions but the index holds 32"):
+        store.similarity_search_by_vector([1.0] * 5)
+    with pytest.raises(InvalidInputError, match="list of numbers"):
+        store.similarity_search_by_vector(["a", "b"])  # type: ignore[list-item]
+    assert [d.id for d in store.similarity_search("hello world", k=1)] == ["h"]
+
+
 def test_relevance_scores_and_the_threshold_retriever(store: RhizomeVectorStore) -> None:
     scored = store.similarity_search_with_relevance_scores("queen bees in hives", k=5)
     raw = store.similarity_search_with_score("queen bees in hives", k=5)
@@ -197,6 +208,7 @@ def test_every_method_and_mode_works_through_the_face(method_store: RhizomeVecto
         cited = {doc_id for d in found for doc_id in d.metadata.get("document_ids", [d.id])}
         assert found and cited <= north, (mode, cited)
         assert len(store.max_marginal_relevance_search(query, k=2, fetch_k=5, mode=mode)) == 2, mode
+        assert len(store.as_retriever(search_kwargs={"k": 2, "mode": mode}).invoke(query)) == 2, mode
         vector = [float(x) for x in index.embedder.embed([query])[0]]
         if isinstance(store.retriever(mode), VectorRetriever):
             assert store.similarity_search_by_vector(vector, k=2, mode=mode)

@@ -164,9 +164,10 @@ class RhizomeVectorStore(VectorStore):
         put back together from the document's stored chunks (exact for a text within one chunk;
         a longer one loses only whitespace around it)."""
         store = self.index.store
-        wanted = [i for i in dict.fromkeys(ids) if isinstance(i, str) and store.document_state(i) is not None]
+        chunks = {i: store.chunks_of(i) for i in dict.fromkeys(ids) if isinstance(i, str) and store.document_state(i) is not None}
+        wanted = [i for i, held in chunks.items() if held]  # a version that failed or is pending holds no chunks
         metadata = store.documents_metadata(wanted)
-        return [Document(id=i, page_content=_text(store.chunks_of(i)), metadata=metadata.get(i, {})) for i in wanted]
+        return [Document(id=i, page_content=_text(chunks[i]), metadata=metadata.get(i, {})) for i in wanted]
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         return self.get_by_ids(ids)
@@ -249,11 +250,21 @@ class RhizomeVectorStore(VectorStore):
             )
 
     async def _avector_hits(self, embedding: Sequence[float], k: int, filter: Any) -> list[Hit]:
-        vector = np.asarray(embedding, dtype=np.float32).reshape(1, -1)
-        self.index.check_dimension(int(vector.shape[1]))
+        try:
+            vector = np.asarray(embedding, dtype=np.float32).reshape(1, -1)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"a query vector is a list of numbers: {exc}") from exc
         norm = float(np.linalg.norm(vector))
-        if norm == 0.0:
-            raise InvalidInputError("the query vector is all zeros; give the embedding of a query")
+        if not np.isfinite(norm) or norm == 0.0:
+            raise InvalidInputError("the query vector is all zeros or not finite; give the embedding of a query")
+        known = self.index.store.embedding_dimension  # read, never recorded: a search changes nothing
+        if known is None:
+            return []
+        if vector.shape[1] != known:
+            raise InvalidInputError(
+                f"the query vector has {vector.shape[1]} dimensions but the index holds {known}-dimensional "
+                f"vectors; embed the query with the index's embedder ({self.index.embedder.name})"
+            )
         among = None
         wanted = as_filter(rhizome_filter(filter))
         if wanted is not None:
