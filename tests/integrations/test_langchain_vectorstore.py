@@ -219,3 +219,19 @@ def test_every_method_and_mode_works_through_the_face(method_store: RhizomeVecto
     store.delete([gone])
     assert store.get_by_ids([gone]) == []
     assert gone not in {d.id for d in store.similarity_search(query, k=len(index.store.document_ids()) + 2)}
+
+
+def test_langchains_indexing_api_keeps_the_store_in_step() -> None:
+    from langchain_core.indexing import InMemoryRecordManager, index
+
+    store = RhizomeVectorStore(VectorIndex(HashingEmbedder(dimension=32)))
+    records = InMemoryRecordManager("notes")
+    records.create_schema()
+    first = [Document(page_content="Bees live in hives.", metadata={"source": "a"}),
+             Document(page_content="Lava cools into basalt.", metadata={"source": "b"})]
+    assert index(first, records, store, cleanup="incremental", source_id_key="source", key_encoder="sha256")["num_added"] == 2
+    changed = index([Document(page_content="Bees live in big hives.", metadata={"source": "a"})], records, store,
+                    cleanup="incremental", source_id_key="source", key_encoder="sha256")
+    assert (changed["num_added"], changed["num_deleted"]) == (1, 1)
+    texts = sorted(d.page_content for d in store.get_by_ids(store.index.store.document_ids()))
+    assert texts == ["Bees live in big hives.", "Lava cools into basalt."]

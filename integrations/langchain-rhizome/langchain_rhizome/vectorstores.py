@@ -124,7 +124,9 @@ class RhizomeVectorStore(VectorStore):
     ) -> list[str]:
         """Insert ``texts`` as documents (``ids``: theirs; a missing id is a new UUID) and
         return their ids. A known id whose text or metadata changed is replaced; an unchanged
-        one is skipped (adding twice is adding once)."""
+        one is skipped (adding twice is adding once). ``fallback`` goes to the index's insert;
+        ``batch_size`` (which LangChain's indexing API passes) is not needed: the index commits
+        in batches of its own ``batch_size`` chunks."""
         return run_sync(self.aadd_texts(texts, metadatas, ids=ids, **kwargs))
 
     async def aadd_texts(
@@ -135,6 +137,7 @@ class RhizomeVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
+        kwargs.pop("batch_size", None)
         documents = _documents(list(texts), metadatas, ids)
         report = await self.index.ainsert(documents, **kwargs)
         if report.failed:
