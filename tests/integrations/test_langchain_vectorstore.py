@@ -15,7 +15,7 @@ from langchain_rhizome import RhizomeVectorStore
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.naive import VectorIndex, VectorRetriever
-from rhizome.tools.testing import QUERIES, IndexConformance, registered_methods, shelved
+from rhizome.tools.testing import QUERIES, FailingChatModel, IndexConformance, index_class, registered_methods, shelved
 
 
 class TestRhizomeVectorStoreStandard(VectorStoreIntegrationTests):
@@ -235,3 +235,22 @@ def test_langchains_indexing_api_keeps_the_store_in_step() -> None:
     assert (changed["num_added"], changed["num_deleted"]) == (1, 1)
     texts = sorted(d.page_content for d in store.get_by_ids(store.index.store.document_ids()))
     assert texts == ["Bees live in big hives.", "Lava cools into basalt."]
+
+
+def _with_naive_mode() -> list[str]:
+    return [m for m in registered_methods() if m != "naive" and "naive" in index_class(m).modes]
+
+
+class TestRhizomeVectorStoreStandardOverGraphMethods(VectorStoreIntegrationTests):
+    """The same suite over each graph method's index, searched in its ``naive`` mode (the
+    suite checks exact passages in cosine order; the graph modes rank by their own evidence and
+    are checked by ``test_every_method_and_mode_works_through_the_face``)."""
+
+    @pytest.fixture(params=_with_naive_mode())
+    def vectorstore(self, request: pytest.FixtureRequest) -> Iterator[RhizomeVectorStore]:  # type: ignore[override]
+        cls = index_class(request.param)
+        index = cls(self.get_embeddings(), llm=FailingChatModel() if cls.uses_llm else None)
+        try:
+            yield RhizomeVectorStore(index, mode="naive")
+        finally:
+            index.close()
