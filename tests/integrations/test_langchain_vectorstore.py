@@ -15,7 +15,14 @@ from langchain_rhizome import RhizomeVectorStore
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.models.embeddings import HashingEmbedder
 from rhizome.core.naive import VectorIndex, VectorRetriever
-from rhizome.tools.testing import QUERIES, FailingChatModel, IndexConformance, index_class, registered_methods, shelved
+from rhizome.tools.testing import (
+    QUERIES,
+    FailingChatModel,
+    IndexConformance,
+    index_class,
+    registered_methods,
+    shelved,
+)
 
 
 class TestRhizomeVectorStoreStandard(VectorStoreIntegrationTests):
