@@ -261,3 +261,20 @@ class TestRhizomeVectorStoreStandardOverGraphMethods(VectorStoreIntegrationTests
             yield RhizomeVectorStore(index, mode="naive")
         finally:
             index.close()
+
+
+def test_a_langchain_compressor_reranks_and_a_store_filter_holds(store: RhizomeVectorStore) -> None:
+    from langchain_core.documents import BaseDocumentCompressor
+
+    class Shortest(BaseDocumentCompressor):
+        """Keeps the shortest passages first (a reranker whose order differs from cosine)."""
+
+        def compress_documents(self, documents, query, callbacks=None):  # type: ignore[no-untyped-def]
+            return sorted(documents, key=lambda d: len(d.page_content))
+
+    texts = {d.id: d.text for d in CORPUS if d.id in YEARS}
+    reranked = RhizomeVectorStore(store.index, reranker=Shortest(), rerank_candidates=5)
+    assert [d.id for d in reranked.similarity_search("queen", k=2)] == sorted(texts, key=lambda i: len(texts[i]))[:2]
+    earth = RhizomeVectorStore(store.index, filter={"tags": "earth"})
+    assert {d.id for d in earth.similarity_search("queen", k=5)} == {"doc-rivers", "doc-volcano"}
+    assert {d.id for d in earth.similarity_search("queen", k=5, filter={"year": {"$gt": 2010}})} == {"doc-bees", "doc-ants", "doc-wasps"}

@@ -34,6 +34,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_rhizome.filters import rhizome_filter
+from langchain_rhizome.rerank import as_reranker
 from langchain_rhizome.retrievers import hit_to_document
 from rhizome.core.aio import run_sync
 from rhizome.core.errors import ConfigurationError, InvalidInputError
@@ -68,8 +69,10 @@ class RhizomeVectorStore(VectorStore):
     ``mode`` is the retrieval mode searches use (default: the method's first); a search may pass
     its own ``mode=``. ``relevance`` says how relevance scores are made (see the module
     docstring): ``"auto"`` (cosine for a chunk mode, rank-based otherwise), ``"cosine"`` or
-    ``"rank"``. ``retriever_options`` go to ``index.as_retriever`` for every mode (a
-    ``reranker``, ``rerank_candidates``, a mode's settings).
+    ``"rank"``. ``retriever_options`` go to ``index.as_retriever`` for every mode: a
+    ``filter`` every search keeps to (a search's own ``filter`` replaces it), a ``reranker`` (a
+    Rhizome reranker or any LangChain document compressor) with ``rerank_candidates``, a mode's
+    settings.
     """
 
     def __init__(
@@ -90,6 +93,10 @@ class RhizomeVectorStore(VectorStore):
         self.index = index
         self.mode = index.check_mode(mode)
         self.relevance = relevance
+        if "filter" in retriever_options:
+            retriever_options["filter"] = rhizome_filter(retriever_options["filter"])
+        if "reranker" in retriever_options:
+            retriever_options["reranker"] = as_reranker(retriever_options["reranker"])
         self.retriever_options = retriever_options
         self._retrievers: dict[str | None, Any] = {}
         self.retriever(self.mode)  # a bad option fails now
