@@ -278,3 +278,15 @@ def test_a_langchain_compressor_reranks_and_a_store_filter_holds(store: RhizomeV
     earth = RhizomeVectorStore(store.index, filter={"tags": "earth"})
     assert {d.id for d in earth.similarity_search("queen", k=5)} == {"doc-rivers", "doc-volcano"}
     assert {d.id for d in earth.similarity_search("queen", k=5, filter={"year": {"$gt": 2010}})} == {"doc-bees", "doc-ants", "doc-wasps"}
+
+
+def test_a_persisted_store_opens_again(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    made = RhizomeVectorStore.from_texts(["Bees live in hives.", "Lava cools into basalt."], HashingEmbedder(dimension=32),
+                                         [{"year": 2020}, {"year": 1990}], ids=["bees", "lava"], path=tmp_path / "idx")
+    made.index.close()
+    store = RhizomeVectorStore.from_persist_dir(tmp_path / "idx", filter={"year": {"$lt": 2000}})
+    try:
+        assert [d.id for d in store.similarity_search("bees", k=2)] == ["lava"]
+        assert store.get_by_ids(["bees"])[0].page_content == "Bees live in hives."
+    finally:
+        store.index.close()

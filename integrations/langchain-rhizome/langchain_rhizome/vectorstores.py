@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -35,7 +36,7 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_rhizome.filters import rhizome_filter
 from langchain_rhizome.rerank import as_reranker
-from langchain_rhizome.retrievers import hit_to_document
+from langchain_rhizome.retrievers import hit_to_document, open_index
 from rhizome.core.aio import run_sync
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.naive import VectorRetriever
@@ -392,6 +393,15 @@ class RhizomeVectorStore(VectorStore):
         store = cls._empty(embedding, **kwargs)
         await store.aadd_texts(texts, metadatas, ids=ids)
         return store
+
+    @classmethod
+    def from_persist_dir(cls, persist_dir: str | Path, **kwargs: Any) -> RhizomeVectorStore:
+        """A store over the index saved in ``persist_dir`` (any method, or a ``postgresql://``
+        location). Keyword arguments the loader takes (``embedder``, ``llm``, ``offline``,
+        ``readonly``...) open the index; the others (``mode``, ``relevance``, ``filter``,
+        ``reranker``, a mode's settings) make the store."""
+        index, options = open_index(persist_dir, kwargs)
+        return cls(index, **options)
 
     @classmethod
     def _empty(
