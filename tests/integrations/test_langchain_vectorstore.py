@@ -290,3 +290,11 @@ def test_a_persisted_store_opens_again(tmp_path) -> None:  # type: ignore[no-unt
         assert store.get_by_ids(["bees"])[0].page_content == "Bees live in hives."
     finally:
         store.index.close()
+
+
+def test_from_documents_keeps_the_documents_ids() -> None:
+    docs = [Document(page_content="Bees live in hives.", id="bees"), Document(page_content="Lava cools into basalt.")]
+    store = RhizomeVectorStore.from_documents(docs, HashingEmbedder(dimension=32), chunk_size=64, chunk_overlap=8)
+    ids = store.index.store.document_ids()
+    assert "bees" in ids and len(ids) == 2
+    assert store.index.config.chunk_size == 64  # index settings reach the index
