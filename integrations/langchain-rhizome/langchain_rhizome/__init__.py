@@ -1,5 +1,5 @@
-"""LangChain integration for Rhizome: retrievers and agent tools over any Rhizome index, and a
-Runnable over a Rhizome classifier (GORAG)."""
+"""LangChain integration for Rhizome: retrievers, a vector store and agent tools over any Rhizome
+index, and a Runnable over a Rhizome classifier (GORAG)."""
 
 from langchain_rhizome.classifier import RhizomeClassifier
 from langchain_rhizome.filters import RhizomeTranslator
@@ -11,12 +11,14 @@ from langchain_rhizome.tools import (
     create_rhizome_tool,
     describe_index,
 )
+from langchain_rhizome.vectorstores import RhizomeVectorStore
 
 __all__ = [
     "CompressorReranker",
     "RhizomeClassifier",
     "RhizomeRetriever",
     "RhizomeTranslator",
+    "RhizomeVectorStore",
     "as_langchain_retriever",
     "create_index_tool",
     "create_rhizome_tool",

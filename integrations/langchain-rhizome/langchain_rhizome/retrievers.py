@@ -60,6 +60,17 @@ def document_to_hit(document: Document) -> Hit:
         ) from exc
 
 
+def open_index(persist_dir: str | Path, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The index stored in ``persist_dir`` (any method), opened with the loader's keyword
+    arguments of ``kwargs`` (``embedder``, ``llm``, ``offline``, ``readonly``...; LangChain chat
+    models and embeddings wrapped for Rhizome), and the rest of ``kwargs`` (a mode and its
+    settings)."""
+    from rhizome.core.store.storage import load_index
+
+    models, options = split_load_options(kwargs)
+    return load_index(persist_dir, **{key: wrap_model(value) for key, value in models.items()}), options
+
+
 class RhizomeRetriever(BaseRetriever):
     """Retrieve from a Rhizome index inside LangChain chains and agents.
 
@@ -139,10 +150,7 @@ class RhizomeRetriever(BaseRetriever):
         open the index, LangChain chat models and embeddings wrapped for Rhizome automatically;
         the others (``mode`` and the mode's settings) go to ``index.as_retriever``.
         """
-        from rhizome.core.store.storage import load_index
-
-        models, options = split_load_options(kwargs)
-        index = load_index(persist_dir, **{key: wrap_model(value) for key, value in models.items()})
+        index, options = open_index(persist_dir, kwargs)
         return cls.from_index(index, k=k, **options)
 
     # -- LangChain hooks -----------------------------------------------------------------------
@@ -207,4 +215,4 @@ class RhizomeRetriever(BaseRetriever):
         return [hit_to_document(hit) for hit in hits]
 
 
-__all__ = ["RhizomeRetriever", "document_to_hit", "hit_to_document"]
+__all__ = ["RhizomeRetriever", "document_to_hit", "hit_to_document", "open_index"]
