@@ -106,3 +106,13 @@ def test_a_server_that_is_down_or_lacks_the_model_is_a_clear_error(tmp_path, cap
     assert code == 0 and "no OpenAI-compatible server is reachable" in printed
     code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "c"), "--offline", "--embed", f"openai:{EMBED}", "-q")
     assert code == 2 and "--offline" in err
+
+
+def test_the_demo_runs_offline_when_the_server_is_down(capsys, tmp_path, monkeypatch) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code, out, _ = run(capsys, "demo", "-q", "--method", "naive", "--llm", f"openai:{CHAT}", "--embed", f"openai:{EMBED}",
+                       "--base-url", closed_port_url())
+    assert code == 0 and "no OpenAI-compatible server is reachable" in out and "Running offline" in out
+    assert "Agnes Brodd" in out

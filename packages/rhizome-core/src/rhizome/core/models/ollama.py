@@ -54,6 +54,7 @@ from rhizome.core.models.transport import (
     CONNECT_TIMEOUT,
     ClientSlot,
     Transient,
+    check_transport_settings,
     retry_after_seconds,
     send_with_backoff,
 )
@@ -260,10 +261,7 @@ class _OllamaTransport:
     ) -> None:
         if not model or not model.strip():
             raise ConfigurationError("an Ollama model name is required, e.g. 'qwen2.5:7b'")
-        if timeout <= 0:
-            raise ConfigurationError("timeout must be a positive number of seconds")
-        if transport_retries < 0 or retry_backoff < 0:
-            raise ConfigurationError("transport_retries and retry_backoff cannot be negative")
+        check_transport_settings(timeout, transport_retries, retry_backoff)
         self.model = model.strip()
         self.host = resolve_host(host)
         self.timeout = float(timeout)

@@ -54,6 +54,7 @@ from rhizome.core.models.transport import (
     CONNECT_TIMEOUT,
     ClientSlot,
     Transient,
+    check_transport_settings,
     retry_after_seconds,
     send_with_backoff,
 )
@@ -205,10 +206,7 @@ class _OpenAITransport:
                         transport_retries: int, retry_backoff: float) -> None:
         if not model or not model.strip():
             raise ConfigurationError("a model name is required, as the server's /v1/models lists it, e.g. 'Qwen/Qwen2.5-7B-Instruct'")
-        if timeout <= 0:
-            raise ConfigurationError("timeout must be a positive number of seconds")
-        if transport_retries < 0 or retry_backoff < 0:
-            raise ConfigurationError("transport_retries and retry_backoff cannot be negative")
+        check_transport_settings(timeout, transport_retries, retry_backoff)
         self.model = model.strip()
         self.base_url = resolve_base_url(base_url)
         self._api_key = resolve_api_key(api_key)

@@ -12,7 +12,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from rhizome.core.errors import ModelError, RhizomeError
+from rhizome.core.errors import ConfigurationError, ModelError, RhizomeError
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -33,6 +33,14 @@ class Transient(Exception):
         super().__init__(str(final))
         self.final = final
         self.retry_after = retry_after
+
+
+def check_transport_settings(timeout: float, retries: int, backoff: float) -> None:
+    """Refuse a timeout that is not positive, or negative retries or backoff."""
+    if timeout <= 0:
+        raise ConfigurationError("timeout must be a positive number of seconds")
+    if retries < 0 or backoff < 0:
+        raise ConfigurationError("transport_retries and retry_backoff cannot be negative")
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
@@ -91,4 +99,4 @@ class ClientSlot(Generic[C]):
             await self._close(client)
 
 
-__all__ = ["CONNECT_TIMEOUT", "MAX_RETRY_AFTER", "ClientSlot", "Transient", "retry_after_seconds", "send_with_backoff"]
+__all__ = ["CONNECT_TIMEOUT", "MAX_RETRY_AFTER", "ClientSlot", "Transient", "check_transport_settings", "retry_after_seconds", "send_with_backoff"]
