@@ -383,3 +383,15 @@ def test_registry_builds_openai_specs(openai_stub: OpenAIStub) -> None:
         registry.make_chat_model("openai:")
     with pytest.raises(ConfigurationError, match="openai:MODEL"):
         registry.make_chat_model("vllm:x")
+
+
+async def test_concurrent_refusals_step_down_one_way_at_a_time(openai_stub: OpenAIStub, make_chat) -> None:
+    import asyncio
+
+    openai_stub.refused_formats = {"json_schema"}
+    openai_stub.default_reply = {"name": "Ada", "age": 36}
+    model = make_chat(max_concurrency=4)
+    answers = await asyncio.gather(*(model.acomplete_json(f"Who {i}?", Person) for i in range(4)))
+    assert {a.name for a in answers} == {"Ada"}
+    kinds = {(b.get("response_format") or {}).get("type") for b in openai_stub.calls("/v1/chat/completions")}
+    assert kinds == {"json_schema", "json_object"}  # never plain text: json_object was not refused

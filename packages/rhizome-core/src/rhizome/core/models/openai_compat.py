@@ -350,9 +350,10 @@ class OpenAIChatModel(_OpenAITransport, BaseChatModel):
         return {"name": self.name, "model": self.model, "temperature": self.temperature, "seed": self.seed,
                 "max_tokens": self.max_tokens}
 
-    def response_format(self, json_schema: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The ``response_format`` of a request for ``json_schema`` (``None``: none sent)."""
-        mode = JSON_MODES[self._json_mode] if json_schema is not None else None
+    def response_format(self, json_schema: dict[str, Any] | None, level: int | None = None) -> dict[str, Any] | None:
+        """The ``response_format`` of a request for ``json_schema`` (``None``: none sent), asked
+        the way :data:`JSON_MODES` ``[level]`` says (default: the best the server has taken)."""
+        mode = JSON_MODES[self._json_mode if level is None else level] if json_schema is not None else None
         if mode == "json_schema":
             return {"type": "json_schema", "json_schema": {"name": _schema_name(json_schema or {}), "schema": json_schema}}
         return {"type": mode} if mode else None
@@ -361,8 +362,9 @@ class OpenAIChatModel(_OpenAITransport, BaseChatModel):
         """One request; sent again the next way when the server refuses the structured-output
         mode (or, streamed, the usage report) it was sent with, and that way from then on."""
         while True:
+            level = self._json_mode  # concurrent requests refused alike step down once, not once each
             request: dict[str, Any] = {"model": self.model, "messages": messages, **self.sampling()}
-            if (response_format := self.response_format(json_schema)) is not None:
+            if (response_format := self.response_format(json_schema, level)) is not None:
                 request["response_format"] = response_format
             if stream:
                 request["stream"] = True
@@ -371,10 +373,10 @@ class OpenAIChatModel(_OpenAITransport, BaseChatModel):
             try:
                 return await self._client.chat.completions.create(**request)
             except openai.APIStatusError as exc:
-                if response_format is not None and self._json_mode < len(JSON_MODES) - 1 and _refuses(
+                if response_format is not None and level < len(JSON_MODES) - 1 and _refuses(
                     exc, "response_format", "json_schema", "json_object", "json mode", "structured"
                 ):
-                    self._json_mode += 1
+                    self._json_mode = max(self._json_mode, level + 1)
                 elif stream and self._stream_usage and _refuses(exc, "stream_options", "include_usage"):
                     self._stream_usage = False
                 else:
