@@ -372,6 +372,8 @@ def test_check_openai_server(openai_stub: OpenAIStub) -> None:
     openai_stub.api_key = "sk-right"
     refused = check_openai_server(openai_stub.base_url)
     assert not refused.reachable and "HTTP 401" in (refused.error or "")
+    with pytest.raises(ModelUnavailableError, match="cannot be used: .*a key it accepts"):
+        refused.require(CHAT)
 
 
 def test_registry_builds_openai_specs(openai_stub: OpenAIStub) -> None:

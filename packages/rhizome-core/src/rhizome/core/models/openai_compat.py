@@ -520,6 +520,8 @@ class OpenAIServerStatus:
 
     def require(self, model: str) -> None:
         """Raise unless the server is reachable and serves ``model``."""
+        if not self.reachable and self.error and "answered HTTP" in self.error:  # it runs, but refuses
+            raise ModelUnavailableError(f"the server at {self.base_url} cannot be used: {self.error}")
         if not self.reachable:
             raise ModelUnavailableError(f"{_unreachable(self.base_url)} ({self.error})")
         if model not in self.models:
