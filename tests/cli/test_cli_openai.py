@@ -116,3 +116,19 @@ def test_the_demo_runs_offline_when_the_server_is_down(capsys, tmp_path, monkeyp
                        "--base-url", closed_port_url())
     assert code == 0 and "no OpenAI-compatible server is reachable" in out and "Running offline" in out
     assert "Agnes Brodd" in out
+
+
+def test_model_flags_and_variables_reach_the_openai_models(monkeypatch) -> None:
+    import argparse
+
+    from rhizome.tools.cli import make_cli_chat_model, make_cli_embedder, model_flags
+
+    parser = argparse.ArgumentParser()
+    model_flags(parser)
+    monkeypatch.setenv("RHIZOME_BASE_URL", "gpu-box:8000")
+    args = parser.parse_args(["--no-cache", "--num-ctx", "4096", "--timeout", "30", "--max-retries", "0", "--concurrency", "1"])
+    llm = make_cli_chat_model(f"openai:{CHAT}", args)
+    assert (llm.base_url, llm.context_window, llm.timeout, llm.transport_retries, llm.max_retries, llm.max_concurrency) == (
+        "http://gpu-box:8000/v1", 4096, 30.0, 0, 0, 1)
+    embedder = make_cli_embedder(f"openai:{EMBED}", parser.parse_args(["--no-cache", "--base-url", "http://other:1234/v1"]))
+    assert embedder.base_url == "http://other:1234/v1" and embedder.name == f"openai:{EMBED}"
