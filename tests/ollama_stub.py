@@ -100,6 +100,9 @@ def _now() -> str:
 class OllamaStub:
     """See the module docstring."""
 
+    handler: type[BaseHTTPRequestHandler] | None = None
+    """The request handler class (``None``: Ollama's); another API's stub sets its own."""
+
     def __init__(
         self,
         models: list[str] | tuple[str, ...] = ("qwen2.5:7b", "nomic-embed-text:latest"),
@@ -137,7 +140,7 @@ class OllamaStub:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> OllamaStub:
-        server = _Server(("127.0.0.1", 0), _Handler)
+        server = _Server(("127.0.0.1", 0), self.handler or _Handler)
         server.daemon_threads = True
         server.stub = self  # type: ignore[attr-defined]
         self._server = server
@@ -345,6 +348,10 @@ class _Handler(BaseHTTPRequestHandler):
             data, kind = payload.encode("utf-8"), "text/plain; charset=utf-8"
         else:
             data, kind = json.dumps(payload).encode("utf-8"), "application/json; charset=utf-8"
+        self._write(status, data, kind, headers)
+
+    def _write(self, status: int, data: bytes, kind: str, headers: dict[str, str]) -> None:
+        """Send one whole answer (a client that gave up meanwhile closes the connection)."""
         try:
             self.send_response(status)
             self.send_header("Content-Type", kind)

@@ -76,7 +76,10 @@ class ModelOption:
 
 
 MODEL_OPTIONS = {
-    "num_ctx": ModelOption("--num-ctx", "RHIZOME_NUM_CTX", int, "context window in tokens sent to Ollama with every chat request (default 32768, or OLLAMA_CONTEXT_LENGTH)"),
+    "num_ctx": ModelOption("--num-ctx", "RHIZOME_NUM_CTX", int, "context window in tokens sent to Ollama with every chat request (default 32768, or OLLAMA_CONTEXT_LENGTH); "
+                           "for openai: models, the window to pack prompts for (the server's own, from /v1/models, bounds it)"),
+    "base_url": ModelOption("--base-url", "RHIZOME_BASE_URL", str, "URL of the OpenAI-compatible server of openai: models, e.g. http://localhost:8000/v1 "
+                            "(default OPENAI_BASE_URL, else OpenAI's API; the key comes from OPENAI_API_KEY or RHIZOME_OPENAI_API_KEY)"),
     "timeout": ModelOption("--timeout", "RHIZOME_TIMEOUT", float, "seconds to wait for one model answer (default 180 chat, 60 embeddings)"),
     "keep_alive": ModelOption("--keep-alive", "RHIZOME_KEEP_ALIVE", str, "how long Ollama keeps the model loaded after a request, e.g. 10m (default: the server's)"),
     "max_retries": ModelOption("--max-retries", "RHIZOME_MAX_RETRIES", int, "attempts after an invalid answer or a busy/failed request (default 2)"),
@@ -113,12 +116,32 @@ def ollama_kwargs(args: argparse.Namespace, *, chat: bool) -> dict[str, Any]:
     ``OllamaEmbedder`` for the settings asked for (``--max-retries`` sets both the retries of
     invalid answers and of failed requests)."""
     options = model_options(args)
-    kwargs: dict[str, Any] = {}
+    kwargs = _served_kwargs(options, chat=chat)
     if "num_ctx" in options and chat:
         kwargs["num_ctx"] = options["num_ctx"]
-    for name in ("timeout", "keep_alive"):
-        if name in options:
-            kwargs[name] = options[name]
+    if "keep_alive" in options:
+        kwargs["keep_alive"] = options["keep_alive"]
+    return kwargs
+
+
+def openai_kwargs(args: argparse.Namespace, *, chat: bool) -> dict[str, Any]:
+    """Keyword arguments of :class:`~rhizome.core.models.openai_compat.OpenAIChatModel` (``chat``)
+    or ``OpenAIEmbedder`` for the settings asked for (``--num-ctx`` is the chat model's
+    ``context_window``)."""
+    options = model_options(args)
+    kwargs = _served_kwargs(options, chat=chat)
+    if "num_ctx" in options and chat:
+        kwargs["context_window"] = options["num_ctx"]
+    if "base_url" in options:
+        kwargs["base_url"] = options["base_url"]
+    return kwargs
+
+
+def _served_kwargs(options: dict[str, Any], *, chat: bool) -> dict[str, Any]:
+    """The settings every served model takes: timeout, retries and concurrency."""
+    kwargs: dict[str, Any] = {}
+    if "timeout" in options:
+        kwargs["timeout"] = options["timeout"]
     if "max_retries" in options:
         kwargs["transport_retries"] = options["max_retries"]
         if chat:
@@ -132,14 +155,20 @@ def make_cli_embedder(spec: str, args: argparse.Namespace) -> Any:
     """The embedder of ``spec`` with the command's cache and model settings."""
     from rhizome.core.models.registry import make_embedder
 
-    return make_embedder(spec, cache=model_cache(args), **(ollama_kwargs(args, chat=False) if is_ollama(spec) else {}))
+    return make_embedder(spec, cache=model_cache(args), **_spec_kwargs(spec, args, chat=False))
 
 
 def make_cli_chat_model(spec: str, args: argparse.Namespace) -> Any:
     """The chat model of ``spec`` with the command's cache and model settings."""
     from rhizome.core.models.registry import make_chat_model
 
-    return make_chat_model(spec, cache=model_cache(args), **(ollama_kwargs(args, chat=True) if is_ollama(spec) else {}))
+    return make_chat_model(spec, cache=model_cache(args), **_spec_kwargs(spec, args, chat=True))
+
+
+def _spec_kwargs(spec: str, args: argparse.Namespace, *, chat: bool) -> dict[str, Any]:
+    if is_ollama(spec):
+        return ollama_kwargs(args, chat=chat)
+    return openai_kwargs(args, chat=chat) if is_openai(spec) else {}
 
 
 @dataclass
@@ -157,8 +186,28 @@ def is_ollama(spec: str | None) -> bool:
     return bool(spec) and spec.split(":", 1)[0].lower() == "ollama"  # type: ignore[union-attr]
 
 
+def is_openai(spec: str | None) -> bool:
+    """Whether a model spec names a model on an OpenAI-compatible server (``openai:MODEL``)."""
+    return bool(spec) and spec.split(":", 1)[0].lower() == "openai"  # type: ignore[union-attr]
+
+
+def check_openai_models(specs: tuple[str | None, ...], args: argparse.Namespace) -> None:
+    """Raise :class:`~rhizome.core.errors.ModelUnavailableError` unless the OpenAI-compatible
+    server of ``--base-url`` is reachable, or :class:`~rhizome.core.errors.ModelNotFoundError`
+    unless it serves every ``openai:MODEL`` of ``specs`` (nothing to check without one)."""
+    wanted = [ollama_model(spec) for spec in specs if spec and is_openai(spec)]
+    if not wanted:
+        return
+    from rhizome.core.models.openai_compat import check_openai_server
+
+    options = model_options(args)
+    status = check_openai_server(options.get("base_url"), timeout=options.get("timeout", 15.0))
+    for model in wanted:
+        status.require(model)
+
+
 def ollama_model(spec: str) -> str:
-    """The model name of an ``ollama:MODEL`` spec."""
+    """The model name of an ``ollama:MODEL`` (or ``openai:MODEL``) spec."""
     return spec.split(":", 1)[1] if ":" in spec else ""
 
 
@@ -205,6 +254,13 @@ def choose_models(args: argparse.Namespace, *, want_llm: bool, fall_back: bool, 
                 else:
                     llm_spec = None
                     models.notices.append(f"{exc}; answers are extractive meanwhile.")
+    try:
+        check_openai_models((models.embed_spec, llm_spec), args)
+    except (ModelUnavailableError, ModelNotFoundError) as exc:
+        if not fall_back:
+            raise
+        models.notices.append(f"{exc}. Running offline.")
+        return Models(OFFLINE_EMBED, notices=models.notices)
     if llm_spec:
         models.llm = make_cli_chat_model(llm_spec, args)
     return models
@@ -222,7 +278,7 @@ def check_model_flags(args: argparse.Namespace) -> None:
     model_options(args)  # a bad flag or RHIZOME_* value is an error either way
     if args.offline and args.llm:
         raise ConfigurationError(f"--offline runs without a model server, so it cannot go with --llm {args.llm}; drop one of them")
-    if args.offline and args.embed and is_ollama(args.embed):
+    if args.offline and args.embed and (is_ollama(args.embed) or is_openai(args.embed)):
         raise ConfigurationError(f"--offline runs without a model server, so it cannot go with --embed {args.embed}; drop one of them")
 
 
@@ -283,6 +339,7 @@ def open_index(location: Any, args: argparse.Namespace, *, answer: bool = False,
         for spec in (embed_spec, llm_spec):
             if is_ollama(spec):
                 require_model(status, ollama_model(spec))  # type: ignore[arg-type]
+    check_openai_models((embed_spec, llm_spec), args)
     models: dict[str, Any] = {"embedder": make_cli_embedder(embed_spec, args), "readonly": readonly}
     if args.offline:
         models["offline"] = True
@@ -294,8 +351,8 @@ def open_index(location: Any, args: argparse.Namespace, *, answer: bool = False,
 def model_flags(parser: argparse.ArgumentParser) -> None:
     """The model flags every command shares (--llm, --embed, --offline, --cache, --no-cache and
     the :data:`MODEL_OPTIONS`); plugin commands use it too, with :func:`choose_models`."""
-    parser.add_argument("--llm", help="chat model spec, e.g. ollama:qwen2.5:7b-instruct (env RHIZOME_LLM)")
-    parser.add_argument("--embed", help="embedder spec: ollama:MODEL, hashing[:DIM], sentence-transformers:NAME (env RHIZOME_EMBED)")
+    parser.add_argument("--llm", help="chat model spec, e.g. ollama:qwen2.5:7b-instruct, or openai:MODEL on the --base-url server (env RHIZOME_LLM)")
+    parser.add_argument("--embed", help="embedder spec: ollama:MODEL, openai:MODEL, hashing[:DIM], sentence-transformers:NAME (env RHIZOME_EMBED)")
     parser.add_argument("--offline", action="store_true", help="use only offline steps (no model server)")
     parser.add_argument("--cache", help=f"model-call cache file (default {default_cache_path()})")
     parser.add_argument("--no-cache", action="store_true", help="do not cache model calls")
@@ -313,6 +370,8 @@ __all__ = [
     "default_cache_path",
     "index_embedder",
     "is_ollama",
+    "is_openai",
+    "check_openai_models",
     "make_cli_chat_model",
     "make_cli_embedder",
     "model_cache",
@@ -320,6 +379,7 @@ __all__ = [
     "model_options",
     "ollama_kwargs",
     "ollama_model",
+    "openai_kwargs",
     "open_index",
     "plural",
 ]

@@ -2,7 +2,8 @@
 
 Models come from flags or the environment: ``--embed`` / ``RHIZOME_EMBED`` and ``--llm`` /
 ``RHIZOME_LLM`` take specs such as ``ollama:nomic-embed-text``; ``--offline`` uses the offline
-steps only; ``OLLAMA_HOST`` points at the Ollama server.
+steps only; ``OLLAMA_HOST`` points at the Ollama server, ``--base-url`` / ``RHIZOME_BASE_URL`` at
+the OpenAI-compatible server of ``openai:MODEL`` specs.
 """
 
 from __future__ import annotations
@@ -412,8 +413,23 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(status.error)
     else:
         print(f"Ollama is not reachable at {status.host} ({status.error}); start it with `ollama serve`")
+    if base_url := args.base_url or os.environ.get("RHIZOME_BASE_URL") or os.environ.get("OPENAI_BASE_URL"):
+        _openai_status(base_url)
     print(f"methods: {', '.join(sorted(method_registry()))}")
     return 0
+
+
+def _openai_status(base_url: str) -> None:
+    """Print what the OpenAI-compatible server at ``base_url`` serves (with each model's
+    context window where it says), or why it cannot be used."""
+    from rhizome.core.models.openai_compat import check_openai_server
+
+    server = check_openai_server(base_url)
+    if not server.reachable:
+        print(f"no OpenAI-compatible server is reachable at {server.base_url} ({server.error})")
+        return
+    listed = [f"{m} ({server.windows[m]:,} tokens)" if m in server.windows else m for m in server.models]
+    print(f"OpenAI-compatible server at {server.base_url}: {plural(len(listed), 'model')}: {', '.join(listed) or '-'}")
 
 
 def _index_status(path: Any) -> int:
@@ -642,8 +658,9 @@ def build_parser() -> argparse.ArgumentParser:
     model_flags(p)
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("status", help="show whether Ollama is reachable and which methods are installed, or describe an index")
+    p = sub.add_parser("status", help="show whether Ollama (and an OpenAI-compatible server) is reachable and which methods are installed, or describe an index")
     p.add_argument("index", nargs="?", help="an index (directory or postgresql:// URL): its method, models, counts and settings")
+    p.add_argument("--base-url", help="also report the OpenAI-compatible server at this URL (env RHIZOME_BASE_URL, OPENAI_BASE_URL)")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("docs", help="list or delete the documents of an index")

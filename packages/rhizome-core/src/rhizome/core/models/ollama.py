@@ -22,10 +22,8 @@ The sync methods run each call on a fresh loop and close that loop's client when
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import os
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -52,6 +50,14 @@ from rhizome.core.models.base import (
     Message,
     sampling_variation,
 )
+from rhizome.core.models.transport import (
+    CONNECT_TIMEOUT,
+    ClientSlot,
+    Transient,
+    check_transport_settings,
+    retry_after_seconds,
+    send_with_backoff,
+)
 from rhizome.core.protocols import Completion
 from rhizome.core.store.cache import ModelCache
 
@@ -71,9 +77,6 @@ DEFAULT_OLLAMA_HOST = "http://localhost:11434"
 """Where Ollama listens unless ``OLLAMA_HOST`` or ``host=`` says otherwise."""
 
 _DEFAULT_PORT = 11434
-_CONNECT_TIMEOUT = 10.0
-"""Cap on the TCP connect phase: a host that swallows packets should fail fast, even when the
-answer itself may take minutes."""
 
 
 # -- host handling -----------------------------------------------------------------------------
@@ -125,14 +128,6 @@ def _spec_name(name: str) -> str:
 
 
 # -- error mapping ------------------------------------------------------------------------------
-class _Transient(Exception):
-    """Internal: a failure worth another attempt; ``final`` is raised once attempts run out."""
-
-    def __init__(self, final: ModelError) -> None:
-        super().__init__(str(final))
-        self.final = final
-
-
 def _unreachable(host: str) -> ModelUnavailableError:
     # (what else to do depends on the caller: the command line adds it where it can work)
     return ModelUnavailableError(
@@ -154,7 +149,7 @@ def _is_think_rejected(exc: ollama.ResponseError) -> bool:
 def _map_error(exc: BaseException, *, host: str, model: str, timeout: float | None) -> RhizomeError:
     """Translate an exception from the ``ollama`` client into a Rhizome error.
 
-    Raises :class:`_Transient` (wrapping the error to report if retries run out) for failures
+    Raises :class:`Transient` (wrapping the error to report if retries run out) for failures
     that another attempt may cure."""
     if isinstance(exc, ollama.ResponseError):
         status, reason = exc.status_code, exc.error
@@ -168,7 +163,7 @@ def _map_error(exc: BaseException, *, host: str, model: str, timeout: float | No
         error = ModelError(f"Ollama at {host} failed on model '{model}': {reason} (HTTP {status})")
         unretryable = "does not support" in str(reason).lower()
         if (status >= 500 or status == 429) and not unretryable:  # busy, overloaded, restarting
-            raise _Transient(
+            raise Transient(
                 ModelServerError(
                     f"{error}; still failing after the retries — raise --max-retries "
                     "(RHIZOME_MAX_RETRIES, transport_retries=) or lower --concurrency"
@@ -191,7 +186,7 @@ def _map_error(exc: BaseException, *, host: str, model: str, timeout: float | No
         | ConnectionAbortedError
         | BrokenPipeError,
     ):
-        raise _Transient(
+        raise Transient(
             ModelServerError(
                 f"Ollama at {host} dropped the connection while serving model '{model}' ({exc!r})"
                 " — see the `ollama serve` log; the model may have run out of memory, so a "
@@ -232,9 +227,6 @@ def default_num_ctx() -> int:
     return DEFAULT_NUM_CTX
 
 
-MAX_RETRY_AFTER = 60.0
-"""Longest wait, in seconds, a server's ``Retry-After`` header gets before the next attempt."""
-
 _RETRY_AFTER: ContextVar[float | None] = ContextVar("rhizome_ollama_retry_after", default=None)
 """Seconds the last answer of this task asked to wait (``Retry-After``), else ``None``."""
 
@@ -242,31 +234,12 @@ _RETRY_AFTER: ContextVar[float | None] = ContextVar("rhizome_ollama_retry_after"
 async def _note_retry_after(response: httpx.Response) -> None:
     """httpx response hook: remember a 429/503's ``Retry-After`` (seconds) for :meth:`_send`
     (the ``ollama`` client's errors do not carry the headers)."""
-    if response.status_code in (429, 503):
-        try:
-            seconds = float(response.headers.get("retry-after", ""))
-        except ValueError:
-            return
-        _RETRY_AFTER.set(min(max(seconds, 0.0), MAX_RETRY_AFTER))
+    if response.status_code in (429, 503) and (seconds := retry_after_seconds(response.headers)) is not None:
+        _RETRY_AFTER.set(seconds)
 
 
-class _ClientSlot:
-    """Holds one event loop's ``ollama.AsyncClient``; recreated after :meth:`aclose`."""
-
-    def __init__(self, factory: Callable[[], ollama.AsyncClient]) -> None:
-        self._factory = factory
-        self._client: ollama.AsyncClient | None = None
-
-    @property
-    def client(self) -> ollama.AsyncClient:
-        if self._client is None:
-            self._client = self._factory()
-        return self._client
-
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
+def _ollama_slot(factory: Callable[[], ollama.AsyncClient]) -> ClientSlot[ollama.AsyncClient]:
+    return ClientSlot(factory, lambda client: client.close())
 
 
 class _OllamaTransport:
@@ -288,23 +261,20 @@ class _OllamaTransport:
     ) -> None:
         if not model or not model.strip():
             raise ConfigurationError("an Ollama model name is required, e.g. 'qwen2.5:7b'")
-        if timeout <= 0:
-            raise ConfigurationError("timeout must be a positive number of seconds")
-        if transport_retries < 0 or retry_backoff < 0:
-            raise ConfigurationError("transport_retries and retry_backoff cannot be negative")
+        check_transport_settings(timeout, transport_retries, retry_backoff)
         self.model = model.strip()
         self.host = resolve_host(host)
         self.timeout = float(timeout)
         self.transport_retries = transport_retries
         self.retry_backoff = float(retry_backoff)
-        self._slots: PerLoop[_ClientSlot] = PerLoop(
-            lambda: _ClientSlot(self._new_client), close=lambda slot: slot.aclose()
+        self._slots: PerLoop[ClientSlot[ollama.AsyncClient]] = PerLoop(
+            lambda: _ollama_slot(self._new_client), close=lambda slot: slot.aclose()
         )
 
     def _new_client(self) -> ollama.AsyncClient:
         return ollama.AsyncClient(
             host=self.host,
-            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT)),
+            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)),
             event_hooks={"response": [_note_retry_after]},
         )
 
@@ -317,7 +287,7 @@ class _OllamaTransport:
         the cache, kept): spreads a parallel run over several Ollama servers."""
         twin = copy.copy(self)
         twin.host = resolve_host(host)
-        twin._slots = PerLoop(lambda: _ClientSlot(twin._new_client), close=lambda slot: slot.aclose())
+        twin._slots = PerLoop(lambda: _ollama_slot(twin._new_client), close=lambda slot: slot.aclose())
         return twin
 
     async def aclose(self) -> None:
@@ -346,28 +316,23 @@ async def send_with_retries(
     that is not the client's or its transport's is raised as it is.
 
     Before another attempt it waits what the server asked for (``Retry-After`` on a 429 or 503,
-    at most :data:`MAX_RETRY_AFTER` seconds, when the client is Rhizome's), else ``backoff``
+    at most :data:`~rhizome.core.models.transport.MAX_RETRY_AFTER` seconds, when the client is Rhizome's), else ``backoff``
     doubled on each attempt, times a random factor between 0.5 and 1.5 so that concurrent
     requests do not come back in step."""
-    attempt = 0
-    while True:
-        _RETRY_AFTER.set(None)
+    _RETRY_AFTER.set(None)
+
+    def classify(exc: Exception) -> RhizomeError:
+        if client_errors_only and not isinstance(exc, ollama.ResponseError | httpx.HTTPError | OSError):
+            raise exc
+        asked = _RETRY_AFTER.get()
+        _RETRY_AFTER.set(None)  # the next attempt's answer says again
         try:
-            return await call()
-        except Exception as exc:
-            if client_errors_only and not isinstance(exc, ollama.ResponseError | httpx.HTTPError | OSError):
-                raise
-            try:
-                error = _map_error(exc, host=host, model=model, timeout=timeout)
-            except _Transient as transient:
-                if attempt >= retries:
-                    raise transient.final from exc
-                asked = _RETRY_AFTER.get()
-                delay = asked if asked is not None else backoff * 2**attempt * random.uniform(0.5, 1.5)
-                await asyncio.sleep(delay)
-                attempt += 1
-                continue
-            raise error from exc
+            return _map_error(exc, host=host, model=model, timeout=timeout)
+        except Transient as transient:
+            transient.retry_after = asked
+            raise
+
+    return await send_with_backoff(call, classify, retries=retries, backoff=backoff)
 
 
 # -- chat ---------------------------------------------------------------------------------------
@@ -559,7 +524,7 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         except Exception as exc:
             try:
                 error = _map_error(exc, host=self.host, model=self.model, timeout=self.timeout)
-            except _Transient as transient:
+            except Transient as transient:
                 error = transient.final
             raise error from exc
         finally:

@@ -4,6 +4,7 @@ index manifests (an index records the spec of its embedder, so it can reopen its
 | spec | model |
 |---|---|
 | ``ollama:MODEL`` | :class:`~rhizome.core.models.ollama.OllamaChatModel` / ``OllamaEmbedder`` |
+| ``openai:MODEL`` | :class:`~rhizome.core.models.openai_compat.OpenAIChatModel` / ``OpenAIEmbedder`` (any OpenAI-compatible server: vLLM, llama.cpp, LM Studio) |
 | ``hashing`` or ``hashing:DIM`` | :class:`~rhizome.core.models.embeddings.HashingEmbedder` (offline) |
 | ``sentence-transformers:NAME`` (or ``st:NAME``) | :class:`~rhizome.core.models.embeddings.SentenceTransformerEmbedder` |
 """
@@ -43,8 +44,12 @@ def make_embedder(spec: str, **kwargs: Any) -> Any:
         from rhizome.core.models.ollama import OllamaEmbedder
 
         return OllamaEmbedder(name or DEFAULT_OLLAMA_EMBED, **kwargs)
+    if provider == "openai":
+        from rhizome.core.models.openai_compat import OpenAIEmbedder
+
+        return OpenAIEmbedder(_served_name(spec, name), **kwargs)
     raise ConfigurationError(
-        f"unknown embedder spec {spec!r}; use ollama:MODEL, hashing[:DIM] or sentence-transformers:NAME"
+        f"unknown embedder spec {spec!r}; use ollama:MODEL, openai:MODEL, hashing[:DIM] or sentence-transformers:NAME"
     )
 
 
@@ -55,7 +60,18 @@ def make_chat_model(spec: str, **kwargs: Any) -> Any:
         from rhizome.core.models.ollama import OllamaChatModel
 
         return OllamaChatModel(name or DEFAULT_OLLAMA_LLM, **kwargs)
-    raise ConfigurationError(f"unknown chat model spec {spec!r}; use ollama:MODEL")
+    if provider == "openai":
+        from rhizome.core.models.openai_compat import OpenAIChatModel
+
+        return OpenAIChatModel(_served_name(spec, name), **kwargs)
+    raise ConfigurationError(f"unknown chat model spec {spec!r}; use ollama:MODEL or openai:MODEL")
+
+
+def _served_name(spec: str, name: str) -> str:
+    """The model of an ``openai:MODEL`` spec: there is no default, servers name their models."""
+    if not name.strip():
+        raise ConfigurationError(f"{spec!r} names no model; use openai:MODEL with a model id the server's /v1/models lists")
+    return name.strip()
 
 
 __all__ = ["DEFAULT_OLLAMA_EMBED", "DEFAULT_OLLAMA_LLM", "make_chat_model", "make_embedder"]
