@@ -396,7 +396,7 @@ def faults_table(outcomes: list[dict[str, Any]]) -> str:
         lines.append("| PostgreSQL corruption: damaged files | " + " | ".join(["does not apply¹"] * len(methods)) + " |")
     held = sum(o["held"] for o in outcomes)
     lines += ["", f"{held} held of {len(outcomes)} tried."]
-    for backend, name in (("sqlite", "index directories"), ("postgres", "PostgreSQL")):
+    for backend, name in (("sqlite", "Index directories"), ("postgres", "PostgreSQL")):
         ran = [o for o in outcomes if o.get("backend", "sqlite") == backend]
         if ran and len(backends) > 1:
             lines[-1] += f" {name}: {sum(o['held'] for o in ran)} held of {len(ran)}."
@@ -782,7 +782,8 @@ PAGES: dict[str, Page] = {
                           "needs 0 model answers paid twice. A damaged-file case holds when results stay correct or a "
                           "typed error names the file. The rows marked PostgreSQL run the kill and reader cases on an "
                           "index in a schema of a private PostgreSQL server (`pgserver`), compared with a "
-                          "clean build in PostgreSQL."),
+                          "clean build in PostgreSQL. 15 kill points per method and operation, drawn with seed 0; a "
+                          "count below 15 is every point the operation has."),
             Section("What verifying vector snapshots costs (20,000 chunks)", "snapshot-check.json",
                     command="uv run python -m benchmarks.snapshot_check --chunks 20000",
                     intro="CPU seconds (median of 5 interleaved repeats) of reading the chunk collection's snapshot, of its "
