@@ -1,52 +1,56 @@
 """The fault table: processes killed at random points of an insert and a delete, damaged
 index files and a reader next to a writer, for every method (rhizome.tools.faults), counted as
-cases tried / held.
+cases tried / held, on index directories (SQLite and snapshot files) and on indexes in
+PostgreSQL (a private server started with ``pgserver``; the kill and reader cases — a schema has
+no files to damage). A run of one backend keeps the other's saved cases.
 
-    uv run python -m benchmarks.fault_injection --kills 15 --write-docs
+    uv run python -m benchmarks.fault_injection --kills 15 --backend both --write-docs
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import json
+import tempfile
 import time
-from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
+from benchmarks.render import faults_table
 from rhizome.tools import faults
 from rhizome.tools.testing import registered_methods
 
 RESULTS = Path(__file__).parent / "results"
 
 
-def run(methods: list[str], kills: int, seed: int) -> list[faults.Outcome]:
+def run(methods: list[str], kills: int, seed: int, server: str | None = None) -> list[faults.Outcome]:
+    """Every case of ``methods`` on index directories, or (``server``, a PostgreSQL URL) the
+    kill and reader cases on indexes in that database."""
     outcomes: list[faults.Outcome] = []
     for method in methods:
         for operation in ("insert", "delete"):
-            clean = faults.clean_build(method, operation)
-            for point, k in faults.kill_points(method, operation, kills, seed):
-                outcomes.append(faults.kill_case(method, operation, point, k, clean))
-        outcomes += [faults.corruption_case(method, name) for name in faults.CORRUPTIONS]
-        outcomes.append(faults.reader_case(method))
+            clean = faults.clean_build(method, operation, server)
+            for point, k in faults.kill_points(method, operation, kills, seed, server):
+                outcomes.append(faults.kill_case(method, operation, point, k, clean, server))
+        if server is None:
+            outcomes += [faults.corruption_case(method, name) for name in faults.CORRUPTIONS]
+        outcomes.append(faults.reader_case(method, server))
     return outcomes
 
 
-def table(outcomes: list[faults.Outcome], methods: list[str]) -> str:
-    groups: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
-    for o in outcomes:
-        group = " ".join(o.case.split()[:2]) if o.family == "crash" else o.case
-        groups[f"{o.family}: {group}"][o.method].append(o.held)
-    lines = ["| case | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
-    for group, by_method in groups.items():
-        cells = [f"{sum(by_method[m])} / {len(by_method[m])}" if by_method[m] else "–" for m in methods]
-        lines.append(f"| {group} | " + " | ".join(cells) + " |")
-    held = sum(o.held for o in outcomes)
-    lines.append(f"| **all** | {held} held of {len(outcomes)} tried | " + " | ".join([""] * (len(methods) - 1)) + " |")
-    failed = [o for o in outcomes if not o.held]
-    if failed:
-        lines += ["", "Not held:", *[f"- {o.method}: {o.case}: {o.detail}" for o in failed]]
-    return "\n".join(lines)
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """A private PostgreSQL server with pgvector (``pgserver``) for the run, removed at its end."""
+    import pgserver
+
+    server = pgserver.get_server(tempfile.mkdtemp(prefix="rhizome-pg-"), cleanup_mode="delete")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -54,22 +58,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="*", default=registered_methods())
     parser.add_argument("--kills", type=int, default=15, help="kill points per method and operation")
     parser.add_argument("--seed", type=int, default=0)
+    has_pg = importlib.util.find_spec("pgserver") is not None
+    parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both" if has_pg else "sqlite",
+                        help="index directories, indexes in PostgreSQL (a pgserver of its own), or both (default: both when pgserver is installed)")
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--add", action="store_true", help="merge these methods' cases into the saved results (replacing theirs)")
     args = parser.parse_args(argv)
     from benchmarks.__main__ import keep_saved
 
-    keep_saved(RESULTS / "faults.json", args.methods, args.add, lambda held: [o["method"] for o in held])
+    backends = ("sqlite", "postgres") if args.backend == "both" else (args.backend,)
+    saved_file = RESULTS / "faults.json"
+    keep_saved(saved_file, args.methods, args.add, lambda held: [o["method"] for o in held if o.get("backend", "sqlite") in backends])
     start = time.perf_counter()
-    outcomes = run(args.methods, args.kills, args.seed)
-    seconds = f"{time.perf_counter() - start:.0f} s"
+    outcomes: list[faults.Outcome] = []
+    if "sqlite" in backends:
+        outcomes += run(args.methods, args.kills, args.seed)
+    if "postgres" in backends:
+        with postgres_server() as url:
+            outcomes += run(args.methods, args.kills, args.seed, url)
+    seconds = f"{time.perf_counter() - start:.0f} s for {' and '.join(backends)}"
     methods = list(args.methods)
-    if args.add and (RESULTS / "faults.json").exists():
-        saved = [faults.Outcome(**o) for o in json.loads((RESULTS / "faults.json").read_text(encoding="utf-8"))]
-        kept = [o for o in saved if o.method not in methods]
-        seconds += f" for {', '.join(methods)} (the others: an earlier run with the same settings)"
+    if saved_file.exists():  # the other backend's cases, and with --add the other methods', stay
+        saved = [faults.Outcome(**o) for o in json.loads(saved_file.read_text(encoding="utf-8"))]
+        kept = [o for o in saved if o.backend not in backends or (args.add and o.method not in methods)]
+        if kept:
+            seconds += " (the other cases: an earlier run)"
         methods = sorted({o.method for o in kept} | set(methods))
-        outcomes = kept + outcomes
+        order = {"sqlite": 0, "postgres": 1}
+        outcomes = sorted(kept + outcomes, key=lambda o: order[o.backend])
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "faults.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=2), encoding="utf-8")
     body = (
@@ -79,7 +95,8 @@ def main(argv: list[str] | None = None) -> None:
         f"then runs the call again and compares every table with a clean build; \"held\" also needs 0 model answers paid "
         f"twice. Damaged files: each case on a fresh index, held when results stay correct or a typed error names the "
         f"file (and `rhizome check` flags the damage). {seconds}. Reproduce: "
-        f"`uv run python -m benchmarks.fault_injection --kills {args.kills}`\n\n{table(outcomes, methods)}"
+        f"`uv run python -m benchmarks.fault_injection --kills {args.kills} --backend {args.backend}`\n\n"
+        f"{faults_table([asdict(o) for o in outcomes])}"
     )
     print(body)
     if args.write_docs:

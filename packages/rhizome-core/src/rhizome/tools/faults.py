@@ -11,11 +11,17 @@ again in this process and compares the index with a clean build, row for row, an
 model answers paid twice (calls of the re-run plus answers kept in the model-call cache, beyond
 what a clean build pays). Builds use one document per batch, so the offline extractor's
 corpus-level weights do not depend on where a run was cut.
+
+The kill cases and the reader case also run on an index in PostgreSQL: pass ``server``, the URL
+of a database with pgvector (without ``schema``); each case makes a schema of its own there and
+drops it afterwards. A PostgreSQL index writes no snapshot files, so its kills land before or
+after a commit only, and the damaged-file cases have no PostgreSQL counterpart.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 import signal
@@ -23,13 +29,14 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rhizome.core.errors import IndexLockedError, IndexStorageError, RhizomeError
-from rhizome.core.store.storage import MANIFEST, RECORDS, load_index
+from rhizome.core.store.storage import MANIFEST, RECORDS, is_url, load_index
 from rhizome.core.store.vectors import VectorStore
 
 CHILD_TIMEOUT = 60.0
@@ -45,6 +52,37 @@ class Outcome:
     method: str
     held: bool
     detail: str = ""
+    backend: str = "sqlite"
+    """``sqlite`` (an index directory) or ``postgres`` (a schema of a PostgreSQL database)."""
+
+
+Location = Path | str
+"""An index directory, or a ``postgresql://`` URL naming a schema."""
+
+
+@contextlib.contextmanager
+def place(server: str | None = None) -> Iterator[Location]:
+    """A fresh location for one case's index: a directory in a temporary folder, or (with
+    ``server``, a PostgreSQL URL) a new schema of that database, dropped afterwards."""
+    if server is None:
+        with tempfile.TemporaryDirectory() as folder:
+            yield Path(folder) / "idx"
+        return
+    from rhizome.core.store.backends.postgres import connect, parse_url
+
+    url = f"{server}{'&' if '?' in server else '?'}schema=faults_{uuid.uuid4().hex[:16]}"
+    try:
+        yield url
+    finally:
+        raw = connect(url)
+        try:
+            raw.execute(f'DROP SCHEMA IF EXISTS "{parse_url(url)[1]}" CASCADE')
+        finally:
+            raw.close()
+
+
+def _backend(server: str | None) -> str:
+    return "sqlite" if server is None else "postgres"
 
 
 def _kit() -> Any:
@@ -53,7 +91,7 @@ def _kit() -> Any:
     return IndexConformance()
 
 
-def build(method: str, path: Path | None, documents: Any = None, **options: Any) -> Any:
+def build(method: str, path: Location | None, documents: Any = None, **options: Any) -> Any:
     """An index of the kit's corpus (or ``documents``) built like the conformance kit builds
     it, one document per batch."""
     from rhizome.tools.testing import CORPUS
@@ -61,7 +99,7 @@ def build(method: str, path: Path | None, documents: Any = None, **options: Any)
     return _kit().build(method, path=path, documents=CORPUS if documents is None else documents, batch_size=1, **options)
 
 
-def reopen(method: str, path: Path, **options: Any) -> Any:
+def reopen(method: str, path: Location, **options: Any) -> Any:
     from rhizome.tools.testing import IndexConformance, index_class
 
     return index_class(method).load(path, llm=IndexConformance.model(method), batch_size=1, **options)
@@ -84,7 +122,8 @@ from rhizome.tools import faults
 from rhizome.core.store.storage import IndexStore
 from rhizome.core.store.vectors import VectorStore
 
-method, path, operation, point, k = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+method, path, operation, point, k = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+path = path if "://" in path else Path(path)
 seen = {"n": 0}
 
 def reached():
@@ -133,14 +172,14 @@ def operate(index: Any, operation: str) -> None:
         index.delete([d.id for d in CORPUS[::2]])
 
 
-def count_points(method: str, operation: str) -> dict[str, int]:
-    """How many transactions and snapshot writes the operation makes (where a kill can land)."""
+def count_points(method: str, operation: str, server: str | None = None) -> dict[str, int]:
+    """How many transactions and snapshot writes the operation makes (where a kill can land),
+    in a directory or (``server``) in PostgreSQL."""
     from rhizome.core.store.storage import IndexStore
     from rhizome.core.store.vectors import VectorStore
 
     counts = {"commits": 0, "snapshots": 0}
-    with tempfile.TemporaryDirectory() as folder, _counting(IndexStore, "transaction", counts, "commits"), _counting(VectorStore, "save", counts, "snapshots"):
-        path = Path(folder) / "idx"
+    with place(server) as path, _counting(IndexStore, "transaction", counts, "commits"), _counting(VectorStore, "save", counts, "snapshots"):
         if operation == "delete":
             build(method, path).close()
             counts.update(commits=0, snapshots=0)
@@ -167,13 +206,13 @@ def _counting(owner: Any, name: str, counts: dict[str, int], key: str) -> Iterat
         setattr(owner, name, original)
 
 
-def clean_build(method: str, operation: str) -> tuple[dict[str, list[tuple]], int]:
+def clean_build(method: str, operation: str, server: str | None = None) -> tuple[dict[str, list[tuple]], int]:
     """Rows of an uninterrupted run of ``operation`` and the model calls it pays."""
     from rhizome.tools.testing import CORPUS, FailingChatModel
 
-    with tempfile.TemporaryDirectory() as folder:
+    with place(server) as path:
         model = FailingChatModel()
-        index = build(method, Path(folder) / "idx", llm=model, cache=False)
+        index = build(method, path, llm=model, cache=False)
         if operation == "delete":
             index.delete([d.id for d in CORPUS[::2]])
         out = rows(index), model.usage.calls
@@ -181,34 +220,54 @@ def clean_build(method: str, operation: str) -> tuple[dict[str, list[tuple]], in
     return out
 
 
-def kill_case(method: str, operation: str, point: str, k: int, clean: tuple[dict[str, list[tuple]], int]) -> Outcome:
+def kill_case(method: str, operation: str, point: str, k: int, clean: tuple[dict[str, list[tuple]], int], server: str | None = None) -> Outcome:
     """Kill a child at the ``k``-th ``point`` of ``operation``, run the operation again here,
-    and compare with ``clean`` (from :func:`clean_build`)."""
+    and compare with ``clean`` (from :func:`clean_build` on the same backend)."""
     case = f"kill {operation} {point} #{k}"
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "idx"
+    crash = functools.partial(Outcome, "crash", case, method, backend=_backend(server))
+    with place(server) as path:
         child = subprocess.run(
             [sys.executable, "-c", _CHILD, method, str(path), operation, point, str(k)],
             capture_output=True, text=True, timeout=CHILD_TIMEOUT,
         )
         if child.returncode != -signal.SIGKILL:
-            return Outcome("crash", case, method, False, f"the child was not killed (exit {child.returncode}): {child.stderr[-300:]}")
-        cached = _cached_answers(path / "model-calls.sqlite")
+            return crash(False, f"the child was not killed (exit {child.returncode}): {child.stderr[-300:]}")
+        cached = _cached_answers(path)
         try:
-            index = reopen(method, path) if (path / MANIFEST).exists() else build(method, path, documents=[])
+            index = reopen(method, path) if _holds_index(path) else build(method, path, documents=[])
             operate(index, operation)
         except RhizomeError as exc:
-            return Outcome("crash", case, method, False, f"the re-run failed: {type(exc).__name__}: {exc}")
+            return crash(False, f"the re-run failed: {type(exc).__name__}: {exc}")
         got, calls = rows(index), index.llm.usage.calls if index.llm is not None else 0
         index.close()
     want, price = clean
     if got != want:
-        return Outcome("crash", case, method, False, "differs from a clean build: " + _diff(got, want))
+        return crash(False, "differs from a clean build: " + _diff(got, want))
     repaid = calls + cached - price
-    return Outcome("crash", case, method, repaid <= 0, f"{max(repaid, 0)} model answers paid twice" if repaid > 0 else "equal to a clean build, 0 paid twice")
+    return crash(repaid <= 0, f"{max(repaid, 0)} model answers paid twice" if repaid > 0 else "equal to a clean build, 0 paid twice")
 
 
-def _cached_answers(cache: Path) -> int:
+def _holds_index(path: Location) -> bool:
+    if is_url(path):
+        from rhizome.core.store.backends.postgres import PostgresStore
+
+        return PostgresStore.holds_index(path)
+    return (Path(path) / MANIFEST).exists()
+
+
+def _cached_answers(path: Location) -> int:
+    """The model answers kept in the index's model-call cache (its file, or its table)."""
+    if is_url(path):
+        from rhizome.core.store.backends.postgres import connect
+
+        raw = connect(str(path))
+        try:
+            if raw.execute("SELECT to_regclass('model_calls')").fetchone()[0] is None:
+                return 0
+            return int(raw.execute("SELECT COUNT(*) FROM model_calls WHERE kind = 'chat'").fetchone()[0])
+        finally:
+            raw.close()
+    cache = Path(path) / "model-calls.sqlite"
     if not cache.exists():
         return 0
     with contextlib.closing(sqlite3.connect(cache)) as db:
@@ -409,7 +468,7 @@ import sys
 from pathlib import Path
 from rhizome.tools import faults
 from rhizome.tools.testing import CORPUS
-index = faults.reopen(sys.argv[1], Path(sys.argv[2]))
+index = faults.reopen(sys.argv[1], sys.argv[2] if "://" in sys.argv[2] else Path(sys.argv[2]))
 for document in CORPUS:
     index.insert([document])
     print(document.id, flush=True)
@@ -417,14 +476,14 @@ index.close()
 """
 
 
-def reader_case(method: str) -> Outcome:
+def reader_case(method: str, server: str | None = None) -> Outcome:
     """A writer process inserts the corpus one document per call while a read-only index here,
     opened on the empty index, looks each document up as soon as its insert returned."""
     from rhizome.core.aio import run_sync
     from rhizome.core.retrieval.contract import query_vector, vector_search
 
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "idx"
+    concurrency = functools.partial(Outcome, "concurrency", "reader next to a writer", method, backend=_backend(server))
+    with place(server) as path:
         build(method, path, documents=[]).close()
         reader = reopen(method, path, readonly=True)
         writer = subprocess.Popen([sys.executable, "-c", _WRITER, method, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -444,22 +503,22 @@ def reader_case(method: str) -> Outcome:
             writer.wait(timeout=CHILD_TIMEOUT)
         except Exception as exc:
             writer.kill()
-            return Outcome("concurrency", "reader next to a writer", method, False, f"raised {type(exc).__name__}: {exc}")
+            return concurrency(False, f"raised {type(exc).__name__}: {exc}")
         finally:
             reader.close()
     if writer.returncode != 0:
-        return Outcome("concurrency", "reader next to a writer", method, False, f"the writer failed: {writer.stderr.read()[-300:] if writer.stderr else ''}")
-    return Outcome("concurrency", "reader next to a writer", method, not missed, f"missed {missed}" if missed else "every committed document found")
+        return concurrency(False, f"the writer failed: {writer.stderr.read()[-300:] if writer.stderr else ''}")
+    return concurrency(not missed, f"missed {missed}" if missed else "every committed document found")
 
 
-def kill_points(method: str, operation: str, n: int, seed: int = 0) -> list[tuple[str, int]]:
+def kill_points(method: str, operation: str, n: int, seed: int = 0, server: str | None = None) -> list[tuple[str, int]]:
     """``n`` kill points spread over the operation's commits and snapshot writes (seeded)."""
     import random
 
-    counts = count_points(method, operation)
+    counts = count_points(method, operation, server)
     choices = [(p, k) for p in KILL_POINTS for k in range(1, counts["snapshots" if p == "snapshot" else "commits"] + 1)]
     random.Random(f"{seed}-{method}-{operation}").shuffle(choices)
     return choices[:n]
 
 
-__all__ = ["CORRUPTIONS", "Outcome", "clean_build", "corruption_case", "kill_case", "kill_points", "reader_case"]
+__all__ = ["CORRUPTIONS", "Outcome", "clean_build", "place", "corruption_case", "kill_case", "kill_points", "reader_case"]
