@@ -215,12 +215,14 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         names = [self.ENTITY_COLLECTION] + [self.communities.collection(level) for level in self.communities.levels()]
         layers, kept = [], []
         for collection, keys in zip(names, ids):
-            held = store.collection(collection, store.embedding_dimension) if store.has_collection(collection) else None
-            keys = [k for k in keys if held is not None and k in held]
-            if held is None or not keys:
+            if not store.has_collection(collection):
                 break
-            layers.append(held.vectors(keys))
-            kept.append(keys)
+            # the held keys and their vectors in one read: a writer may drop some in between
+            held, vectors = store.collection(collection, store.embedding_dimension).present(keys)
+            if not held:
+                break
+            layers.append(vectors)
+            kept.append(held)
         if not layers:
             return None, []
         c = self.config
