@@ -382,7 +382,6 @@ class BaseIndex(Generic[P, D]):
         self.embedder = resolve_embedder(embedder)
         self.llm = resolve_llm(llm)
         self._extractor = None
-        self._fallback: str | None = None
         self._extracting_offline = False
         if "extraction" in settings and not isinstance(settings["extraction"], str):
             from rhizome.core.extraction.spec import spec_of
@@ -693,7 +692,7 @@ class BaseIndex(Generic[P, D]):
         docs = coerce_documents(documents)
         self._check_fallback(fallback)
         report = InsertReport()
-        async with self._writing(), self._falling_back(fallback):
+        async with self._writing():
             self._finish_forget()  # left by a delete cut short after its commit
             with usage_scope() as usage:
                 todo: list[tuple[Document, str, bool]] = []
@@ -722,20 +721,22 @@ class BaseIndex(Generic[P, D]):
                         pending.append(item)
                         n_pending += len(item[3])
                         if n_pending >= self.batch_size:
-                            await self._commit(pending, report, run)
+                            await self._commit(pending, report, run, fallback)
                             pending, n_pending = [], 0
                     if pending:
-                        await self._commit(pending, report, run)
+                        await self._commit(pending, report, run, fallback)
                     report.unfinished = await self._finish_change(report.inserted + report.replaced, report.replaced, report.stats)
                     self.store.save_snapshots()
             report.stats.update(usage.stats())
         return report
 
-    async def _commit(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport, run: Reporter | None) -> None:
+    async def _commit(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport, run: Reporter | None,
+                      fallback: str | None) -> None:
         """Store one batch. When a document's model work fails after the retries
         (:func:`fails_alone`), the batch is split in halves, each stored on its own (and
         split again while it fails; answers already paid for come from the model cache), so a
-        document that fails alone is recorded as ``failed`` with the reason and the rest are
+        document that fails alone is tried again (:meth:`_store_alone_again`, with ``fallback``
+        as :meth:`ainsert` got it), then recorded as ``failed`` with the reason and the rest are
         stored, at about twice the batch's work rather than once per document. A server that
         cannot serve (no answer in time, unreachable, lacking the model) is no document's
         failure: it is raised at once, unsplit, and the batch stays for a re-run (``pending``,
@@ -744,7 +745,7 @@ class BaseIndex(Generic[P, D]):
         with self.store.transaction() as db:
             IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _, _ in pending], "processing")
         try:
-            await self._store_or_split(pending, report)
+            await self._store_or_split(pending, report, fallback)
         except BaseException as exc:
             reason = f"the insert stopped before this document was stored ({failure_reason(exc)}); the next insert retries it"
             with suppress(Exception), self.store.transaction() as db:  # the store itself may be what failed
@@ -762,28 +763,21 @@ class BaseIndex(Generic[P, D]):
                 "does not extract entities: leave it out"
             )
 
-    @asynccontextmanager
-    async def _falling_back(self, fallback: str | None) -> AsyncIterator[None]:
-        self._fallback = fallback
-        try:
-            yield
-        finally:
-            self._fallback = None
-
-    async def _store_or_split(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
+    async def _store_or_split(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport,
+                              fallback: str | None) -> None:
         try:
             await self._store(pending, report)
         except Exception as exc:
             if not fails_alone(exc):
                 raise
             if len(pending) == 1:
-                await self._store_alone_again(pending[0], exc, report)
+                await self._store_alone_again(pending[0], exc, report, fallback)
                 return
             half = len(pending) // 2
             with quietly(f"  a document of this batch of {len(pending)} failed ({type(exc).__name__}); "
                          "storing the others in smaller batches to find it"):
-                await self._store_or_split(pending[:half], report)
-                await self._store_or_split(pending[half:], report)
+                await self._store_or_split(pending[:half], report, fallback)
+                await self._store_or_split(pending[half:], report, fallback)
 
     async def _store(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
         batch: Batch = [(doc, chunks) for doc, _, _, chunks in pending]
@@ -803,7 +797,8 @@ class BaseIndex(Generic[P, D]):
         report.chunks += sum(len(c) for _, c in batch)
         report.tokens += sum(c.n_tokens for c in batch_chunks(batch))
 
-    async def _store_alone_again(self, item: tuple[Document, str, bool, list[Chunk]], exc: Exception, report: InsertReport) -> None:
+    async def _store_alone_again(self, item: tuple[Document, str, bool, list[Chunk]], exc: Exception, report: InsertReport,
+                                 fallback: str | None) -> None:
         """A document whose model work failed alone: once more with varied sampling (a fresh
         random seed, so each run tries another: at temperature 0 with a fixed seed the model
         would give the same invalid answer on every run); then, when the insert allows it,
@@ -816,7 +811,7 @@ class BaseIndex(Generic[P, D]):
                 if not fails_alone(again):
                     raise
                 exc = again
-        if self._fallback == "offline" and getattr(self.config, "extraction", None) != "offline":
+        if fallback == "offline" and getattr(self.config, "extraction", None) != "offline":
             self._extracting_offline = True
             try:
                 await self._store([item], report)

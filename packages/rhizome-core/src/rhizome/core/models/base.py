@@ -177,6 +177,13 @@ def sampling_variation() -> int:
     return _VARIATION.get()
 
 
+def sampling(temperature: float, seed: int) -> dict[str, Any]:
+    """The ``temperature`` and ``seed`` a model that can vary its sampling sends: its own, or
+    inside :func:`varied_sampling` the block's seed and at least :data:`VARIED_TEMPERATURE`."""
+    variation = sampling_variation()
+    return {"temperature": max(temperature, VARIED_TEMPERATURE) if variation else temperature, "seed": variation or seed}
+
+
 def _given(cache: ModelCache, key: str) -> None:
     """Note a cached answer given (stored or read) in every :func:`answers_on_trial` around."""
     for trial in _TRIALS.get():
@@ -730,4 +737,4 @@ class BaseEmbedder(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-__all__ = ["EMBEDDING_FIX", "AnswerTrial", "BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "answers_on_trial", "checked_vectors", "extract_json", "sampling_variation", "usage_scope", "validate_json", "varied_sampling"]
+__all__ = ["EMBEDDING_FIX", "AnswerTrial", "BaseChatModel", "BaseEmbedder", "Message", "ScopeUsage", "Usage", "answers_on_trial", "checked_vectors", "extract_json", "sampling", "sampling_variation", "usage_scope", "validate_json", "varied_sampling"]

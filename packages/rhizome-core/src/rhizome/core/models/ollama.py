@@ -44,11 +44,10 @@ from rhizome.core.errors import (
     RhizomeError,
 )
 from rhizome.core.models.base import (
-    VARIED_TEMPERATURE,
     BaseChatModel,
     BaseEmbedder,
     Message,
-    sampling_variation,
+    sampling,
 )
 from rhizome.core.models.transport import (
     CONNECT_TIMEOUT,
@@ -420,12 +419,7 @@ class OllamaChatModel(_OllamaTransport, BaseChatModel):
         """The ``options`` object sent with every request (under
         :func:`~rhizome.core.models.base.varied_sampling`, with its seed and at least
         :data:`~rhizome.core.models.base.VARIED_TEMPERATURE`)."""
-        variation = sampling_variation()
-        options: dict[str, Any] = {
-            "num_ctx": self.num_ctx,
-            "temperature": max(self.temperature, VARIED_TEMPERATURE) if variation else self.temperature,
-            "seed": variation or self.seed,
-        }
+        options: dict[str, Any] = {"num_ctx": self.num_ctx, **sampling(self.temperature, self.seed)}
         if self.num_predict is not None:
             options["num_predict"] = self.num_predict
         return options

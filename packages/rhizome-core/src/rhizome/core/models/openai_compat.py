@@ -43,11 +43,10 @@ from rhizome.core.errors import (
     RhizomeError,
 )
 from rhizome.core.models.base import (
-    VARIED_TEMPERATURE,
     BaseChatModel,
     BaseEmbedder,
     Message,
-    sampling_variation,
+    sampling,
 )
 from rhizome.core.models.ollama import default_num_ctx, embedding_prefixes
 from rhizome.core.models.transport import (
@@ -337,11 +336,7 @@ class OpenAIChatModel(_OpenAITransport, BaseChatModel):
         """The sampling settings sent with every request (under
         :func:`~rhizome.core.models.base.varied_sampling`, its seed and at least
         :data:`~rhizome.core.models.base.VARIED_TEMPERATURE`)."""
-        variation = sampling_variation()
-        settings: dict[str, Any] = {
-            "temperature": max(self.temperature, VARIED_TEMPERATURE) if variation else self.temperature,
-            "seed": variation or self.seed,
-        }
+        settings = sampling(self.temperature, self.seed)
         if self.max_tokens is not None:
             settings["max_tokens"] = self.max_tokens
         return settings
