@@ -369,7 +369,7 @@ def test_filter_prompt_goes_over_the_ollama_wire(monkeypatch):
         calls = stub.calls("/api/chat")[before:]
         assert calls and all(sorted(c["format"]["properties"]) == ["points"] for c in calls)
         assert all("Who keeps the lighthouse on Gull Island?" in c["messages"][-1]["content"] for c in calls)
-        assert hits[0].kind == "point" and hits[0].text == "Osric Vane keeps the lighthouse." and hits[0].score == pytest.approx(0.88)
+        assert hits[0].kind == "point" and hits[0].text == "Osric Vane keeps the lighthouse." and hits[0].raw_score == pytest.approx(0.88)
         assert hits[0].provenance.chunk_ids
         index.close()
 

@@ -48,6 +48,16 @@ def test_index_then_query_offline(tmp_path, capsys):
     assert top["provenance"]["spans"][0]["start"] == 0
     code, out, _ = run(capsys, "query", str(out_dir), "Who led the closure of the Mire Banks?", "--answer", "--offline")
     assert code == 0 and "Agnes Brodd" in out and "extractive" in out
+    # --score-threshold: the hits scoring below it are left out, and the notes say so
+    threshold = (payload["hits"][0]["score"] + payload["hits"][1]["score"]) / 2
+    code, out, _ = run(capsys, "query", str(out_dir), "Who led the closure of the Mire Banks?", "--json", "-k", "2",
+                       "--score-threshold", str(threshold))
+    kept = json.loads(out)
+    assert code == 0 and [h["id"] for h in kept["hits"]] == [top["id"]] and "left out" in " ".join(kept["notes"])
+    code, _, err = run(capsys, "query", str(out_dir), "Who led the closure of the Mire Banks?", "--score-threshold", "1")
+    assert code == 1 and "no hits" in err and "score_threshold" in err
+    code, _, err = run(capsys, "query", str(out_dir), "Mire Banks", "--score-threshold", "7")
+    assert code == 2 and "between 0 and 1" in err
 
 
 def test_demo_runs_offline_when_ollama_is_down(capsys, tmp_path):

@@ -48,5 +48,5 @@ def test_reranking_comes_after_the_filter_and_keeps_k():
     result = index.as_retriever(k=3, reranker=longest, rerank_candidates=8, filter={"shelf": "south"}).search(QUERIES[0])
     assert len(result.hits) == 3 and all(set(h.provenance.document_ids) <= south for h in result.hits)
     assert len(seen[0]) == min(8, len(index.store.chunk_ids(sorted(south)))) and result.stats["reranked"] == len(seen[0])
-    assert [h.score for h in result.hits] == sorted((len(t) for t in seen[0]), reverse=True)[:3]
+    assert [h.raw_score for h in result.hits] == sorted((len(t) for t in seen[0]), reverse=True)[:3]
     assert index.as_retriever(k=3, reranker=longest).asked() == RERANK_CANDIDATES

@@ -308,7 +308,7 @@ def test_global_map_reduce_with_a_fake_model_scores_filters_and_ranks():
     # fewer points than k: the nearest chunks fill the rest, after every point
     assert found.hits[: len(hits)] == hits and all(h.metadata["via"] == "fill" for h in found.hits[len(hits) :])
     assert "Useless point" not in [h.text for h in hits]  # score 0 is filtered out
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert [h.raw_score for h in hits] == sorted((h.raw_score for h in hits), reverse=True)
     assert hits[0].metadata["importance"] == 80 and hits[0].metadata["report_ids"]
     assert hits[0].provenance.chunk_ids
     minor = [h for h in hits if h.text == "Minor point"]
@@ -328,8 +328,8 @@ def test_global_search_is_its_plan_map_and_reduce():
     json.dumps(plan.model_dump())  # a plan is plain JSON
     points = [p for batch in plan.batches for p in run_sync(search.amap(query, batch, 3))]
     assert all(p.kind == "point" and p.provenance.chunk_ids for p in points)
-    expected = [h for h in search.retrieve(query) if h.kind == "point"]
-    assert search.reduce(query, points, 3)[: len(expected)] == expected
+    expected = [(h.id, h.text, h.raw_score, h.provenance) for h in search.retrieve(query) if h.kind == "point"]
+    assert [(h.id, h.text, h.score, h.provenance) for h in search.reduce(query, points, 3)[: len(expected)]] == expected
 
 
 def test_global_offline_points_score_by_query_overlap():
@@ -337,7 +337,7 @@ def test_global_offline_points_score_by_query_overlap():
     index.insert(topic_docs("space", "business", "music"))
     hits = index.as_retriever(mode="global").retrieve("Vienna Philharmonic violin")
     assert hits and "Vienna" in hits[0].text
-    assert all(h.score > 0 for h in hits)
+    assert all(h.raw_score > 0 for h in hits)
 
 
 def _tree_index(llm: Any) -> Any:
@@ -564,7 +564,7 @@ def test_drift_primer_then_local_follow_ups():
     assert len(hits) == 3 and {h.kind for h in hits} == {"chunk"}
     assert {"point", "community", "chunk"} <= {h.kind for h in found.context}
     assert found.stats["follow_ups"] >= 2 and found.stats["points"] >= 1  # one round from the primer, one deeper
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert [h.raw_score for h in hits] == sorted((h.raw_score for h in hits), reverse=True)
     offline = offline_index()
     offline.insert(topic_docs("space", "business"))
     hits = offline.as_retriever(mode="drift").retrieve("Who leads the Orion Project?")

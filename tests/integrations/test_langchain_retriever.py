@@ -338,7 +338,7 @@ def test_structured_query_filters_translate_to_rhizome_filters() -> None:
 
 def test_a_langchain_document_compressor_reranks_every_method_s_hits() -> None:
     """A BaseDocumentCompressor given as ``reranker`` picks and orders the candidates; the
-    Documents keep the hits' ids and provenance; scores are the compressor's relevance_score,
+    Documents keep the hits' ids, provenance and relevance; raw scores are the compressor's relevance_score,
     or its ranks when it sets none."""
     from langchain_core.documents import BaseDocumentCompressor
 
@@ -363,10 +363,11 @@ def test_a_langchain_document_compressor_reranks_every_method_s_hits() -> None:
     expected = sorted(candidates, key=lambda d: -len(words & set(d.page_content.lower().split())))[:2]
     for compressor, scores in ((Overlap(), [0.9, 0.8]), (Overlap(scored=False), [1.0, 0.5])):
         docs = RhizomeRetriever.from_index(index, k=2, reranker=compressor, rerank_candidates=5).invoke(query)
-        assert [d.id for d in docs] == [d.id for d in expected] and [d.metadata["score"] for d in docs] == scores
+        assert [d.id for d in docs] == [d.id for d in expected] and [d.metadata["raw_score"] for d in docs] == scores
+        assert [d.metadata["score"] for d in docs] == [d.metadata["score"] for d in expected]  # the relevance stays
         assert [d.page_content for d in docs] == [d.page_content for d in expected]  # the hit's own text
         assert [d.metadata["document_ids"] for d in docs] == [d.metadata["document_ids"] for d in expected]
-        assert [d.metadata["retrieval_score"] for d in docs] == [d.metadata["score"] for d in expected]
+        assert [d.metadata["retrieval_score"] for d in docs] == [d.metadata["raw_score"] for d in expected]
     wrapped = index.as_retriever(k=1, reranker=CompressorReranker(Overlap()), rerank_candidates=5)
     assert asyncio.run(wrapped.aretrieve(query))[0].id == expected[0].id
     with pytest.raises(ValueError, match="CompressorReranker"):

@@ -209,8 +209,13 @@ def test_every_method_and_mode_works_through_the_face(method_store: RhizomeVecto
     for mode in tuple(index.modes) or (None,):
         scored = store.similarity_search_with_relevance_scores(query, k=3, mode=mode)
         assert len(scored) == 3 and all(0.0 <= s <= 1.0 for _, s in scored), mode
-        if not isinstance(store.retriever(mode), VectorRetriever):  # a fused or graph score: rank-based
-            assert [s for _, s in scored] == [1.0, 0.5, 1 / 3], mode
+        # the hits' own scores, the one relevance every mode's hits carry (no longer 1, 0.5, 0.33
+        # by rank for a fused or graph mode)
+        assert [s for _, s in scored] == [h.score for h in store.retriever(mode).retrieve(query, k=3)], mode
+        threshold = sorted(s for _, s in scored)[1]
+        kept = store.as_retriever(search_type="similarity_score_threshold",
+                                  search_kwargs={"k": 3, "mode": mode, "score_threshold": threshold}).invoke(query)
+        assert [d.page_content for d in kept] == [d.page_content for d, s in scored if s >= threshold], mode
         found = store.similarity_search(query, k=3, mode=mode, filter={"shelf": "north"})
         cited = {doc_id for d in found for doc_id in d.metadata.get("document_ids", [d.id])}
         assert found and cited <= north, (mode, cited)

@@ -266,13 +266,14 @@ def test_persist_keeps_the_retrievers_mode_k_filter_and_settings(tmp_path: Path)
 
     index = LightRAGIndex(HashingEmbedder(), path=tmp_path / "build")
     index.insert([d.model_copy(update={"metadata": {**d.metadata, "shelf": i % 2}}) for i, d in enumerate(CORPUS)])
-    retriever = RhizomeRetriever.from_index(index, similarity_top_k=2, mode="local", filters={"shelf": 1}, chains=False)
+    retriever = RhizomeRetriever.from_index(index, similarity_top_k=2, mode="local", filters={"shelf": 1}, chains=False,
+                                            score_threshold=0.05)
     before = retriever.retrieve(QUERY)
     retriever.persist(tmp_path / "idx")
     index.close()
     reopened = RhizomeRetriever.from_persist_dir(tmp_path / "idx")
     inner = reopened.rhizome_retriever
-    assert (inner.mode, reopened.similarity_top_k, inner.params.chains) == ("local", 2, False)
+    assert (inner.mode, reopened.similarity_top_k, inner.params.chains, inner.score_threshold) == ("local", 2, False, 0.05)
     assert _summary(reopened.retrieve(QUERY)) == _summary(before)
     assert all(n.node.metadata["shelf"] == 1 for n in reopened.retrieve(QUERY))
     reopened.index.close()
@@ -299,8 +300,25 @@ def test_a_llama_index_node_postprocessor_reranks_the_hits() -> None:
     expected = sorted(candidates, key=lambda n: len(n.node.get_content()))[:2]
     nodes = RhizomeRetriever.from_index(index, similarity_top_k=2, reranker=Shortest(), rerank_candidates=5).retrieve(QUERY)
     assert [n.node.node_id for n in nodes] == [n.node.node_id for n in expected]
-    assert [n.score for n in nodes] == [1.0 / len(n.node.get_content()) for n in expected]
+    assert [n.node.metadata["raw_score"] for n in nodes] == [1.0 / len(n.node.get_content()) for n in expected]
+    assert [n.score for n in nodes] == [n.score for n in expected]  # the relevance, whoever ranked
     assert [n.node.metadata["document_ids"] for n in nodes] == [n.node.metadata["document_ids"] for n in expected]
     assert index.as_retriever(k=1, reranker=PostprocessorReranker(Shortest()), rerank_candidates=5).retrieve(QUERY)[0].id == expected[0].node.node_id
     with pytest.raises(ValueError, match="PostprocessorReranker"):
         index.as_retriever(reranker=Shortest())
+
+
+def test_node_scores_are_the_relevance_and_score_threshold_cuts_after_the_ranking() -> None:
+    """Every mode's node score is the hit's relevance in [0, 1] (the mode's own score in
+    ``metadata["raw_score"]``); ``score_threshold`` keeps the nodes at or above it, in order."""
+    from rhizome.lightrag import LightRAGIndex
+
+    index = LightRAGIndex(HashingEmbedder())
+    index.insert(CORPUS)
+    for mode in index.modes:
+        nodes = RhizomeRetriever.from_index(index, similarity_top_k=4, mode=mode).retrieve(QUERY)
+        assert nodes and all(0.0 <= n.score <= 1.0 and "raw_score" in n.node.metadata for n in nodes), mode
+        threshold = sorted(n.score for n in nodes)[2]
+        kept = RhizomeRetriever.from_index(index, similarity_top_k=4, mode=mode, score_threshold=threshold).retrieve(QUERY)
+        assert [n.node.node_id for n in kept] == [n.node.node_id for n in nodes if n.score >= threshold], mode
+    index.close()

@@ -258,7 +258,7 @@ def test_collapsed_search_ranks_every_layer_within_the_token_budget():
     hits = index.as_retriever(k=30, mode="collapsed", max_tokens=120).retrieve(query)
     used = sum(count_tokens(h.text) + 2 for h in hits)
     assert hits and used <= 120
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert [h.raw_score for h in hits] == sorted((h.raw_score for h in hits), reverse=True)
     # the budget ended the search: the next node by cosine would not have fitted
     unbounded = index.as_retriever(k=30, mode="collapsed", max_tokens=100_000).retrieve(query)
     assert [h.id for h in unbounded[: len(hits)]] == [h.id for h in hits]

@@ -40,7 +40,7 @@ def test_query_returns_hits_with_provenance_metadata_and_stats(client):
     top = body["hits"][0]
     assert top["provenance"]["document_ids"] == ["03-ilse-varn.md"]
     assert top["metadata"]["title"] == "Ilse Varn, cartographer"
-    assert top["score"] >= body["hits"][1]["score"]
+    assert 0.0 <= body["hits"][1]["score"] <= 1.0 and top["metadata"]["raw_score"] >= body["hits"][1]["metadata"]["raw_score"]
     assert "embed_calls" in body["stats"]
 
 

@@ -9,16 +9,15 @@ of the document it comes from. A hit built from several documents (an entity, a 
 report, a RAPTOR summary) carries the hit's own id and Rhizome's provenance metadata, as
 :func:`~langchain_rhizome.retrievers.hit_to_document` writes it.
 
-Scores. ``similarity_search_with_score`` returns the method's own score: the cosine similarity
-of the query and the passage for a chunk mode (the naive index, a graph method's ``naive``
-mode), the mode's fused or graph score otherwise (rank fusion, PageRank, a model's rating),
-whose scale differs from mode to mode. Relevance scores (``similarity_search_with_relevance_scores``
-and ``as_retriever(search_type="similarity_score_threshold")``) are therefore:
-
-- for a chunk mode, the cosine similarity, negative ones counted as 0
-  (:meth:`RhizomeVectorStore._select_relevance_score_fn`);
-- for any other mode, rank-based: ``1 / rank`` (1, 0.5, 0.33, ...), so a threshold of 0.5 keeps
-  the best two hits of such a mode, whatever the scale of its scores.
+Scores. Every hit of every mode carries the same score: its relevance to the query in
+``[0, 1]``, the cosine similarity of the query to the nearest passage the hit cites, negatives
+as 0 (:func:`rhizome.core.retrieval.contract.relevance`); the mode's own ranking score (rank
+fusion, PageRank, a model's rating) is in ``metadata["raw_score"]`` of a ``Document`` made by
+:func:`~langchain_rhizome.retrievers.hit_to_document`. ``similarity_search_with_score`` and
+the relevance scores (``similarity_search_with_relevance_scores``,
+``as_retriever(search_type="similarity_score_threshold")``) are that score, so one threshold
+means the same in every mode; the order stays the mode's, so a threshold may return fewer than
+``k`` documents, or none. ``relevance="rank"`` gives ``1 / rank`` (1, 0.5, 0.33, ...) instead.
 """
 
 from __future__ import annotations
@@ -69,11 +68,11 @@ class RhizomeVectorStore(VectorStore):
 
     ``mode`` is the retrieval mode searches use (default: the method's first); a search may pass
     its own ``mode=``. ``relevance`` says how relevance scores are made (see the module
-    docstring): ``"auto"`` (cosine for a chunk mode, rank-based otherwise), ``"cosine"`` or
-    ``"rank"``. ``retriever_options`` go to ``index.as_retriever`` for every mode: a
+    docstring): ``"auto"`` or ``"cosine"`` (the same: the hits' scores, a cosine relevance in
+    every mode) or ``"rank"``. ``retriever_options`` go to ``index.as_retriever`` for every mode: a
     ``filter`` every search keeps to (a search's own ``filter`` replaces it), a ``reranker`` (a
-    Rhizome reranker or any LangChain document compressor) with ``rerank_candidates``, a mode's
-    settings.
+    Rhizome reranker or any LangChain document compressor) with ``rerank_candidates``, a
+    ``score_threshold`` every search keeps to, a mode's settings.
     """
 
     def __init__(
@@ -217,7 +216,8 @@ class RhizomeVectorStore(VectorStore):
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: Any = None, *, mode: str | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        """The ``k`` passages with the mode's own scores (cosine similarity for a chunk mode)."""
+        """The ``k`` passages with their scores: each hit's relevance in ``[0, 1]`` (see the
+        module docstring), in the mode's order."""
         return run_sync(self.asimilarity_search_with_score(query, k, filter, mode=mode, **kwargs))
 
     async def asimilarity_search_with_score(
@@ -228,28 +228,25 @@ class RhizomeVectorStore(VectorStore):
         return list(zip(self._documents(hits), [h.score for h in hits], strict=True))
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        """How a chunk mode's score (a cosine similarity, in ``[-1, 1]``) becomes a relevance
-        score in ``[0, 1]``: the similarity itself, negative ones as 0. Another mode's relevance
-        is rank-based (``1 / rank``), made in :meth:`_similarity_search_with_relevance_scores`,
-        since its scores have no fixed scale."""
+        """How a hit's score becomes a relevance score in ``[0, 1]``: it is one already (the
+        cosine relevance every mode's hits carry), kept within the bounds."""
         return cosine_relevance
 
-    def _relevance(self, scored: list[tuple[Document, float]], mode: str | None) -> list[tuple[Document, float]]:
-        cosine = self.relevance == "cosine" or (self.relevance == "auto" and self._chunk_mode(mode))
-        if cosine:
-            score = self._select_relevance_score_fn()
-            return [(doc, score(s)) for doc, s in scored]
-        return [(doc, 1.0 / rank) for rank, (doc, _) in enumerate(scored, start=1)]
+    def _relevance(self, scored: list[tuple[Document, float]]) -> list[tuple[Document, float]]:
+        if self.relevance == "rank":
+            return [(doc, 1.0 / rank) for rank, (doc, _) in enumerate(scored, start=1)]
+        score = self._select_relevance_score_fn()
+        return [(doc, score(s)) for doc, s in scored]
 
     def _similarity_search_with_relevance_scores(
         self, query: str, k: int = 4, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        return self._relevance(self.similarity_search_with_score(query, k, **kwargs), kwargs.get("mode"))
+        return self._relevance(self.similarity_search_with_score(query, k, **kwargs))
 
     async def _asimilarity_search_with_relevance_scores(
         self, query: str, k: int = 4, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        return self._relevance(await self.asimilarity_search_with_score(query, k, **kwargs), kwargs.get("mode"))
+        return self._relevance(await self.asimilarity_search_with_score(query, k, **kwargs))
 
     # -- by vector ------------------------------------------------------------------------------
     def _check_by_vector(self, mode: str | None) -> None:

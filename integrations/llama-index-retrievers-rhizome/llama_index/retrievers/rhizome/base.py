@@ -31,7 +31,7 @@ from rhizome.core.types import Hit
 PROVENANCE_KEYS = ("document_ids", "chunk_ids", "spans", "sources")
 """Metadata keys that carry a hit's provenance as lists."""
 
-_HIDDEN_FROM_MODELS = ("id", "score")
+_HIDDEN_FROM_MODELS = ("id", "score", "raw_score", "retrieval_score")
 """Scalar keys that mean nothing to an embedding model or an LLM prompt."""
 
 
@@ -158,7 +158,10 @@ class RhizomeRetriever(BaseRetriever):
             ``retriever.index`` when not given).
 
     Each node's metadata holds the metadata of the documents the hit cites (``source``,
-    ``title``, ``page`` and the user's fields) beside the hit's score, kind and provenance.
+    ``title``, ``page`` and the user's fields) beside the hit's score, kind and provenance. A
+    node's score is the hit's: its relevance to the query in ``[0, 1]``, by one rule in every
+    mode (the query's cosine to the nearest passage it cites); the mode's own ranking score is
+    ``metadata["raw_score"]``.
         callback_manager, object_map, objects, verbose: as for LlamaIndex's ``BaseRetriever``.
 
     Use :meth:`from_index` to build it from an index and :meth:`from_persist_dir` to reopen a
@@ -221,7 +224,8 @@ class RhizomeRetriever(BaseRetriever):
         """A retriever over ``index`` (any Rhizome ``Index``); ``filters`` as for the
         constructor; extra keyword arguments go to ``index.as_retriever`` (``mode``,
         ``reranker`` — a Rhizome reranker or any LlamaIndex node postprocessor —
-        ``rerank_candidates`` and the mode's options)."""
+        ``rerank_candidates``, ``score_threshold`` — the least score a node keeps, so fewer
+        than ``similarity_top_k`` may come back — and the mode's options)."""
         wanted = rhizome_filter(filters)
         if wanted is not None:
             retriever_kwargs["filter"] = wanted
@@ -305,7 +309,8 @@ class RhizomeRetriever(BaseRetriever):
 
     def _settings(self) -> dict[str, Any]:
         """What :meth:`from_persist_dir` needs to make this retriever again: the mode, ``k``,
-        the filter and the settings that differ from the mode's defaults on this index."""
+        the filter, the score threshold and the settings that differ from the mode's defaults
+        on this index."""
         retriever, mode = self._retriever, getattr(self._retriever, "mode", None)
         if mode not in (getattr(self._index, "modes", None) or {}):
             mode = None  # a method of one mode names none
@@ -314,6 +319,8 @@ class RhizomeRetriever(BaseRetriever):
         if params is not None and self._index is not None:
             defaults = self._index.as_retriever(mode=mode).params.model_dump(mode="json")
             settings = {name: value for name, value in params.model_dump(mode="json").items() if value != defaults.get(name)}
+        if getattr(retriever, "score_threshold", None) is not None:
+            settings["score_threshold"] = retriever.score_threshold
         wanted = self._filter if self._filter is not None else _plain_filter(getattr(retriever, "filter", None))
         return {"mode": mode, "similarity_top_k": self.similarity_top_k, "filter": wanted, "settings": settings}
 

@@ -544,7 +544,7 @@ def select(points: Sequence[Hit], budget: int) -> list[Hit]:
 
 def render_point(hit: Hit) -> str:
     """A point as the merge prompt shows it: its importance, then its text."""
-    return f"Importance score: {hit.metadata.get('importance', round(hit.score * 100))}\n{hit.text.strip()}"
+    return f"Importance score: {hit.metadata.get('importance', round(hit.raw_score * 100))}\n{hit.text.strip()}"
 
 
 def answer_inputs(retrieval: Retrieval, config: Any) -> tuple[list[Hit], dict[str, Any]]:

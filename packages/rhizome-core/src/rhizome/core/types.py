@@ -148,8 +148,10 @@ class Community(_Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-HIT_KEYS = ("id", "score", "kind", "document_ids", "chunk_ids", "spans", "sources")
-"""The keys :meth:`Hit.flat_metadata` sets from the hit itself (over any metadata key of the name)."""
+HIT_KEYS = ("id", "score", "raw_score", "kind", "document_ids", "chunk_ids", "spans", "sources")
+"""The keys :meth:`Hit.flat_metadata` sets from the hit itself (over any metadata key of the
+name), and ``raw_score``, which a search sets: a document field of one of these names comes as
+``document.<field>``."""
 
 
 class Hit(_Record):
@@ -159,9 +161,22 @@ class Hit(_Record):
     id: str
     text: str
     score: float
+    """What a search returns: the hit's relevance to the query in ``[0, 1]``, by one rule in
+    every mode (:func:`~rhizome.core.retrieval.contract.relevance`: the cosine similarity of
+    the query to the nearest passage the hit cites, negatives as 0), so one threshold means the
+    same everywhere; the mode's own ranking score is kept in ``metadata["raw_score"]``. Inside a
+    mode's own steps, before a search ends, it is the mode's score."""
     kind: HitKind = "chunk"
     provenance: Provenance = Field(default_factory=Provenance)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def raw_score(self) -> float:
+        """The score the mode ranked this hit by (``metadata["raw_score"]``, see
+        :func:`~rhizome.core.retrieval.contract.relevance`), or :attr:`score` for a hit not
+        scored by that rule yet (inside a mode's own steps)."""
+        raw = self.metadata.get("raw_score")
+        return float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else self.score
 
     def flat_metadata(self) -> dict[str, Any]:
         """The hit's metadata with its id, score, kind and provenance as top-level keys, every

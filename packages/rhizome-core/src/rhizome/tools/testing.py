@@ -17,7 +17,11 @@ Each test builds small indexes from :data:`CORPUS` (offline: the hashing embedde
 chat model that answers every JSON schema, for methods that use one) and checks, in every mode:
 
 - the retrieval contract: ``k`` hits (exactly ``k`` when the index holds that many passages),
-  ordered by score, each citing stored passages; a bad query or ``k`` is a typed error;
+  ordered by the mode's score (``raw_score``), each citing stored passages; a bad query or
+  ``k`` is a typed error;
+- scores: every hit's ``score`` is the kernel's relevance (the query's cosine to the nearest
+  passage it cites, in ``[0, 1]``); ``score_threshold`` leaves out the hits below it and
+  keeps the order of the rest; a threshold outside ``[0, 1]`` is a ``ConfigurationError``;
 - insert and delete: a deleted document is never cited again, re-inserting restores the results,
   an unchanged document costs nothing;
 - reopening: the same results after ``close()`` and ``load()``, read-only too, and right after
@@ -224,7 +228,28 @@ class IndexConformance:
                 for k in (1, 5, passages + 5):
                     hits = retriever.retrieve(query, k=k)
                     assert len(hits) == k if k <= passages else passages <= len(hits) <= k, (mode, k)
-                    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True), mode
+                    assert [h.raw_score for h in hits] == sorted((h.raw_score for h in hits), reverse=True), mode
+                    assert all(0.0 <= h.score <= 1.0 and "raw_score" in h.metadata for h in hits), mode
+
+    def test_scores_are_the_relevance_and_a_threshold_keeps_the_order(self, method: Any) -> None:
+        # every mode's hits carry the one relevance (the query's cosine to the nearest passage
+        # a hit cites, in [0, 1]); a score_threshold leaves out those below it, order kept
+        index = self.build(method)
+        for mode in modes_of(method):
+            for query in QUERIES:
+                result = index.as_retriever(k=4, mode=mode).search(query, context=False)
+                vector = index.embedder.embed_query([query])[0]
+                for hit in result.hits:
+                    _, rows = index.store.collection(index.CHUNK_COLLECTION).present(hit.provenance.chunk_ids)
+                    assert hit.score == pytest.approx(min(1.0, max(0.0, float((rows @ vector).max()))), abs=1e-5), (mode, hit.id)
+                threshold = sorted(h.score for h in result.hits)[len(result.hits) // 2]
+                kept = index.as_retriever(k=4, mode=mode, score_threshold=threshold).search(query, context=False)
+                assert signature(kept.hits) == [(h.kind, h.id) for h in result.hits if h.score >= threshold], (mode, query)
+                if len(kept.hits) < len(result.hits):
+                    assert any("score_threshold" in note for note in kept.notes), (mode, kept.notes)
+        for bad in (1.5, -0.1, "high", True):
+            with pytest.raises(ConfigurationError, match="score_threshold"):
+                index.as_retriever(score_threshold=bad)
 
     def test_retrieve_returns_the_hits_of_search(self, method: Any) -> None:
         # a mode may skip its context when only the hits are asked for; the hits stay the same
@@ -466,7 +491,8 @@ class IndexConformance:
                     for hit in hits:
                         before = by_id[hit.id]
                         assert hit.provenance == before.provenance and hit.text == before.text and hit.kind == before.kind
-                        assert hit.score == -len(hit.text) and hit.metadata["retrieval_score"] == before.score
+                        assert hit.raw_score == -len(hit.text) and hit.metadata["retrieval_score"] == before.raw_score
+                        assert hit.score == before.score  # the relevance does not depend on the ranking
         for bad in (lambda query, texts: [1.0], "cross-encoder"):
             with pytest.raises(ConfigurationError):
                 index.as_retriever(k=3, reranker=bad).retrieve(QUERIES[0])

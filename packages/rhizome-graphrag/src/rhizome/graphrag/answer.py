@@ -25,7 +25,7 @@ from rhizome.graphrag.prompts import (
 
 
 def _point(hit: Hit) -> str:
-    return f"(importance {hit.metadata.get('importance', round(hit.score * 100))}) {hit.text.strip()}"
+    return f"(importance {hit.metadata.get('importance', round(hit.raw_score * 100))}) {hit.text.strip()}"
 
 
 def _item(hit: Hit) -> str:

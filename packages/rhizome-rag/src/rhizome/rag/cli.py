@@ -286,7 +286,7 @@ def _print_answer(answer: Answer) -> None:
 def cmd_query(args: argparse.Namespace) -> int:
     index = open_index(args.index, args, answer=args.answer)
     wanted = _filter_arg(args.filter)
-    options: dict[str, Any] = {"mode": args.mode, "filter": wanted}
+    options: dict[str, Any] = {"mode": args.mode, "filter": wanted, "score_threshold": args.score_threshold}
     try:
         found = index.as_retriever(k=args.k, **options).search(args.question, context=False)
         hits = found.hits
@@ -646,6 +646,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only documents whose metadata matches: FIELD=VALUE, FIELD!=VALUE, FIELD>VALUE (>=, <, <=), "
                         "or a JSON object such as '{\"$or\": [{\"year\": {\"$gt\": 1900}}, {\"tags\": \"salt\"}]}' "
                         "(repeat: a field twice with = matches either value, everything else all must hold)")
+    p.add_argument("--score-threshold", type=float, metavar="S",
+                   help="leave out hits scoring below S (0-1; a hit's score is the query's cosine to the nearest passage it "
+                        "cites, the same in every mode): fewer than -k hits may come back")
     p.add_argument("--answer", action="store_true", help="also write an answer (model, or extractive with --offline)")
     p.add_argument("--json", action="store_true", help="print JSON")
     model_flags(p)

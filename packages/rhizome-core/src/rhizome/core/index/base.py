@@ -1064,8 +1064,12 @@ class BaseIndex(Generic[P, D]):
         ``filter`` restricts it to documents whose metadata matches (``{"year": {"$gt": 1900}}``,
         ``$or``, ``$contains`` ..., see :mod:`rhizome.core.retrieval.filters`; every mode honours
         it or raises); ``reranker`` reranks its hits, of ``rerank_candidates`` asked for (see
-        :mod:`rhizome.core.retrieval.rerank`); ``options`` are the mode's own settings, the fields of its retriever's ``params_class`` (listed by
+        :mod:`rhizome.core.retrieval.rerank`); ``score_threshold`` (in ``[0, 1]``) leaves out
+        the hits whose score — the relevance every mode's hits carry, see
+        :func:`~rhizome.core.retrieval.contract.relevance` — is below it, after the ranking, so
+        a search may return fewer than ``k``; ``options`` are the mode's own settings, the fields of its retriever's ``params_class`` (listed by
         ``index.modes[mode].retriever_class().params_class.model_json_schema()``)."""
+        from rhizome.core.retrieval.contract import check_score_threshold
         from rhizome.core.retrieval.filters import as_filter
         from rhizome.core.retrieval.rerank import candidates as rerank_candidates
         from rhizome.core.retrieval.rerank import check_reranker
@@ -1076,11 +1080,13 @@ class BaseIndex(Generic[P, D]):
         reranker = check_reranker(options.pop("reranker", None))
         candidates = options.pop("rerank_candidates", None)
         rerank_candidates(1, candidates)  # a bad count fails now
+        threshold = check_score_threshold(options.pop("score_threshold", None))
         try:
             retriever = self._retriever(mode, k, **options)
         except TypeError as exc:
             raise ConfigurationError(f"bad option for the {self.method} {mode or ''} retriever: {exc}") from exc
         retriever.reranker, retriever.rerank_candidates = reranker, candidates
+        retriever.score_threshold = threshold
         if wanted is not None:
             retriever._allowed(wanted)  # a filter this mode cannot honour, or a field no document has, fails now
             retriever.filter = wanted

@@ -1,8 +1,12 @@
 """The retrieval contract and the toolkit every retrieval mode is written with.
 
 **The contract**, enforced here for every method and mode: ``retrieve(query, k)`` returns at
-most ``k`` hits — exactly ``k`` when the index has that many — ordered by a score that means
-"more relevant", each with provenance down to passages; the context a mode assembles beyond its
+most ``k`` hits — exactly ``k`` when the index has that many — in the mode's order of
+relevance, each with provenance down to passages and a ``score`` that means the same in every
+mode (:func:`relevance`: the query's cosine to the nearest passage the hit cites, in
+``[0, 1]``; the mode's own score in ``metadata["raw_score"]``), so that one
+``score_threshold`` (``index.as_retriever(score_threshold=...)``, applied after the ranking:
+fewer than ``k`` hits may come back) works for all; the context a mode assembles beyond its
 hits (entity profiles, community reports, the packed context of GraphRAG's local search) comes
 from :meth:`BaseRetriever.asearch` as :attr:`Retrieval.context`; and a retriever holds no
 per-call state, so one object serves many threads and event loops at once (what a call cost
@@ -10,7 +14,8 @@ comes back with it, in :attr:`Retrieval.stats`).
 
 A mode is a subclass of :class:`BaseRetriever` that implements one coroutine,
 ``_asearch(query, k) -> Retrieval``; the base class checks the query and ``k``, counts the model
-calls, and cuts, de-duplicates and orders the hits. When a mode's own evidence runs out before
+calls, cuts, de-duplicates and orders the hits by the mode's scores, then gives each hit
+its relevance. When a mode's own evidence runs out before
 ``k`` hits (few entities matched, few points mapped) while the index holds more passages, the
 nearest chunks by vector similarity fill the rest (``metadata["via"] == "fill"``; never a chunk
 that a chunk or segment hit already holds), so ``k`` is always the number of hits when the index
@@ -31,7 +36,8 @@ whose hits do not cite documents cannot be filtered: asking raises. **Rerankers*
 ``rerank_candidates`` hits (filtered and filled as above) and keeps the ``k`` it scores highest. When a search finds nothing,
 or less than its own ``k``, :attr:`Retrieval.notes` says why.
 
-**The toolkit**: :func:`query_vector` and :func:`vector_search` (with the embedder check),
+**The toolkit**: :func:`query_vector` (the query embedded once per search) and
+:func:`vector_search` (with the embedder check), :func:`relevance`,
 :func:`provenance` (one way to cite chunks), :func:`chunk_hits`, :func:`pack` (the one
 token-budget packer), :func:`dedupe`, :func:`round_robin` and :func:`by_rank`.
 
@@ -44,7 +50,10 @@ caller can also run the batches itself, as parallel branches of a LangGraph grap
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import contextlib
+import contextvars
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -113,17 +122,56 @@ def check_positive(name: str, value: Any) -> int:
     return value
 
 
+def check_score_threshold(value: Any) -> float | None:
+    """``value`` as a score threshold: ``None`` (no threshold) or a number in ``[0, 1]``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise ConfigurationError(
+            f"score_threshold must be a number between 0 and 1 (a hit's score is a relevance in [0, 1]), got {value!r}"
+        )
+    return float(value)
+
+
 # -- vectors -----------------------------------------------------------------------------------
+_HELD_QUERY_VECTORS: contextvars.ContextVar[dict[tuple[int, str], np.ndarray] | None] = contextvars.ContextVar(
+    "rhizome_query_vectors", default=None
+)
+"""Inside :func:`query_vectors_held`: the query embeddings made so far, by embedder and text."""
+
+
+@contextlib.contextmanager
+def query_vectors_held() -> Iterator[None]:
+    """Within the block (one search), :func:`query_vector` embeds a text once: the mode's steps
+    and the relevance of its hits share the query's embedding. Nested blocks share the
+    outermost one's."""
+    if _HELD_QUERY_VECTORS.get() is not None:
+        yield
+        return
+    token = _HELD_QUERY_VECTORS.set({})
+    try:
+        yield
+    finally:
+        _HELD_QUERY_VECTORS.reset(token)
+
+
 async def query_vector(index: Any, text: str, extra: Sequence[str] = ()) -> np.ndarray | None:
     """The query embedding of ``text`` with the index's embedder (one row; with ``extra``
     texts, one row each after it, embedded in the same call), or ``None`` when the index holds
-    no vectors yet; an embedder of another dimension is an :class:`IndexMismatchError`."""
+    no vectors yet; an embedder of another dimension is an :class:`IndexMismatchError`. Within
+    one search (:func:`query_vectors_held`) a text embedded before is not embedded again."""
     known = index.store.embedding_dimension
     if known is None:
         return None
     texts = [text, *extra]
+    held = _HELD_QUERY_VECTORS.get()
+    keys = [(id(index.embedder), t) for t in texts]
+    if held is not None and all(key in held for key in keys):
+        return np.stack([held[key] for key in keys])
     vector = checked_vectors(await index.embedder.aembed_query(texts), len(texts), None, index.embedder.name)
     index.check_dimension(int(vector.shape[1]))
+    if held is not None:
+        held.update(zip(keys, vector, strict=True))
     return vector
 
 
@@ -240,6 +288,52 @@ def round_robin(*lists: Sequence[T], key: Callable[[T], Any] = lambda x: x) -> l
     return out
 
 
+async def relevance(index: Any, query: str, hits: Sequence[Hit]) -> list[Hit]:
+    """The hits, in their order, scored by the one rule every mode's hits end with: ``score``
+    is the cosine similarity of the query's embedding to the nearest passage the hit cites,
+    negatives as 0 — a relevance in ``[0, 1]`` that means the same in every mode and method, so
+    one threshold keeps the same kind of hit everywhere. A chunk hit is scored by its own
+    vector, a segment by its nearest chunk, an entity, relation, report, summary or point by the
+    nearest of the chunks it rests on (all stored vectors: no embedding but the query's); a hit
+    that cites no stored chunk, by the embedding of its own text. The score the mode ranked by
+    is kept in ``metadata["raw_score"]`` (:attr:`Hit.raw_score`)."""
+    if not hits:
+        return []
+    vector = await query_vector(index, query)
+    if vector is None:
+        cosines = [0.0] * len(hits)
+    else:
+        q = np.asarray(vector[0], dtype=np.float64)
+        q = q / max(float(np.sqrt(q @ q)), 1e-12)
+        cited = list(dict.fromkeys(cid for hit in hits for cid in hit.provenance.chunk_ids))
+        near: dict[str, float] = {}
+        if cited and index.store.has_collection(index.CHUNK_COLLECTION):
+            present, matrix = index.store.collection(index.CHUNK_COLLECTION, len(q)).present(cited)
+            near = dict(zip(present, _cosines(matrix, q), strict=True))
+        bare = [i for i, hit in enumerate(hits) if not any(cid in near for cid in hit.provenance.chunk_ids)]
+        own: dict[int, float] = {}
+        if bare:
+            texts = [hits[i].text for i in bare]
+            embedded = checked_vectors(await index.embedder.aembed(texts), len(texts), None, index.embedder.name)
+            own = dict(zip(bare, _cosines(embedded, q), strict=True))
+        cosines = [own[i] if i in own else max(near[cid] for cid in hit.provenance.chunk_ids if cid in near)
+                   for i, hit in enumerate(hits)]
+    return [
+        hit.model_copy(update={"score": min(1.0, max(0.0, c)) if math.isfinite(c) else 0.0,
+                               "metadata": {**hit.metadata, "raw_score": hit.raw_score}})
+        for hit, c in zip(hits, cosines, strict=True)
+    ]
+
+
+def _cosines(matrix: Any, unit: np.ndarray) -> list[float]:
+    """The cosine similarity of each row of ``matrix`` to the unit vector ``unit``, row by row
+    in float64, so a passage's score does not depend on which others were scored with it."""
+    rows = np.asarray(matrix, dtype=np.float64).reshape(-1, len(unit))
+    dots = np.einsum("ij,j->i", rows, unit.astype(np.float64))
+    norms = np.maximum(np.sqrt(np.einsum("ij,ij->i", rows, rows)), 1e-12)
+    return [float(c) for c in dots / norms]
+
+
 def by_rank(hits: Sequence[Hit]) -> list[Hit]:
     """The hits re-scored by position (``1 / (1 + rank)``): for lists whose order is the ranking
     but whose scores come from different scales (fused lists, mixed kinds)."""
@@ -283,6 +377,10 @@ class BaseRetriever:
     rerank_candidates: int | None = None
     """How many hits a reranked search asks for (default
     :data:`~rhizome.core.retrieval.rerank.RERANK_CANDIDATES`; never fewer than ``k``)."""
+    score_threshold: float | None = None
+    """The least score a returned hit has (set by ``index.as_retriever(score_threshold=...)``):
+    applied after the ranking, so a search may return fewer than ``k`` hits, or none; the notes
+    say how many it left out."""
     OVERFETCH: ClassVar[int] = 10
     """At most how many times ``k`` hits a filtered search asks the mode for."""
     params_class: ClassVar[type[RetrieverParams]] = RetrieverParams
@@ -331,7 +429,8 @@ class BaseRetriever:
         if self._reranking:
             k = rerank.candidates(k, self.rerank_candidates)  # over-fetch: the reranker picks `kept` of them
         wanted = as_filter(filter) if filter is not None else self.filter
-        with usage_scope() as usage, generations_held():  # the store's generations read once per search
+        # the store's generations read once per search, and the query embedded once
+        with usage_scope() as usage, generations_held(), query_vectors_held():
             allowed = self._allowed(wanted)
             if allowed is not None and not allowed:
                 result = Retrieval(query=query)
@@ -346,8 +445,22 @@ class BaseRetriever:
                     result = await search(query, asked)
             result = await self._complete(result, query, k, wanted, allowed)
             await self._rerank_hits(result, kept)
+            await self._score(result)
         result.stats = {**usage.stats(), **result.stats}
         return result
+
+    async def _score(self, result: Retrieval) -> None:
+        """``result``'s hits scored by :func:`relevance` (their order kept), and those below
+        :attr:`score_threshold` left out."""
+        result.hits = await relevance(self.index, result.query, result.hits)
+        if self.score_threshold is not None and result.hits:
+            kept = [hit for hit in result.hits if hit.score >= self.score_threshold]
+            if len(kept) < len(result.hits):
+                left = len(result.hits) - len(kept)
+                result.notes.append(f"{_count(left, 'hit')} scored below the score_threshold {self.score_threshold:g} "
+                                    f"and {'were' if left > 1 else 'was'} left out")
+                result.stats["below_threshold"] = left
+            result.hits = kept
 
     @property
     def _reranking(self) -> bool:
@@ -381,6 +494,7 @@ class BaseRetriever:
         wanted = as_filter(filter) if filter is not None else self.filter
         result = await self._complete(result, check_query(result.query), k, wanted, self._allowed(wanted))
         await self._rerank_hits(result, kept)
+        await self._score(result)
         return result
 
     async def _complete(
@@ -585,12 +699,15 @@ __all__ = [
     "check_k",
     "check_positive",
     "check_query",
+    "check_score_threshold",
     "chunk_hit",
     "chunk_hits",
     "dedupe",
     "pack",
     "provenance",
     "query_vector",
+    "query_vectors_held",
+    "relevance",
     "round_robin",
     "vector_search",
     "with_document_metadata",
