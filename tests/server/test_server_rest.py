@@ -42,6 +42,12 @@ def test_query_returns_hits_with_provenance_metadata_and_stats(client):
     assert top["metadata"]["title"] == "Ilse Varn, cartographer"
     assert 0.0 <= body["hits"][1]["score"] <= 1.0 and top["metadata"]["raw_score"] >= body["hits"][1]["metadata"]["raw_score"]
     assert "embed_calls" in body["stats"]
+    threshold = sorted(h["score"] for h in body["hits"])[1]
+    kept = client.post("/light/query", json={"query": "Who drew the first map of the islands?", "mode": "local", "k": 3,
+                                             "score_threshold": threshold}, headers=AUTH).json()
+    assert [h["id"] for h in kept["hits"]] == [h["id"] for h in body["hits"] if h["score"] >= threshold]
+    bad = client.post("/light/query", json={"query": "islands", "score_threshold": 2}, headers=AUTH)
+    assert bad.status_code == 422
 
 
 def test_query_filter_restricts_the_documents(client):

@@ -20,21 +20,23 @@ from rhizome.server.workspaces import Workspace
 
 @dataclass(frozen=True)
 class Ask:
-    """One question to a workspace: the mode, ``k`` and the metadata filter."""
+    """One question to a workspace: the mode, ``k``, the metadata filter and the score threshold."""
 
     query: str
     mode: str | None = None
     k: int = 4
     filter: dict[str, Any] | None = None
+    score_threshold: float | None = None
 
     def options(self) -> dict[str, Any]:
-        return {"mode": self.mode, "k": self.k, "filter": self.filter}
+        return {"mode": self.mode, "k": self.k, "filter": self.filter, "score_threshold": self.score_threshold}
 
 
 async def search(workspace: Workspace, ask: Ask) -> Any:
     """The :class:`~rhizome.core.retrieval.contract.Retrieval` of the question: hits, stats, notes."""
     index = workspace.index
-    return await in_thread(lambda: index.as_retriever(k=ask.k, mode=ask.mode, filter=ask.filter).asearch(ask.query, context=False))
+    options = {"k": ask.k, "mode": ask.mode, "filter": ask.filter, "score_threshold": ask.score_threshold}
+    return await in_thread(lambda: index.as_retriever(**options).asearch(ask.query, context=False))
 
 
 async def answer(workspace: Workspace, ask: Ask) -> Any:

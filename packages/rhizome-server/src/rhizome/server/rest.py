@@ -53,7 +53,7 @@ async def list_workspaces(request: Request) -> WorkspaceList:
 @reads.post("/{ws}/query", response_model=QueryResponse, tags=["search"])
 async def query(request: Request, ws: str, body: QueryRequest) -> QueryResponse:
     """The ``k`` best hits for the query, with scores, provenance and metadata."""
-    return await answering.query(workspace(request, ws), answering.Ask(body.query, body.mode, body.k, body.filter))
+    return await answering.query(workspace(request, ws), answering.Ask(body.query, body.mode, body.k, body.filter, body.score_threshold))
 
 
 @reads.post("/{ws}/answer", response_model=AnswerResponse, tags=["search"],
@@ -62,7 +62,7 @@ async def answer(request: Request, ws: str, body: AnswerRequest) -> Any:
     """An answer with its citations; ``stream: true`` sends server-sent events: ``hits``, then
     ``token`` pieces as the model writes them, then ``done`` (or ``error``)."""
     space = workspace(request, ws)
-    ask = answering.Ask(body.query, body.mode, body.k, body.filter)
+    ask = answering.Ask(body.query, body.mode, body.k, body.filter, body.score_threshold)
     if body.stream:
         found = await answering.search(space, ask)  # a bad mode or filter is a 4xx, before the stream starts
         return StreamingResponse(_answer_events(request, space, ask, found), media_type="text/event-stream",

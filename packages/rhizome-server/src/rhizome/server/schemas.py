@@ -51,6 +51,8 @@ class QueryRequest(Strict):
     mode: str | None = Field(None, description="retrieval mode (default: the method's first)")
     k: int = Field(4, ge=1, le=MAX_K, description="number of hits")
     filter: dict[str, Any] | None = Field(None, description='document metadata to match: {"field": value} or {"field": {"$in": [...]}}')
+    score_threshold: float | None = Field(None, ge=0, le=1, description="leave out the hits scoring below it (a hit's score is "
+                                          "its relevance in [0, 1], the same in every mode): fewer than k may come back")
 
 
 class QueryResponse(BaseModel):
