@@ -166,8 +166,13 @@ def test_a_segment_extractor_runs_after_any_retriever():
     result = extractor.search("the lighthouse keeper Osric Vane")
     check_segments(naive, result.hits)
     assert result.hits[0].kind == "segment" and result.hits[0].metadata["document_id"] == "doc2"
+    threshold = sorted(h.score for h in result.hits)[1]
+    kept = segment_extractor(naive.as_retriever(), k=3, preset="find_all", score_threshold=threshold).retrieve("the lighthouse keeper Osric Vane")
+    assert [h.id for h in kept] == [h.id for h in result.hits if h.score >= threshold]
     with pytest.raises(ConfigurationError):
         segment_extractor(naive)
+    with pytest.raises(ConfigurationError, match="score_threshold"):
+        segment_extractor(naive.as_retriever(), score_threshold=3)
 
 
 def test_a_segment_extractor_over_a_graph_retriever():

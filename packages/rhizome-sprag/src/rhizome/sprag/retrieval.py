@@ -43,6 +43,7 @@ from rhizome.core.retrieval.contract import (
     Retrieval,
     by_rank,
     check_query,
+    check_score_threshold,
     chunk_hit,
     provenance,
     query_vector,
@@ -281,10 +282,13 @@ def joined(run: list[Chunk]) -> str:
 def segment_extractor(retriever: BaseRetriever, k: int | None = None, **options: Any) -> SegmentRetriever:
     """RSE after any Rhizome retriever: ``segment_extractor(index.as_retriever(mode="hybrid"))``
     returns segments built around the chunks that retriever finds (options: those of
-    :class:`SegmentRetriever`)."""
+    :class:`SegmentRetriever`, and ``score_threshold``, as for ``index.as_retriever``)."""
     if not isinstance(retriever, BaseRetriever):
         raise ConfigurationError(f"segment_extractor needs a Rhizome retriever (index.as_retriever()), got {type(retriever).__name__}")
-    return SegmentRetriever(retriever, k, **options)
+    threshold = check_score_threshold(options.pop("score_threshold", None))
+    segments = SegmentRetriever(retriever, k, **options)
+    segments.score_threshold = threshold
+    return segments
 
 
 __all__ = ["CONSTANT_RELEVANCE", "ChunkRetriever", "SegmentParams", "SegmentRetriever", "joined", "segment_extractor"]
