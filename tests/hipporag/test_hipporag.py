@@ -366,7 +366,6 @@ def test_an_index_written_before_the_graph_layer_answers_alike_and_goes_on_as_a_
     answers as before; its first writable open converts it, and from then on it is row for row
     the index the layer builds."""
     from rhizome.core.extraction import Extraction
-    from rhizome.hipporag.index import ADOPTED
 
     def build(path: Any) -> HippoRAGIndex:
         index = HippoRAGIndex(HashingEmbedder(), extraction=f"openie:{openie_file}", path=path)
@@ -391,12 +390,12 @@ def test_an_index_written_before_the_graph_layer_answers_alike_and_goes_on_as_a_
         old.entity_graph.extractions.view(Extraction).put(db, extractions)
         old.entity_graph.mentions.delete(db, old.entity_graph.mentions.keys())
         old.facts.put(db, [f.model_copy(update={"descriptions": [], "metadata": {}}) for f in old.facts.all()])
-        db.execute("DELETE FROM meta WHERE key = ?", (ADOPTED,))
+        db.execute("DELETE FROM meta WHERE key = ?", (old.entity_graph.adopted_flag,))
     old.close()
 
     reader = HippoRAGIndex.load(tmp_path / "old", readonly=True)
     assert answers(reader) == expected
-    assert not reader.store.get_meta(ADOPTED, False), "a read-only open changes nothing"
+    assert not reader.store.get_meta(reader.entity_graph.adopted_flag, False), "a read-only open changes nothing"
     reader.close()
     writer = HippoRAGIndex(HashingEmbedder(), extraction=f"openie:{openie_file}", path=tmp_path / "old")
     fresh = build(tmp_path / "fresh")

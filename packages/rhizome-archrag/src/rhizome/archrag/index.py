@@ -70,9 +70,6 @@ from rhizome.core.store.storage import Connection
 from rhizome.core.types import Community, Entity, Relation
 
 REPORT_STAGE = "archrag.report"
-ADOPTED = "archrag.graph_layer"
-"""Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
-kernel extractions; its first writable open converts them)."""
 
 
 def entity_text(entity: Entity) -> str:
@@ -181,7 +178,7 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         self.communities = Hierarchy(self.store, "archrag_communities")
         self.touched = self.store.table("archrag_touched", _Touched)
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
-        self.entity_graph.adopt_once(ADOPTED, chunk_record)
+        self.entity_graph.adopt_once(chunk_record)
 
     # -- EntityGraphIndex hooks ---------------------------------------------------------------
     def _apply(self, db: Connection, change: GraphChange) -> None:

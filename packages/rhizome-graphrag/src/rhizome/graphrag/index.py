@@ -75,9 +75,6 @@ LEGACY_EDGES = "graphrag.edges"
 when the edge table is first filled)."""
 UNFOLDED = "graphrag.unfolded"
 """Meta: chunks an insert of an index written before the layer stored but had not merged."""
-ADOPTED = "graphrag.graph_layer"
-"""Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
-kernel extractions; its first writable open converts them)."""
 
 
 def _entity_text(entity: Entity) -> str:
@@ -183,7 +180,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         self.communities = Hierarchy(self.store, "graphrag_communities")
         self.changed = self.store.table("graphrag_changed", _Changed)
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
-        if not self.store.readonly and not self.store.get_meta(ADOPTED, False):
+        if not self.store.readonly and not self.store.get_meta(self.entity_graph.adopted_flag, False):
             self._adopt()
 
     def _adopt(self) -> None:
@@ -198,7 +195,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
             self.entity_graph.extractions.delete(db, waiting)
             if unmerged is not None:
                 unmerged.delete(db, waiting)
-            self.store.set_meta(db, ADOPTED, True)
+            self.store.set_meta(db, self.entity_graph.adopted_flag, True)
             if waiting:
                 self.store.set_meta(db, FULL_REBUILD, True)
                 self.store.set_meta(db, UNFOLDED, sorted(waiting))
