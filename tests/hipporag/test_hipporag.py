@@ -17,7 +17,12 @@ from rhizome.core.graph import personalized_pagerank
 from rhizome.core.models.base import BaseEmbedder
 from rhizome.core.models.fake import FakeChatModel
 from rhizome.core.retrieval.contract import vector_search
-from rhizome.core.retrieval.evidence import WALK_TOLERANCE, EvidenceGraph, relative_weights
+from rhizome.core.retrieval.evidence import (
+    WALK_TOLERANCE,
+    EvidenceGraph,
+    link_names,
+    relative_weights,
+)
 from rhizome.hipporag import HippoRAGIndex
 
 OPENIE = {
@@ -199,7 +204,7 @@ def test_the_walk_takes_the_weights_and_graph_each_setting_names(openie_file):
     walked = index.as_retriever(k=3, mode="v1").retrieve(question)
     alone = index.as_retriever(k=3, mode="v1", passage_weight=0.0).retrieve(question)
     phrase_graph = index.graph(passage_nodes=False)
-    expected = phrase_graph.rank(run_sync(index.as_retriever(mode="v1")._entity_seeds(index.embedder.embed_query(query_names(question)))))
+    expected = phrase_graph.rank(run_sync(link_names(index, index.PHRASE_COLLECTION, index.embedder.embed_query(query_names(question)))))
     assert [h.id for h in alone] == [c for c, _ in expected][:3]
     assert walked and {h.provenance.document_ids[0] for h in walked} == {h.provenance.document_ids[0] for h in alone}
 

@@ -150,10 +150,6 @@ class HippoRAGIndex(EntityGraphIndex):
         """Phrases as entities; facts and synonymy edges (predicate ``synonym``) as relations."""
         return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations() + self.synonyms.all())
 
-    def names(self, phrase_ids: Sequence[str]) -> dict[str, str]:
-        """Display names of phrases by id."""
-        return self.entity_graph.names(phrase_ids)
-
     # -- EntityGraphIndex hooks ------------------------------------------------------------------
     _after_change = BaseIndex._after_change
     """Nothing to do after a change: no summary waits (:meth:`_plan` defers none)."""
