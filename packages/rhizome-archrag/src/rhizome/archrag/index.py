@@ -46,7 +46,13 @@ from pydantic import BaseModel
 from rhizome.archrag.chnsw import CHNSW
 from rhizome.archrag.clustering import augment, community_edges, partition, repartition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
-from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
+from rhizome.archrag.prompts import (
+    CHILDREN_NOTE,
+    MERGE_INSTRUCTIONS,
+    MERGE_SYSTEM,
+    REPORT_PROMPT,
+    REPORT_SYSTEM,
+)
 from rhizome.core.graph.entity_graph import EntityGraph, EntityOutline, RelationOutline
 from rhizome.core.graph.lists import ENTITY_KEY
 from rhizome.core.graph.mentions import chunk_record
@@ -67,7 +73,7 @@ from rhizome.core.index.writers import GroupWriter, cell, offline_summary
 from rhizome.core.naive import NAIVE
 from rhizome.core.retrieval.contract import pack
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Community, Entity, Relation
+from rhizome.core.types import Community, Entity, Hit, Relation
 
 REPORT_STAGE = "archrag.report"
 
@@ -337,11 +343,20 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         counts["reused"] += n["reused"] + len(kept)
         return reports
 
-    # -- retrieval -------------------------------------------------------------------------
+    # -- answers ---------------------------------------------------------------------------
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
-        from rhizome.archrag.retrieval import answer_inputs
+        """What an answer reads: the points of an ``archrag`` search, most important first, with
+        the merge prompt; the hits of the other modes with the kernel's answer prompt."""
+        if retrieval.mode != "archrag":
+            return super()._answer_inputs(retrieval)
+        points = [h for h in retrieval.hits if h.kind == "point"] or list(retrieval.hits)
+        instructions = MERGE_INSTRUCTIONS.format(response_type="a short answer, then a brief explanation")
+        return points, {"system": MERGE_SYSTEM, "instructions": instructions, "render": _point, "max_context_tokens": self.config.context_max_tokens}
 
-        return answer_inputs(retrieval, self.config)
+
+def _point(hit: Hit) -> str:
+    """A point as the merge prompt shows it: its importance, then its text."""
+    return f"Importance score: {hit.metadata.get('importance', round(hit.score * 100))}\n{hit.text.strip()}"
 
 
 def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community], inner: set[str]) -> tuple[list[Entity], list[Relation], list[Community]]:
