@@ -16,9 +16,11 @@ before it (this file copied into that checkout's ``benchmarks/``) and after it::
 ``retrieval METHOD OUT`` is the same for what a method's searches return: it builds ``METHOD``
 on hotpotqa-100 (offline extraction, hashing vectors, no model) and writes, per mode, every
 question's search (hits, context, stats and notes of ``asearch``, the hits of ``aretrieve``) and
-offline answer (``<mode>.json``), and the graph it holds after the insert, after deleting
-documents 5–24 and after inserting them again (``graph-insert.json`` and so on); ``compare``
-reads whichever of the files both folders hold.
+answer (``<mode>.json``), and the graph it holds after the insert, after deleting documents 5–24
+and after inserting them again (``graph-insert.json`` and so on); ``compare``
+reads whichever of the files both folders hold. ``--fake-llm`` builds and searches with a fake
+chat model whose answers are made from the schemas it is asked for, so that every model step
+runs too (``--passages`` and ``--limit`` keep that run short).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 from benchmarks import data
 from benchmarks.systems import build_index
 from rhizome.core import HashingEmbedder
+from rhizome.core.models.fake import FakeChatModel, SchemaResponder
 
 STEPS = ("insert", "delete", "reinsert")
 TIMINGS = ("seconds", "_ms", "cpu")
@@ -89,10 +92,12 @@ def _graph(index: Any) -> dict[str, dict[str, Any]]:
     }
 
 
-async def dump_retrieval(method: str, out: Path, limit: int | None) -> None:
+async def dump_retrieval(method: str, out: Path, limit: int | None, passages: int | None = None, fake_llm: bool = False) -> None:
     documents, questions = data.hotpotqa()
     questions = questions[:limit] if limit else questions
-    index = build_index(method, HashingEmbedder(), cache=False)
+    documents = documents[:passages] if passages else documents
+    llm = FakeChatModel(SchemaResponder()) if fake_llm else None  # the model's steps, with answers made from their schemas
+    index = build_index(method, HashingEmbedder(), llm=llm, cache=False)
     changed = documents[5:25]
     await index.ainsert(documents)
     (out / "graph-insert.json").write_text(json.dumps(_graph(index), sort_keys=True), encoding="utf-8")
@@ -155,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     searches.add_argument("method")
     searches.add_argument("out", type=Path)
     searches.add_argument("--limit", type=int, default=None, help="the first N questions only")
+    searches.add_argument("--passages", type=int, default=None, help="the first N passages only")
+    searches.add_argument("--fake-llm", action="store_true", help="a fake chat model (FakeChatModel(SchemaResponder())), so the model's steps run")
     check = commands.add_parser("compare")
     check.add_argument("old", type=Path)
     check.add_argument("new", type=Path)
@@ -165,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "retrieval":
         args.out.mkdir(parents=True, exist_ok=True)
-        asyncio.run(dump_retrieval(args.method, args.out, args.limit))
+        asyncio.run(dump_retrieval(args.method, args.out, args.limit, args.passages, args.fake_llm))
         return 0
     return compare(args.old, args.new)
 
