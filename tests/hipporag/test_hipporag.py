@@ -17,7 +17,12 @@ from rhizome.core.graph import personalized_pagerank
 from rhizome.core.models.base import BaseEmbedder
 from rhizome.core.models.fake import FakeChatModel
 from rhizome.core.retrieval.contract import vector_search
-from rhizome.core.retrieval.evidence import WALK_TOLERANCE, EvidenceGraph, relative_weights
+from rhizome.core.retrieval.evidence import (
+    WALK_TOLERANCE,
+    EvidenceGraph,
+    link_names,
+    relative_weights,
+)
 from rhizome.hipporag import HippoRAGIndex
 
 OPENIE = {
@@ -199,7 +204,7 @@ def test_the_walk_takes_the_weights_and_graph_each_setting_names(openie_file):
     walked = index.as_retriever(k=3, mode="v1").retrieve(question)
     alone = index.as_retriever(k=3, mode="v1", passage_weight=0.0).retrieve(question)
     phrase_graph = index.graph(passage_nodes=False)
-    expected = phrase_graph.rank(run_sync(index.as_retriever(mode="v1")._entity_seeds(index.embedder.embed_query(query_names(question)))))
+    expected = phrase_graph.rank(run_sync(link_names(index, index.PHRASE_COLLECTION, index.embedder.embed_query(query_names(question)))))
     assert [h.id for h in alone] == [c for c, _ in expected][:3]
     assert walked and {h.provenance.document_ids[0] for h in walked} == {h.provenance.document_ids[0] for h in alone}
 
@@ -366,7 +371,6 @@ def test_an_index_written_before_the_graph_layer_answers_alike_and_goes_on_as_a_
     answers as before; its first writable open converts it, and from then on it is row for row
     the index the layer builds."""
     from rhizome.core.extraction import Extraction
-    from rhizome.hipporag.index import ADOPTED
 
     def build(path: Any) -> HippoRAGIndex:
         index = HippoRAGIndex(HashingEmbedder(), extraction=f"openie:{openie_file}", path=path)
@@ -391,12 +395,12 @@ def test_an_index_written_before_the_graph_layer_answers_alike_and_goes_on_as_a_
         old.entity_graph.extractions.view(Extraction).put(db, extractions)
         old.entity_graph.mentions.delete(db, old.entity_graph.mentions.keys())
         old.facts.put(db, [f.model_copy(update={"descriptions": [], "metadata": {}}) for f in old.facts.all()])
-        db.execute("DELETE FROM meta WHERE key = ?", (ADOPTED,))
+        db.execute("DELETE FROM meta WHERE key = ?", (old.entity_graph.adopted_flag,))
     old.close()
 
     reader = HippoRAGIndex.load(tmp_path / "old", readonly=True)
     assert answers(reader) == expected
-    assert not reader.store.get_meta(ADOPTED, False), "a read-only open changes nothing"
+    assert not reader.store.get_meta(reader.entity_graph.adopted_flag, False), "a read-only open changes nothing"
     reader.close()
     writer = HippoRAGIndex(HashingEmbedder(), extraction=f"openie:{openie_file}", path=tmp_path / "old")
     fresh = build(tmp_path / "fresh")

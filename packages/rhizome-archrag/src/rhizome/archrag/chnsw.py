@@ -43,8 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from rhizome.core.errors import ConfigurationError, InvalidInputError
+from rhizome.core.errors import InvalidInputError
 from rhizome.core.graph.similarity import unit_rows
+from rhizome.core.retrieval.contract import check_positive
 from rhizome.core.store.vectors import threads_for
 
 EXACT_LINK_PAIRS = 20_000_000
@@ -85,9 +86,7 @@ class CHNSW:
 
     def __post_init__(self) -> None:
         for name in ("m", "m0", "ef_construction", "ef_search"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+            check_positive(name, getattr(self, name))
         self.vectors = [unit_rows(layer) for layer in self.layers]
         if not self.vectors:
             raise InvalidInputError("a C-HNSW needs at least one layer")

@@ -46,7 +46,13 @@ from pydantic import BaseModel
 from rhizome.archrag.chnsw import CHNSW
 from rhizome.archrag.clustering import augment, community_edges, partition, repartition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
-from rhizome.archrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
+from rhizome.archrag.prompts import (
+    CHILDREN_NOTE,
+    MERGE_INSTRUCTIONS,
+    MERGE_SYSTEM,
+    REPORT_PROMPT,
+    REPORT_SYSTEM,
+)
 from rhizome.core.graph.entity_graph import EntityGraph, EntityOutline, RelationOutline
 from rhizome.core.graph.lists import ENTITY_KEY
 from rhizome.core.graph.mentions import chunk_record
@@ -67,12 +73,9 @@ from rhizome.core.index.writers import GroupWriter, cell, offline_summary
 from rhizome.core.naive import NAIVE
 from rhizome.core.retrieval.contract import pack
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Community, Entity, Relation
+from rhizome.core.types import Community, Entity, Hit, Relation
 
 REPORT_STAGE = "archrag.report"
-ADOPTED = "archrag.graph_layer"
-"""Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
-kernel extractions; its first writable open converts them)."""
 
 
 def entity_text(entity: Entity) -> str:
@@ -181,7 +184,7 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         self.communities = Hierarchy(self.store, "archrag_communities")
         self.touched = self.store.table("archrag_touched", _Touched)
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
-        self.entity_graph.adopt_once(ADOPTED, chunk_record)
+        self.entity_graph.adopt_once(chunk_record)
 
     # -- EntityGraphIndex hooks ---------------------------------------------------------------
     def _apply(self, db: Connection, change: GraphChange) -> None:
@@ -340,11 +343,20 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         counts["reused"] += n["reused"] + len(kept)
         return reports
 
-    # -- retrieval -------------------------------------------------------------------------
+    # -- answers ---------------------------------------------------------------------------
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
-        from rhizome.archrag.retrieval import answer_inputs
+        """What an answer reads: the points of an ``archrag`` search, most important first, with
+        the merge prompt; the hits of the other modes with the kernel's answer prompt."""
+        if retrieval.mode != "archrag":
+            return super()._answer_inputs(retrieval)
+        points = [h for h in retrieval.hits if h.kind == "point"] or list(retrieval.hits)
+        instructions = MERGE_INSTRUCTIONS.format(response_type="a short answer, then a brief explanation")
+        return points, {"system": MERGE_SYSTEM, "instructions": instructions, "render": _point, "max_context_tokens": self.config.context_max_tokens}
 
-        return answer_inputs(retrieval, self.config)
+
+def _point(hit: Hit) -> str:
+    """A point as the merge prompt shows it: its importance, then its text."""
+    return f"Importance score: {hit.metadata.get('importance', round(hit.raw_score * 100))}\n{hit.text.strip()}"
 
 
 def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community], inner: set[str]) -> tuple[list[Entity], list[Relation], list[Community]]:

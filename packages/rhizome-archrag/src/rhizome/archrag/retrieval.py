@@ -40,7 +40,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -50,13 +49,7 @@ from typing import Annotated, Any
 from pydantic import Field, Strict, field_validator
 
 from rhizome.archrag.index import community_text, relation_text
-from rhizome.archrag.prompts import (
-    FILTER_PROMPT,
-    FILTER_SYSTEM,
-    MERGE_INSTRUCTIONS,
-    MERGE_SYSTEM,
-    FilterOutput,
-)
+from rhizome.archrag.prompts import FILTER_PROMPT, FILTER_SYSTEM, FilterOutput
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.extraction import query_names
 from rhizome.core.models.budget import fit
@@ -69,6 +62,7 @@ from rhizome.core.retrieval.contract import (
     batch_texts,
     chunk_hits,
     pack,
+    point_hit,
     provenance,
     query_vector,
     vector_search,
@@ -147,8 +141,9 @@ class HierarchicalSearch(BaseRetriever):
             )
 
     def _default_settings(self) -> Mapping[str, Any]:
+        """The index's settings of the same names (:class:`~rhizome.archrag.config.ArchRAGConfig`)."""
         config = self.index.config
-        return {"k_per_layer": config.k_per_layer, "ef_search": config.ef_search, "rank_provenance": config.rank_provenance}
+        return {name: getattr(config, name) for name in self.params_class.model_fields if name in type(config).model_fields}
 
     async def nodes(self, query: str, vector: Any = None) -> tuple[list[tuple[Row, float]], dict[str, Any], Any]:
         """The nodes hierarchical search finds, ``((layer, kind, id), cosine)`` layer by layer,
@@ -185,8 +180,6 @@ class HierarchicalSearch(BaseRetriever):
         # chunks gone since), not every chunk a top-layer community cites (most of the corpus)
         sources = {row: cids[: MAX_PROVENANCE_CHUNKS * 2] for row, cids in sources.items()}
         chunks = self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
-        ends = {x for (_, kind, key) in sources if kind == "relation" for x in (graph.relations[key].source, graph.relations[key].target)}
-        names = {eid: graph.entities[eid].name for eid in ends if eid in graph.entities}
         out = []
         for row, score in ranked:
             if row not in sources:
@@ -199,7 +192,7 @@ class HierarchicalSearch(BaseRetriever):
                 metadata["name"] = entity.name
             elif kind == "relation":
                 relation = graph.relations[key]
-                text = relation_text(relation, names.get(relation.source, relation.source), names.get(relation.target, relation.target))
+                text = relation_text(relation, graph.name(relation.source), graph.name(relation.target))
             else:
                 community = graph.communities[key]
                 text = community_text(community)
@@ -348,8 +341,7 @@ class PassageSearch(HierarchicalSearch):
         seeds = merge_seeds(self.seeds(ranked), await link_names(self.index, self.index.name_collection(), vectors[1:]))
         if options.chains:
             facts = vector_search(self.index.store, self.index.RELATION_COLLECTION, vector, options.fact_k)
-            collection = self.index.store.collection(self.index.RELATION_COLLECTION, vector.shape[1])
-            seeds = merge_seeds(seeds, options.chain_seeds(self.index.fact_graph(), vector[0], facts, collection.present)[0])
+            seeds = merge_seeds(seeds, self.index.chain_seeds(options, vector, facts)[0])
         walked = options.rank(self.index.evidence(), seeds, dense, limit=max(options.dense_k, k))
         stats["seed_entities"] = len(seeds)
         return Retrieval(query=query, hits=chunk_hits(self.index, walked[:k], via=self.mode), stats=stats)
@@ -382,10 +374,6 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         super().__init__(index, k, **settings)
         self._vectors: OrderedDict[str, Any] = OrderedDict()
         self._vectors_lock = threading.Lock()
-
-    def _default_settings(self) -> Mapping[str, Any]:
-        config = self.index.config
-        return {**super()._default_settings(), "filter_max_tokens": config.filter_max_tokens, "context_max_tokens": config.context_max_tokens}
 
     async def _query_vector(self, query: str) -> Any:
         """The query's vector, embedded once for the plan and every batch of one search (the
@@ -506,18 +494,15 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         return points
 
     def _point(self, text: str, score: float, rows: list[Hit], layer: int, *, offline: bool = False) -> Hit:
+        """A point citing the first chunks of its ``rows``."""
         sources = [h.id for h in rows]
-        key = hashlib.sha256("|".join([text, *sources]).encode("utf-8")).hexdigest()[:16]
         cited = rows[0].provenance
         for h in rows[1:]:
             cited = cited.merge(h.provenance)
         kept = cited.chunk_ids[:MAX_PROVENANCE_CHUNKS]
         spans = [s for s in cited.spans if s.chunk_id in set(kept)]
         cited = cited.model_copy(update={"chunk_ids": kept, "spans": spans, "document_ids": list(dict.fromkeys(s.document_id for s in spans))})
-        metadata = {"importance": float(score), "layer": layer, "sources": sources, "via": self.mode}
-        if offline:
-            metadata["offline"] = True
-        return Hit(id=f"point-{key}", text=text, score=float(score) / 100.0, kind="point", provenance=cited, metadata=metadata)
+        return point_hit(text, float(score), "|".join([text, *sources]), cited, layer=layer, sources=sources, via=self.mode, **({"offline": True} if offline else {}))
 
 
 def decode(key: str) -> Row:
@@ -542,23 +527,6 @@ def select(points: Sequence[Hit], budget: int) -> list[Hit]:
     return kept or ranked[:1]
 
 
-def render_point(hit: Hit) -> str:
-    """A point as the merge prompt shows it: its importance, then its text."""
-    return f"Importance score: {hit.metadata.get('importance', round(hit.raw_score * 100))}\n{hit.text.strip()}"
-
-
-def answer_inputs(retrieval: Retrieval, config: Any) -> tuple[list[Hit], dict[str, Any]]:
-    """What :meth:`ArchRAGIndex.answer` reads: the points of an ``archrag`` search with the
-    merge prompt; the hits of the other modes with the kernel's answer prompt."""
-    if retrieval.mode == "archrag":
-        points = [h for h in retrieval.hits if h.kind == "point"] or list(retrieval.hits)
-        return points, {
-            "system": MERGE_SYSTEM, "instructions": MERGE_INSTRUCTIONS.format(response_type="a short answer, then a brief explanation"),
-            "render": render_point, "max_context_tokens": config.context_max_tokens,
-        }
-    return list(retrieval.context or retrieval.hits), {}
-
-
 __all__ = [
     "FilteredParams",
     "FilteredSearch",
@@ -566,8 +534,6 @@ __all__ = [
     "HierarchicalSearch",
     "PassageParams",
     "PassageSearch",
-    "answer_inputs",
     "cited_rows",
-    "render_point",
     "select",
 ]

@@ -13,8 +13,8 @@ the integrations.
   (an index's); :class:`RetrieverParams` (a retrieval mode's).
 - **Records**: ``Document``, ``Chunk``, ``Entity``, ``Relation``, ``Community``, ``Hit``.
 - **Retrieval**: :class:`BaseRetriever`, :class:`Retrieval`, ``query_vector``, ``vector_search``,
-  ``chunk_hits``, ``provenance``, :class:`MapReduceSearch` and ``MapPlan`` (modes that read a
-  hierarchy in batches), ``NAIVE`` (the dense mode beside a method's own).
+  ``chunk_hits``, ``provenance``, :class:`MapReduceSearch`, ``MapPlan`` and ``point_hit`` (modes
+  that read a hierarchy in batches), ``NAIVE`` (the dense mode beside a method's own).
 - **Graph evidence**: :class:`EvidenceGraph`, :class:`EvidenceParams`, :class:`FactGraph`,
   ``link_names``, ``rank_passages``, ``relative_weights``, ``merge_seeds``; the algorithms
   ``knn_similarity_pairs`` and ``pagerank_scores``.
@@ -65,6 +65,7 @@ from rhizome.core.retrieval.contract import (
     MapReduceSearch,
     Retrieval,
     chunk_hits,
+    point_hit,
     provenance,
     query_vector,
     vector_search,
@@ -136,6 +137,7 @@ __all__ = [
     "merge_seeds",
     "pagerank_scores",
     "pair_key",
+    "point_hit",
     "provenance",
     "query_names",
     "query_vector",

@@ -56,8 +56,14 @@ from rhizome.core.index.hierarchy import (
 from rhizome.core.index.stages import prune_stage
 from rhizome.core.naive import NAIVE
 from rhizome.core.store.storage import Connection
-from rhizome.core.types import Community, Entity, Relation
+from rhizome.core.types import Community, Entity, Hit, Relation
 from rhizome.graphrag.config import GraphRAGConfig
+from rhizome.graphrag.prompts import (
+    LOCAL_INSTRUCTIONS,
+    LOCAL_SYSTEM,
+    REDUCE_INSTRUCTIONS,
+    REDUCE_SYSTEM,
+)
 from rhizome.graphrag.reports import ReportWriter, build_input, community_card, full_content
 
 REPORT_STAGE = "graphrag.report"
@@ -75,9 +81,6 @@ LEGACY_EDGES = "graphrag.edges"
 when the edge table is first filled)."""
 UNFOLDED = "graphrag.unfolded"
 """Meta: chunks an insert of an index written before the layer stored but had not merged."""
-ADOPTED = "graphrag.graph_layer"
-"""Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
-kernel extractions; its first writable open converts them)."""
 
 
 def _entity_text(entity: Entity) -> str:
@@ -183,7 +186,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         self.communities = Hierarchy(self.store, "graphrag_communities")
         self.changed = self.store.table("graphrag_changed", _Changed)
         self.report_writer = ReportWriter(self.llm, max_tokens=c.report_max_tokens, language=c.language)
-        if not self.store.readonly and not self.store.get_meta(ADOPTED, False):
+        if not self.store.readonly and not self.store.get_meta(self.entity_graph.adopted_flag, False):
             self._adopt()
 
     def _adopt(self) -> None:
@@ -198,7 +201,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
             self.entity_graph.extractions.delete(db, waiting)
             if unmerged is not None:
                 unmerged.delete(db, waiting)
-            self.store.set_meta(db, ADOPTED, True)
+            self.store.set_meta(db, self.entity_graph.adopted_flag, True)
             if waiting:
                 self.store.set_meta(db, FULL_REBUILD, True)
                 self.store.set_meta(db, UNFOLDED, sorted(waiting))
@@ -517,16 +520,41 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
                     self.communities.put(db, [done[c] for c in missing])
         return {c.id: done.get(c.id, c) for c in wanted}
 
-    # -- retrieval -----------------------------------------------------------------------------
+    # -- answers -------------------------------------------------------------------------------
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
-        from rhizome.graphrag.answer import answer_inputs
-
-        return answer_inputs(retrieval, language=self.config.language)
+        """What an answer reads, and its wording: the reduce step of a global search over its
+        points, most important first (the model cites point numbers, which map back to the
+        reports and chunks they rest on), else the packed context of the other modes; both
+        packed into GraphRAG reduce's ``max_context_tokens`` 12,000, answering in ``multiple
+        paragraphs`` (GraphRAG's free-text answer-shape hint)."""
+        shape = {"language": self.config.language, "response_type": "multiple paragraphs"}
+        if retrieval.mode == "global":
+            points = [h for h in retrieval.hits if h.kind == "point"] or list(retrieval.hits)
+            return points, {"system": REDUCE_SYSTEM, "instructions": REDUCE_INSTRUCTIONS.format(**shape), "render": _point, "max_context_tokens": 12000}
+        context = list(retrieval.context or retrieval.hits)
+        return context, {"system": LOCAL_SYSTEM, "instructions": LOCAL_INSTRUCTIONS.format(**shape), "render": _item, "max_context_tokens": 12000}
 
     async def _answer(self, question: str, retrieval: Any) -> Any:
-        from rhizome.graphrag.answer import aanswer
+        """Offline, a global search answers with its three best points joined; the other modes
+        as every method does (the sentence of their hits that best covers the question)."""
+        if retrieval.mode == "global" and self.llm is None:
+            from rhizome.core.retrieval.answer import Answer
 
-        return await aanswer(question, retrieval, self.llm, language=self.config.language)
+            points = self._answer_inputs(retrieval)[0][:3]
+            if not points:
+                return Answer(text="No relevant information was found.", extractive=True)
+            return Answer(text=" ".join(h.text.strip() for h in points), citations=points, extractive=True)
+        return await super()._answer(question, retrieval)
+
+
+def _point(hit: Hit) -> str:
+    """A point as the reduce step shows it: its importance, then its text."""
+    return f"(importance {hit.metadata.get('importance', round(hit.raw_score * 100))}) {hit.text.strip()}"
+
+
+def _item(hit: Hit) -> str:
+    """An item of a local context as an answer shows it: its kind and id, then its text."""
+    return f"({hit.kind} {hit.id}) {hit.text.strip()}"
 
 
 def _shown(e: Entity) -> tuple[str, str, str]:

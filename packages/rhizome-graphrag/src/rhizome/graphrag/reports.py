@@ -28,8 +28,9 @@ from typing import Any
 from rhizome.core.graph.entity_graph import EntityGraph
 from rhizome.core.index.hierarchy import GroupInput, SummaryFields, has_summary
 from rhizome.core.index.writers import GroupWriter, cell, offline_summary
+from rhizome.core.retrieval.contract import provenance
 from rhizome.core.text import count_tokens, min_tokens, truncate_tokens
-from rhizome.core.types import Community, Entity, Relation
+from rhizome.core.types import Chunk, Community, Entity, Hit, Relation
 from rhizome.graphrag.prompts import CHILDREN_NOTE, REPORT_PROMPT, REPORT_SYSTEM
 
 
@@ -45,6 +46,14 @@ def short_content(community: Community, max_tokens: int = 500) -> str:
     """Title, summary and finding headlines, for relevance rating."""
     lines = [community.title, community.summary] + [f"- {f.get('summary', '')}" for f in community.findings]
     return truncate_tokens("\n".join(x for x in lines if x), max_tokens)
+
+
+def report_hit(community: Community, score: float, chunks: dict[str, Chunk], graph: EntityGraph, section: str) -> Hit:
+    """A community's report as a hit of a context's ``section``, citing its entities' chunks."""
+    return Hit(
+        id=community.id, text=full_content(community), score=score, kind="community", provenance=provenance(chunks, graph.community_chunks(community)),
+        metadata={"section": section, "title": community.title, "level": community.level, "rating": community.rating},
+    )
 
 
 def community_card(community: Community, graph: EntityGraph, max_tokens: int = 300) -> str:
@@ -217,8 +226,7 @@ class _Rows:
     def relation(self, relation: Relation) -> _Row:
         """The row of ``relation``."""
         graph = self.graph
-        source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
-        target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
+        source, target = graph.name(relation.source), graph.name(relation.target)
         description = relation.description or relation.predicate or ", ".join(relation.keywords)
         shown = (source, target, description, graph.combined_degree(relation))
         held = self.relations.get(relation.id)
@@ -393,10 +401,8 @@ def offline_report(data: GroupInput, graph: EntityGraph) -> SummaryFields:
             break
         if not relation.description:  # a finding states something: a bare pair says nothing
             continue
-        source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
-        target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
         label = relation.predicate or ", ".join(relation.keywords[:2])
-        headline = f"{source} – {target}" + (f" ({label})" if label else "")
+        headline = f"{graph.name(relation.source)} – {graph.name(relation.target)}" + (f" ({label})" if label else "")
         findings.append({"summary": headline, "explanation": cell(relation.description, 120)})
     for entity in members:
         if len(findings) >= 3:
@@ -415,4 +421,4 @@ def offline_report(data: GroupInput, graph: EntityGraph) -> SummaryFields:
     }
 
 
-__all__ = ["ReportWriter", "build_input", "community_card", "full_content", "offline_report", "short_content"]
+__all__ = ["ReportWriter", "build_input", "community_card", "full_content", "offline_report", "report_hit", "short_content"]

@@ -50,10 +50,6 @@ from rhizome.core.store.storage import Connection
 from rhizome.core.types import Chunk, Entity, GraphContents, Relation
 from rhizome.hipporag.config import HippoRAGConfig
 
-ADOPTED = "hipporag.graph_layer"
-"""Meta flag: the per-chunk records are the entity-graph layer's (an index written before keeps
-kernel extractions; its first writable open converts them)."""
-
 
 def fact_text(fact: Relation, source_name: str, target_name: str) -> str:
     """A fact as the text that is embedded and shown: its first passage's statement, else
@@ -121,7 +117,7 @@ class HippoRAGIndex(EntityGraphIndex):
         self.phrases = self.entity_graph.entities
         self.facts = self.entity_graph.relations
         self.synonyms = self.store.table("hipporag_synonyms", Relation, lookups=("source", "target"))
-        self.entity_graph.adopt_once(ADOPTED, said)
+        self.entity_graph.adopt_once(said)
 
     @property
     def extractor(self) -> Any:
@@ -153,10 +149,6 @@ class HippoRAGIndex(EntityGraphIndex):
     def graph_contents(self) -> GraphContents:
         """Phrases as entities; facts and synonymy edges (predicate ``synonym``) as relations."""
         return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations() + self.synonyms.all())
-
-    def names(self, phrase_ids: Sequence[str]) -> dict[str, str]:
-        """Display names of phrases by id."""
-        return self.entity_graph.names(phrase_ids)
 
     # -- EntityGraphIndex hooks ------------------------------------------------------------------
     _after_change = BaseIndex._after_change

@@ -30,11 +30,12 @@ ranking above; ``dense-fallback``: no seed), ``seed_phrases`` and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from rhizome.core.errors import ConfigurationError, ModelOutputError
+from rhizome.core.errors import ModelOutputError
 from rhizome.core.extraction import query_names
 from rhizome.core.extraction.schema import entity_key
 from rhizome.core.retrieval.contract import (
@@ -50,6 +51,7 @@ from rhizome.core.retrieval.evidence import (
     merge_seeds,
     relative_weights,
 )
+from rhizome.core.types import Relation
 from rhizome.hipporag.prompts import (
     FILTER_SYSTEM,
     QUERY_SYSTEM,
@@ -88,14 +90,9 @@ class HippoRAGRetriever(BaseRetriever):
     returned, default 4; ``mode``: ``v2``, the default, or ``v1``; settings:
     :class:`HippoRAGParams`)."""
 
+    modes = ("v2", "v1")
     params_class = HippoRAGParams
     params: HippoRAGParams
-
-    def __init__(self, index: Any, k: int | None = None, mode: str = "v2", **settings: Any) -> None:
-        if mode not in ("v2", "v1"):
-            raise ConfigurationError(f"unknown mode {mode!r} for HippoRAG's walk; modes: v2, v1")
-        self.mode = mode
-        super().__init__(index, k, **settings)
 
     # -- the model's steps (offline stand-ins without one) ---------------------------------------
     async def aquery_entities(self, query: str) -> list[str]:
@@ -144,10 +141,10 @@ class HippoRAGRetriever(BaseRetriever):
         if self.mode == "v2" and vector is not None and vectors is not None:
             seeds, kept, chains = await self._fact_seeds(query, vector)
             if kept and entities:  # no fact kept: dense retrieval, as HippoRAG 2
-                seeds = merge_seeds(seeds, await self._entity_seeds(vectors[1:]))
+                seeds = merge_seeds(seeds, await link_names(index, index.PHRASE_COLLECTION, vectors[1:]))
             stats["facts_kept"] = len(kept)
-        elif self.mode == "v1" and vectors is not None:
-            seeds = await self._entity_seeds(vectors[1:])
+        elif self.mode == "v1" and vectors is not None:  # each query entity's nearest phrase, weight 1
+            seeds = await link_names(index, index.PHRASE_COLLECTION, vectors[1:])
         stats["seed_phrases"] = len(seeds)
         if not seeds:  # nothing to start a walk from: dense retrieval
             notes = [
@@ -159,7 +156,7 @@ class HippoRAGRetriever(BaseRetriever):
         # HippoRAG 1's phrase graph when passages are no seeds; else phrases and passages
         graph = index.graph(passage_nodes=self.mode == "v2" or options.passage_weight > 0)
         ranked = options.rank(graph, seeds, dense, limit=max(k, options.dense_k))
-        names = index.names(list(seeds))
+        names = index.entity_graph.names(list(seeds))
         facts = [" ".join(x for x in parts if x) for _, parts, _ in kept]
         metadata: dict[str, Any] = {"seed_phrases": [names.get(s, s) for s in seeds], "facts": facts}
         if chains:
@@ -176,12 +173,8 @@ class HippoRAGRetriever(BaseRetriever):
         if not found:
             return {}, [], []
         records = index.facts.get([fid for fid, _ in found])
-        names = index.names(list({x for r in records.values() for x in (r.source, r.target)}))
-        facts = [
-            (fid, [names.get(r.source, r.source), r.predicate, names.get(r.target, r.target)], score)
-            for fid, score in found
-            if (r := records.get(fid)) is not None
-        ]
+        parts = self._parts(records)
+        facts = [(fid, parts[fid], score) for fid, score in found if fid in parts]
         kept = await self.afilter(query, facts)
         if not kept:
             return {}, [], []
@@ -198,26 +191,18 @@ class HippoRAGRetriever(BaseRetriever):
             passages = index.graph().passages_of
             best = sorted(phrases, key=lambda p: (-phrases[p] / max(1, passages.get(p, 1)), p))[: self.params.link_k]
             phrases = {p: phrases[p] for p in best}
-        collection = index.store.collection(index.FACT_COLLECTION, vector.shape[1])
-        more, chains = options.chain_seeds(index.fact_graph(), vector[0], [(fid, s) for fid, _, s in kept], collection.present)
+        more, chains = index.chain_seeds(options, vector, [(fid, s) for fid, _, s in kept])
         return merge_seeds(phrases, more), kept, chains
+
+    def _parts(self, records: Mapping[str, Relation]) -> dict[str, list[str]]:
+        """Each fact as ``[subject, predicate, object]``, its phrases by name."""
+        names = self.index.entity_graph.names({x for r in records.values() for x in (r.source, r.target)})
+        return {fid: [names.get(r.source, r.source), r.predicate, names.get(r.target, r.target)] for fid, r in records.items()}
 
     def _chain_texts(self, chains: list[Any]) -> list[str]:
         """Each chain as its facts' texts joined by ``→``."""
-        records = self.index.facts.get(list({f for c in chains for f in c.facts}))
-        names = self.index.names(list({x for r in records.values() for x in (r.source, r.target)}))
-        return [
-            " → ".join(" ".join(x for x in (names.get(r.source, r.source), r.predicate, names.get(r.target, r.target)) if x)
-                       for f in chain.facts if (r := records.get(f)) is not None)
-            for chain in chains
-        ]
-
-    async def _entity_seeds(self, vectors: Any) -> dict[str, float]:
-        """Each query entity's nearest phrase (``vectors``: one row per entity), weight 1
-        (specificity is applied by the walk)."""
-        if vectors is None or not len(vectors):
-            return {}
-        return await link_names(self.index, self.index.PHRASE_COLLECTION, vectors)
+        parts = self._parts(self.index.facts.get(list({f for c in chains for f in c.facts})))
+        return [" → ".join(" ".join(x for x in parts[f] if x) for f in chain.facts if f in parts) for chain in chains]
 
 
 __all__ = ["HippoRAGParams", "HippoRAGRetriever"]

@@ -25,7 +25,7 @@ back exactly the records held before).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rhizome.core.extraction import add_keywords
@@ -34,7 +34,7 @@ from rhizome.core.graph.resolution import EntityResolver
 from rhizome.core.index.base import ModeInfo
 from rhizome.core.index.entity_index import EntityGraphIndex, open_entity_graph
 from rhizome.core.naive import NAIVE
-from rhizome.core.types import Chunk, Entity, Relation
+from rhizome.core.types import Chunk
 from rhizome.lightrag.config import LightRAGConfig
 
 
@@ -70,23 +70,6 @@ class LightRAGIndex(EntityGraphIndex):
         # the offline rules judge one document at a time, so a document's records do not depend
         # on which other documents share its insert batch
         return {"llm_options": self.config.llm_extractor_options(), "offline_options": {"window": "sentence", "per_document": True}}
-
-    # -- reading the graph -----------------------------------------------------------------------
-    def entities(self) -> list[Entity]:
-        """Every entity profile (sorted by id), with its citations and fragments."""
-        return self.entity_graph.all_entities()
-
-    def relations(self) -> list[Relation]:
-        """Every relation profile (sorted by id), with its citations and fragments."""
-        return self.entity_graph.all_relations()
-
-    def entity(self, name: str) -> Entity | None:
-        """The profile a name resolves to (exact surface form or entity id), or ``None``."""
-        return self.entity_graph.entity(name)
-
-    def degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        """Relations per entity (the degree LightRAG ranks by)."""
-        return self.entity_graph.degrees(entity_ids)
 
     # -- BaseIndex hooks -------------------------------------------------------------------------
     async def _records(self, chunks: list[Chunk]) -> list[ChunkExtraction]:

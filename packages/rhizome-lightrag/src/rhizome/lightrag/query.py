@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from rhizome.core.errors import ConfigurationError, ModelOutputError
+from rhizome.core.errors import ModelOutputError
 from rhizome.core.extraction import content_words, query_names
 from rhizome.core.graph.lists import counts, profile_key
 from rhizome.core.retrieval.contract import (
@@ -70,8 +70,6 @@ from rhizome.lightrag.schema import QueryKeywords
 Kind = Literal["chunk", "relation", "entity"]
 KINDS: tuple[Kind, ...] = ("chunk", "relation", "entity")
 """The kinds of hit :class:`LightRAGRetriever` returns (its ``kinds`` setting picks among them)."""
-GRAPH_MODES = ("hybrid", "local", "global", "mix")
-"""The modes this retriever runs (the index's ``naive`` mode is the kernel's)."""
 
 MIX_NAME_WEIGHT = 0.5
 """Weight of the entity names nearest the whole query among ``mix``'s seeds (chosen on half of
@@ -147,14 +145,10 @@ class LightRAGRetriever(BaseRetriever):
     :class:`LightRAGParams`.
     """
 
+    modes = ("hybrid", "local", "global", "mix")
+    """The index's ``naive`` mode is the kernel's."""
     params_class = LightRAGParams
     params: LightRAGParams
-
-    def __init__(self, index: Any, k: int | None = None, mode: str = "hybrid", **settings: Any) -> None:
-        if mode not in GRAPH_MODES:
-            raise ConfigurationError(f"unknown mode {mode!r} for LightRAG's graph search; modes: {', '.join(GRAPH_MODES)}")
-        self.mode = mode
-        super().__init__(index, k, **settings)
 
     # -- keywords --------------------------------------------------------------------------------
     async def akeywords(self, query: str) -> tuple[QueryKeywords, str]:
@@ -271,12 +265,7 @@ class LightRAGRetriever(BaseRetriever):
         if self.mode in ("local", "hybrid", "mix"):
             found.append(await link_names(index, index.NAME_COLLECTION, vectors["names"]))
         if self.mode in ("global", "hybrid", "mix"):
-            facts = vector_search(index.store, index.RELATION_COLLECTION, vectors["query"], options.fact_k)
-            records = index.relation_table.get([r for r, _ in facts])
-            found.append(options.fact_seeds(facts, {r.id: (r.source, r.target) for r in records.values()}))
-            if options.chains:
-                collection = index.store.collection(index.RELATION_COLLECTION, vectors["query"].shape[1])
-                found.append(options.chain_seeds(index.fact_graph(), vectors["query"][0], facts, collection.present)[0])
+            found.append(index.fact_seeds(options, vectors["query"]))
         if self.mode == "mix":
             names = relative_weights(vector_search(index.store, index.NAME_COLLECTION, vectors["query"], options.fact_k), options.temperature)
             found.append({key: MIX_NAME_WEIGHT * weight for key, weight in names.items()})
@@ -299,7 +288,7 @@ class LightRAGRetriever(BaseRetriever):
             return [], []
         score_of = dict(ents)
         edges = list({r.id: r for r in index.relation_table.find("source", score_of) + index.relation_table.find("target", score_of)}.values())
-        degree = index.degrees(list({x for r in edges for x in (r.source, r.target)} | set(score_of)))
+        degree = index.entity_graph.degrees(list({x for r in edges for x in (r.source, r.target)} | set(score_of)))
         edges.sort(key=lambda r: (-(degree.get(r.source, 0) + degree.get(r.target, 0)), -r.weight, r.id))
         edges = edges[: self.params.top_k]
         relations = [(r.id, score_of.get(r.source, score_of.get(r.target, 0.0)), r) for r in edges]
@@ -315,7 +304,7 @@ class LightRAGRetriever(BaseRetriever):
             return [], []
         endpoint_ids = list(dict.fromkeys(x for _, _, rel in rels for x in (rel.source, rel.target)))
         ent_profiles = index.entity_table.get(endpoint_ids)
-        degree = index.degrees(endpoint_ids)
+        degree = index.entity_graph.degrees(endpoint_ids)
         entities = []
         for _, score, rel in rels:
             for x in (rel.source, rel.target):

@@ -108,6 +108,11 @@ class EntityGraph:
         """The undirected weighted graph Leiden runs on (:func:`weighted_graph`)."""
         return weighted_graph(self.relations.values(), self.entities)
 
+    def name(self, entity_id: str) -> str:
+        """An entity's name (its id when the graph does not hold it)."""
+        entity = self.entities.get(entity_id)
+        return entity.name if entity is not None else entity_id
+
     def combined_degree(self, relation: Relation) -> int:
         return self.degree.get(relation.source, 0) + self.degree.get(relation.target, 0)
 

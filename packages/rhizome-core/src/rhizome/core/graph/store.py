@@ -246,9 +246,13 @@ class EntityGraphStore:
         self.lists = ProfileLists(store, prefix)
         self.entity_collection = names["entities"]
         """The entity profile vectors (``None``: the method keeps none, its policy has no ``entity_text``)."""
-        self.relation_collection = names["relations"]
+        self.relation_collection: str = names["relations"] or f"{prefix}_relations"
+        """The relation profile vectors (every method keeps them: they are the facts a query is matched to)."""
         self.name_collection = names["names"]
         self.summary_stage = f"{prefix}.summary"
+        self.adopted_flag = f"{prefix}.graph_layer"
+        """Meta flag: the per-chunk records are this layer's (an index its method wrote before it
+        used the layer keeps kernel extractions, which :meth:`adopt_once` converts)."""
         self.rows_flag = f"{prefix}.list_rows"
         """Meta flag: every long profile keeps its citations and fragments as rows."""
         self.embed = embed
@@ -417,16 +421,16 @@ class EntityGraphStore:
             self.lists.append(db, rows)
             table.put(db, fixed)
 
-    def adopt_once(self, flag: str, convert: Callable[[Extraction], ChunkExtraction]) -> None:
+    def adopt_once(self, convert: Callable[[Extraction], ChunkExtraction]) -> None:
         """On a writable open of an index its method wrote before it used this layer (meta
-        ``flag`` unset): the kernel extractions it stored become the layer's per-chunk records
-        (``convert``, then :meth:`adopt`), and ``flag`` is set."""
-        if self.store.readonly or self.store.get_meta(flag, False):
+        :attr:`adopted_flag` unset): the kernel extractions it stored become the layer's
+        per-chunk records (``convert``, then :meth:`adopt`), and the flag is set."""
+        if self.store.readonly or self.store.get_meta(self.adopted_flag, False):
             return
         records = [convert(x) for x in self.extractions.view(Extraction).all()]
         with self.store.transaction() as db:
             self.adopt(db, records)
-            IndexStore.set_meta(db, flag, True)
+            IndexStore.set_meta(db, self.adopted_flag, True)
 
     # -- planning ------------------------------------------------------------------------------------
     async def plan(self, records: list[ChunkExtraction], removed: Sequence[str], *, defer: bool = False) -> GraphChange:

@@ -22,7 +22,14 @@ from rhizome.core.graph.store import EntityGraphStore, GraphChange
 from rhizome.core.graph.summarize import DescriptionSummarizer
 from rhizome.core.index.base import BaseIndex, Batch, ChunkVectors, Stats, add_counts, batch_chunks
 from rhizome.core.index.hierarchy import Hierarchy
-from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
+from rhizome.core.retrieval.contract import vector_search
+from rhizome.core.retrieval.evidence import (
+    Chain,
+    EvidenceGraph,
+    EvidenceParams,
+    FactGraph,
+    merge_seeds,
+)
 from rhizome.core.store.records import RecordTable
 from rhizome.core.store.storage import Connection
 from rhizome.core.types import Chunk, Entity, GraphContents, Relation
@@ -151,6 +158,19 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
         if self.entity_graph.pending.keys():
             add_counts(stats, await self.entity_graph.settle())
 
+    # -- reading the graph -------------------------------------------------------------------------
+    def entities(self) -> list[Entity]:
+        """Every entity profile (sorted by id), with its citations and fragments."""
+        return self.entity_graph.all_entities()
+
+    def relations(self) -> list[Relation]:
+        """Every relation profile (sorted by id), with its citations and fragments."""
+        return self.entity_graph.all_relations()
+
+    def entity(self, name: str) -> Entity | None:
+        """The profile a name resolves to (exact surface form or entity id), or ``None``."""
+        return self.entity_graph.entity(name)
+
     def graph_contents(self) -> GraphContents:
         """The entity and relation profiles (sorted by id), for export."""
         return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations())
@@ -169,6 +189,23 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
         """The entity–passage graph of the current entities and relations (cached until the
         next change)."""
         return self.derived("evidence", self.entity_graph.generations(), self.entity_graph.evidence_graph)
+
+    # -- seeds of the evidence walk from the facts nearest a query --------------------------------
+    def chain_seeds(self, params: EvidenceParams, vector: Any, found: Sequence[tuple[str, float]]) -> tuple[dict[str, float], list[Chain]]:
+        """:meth:`~rhizome.core.retrieval.evidence.EvidenceParams.chain_seeds` of the layer's
+        facts from ``found`` (relation ids and their cosines to the query ``vector``, one row)."""
+        collection = self.store.collection(self.entity_graph.relation_collection, vector.shape[1])
+        return params.chain_seeds(self.fact_graph(), vector[0], found, collection.present)
+
+    def fact_seeds(self, params: EvidenceParams, vector: Any) -> dict[str, float]:
+        """Entity seeds from what the query (``vector``, one row) states: the endpoints of the
+        ``fact_k`` relations nearest it at their relative weights
+        (:meth:`~rhizome.core.retrieval.evidence.EvidenceParams.fact_seeds`) and, with
+        ``chains``, the entities of the best chains of facts from them."""
+        found = vector_search(self.store, self.entity_graph.relation_collection, vector, params.fact_k)
+        records = self.relation_table.get([r for r, _ in found])
+        seeds = params.fact_seeds(found, {r.id: (r.source, r.target) for r in records.values()})
+        return merge_seeds(seeds, self.chain_seeds(params, vector, found)[0]) if params.chains else seeds
 
 
 __all__ = ["EntityGraphIndex", "StoredEntityGraph", "open_entity_graph"]

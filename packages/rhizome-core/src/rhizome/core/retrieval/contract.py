@@ -52,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -230,6 +231,17 @@ def chunk_hits(index: Any, ranked: Sequence[tuple[str, float]], **metadata: Any)
     return [chunk_hit(chunks[cid], score, **metadata) for cid, score in ranked if cid in chunks]
 
 
+def point_hit(text: str, importance: Any, key: str, provenance: Provenance | None = None, **metadata: Any) -> Hit:
+    """A ``point`` hit, what a map step draws from what it read: ``text``, scored
+    ``importance / 100`` (its importance, 0–100, also in its metadata), its id made from ``key``
+    (what tells the point apart: its text and what it rests on)."""
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    return Hit(
+        id=f"point-{digest}", text=text, score=importance / 100.0, kind="point", provenance=provenance or Provenance(),
+        metadata={"importance": importance, **metadata},
+    )
+
+
 def pack(items: Sequence[T], budget: int, text: Callable[[T], str], *, overhead: int = 0, cut_first: bool = True) -> list[tuple[T, str]]:
     """The items, in order, whose texts (plus ``overhead`` tokens each, for separators) fit in
     ``budget`` tokens together, with their texts: the first item that does not fit ends the
@@ -367,6 +379,9 @@ class BaseRetriever:
     be applied to them; a mode that sets it false refuses filters."""
     mode: str | None = None
     """The mode name (reported in :attr:`Retrieval.mode`)."""
+    modes: ClassVar[tuple[str, ...]] = ()
+    """The modes of a class that runs several (LightRAG's graph modes, HippoRAG's v2 and v1),
+    chosen by its ``mode`` keyword, the first by default; empty: the one :attr:`mode`."""
     reranks_itself: ClassVar[bool] = False
     """Whether the mode applies :attr:`reranker` inside its own search (spRAG's RSE reranks the
     candidate chunks before choosing segments) rather than to its hits at the end."""
@@ -391,6 +406,10 @@ class BaseRetriever:
     """The settings this retriever was made with, validated."""
 
     def __init__(self, index: Any, k: int | None = None, **settings: Any) -> None:
+        if self.modes:
+            self.mode = settings.pop("mode", self.modes[0])
+            if self.mode not in self.modes:
+                raise ConfigurationError(f"unknown mode {self.mode!r} for {type(self).__name__}; modes: {', '.join(self.modes)}")
         self.index = index
         self.k = check_k(k, self.default_k)
         self.filter: MetadataFilter | None = None
@@ -704,6 +723,7 @@ __all__ = [
     "chunk_hits",
     "dedupe",
     "pack",
+    "point_hit",
     "provenance",
     "query_vector",
     "query_vectors_held",

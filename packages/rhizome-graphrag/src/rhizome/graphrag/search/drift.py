@@ -25,8 +25,9 @@ its follow-ups interleaved round-robin (chunks first), then the primer reports; 
 from __future__ import annotations
 
 import asyncio
-import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -39,6 +40,7 @@ from rhizome.core.retrieval.contract import (
     by_rank,
     chunk_hits,
     dedupe,
+    point_hit,
     provenance,
     query_vector,
 )
@@ -46,7 +48,7 @@ from rhizome.core.retrieval.evidence import EvidenceParams, merge_seeds, relativ
 from rhizome.core.text import truncate_tokens
 from rhizome.core.types import Community, Hit
 from rhizome.graphrag.prompts import DRIFT_FOLLOWUP_PROMPT, DRIFT_PRIMER_PROMPT, DRIFT_SYSTEM
-from rhizome.graphrag.reports import full_content
+from rhizome.graphrag.reports import full_content, report_hit
 from rhizome.graphrag.schemas import DriftStep
 from rhizome.graphrag.search.local import LocalSearch
 
@@ -182,18 +184,9 @@ class DriftSearch(BaseRetriever):
         if llm is not None and primer:
             folds = [primer[i :: self.params.primer_folds] for i in range(self.params.primer_folds)]
             folds = [f for f in folds if f]
-
-            async def prime(fold: list[Community]) -> DriftStep:
-                context = "\n\n".join(f"----- report {c.id} -----\n{full_content(c)}" for c in fold)
-
-                def primer_prompt(text: str) -> str:
-                    return DRIFT_PRIMER_PROMPT.format(question=query, context=text, language=language, n_followups=self.params.followups_per_depth)
-
-                budget = fit(llm, self.params.context_max_tokens, reply_tokens=STEP_REPLY_TOKENS, fixed=[DRIFT_SYSTEM, primer_prompt("")])
-                prompt = primer_prompt(truncate_tokens(context, budget))
-                return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
-
-            for fold, step in zip(folds, await asyncio.gather(*(prime(f) for f in folds))):
+            prompt = partial(DRIFT_PRIMER_PROMPT.format, question=query, language=language, n_followups=self.params.followups_per_depth)
+            texts = ["\n\n".join(f"----- report {c.id} -----\n{full_content(c)}" for c in fold) for fold in folds]
+            for fold, step in zip(folds, await asyncio.gather(*(self._step(prompt, text) for text in texts))):
                 chunk_ids = [x for c in fold for x in graph.community_chunks(c)[:5]]
                 if step.answer.strip():
                     points.append((step.score, step.answer.strip(), [c.id for c in fold], chunk_ids))
@@ -234,20 +227,11 @@ class DriftSearch(BaseRetriever):
             local_lists.extend(contexts)
             if llm is None or depth == self.params.n_depth:
                 continue
-
-            async def follow(action: _Action, hits: list[Hit]) -> DriftStep:
-                text = "\n\n".join(f"[{h.kind}] {h.text}" for h in hits)
-
-                def followup_prompt(context: str) -> str:
-                    return DRIFT_FOLLOWUP_PROMPT.format(
-                        question=query, sub_question=action.question, context=context, language=language, n_followups=self.params.followups_per_depth
-                    )
-
-                budget = fit(llm, self.params.context_max_tokens, reply_tokens=STEP_REPLY_TOKENS, fixed=[DRIFT_SYSTEM, followup_prompt("")])
-                prompt = followup_prompt(truncate_tokens(text, budget))
-                return await llm.acomplete_json(prompt, DriftStep, system=DRIFT_SYSTEM)
-
-            answers = await asyncio.gather(*(follow(a, c) for a, c in zip(todo, contexts)))
+            asks = [
+                partial(DRIFT_FOLLOWUP_PROMPT.format, question=query, sub_question=a.question, language=language, n_followups=self.params.followups_per_depth)
+                for a in todo
+            ]
+            answers = await asyncio.gather(*(self._step(ask, "\n\n".join(f"[{h.kind}] {h.text}" for h in c)) for ask, c in zip(asks, contexts)))
             for found, step in zip(contexts, answers):
                 chunk_ids = [x for h in found for x in h.provenance.chunk_ids][:10]
                 report_ids = [h.id for h in found if h.kind == "community"]
@@ -255,6 +239,13 @@ class DriftSearch(BaseRetriever):
                     points.append((step.score, step.answer.strip(), report_ids, chunk_ids))
                 actions += [_Action(-step.score, q.strip(), depth + 1) for q in step.follow_ups if q.strip()]
         return asked, steps
+
+    async def _step(self, prompt: Callable[..., str], context: str) -> DriftStep:
+        """One model step: ``prompt`` (filled in with ``context=``) around ``context``, cut to
+        ``context_max_tokens`` or what the model's window leaves beside the prompt and the reply."""
+        llm = self.index.llm
+        budget = fit(llm, self.params.context_max_tokens, reply_tokens=STEP_REPLY_TOKENS, fixed=[DRIFT_SYSTEM, prompt(context="")])
+        return await llm.acomplete_json(prompt(context=truncate_tokens(context, budget)), DriftStep, system=DRIFT_SYSTEM)
 
     def _context(
         self, points: list[_Point], primer: list[Community], local_lists: list[list[Hit]], graph: Any, similarity: dict[str, float]
@@ -264,36 +255,17 @@ class DriftSearch(BaseRetriever):
         chunk_pool = {x for _, _, _, ids in points for x in ids}
         chunk_pool.update(x for c in primer for x in graph.community_chunks(c)[:20])
         chunks = self.index.store.chunks(sorted(chunk_pool))
-        ordered: list[Hit] = []
-        for score, text, report_ids, chunk_ids in sorted(points, key=lambda p: -p[0]):
-            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-            ordered.append(
-                Hit(
-                    id=f"point-{digest}",
-                    text=text,
-                    score=score / 100.0,
-                    kind="point",
-                    provenance=provenance(chunks, chunk_ids),
-                    metadata={"report_ids": report_ids, "importance": score},
-                )
-            )
+        ordered = [
+            point_hit(text, score, text, provenance(chunks, chunk_ids), report_ids=report_ids)
+            for score, text, report_ids, chunk_ids in sorted(points, key=lambda p: -p[0])
+        ]
         priority = {"chunk": 0, "entity": 1, "relation": 2, "community": 3}
         lists = [sorted(found, key=lambda h: priority.get(h.kind, 4)) for found in local_lists]
         position = 0
         while any(position < len(x) for x in lists):
             ordered += [found[position] for found in lists if position < len(found)]
             position += 1
-        for community in primer:
-            ordered.append(
-                Hit(
-                    id=community.id,
-                    text=full_content(community),
-                    score=similarity.get(community.id, 0.0),
-                    kind="community",
-                    provenance=provenance(chunks, graph.community_chunks(community)),
-                    metadata={"title": community.title, "level": community.level, "rating": community.rating, "section": "primer"},
-                )
-            )
+        ordered += [report_hit(c, similarity.get(c.id, 0.0), chunks, graph, "primer") for c in primer]
         return dedupe(ordered)
 
 

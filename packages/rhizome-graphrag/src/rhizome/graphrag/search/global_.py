@@ -15,8 +15,8 @@ rest on; all batches run concurrently (bounded by the model's own concurrency li
 scoring above ``min_score`` are ranked by score, then by the rating of their report, and
 returned as ``point`` hits. The three steps are :class:`~rhizome.core.retrieval.contract.MapReduceSearch`'s
 (``aplan``, ``amap``, ``reduce``), so ``langgraph_rhizome`` can run the batches as graph
-branches. The final answer (the reduce step of the paper) is
-:func:`rhizome.graphrag.answer.aanswer`.
+branches. The final answer (the reduce step of the paper) is ``GraphRAGIndex.answer(question,
+mode="global")``.
 
 Offline (no model): ratings and point scores are the share of the query's content words found
 in the report (or point) text; the points of a report are its summary and its findings. With
@@ -27,7 +27,6 @@ embedding), and the words of each report and point are kept until the graph chan
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import random
 from collections.abc import Sequence, Set
 from typing import Any
@@ -41,6 +40,7 @@ from rhizome.core.retrieval.contract import (
     MapPlan,
     MapReduceSearch,
     batch_texts,
+    point_hit,
     provenance,
     query_vector,
 )
@@ -249,14 +249,12 @@ class GlobalSearch(MapReduceSearch):
             points = self._offline_points(query, communities)
         else:
             points = await self._model_points(query, self._packed(communities, query))
-        hits = []
-        for p in points:
-            if p["score"] <= self.params.min_score:
-                continue
-            key = hashlib.sha256((p["description"] + "|".join(p["reports"])).encode("utf-8")).hexdigest()[:16]
-            titles = [reports[c].title for c in p["reports"] if c in reports]
-            metadata = {"importance": p["score"], "rating": p["rating"], "report_ids": p["reports"], "titles": titles}
-            hits.append(Hit(id=f"point-{key}", text=p["description"], score=p["score"] / 100.0, kind="point", metadata=metadata))
+        hits = [
+            point_hit(p["description"], p["score"], p["description"] + "|".join(p["reports"]), rating=p["rating"], report_ids=p["reports"],
+                      titles=[reports[c].title for c in p["reports"] if c in reports])
+            for p in points
+            if p["score"] > self.params.min_score
+        ]
         best = self.reduce(query, hits, k)  # no batch gives more than k of the k best
         groups = {tuple(h.metadata["report_ids"]) for h in best}
         cited = {cid: graph.community_chunks(reports[cid])[:20] for cid in {c for g in groups for c in g} if cid in reports}

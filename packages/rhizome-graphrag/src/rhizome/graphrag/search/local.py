@@ -54,7 +54,7 @@ from rhizome.core.retrieval.evidence import (
 )
 from rhizome.core.text import count_tokens
 from rhizome.core.types import Entity, Hit, Relation
-from rhizome.graphrag.reports import full_content
+from rhizome.graphrag.reports import full_content, report_hit
 
 SECTIONS = ("chunks", "entities", "relationships", "reports")
 """The order of a local search's hits: its evidence first."""
@@ -164,12 +164,8 @@ class LocalSearch(BaseRetriever):
         (an index built before relations had vectors: the entities whose descriptions are
         nearest), at their relative weights."""
         index, options = self.index, self.params
-        found = vector_search(index.store, index.RELATION_COLLECTION, vector, options.fact_k)
-        if found:
-            relations = index.graph().relations
-            seeds = options.fact_seeds(found, {r: (relations[r].source, relations[r].target) for r, _ in found if r in relations})
-            collection = index.store.collection(index.RELATION_COLLECTION, vector.shape[1])
-            return merge_seeds(seeds, options.chain_seeds(index.fact_graph(), vector[0], found, collection.present)[0])
+        if seeds := index.fact_seeds(options, vector):
+            return seeds
         return relative_weights(vector_search(index.store, index.ENTITY_COLLECTION, vector, options.fact_k), options.temperature)
 
     async def _ahits(self, query: str, k: int) -> Retrieval:
@@ -241,14 +237,7 @@ class LocalSearch(BaseRetriever):
         chunk_rows = pack([chunks[c] for c in chunk_ids if c in chunks], text_budget, lambda c: c.text, overhead=2, cut_first=False)
 
         # -- the context, in GraphRAG's order ------------------------------------------------
-        context = [
-            Hit(
-                id=c.id, text=full_content(c), score=counts[c.id] / len(selected), kind="community",
-                provenance=provenance(chunks, graph.community_chunks(c)),
-                metadata={"section": "reports", "title": c.title, "level": c.level, "rating": c.rating},
-            )
-            for c, _ in reports
-        ]
+        context = [report_hit(c, counts[c.id] / len(selected), chunks, graph, "reports") for c, _ in reports]
         context += [
             Hit(
                 id=e.id, text=_entity_text(e), score=similarity.get(e.id, 0.0), kind="entity",
@@ -275,10 +264,8 @@ def _entity_text(entity: Entity) -> str:
 
 
 def _relation_text(relation: Relation, graph: Any) -> str:
-    source = graph.entities[relation.source].name if relation.source in graph.entities else relation.source
-    target = graph.entities[relation.target].name if relation.target in graph.entities else relation.target
     label = f" [{relation.predicate}]" if relation.predicate else ""
-    return f"{source} – {target}{label}: {relation.description}".strip()
+    return f"{graph.name(relation.source)} – {graph.name(relation.target)}{label}: {relation.description}".strip()
 
 
 __all__ = ["LocalParams", "LocalSearch"]
