@@ -1079,7 +1079,7 @@ class BaseIndex(Generic[P, D]):
         try:
             retriever = self._retriever(mode, k, **options)
         except TypeError as exc:
-            raise ConfigurationError(f"bad option for the {self.method} {mode or ''} retriever: {exc}") from exc
+            raise ConfigurationError(f"bad option for the {self.method}{f' {mode}' if mode else ''} retriever: {exc}") from exc
         retriever.reranker, retriever.rerank_candidates = reranker, candidates
         if wanted is not None:
             retriever._allowed(wanted)  # a filter this mode cannot honour, or a field no document has, fails now
