@@ -302,12 +302,12 @@ def _check_database(url: str) -> IndexCheck:
                 wrong = [vid for vid, n in lengths if dimension is not None and n != dimension]
                 if wrong or len({n for _, n in lengths}) > 1:  # the rows cannot be read as one matrix
                     wrong = wrong or [vid for vid, _ in lengths]
-                    report.problems.append(f"collection {name!r}: {len(wrong)} vectors of the wrong length: {', '.join(wrong[:LISTED])}")
+                    report.problems.append(f"collection {name!r}: {plural(len(wrong), 'vector')} of the wrong length: {', '.join(wrong[:LISTED])}")
                     continue
                 ids, matrix, _ = store.vector_rows(name)
                 bad = [ids[i] for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1))] if matrix is not None else []
                 if bad:
-                    report.problems.append(f"collection {name!r}: {len(bad)} vectors hold NaN or infinity: {', '.join(bad[:LISTED])}")
+                    report.problems.append(f"collection {name!r}: {plural(len(bad), 'vector')} {'holds' if len(bad) == 1 else 'hold'} NaN or infinity: {', '.join(bad[:LISTED])}")
             _check_coverage({r[0] for r in store.query("SELECT id FROM chunks")}, set(store.vector_ids("chunks")), dimension, report)
             _check_work(store.query, report)
     finally:
@@ -346,13 +346,13 @@ def _check_vectors(db: sqlite3.Connection, dimension: int | None, report: IndexC
         size = 4 * dimension if dimension else len(rows[0][1])
         wrong = [key for key, blob in rows if len(blob) != size]
         if wrong:
-            report.problems.append(f"collection {name!r}: {len(wrong)} vectors of the wrong length: {', '.join(wrong[:LISTED])}")
+            report.problems.append(f"collection {name!r}: {plural(len(wrong), 'vector')} of the wrong length: {', '.join(wrong[:LISTED])}")
         good = [(key, blob) for key, blob in rows if len(blob) == size]
         if good:
             matrix = np.frombuffer(b"".join(b for _, b in good), dtype=np.float32).reshape(len(good), -1)
             bad = [good[i][0] for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1))]
             if bad:
-                report.problems.append(f"collection {name!r}: {len(bad)} vectors hold NaN or infinity: {', '.join(bad[:LISTED])}")
+                report.problems.append(f"collection {name!r}: {plural(len(bad), 'vector')} {'holds' if len(bad) == 1 else 'hold'} NaN or infinity: {', '.join(bad[:LISTED])}")
     chunks = {r[0] for r in _rows(db, "SELECT id FROM chunks")}
     vectors = {r[0] for r in _rows(db, "SELECT id FROM vectors WHERE collection = 'chunks'")}
     _check_coverage(chunks, vectors, dimension, report)
@@ -362,9 +362,9 @@ def _check_coverage(chunks: set[str], vectors: set[str], dimension: int | None, 
     if vectors or dimension:
         missing, orphans = sorted(chunks - vectors), sorted(vectors - chunks)
         if missing:
-            report.problems.append(f"{len(missing)} chunks have no vector (they cannot be found): {', '.join(missing[:LISTED])}")
+            report.problems.append(f"{plural(len(missing), 'chunk')} {'has' if len(missing) == 1 else 'have'} no vector (not to be found by a search): {', '.join(missing[:LISTED])}")
         if orphans:
-            report.problems.append(f"{len(orphans)} chunk vectors have no chunk: {', '.join(orphans[:LISTED])}")
+            report.problems.append(f"{plural(len(orphans), 'chunk vector')} {'has' if len(orphans) == 1 else 'have'} no chunk: {', '.join(orphans[:LISTED])}")
 
 
 def _check_snapshots(path: Path, db: sqlite3.Connection, manifest: Manifest, report: IndexCheck) -> None:

@@ -408,7 +408,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return _index_status(as_location(args.index))
     status = check_ollama()
     if status.reachable:
-        print(f"Ollama at {status.host}: {len(status.models)} models: {', '.join(status.models) or '-'}")
+        print(f"Ollama at {status.host}: {plural(len(status.models), 'model')}: {', '.join(status.models) or '-'}")
     elif status.slow:
         print(status.error)
     else:
@@ -522,8 +522,8 @@ def cmd_docs_delete(args: argparse.Namespace) -> int:
     finally:
         index.close()
     if report.deleted:
-        print(f"deleted {plural(len(report.deleted), 'document')} ({plural(report.chunks, 'chunk')}) and what only they "
-              f"supported; {left} left")
+        print(f"deleted {plural(len(report.deleted), 'document')} ({plural(report.chunks, 'chunk')}) and what only "
+              f"{'it' if len(report.deleted) == 1 else 'they'} supported; {left} left")
         if not args.keep_cache:
             print(f"removed {plural(report.forgotten, 'model-call cache entry', 'model-call cache entries')} built from them or from the whole index")
     if report.unfinished:
@@ -563,7 +563,7 @@ def cmd_export(args: argparse.Namespace) -> int:
               + (f"communities at {plural(levels, 'level')} as the node attributes community_0, community_1..." if levels else "no communities"))
     else:
         written = (export.write_parquet if args.format == "parquet" else export.write_jsonl)(tables, out, replace=args.force)
-        print(f"wrote {len(written)} tables to {out}/: " + ", ".join(f"{t} {len(tables[t])} rows" for t in written))
+        print(f"wrote {plural(len(written), 'table')} to {out}/: " + ", ".join(f"{t} {plural(len(tables[t]), 'row')}" for t in written))
     return 0
 
 
@@ -587,9 +587,10 @@ def _print_check(found: Any) -> int:
     for line in found.warnings:
         print(f"warning: {line}")
     if found.ok:
-        print(f"{found.path}: no problems{f' ({len(found.warnings)} warnings)' if found.warnings else ''}")
+        warned = f" ({plural(len(found.warnings), 'warning')})" if found.warnings else ""
+        print(f"{found.path}: no problems{warned}")
         return 0
-    print(f"{found.path}: {len(found.problems)} problems", file=sys.stderr)
+    print(f"{found.path}: {plural(len(found.problems), 'problem')}", file=sys.stderr)
     return 1
 
 
