@@ -50,6 +50,30 @@ def test_index_then_query_offline(tmp_path, capsys):
     assert code == 0 and "Agnes Brodd" in out and "extractive" in out
 
 
+def test_a_damaged_chunk_is_left_out_of_a_query_and_index_stores_it_again(tmp_path, capsys):
+    """Defect: a chunk text changed outside Rhizome failed every query that reached it, and
+    indexing the unchanged files again skipped its document, so nothing could store it again."""
+    import shutil
+    import sqlite3
+
+    docs = tmp_path / "docs"
+    shutil.copytree(sample_corpus(), docs)
+    out_dir = tmp_path / "idx"
+    assert run(capsys, "index", str(docs), "--out", str(out_dir), "--method", "lightrag", "--offline", "-q")[0] == 0
+    with sqlite3.connect(out_dir / "records.sqlite") as db:
+        db.execute("UPDATE chunks SET text = CAST(X'4F736B656CFF' AS TEXT) WHERE document_id = '04-oskel-lighthouse.md'")
+    code, out, err = run(capsys, "query", str(out_dir), "Who was the first keeper of the Oskel lighthouse?", "-k", "3", "--offline")
+    assert code == 0 and out.startswith("[1] ") and "Traceback" not in err
+    assert "note: left out 1 passage whose stored text is damaged: chunk 04-oskel-lighthouse.md:0" in out
+    assert f"from {docs / '04-oskel-lighthouse.md'}" in out and "IndexDamageWarning" not in err  # said once, as a note
+    assert run(capsys, "check", str(out_dir))[0] == 1
+    code, out, _ = run(capsys, "index", str(docs), "--out", str(out_dir), "--offline", "--sync")
+    assert code == 0 and "0 new, 0 changed, 7 unchanged, 1 stored again (their stored text was damaged), 0 removed" in out
+    assert run(capsys, "check", str(out_dir))[0] == 0
+    code, out, _ = run(capsys, "query", str(out_dir), "Who was the first keeper of the Oskel lighthouse?", "-k", "3", "--offline")
+    assert code == 0 and "left out" not in out and "04-oskel-lighthouse" in out
+
+
 def test_demo_runs_offline_when_ollama_is_down(capsys, tmp_path):
     code, out, _ = run(capsys, "demo", "-q")
     assert code == 0

@@ -48,7 +48,7 @@ from rhizome.core.store.storage import (
     Manifest,
     is_url,
     read_manifest,
-    text_checksum,
+    stored_chunk_text,
 )
 from rhizome.core.store.vectors import VectorStore
 from rhizome.tools.cli import plural
@@ -97,7 +97,7 @@ def check_index(path: str | Path) -> IndexCheck:
                     manifest = Manifest.model_validate(stored)
             dimension = manifest.embedding_dimension if manifest is not None else None
             columns = {r[1] for r in _rows(db, "PRAGMA table_info(chunks)")}
-            _check_chunks(lambda sql: _rows(db, sql), "checksum" in columns, report)
+            _check_chunks(lambda sql: _rows(db, sql), "checksum" in columns, report, text="CAST(text AS BLOB)")
             _check_vectors(db, dimension, report)
             _check_work(lambda sql: _rows(db, sql), report)
         if manifest is not None:
@@ -324,13 +324,24 @@ def _check_work(rows: Callable[[str], list[tuple]], report: IndexCheck) -> None:
         report.warnings.append(f"{plural(failed[0][0], 'document')} failed and {'is' if failed[0][0] == 1 else 'are'} not stored (`rhizome status` lists them)")
 
 
-def _check_chunks(rows: Callable[[str], list[tuple]], checksums: bool, report: IndexCheck) -> None:
-    select = "id, text, checksum" if checksums else "id, text, ''"
-    changed = [cid for cid, text, checksum in rows(f"SELECT {select} FROM chunks") if checksum and checksum != text_checksum(text)]
-    if changed:
+_MANY = {"does not match its checksum": "do not match their checksum", "is not valid UTF-8": "are not valid UTF-8"}
+"""What :func:`~rhizome.core.store.storage.stored_chunk_text` says of one damaged chunk, said of several."""
+
+
+def _check_chunks(rows: Callable[[str], list[tuple]], checksums: bool, report: IndexCheck, text: str = "text") -> None:
+    """Chunk texts against their checksums (``text``: how the column is read; SQLite reads its
+    bytes, so a text that is not UTF-8 is found too), and each document's chunk count."""
+    damaged: dict[str, list[str]] = {}
+    for cid, stored, checksum in rows(f"SELECT id, {text}, {'checksum' if checksums else repr('')} FROM chunks"):
+        why = stored_chunk_text(stored, checksum)[1]
+        if why is not None:
+            damaged.setdefault(why, []).append(cid)
+    for why, chunks in damaged.items():
         report.problems.append(
-            f"{len(changed)} chunks do not match their checksum (text changed outside Rhizome): {', '.join(changed[:LISTED])}; "
-            "delete their documents and insert them again"
+            f"{plural(len(chunks), 'chunk')} {why if len(chunks) == 1 else _MANY[why]} (changed outside Rhizome): "
+            f"{', '.join(chunks[:LISTED])}; insert {'its document' if len(chunks) == 1 else 'their documents'} again "
+            "(`rhizome index` of the files the index was built from stores a damaged document again, unchanged or "
+            "not), or delete them"
         )
     counts = rows(
         "SELECT d.id FROM documents d LEFT JOIN (SELECT document_id, COUNT(*) n FROM chunks GROUP BY document_id) c"

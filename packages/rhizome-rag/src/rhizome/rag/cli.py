@@ -16,12 +16,14 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rhizome.core.errors import (
     ConfigurationError,
+    IndexDamageWarning,
     InvalidInputError,
     RhizomeError,
 )
@@ -214,7 +216,9 @@ def _print_summary(args: argparse.Namespace, report: Any, removed: Any, totals: 
         for key, value in part.items():
             if isinstance(value, int):
                 stats[key] = stats.get(key, 0) + value
-    parts = [f"{len(report.inserted)} new", f"{len(report.replaced)} changed", f"{len(report.skipped)} unchanged"]
+    parts = [f"{len(report.inserted)} new", f"{len(report.replaced) - len(report.restored)} changed", f"{len(report.skipped)} unchanged"]
+    if report.restored:
+        parts.append(f"{len(report.restored)} stored again (their stored text was damaged)")
     if args.sync:
         parts.append(f"{len(removed.deleted)} removed")
     parts.append(f"{len(report.failed)} failed")
@@ -284,6 +288,7 @@ def _print_answer(answer: Answer) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    warnings.filterwarnings("ignore", category=IndexDamageWarning)  # the search's notes say it, printed below
     index = open_index(args.index, args, answer=args.answer)
     wanted = _filter_arg(args.filter)
     options: dict[str, Any] = {"mode": args.mode, "filter": wanted}
