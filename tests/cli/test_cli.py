@@ -545,6 +545,10 @@ def test_messages_count_and_name_what_is_there(tmp_path, capsys):
     assert code == 0 and "1 document done, none failed" in out
     code, _, err = run(capsys, "export", str(tmp_path / "s"), "--format", "graphml", "--out", str(tmp_path / "s.graphml"))
     assert code == 2 and "passages only" in err and "summary nodes" not in err and "RAPTOR" not in err
+    code, out, _ = run(capsys, "index", str(one), "--out", str(tmp_path / "g"), "--method", "graphrag", "--offline")
+    assert code == 0 and "1 community in 1 level\n" in out
+    code, out, _ = run(capsys, "export", str(tmp_path / "g"), "--format", "graphml", "--out", str(tmp_path / "g.graphml"))
+    assert code == 0 and out.endswith("communities at 1 level as the node attribute community_0\n")  # not "community_1..."
     assert run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "r"), "--method", "raptor", "--offline", "-q")[0] == 0
     code, _, err = run(capsys, "export", str(tmp_path / "r"), "--format", "graphml", "--out", str(tmp_path / "r.graphml"))
     assert code == 2 and "a tree of summary nodes" in err
@@ -565,7 +569,9 @@ def test_contradicting_model_settings_are_refused_not_dropped(tmp_path, capsys, 
     monkeypatch.delenv("RHIZOME_TIMEOUT")
     monkeypatch.setenv("RHIZOME_EMBED", "hashing:64")
     code, _, err = run(capsys, "query", str(out_dir), "Who kept the light?")
-    assert code == 2 and "RHIZOME_EMBED asks for 'hashing:64'" in err
+    assert code == 2 and "RHIZOME_EMBED asks for 'hashing:64'" in err and "unset RHIZOME_EMBED" in err  # no flag to drop
+    code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir))  # index names the variable too
+    assert code == 2 and "RHIZOME_EMBED asks for 'hashing:64'" in err and "unset RHIZOME_EMBED" in err
     monkeypatch.setenv("RHIZOME_EMBED", "hashing:384")  # the index's own: fine
     assert run(capsys, "query", str(out_dir), "Who kept the light?")[0] == 0
 

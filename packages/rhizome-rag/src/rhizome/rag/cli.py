@@ -89,7 +89,8 @@ def _open_or_create(
         if manifest.method != method:
             raise ConfigurationError(f"{_shown(out)} holds a {manifest.method!r} index; choose another --out for {method!r}")
         asked = OFFLINE_EMBED if args.offline else (args.embed or os.environ.get("RHIZOME_EMBED"))
-        args.embed = index_embedder(out, manifest, asked, "--offline uses" if args.offline else "--embed asks for")
+        flag = "--offline uses" if args.offline else "--embed asks for" if args.embed else "RHIZOME_EMBED asks for"
+        args.embed = index_embedder(out, manifest, asked, flag)
         if not (args.offline or args.llm or os.environ.get("RHIZOME_LLM")):
             args.llm = manifest.models.get("llm")  # built offline: stays offline unless a flag says
             want_llm = want_llm and (args.llm is not None or forced)
@@ -564,8 +565,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         graph = export.to_graph(tables)
         export.write_graphml(graph, out, replace=args.force)
         levels = graph.graph["levels"]
+        attributes = "the node attribute community_0" if levels == 1 else f"the node attributes community_0 to community_{levels - 1}"
         print(f"wrote {out}: {plural(graph.number_of_nodes(), 'entity', 'entities')}, {plural(graph.number_of_edges(), 'relation')}, "
-              + (f"communities at {plural(levels, 'level')} as the node attributes community_0, community_1..." if levels else "no communities"))
+              + (f"communities at {plural(levels, 'level')} as {attributes}" if levels else "no communities"))
     else:
         written = (export.write_parquet if args.format == "parquet" else export.write_jsonl)(tables, out, replace=args.force)
         print(f"wrote {plural(len(written), 'table')} to {out}/: " + ", ".join(f"{t} {plural(len(tables[t]), 'row')}" for t in written))
