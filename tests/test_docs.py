@@ -84,6 +84,20 @@ def test_every_python_block_runs(page, reader_folder):
             raise AssertionError(f"the block at {page.relative_to(ROOT)}:{line} fails: {type(exc).__name__}: {exc}") from exc
 
 
+def test_the_loader_block_runs_on_files_without_a_title(tmp_path, monkeypatch, capsys):
+    """Defect: docs/documents.md's first block read ``doc.metadata["title"]``, a KeyError on a
+    .txt file or a CSV or JSON Lines row without a title (the sample corpus has titles only)."""
+    (tmp_path / "my-docs").mkdir()
+    (tmp_path / "my-docs" / "note.txt").write_text("The moot meets each spring.", encoding="utf-8")
+    (tmp_path / "my-docs" / "rows.csv").write_text("id,text\nr1,The ferry crosses twice a day.\n", encoding="utf-8")
+    (tmp_path / "my-docs" / "rows.jsonl").write_text('{"id": "j1", "text": "Gulls nest on the cliffs."}\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    line, _, code = blocks(ROOT / "docs" / "documents.md")[0]
+    assert "load_files" in code
+    exec(compile(code, f"docs/documents.md:{line}", "exec"), {"__name__": "docs.documents"})
+    assert {"note.txt", "r1", "j1"} <= set(capsys.readouterr().out.split())
+
+
 def test_few_blocks_are_marked_not_run():
     marked = [(p.name, line, mark) for p in PAGES + PACKAGE_PAGES for line, mark, _ in blocks(p) if not_run(mark)]
     assert len(marked) <= MOST_NOT_RUN, marked

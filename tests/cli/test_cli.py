@@ -60,6 +60,30 @@ def test_index_then_query_offline(tmp_path, capsys):
     assert code == 2 and "between 0 and 1" in err
 
 
+def test_a_damaged_chunk_is_left_out_of_a_query_and_index_stores_it_again(tmp_path, capsys):
+    """Defect: a chunk text changed outside Rhizome failed every query that reached it, and
+    indexing the unchanged files again skipped its document, so nothing could store it again."""
+    import shutil
+    import sqlite3
+
+    docs = tmp_path / "docs"
+    shutil.copytree(sample_corpus(), docs)
+    out_dir = tmp_path / "idx"
+    assert run(capsys, "index", str(docs), "--out", str(out_dir), "--method", "lightrag", "--offline", "-q")[0] == 0
+    with sqlite3.connect(out_dir / "records.sqlite") as db:
+        db.execute("UPDATE chunks SET text = CAST(X'4F736B656CFF' AS TEXT) WHERE document_id = '04-oskel-lighthouse.md'")
+    code, out, err = run(capsys, "query", str(out_dir), "Who was the first keeper of the Oskel lighthouse?", "-k", "3", "--offline")
+    assert code == 0 and out.startswith("[1] ") and "Traceback" not in err
+    assert "note: left out 1 passage whose stored text is damaged: chunk 04-oskel-lighthouse.md:0" in out
+    assert f"from {docs / '04-oskel-lighthouse.md'}" in out and "IndexDamageWarning" not in err  # said once, as a note
+    assert run(capsys, "check", str(out_dir))[0] == 1
+    code, out, _ = run(capsys, "index", str(docs), "--out", str(out_dir), "--offline", "--sync")
+    assert code == 0 and "0 new, 0 changed, 7 unchanged, 1 stored again (their stored text was damaged), 0 removed" in out
+    assert run(capsys, "check", str(out_dir))[0] == 0
+    code, out, _ = run(capsys, "query", str(out_dir), "Who was the first keeper of the Oskel lighthouse?", "-k", "3", "--offline")
+    assert code == 0 and "left out" not in out and "04-oskel-lighthouse" in out
+
+
 def test_demo_runs_offline_when_ollama_is_down(capsys, tmp_path):
     code, out, _ = run(capsys, "demo", "-q")
     assert code == 0
@@ -531,6 +555,10 @@ def test_messages_count_and_name_what_is_there(tmp_path, capsys):
     assert code == 0 and "1 document done, none failed" in out
     code, _, err = run(capsys, "export", str(tmp_path / "s"), "--format", "graphml", "--out", str(tmp_path / "s.graphml"))
     assert code == 2 and "passages only" in err and "summary nodes" not in err and "RAPTOR" not in err
+    code, out, _ = run(capsys, "index", str(one), "--out", str(tmp_path / "g"), "--method", "graphrag", "--offline")
+    assert code == 0 and "1 community in 1 level\n" in out
+    code, out, _ = run(capsys, "export", str(tmp_path / "g"), "--format", "graphml", "--out", str(tmp_path / "g.graphml"))
+    assert code == 0 and out.endswith("communities at 1 level as the node attribute community_0\n")  # not "community_1..."
     assert run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "r"), "--method", "raptor", "--offline", "-q")[0] == 0
     code, _, err = run(capsys, "export", str(tmp_path / "r"), "--format", "graphml", "--out", str(tmp_path / "r.graphml"))
     assert code == 2 and "a tree of summary nodes" in err
@@ -551,7 +579,9 @@ def test_contradicting_model_settings_are_refused_not_dropped(tmp_path, capsys, 
     monkeypatch.delenv("RHIZOME_TIMEOUT")
     monkeypatch.setenv("RHIZOME_EMBED", "hashing:64")
     code, _, err = run(capsys, "query", str(out_dir), "Who kept the light?")
-    assert code == 2 and "RHIZOME_EMBED asks for 'hashing:64'" in err
+    assert code == 2 and "RHIZOME_EMBED asks for 'hashing:64'" in err and "unset RHIZOME_EMBED" in err  # no flag to drop
+    code, _, err = run(capsys, "index", str(sample_corpus()), "--out", str(out_dir))  # index names the variable too
+    assert code == 2 and "RHIZOME_EMBED asks for 'hashing:64'" in err and "unset RHIZOME_EMBED" in err
     monkeypatch.setenv("RHIZOME_EMBED", "hashing:384")  # the index's own: fine
     assert run(capsys, "query", str(out_dir), "Who kept the light?")[0] == 0
 

@@ -36,6 +36,11 @@ def test_a_mode_builds_the_retriever_it_names_with_its_options():
     with pytest.raises(ConfigurationError, match="bad option"):
         segments.as_retriever(mode="balanced", preset="precision")  # a mode's own option cannot be given again
     segments.close()
+    naive = VectorIndex()
+    with pytest.raises(ConfigurationError, match="^bad option for the naive retriever: ") as info:  # one mode, no name:
+        naive.as_retriever(index=naive)  # no double space where the mode's name would go
+    assert "  " not in str(info.value)
+    naive.close()
 
 
 def test_every_registered_method_describes_every_mode():

@@ -347,6 +347,15 @@ async def test_client_errors_carry_the_server_message(ollama_stub: OllamaStub, m
     assert len(ollama_stub.calls("/api/chat")) == 1
 
 
+async def test_an_error_without_a_reason_says_so(ollama_stub: OllamaStub, make_chat) -> None:
+    """Defect: a server error with an empty body read 'failed on model 'x':  (HTTP 400)', a double
+    space where the reason goes."""
+    ollama_stub.replies.append(StubError(400, ""))
+    with pytest.raises(ModelError) as info:
+        await make_chat().acomplete("hi")
+    assert "'qwen2.5:7b': no reason given (HTTP 400)" in str(info.value) and "  " not in str(info.value)
+
+
 # -- chat: cache and sync wrappers --------------------------------------------------------------
 async def test_cache_hit_sends_no_second_request(ollama_stub: OllamaStub, make_chat) -> None:
     ollama_stub.replies.append({"name": "Ada", "age": 36})

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rhizome.core.errors import IndexCorruptError, IndexLockedError
+from rhizome.core.errors import IndexCorruptError, IndexDamageWarning, IndexLockedError
 from rhizome.core.naive import VectorIndex
 from rhizome.core.store.storage import MANIFEST, RECORDS, load_index
 from rhizome.core.store.vectors import VectorStore
@@ -149,14 +149,31 @@ def test_a_snapshot_with_vectors_under_rotated_ids_is_rebuilt_reported_and_caugh
     assert known_items() == 40
 
 
-def test_changed_chunk_text_is_caught_on_read_and_by_check(tmp_path):
-    build(tmp_path / "i")
+@pytest.mark.parametrize("damage, why", [("text || ' (edited)'", "does not match its checksum"),
+                                         ("CAST(X'426C7565FF' AS TEXT)", "is not valid UTF-8")])
+def test_a_damaged_chunk_text_costs_a_search_that_passage_and_an_insert_stores_it_again(tmp_path, damage, why):
+    """Defect: one chunk changed outside Rhizome failed every search that reached it (bytes that
+    are not UTF-8 even with a bare sqlite3 error, and `check` called that index sound), and
+    inserting the unchanged document again skipped it, so nothing could store it again."""
+    hits = build(tmp_path / "i")
+    assert "d1:0" in hits
     with sqlite3.connect(tmp_path / "i" / RECORDS) as db:
-        db.execute("UPDATE chunks SET text = text || ' (edited)' WHERE document_id = 'd1'")
-    with pytest.raises(IndexCorruptError, match="does not match its checksum"):
-        search(tmp_path / "i")
-    found = check_index(tmp_path / "i")
-    assert not found.ok and "1 chunks do not match their checksum" in found.problems[0]
+        db.execute(f"UPDATE chunks SET text = {damage} WHERE document_id = 'd1'")
+    index = load_index(tmp_path / "i")
+    with pytest.warns(IndexDamageWarning, match=f"chunk d1:0 of document 'd1' \\({why}"):
+        found = index.as_retriever(k=3).search(QUERY)
+    others = [h for h in hits if h != "d1:0"]
+    assert [h.id for h in found.hits][: len(others)] == others and len(found.hits) == 3  # the rest, then the next nearest
+    assert "d1:0" not in {h.id for h in found.hits} and "left out 1 passage" in found.notes[-1]
+    with pytest.raises(IndexCorruptError, match=why):  # outside a search a read still refuses it
+        index.store.chunks(["d1:0"])
+    problems = check_index(tmp_path / "i").problems
+    assert problems and problems[0].startswith(f"1 chunk {why} (changed outside Rhizome): d1:0; insert its document again")
+    report = index.insert(DOCS)  # the same documents, unchanged
+    assert report.restored == ["d1"] and report.replaced == ["d1"] and len(report.skipped) == 4
+    assert [h.id for h in index.as_retriever(k=3).retrieve(QUERY)] == hits
+    index.close()
+    assert check_index(tmp_path / "i").ok
 
 
 def test_check_finds_vectors_that_are_not_finite_and_chunks_without_vectors(tmp_path):
@@ -166,7 +183,7 @@ def test_check_finds_vectors_that_are_not_finite_and_chunks_without_vectors(tmp_
         db.execute("UPDATE vectors SET vector = ? WHERE id = (SELECT id FROM chunks WHERE document_id = 'd0')", (b"\x00\x00\xc0\x7f" * (len(blob) // 4),))
         db.execute("DELETE FROM vectors WHERE id = (SELECT id FROM chunks WHERE document_id = 'd2')")
     problems = " | ".join(check_index(tmp_path / "i").problems)
-    assert "1 vectors hold NaN or infinity" in problems and "1 chunks have no vector" in problems
+    assert "1 vector holds NaN or infinity" in problems and "1 chunk has no vector" in problems
 
 
 def test_a_copy_is_an_index_of_its_own(tmp_path):
@@ -240,7 +257,8 @@ def test_cli_check_and_repair(tmp_path, capsys):
     with sqlite3.connect(tmp_path / "i" / RECORDS) as db:
         db.execute("UPDATE chunks SET text = 'changed' WHERE document_id = 'd3'")
     assert main(["check", str(tmp_path / "i")]) == 1
-    assert "problem: 1 chunks do not match their checksum" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "problem: 1 chunk does not match its checksum" in out and err.endswith(": 1 problem\n")  # not "1 problems"
 
 
 def test_a_creation_cut_short_before_its_manifest_is_started_again(tmp_path):

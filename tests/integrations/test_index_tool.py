@@ -43,6 +43,10 @@ def test_description_is_written_from_the_index(graph_index):
     assert "islands index, a graphrag index over 8 documents (8 passages)" in text
     for mode, info in graph_index.describe_modes().items():
         assert f"- {mode}: {info.purpose}" in text
+    one = GraphRAGIndex()
+    one.insert(["Piet Hale kept the Oskel light for forty-one years."])
+    assert "a graphrag index over 1 document (1 passage)." in describe_index(one)  # not "1 documents (1 passages)"
+    one.close()
 
 
 def test_the_mode_steers_the_search_and_the_artifact_keeps_provenance(graph_index):

@@ -181,12 +181,12 @@ def test_check_and_repair_read_a_database_index(postgres):
     index = naive(url)
     index.store.db.execute("UPDATE chunks SET text = text || ' (edited)' WHERE id = (SELECT MIN(id) FROM chunks)")
     found = check_index(url)
-    assert not found.ok and "do not match their checksum" in found.problems[0]
+    assert not found.ok and "1 chunk does not match its checksum" in found.problems[0]
     assert "nothing to rebuild" in repair_index(url).repaired[0]
     # a vector of another length is reported, not a crash of the check reading them as one matrix
     index.store.db.execute("UPDATE vectors SET vector = '[0.5, 0.5]' WHERE id = (SELECT MIN(id) FROM vectors)")
     found = check_index(url)
-    assert any("1 vectors of the wrong length" in p for p in found.problems), found.problems
+    assert any("1 vector of the wrong length" in p for p in found.problems), found.problems
     index.close()
 
 

@@ -71,7 +71,9 @@ def describe_index(index: Any, name: str | None = None) -> str:
     store = getattr(index, "store", None)
     size = ""
     if store is not None:
-        size = f" over {store.count('documents'):,} documents ({store.count('chunks'):,} passages)"
+        documents, passages = store.count("documents"), store.count("chunks")
+        size = (f" over {documents:,} document{'' if documents == 1 else 's'} "
+                f"({passages:,} passage{'' if passages == 1 else 's'})")
     head = f"Search the {name or method} index, a {method} index{size}."
     modes = [(mode, info.purpose) for mode, info in mode_infos(index).items()]
     lines = [head]

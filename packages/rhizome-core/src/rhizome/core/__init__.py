@@ -30,6 +30,7 @@ _EXPORTS = {
     "IndexLockedError": "rhizome.core.errors",
     "IndexClosedError": "rhizome.core.errors",
     "IndexCorruptError": "rhizome.core.errors",
+    "IndexDamageWarning": "rhizome.core.errors",
     "IndexMismatchError": "rhizome.core.errors",
     "IndexNotFoundError": "rhizome.core.errors",
     "IndexStorageError": "rhizome.core.errors",

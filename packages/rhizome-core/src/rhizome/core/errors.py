@@ -92,6 +92,11 @@ class IndexCorruptError(IndexFormatError):
     database, records of another index, chunk text changed outside Rhizome)."""
 
 
+class IndexDamageWarning(UserWarning):
+    """A search left out a passage whose stored text is damaged (changed outside Rhizome, or
+    not UTF-8) instead of failing; the warning names it and how to store it again."""
+
+
 SERVER_FAILURES = (ModelUnavailableError, ModelNotFoundError, ModelTimeoutError)
 """Model errors that say the server cannot serve at all, not this request: see :func:`fails_alone`."""
 
@@ -114,6 +119,7 @@ __all__ = [
     "EmptyExtractionError",
     "IndexClosedError",
     "IndexCorruptError",
+    "IndexDamageWarning",
     "IndexFormatError",
     "IndexLockedError",
     "IndexMismatchError",

@@ -300,9 +300,11 @@ def index_embedder(out: Any, manifest: Any, asked: str | None, flag: str) -> str
             return built
     if manifest.embedding_dimension is None:
         return asked
+    source = flag.split()[0]  # --embed, --offline or RHIZOME_EMBED
+    drop = f"unset {source}" if source.startswith("RHIZOME_") else f"drop {source}"
     raise IndexMismatchError(
         f"{shown(out)} was built with the embedder {built!r}, but {flag} {asked!r}; vectors of different "
-        f"models cannot be compared. Drop the flag to use {built!r}, or index into a new --out"
+        f"models cannot be compared. To use {built!r}, {drop}; or index into a new --out"
     )
 
 

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -385,11 +386,38 @@ def _method_relabelled(method: str, path: Path, expected: Any) -> str | None:
     return _typed(lambda: load_index(path, offline=True))
 
 
-def _chunk_edited(method: str, path: Path, expected: Any) -> str | None:
-    with contextlib.closing(sqlite3.connect(path / RECORDS)) as db, db:
-        db.execute("UPDATE chunks SET text = text || ' (edited)'")
-    problem = _typed(lambda: _answers(method, path))
-    return problem if problem else None
+def _chunk_damaged(new_text: str) -> Callable[[str, Path, Any], str | None]:
+    """The chunk texts of the corpus's first document changed to ``new_text`` (SQL) outside
+    Rhizome: every search still answers, leaving those passages out, ``rhizome check`` names
+    them, and inserting the (unchanged) documents again restores the clean build's results."""
+
+    def case(method: str, path: Path, expected: Any) -> str | None:
+        from rhizome.core.errors import IndexDamageWarning
+        from rhizome.tools.integrity import check_index
+        from rhizome.tools.testing import CORPUS
+
+        with contextlib.closing(sqlite3.connect(path / RECORDS)) as db, db:
+            db.execute(f"UPDATE chunks SET text = {new_text} WHERE document_id = ?", (CORPUS[0].id,))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IndexDamageWarning)
+                _answers(method, path)
+        except Exception as exc:
+            return f"a search raised {type(exc).__name__}: {exc}"
+        if check_index(path).ok:
+            return "rhizome check did not flag it"
+        index = reopen(method, path)
+        try:
+            report = index.insert(CORPUS)
+            if report.restored != [CORPUS[0].id]:
+                return f"inserting the documents again stored again {report.restored}, not the damaged one"
+            if _kit().results(index) != expected:
+                return "inserting the documents again did not restore the clean build's results"
+        finally:
+            index.close()
+        return None if check_index(path).ok else "rhizome check still flags the index after the insert"
+
+    return case
 
 
 def _lock_file_deleted(method: str, path: Path, expected: Any) -> str | None:
@@ -422,7 +450,8 @@ CORRUPTIONS: dict[str, Callable[[str, Path, Any], str | None]] = {
     "records garbled": _garbled_records,
     "manifest missing, new index over it": _manifest_gone,
     "manifest names another method": _method_relabelled,
-    "chunk text edited": _chunk_edited,
+    "chunk text edited": _chunk_damaged("text || ' (edited)'"),
+    "chunk text not UTF-8": _chunk_damaged("CAST(X'4B656C70FF' AS TEXT)"),
     "lock file deleted under a writer": _lock_file_deleted,
 }
 
@@ -452,7 +481,8 @@ def corruption_case(method: str, name: str) -> Outcome:
             problem = CORRUPTIONS[name](method, path, expected)
         except Exception as exc:  # a case must report, never crash the run
             problem = f"raised {type(exc).__name__}: {exc}"
-        if problem is None and name not in ("lock file deleted under a writer", "truncated snapshot", "snapshot of another index"):
+        if problem is None and name not in ("lock file deleted under a writer", "truncated snapshot", "snapshot of another index",
+                                            "chunk text edited", "chunk text not UTF-8"):  # these check and then repair
             from rhizome.tools.integrity import check_index
 
             with contextlib.suppress(Exception):

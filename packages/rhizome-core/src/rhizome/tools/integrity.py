@@ -48,7 +48,7 @@ from rhizome.core.store.storage import (
     Manifest,
     is_url,
     read_manifest,
-    text_checksum,
+    stored_chunk_text,
 )
 from rhizome.core.store.vectors import VectorStore
 from rhizome.tools.cli import plural
@@ -97,7 +97,7 @@ def check_index(path: str | Path) -> IndexCheck:
                     manifest = Manifest.model_validate(stored)
             dimension = manifest.embedding_dimension if manifest is not None else None
             columns = {r[1] for r in _rows(db, "PRAGMA table_info(chunks)")}
-            _check_chunks(lambda sql: _rows(db, sql), "checksum" in columns, report)
+            _check_chunks(lambda sql: _rows(db, sql), "checksum" in columns, report, text="CAST(text AS BLOB)")
             _check_vectors(db, dimension, report)
             _check_work(lambda sql: _rows(db, sql), report)
         if manifest is not None:
@@ -302,12 +302,12 @@ def _check_database(url: str) -> IndexCheck:
                 wrong = [vid for vid, n in lengths if dimension is not None and n != dimension]
                 if wrong or len({n for _, n in lengths}) > 1:  # the rows cannot be read as one matrix
                     wrong = wrong or [vid for vid, _ in lengths]
-                    report.problems.append(f"collection {name!r}: {len(wrong)} vectors of the wrong length: {', '.join(wrong[:LISTED])}")
+                    report.problems.append(f"collection {name!r}: {plural(len(wrong), 'vector')} of the wrong length: {', '.join(wrong[:LISTED])}")
                     continue
                 ids, matrix, _ = store.vector_rows(name)
                 bad = [ids[i] for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1))] if matrix is not None else []
                 if bad:
-                    report.problems.append(f"collection {name!r}: {len(bad)} vectors hold NaN or infinity: {', '.join(bad[:LISTED])}")
+                    report.problems.append(f"collection {name!r}: {plural(len(bad), 'vector')} {'holds' if len(bad) == 1 else 'hold'} NaN or infinity: {', '.join(bad[:LISTED])}")
             _check_coverage({r[0] for r in store.query("SELECT id FROM chunks")}, set(store.vector_ids("chunks")), dimension, report)
             _check_work(store.query, report)
     finally:
@@ -324,13 +324,24 @@ def _check_work(rows: Callable[[str], list[tuple]], report: IndexCheck) -> None:
         report.warnings.append(f"{plural(failed[0][0], 'document')} failed and {'is' if failed[0][0] == 1 else 'are'} not stored (`rhizome status` lists them)")
 
 
-def _check_chunks(rows: Callable[[str], list[tuple]], checksums: bool, report: IndexCheck) -> None:
-    select = "id, text, checksum" if checksums else "id, text, ''"
-    changed = [cid for cid, text, checksum in rows(f"SELECT {select} FROM chunks") if checksum and checksum != text_checksum(text)]
-    if changed:
+_MANY = {"does not match its checksum": "do not match their checksum", "is not valid UTF-8": "are not valid UTF-8"}
+"""What :func:`~rhizome.core.store.storage.stored_chunk_text` says of one damaged chunk, said of several."""
+
+
+def _check_chunks(rows: Callable[[str], list[tuple]], checksums: bool, report: IndexCheck, text: str = "text") -> None:
+    """Chunk texts against their checksums (``text``: how the column is read; SQLite reads its
+    bytes, so a text that is not UTF-8 is found too), and each document's chunk count."""
+    damaged: dict[str, list[str]] = {}
+    for cid, stored, checksum in rows(f"SELECT id, {text}, {'checksum' if checksums else repr('')} FROM chunks"):
+        why = stored_chunk_text(stored, checksum)[1]
+        if why is not None:
+            damaged.setdefault(why, []).append(cid)
+    for why, chunks in damaged.items():
         report.problems.append(
-            f"{len(changed)} chunks do not match their checksum (text changed outside Rhizome): {', '.join(changed[:LISTED])}; "
-            "delete their documents and insert them again"
+            f"{plural(len(chunks), 'chunk')} {why if len(chunks) == 1 else _MANY[why]} (changed outside Rhizome): "
+            f"{', '.join(chunks[:LISTED])}; insert {'its document' if len(chunks) == 1 else 'their documents'} again "
+            "(`rhizome index` of the files the index was built from stores a damaged document again, unchanged or "
+            "not), or delete them"
         )
     counts = rows(
         "SELECT d.id FROM documents d LEFT JOIN (SELECT document_id, COUNT(*) n FROM chunks GROUP BY document_id) c"
@@ -346,13 +357,13 @@ def _check_vectors(db: sqlite3.Connection, dimension: int | None, report: IndexC
         size = 4 * dimension if dimension else len(rows[0][1])
         wrong = [key for key, blob in rows if len(blob) != size]
         if wrong:
-            report.problems.append(f"collection {name!r}: {len(wrong)} vectors of the wrong length: {', '.join(wrong[:LISTED])}")
+            report.problems.append(f"collection {name!r}: {plural(len(wrong), 'vector')} of the wrong length: {', '.join(wrong[:LISTED])}")
         good = [(key, blob) for key, blob in rows if len(blob) == size]
         if good:
             matrix = np.frombuffer(b"".join(b for _, b in good), dtype=np.float32).reshape(len(good), -1)
             bad = [good[i][0] for i in np.flatnonzero(~np.isfinite(matrix).all(axis=1))]
             if bad:
-                report.problems.append(f"collection {name!r}: {len(bad)} vectors hold NaN or infinity: {', '.join(bad[:LISTED])}")
+                report.problems.append(f"collection {name!r}: {plural(len(bad), 'vector')} {'holds' if len(bad) == 1 else 'hold'} NaN or infinity: {', '.join(bad[:LISTED])}")
     chunks = {r[0] for r in _rows(db, "SELECT id FROM chunks")}
     vectors = {r[0] for r in _rows(db, "SELECT id FROM vectors WHERE collection = 'chunks'")}
     _check_coverage(chunks, vectors, dimension, report)
@@ -362,9 +373,9 @@ def _check_coverage(chunks: set[str], vectors: set[str], dimension: int | None, 
     if vectors or dimension:
         missing, orphans = sorted(chunks - vectors), sorted(vectors - chunks)
         if missing:
-            report.problems.append(f"{len(missing)} chunks have no vector (they cannot be found): {', '.join(missing[:LISTED])}")
+            report.problems.append(f"{plural(len(missing), 'chunk')} {'has' if len(missing) == 1 else 'have'} no vector (not to be found by a search): {', '.join(missing[:LISTED])}")
         if orphans:
-            report.problems.append(f"{len(orphans)} chunk vectors have no chunk: {', '.join(orphans[:LISTED])}")
+            report.problems.append(f"{plural(len(orphans), 'chunk vector')} {'has' if len(orphans) == 1 else 'have'} no chunk: {', '.join(orphans[:LISTED])}")
 
 
 def _check_snapshots(path: Path, db: sqlite3.Connection, manifest: Manifest, report: IndexCheck) -> None:

@@ -16,12 +16,14 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rhizome.core.errors import (
     ConfigurationError,
+    IndexDamageWarning,
     InvalidInputError,
     RhizomeError,
 )
@@ -87,7 +89,8 @@ def _open_or_create(
         if manifest.method != method:
             raise ConfigurationError(f"{_shown(out)} holds a {manifest.method!r} index; choose another --out for {method!r}")
         asked = OFFLINE_EMBED if args.offline else (args.embed or os.environ.get("RHIZOME_EMBED"))
-        args.embed = index_embedder(out, manifest, asked, "--offline uses" if args.offline else "--embed asks for")
+        flag = "--offline uses" if args.offline else "--embed asks for" if args.embed else "RHIZOME_EMBED asks for"
+        args.embed = index_embedder(out, manifest, asked, flag)
         if not (args.offline or args.llm or os.environ.get("RHIZOME_LLM")):
             args.llm = manifest.models.get("llm")  # built offline: stays offline unless a flag says
             want_llm = want_llm and (args.llm is not None or forced)
@@ -214,7 +217,9 @@ def _print_summary(args: argparse.Namespace, report: Any, removed: Any, totals: 
         for key, value in part.items():
             if isinstance(value, int):
                 stats[key] = stats.get(key, 0) + value
-    parts = [f"{len(report.inserted)} new", f"{len(report.replaced)} changed", f"{len(report.skipped)} unchanged"]
+    parts = [f"{len(report.inserted)} new", f"{len(report.replaced) - len(report.restored)} changed", f"{len(report.skipped)} unchanged"]
+    if report.restored:
+        parts.append(f"{len(report.restored)} stored again (their stored text was damaged)")
     if args.sync:
         parts.append(f"{len(removed.deleted)} removed")
     parts.append(f"{len(report.failed)} failed")
@@ -284,6 +289,7 @@ def _print_answer(answer: Answer) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    warnings.filterwarnings("ignore", category=IndexDamageWarning)  # the search's notes say it, printed below
     index = open_index(args.index, args, answer=args.answer)
     wanted = _filter_arg(args.filter)
     options: dict[str, Any] = {"mode": args.mode, "filter": wanted, "score_threshold": args.score_threshold}
@@ -408,7 +414,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return _index_status(as_location(args.index))
     status = check_ollama()
     if status.reachable:
-        print(f"Ollama at {status.host}: {len(status.models)} models: {', '.join(status.models) or '-'}")
+        print(f"Ollama at {status.host}: {plural(len(status.models), 'model')}: {', '.join(status.models) or '-'}")
     elif status.slow:
         print(status.error)
     else:
@@ -522,8 +528,8 @@ def cmd_docs_delete(args: argparse.Namespace) -> int:
     finally:
         index.close()
     if report.deleted:
-        print(f"deleted {plural(len(report.deleted), 'document')} ({plural(report.chunks, 'chunk')}) and what only they "
-              f"supported; {left} left")
+        print(f"deleted {plural(len(report.deleted), 'document')} ({plural(report.chunks, 'chunk')}) and what only "
+              f"{'it' if len(report.deleted) == 1 else 'they'} supported; {left} left")
         if not args.keep_cache:
             print(f"removed {plural(report.forgotten, 'model-call cache entry', 'model-call cache entries')} built from them or from the whole index")
     if report.unfinished:
@@ -559,11 +565,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         graph = export.to_graph(tables)
         export.write_graphml(graph, out, replace=args.force)
         levels = graph.graph["levels"]
+        attributes = "the node attribute community_0" if levels == 1 else f"the node attributes community_0 to community_{levels - 1}"
         print(f"wrote {out}: {plural(graph.number_of_nodes(), 'entity', 'entities')}, {plural(graph.number_of_edges(), 'relation')}, "
-              + (f"communities at {plural(levels, 'level')} as the node attributes community_0, community_1..." if levels else "no communities"))
+              + (f"communities at {plural(levels, 'level')} as {attributes}" if levels else "no communities"))
     else:
         written = (export.write_parquet if args.format == "parquet" else export.write_jsonl)(tables, out, replace=args.force)
-        print(f"wrote {len(written)} tables to {out}/: " + ", ".join(f"{t} {len(tables[t])} rows" for t in written))
+        print(f"wrote {plural(len(written), 'table')} to {out}/: " + ", ".join(f"{t} {plural(len(tables[t]), 'row')}" for t in written))
     return 0
 
 
@@ -587,9 +594,10 @@ def _print_check(found: Any) -> int:
     for line in found.warnings:
         print(f"warning: {line}")
     if found.ok:
-        print(f"{found.path}: no problems{f' ({len(found.warnings)} warnings)' if found.warnings else ''}")
+        warned = f" ({plural(len(found.warnings), 'warning')})" if found.warnings else ""
+        print(f"{found.path}: no problems{warned}")
         return 0
-    print(f"{found.path}: {len(found.problems)} problems", file=sys.stderr)
+    print(f"{found.path}: {plural(len(found.problems), 'problem')}", file=sys.stderr)
     return 1
 
 

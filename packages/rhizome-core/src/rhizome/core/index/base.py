@@ -186,11 +186,15 @@ class VectorBatch:
 
 
 class InsertReport(BaseModel):
-    """What an insert did. Re-inserting an unchanged document skips it."""
+    """What an insert did. Re-inserting an unchanged document skips it, unless its stored text
+    was damaged (``restored``)."""
 
     inserted: list[str] = Field(default_factory=list)
     replaced: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    restored: list[str] = Field(default_factory=list)
+    """Unchanged documents stored again because a chunk of theirs in the index was damaged
+    (changed outside Rhizome, or not UTF-8): also in :attr:`replaced` once stored."""
     failed: dict[str, str] = Field(default_factory=dict)
     """Documents not stored, by id, with the reason: their model answers stayed invalid after
     the retries, including one more try with varied sampling (or were refused), a prompt did
@@ -678,8 +682,8 @@ class BaseIndex(Generic[P, D]):
 
     # -- writing -------------------------------------------------------------------------------
     async def ainsert(self, documents: Sequence[Any] | Any, *, fallback: str | None = None) -> InsertReport:
-        """Add documents. Unchanged documents are skipped; a known id whose text or metadata
-        changed replaces the old version. All input is validated first, so a bad batch stores
+        """Add documents. Unchanged documents are skipped (unless their stored text was damaged:
+        ``report.restored``); a known id whose text or metadata changed replaces the old version. All input is validated first, so a bad batch stores
         nothing; each batch of ``batch_size`` chunks commits on its own, so an interrupted run
         resumes where it stopped. A document whose model work fails after the retries is tried
         once more with varied sampling (:func:`~rhizome.core.models.base.varied_sampling`),
@@ -696,13 +700,19 @@ class BaseIndex(Generic[P, D]):
             self._finish_forget()  # left by a delete cut short after its commit
             with usage_scope() as usage:
                 todo: list[tuple[Document, str, bool]] = []
+                same: list[tuple[Document, str]] = []
                 for doc in docs:
                     digest = document_hash(doc)
                     state = self.store.document_state(doc.id)
                     if state is not None and state[0] == digest and state[1] == "done":
-                        report.skipped.append(doc.id)
+                        same.append((doc, digest))
                     else:
                         todo.append((doc, digest, state is not None))
+                # an unchanged document whose stored text was damaged is stored again from this copy
+                damaged = self.store.damaged_documents(doc.id for doc, _ in same) if same else set()
+                report.skipped += [doc.id for doc, _ in same if doc.id not in damaged]
+                report.restored += [doc.id for doc, _ in same if doc.id in damaged]
+                todo += [(doc, digest, True) for doc, digest in same if doc.id in damaged]
                 if todo:
                     with self.store.transaction() as db:
                         IndexStore.set_status(db, [(doc.id, digest) for doc, digest, _ in todo], "pending")
@@ -1084,7 +1094,7 @@ class BaseIndex(Generic[P, D]):
         try:
             retriever = self._retriever(mode, k, **options)
         except TypeError as exc:
-            raise ConfigurationError(f"bad option for the {self.method} {mode or ''} retriever: {exc}") from exc
+            raise ConfigurationError(f"bad option for the {self.method}{f' {mode}' if mode else ''} retriever: {exc}") from exc
         retriever.reranker, retriever.rerank_candidates = reranker, candidates
         retriever.score_threshold = threshold
         if wanted is not None:

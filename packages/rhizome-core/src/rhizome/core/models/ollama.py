@@ -151,7 +151,7 @@ def _map_error(exc: BaseException, *, host: str, model: str, timeout: float | No
     Raises :class:`Transient` (wrapping the error to report if retries run out) for failures
     that another attempt may cure."""
     if isinstance(exc, ollama.ResponseError):
-        status, reason = exc.status_code, exc.error
+        status, reason = exc.status_code, str(exc.error).strip() or "no reason given"  # an empty body (a proxy, a crash)
         if _is_model_missing(exc):
             return ModelNotFoundError(f"Ollama has no model '{model}' — run `ollama pull {model}`")
         if status == 404:

@@ -54,6 +54,7 @@ import contextlib
 import contextvars
 import hashlib
 import math
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -62,12 +63,12 @@ from pydantic import BaseModel, Field
 
 from rhizome.core.aio import run_sync
 from rhizome.core.documents import lone_surrogate
-from rhizome.core.errors import ConfigurationError, InvalidInputError
+from rhizome.core.errors import ConfigurationError, IndexDamageWarning, InvalidInputError
 from rhizome.core.models.base import checked_vectors, usage_scope
 from rhizome.core.retrieval import rerank
 from rhizome.core.retrieval.filters import MetadataFilter, as_filter
 from rhizome.core.retrieval.params import RetrieverParams
-from rhizome.core.store.storage import generations_held
+from rhizome.core.store.storage import DamagedChunk, damaged_left_out, generations_held, shown
 from rhizome.core.text import count_tokens, truncate_tokens
 from rhizome.core.types import HIT_KEYS, Chunk, Hit, Provenance
 
@@ -449,7 +450,7 @@ class BaseRetriever:
             k = rerank.candidates(k, self.rerank_candidates)  # over-fetch: the reranker picks `kept` of them
         wanted = as_filter(filter) if filter is not None else self.filter
         # the store's generations read once per search, and the query embedded once
-        with usage_scope() as usage, generations_held(), query_vectors_held():
+        with usage_scope() as usage, generations_held(), query_vectors_held(), damaged_left_out() as damaged:
             allowed = self._allowed(wanted)
             if allowed is not None and not allowed:
                 result = Retrieval(query=query)
@@ -465,6 +466,7 @@ class BaseRetriever:
             result = await self._complete(result, query, k, wanted, allowed)
             await self._rerank_hits(result, kept)
             await self._score(result)
+        self._report_damaged(result, damaged)
         result.stats = {**usage.stats(), **result.stats}
         return result
 
@@ -480,6 +482,29 @@ class BaseRetriever:
                                     f"and {'were' if left > 1 else 'was'} left out")
                 result.stats["below_threshold"] = left
             result.hits = kept
+
+    def _report_damaged(self, result: Retrieval, damaged: list[DamagedChunk]) -> None:
+        """Say which passages the search left out because their stored text is damaged (a
+        note, and an :class:`IndexDamageWarning` for callers that see no notes), and how to
+        store them again: from the file each came from, when the index knows it."""
+        if not damaged:
+            return
+        chunks = {d.chunk_id: d for d in damaged}
+        sources = self.index.store.documents_metadata(d.document_id for d in chunks.values())
+        named = "; ".join(
+            f"chunk {d.chunk_id} of document {d.document_id!r} ({d.why}"
+            + (f"; from {source}" if isinstance(source := sources.get(d.document_id, {}).get("source"), str) else "") + ")"
+            for d in list(chunks.values())[:5]
+        )
+        more = f" and {len(chunks) - 5} more" if len(chunks) > 5 else ""
+        one = len({d.document_id for d in chunks.values()}) == 1
+        note = (f"left out {_count(len(chunks), 'passage')} whose stored text is damaged: {named}{more}. Inserting "
+                f"{'that document' if one else 'those documents'} again stores {'it' if one else 'them'} again, "
+                "unchanged or not (`rhizome index` of the files or folder the index was built from); "
+                f"`rhizome check {shown(self.index.store.location)}` lists every damaged passage")
+        result.notes.append(note)
+        result.stats["damaged_left_out"] = len(chunks)
+        warnings.warn(note, IndexDamageWarning, stacklevel=2)
 
     @property
     def _reranking(self) -> bool:
@@ -511,9 +536,11 @@ class BaseRetriever:
         if self._reranking:
             k = rerank.candidates(k, self.rerank_candidates)
         wanted = as_filter(filter) if filter is not None else self.filter
-        result = await self._complete(result, check_query(result.query), k, wanted, self._allowed(wanted))
-        await self._rerank_hits(result, kept)
-        await self._score(result)
+        with damaged_left_out() as damaged:
+            result = await self._complete(result, check_query(result.query), k, wanted, self._allowed(wanted))
+            await self._rerank_hits(result, kept)
+            await self._score(result)
+        self._report_damaged(result, damaged)
         return result
 
     async def _complete(

@@ -247,6 +247,53 @@ _HELD_GENERATIONS: contextvars.ContextVar[dict[Any, dict[str, int]] | None] = co
 """Inside :func:`generations_held`: each store's generations as one read found them."""
 
 
+class DamagedChunk(BaseModel):
+    """A stored chunk whose text cannot be trusted, as a search that left it out reports it."""
+
+    chunk_id: str
+    document_id: str
+    why: str
+    """``"is not valid UTF-8"`` or ``"does not match its checksum"``."""
+
+
+_LEFT_OUT: contextvars.ContextVar[list[DamagedChunk] | None] = contextvars.ContextVar("rhizome_left_out", default=None)
+"""Inside :func:`damaged_left_out`: the damaged chunks the reads of the block left out."""
+
+
+@contextlib.contextmanager
+def damaged_left_out() -> Iterator[list[DamagedChunk]]:
+    """Within the block (a search), :meth:`IndexStore.chunks` and :meth:`IndexStore.chunks_of`
+    leave out a chunk whose stored text is damaged — bytes that are not UTF-8, or a text that
+    no longer matches the checksum written with it — and list it in the yielded list, instead
+    of failing the whole read with :class:`IndexCorruptError`: one damaged passage costs a
+    search that passage, not every answer. Nested blocks share the outermost one's list."""
+    held = _LEFT_OUT.get()
+    if held is not None:
+        yield held
+        return
+    found: list[DamagedChunk] = []
+    token = _LEFT_OUT.set(found)
+    try:
+        yield found
+    finally:
+        _LEFT_OUT.reset(token)
+
+
+def stored_chunk_text(raw: str | bytes, checksum: str) -> tuple[str, str | None]:
+    """A chunk's text as a backend read it (SQLite reads its bytes) and why it cannot be
+    trusted (``None``: it is sound). An empty ``checksum``: written before checksums."""
+    if isinstance(raw, bytes):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("utf-8", "replace"), "is not valid UTF-8"
+    else:
+        text = raw
+    if checksum and checksum != text_checksum(text):
+        return text, "does not match its checksum"
+    return text, None
+
+
 @contextlib.contextmanager
 def generations_held() -> Iterator[None]:
     """Within the block, a store reads its generations (:meth:`IndexStore.generation`) once, all
@@ -698,27 +745,46 @@ class IndexStore:
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Stored chunks by id (unknown ids are absent from the result). Each text is checked
-        against the checksum stored with it: :class:`IndexCorruptError` when it was changed."""
+        against the checksum stored with it: :class:`IndexCorruptError` when it was changed or
+        is not UTF-8 (within :func:`damaged_left_out`, such a chunk is left out and listed)."""
         out: dict[str, Chunk] = {}
         for part in batches(list(chunk_ids)):
             marks = ",".join("?" * len(part))
             for row in self.query(f"SELECT {self._chunk_select} FROM chunks WHERE id IN ({marks})", part):
-                out[row[0]] = self._chunk(row)
+                if (chunk := self._chunk(row)) is not None:
+                    out[row[0]] = chunk
         return out
 
     def chunks_of(self, document_id: str) -> list[Chunk]:
         rows = self.query(f"SELECT {self._chunk_select} FROM chunks WHERE document_id = ? ORDER BY idx", (document_id,))
-        return [self._chunk(r) for r in rows]
+        return [c for c in map(self._chunk, rows) if c is not None]
 
-    def _chunk(self, row: tuple) -> Chunk:
-        if row[8] and row[8] != text_checksum(row[3]):
-            raise IndexCorruptError(
-                f"the stored text of chunk {row[0]} (document {row[1]!r}) in {self.location or 'memory'} does not match "
-                "its checksum: it was changed outside Rhizome. Delete that document and insert it again; "
-                f"`rhizome check {shown(self.location)}` lists every such chunk"
-            )
+    def damaged_documents(self, document_ids: Iterable[str]) -> set[str]:
+        """Those of ``document_ids`` with a stored chunk whose text is damaged (changed outside
+        Rhizome, or not UTF-8): an insert of such a document stores it again even when its
+        content is unchanged."""
+        found: set[str] = set()
+        for part in batches(list(dict.fromkeys(document_ids))):
+            marks = ",".join("?" * len(part))
+            for row in self.query(f"SELECT {self._chunk_select} FROM chunks WHERE document_id IN ({marks})", part):
+                if stored_chunk_text(row[3], row[8])[1] is not None:
+                    found.add(row[1])
+        return found
+
+    def _chunk(self, row: tuple) -> Chunk | None:
+        text, why = stored_chunk_text(row[3], row[8])
+        if why is not None:
+            left_out = _LEFT_OUT.get()
+            if left_out is None:
+                raise IndexCorruptError(
+                    f"the stored text of chunk {row[0]} (document {row[1]!r}) in {self.location or 'memory'} {why}: "
+                    "it was changed outside Rhizome. Insert that document again (an insert of its unchanged file "
+                    f"stores it again); `rhizome check {shown(self.location)}` lists every such chunk"
+                )
+            left_out.append(DamagedChunk(chunk_id=row[0], document_id=row[1], why=why))
+            return None
         return Chunk(
-            id=row[0], document_id=row[1], index=row[2], text=row[3], start=row[4], end=row[5],
+            id=row[0], document_id=row[1], index=row[2], text=text, start=row[4], end=row[5],
             n_tokens=row[6], metadata=json.loads(row[7]),
         )
 
@@ -966,6 +1032,9 @@ __all__ = [
     "shown",
     "file_in_the_way",
     "generations_held",
+    "damaged_left_out",
+    "DamagedChunk",
+    "stored_chunk_text",
     "method_registry",
     "split_load_options",
     "read_manifest",

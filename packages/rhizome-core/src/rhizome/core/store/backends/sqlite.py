@@ -124,6 +124,11 @@ class SQLiteConnection:
 class SQLiteStore(IndexStore):
     """An index directory (or an in-memory index); see the module docstring."""
 
+    _chunk_select = IndexStore._chunk_select.replace("text", "CAST(text AS BLOB)", 1)
+    """A chunk's text is read as its bytes and decoded here: SQLite keeps bytes that are not
+    UTF-8 as they were written, and decoding them in the query would fail the whole read
+    (:func:`~rhizome.core.store.storage.stored_chunk_text` reports that chunk instead)."""
+
     def __init__(self, path: Path | None, manifest: Manifest, *, readonly: bool = False, new: bool = False) -> None:
         super().__init__(path, manifest, readonly=readonly)
         self.path = path
