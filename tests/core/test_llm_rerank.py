@@ -159,7 +159,7 @@ def test_settings_and_models_are_checked() -> None:
     with pytest.raises(ConfigurationError, match="acomplete_json"):
         LLMReranker(lambda q: q)
     with pytest.raises(ConfigurationError, match="listwise, pointwise"):
-        LLMReranker(FakeChatModel(), method="pairwise")  # type: ignore[arg-type]
+        LLMReranker(FakeChatModel(), method="pairwise")
     for bad in ({"window": 1}, {"batch_size": 0}, {"max_passage_tokens": 5}, {"window": True}):
         with pytest.raises(ConfigurationError):
             LLMReranker(FakeChatModel(), **bad)

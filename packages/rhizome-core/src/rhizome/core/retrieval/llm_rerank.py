@@ -47,7 +47,7 @@ import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -232,7 +232,7 @@ class LLMReranker:
         self,
         llm: Any,
         *,
-        method: Literal["listwise", "pointwise"] = "listwise",
+        method: str = "listwise",
         window: int = WINDOW,
         batch_size: int = BATCH_SIZE,
         max_passage_tokens: int = MAX_PASSAGE_TOKENS,
