@@ -110,7 +110,7 @@ def _recalls(found: list[list[Any]], questions: list[Any]) -> dict[int, list[flo
     return {k: [metrics.recall_at(r, q.supporting, k) for r, q in zip(ranked, questions)] for k in (2, 5)}
 
 
-async def measure(dataset: str, folder: Path, limit: int | None = None) -> dict[str, Any]:
+async def measure(dataset: str, folder: Path, limit: int | None = None, methods: list[str] | None = None) -> dict[str, Any]:
     _, questions = data.musique() if dataset == "musique" else data.hotpotqa()
     questions = questions[:limit] if limit else questions
     rescorer = CosineRescorer(embedder_for("minilm"))
@@ -121,6 +121,8 @@ async def measure(dataset: str, folder: Path, limit: int | None = None) -> dict[
     }
     quality, cost, latency = [], [], []
     for method, mode in best_modes(dataset):
+        if methods and method not in methods:
+            continue
         index = open_index(method, "minilm", dataset, folder)
         name = method if mode is None else f"{method}:{mode}"
         timed = {
@@ -153,13 +155,13 @@ async def measure(dataset: str, folder: Path, limit: int | None = None) -> dict[
             delta = np.subtract(rescored[k], plain[k])
             row |= {f"R@{k}": round(statistics.fmean(plain[k]), 4), f"R@{k} re-scored": round(statistics.fmean(rescored[k]), 4),
                     f"ΔR@{k}": round(float(delta.mean()), 4),
-                    f"ΔR@{k} 95% CI": [round(x, 4) for x in metrics.bootstrap_ci(delta)],
+                    f"ΔR@{k} 95% CI": [round(x, 4) for x in metrics.bootstrap_ci(delta.tolist())],
                     f"W/L R@{k}": "{wins}/{losses}".format(**metrics.paired_counts(rescored[k], plain[k]))}
         # the fake LLM answers keep the order of the 20 candidates: the over-fetch alone, cut to 10
         kept = _recalls(found["llm-listwise"], questions)
         row |= {f"R@{k} over-fetched, order kept": round(statistics.fmean(kept[k]), 4) for k in (2, 5)}
         quality.append(row)
-        one = {"system": name}
+        one: dict[str, Any] = {"system": name}
         for label, runs in stats.items():
             one |= {f"{label} calls": round(statistics.fmean(s.get("model_calls", 0) for s in runs), 2),
                     f"{label} prompt tokens": round(statistics.fmean(s.get("prompt_tokens", 0) for s in runs)),
@@ -179,14 +181,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", choices=DATASETS, default="musique")
     parser.add_argument("--indexes", type=Path, required=True, help="folder the indexes are built in (and reopened from)")
     parser.add_argument("--limit", type=int, help="first N questions only (a smoke test; nothing is written)")
+    parser.add_argument("--methods", nargs="*", help="only these methods (default: every method of the published table)")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
-    result = asyncio.run(measure(args.data, args.indexes, args.limit))
+    result = asyncio.run(measure(args.data, args.indexes, args.limit, args.methods))
     _, questions = data.musique() if args.data == "musique" else data.hotpotqa()
     load = [round(load_before, 1), round(os.getloadavg()[0], 1)]
     result = {
         "suite": "rerank", "data": DATASETS[args.data], "embedder": "minilm",
-        "command": f".venv-bench/bin/python -m benchmarks.rerank --data {args.data} --indexes DIR",
+        "command": f".venv-bench/bin/python -m benchmarks.rerank --data {args.data} --indexes DIR"
+                   + (f" --methods {' '.join(args.methods)}" if args.methods else ""),
         "quality": {"questions": args.limit or len(questions), "k": HITS, "rerank_candidates": CANDIDATES, "rows": result["quality"]},
         "cost": {"questions": args.limit or len(questions), "rerank_candidates": CANDIDATES, "rows": result["cost"]},
         "latency": {"load_average": load, "rows": result["latency"]},
