@@ -176,6 +176,18 @@ async def measure(dataset: str, folder: Path, limit: int | None = None, methods:
     return {"quality": quality, "cost": cost, "latency": latency}
 
 
+def merged(saved: dict[str, Any], new: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """``saved`` with ``new``'s rows in place of its rows of the same systems, in the order of
+    :func:`best_modes`; the load average spans both runs."""
+    order = [method if mode is None else f"{method}:{mode}" for method, mode in best_modes(dataset)]
+    for part in ("quality", "cost", "latency"):
+        rows = {row["system"]: row for row in saved[part]["rows"]} | {row["system"]: row for row in new[part]["rows"]}
+        new[part]["rows"] = sorted(rows.values(), key=lambda row: order.index(row["system"]))
+    low, high = saved["latency"]["load_average"], new["latency"]["load_average"]
+    new["latency"]["load_average"] = [min(low[0], high[0]), max(low[1], high[1])]
+    return new
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.rerank", description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=DATASETS, default="musique")
@@ -187,17 +199,20 @@ def main(argv: list[str] | None = None) -> int:
     result = asyncio.run(measure(args.data, args.indexes, args.limit, args.methods))
     _, questions = data.musique() if args.data == "musique" else data.hotpotqa()
     load = [round(load_before, 1), round(os.getloadavg()[0], 1)]
+    command = f".venv-bench/bin/python -m benchmarks.rerank --data {args.data} --indexes DIR"
     result = {
-        "suite": "rerank", "data": DATASETS[args.data], "embedder": "minilm",
-        "command": f".venv-bench/bin/python -m benchmarks.rerank --data {args.data} --indexes DIR"
-                   + (f" --methods {' '.join(args.methods)}" if args.methods else ""),
+        "suite": "rerank", "data": DATASETS[args.data], "embedder": "minilm", "command": command,
         "quality": {"questions": args.limit or len(questions), "k": HITS, "rerank_candidates": CANDIDATES, "rows": result["quality"]},
         "cost": {"questions": args.limit or len(questions), "rerank_candidates": CANDIDATES, "rows": result["cost"]},
         "latency": {"load_average": load, "rows": result["latency"]},
     }
-    if not args.limit:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / f"rerank-{args.data}-minilm.json").write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    if args.limit:
+        return 0
+    path = RESULTS / f"rerank-{args.data}-minilm.json"
+    if args.methods and path.exists():  # these methods' rows replace theirs in the saved run
+        result = merged(json.loads(path.read_text(encoding="utf-8")), result, args.data)
+    RESULTS.mkdir(exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
     return 0
 
 
