@@ -597,6 +597,35 @@ PAGES: dict[str, Page] = {
                           "embedded by MiniLM, then again with its vector served from memory (model excluded)."),
             Section("Query latency: hotpotqa-100 (MiniLM)", "latency-hotpotqa-minilm.json",
                     command=f"{BENCH} -m benchmarks.latency --data hotpotqa --embed minilm --indexes DIR/hotpotqa"),
+            *[section
+              for data, name in (("musique", "musique-dev"), ("hotpotqa", "hotpotqa-100"))
+              for section in (
+                  Section(f"Rerankers: {name} (MiniLM)", f"rerank-{data}-minilm.json", key="quality",
+                          command=f"{BENCH} -m benchmarks.rerank --data {data} --indexes DIR",
+                          intro="The best mode of each method (highest R@5 in the every-method table above, a graph "
+                                "method's `naive` mode left out), k = 10, without a reranker and re-scored: 20 candidates "
+                                "(`rerank_candidates`), the 10 whose whole text MiniLM puts nearest the query kept. That "
+                                "re-scorer is a **bi-encoder stand-in, not a cross-encoder** (none can be installed here: no "
+                                "package ships cross-encoder weights and the model hub is out of reach); it reads query and "
+                                "passage apart, as the dense index does. Δ: re-scored minus without, with its 95 % interval "
+                                "and the questions won / lost. \"over-fetched, order kept\": the 20 candidates cut to 10 in "
+                                "the search's order (what the fake LLM answers below give back)."),
+                  Section(f"Rerankers: what the LLM reranker costs per query, {name}", f"rerank-{data}-minilm.json",
+                          key="cost", command=f"{BENCH} -m benchmarks.rerank --data {data} --indexes DIR",
+                          intro="`LLMReranker` over the same 20 candidates, **cost only** (no chat model runs here, so no "
+                                "quality figure): model calls and prompt / completion tokens per query, counted by "
+                                "`CountingChatModel` (tiktoken `cl100k_base`) around a fake model whose answers are well "
+                                "formed and keep the candidates' order. Listwise and pointwise with a 32,768-token context "
+                                "window (Rhizome's default `num_ctx`: one prompt of 20 passages; pointwise, 5 to a prompt), "
+                                "listwise again with 4,096 (windows of 14 overlapping by 7). Passages cut to 200 tokens."),
+                  Section(f"Rerankers: the query latency they add, {name}", f"rerank-{data}-minilm.json",
+                          key="latency", command=f"{BENCH} -m benchmarks.rerank --data {data} --indexes DIR",
+                          intro="p50 CPU milliseconds per query (user + system of the process, every variant asked in turn "
+                                "for each question; the load average is in the file): the search at k = 10, the over-fetch "
+                                "of 20, the LLM reranker with a model that answers at once (what Rhizome itself adds: "
+                                "prompts, token counts and cuts, parsing; a real model's time comes on top), and the "
+                                "bi-encoder re-scorer, whose MiniLM embeds the 20 candidates on every query (no cache)."),
+              )],
             Section("HippoRAG and its variants: musique-dev (MiniLM)", "hipporag-recall-musique-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (MiniLM)", "hipporag-recall-hotpotqa-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (hashing)", "hipporag-recall-hotpotqa-hashing.json"),

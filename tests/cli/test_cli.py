@@ -612,3 +612,34 @@ def test_docs_delete_forgets_what_the_model_said_about_the_documents_unless_kept
     kept = flag == "--keep-cache"
     assert (b"Zorvexa" in cached()) == kept
     assert ("model-call cache entr" in out) == (not kept)
+
+
+def test_query_reranks_with_the_chat_model_or_says_what_is_missing(tmp_path, capsys, monkeypatch):
+    run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"), "--offline", "-q")
+    question = "Who led the closure of the Mire Banks?"
+    code, out, _ = run(capsys, "query", str(tmp_path / "i"), question, "--json", "-k", "4")
+    plain = [h["id"] for h in json.loads(out)["hits"]]
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        def reverse(body):  # the model puts the passages in the opposite order
+            n = len(re.findall(r"^\[\d+\]", body["messages"][-1]["content"], re.M))
+            return {"ranking": list(range(n, 0, -1))} if "ranking" in json.dumps(body.get("format")) else {
+                "grades": [{"passage": i, "grade": i} for i in range(1, n + 1)]}
+
+        stub.reply_fn = reverse
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        for kind in ("llm", "llm:pointwise"):
+            code, out, _ = run(capsys, "query", str(tmp_path / "i"), question, "--json", "-k", "2", "--rerank", kind,
+                               "--rerank-candidates", "4", "--llm", "ollama:qwen2.5:7b-instruct", "--no-cache")
+            hits = json.loads(out)["hits"]
+            assert code == 0 and [h["id"] for h in hits] == plain[::-1][:2], kind
+            assert all("retrieval_score" in h["metadata"] for h in hits)
+        assert len(stub.calls("/api/chat")) == 2
+    code, _, err = run(capsys, "query", str(tmp_path / "i"), question, "--rerank", "llm", "--offline")
+    assert code == 2 and "--rerank llm asks a chat model" in err
+    code, _, err = run(capsys, "query", str(tmp_path / "i"), question, "--rerank", "magic")
+    assert code == 2 and "--rerank takes llm" in err
+    code, _, err = run(capsys, "query", str(tmp_path / "i"), question, "--rerank-candidates", "9")
+    assert code == 2 and "give --rerank too" in err
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as where it is not installed
+    code, _, err = run(capsys, "query", str(tmp_path / "i"), question, "--rerank", "cross-encoder:some/model", "--offline")
+    assert code == 2 and "pip install torch==2.13.0 sentence-transformers" in err

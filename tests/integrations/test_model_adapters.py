@@ -341,3 +341,17 @@ def test_framework_models_cache_by_their_answer_settings() -> None:
     assert lc(temperature=0.9) == lc(temperature=0.9, base_url="http://other:11434")  # where it runs is not a setting
     assert li(temperature=0.9, context_window=2048) != li(temperature=0.0, context_window=32768)
     assert li(temperature=0.9) == li(temperature=0.9, base_url="http://other:11434", request_timeout=5.0)
+
+
+async def test_framework_models_rerank_through_the_adapters() -> None:
+    from rhizome.core.retrieval.llm_rerank import LLMReranker
+
+    chat = RecordingFakeChat(responses=['{"ranking": [3, 1]}'])
+    chat.seen = []
+    ranking = await LLMReranker(LangChainChatModel(chat)).arank("which?", ["a", "b", "c"])
+    assert ranking.order == [2, 0, 1] and ranking.fallback == [1]  # b, not named, after the named ones
+    assert "[3] c" in chat.seen[0][-1].content
+    llm = JsonLlamaLLM(answers=['{"grades": [{"passage": 1, "grade": 2}, {"passage": 2, "grade": 9}]}'])
+    llm.seen = []
+    ranking = await LLMReranker(LlamaIndexLLM(llm), method="pointwise").arank("which?", ["a", "b"])
+    assert ranking.order == [1, 0] and ranking.scores == [0.2, 0.9]

@@ -394,3 +394,15 @@ def test_autocontext_over_the_ollama_wire(monkeypatch):
         assert body["options"]["num_ctx"] == 4096
     context = index.document_context(["d"])["d"]
     assert (context.title, context.summary) == ("Harbour ledger", "Records of the Tarn harbour.")
+
+
+def test_a_chat_model_reranker_grades_the_candidate_chunks():
+    from rhizome.core.retrieval.llm_rerank import LLMReranker
+
+    def storm_high(messages, schema):  # grades 9 for a passage about the storm, 1 otherwise
+        passages = [line for line in messages[-1]["content"].splitlines() if line.startswith("[")]
+        return {"grades": [{"passage": i, "grade": 9 if "Storm" in p else 1} for i, p in enumerate(passages, 1)]}
+
+    llm = FakeChatModel(storm_high)
+    hits = small_index().as_retriever(k=2, reranker=LLMReranker(llm, method="pointwise")).retrieve("the harbour ferry")
+    assert hits[0].kind == "segment" and "Storm" in hits[0].text and llm.requests  # grades / 10 are the relevance

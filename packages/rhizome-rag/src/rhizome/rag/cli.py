@@ -288,12 +288,51 @@ def _print_answer(answer: Answer) -> None:
         print(f"  cites: {label} [{hit.id}]")
 
 
+RERANKERS = ("llm", "llm:listwise", "llm:pointwise", "cross-encoder:MODEL")
+"""What ``--rerank`` takes."""
+
+
+def _rerank_kind(spec: str | None) -> tuple[str, str] | None:
+    """``--rerank``'s kind (``llm`` or ``cross-encoder``) and its argument, checked before the
+    index is opened."""
+    if spec is None:
+        return None
+    kind, _, rest = spec.partition(":")
+    if kind == "llm" and rest in ("", "listwise", "pointwise"):
+        return kind, rest or "listwise"
+    if kind == "cross-encoder" and rest:
+        return kind, rest
+    raise ConfigurationError(f"--rerank takes {', '.join(RERANKERS)}, got {spec!r}")
+
+
+def _reranker(kind: tuple[str, str] | None, index: Any, args: argparse.Namespace) -> Any:
+    """The reranker of ``--rerank``: the chat model of the query (``--llm``, the index's own,
+    else ``RHIZOME_LLM`` or the default) judging the candidates, or a cross-encoder."""
+    if kind is None:
+        return None
+    if kind[0] == "cross-encoder":
+        from rhizome.core.retrieval.cross_encoder import CrossEncoderReranker
+
+        return CrossEncoderReranker(kind[1])
+    if index.llm is None:
+        raise ConfigurationError(f"--rerank {args.rerank} asks a chat model, and --offline runs without one; drop --offline "
+                                 "(--llm picks the model) or rerank with --rerank cross-encoder:MODEL")
+    from rhizome.core.retrieval.llm_rerank import LLMReranker
+
+    return LLMReranker(index.llm, method=kind[1])
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore", category=IndexDamageWarning)  # the search's notes say it, printed below
-    index = open_index(args.index, args, answer=args.answer)
+    rerank = _rerank_kind(args.rerank)
+    if args.rerank_candidates is not None and rerank is None:
+        raise ConfigurationError("--rerank-candidates sets how many hits --rerank judges; give --rerank too")
+    index = open_index(args.index, args, answer=args.answer or (rerank is not None and rerank[0] == "llm"))
     wanted = _filter_arg(args.filter)
     options: dict[str, Any] = {"mode": args.mode, "filter": wanted, "score_threshold": args.score_threshold}
     try:
+        if rerank is not None:
+            options.update(reranker=_reranker(rerank, index, args), rerank_candidates=args.rerank_candidates)
         found = index.as_retriever(k=args.k, **options).search(args.question, context=False)
         hits = found.hits
         if hits and args.answer and not args.json and index.llm is not None:
@@ -657,6 +696,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--score-threshold", type=float, metavar="S",
                    help="leave out hits scoring below S (0-1; a hit's score is the query's cosine to the nearest passage it "
                         "cites, the same in every mode): fewer than -k hits may come back")
+    p.add_argument("--rerank", metavar="KIND",
+                   help="rerank the candidates: llm (the --llm chat model ranks them in one prompt; llm:pointwise grades "
+                        "each 0-10), or cross-encoder:MODEL (sentence-transformers, installed separately)")
+    p.add_argument("--rerank-candidates", type=int, metavar="N",
+                   help="hits the search fetches for --rerank to choose -k from (default 20, never fewer than -k)")
     p.add_argument("--answer", action="store_true", help="also write an answer (model, or extractive with --offline)")
     p.add_argument("--json", action="store_true", help="print JSON")
     model_flags(p)
