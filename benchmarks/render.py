@@ -124,10 +124,19 @@ def scale_growth(result: dict[str, Any]) -> dict[str, tuple[int, int, float]]:
     return out
 
 
+CORPUS_NAMES = {
+    "places": "the `places` corpus: two of about n/10 + n/50 places per sentence, at most 2,490, drawn uniformly",
+    "heaps": "the `heaps` corpus: two entities per sentence, Zipfian, from 20·n^0.6 distinct ones",
+}
+"""The synthetic corpora of ``benchmarks.harness.CORPORA`` as a table names them (a results file
+without ``corpus`` predates issue 60 and used ``places``)."""
+
+
 def scale_table(result: dict[str, Any]) -> str:
     """Indexing time, CPU and memory, and query latency, per method and corpus size."""
     lines = [
-        "Synthetic one-chunk documents, offline (no model), hashing embedder; query latency excludes any model. "
+        f"Synthetic one-chunk documents ({CORPUS_NAMES[result.get('corpus', 'places')]}), offline (no model), hashing embedder; "
+        "query latency excludes any model. "
         "CPU: process time of the insert call; growth: the exponent of CPU time from the method's smallest to its largest size.",
         "",
         "| method | documents | index wall (s) | index CPU (s) | chunks/s | query p50 / p95 (ms), per mode | peak RSS (MB) |",
@@ -898,7 +907,7 @@ def scale_rows(data: dict[str, Any]) -> str:
     before, a contended run) each as a table of their own."""
     parts = [scale_table(data)]
     for key, value in data.items():
-        if key in ("rows", "command", "note", "suite", "source"):
+        if key in ("rows", "command", "note", "suite", "source", "corpus"):  # the corpus: in the table's first line
             continue
         rows = [value] if isinstance(value, dict) and "size" in value else value
         if isinstance(rows, list) and rows and all(isinstance(r, dict) and "size" in r for r in rows):
