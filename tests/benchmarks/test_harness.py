@@ -185,7 +185,7 @@ def test_heaps_corpus_grows_its_vocabulary_as_a_power_of_the_corpus():
 
     small, large = harness.synthetic_documents(500), harness.synthetic_documents(4000)
     assert harness.synthetic_documents(500) == small  # deterministic
-    (a, freq_a), (b, freq_b) = distinct(small), distinct(large)
+    (a, _), (b, freq_b) = distinct(small), distinct(large)
     exponent = math.log(b / a) / math.log(8)
     assert 0.45 < exponent < 0.8, exponent  # Heaps-like: more names with more text, sublinearly
     assert b <= harness.heaps_vocabulary(4000) and b > 0.6 * harness.heaps_vocabulary(4000)
