@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import harness
+from benchmarks.render import ann_table
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ann-outofcore.json"
 QUERIES = 500
@@ -132,44 +133,28 @@ class _Bytes:
         return len(block)
 
 
-def table(result: dict[str, Any]) -> str:
-    from rhizome.core.store import outofcore
-    from rhizome.core.store.vectors import TIE_MARGIN
-
-    lines = [
-        "| chunks | collection in memory: exact / out of core (MB) | build CPU (s) | codes per vector × bits | candidates re-ranked | "
-        "recall@10 seen | recall@10 unseen | "
-        "query CPU ms: out of core / exact |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in result["rows"]:
-        for run_row in r["runs"]:
-            lines.append(
-                f"| {r['size']:,} | {r['exact_mb']} / {r['out_of_core_mb']} | {r['build_cpu_seconds']} | {r['m']} × {r['nbits']} | "
-                f"{run_row['candidates']}{' (default)' if run_row['candidates'] == outofcore.CANDIDATES * K + TIE_MARGIN else ''} | {run_row['recall@10_seen']} | {run_row['recall@10_unseen']} | "
-                f"{run_row['query_cpu_ms']} / {r['exact_query_cpu_ms']} |"
-            )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="*", type=int, default=[100_000, 300_000])
     parser.add_argument("--queries", type=int, default=QUERIES)
     args = parser.parse_args(argv)
-    rows = []
-    for size in args.sizes:
+    from rhizome.core.store import outofcore
+    from rhizome.core.store.vectors import TIE_MARGIN
+
+    rows: list[dict[str, Any]] = []
+    for size in args.sizes:  # saved after each size: a later one that does not finish loses nothing
         rows.append(run(size, args.queries))
         print(json.dumps(rows[-1]), flush=True)
-    result = {
-        "suite": "ann-outofcore",
-        "command": f"OMP_NUM_THREADS=1 uv run python -m benchmarks.ann --sizes {' '.join(map(str, args.sizes))}",
-        "corpus": "heaps",
-        "note": f"load average {os.getloadavg()[0]:.1f} at the end (2 cores shared with other sessions): read CPU, not wall",
-        "rows": rows,
-    }
-    RESULTS.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    print(table(result))
+        result = {
+            "suite": "ann-outofcore",
+            "default_candidates": outofcore.CANDIDATES * K + TIE_MARGIN,
+            "command": f"OMP_NUM_THREADS=1 uv run python -m benchmarks.ann --sizes {' '.join(map(str, args.sizes[: len(rows)]))}",
+            "corpus": "heaps",
+            "note": f"load average {os.getloadavg()[0]:.1f} when it ended (2 cores shared with other sessions): read CPU, not wall",
+            "rows": rows,
+        }
+        RESULTS.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    print(ann_table(result))
 
 
 if __name__ == "__main__":

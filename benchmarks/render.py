@@ -150,11 +150,31 @@ def scale_table(result: dict[str, Any]) -> str:
         cpu = r.get("index_cpu_seconds", "–")
         if "warm_up_cpu_seconds" in r:
             cpu = f"{cpu} (warm-up apart: {r['warm_up_cpu_seconds']})"
-        lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {cpu} | {r['chunks_per_second']:,} | {lat or '–'} | {r['peak_rss_mb']} |")
+        rss = f"{r['peak_rss_mb']}" + "".join(f"; {label} {r[key]}" for key, label in (("disk_mb", "on disk (MB)"), ("open_seconds", "opened again (s)"),
+                                                                                   ("memory_gb", "budget (GB)")) if key in r)
+        lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {cpu} | {r['chunks_per_second']:,} | {lat or '–'} | {rss} |")
     growth = scale_growth(result)
     if growth:
         lines += ["", "| method | sizes | CPU growth exponent |", "|---|---|---|"]
         lines += [f"| {m} | {a:,} → {b:,} | {e:.2f} |" for m, (a, b, e) in growth.items()]
+    return "\n".join(lines)
+
+
+def ann_table(result: dict[str, Any]) -> str:
+    """The out-of-core chunk collection against exact search (``benchmarks/ann.py``)."""
+    default = result.get("default_candidates", 96)
+    lines = [
+        "| chunks | collection in memory: exact / out of core (MB) | build CPU (s) | codes per vector × bits | candidates re-ranked | "
+        "recall@10 seen | recall@10 unseen | query CPU ms: out of core / exact |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        for run in r["runs"]:
+            lines.append(
+                f"| {r['size']:,} | {r['exact_mb']} / {r['out_of_core_mb']} | {r['build_cpu_seconds']} | {r['m']} × {r['nbits']} | "
+                f"{run['candidates']}{' (default)' if run['candidates'] == default else ''} | {run['recall@10_seen']} | "
+                f"{run['recall@10_unseen']} | {run['query_cpu_ms']} / {r['exact_query_cpu_ms']} |"
+            )
     return "\n".join(lines)
 
 
@@ -705,6 +725,10 @@ PAGES: dict[str, Page] = {
             Section("RAPTOR builds again, warm-up apart", "scale-raptor-build-rerun.json"),
             Section("100k documents built in a directory", "scale-disk-100k.json"),
             Section("Ray workers and PostgreSQL", "scale_workers.json", command="uv run python -m benchmarks.scale_workers"),
+            Section("Out-of-core chunk collection: recall against exact search", "ann-outofcore.json", kind="ann",
+                    intro="Product-quantizer codes in memory, the candidates they rank first re-ranked by their exact vectors "
+                          "read from SQLite (`rhizome.core.store.outofcore`), against exact search over the same vectors: the "
+                          "`heaps` corpus's chunks, hashing embedder. Recall@10 counts a tie at the tenth place as found."),
             Section("Incremental inserts: GraphRAG, 100 documents into 10,000", "incremental-graphrag.json",
                     command="OMP_NUM_THREADS=1 nice -n 10 uv run python -m benchmarks.incremental graphrag --size 10000 --add 100"),
             Section("Incremental inserts: GraphRAG, 10 into 1,000", "incremental-graphrag-1k.json",
@@ -933,6 +957,7 @@ def render_section(section: Section) -> tuple[str, list[str]]:
             "proxy": proxy_table,
             "cost": cost_table,
             "scale": scale_rows,
+            "ann": ann_table,
             "gorag": gorag_tables,
             "gorag-devcuts": gorag_dev_cut_table,
             "faults": faults_table,

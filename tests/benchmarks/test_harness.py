@@ -153,7 +153,11 @@ def test_scale_one_on_disk_builds_in_a_folder_it_removes(tmp_path, monkeypatch):
     monkeypatch.setattr(harness, "build_index", spy)
     result = harness.scale_one("naive", 50, queries=2, on_disk=str(tmp_path / "indexes"))
     assert result["store"] == "disk" and set(result["latency_ms"]) == {"naive"} and built and built[0]
+    assert result["corpus"] == "heaps" and result["disk_mb"] >= 0 and result["open_seconds"] > 0  # opened again to a first answer
+    assert "on disk (MB)" in harness.scale_table({"rows": [result]})
     assert list((tmp_path / "indexes").iterdir()) == []  # the index folder went with the run
+    budgeted = harness.scale_one("naive", 20, queries=0, on_disk=str(tmp_path / "indexes"), memory_gb=16, corpus="places")
+    assert (budgeted["memory_gb"], budgeted["corpus"]) == (16, "places") and "open_seconds" not in budgeted
     monkeypatch.undo()
     assert harness.scale_one("naive", 20, queries=0)["store"] == "memory"
 
