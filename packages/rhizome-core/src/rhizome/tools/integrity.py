@@ -33,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from rhizome.core.errors import IndexCorruptError, IndexNotFoundError, IndexStorageError
+from rhizome.core.store import outofcore
 from rhizome.core.store.backends.sqlite import (
     SQLiteStore,
     connect_records,
@@ -50,7 +51,6 @@ from rhizome.core.store.storage import (
     read_manifest,
     text_checksum,
 )
-from rhizome.core.store import outofcore
 from rhizome.core.store.vectors import VectorStore
 from rhizome.tools.cli import plural
 

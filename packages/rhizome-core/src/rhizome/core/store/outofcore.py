@@ -41,8 +41,10 @@ TRAIN_SAMPLE = 65_536
 TRAIN_ITERATIONS = 10
 """k-means iterations of each sub-quantizer (faiss: 25); the exact re-ranking makes up for
 coarser codes."""
-CANDIDATES = 8
-"""Candidates read per wanted neighbour (``k`` neighbours: ``8k + 16`` candidates re-ranked exactly)."""
+CANDIDATES = 32
+"""Candidates read per wanted neighbour (``k`` neighbours: ``32k + 16`` candidates re-ranked
+exactly): on 100k chunks of the synthetic corpus 8k + 16 found 95-96 % of the exact top ten
+and 32k + 16 99.3 %, at 3 and 6 ms of CPU a query against 17 ms for the exact scan."""
 BLOCK = 50_000
 """Vectors read from the records and added at a time while the collection is built."""
 

@@ -48,6 +48,8 @@ from rhizome.core.errors import (
     InvalidInputError,
     RhizomeError,
 )
+from rhizome.core.store import outofcore
+from rhizome.core.store.records import batches
 from rhizome.core.store.storage import (
     MANIFEST,
     RECORDS,
@@ -59,8 +61,6 @@ from rhizome.core.store.storage import (
     vectors_generation,
 )
 from rhizome.core.store.targets import index_directory_of
-from rhizome.core.store import outofcore
-from rhizome.core.store.records import batches
 from rhizome.core.store.vectors import VectorStore
 
 try:
