@@ -4,7 +4,7 @@
 
 For each size N: the chunks of N synthetic documents of the ``heaps`` corpus (the scale suite's),
 embedded with the hashing embedder (384 dimensions), held once exactly (faiss ``IndexFlatIP``,
-what every collection of an index directory is below the threshold) and once as
+what every collection of an index directory is below the threshold, through ``VectorStore``) and once as
 :class:`~rhizome.core.store.outofcore.OutOfCoreStore` (product-quantizer codes in memory; the exact vectors read
 from an SQLite table by id, as an index directory's records are, and the candidates the codes
 rank first re-ranked by them). Queries: the first clause of 500 documents of the collection ("seen", what the scale
@@ -86,8 +86,9 @@ def run(size: int, queries: int = QUERIES) -> dict[str, Any]:
         "seen": embedder.embed([inside[i]["text"].split(",")[0] for i in rng.choice(size, queries, replace=False).tolist()]),
         "unseen": embedder.embed([d["text"].split(",")[0] for d in outside]),
     }
-    exact = faiss.IndexFlatIP(embedder.dimension)
-    exact.add(vectors)
+    flat = VectorStore(embedder.dimension)  # exact search, as every collection below the threshold
+    flat.add(ids, vectors)
+    truth = {kind: np.array([[score for _, score in hits] for hits in flat.search(qv, K)]) for kind, qv in asked.items()}
     row: dict[str, Any] = {"size": size, "dimension": embedder.dimension, "exact_mb": round(vectors.nbytes / 2**20, 1)}
     with tempfile.TemporaryDirectory() as folder:
         db = sqlite3.connect(os.path.join(folder, "records.sqlite"))
@@ -106,17 +107,14 @@ def run(size: int, queries: int = QUERIES) -> dict[str, Any]:
         row["out_of_core_mb"] = round(crc.total / 2**20, 1)
         codes = faiss.downcast_index(store._index.index)
         row["m"], row["nbits"] = int(codes.pq.M), int(codes.pq.nbits)
-        flat = VectorStore(embedder.dimension)
-        flat.add(ids, vectors)
+        del vectors  # the exact collection and the SQLite table hold them now
         row["runs"] = []
         default = outofcore.CANDIDATES
         for candidates in (2, 8, 32):
             outofcore.CANDIDATES = candidates
             run_row: dict[str, Any] = {"candidates": candidates * K + TIE_MARGIN}
             for kind, qv in asked.items():
-                truth, _ = exact.search(qv, K)
-                found = store.search(qv, K)
-                run_row[f"recall@10_{kind}"] = _recall(found, truth)
+                run_row[f"recall@10_{kind}"] = _recall(store.search(qv, K), truth[kind])
             run_row["query_cpu_ms"] = _cpu_ms(lambda q: store.search(q, K), asked["unseen"][:200])
             row["runs"].append(run_row)
         outofcore.CANDIDATES = default
@@ -135,22 +133,27 @@ class _Bytes:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", nargs="*", type=int, default=[100_000, 300_000])
+    parser.add_argument("--sizes", nargs="*", type=int, default=[100_000, 300_000],
+                        help="collection sizes; the saved rows of other sizes are kept")
     parser.add_argument("--queries", type=int, default=QUERIES)
     args = parser.parse_args(argv)
     from rhizome.core.store import outofcore
     from rhizome.core.store.vectors import TIE_MARGIN
 
-    rows: list[dict[str, Any]] = []
+    saved = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
+    rows: list[dict[str, Any]] = [r for r in saved.get("rows", []) if r["size"] not in args.sizes]  # other sizes' rows stay
     for size in args.sizes:  # saved after each size: a later one that does not finish loses nothing
         rows.append(run(size, args.queries))
+        rows.sort(key=lambda r: r["size"])
         print(json.dumps(rows[-1]), flush=True)
         result = {
             "suite": "ann-outofcore",
             "default_candidates": outofcore.CANDIDATES * K + TIE_MARGIN,
-            "command": f"OMP_NUM_THREADS=1 uv run python -m benchmarks.ann --sizes {' '.join(map(str, args.sizes[: len(rows)]))}",
+            "command": f"OMP_NUM_THREADS=1 uv run python -m benchmarks.ann --sizes {' '.join(str(r['size']) for r in rows)}",
             "corpus": "heaps",
-            "note": f"load average {os.getloadavg()[0]:.1f} when it ended (2 cores shared with other sessions): read CPU, not wall",
+            "note": f"load average {os.getloadavg()[0]:.1f} when the last size ended (2 cores shared with other sessions, 20-28 during "
+                "the runs of 2026-12-02): read CPU, not wall; the out-of-core size is the faiss index's (codes, quantizer, "
+                "id map), without the Python map of string ids every collection keeps (about 100 bytes an id)",
             "rows": rows,
         }
         RESULTS.write_text(json.dumps(result, indent=2), encoding="utf-8")

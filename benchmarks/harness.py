@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import random
 import resource
 import statistics
@@ -453,7 +454,9 @@ def scale(methods: list[str], sizes: list[int], timeout: float = 1800, corpus: s
             except subprocess.CalledProcessError as exc:
                 rows.append({"method": method, "size": size, "error": (exc.stderr or "").strip().splitlines()[-1:]})
             print(f"scale: {rows[-1]}", file=sys.stderr)
-    return {"suite": "scale", "corpus": corpus, "rows": rows}
+    return {"suite": "scale", "corpus": corpus, "rows": rows,
+            "note": f"load average {os.getloadavg()[0]:.1f} when the run ended (2 cores, shared): wall times and query latencies "
+                    "carry the contention, CPU seconds and peak RSS much less"}
 
 
 def _last_row(stdout: Any) -> dict[str, Any] | None:
