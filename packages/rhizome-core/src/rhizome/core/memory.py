@@ -6,9 +6,11 @@ budget is in force (:func:`budget_scope`, a context variable, so the steps a wri
 threads with ``asyncio.to_thread`` see it too). A step that would take much memory estimates
 what it needs before it runs and calls :func:`require`: when what the process holds now plus
 the estimate exceeds the budget, it raises :class:`~rhizome.core.errors.MemoryBudgetError`
-saying what to do, before anything is allocated or stored, so the kernel's OOM killer never
-gets the chance. A step with a cheaper way of working (a vector collection kept out of core)
-asks :func:`fits` first and takes that way instead.
+saying what to do, before anything is allocated or stored, rather than leaving the process to
+the kernel's OOM killer. A step with a cheaper way of working (a vector collection kept out of
+core) asks :func:`fits` first and takes that way instead. What is not estimated (the records and
+graphs a method holds as Python objects while it builds) can still take a process past its
+budget between the checked steps.
 
 The estimates are deliberately simple (bytes per vector, per edge, per record) and err high;
 what the process already holds is read from ``/proc/self/statm`` (the resident set now), or,
