@@ -237,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         table, title = harness.cost_table(result), "Cost: model calls and tokens"
     else:
         result = harness.scale(methods, args.sizes, corpus=args.corpus, on_disk=args.on_disk)
+        result["command"] = " ".join(["uv run python -m benchmarks scale", *(["--methods", *args.methods] if args.methods else []),
+                                      "--sizes", *map(str, args.sizes), *(["--corpus", args.corpus] if args.corpus != "heaps" else []),
+                                      *(["--on-disk", "DIR"] if args.on_disk else [])])
         table, title = harness.scale_table(result), "Speed and scale"
     if args.add:
         result = merge_rows(saved, result)

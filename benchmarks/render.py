@@ -719,6 +719,7 @@ PAGES: dict[str, Page] = {
         "other work: read timings within one table, as ratios.",
         [
             Section("Build and query, 1k to 100k synthetic documents (every method)", "scale-offline.json"),
+            Section("Build and query, the heaps corpus: naive and GraphRAG, 1k and 10k", "scale-heaps.json"),
             Section("Builds again, one at a time", "scale-build-rerun.json"),
             Section("LightRAG builds again, one at a time", "scale-lightrag-build-rerun.json"),
             Section("LightRAG: long profiles as rows, three rounds against the code before", "scale-lightrag-rows.json"),
