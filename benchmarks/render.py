@@ -729,7 +729,9 @@ PAGES: dict[str, Page] = {
             Section("Out-of-core chunk collection: recall against exact search", "ann-outofcore.json", kind="ann",
                     intro="Product-quantizer codes in memory, the candidates they rank first re-ranked by their exact vectors "
                           "read from SQLite (`rhizome.core.store.outofcore`), against exact search over the same vectors: the "
-                          "`heaps` corpus's chunks, hashing embedder. Recall@10 counts a tie at the tenth place as found."),
+                          "`heaps` corpus's chunks, hashing embedder. Recall@10 counts a tie at the tenth place as found. Build CPU: "
+                          "training the quantizer and coding every vector, from vectors already in memory (an index reads "
+                          "them from its records, a block at a time, besides)."),
             Section("Incremental inserts: GraphRAG, 100 documents into 10,000", "incremental-graphrag.json",
                     command="OMP_NUM_THREADS=1 nice -n 10 uv run python -m benchmarks.incremental graphrag --size 10000 --add 100"),
             Section("Incremental inserts: GraphRAG, 10 into 1,000", "incremental-graphrag-1k.json",
