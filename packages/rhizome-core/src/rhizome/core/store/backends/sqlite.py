@@ -398,7 +398,8 @@ class SQLiteStore(IndexStore):
         db.upsert("vectors", ("collection", "id", "vector", "digest"), ("collection", "id"),
                   ((collection, key, array[i].tobytes(), marks[i]) for i, key in enumerate(ids)))
         self.bump(db, vectors_generation(collection))
-        if outgrown:  # from the records, the rows just written included; the exact mirror goes
+        if outgrown:  # from the records, the rows just written included; the exact mirror goes first
+            mirror = None
             with self._lock:
                 self._collections.pop(collection, None)
                 self._collections[collection] = self._build_out_of_core(collection, array.shape[1])
