@@ -174,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--queries", type=int, default=20)
         if name == "scale":
             p.add_argument("--sizes", nargs="*", type=int, default=[1000, 10000])
+            p.add_argument("--corpus", choices=harness.CORPORA, default="heaps",
+                           help="heaps (distinct entities grow with the corpus, Zipfian mentions; saved as scale-heaps) or "
+                                "places (the corpus of the rows published before issue 60; saved as scale-offline)")
+            p.add_argument("--on-disk", metavar="DIR", help="build each index in a fresh folder under DIR (default: in memory; "
+                                                             "saved with -disk after the corpus's name)")
     sub.add_parser("classify", help="gorag-wos few-shot classification; takes benchmarks/gorag.py's options", add_help=False)
     p = sub.add_parser("scale-one", help=argparse.SUPPRESS)
     p.add_argument("method")
@@ -181,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warm-up", action="store_true", help="index 200 other documents first: one-time costs left out of the build")
     p.add_argument("--queries", type=int, default=100, help="queries a retrieval mode (0: time the build only)")
     p.add_argument("--on-disk", metavar="DIR", help="build the index in a fresh folder under DIR (default: in memory)")
+    p.add_argument("--corpus", choices=harness.CORPORA, default="heaps", help="the synthetic corpus (see harness.CORPORA)")
+    p.add_argument("--memory-gb", type=float, help="the index's memory budget (memory_gb=)")
     p = sub.add_parser("peers", help="peer projects side by side (needs benchmarks/setup.sh)")
     p.add_argument("--passages", type=int, default=994)
     p.add_argument("--systems", nargs="*", help="run only these systems and merge their rows into the saved results")
@@ -189,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.suite == "scale-one":
         print(json.dumps(harness.scale_one(args.method, args.size, queries=args.queries, emit=lambda row: print(json.dumps(row), flush=True),
-                                            warm_up=args.warm_up, on_disk=args.on_disk)))
+                                            warm_up=args.warm_up, on_disk=args.on_disk, corpus=args.corpus,
+                                            memory_gb=args.memory_gb)))
         return 0
     if args.suite == "peers":
         from benchmarks import peers
@@ -212,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         "retrieval": lambda: f"{'' if args.data == 'hotpotqa' else args.data + '-'}{args.embed}{'-openie' if args.openie else ''}",
         "proxy": lambda: args.embed if args.budget == harness.PROXY_BUDGET else f"{args.embed}-{args.budget}",
         "cost": lambda: "fake",
-        "scale": lambda: "offline",
+        "scale": lambda: ("offline" if args.corpus == "places" else "heaps") + ("-disk" if args.on_disk else ""),
     }[args.suite]()
     saved = RESULTS / f"{args.suite}-{variant}.json"
     ran = [*methods, "naive"] if args.suite == "retrieval" else methods  # every retrieval run measures dense retrieval
@@ -228,7 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         result = asyncio.run(harness.cost(selected, args.passages, args.queries))
         table, title = harness.cost_table(result), "Cost: model calls and tokens"
     else:
-        result = harness.scale(methods, args.sizes)
+        result = harness.scale(methods, args.sizes, corpus=args.corpus, on_disk=args.on_disk)
+        result["command"] = " ".join(["uv run python -m benchmarks scale", *(["--methods", *args.methods] if args.methods else []),
+                                      "--sizes", *map(str, args.sizes), *(["--corpus", args.corpus] if args.corpus != "heaps" else []),
+                                      *(["--on-disk", "DIR"] if args.on_disk else [])])
         table, title = harness.scale_table(result), "Speed and scale"
     if args.add:
         result = merge_rows(saved, result)

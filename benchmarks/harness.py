@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import random
 import resource
 import statistics
@@ -264,9 +265,77 @@ WORDS = ["harbour", "river", "council", "market", "island", "ferry", "lighthouse
 NAMES = [f"{a}{b}" for a in ("Al", "Bar", "Cor", "Del", "Esk", "Fen", "Gar", "Hol", "Ist", "Jor") for b in ("ton", "by", "mere", "wick", "stead", "ham", "ford")]
 
 
-def synthetic_documents(n: int, seed: int = 3) -> list[dict[str, str]]:
-    """``n`` one-chunk documents of three sentences, each naming two places from a vocabulary
-    that grows with ``n`` (so the entity graph grows too)."""
+CORPORA = ("heaps", "places")
+"""The synthetic corpora of the scale suite: ``heaps`` (the default since issue 60: distinct
+entities grow as a power of the corpus, mentions Zipfian) and ``places`` (the first one: about
+2,500 places at 100k documents, each as likely as the next; every published row of
+``scale-offline``, ``scale-build-rerun``, ``scale-disk-100k`` and the RAPTOR/LightRAG re-runs up
+to issue 60 used it)."""
+
+HEAPS_K, HEAPS_BETA = 20.0, 0.6
+"""Distinct entities of a ``heaps`` corpus of N documents: ``round(K * N ** beta)`` (Heaps' law;
+text corpora show beta of about 0.4-0.7): 1,262 at 1k, 5,024 at 10k, 20,000 at 100k, 79,621 at 1M."""
+ZIPF_S, ZIPF_Q = 1.0, 10.0
+"""Mention frequencies over the vocabulary: Zipf-Mandelbrot, the entity of rank r drawn with
+probability proportional to ``1 / (r + q) ** s``; the offset q keeps the head from taking a
+tenth of every mention (the top entity gets about 1 % of them at 100k, rank 100 a tenth of that)."""
+_ONSETS = ("b", "br", "c", "d", "dr", "f", "g", "gr", "h", "k", "l", "m", "n", "p", "r", "s", "st", "t", "tr", "v", "w", "z")
+_NUCLEI = ("a", "e", "i", "o", "u", "ai", "ea", "ou")
+_CODAS = ("", "n", "r", "l", "s", "th", "m", "rk", "nd", "x")
+_NAMES = len(_ONSETS) ** 3 * len(_NUCLEI) ** 3 * len(_CODAS)
+
+
+def entity_name(rank: int) -> str:
+    """A distinct pronounceable capitalised name for each rank below 54.5 million: three
+    syllables (an onset and a vowel each) and a closing consonant or none, e.g. ``Wudavark``;
+    a name splits into its parts in one way only, so no two ranks share one. Ranks are shuffled
+    first (a multiplication modulo the number of names, a bijection), so that neighbouring
+    ranks, which are about as frequent, do not share a first syllable."""
+    if not 0 <= rank < _NAMES:
+        raise ValueError(f"entity ranks go from 0 to {_NAMES - 1}")
+    value = rank * 2654435761 % _NAMES
+    value, coda = divmod(value, len(_CODAS))
+    parts = []
+    for _ in range(3):
+        value, digit = divmod(value, len(_ONSETS) * len(_NUCLEI))
+        parts.append(_ONSETS[digit // len(_NUCLEI)] + _NUCLEI[digit % len(_NUCLEI)])
+    return ("".join(parts) + _CODAS[coda]).capitalize()
+
+
+def heaps_vocabulary(n: int) -> int:
+    """Distinct entities of a ``heaps`` corpus of ``n`` documents (:data:`HEAPS_K`)."""
+    return max(20, round(HEAPS_K * n**HEAPS_BETA))
+
+
+def synthetic_documents(n: int, seed: int = 3, corpus: str = "heaps") -> list[dict[str, str]]:
+    """``n`` one-chunk documents of three sentences, each sentence naming two entities (see
+    :data:`CORPORA`): ``heaps`` draws them Zipfian from a vocabulary of
+    :func:`heaps_vocabulary` names, ``places`` (the corpus of the rows published before issue 60,
+    reproduced exactly) uniformly from about ``n // 10 + n // 50`` places, 2,490 at most."""
+    if corpus == "places":
+        return _place_documents(n, seed)
+    if corpus != "heaps":
+        raise ValueError(f"unknown synthetic corpus {corpus!r}; choose one of {', '.join(CORPORA)}")
+    rng = random.Random(seed)
+    size = heaps_vocabulary(n)
+    weights = 1.0 / (np.arange(1, size + 1) + ZIPF_Q) ** ZIPF_S
+    draws = np.random.default_rng(seed).choice(size, size=(n, 3, 2), p=weights / weights.sum())
+    names: dict[int, str] = {}
+    docs = []
+    for i in range(n):
+        sentences = []
+        for a, b in draws[i].tolist():
+            if a == b:
+                b = (b + 1) % size
+            w = rng.sample(WORDS, 5)
+            first = names.setdefault(a, entity_name(a))
+            second = names.setdefault(b, entity_name(b))
+            sentences.append(f"{first} has a {w[0]} and a {w[1]} near {second}, known for its {w[2]} {w[3]} {w[4]}.")
+        docs.append({"id": f"s{i}", "text": " ".join(sentences)})
+    return docs
+
+
+def _place_documents(n: int, seed: int) -> list[dict[str, str]]:
     rng = random.Random(seed)
     vocabulary = [f"{name} {suffix}" for suffix in ("", "North", "South", "Mill", "Cross", "Bay", "Hill") for name in NAMES]
     vocabulary = vocabulary[: max(20, min(len(vocabulary), n // 10))] + [f"Place{i}" for i in range(n // 50)]
@@ -282,7 +351,7 @@ def synthetic_documents(n: int, seed: int = 3) -> list[dict[str, str]]:
 
 
 def scale_one(method: str, size: int, queries: int = 100, query_seconds: float = 300.0, emit: Any = None, warm_up: bool = False,
-              on_disk: str | None = None) -> dict[str, Any]:
+              on_disk: str | None = None, corpus: str = "heaps", memory_gb: float | None = None) -> dict[str, Any]:
     """Run in a subprocess: index ``size`` synthetic documents offline and time ``queries``
     queries a retrieval mode (none: the build alone). The index is in memory (SQLite's
     ``:memory:`` database holds every record and vector in the process) unless ``on_disk``
@@ -291,23 +360,26 @@ def scale_one(method: str, size: int, queries: int = 100, query_seconds: float =
     so a slow query phase cannot lose the build's numbers; each mode's queries stop after
     ``query_seconds`` (the row's ``note`` then says how many ran). ``warm_up``: first index 200
     other documents in a throwaway index, so that what a process pays once (imports, numba's
-    compilation of UMAP for RAPTOR) is not in the build's time; its CPU goes in the row."""
+    compilation of UMAP for RAPTOR) is not in the build's time; its CPU goes in the row.
+    ``corpus``: which synthetic corpus (:data:`CORPORA`); ``memory_gb``: the index's memory
+    budget (``None``: none, or ``RHIZOME_MEMORY_GB``)."""
     if on_disk is None:
-        return asyncio.run(_scale_one(method, size, queries, query_seconds, emit, warm_up, None))
+        return asyncio.run(_scale_one(method, size, queries, query_seconds, emit, warm_up, None, corpus, memory_gb))
     Path(on_disk).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=on_disk) as folder:
-        return asyncio.run(_scale_one(method, size, queries, query_seconds, emit, warm_up, Path(folder) / "index"))
+        return asyncio.run(_scale_one(method, size, queries, query_seconds, emit, warm_up, Path(folder) / "index", corpus, memory_gb))
 
 
-async def _scale_one(method: str, size: int, queries: int, query_seconds: float, emit: Any, warm_up: bool, path: Path | None) -> dict[str, Any]:
-    documents = synthetic_documents(size)
+async def _scale_one(method: str, size: int, queries: int, query_seconds: float, emit: Any, warm_up: bool, path: Path | None,
+                     corpus: str = "heaps", memory_gb: float | None = None) -> dict[str, Any]:
+    documents = synthetic_documents(size, corpus=corpus)
     if warm_up:
         warm_cpu = time.process_time()
         throwaway = build_index(method, embedder_for("hashing"), batch_size=1024)
         await throwaway.ainsert(synthetic_documents(200, seed=11))
         throwaway.close()
         warm_cpu = time.process_time() - warm_cpu
-    index = build_index(method, embedder_for("hashing"), batch_size=1024, path=path)
+    index = build_index(method, embedder_for("hashing"), batch_size=1024, path=path, **({} if memory_gb is None else {"memory_gb": memory_gb}))
     start, cpu = time.perf_counter(), time.process_time()
     await index.ainsert(documents)
     index_s, index_cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -320,7 +392,13 @@ async def _scale_one(method: str, size: int, queries: int, query_seconds: float,
         "latency_ms": {},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "store": "memory" if path is None else "disk",
+        "corpus": corpus,
     }
+    if memory_gb is not None:
+        row["memory_gb"] = memory_gb
+    if path is not None:
+        index.store.save_snapshots()  # what a reopen reads, on disk before it is measured
+        row["disk_mb"] = _megabytes_in(path)
     if warm_up:
         row["warm_up_cpu_seconds"] = round(warm_cpu, 2)
     if emit is not None:
@@ -342,16 +420,31 @@ async def _scale_one(method: str, size: int, queries: int, query_seconds: float,
         row["latency_ms"][mode or method] = {"p50": round(statistics.median(times), 2), "p95": round(float(np.percentile(times, 95)), 2)}
     index.close()
     row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    if path is not None and queries:  # opening the directory again, to the first answer of the default mode
+        t0 = time.perf_counter()
+        reopened = index_class(method)(embedder_for("hashing"), path=path, readonly=True)
+        await reopened.as_retriever(k=HITS).aretrieve(documents[0]["text"].split(",")[0])
+        row["open_seconds"] = round(time.perf_counter() - t0, 2)
+        reopened.close()
     if cut:
         row["note"] = "; ".join(cut)
     return row
 
 
-def scale(methods: list[str], sizes: list[int], timeout: float = 1800) -> dict[str, Any]:
+def _megabytes_in(folder: Path) -> int:
+    """The size of the files under ``folder``, in MB."""
+    return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20)
+
+
+def scale(methods: list[str], sizes: list[int], timeout: float = 1800, corpus: str = "heaps", on_disk: str | None = None) -> dict[str, Any]:
+    """``scale_one`` of every method and size, each in a subprocess of its own (so each row's
+    peak RSS is its own); ``on_disk``: build in a directory under it rather than in memory."""
     rows = []
     for method in methods:
         for size in sizes:
-            cmd = [sys.executable, "-m", "benchmarks", "scale-one", method, str(size)]
+            cmd = [sys.executable, "-m", "benchmarks", "scale-one", method, str(size), "--corpus", corpus]
+            if on_disk:
+                cmd += ["--on-disk", on_disk]
             try:
                 out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
                 rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -361,7 +454,9 @@ def scale(methods: list[str], sizes: list[int], timeout: float = 1800) -> dict[s
             except subprocess.CalledProcessError as exc:
                 rows.append({"method": method, "size": size, "error": (exc.stderr or "").strip().splitlines()[-1:]})
             print(f"scale: {rows[-1]}", file=sys.stderr)
-    return {"suite": "scale", "rows": rows}
+    return {"suite": "scale", "corpus": corpus, "rows": rows,
+            "note": f"load average {os.getloadavg()[0]:.1f} when the run ended (2 cores, shared): wall times and query latencies "
+                    "carry the contention, CPU seconds and peak RSS much less"}
 
 
 def _last_row(stdout: Any) -> dict[str, Any] | None:

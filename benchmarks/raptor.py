@@ -90,7 +90,7 @@ def build_one(size: int) -> dict[str, Any]:
     totals: dict[str, float] = {}
     _timed(clustering, "reduce", totals)
     _timed(clustering, "mixture_probabilities", totals)
-    documents = harness.synthetic_documents(size)
+    documents = harness.synthetic_documents(size, corpus="places")  # the corpus of its published rows
     llm = CountingChatModel(FakeChatModel(first_words))
     index = RaptorIndex(HashingEmbedder(), llm=llm, cache=False, batch_size=1024)
     start, cpu = time.perf_counter(), time.process_time()

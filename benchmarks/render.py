@@ -124,10 +124,19 @@ def scale_growth(result: dict[str, Any]) -> dict[str, tuple[int, int, float]]:
     return out
 
 
+CORPUS_NAMES = {
+    "places": "the `places` corpus: two of about n/10 + n/50 places per sentence, at most 2,490, drawn uniformly",
+    "heaps": "the `heaps` corpus: two entities per sentence, Zipfian, from 20·n^0.6 distinct ones",
+}
+"""The synthetic corpora of ``benchmarks.harness.CORPORA`` as a table names them (a results file
+without ``corpus`` predates issue 60 and used ``places``)."""
+
+
 def scale_table(result: dict[str, Any]) -> str:
     """Indexing time, CPU and memory, and query latency, per method and corpus size."""
     lines = [
-        "Synthetic one-chunk documents, offline (no model), hashing embedder; query latency excludes any model. "
+        f"Synthetic one-chunk documents ({CORPUS_NAMES[result.get('corpus', 'places')]}), offline (no model), hashing embedder; "
+        "query latency excludes any model. "
         "CPU: process time of the insert call; growth: the exponent of CPU time from the method's smallest to its largest size.",
         "",
         "| method | documents | index wall (s) | index CPU (s) | chunks/s | query p50 / p95 (ms), per mode | peak RSS (MB) |",
@@ -141,11 +150,31 @@ def scale_table(result: dict[str, Any]) -> str:
         cpu = r.get("index_cpu_seconds", "–")
         if "warm_up_cpu_seconds" in r:
             cpu = f"{cpu} (warm-up apart: {r['warm_up_cpu_seconds']})"
-        lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {cpu} | {r['chunks_per_second']:,} | {lat or '–'} | {r['peak_rss_mb']} |")
+        rss = f"{r['peak_rss_mb']}" + "".join(f"; {label} {r[key]}" for key, label in (("disk_mb", "on disk (MB)"), ("open_seconds", "opened again (s)"),
+                                                                                   ("memory_gb", "budget (GB)")) if key in r)
+        lines.append(f"| {r['method']} | {r['size']:,} | {r['index_seconds']} | {cpu} | {r['chunks_per_second']:,} | {lat or '–'} | {rss} |")
     growth = scale_growth(result)
     if growth:
         lines += ["", "| method | sizes | CPU growth exponent |", "|---|---|---|"]
         lines += [f"| {m} | {a:,} → {b:,} | {e:.2f} |" for m, (a, b, e) in growth.items()]
+    return "\n".join(lines)
+
+
+def ann_table(result: dict[str, Any]) -> str:
+    """The out-of-core chunk collection against exact search (``benchmarks/ann.py``)."""
+    default = result.get("default_candidates", 96)
+    lines = [
+        "| chunks | collection in memory: exact / out of core (MB) | build CPU (s) | codes per vector × bits | candidates re-ranked | "
+        "recall@10 seen | recall@10 unseen | query CPU ms: out of core / exact |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        for run in r["runs"]:
+            lines.append(
+                f"| {r['size']:,} | {r['exact_mb']} / {r['out_of_core_mb']} | {r['build_cpu_seconds']} | {r['m']} × {r['nbits']} | "
+                f"{run['candidates']}{' (default)' if run['candidates'] == default else ''} | {run['recall@10_seen']} | "
+                f"{run['recall@10_unseen']} | {run['query_cpu_ms']} / {r['exact_query_cpu_ms']} |"
+            )
     return "\n".join(lines)
 
 
@@ -719,12 +748,20 @@ PAGES: dict[str, Page] = {
         "other work: read timings within one table, as ratios.",
         [
             Section("Build and query, 1k to 100k synthetic documents (every method)", "scale-offline.json"),
+            Section("Build and query, the heaps corpus: naive and GraphRAG, 1k and 10k", "scale-heaps.json"),
+            Section("Naive, 100k heaps documents in a directory, with and without a memory budget", "scale-heaps-disk-budget.json"),
             Section("Builds again, one at a time", "scale-build-rerun.json"),
             Section("LightRAG builds again, one at a time", "scale-lightrag-build-rerun.json"),
             Section("LightRAG: long profiles as rows, three rounds against the code before", "scale-lightrag-rows.json"),
             Section("RAPTOR builds again, warm-up apart", "scale-raptor-build-rerun.json"),
             Section("100k documents built in a directory", "scale-disk-100k.json"),
             Section("Ray workers and PostgreSQL", "scale_workers.json", command="uv run python -m benchmarks.scale_workers"),
+            Section("Out-of-core chunk collection: recall against exact search", "ann-outofcore.json", kind="ann",
+                    intro="Product-quantizer codes in memory, the candidates they rank first re-ranked by their exact vectors "
+                          "read from SQLite (`rhizome.core.store.outofcore`), against exact search over the same vectors: the "
+                          "`heaps` corpus's chunks, hashing embedder. Recall@10 counts a tie at the tenth place as found. Build CPU: "
+                          "training the quantizer and coding every vector, from vectors already in memory (an index reads "
+                          "them from its records, a block at a time, besides)."),
             Section("Incremental inserts: GraphRAG, 100 documents into 10,000", "incremental-graphrag.json",
                     command="OMP_NUM_THREADS=1 nice -n 10 uv run python -m benchmarks.incremental graphrag --size 10000 --add 100"),
             Section("Incremental inserts: GraphRAG, 10 into 1,000", "incremental-graphrag-1k.json",
@@ -927,7 +964,7 @@ def scale_rows(data: dict[str, Any]) -> str:
     before, a contended run) each as a table of their own."""
     parts = [scale_table(data)]
     for key, value in data.items():
-        if key in ("rows", "command", "note", "suite", "source"):
+        if key in ("rows", "command", "note", "suite", "source", "corpus"):  # the corpus: in the table's first line
             continue
         rows = [value] if isinstance(value, dict) and "size" in value else value
         if isinstance(rows, list) and rows and all(isinstance(r, dict) and "size" in r for r in rows):
@@ -953,6 +990,7 @@ def render_section(section: Section) -> tuple[str, list[str]]:
             "proxy": proxy_table,
             "cost": cost_table,
             "scale": scale_rows,
+            "ann": ann_table,
             "gorag": gorag_tables,
             "gorag-devcuts": gorag_dev_cut_table,
             "faults": faults_table,

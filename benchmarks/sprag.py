@@ -217,7 +217,7 @@ def selection(repeats: int = 20) -> list[dict[str, Any]]:
 async def long_document(chunks: int = 10_000, queries: int = 100) -> list[dict[str, Any]]:
     """Whole queries on one document of ``chunks`` chunks (the harness's synthetic sentences
     joined into one text), hashing embedder: milliseconds per ``aretrieve`` in every mode."""
-    sentences = [d["text"] for d in harness.synthetic_documents(chunks * 3)]
+    sentences = [d["text"] for d in harness.synthetic_documents(chunks * 3, corpus="places")]  # as published
     index = SpRAGIndex(embedder_for("hashing"), cache=False, batch_size=4096)
     start = time.perf_counter()
     await index.ainsert([{"id": "long", "text": " ".join(sentences)}])

@@ -4,6 +4,7 @@ benchmarks/ and docs/benchmarks.md, not in the test suite)."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -152,7 +153,11 @@ def test_scale_one_on_disk_builds_in_a_folder_it_removes(tmp_path, monkeypatch):
     monkeypatch.setattr(harness, "build_index", spy)
     result = harness.scale_one("naive", 50, queries=2, on_disk=str(tmp_path / "indexes"))
     assert result["store"] == "disk" and set(result["latency_ms"]) == {"naive"} and built and built[0]
+    assert result["corpus"] == "heaps" and result["disk_mb"] >= 0 and result["open_seconds"] > 0  # opened again to a first answer
+    assert "on disk (MB)" in harness.scale_table({"rows": [result]})
     assert list((tmp_path / "indexes").iterdir()) == []  # the index folder went with the run
+    budgeted = harness.scale_one("naive", 20, queries=0, on_disk=str(tmp_path / "indexes"), memory_gb=16, corpus="places")
+    assert (budgeted["memory_gb"], budgeted["corpus"]) == (16, "places") and "open_seconds" not in budgeted
     monkeypatch.undo()
     assert harness.scale_one("naive", 20, queries=0)["store"] == "memory"
 
@@ -168,6 +173,33 @@ def test_scale_one_reports_the_build_before_the_queries_and_bounds_them():
     # a process killed in its query phase still gives its build row
     assert harness._last_row(emitted[0] + "\n")["index_cpu_seconds"] == built["index_cpu_seconds"]
     assert harness._last_row(b"") is None
+
+
+def test_heaps_corpus_grows_its_vocabulary_as_a_power_of_the_corpus():
+    from rhizome.core.extraction.offline import OfflineExtractor
+    from rhizome.core.types import Chunk
+
+    def distinct(docs: list[dict[str, str]]) -> tuple[int, list[int]]:
+        chunks = [Chunk(id=d["id"], document_id=d["id"], text=d["text"], index=0, start=0, end=len(d["text"]), n_tokens=40) for d in docs]
+        counts: dict[str, int] = {}
+        for extraction in OfflineExtractor().extract(chunks):
+            for entity in extraction.entities:
+                counts[entity.name] = counts.get(entity.name, 0) + 1
+        return len(counts), sorted(counts.values(), reverse=True)
+
+    small, large = harness.synthetic_documents(500), harness.synthetic_documents(4000)
+    assert harness.synthetic_documents(500) == small  # deterministic
+    (a, _), (b, freq_b) = distinct(small), distinct(large)
+    exponent = math.log(b / a) / math.log(8)
+    assert 0.45 < exponent < 0.8, exponent  # Heaps-like: more names with more text, sublinearly
+    assert b <= harness.heaps_vocabulary(4000) and b > 0.6 * harness.heaps_vocabulary(4000)
+    assert freq_b[0] > 10 * freq_b[len(freq_b) // 2]  # Zipfian: a head of frequent names, a long tail
+    # the first corpus, for the rows published before it: a fixed list of places, uniform
+    places = harness.synthetic_documents(4000, corpus="places")
+    assert distinct(places)[0] < b / 3
+    assert len({harness.entity_name(r) for r in range(20000)}) == 20000
+    with pytest.raises(ValueError, match="heaps, places"):
+        harness.synthetic_documents(5, corpus="zipf")
 
 
 def test_scale_growth_is_the_exponent_between_the_smallest_and_largest_size():

@@ -97,6 +97,17 @@ class IndexDamageWarning(UserWarning):
     not UTF-8) instead of failing; the warning names it and how to store it again."""
 
 
+class MemoryBudgetError(RhizomeError, MemoryError):
+    """A step of a build would take the process past its memory budget (``memory_gb``,
+    ``RHIZOME_MEMORY_GB``): raised before the step allocates anything or stores anything, with
+    what it needs, what the process holds and what to do (a larger budget, a directory or
+    PostgreSQL instead of memory, smaller batches)."""
+
+    def __init__(self, message: str, *, step: str = "", needed: int = 0, held: int = 0, budget: int = 0) -> None:
+        super().__init__(message)
+        self.step, self.needed, self.held, self.budget = step, needed, held, budget
+
+
 SERVER_FAILURES = (ModelUnavailableError, ModelNotFoundError, ModelTimeoutError)
 """Model errors that say the server cannot serve at all, not this request: see :func:`fails_alone`."""
 
@@ -128,6 +139,7 @@ __all__ = [
     "IndexUnavailableError",
     "IndexWriteError",
     "InvalidInputError",
+    "MemoryBudgetError",
     "ModelError",
     "ModelNotFoundError",
     "ModelOutputError",

@@ -98,7 +98,7 @@ def _open_or_create(
     kwargs: dict[str, Any] = {"path": out, "progress": not args.quiet, "llm": models.llm}
     if getattr(args, "no_cache", False):
         kwargs["cache"] = False
-    for name in ("chunk_size", "chunk_overlap"):
+    for name in ("chunk_size", "chunk_overlap", "memory_gb"):
         if getattr(args, name, None) is not None:
             kwargs[name] = getattr(args, name)
     if getattr(args, "workers", None) is not None:
@@ -654,6 +654,9 @@ def _index_parser(p: argparse.ArgumentParser) -> None:
                         "an existing index is updated with its own method and models")
     p.add_argument("--chunk-size", type=int, help="tokens per chunk (method default)")
     p.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks (method default)")
+    p.add_argument("--memory-gb", type=float, metavar="GB",
+                   help="memory budget of the build: a step that would not fit works out of core where it can, else stops "
+                        "with what to do before it allocates anything (default: RHIZOME_MEMORY_GB, else none)")
     p.add_argument("--sync", action="store_true",
                    help="make the index match the folder: add new files, re-index changed ones, delete the documents of removed files")
     p.add_argument("--text-field", help="the column (CSV) or field (JSON) holding a row's text; several separated by commas, the first a row has "

@@ -35,6 +35,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from rhizome.core import memory
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.graph._common import (
     NodeId,
@@ -249,8 +250,14 @@ def _canonical_labels(membership: np.ndarray) -> np.ndarray:
 
 
 def _igraph(edges: _Edges) -> Any:
-    """An ``igraph.Graph`` of an :class:`_Edges` graph (vertices 0..n-1, its edges in order)."""
+    """An ``igraph.Graph`` of an :class:`_Edges` graph (vertices 0..n-1, its edges in order),
+    when it fits the memory budget in force (:mod:`rhizome.core.memory`)."""
     import igraph as ig
+
+    memory.require(
+        f"clustering a graph of {edges.n:,} nodes and {edges.src.size:,} edges", edges.src.size * memory.EDGE_BYTES + edges.n * 64,
+        "split the corpus into several indexes (by source or by time) and query them side by side",
+    )
 
     return ig.Graph(n=edges.n, edges=np.column_stack((edges.src, edges.dst)).tolist())
 

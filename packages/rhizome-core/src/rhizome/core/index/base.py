@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, Field, ValidationError
 
+from rhizome.core import memory
 from rhizome.core.aio import iterate_sync, run_sync
 from rhizome.core.documents import coerce_documents, lone_surrogate
 from rhizome.core.errors import (
@@ -65,7 +66,7 @@ from rhizome.core.errors import (
     ModelUnavailableError,
     fails_alone,
 )
-from rhizome.core.index.config import IndexConfig, build_config
+from rhizome.core.index.config import RUNTIME_FIELDS, IndexConfig, build_config
 from rhizome.core.index.heap import full_collections_deferred
 from rhizome.core.models.base import EMBEDDING_FIX, checked_vectors, usage_scope, varied_sampling
 from rhizome.core.progress import ProgressArg, Reporter, phase, quietly, reporting
@@ -400,10 +401,12 @@ class BaseIndex(Generic[P, D]):
             manifest = Manifest(
                 method=self.method,
                 models={"embedder": self.embedder.name, "llm": getattr(self.llm, "name", None)},
-                config=self.config.model_dump(mode="json"),
+                config=self.config.model_dump(mode="json", exclude=set(RUNTIME_FIELDS)),
             )
             self.store = IndexStore.open_or_create(path, manifest, readonly=readonly)
         self.chunker = Chunker(self.config.chunk_size, self.config.chunk_overlap)
+        self.memory_budget = memory.budget_bytes(self.config.memory_gb)
+        """The budget of this index's writes in bytes (``None``: none); see :mod:`rhizome.core.memory`."""
         self.batch_size = batch_size
         self.progress = progress
         self._attach_cache(cache)
@@ -433,13 +436,14 @@ class BaseIndex(Generic[P, D]):
             f"{name}={getattr(stored, name)!r} (asked {getattr(asked, name)!r})"
             for name in given
             if getattr(asked, name) != getattr(stored, name) and not (name == "extraction" and given[name] == "auto")
+            and name not in RUNTIME_FIELDS
         ]
         if differ:
             raise ConfigurationError(
                 f"this {self.method} index was built with {', '.join(differ)}; open it without "
                 "those settings, or build a new index in another directory"
             )
-        return stored
+        return stored.model_copy(update={name: getattr(asked, name) for name in RUNTIME_FIELDS})
 
     def _attach_cache(self, cache: Any) -> None:
         """Give the models a call cache: ``cache`` itself, or with ``True`` the index's own
@@ -601,6 +605,8 @@ class BaseIndex(Generic[P, D]):
                 known = None if vectors is None else int(vectors.shape[1])  # every slice as long as the first
                 part = checked_vectors(await self.embedder.aembed(piece), len(piece), known, self.embedder.name)
                 if vectors is None:  # filled slice by slice: stacking the slices would hold every vector twice
+                    memory.require(f"embedding {len(texts):,} {what}", len(texts) * part.shape[1] * part.dtype.itemsize,
+                                   "insert fewer documents at a time (a smaller batch_size)")
                     vectors = np.empty((len(texts), part.shape[1]), dtype=part.dtype)
                 vectors[start : start + len(part)] = part
                 step.advance(len(part))
@@ -672,7 +678,7 @@ class BaseIndex(Generic[P, D]):
             store = self.store
             async with store.write_lock:
                 if store is self.store:  # else persist() moved the index while this waited
-                    with full_collections_deferred():
+                    with full_collections_deferred(), memory.budget_scope(self.memory_budget):
                         yield
                     return
 
@@ -1026,6 +1032,7 @@ class BaseIndex(Generic[P, D]):
 
     @store.setter
     def store(self, store: IndexStore) -> None:
+        store.out_of_core.add(self.CHUNK_COLLECTION)  # large, and searched only for its nearest few
         self._opened_store = store
 
     def _check_open(self) -> None:

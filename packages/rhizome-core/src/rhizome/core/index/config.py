@@ -35,6 +35,13 @@ class IndexConfig(BaseModel):
     """Tokens shared by neighbouring chunks: 100 (GraphRAG ``chunks.overlap``, LightRAG
     ``chunk_overlap_token_size``)."""
 
+    memory_gb: float | None = Field(None, gt=0)
+    """Memory budget of a build in gigabytes: a step that would take the process past it (a
+    vector collection loaded or grown, a graph clustered, a set of texts embedded at once)
+    works out of core where it can, else stops with a ``MemoryBudgetError`` before it allocates
+    anything (:mod:`rhizome.core.memory`). ``None``: ``RHIZOME_MEMORY_GB``, else no budget. A
+    setting of the machine, not of the index: kept out of the manifest, free to differ on each open."""
+
     @model_validator(mode="after")
     def _overlap_fits(self) -> IndexConfig:
         if self.chunk_overlap >= self.chunk_size:
@@ -127,4 +134,9 @@ def describe(config: IndexConfig) -> list[tuple[str, Any, str]]:
     return out
 
 
-__all__ = ["ExtractionConfig", "ExtractionSpecConfig", "IndexConfig", "build_config", "describe"]
+RUNTIME_FIELDS = frozenset({"memory_gb"})
+"""Config fields that belong to the machine an index is opened on, not to the index: left out
+of the manifest, and free to differ each time the index is opened."""
+
+
+__all__ = ["RUNTIME_FIELDS", "ExtractionConfig", "ExtractionSpecConfig", "IndexConfig", "build_config", "describe"]

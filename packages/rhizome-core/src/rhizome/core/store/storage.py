@@ -336,6 +336,10 @@ class IndexStore:
         self._users = 1
         self.memo: dict[tuple[str, str], Any] = {}
         """Stage results a read-only store computed (it cannot write them to the database)."""
+        self.out_of_core: set[str] = set()
+        """Vector collections a backend may keep out of core when they are large (an index
+        directory's: :mod:`rhizome.core.store.outofcore`; a PostgreSQL server holds every collection
+        anyway): the chunk collection, named by each index that opens the store."""
         self.write_lock = WriteLock(self._cross_process_lock())
         """Serialises inserts and deletes of every index object on this store, across threads
         and event loops (and, on a server, across processes)."""

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from rhizome.core import memory
 from rhizome.core.errors import (
     IndexCorruptError,
     IndexFormatError,
@@ -47,6 +48,8 @@ from rhizome.core.errors import (
     InvalidInputError,
     RhizomeError,
 )
+from rhizome.core.store import outofcore
+from rhizome.core.store.records import batches
 from rhizome.core.store.storage import (
     MANIFEST,
     RECORDS,
@@ -388,12 +391,24 @@ class SQLiteStore(IndexStore):
         first when it is not in memory, so the rows written here are not read back)."""
         array = np.ascontiguousarray(vectors, dtype=np.float32)
         marks = digests if digests is not None else [""] * len(ids)
-        mirror = self.collection(collection, array.shape[1]) if len(ids) else None
+        mirror, outgrown = None, False
+        if len(ids):
+            mirror = self.collection(collection, array.shape[1])
+            if not isinstance(mirror, outofcore.OutOfCoreStore):
+                outgrown = self._goes_out_of_core(collection, len(mirror) + len(ids), array.shape[1])
+                if not outgrown:  # the mirror grows by these, and an index in memory keeps the rows in SQLite too
+                    memory.require(f"adding {len(ids):,} vectors to the collection {collection!r}",
+                                   memory.vector_bytes(len(ids), array.shape[1]) * (2 if self.path is None else 1), self._memory_fix())
         # rows are made as SQLite reads them: a list would hold a second copy of every vector
         db.upsert("vectors", ("collection", "id", "vector", "digest"), ("collection", "id"),
                   ((collection, key, array[i].tobytes(), marks[i]) for i, key in enumerate(ids)))
         self.bump(db, vectors_generation(collection))
-        if mirror is not None:
+        if outgrown:  # from the records, the rows just written included; the exact mirror goes first
+            mirror = None
+            with self._lock:
+                self._collections.pop(collection, None)
+                self._collections[collection] = self._build_out_of_core(collection, array.shape[1])
+        elif mirror is not None:
             mirror.add(list(ids), array)
 
     def delete_vectors(self, db: Any, collection: str, ids: Sequence[str]) -> None:
@@ -429,10 +444,67 @@ class SQLiteStore(IndexStore):
                 ids = [r[0] for r in self.query("SELECT id FROM vectors WHERE collection = ?", (name,))]
                 store = self._load_snapshot(name, generation, ids, self.get_meta(snapshot_key(name)))
                 if store is None:
-                    store = self._rebuild_collection(name, dimension)
+                    store = self._fresh_collection(name, dimension, len(ids))
             self._collections[name] = store
             self._loaded[name] = generation
             return store
+
+    def _fresh_collection(self, name: str, dimension: int | None, n: int) -> VectorStore:
+        """A collection built from the records: out of core when it may be and must be
+        (:meth:`_goes_out_of_core`), else exact in memory when that fits the budget in force."""
+        width = dimension or self.embedding_dimension or 0
+        if n and width and self._goes_out_of_core(name, n, width):
+            return self._build_out_of_core(name, width)
+        if n and width:  # the rows, their joined copy and the collection
+            memory.require(f"loading the vector collection {name!r} ({n:,} vectors)", 3 * memory.vector_bytes(n, width), self._memory_fix())
+        return self._rebuild_collection(name, dimension)
+
+    def _goes_out_of_core(self, name: str, n: int, dimension: int) -> bool:
+        """Whether collection ``name`` of ``n`` vectors is kept out of core: it may be (an index
+        directory's chunk collection) and it is large (:data:`~rhizome.core.store.outofcore.OUT_OF_CORE_FROM`)
+        or would not fit the memory budget exactly."""
+        if self.path is None or name not in self.out_of_core:
+            return False
+        return n >= outofcore.OUT_OF_CORE_FROM or not memory.fits(3 * memory.vector_bytes(n, dimension))
+
+    def _build_out_of_core(self, name: str, dimension: int) -> VectorStore:
+        """The collection as :class:`~rhizome.core.store.outofcore.OutOfCoreStore`, from the records a
+        block at a time, trained on every n-th vector (the same sample for the same records)."""
+        (n,) = self.query("SELECT count(*) FROM vectors WHERE collection = ?", (name,))[0]
+        step = max(1, n // outofcore.TRAIN_SAMPLE)
+        picked = [r[0] for r in self.query(
+            "SELECT vector FROM (SELECT vector, row_number() OVER (ORDER BY rowid) AS i FROM vectors WHERE collection = ?) "
+            "WHERE (i - 1) % ? = 0 LIMIT ?", (name, step, outofcore.TRAIN_SAMPLE))]
+        sample = np.frombuffer(b"".join(picked), dtype=np.float32).reshape(len(picked), dimension)
+        del picked
+        return outofcore.OutOfCoreStore.build(dimension, self._vector_reader(name), sample, self._vector_blocks(name, dimension))
+
+    def _vector_blocks(self, name: str, dimension: int) -> Iterator[tuple[list[str], np.ndarray]]:
+        with self._lock, self._errors():
+            yield from outofcore.blocks_of(iter(self.db.execute("SELECT id, vector FROM vectors WHERE collection = ? ORDER BY rowid", (name,))),
+                                     dimension)
+
+    def _vector_reader(self, name: str) -> outofcore.Rows:
+        """What an out-of-core collection reads its exact vectors with: the records' rows by id."""
+
+        def read(keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
+            found: dict[str, bytes] = {}
+            for part in batches(list(keys)):
+                marks = ",".join("?" * len(part))
+                found.update(self.query(f"SELECT id, vector FROM vectors WHERE collection = ? AND id IN ({marks})", [name, *part]))
+            held = [key for key in keys if key in found]
+            if not held:
+                return [], np.zeros((0, self.embedding_dimension or 0), dtype=np.float32)
+            return held, np.frombuffer(b"".join(found[key] for key in held), dtype=np.float32).reshape(len(held), -1)
+
+        return read
+
+    def _memory_fix(self) -> str:
+        """What to do when vectors do not fit the memory budget."""
+        if self.path is None:
+            return ("build the index in a directory (path=...) rather than in memory, which holds every vector twice, "
+                    "or in PostgreSQL (a postgresql:// path), whose server holds the vectors")
+        return "build the index in PostgreSQL (a postgresql:// path), whose server holds and searches the vectors"
 
     def _rebuild_collection(self, name: str, dimension: int | None) -> VectorStore:
         rows = self.query("SELECT id, vector FROM vectors WHERE collection = ?", (name,))
@@ -475,10 +547,16 @@ class SQLiteStore(IndexStore):
         ids, or changed) is logged as the damage it is."""
         if self.path is None or not self._snapshot_path(name).exists():
             return None
+        with self._file_errors():  # the file is read into memory whole (an out-of-core one holds codes, not vectors)
+            size = self._snapshot_path(name).stat().st_size
+        memory.require(f"loading the vector collection {name!r} ({len(ids):,} vectors)", size + len(ids) * memory.VECTOR_OVERHEAD,
+                       self._memory_fix())
         try:
             store, meta = VectorStore.load(self._snapshot_path(name))
         except IndexFormatError:
             return None  # damaged snapshot: rebuild from the database
+        if outofcore.is_out_of_core(store._index):
+            store = outofcore.OutOfCoreStore.wrap(store, self._vector_reader(name))
         if (
             meta.get("generation") != generation
             or meta.get("index_id") != self.manifest.index_id
@@ -504,7 +582,9 @@ class SQLiteStore(IndexStore):
         with self._lock:
             names = self.collections()
             for name in names:
-                self._collections[name] = self._rebuild_collection(name, None)
+                self._collections.pop(name, None)
+                (n,) = self.query("SELECT count(*) FROM vectors WHERE collection = ?", (name,))[0]
+                self._collections[name] = self._fresh_collection(name, None, n)
                 self._saved.pop(name, None)
             self.save_snapshots()
         return names

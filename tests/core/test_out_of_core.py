@@ -1,0 +1,101 @@
+"""The chunk collection of an index directory kept out of core (product-quantizer codes in memory, exact
+vectors read from the records): above a size or when the memory budget says so, with exact
+scores, exact filtered searches, snapshots and rebuilds; an index in memory stays exact."""
+
+from __future__ import annotations
+
+import pytest
+
+from rhizome.core import HashingEmbedder, VectorIndex, memory
+from rhizome.core.store import outofcore
+from rhizome.core.store.vectors import VectorStore
+
+DOCS = [
+    {"id": f"d{i}", "text": f"Harbour {i} of {['Tarn', 'Holt', 'Mira', 'Osk'][i % 4]} has a {['ferry', 'mill', 'school'][i % 3]} "
+                            f"and {i % 7} lighthouses near {['Bay', 'Cross', 'Hill', 'Ford', 'Wick'][i % 5]}.",
+     "metadata": {"year": 2000 + i % 20}}
+    for i in range(700)
+]
+QUERIES = [d["text"] for d in DOCS[::37]]
+
+
+@pytest.fixture
+def small(monkeypatch):
+    monkeypatch.setattr(outofcore, "OUT_OF_CORE_FROM", 300)
+
+
+def ids(retrieval) -> list[str]:
+    return [h.id for h in retrieval]
+
+
+def test_a_large_chunk_collection_goes_out_of_core_with_exact_scores(tmp_path, small):
+    exact = VectorIndex(HashingEmbedder())  # in memory: never out of core
+    exact.insert(DOCS)
+    assert type(exact.store.collection("chunks")) is VectorStore
+    index = VectorIndex(HashingEmbedder(), path=tmp_path / "idx", batch_size=128)
+    index.insert(DOCS)
+    held = index.store.collection("chunks")
+    assert isinstance(held, outofcore.OutOfCoreStore) and len(held) == len(DOCS)
+    found = wanted = 0
+    for query in QUERIES:
+        truth = {h.id: h.score for h in exact.as_retriever(k=10).retrieve(query)}
+        hits = index.as_retriever(k=10).retrieve(query)
+        assert hits[0].id == next(iter(truth))  # the document itself
+        for hit in hits:  # the approximation only chooses candidates: a score is the exact cosine
+            if hit.id in truth:
+                assert hit.score == pytest.approx(truth[hit.id], abs=1e-5)
+        found += len(truth.keys() & set(ids(hits)))
+        wanted += len(truth)
+    assert found / wanted >= 0.9
+    # a filtered search reads the matching vectors and is exact
+    where = {"year": {"$gt": 2016}}
+    for query in QUERIES[:5]:
+        assert ids(index.as_retriever(k=5, filter=where).retrieve(query)) == ids(exact.as_retriever(k=5, filter=where).retrieve(query))
+    index.delete(["d0", "d1"])
+    assert len(index.store.collection("chunks")) == len(DOCS) - 2
+    assert "d0" not in {h.metadata["document_id"] for h in index.as_retriever(k=20).retrieve(DOCS[0]["text"])}
+    index.close()
+
+
+def test_its_snapshot_is_read_back_without_a_rebuild_and_repair_rebuilds_it(tmp_path, small, monkeypatch):
+    index = VectorIndex(HashingEmbedder(), path=tmp_path / "idx")
+    index.insert(DOCS)
+    before = ids(index.as_retriever(k=10).retrieve(QUERIES[3]))
+    index.close()
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("rebuilt instead of read")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(outofcore.OutOfCoreStore, "build", no_build)
+        reader = VectorIndex(path=tmp_path / "idx", readonly=True)
+        assert isinstance(reader.store.collection("chunks"), outofcore.OutOfCoreStore)
+        assert ids(reader.as_retriever(k=10).retrieve(QUERIES[3])) == before
+        reader.close()
+    from rhizome.tools.integrity import check_index
+
+    found = check_index(tmp_path / "idx")
+    assert not found.problems and not found.warnings, (found.problems, found.warnings)
+    writer = VectorIndex(path=tmp_path / "idx")
+    assert writer.store.rebuild_snapshots() == ["chunks"]
+    assert isinstance(writer.store.collection("chunks"), outofcore.OutOfCoreStore)
+    assert ids(writer.as_retriever(k=10).retrieve(QUERIES[3]))[0] == before[0]
+    writer.close()
+
+
+def test_the_memory_budget_sends_the_chunk_collection_out_of_core_instead_of_failing(tmp_path, monkeypatch):
+    state = {"bytes": 0}
+    monkeypatch.setattr(memory, "resident_bytes", lambda: state["bytes"])
+    index = VectorIndex(HashingEmbedder(), path=tmp_path / "idx", memory_gb=0.002)  # 2.1 MB: 700 exact vectors (x3 to build) do not fit
+    index.insert(DOCS[:200])
+    assert type(index.store.collection("chunks")) is VectorStore
+    index.insert(DOCS[200:])
+    assert isinstance(index.store.collection("chunks"), outofcore.OutOfCoreStore)
+    assert ids(index.as_retriever(k=1).retrieve(DOCS[650]["text"])) == ["d650:0"]
+    index.close()
+
+
+def test_the_codes_are_sized_by_the_dimension_and_the_training_sample():
+    assert outofcore.plan(384, 65_536) == (48, 8)
+    assert outofcore.plan(768, 65_536) == (96, 8)
+    assert outofcore.plan(384, 300) == (48, 2)  # a small sample trains fewer centroids per sub-vector
