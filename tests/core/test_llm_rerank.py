@@ -85,7 +85,7 @@ def test_a_reranked_search_keeps_k_and_provenance_and_counts_the_model_calls() -
     assert [h.text.count("!") for h in result.hits] == [3, 3, 3]
     by_id = {h.id: h for h in plain}
     for hit in result.hits:
-        assert hit.provenance == by_id[hit.id].provenance and hit.metadata["retrieval_score"] == by_id[hit.id].score
+        assert hit.provenance == by_id[hit.id].provenance and hit.metadata["retrieval_score"] == by_id[hit.id].metadata["raw_score"]
 
 
 def test_long_passages_are_cut_and_windows_shrink_to_the_context_window() -> None:
@@ -225,7 +225,7 @@ def test_a_cross_encoder_scores_query_passage_pairs_in_batches() -> None:
     index = VectorIndex(HashingEmbedder(), chunk_size=60, chunk_overlap=0)
     index.insert([{"id": "a", "text": "the red boat"}, {"id": "b", "text": "a boat"}, {"id": "c", "text": "grey stones"}])
     hits = index.as_retriever(k=2, reranker=reranker).retrieve("red boat")
-    assert [h.id for h in hits] == ["a:0", "b:0"] and hits[0].score == 2.0
+    assert [h.id for h in hits] == ["a:0", "b:0"] and hits[0].metadata["raw_score"] == 2.0  # the score stays the relevance
 
 
 def test_a_cross_encoder_needs_sentence_transformers_or_a_predict_method(monkeypatch: pytest.MonkeyPatch) -> None:
