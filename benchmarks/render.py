@@ -597,6 +597,12 @@ PAGES: dict[str, Page] = {
                           "embedded by MiniLM, then again with its vector served from memory (model excluded)."),
             Section("Query latency: hotpotqa-100 (MiniLM)", "latency-hotpotqa-minilm.json",
                     command=f"{BENCH} -m benchmarks.latency --data hotpotqa --embed minilm --indexes DIR/hotpotqa"),
+            Section("Search graphs and the walk's tolerance, before and after: musique-dev (MiniLM)", "graph-search-musique-minilm.json",
+                    intro="The evidence modes with every vector collection searched exactly and the walk stopped at 1e-6 "
+                          "(before) against the collections of 10k vectors or more searched through their saved HNSW graphs "
+                          "and the walk at 1e-4 (after), interleaved in one process, CPU time with the query vectors from "
+                          "memory; hits compared question by question ([benchmarks/graph_search.py](../../benchmarks/graph_search.py))."),
+            Section("Search graphs and the walk's tolerance, before and after: hotpotqa-100 (MiniLM)", "graph-search-hotpotqa-minilm.json"),
             Section("HippoRAG and its variants: musique-dev (MiniLM)", "hipporag-recall-musique-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (MiniLM)", "hipporag-recall-hotpotqa-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (hashing)", "hipporag-recall-hotpotqa-hashing.json"),

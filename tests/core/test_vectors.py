@@ -195,6 +195,8 @@ def test_a_large_collection_is_searched_through_its_graph_once_saved(tmp_path, m
     loaded.remove(["new"])
     loaded.save(tmp_path / "v.npz")
     assert loaded.graph and VectorStore.load(tmp_path / "v.npz")[0].graph
+    loaded.set_graph_aside()
+    assert not loaded.graph and loaded.search(held[:50], 5) == exact
 
 
 def test_a_cut_or_damaged_snapshot_is_a_format_error(tmp_path):

@@ -291,6 +291,12 @@ class VectorStore:
         """Whether searches go through the navigable graph (see :data:`GRAPH_FROM`)."""
         return self._graph is not None
 
+    def set_graph_aside(self) -> None:
+        """Search exactly from now on, until the next save builds the graph again (what any
+        change does; for comparing the two searches)."""
+        with self._lock.writing():
+            self._graph = None
+
     def _flat(self) -> Any:
         import faiss
 
