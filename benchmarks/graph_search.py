@@ -11,6 +11,9 @@ on the machine weighs less than in wall time. The hits of both are compared ques
 question: first five and first ten the same, and R@2 / R@5 against the gold passages.
 
     .venv-bench/bin/python -m benchmarks.graph_search --data musique --indexes DIR
+
+With ``--exact`` the "after" side searches exactly too: the walk's tolerance alone, what a
+process without ``RHIZOME_SEARCH_GRAPH_FROM`` runs.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ async def _warm(retriever: Any, questions: list[Any]) -> None:
         await retriever.aretrieve(q.question)
 
 
-async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3) -> dict[str, Any]:
+async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3, graphs: bool = True) -> dict[str, Any]:
     _, questions = data.musique() if dataset == "musique" else data.hotpotqa()
     after_tolerance = evidence.WALK_TOLERANCE
     naive = open_index("naive", "minilm", dataset, folder)
@@ -62,9 +65,11 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3)
             await _warm(old, questions)
             await _warm(new, questions)  # the collections a mode searches are loaded now
             before.embedder.replay = after.embedder.replay = True
-            graphs = sorted(name for name, c in after.store._collections.items() if c.graph)
-            for collection in before.store._collections.values():
+            graphs_used = sorted(name for name, c in after.store._collections.items() if c.graph)
+            for collection in [*before.store._collections.values(), *([] if graphs else after.store._collections.values())]:
                 collection.set_graph_aside()
+            if not graphs:
+                graphs_used = []
             cpu: dict[str, list[float]] = {"naive": [], "before": [], "after": []}
             hits: dict[str, list[list[Any]]] = {"before": [], "after": []}
             try:
@@ -85,7 +90,7 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3)
                       for name in ranked for k in (2, 5)}
             p50 = {name: statistics.median(times) for name, times in cpu.items()}
             rows.append({
-                "system": system.name, "graphs_searched": graphs,
+                "system": system.name, "graphs_searched": graphs_used,
                 "naive_cpu_p50_ms": round(p50["naive"], 2), "before_cpu_p50_ms": round(p50["before"], 2),
                 "after_cpu_p50_ms": round(p50["after"], 2),
                 "before_x_naive": round(p50["before"] / p50["naive"], 2), "after_x_naive": round(p50["after"] / p50["naive"], 2),
@@ -100,7 +105,7 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3)
     return {"suite": "graph-search", "data": dataset, "embedder": "minilm", "questions": len(questions), "k": 10, "repeats": reps,
             "load_average": {"first": load[0], "highest": max(load), "last": load[-1]},
             "command": f".venv-bench/bin/python -m benchmarks.graph_search --data {dataset} --indexes DIR"
-                       + (f" --methods {' '.join(methods)}" if methods != METHODS else ""),
+                       + (f" --methods {' '.join(methods)}" if methods != METHODS else "") + ("" if graphs else " --exact"),
             "rows": rows}
 
 
@@ -109,10 +114,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", choices=DATASETS, default="musique")
     parser.add_argument("--indexes", type=Path, required=True, help="folder of the indexes (as benchmarks.latency builds them)")
     parser.add_argument("--methods", nargs="*", default=METHODS)
+    parser.add_argument("--exact", action="store_true", help="after: exact search too (the walk's tolerance alone, the default)")
     args = parser.parse_args(argv)
-    result = asyncio.run(measure(args.data, args.indexes, args.methods))
+    result = asyncio.run(measure(args.data, args.indexes, args.methods, graphs=not args.exact))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"graph-search-{args.data}-minilm.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    name = f"graph-search-{args.data}-minilm" + ("-exact" if args.exact else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -145,22 +145,21 @@ def test_snapshot_is_an_npz_either_way(tmp_path):
 
 
 def test_a_large_collection_is_searched_through_its_graph_once_saved(tmp_path, monkeypatch):
-    """A collection of at least GRAPH_FROM vectors gets its navigable graph when saved, keeps it
+    """With RHIZOME_SEARCH_GRAPH_FROM set, a collection of at least that many vectors gets its navigable graph when saved, keeps it
     through a load (the file holds its links, not a second copy of the vectors), finds what an
     exact scan finds with the same cosines, and goes back to exact search on any change until
     the next save."""
     import faiss
 
-    import rhizome.core.store.vectors as vectors_module
-
-    monkeypatch.setattr(vectors_module, "GRAPH_FROM", 500)
     rng = np.random.default_rng(3)
     held = unit(rng.standard_normal((800, 128)).astype(np.float32))
     keys = [f"k{i}" for i in range(800)]
     store = VectorStore(128)
     store.add(keys, held)
-    assert not store.graph
     exact = store.search(held[:50], 5)
+    store.save(tmp_path / "v.npz")
+    assert not store.graph  # off unless asked for
+    monkeypatch.setenv("RHIZOME_SEARCH_GRAPH_FROM", "500")
     store.save(tmp_path / "v.npz")
     assert store.graph
     with np.load(tmp_path / "v.npz") as data:
@@ -197,6 +196,15 @@ def test_a_large_collection_is_searched_through_its_graph_once_saved(tmp_path, m
     assert loaded.graph and VectorStore.load(tmp_path / "v.npz")[0].graph
     loaded.set_graph_aside()
     assert not loaded.graph and loaded.search(held[:50], 5) == exact
+
+
+def test_a_bad_search_graph_setting_is_a_configuration_error(monkeypatch):
+    from rhizome.core.store.vectors import graph_from
+
+    for bad in ("many", "0"):
+        monkeypatch.setenv("RHIZOME_SEARCH_GRAPH_FROM", bad)
+        with pytest.raises(ConfigurationError, match="RHIZOME_SEARCH_GRAPH_FROM"):
+            graph_from()
 
 
 def test_a_cut_or_damaged_snapshot_is_a_format_error(tmp_path):

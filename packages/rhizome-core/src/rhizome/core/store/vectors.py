@@ -4,11 +4,13 @@ Vectors are L2-normalised, so inner product is cosine similarity. Each string id
 64-bit integer derived from its hash, so the same item keeps the same faiss id across runs and
 removal is exact (``IndexIDMap2`` over an exact ``IndexFlatIP``).
 
-A collection of at least :data:`GRAPH_FROM` vectors also gets a navigable graph over the same
-stored vectors (faiss HNSW, built when the collection is saved and saved with it): a search of
-it scans a few thousand vectors instead of all, with the exact cosines of the neighbours it
-finds, and misses a true neighbour rarely (see :data:`GRAPH_EF`). Any change to the collection
-sets the graph aside until the next save rebuilds it; until then searches are exact again.
+Opt-in (``RHIZOME_SEARCH_GRAPH_FROM``, see :func:`graph_from`): a collection of at least that
+many vectors also gets a navigable graph over the same stored vectors (faiss HNSW, built when
+the collection is saved and saved with it): a search of it scans a few thousand vectors instead
+of all, with the exact cosines of the neighbours it finds, and misses a true neighbour now and
+then (see :data:`GRAPH_EF`). Any change to the collection sets the graph aside until the next
+save rebuilds it; until then searches are exact again. A snapshot that holds a graph is searched
+through it whatever the setting of the process that reads it.
 """
 
 from __future__ import annotations
@@ -46,10 +48,28 @@ SINGLE_THREAD_BELOW = 16
 TIE_MARGIN = 16
 """Extra neighbours fetched so that ties at the ``k``-th place are broken by id, not by faiss."""
 
-GRAPH_FROM = 10_000
-"""Collections of at least this many vectors are searched through a navigable graph (HNSW) once
-saved. One exact scan reads every vector: about 1 ms of CPU per query row at 17k vectors of 384
-dimensions, where the graph takes about 0.2 ms. Below this size an exact scan is cheap enough."""
+GRAPH_FROM_VARIABLE = "RHIZOME_SEARCH_GRAPH_FROM"
+"""Environment variable: collections of at least this many vectors are saved with a navigable
+graph (HNSW) and searched through it. Unset (the default): every search is exact. One exact scan
+reads every vector, about 1 ms of CPU per query row at 17k vectors of 384 dimensions, where the
+graph takes about 0.2 ms; off by default because it changed recall on hotpotqa-100 (HippoRAG
+v2: R@2 0.670 to 0.655, R@5 0.860 to 0.850, 5 and 4 questions changed; none on musique-dev).
+See benchmarks/results/graph-search-*.json."""
+
+
+def graph_from() -> int | None:
+    """The collection size from which snapshots get a search graph (``RHIZOME_SEARCH_GRAPH_FROM``),
+    or ``None``: none do."""
+    value = os.environ.get(GRAPH_FROM_VARIABLE, "").strip()
+    if not value:
+        return None
+    try:
+        size = int(value)
+    except ValueError:
+        raise ConfigurationError(f"{GRAPH_FROM_VARIABLE} must be a whole number of vectors (e.g. 10000), got {value!r}") from None
+    if size < 1:
+        raise ConfigurationError(f"{GRAPH_FROM_VARIABLE} must be at least 1, got {size}")
+    return size
 
 GRAPH_LINKS = 32
 """Neighbours per node of the graph (faiss HNSW's ``M``)."""
@@ -288,7 +308,7 @@ class VectorStore:
 
     @property
     def graph(self) -> bool:
-        """Whether searches go through the navigable graph (see :data:`GRAPH_FROM`)."""
+        """Whether searches go through the navigable graph (see :func:`graph_from`)."""
         return self._graph is not None
 
     def set_graph_aside(self) -> None:
@@ -370,7 +390,8 @@ class VectorStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         with self._lock.reading():  # the ids and the index of one state
-            if self._graph is None and len(self._ids) >= GRAPH_FROM:
+            threshold = graph_from()
+            if self._graph is None and threshold is not None and len(self._ids) >= threshold:
                 self._build_graph()
             header = json.dumps({"dimension": self.dimension, "ids": list(self._ids.values()), "meta": meta or {}}).encode()
             size = _Counter()
@@ -474,4 +495,4 @@ def _opened(archive: zipfile.ZipFile, name: str) -> Iterator[Any]:
         yield stream
 
 
-__all__ = ["GRAPH_EF", "GRAPH_FROM", "TIE_MARGIN", "VectorStore", "every_vector", "ranked", "stable_int_id"]
+__all__ = ["GRAPH_EF", "GRAPH_FROM_VARIABLE", "TIE_MARGIN", "VectorStore", "every_vector", "graph_from", "ranked", "stable_int_id"]
