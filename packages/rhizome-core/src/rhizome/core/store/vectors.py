@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from rhizome.core.environment import positive_int
 from rhizome.core.errors import ConfigurationError, IndexFormatError
 
 
@@ -51,38 +52,27 @@ TIE_MARGIN = 16
 GRAPH_FROM_VARIABLE = "RHIZOME_SEARCH_GRAPH_FROM"
 """Environment variable: collections of at least this many vectors are saved with a navigable
 graph (HNSW) and searched through it. Unset (the default): every search is exact. One exact scan
-reads every vector, about 1 ms of CPU per query row at 17k vectors of 384 dimensions, where the
-graph takes about 0.2 ms; off by default because it changed recall on hotpotqa-100 (HippoRAG
-v2: R@2 0.670 to 0.655, R@5 0.860 to 0.850, 5 and 4 questions changed; none on musique-dev).
-See benchmarks/results/graph-search-*.json."""
+reads every vector, the graph a few thousand; off by default because it changed recall on
+hotpotqa-100 (HippoRAG v2: R@2 0.670 to 0.655, R@5 0.860 to 0.850, 5 and 4 questions changed;
+none on musique-dev). See benchmarks/results/graph-search-*.json."""
 
 
 def graph_from() -> int | None:
     """The collection size from which snapshots get a search graph (``RHIZOME_SEARCH_GRAPH_FROM``),
     or ``None``: none do."""
-    value = os.environ.get(GRAPH_FROM_VARIABLE, "").strip()
-    if not value:
-        return None
-    try:
-        size = int(value)
-    except ValueError:
-        raise ConfigurationError(f"{GRAPH_FROM_VARIABLE} must be a whole number of vectors (e.g. 10000), got {value!r}") from None
-    if size < 1:
-        raise ConfigurationError(f"{GRAPH_FROM_VARIABLE} must be at least 1, got {size}")
-    return size
+    return positive_int(GRAPH_FROM_VARIABLE, "vectors")
 
 GRAPH_LINKS = 32
 """Neighbours per node of the graph (faiss HNSW's ``M``)."""
 
 GRAPH_EF_BUILD = 40
-"""Candidates kept while the graph is built (``efConstruction``): about 2 s of one core per
-17k vectors of 384 dimensions."""
+"""Candidates kept while the graph is built (``efConstruction``)."""
 
 GRAPH_EF = 128
 """Candidates kept while a query walks the graph (``efSearch``; at least ``k`` plus
-:data:`TIE_MARGIN`). Measured on the MiniLM entity, name and relation collections of
-musique-dev (16–19k vectors, 47 questions, 76 query names): the nearest name of every query
-name and 99.4 % of the ten nearest relations and entities as an exact scan finds them."""
+:data:`TIE_MARGIN`). With it no evidence mode's R@2 or R@5 moved on any musique-dev question
+(one first-five list of four modes did), but 16 of hotpotqa-100's first-ten lists of HippoRAG
+v2 changed (``benchmarks.graph_search``)."""
 
 
 @contextmanager
