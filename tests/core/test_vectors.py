@@ -144,6 +144,69 @@ def test_snapshot_is_an_npz_either_way(tmp_path):
         assert np.allclose(loaded.vectors(["k5"])[0], vectors[5])
 
 
+def test_a_large_collection_is_searched_through_its_graph_once_saved(tmp_path, monkeypatch):
+    """With RHIZOME_SEARCH_GRAPH_FROM set, a collection of at least that many vectors gets its navigable graph when saved, keeps it
+    through a load (the file holds its links, not a second copy of the vectors), finds what an
+    exact scan finds with the same cosines, and goes back to exact search on any change until
+    the next save."""
+    import faiss
+
+    rng = np.random.default_rng(3)
+    held = unit(rng.standard_normal((800, 128)).astype(np.float32))
+    keys = [f"k{i}" for i in range(800)]
+    store = VectorStore(128)
+    store.add(keys, held)
+    exact = store.search(held[:50], 5)
+    store.save(tmp_path / "v.npz")
+    assert not store.graph  # off unless asked for
+    monkeypatch.setenv("RHIZOME_SEARCH_GRAPH_FROM", "500")
+    store.save(tmp_path / "v.npz")
+    assert store.graph
+    with np.load(tmp_path / "v.npz") as data:
+        assert set(data.files) == {"header", "index", "graph"}
+        assert data["graph"].nbytes < held.nbytes  # links only
+    loaded, _ = VectorStore.load(tmp_path / "v.npz")
+    assert loaded.graph
+    calls = []
+    search = faiss.IndexHNSW.search
+    monkeypatch.setattr(faiss.IndexHNSW, "search", lambda self, *a, **k: calls.append(1) or search(self, *a, **k))
+    found = loaded.search(held[:50], 5)
+    assert calls  # through the graph
+    assert [row[0] for row in found] == [row[0] for row in exact]  # every vector's nearest: itself
+    same = sum(a == b for a, b in zip(found, exact))
+    assert same >= 45, same  # rarely a neighbour missed; every score found is an exact cosine
+    for query, row in enumerate(found):
+        for key, score in row:
+            assert score == pytest.approx(float(held[int(key[1:])] @ held[query]), abs=1e-5)
+    assert loaded.search(held[:3], 5, among=keys[:100]) == store.search(held[:3], 5, among=keys[:100])  # filtered: exact
+    small = VectorStore(128)
+    small.add(keys[:100], held[:100])
+    small.save(tmp_path / "small.npz")
+    assert not small.graph
+    new = unit(rng.standard_normal((1, 128)).astype(np.float32))
+    loaded.add(["new"], new)  # a change: exact until saved
+    assert not loaded.graph
+    plain = VectorStore(128)
+    plain.add([*keys, "new"], np.vstack([held, new]))
+    calls.clear()
+    assert loaded.search(held[:50], 5) == plain.search(held[:50], 5)
+    assert not calls
+    loaded.remove(["new"])
+    loaded.save(tmp_path / "v.npz")
+    assert loaded.graph and VectorStore.load(tmp_path / "v.npz")[0].graph
+    loaded.set_graph_aside()
+    assert not loaded.graph and loaded.search(held[:50], 5) == exact
+
+
+def test_a_bad_search_graph_setting_is_a_configuration_error(monkeypatch):
+    from rhizome.core.store.vectors import graph_from
+
+    for bad in ("many", "0"):
+        monkeypatch.setenv("RHIZOME_SEARCH_GRAPH_FROM", bad)
+        with pytest.raises(ConfigurationError, match="RHIZOME_SEARCH_GRAPH_FROM"):
+            graph_from()
+
+
 def test_a_cut_or_damaged_snapshot_is_a_format_error(tmp_path):
     store = VectorStore(8)
     store.add([f"k{i}" for i in range(100)], unit(np.ones((100, 8), dtype=np.float32)))

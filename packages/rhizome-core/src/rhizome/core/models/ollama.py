@@ -34,6 +34,7 @@ import httpx
 from pydantic import BaseModel
 
 from rhizome.core.aio import PerLoop, run_sync
+from rhizome.core.environment import positive_int
 from rhizome.core.errors import (
     ConfigurationError,
     ModelError,
@@ -214,14 +215,8 @@ def default_num_ctx() -> int:
     """``RHIZOME_NUM_CTX``, else ``OLLAMA_CONTEXT_LENGTH`` (the server's own setting, when this
     process sees it), else :data:`DEFAULT_NUM_CTX`."""
     for name in ("RHIZOME_NUM_CTX", "OLLAMA_CONTEXT_LENGTH"):
-        raw = os.environ.get(name, "").strip()
-        if raw:
-            try:
-                value = int(raw)
-            except ValueError:
-                raise ConfigurationError(f"{name}={raw!r} is not a whole number of tokens; fix or unset it") from None
-            if value < 1:
-                raise ConfigurationError(f"{name} must be a positive number of tokens, got {value}")
+        value = positive_int(name, "tokens")
+        if value is not None:
             return value
     return DEFAULT_NUM_CTX
 

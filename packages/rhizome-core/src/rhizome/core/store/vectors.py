@@ -3,6 +3,14 @@
 Vectors are L2-normalised, so inner product is cosine similarity. Each string id maps to a
 64-bit integer derived from its hash, so the same item keeps the same faiss id across runs and
 removal is exact (``IndexIDMap2`` over an exact ``IndexFlatIP``).
+
+Opt-in (``RHIZOME_SEARCH_GRAPH_FROM``, see :func:`graph_from`): a collection of at least that
+many vectors also gets a navigable graph over the same stored vectors (faiss HNSW, built when
+the collection is saved and saved with it): a search of it scans a few thousand vectors instead
+of all, with the exact cosines of the neighbours it finds, and misses a true neighbour now and
+then (see :data:`GRAPH_EF`). Any change to the collection sets the graph aside until the next
+save rebuilds it; until then searches are exact again. A snapshot that holds a graph is searched
+through it whatever the setting of the process that reads it.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from rhizome.core.environment import positive_int
 from rhizome.core.errors import ConfigurationError, IndexFormatError
 
 
@@ -39,6 +48,31 @@ SINGLE_THREAD_BELOW = 16
 
 TIE_MARGIN = 16
 """Extra neighbours fetched so that ties at the ``k``-th place are broken by id, not by faiss."""
+
+GRAPH_FROM_VARIABLE = "RHIZOME_SEARCH_GRAPH_FROM"
+"""Environment variable: collections of at least this many vectors are saved with a navigable
+graph (HNSW) and searched through it. Unset (the default): every search is exact. One exact scan
+reads every vector, the graph a few thousand; off by default because it changed recall on
+hotpotqa-100 (HippoRAG v2: R@2 0.670 to 0.655, R@5 0.860 to 0.850, 5 and 4 questions changed;
+none on musique-dev). See benchmarks/results/graph-search-*.json."""
+
+
+def graph_from() -> int | None:
+    """The collection size from which snapshots get a search graph (``RHIZOME_SEARCH_GRAPH_FROM``),
+    or ``None``: none do."""
+    return positive_int(GRAPH_FROM_VARIABLE, "vectors")
+
+GRAPH_LINKS = 32
+"""Neighbours per node of the graph (faiss HNSW's ``M``)."""
+
+GRAPH_EF_BUILD = 40
+"""Candidates kept while the graph is built (``efConstruction``)."""
+
+GRAPH_EF = 128
+"""Candidates kept while a query walks the graph (``efSearch``; at least ``k`` plus
+:data:`TIE_MARGIN`). With it no evidence mode's R@2 or R@5 moved on any musique-dev question
+(one first-five list of four modes did), but 16 of hotpotqa-100's first-ten lists of HippoRAG
+v2 changed (``benchmarks.graph_search``)."""
 
 
 @contextmanager
@@ -166,6 +200,8 @@ class VectorStore:
         self._index: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))  # or what load() read
         self._ids: dict[int, str] = {}
         self._lock = _SharedLock()
+        self._graph: Any = None  # faiss HNSW over the flat vectors, or None (exact search)
+        self._positions = np.zeros(0, dtype=np.int64)  # the integer id at each position of the flat vectors
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -196,6 +232,7 @@ class VectorStore:
             raise ConfigurationError("duplicate ids in one add")
         int_ids = np.array([stable_int_id(k) for k in keys], dtype=np.int64)
         with self._lock.writing():
+            self._graph = None
             known = np.array([i in self._ids for i in int_ids.tolist()], dtype=bool)
             if known.any():
                 self._overwrite(int_ids[known], array[known])
@@ -224,6 +261,7 @@ class VectorStore:
         with self._lock.writing():
             present = [i for i in int_ids if i in self._ids]
             if present:
+                self._graph = None
                 self._index.remove_ids(np.array(present, dtype=np.int64))
                 for i in present:
                     del self._ids[i]
@@ -246,8 +284,57 @@ class VectorStore:
                 params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(wanted)) if size else None  # type: ignore[call-arg]  # faiss stubs lack the keyword
             if not size or k < 1:
                 return [[] for _ in range(array.shape[0])]
-            scores, int_ids = _search(self._index, array, min(k + TIE_MARGIN, size), params)
+            fetch = min(k + TIE_MARGIN, size)
+            graph = self._graph
+            if graph is not None and among is None:
+                import faiss
+
+                ef = faiss.SearchParametersHNSW(efSearch=max(GRAPH_EF, fetch))  # type: ignore[attr-defined]  # faiss stubs lack it
+                scores, found = _search(graph, array, fetch, ef)
+                int_ids = np.where(found >= 0, self._positions[np.maximum(found, 0)], -1)
+            else:
+                scores, int_ids = _search(self._index, array, fetch, params)
             return [ranked_found(row_s, row_i, k, self._ids.__getitem__) for row_s, row_i in zip(scores, int_ids)]
+
+    @property
+    def graph(self) -> bool:
+        """Whether searches go through the navigable graph (see :func:`graph_from`)."""
+        return self._graph is not None
+
+    def set_graph_aside(self) -> None:
+        """Search exactly from now on, until the next save builds the graph again (what any
+        change does; for comparing the two searches)."""
+        with self._lock.writing():
+            self._graph = None
+
+    def _flat(self) -> Any:
+        import faiss
+
+        return faiss.downcast_index(self._index.index)
+
+    def _attach(self, graph: Any) -> None:
+        """Make ``graph`` (an HNSW whose nodes are the positions of the flat vectors) search
+        the stored vectors themselves, not a copy."""
+        import faiss
+
+        graph.storage = self._flat()
+        graph.own_fields = False  # the flat vectors belong to self._index
+        self._positions = faiss.vector_to_array(self._index.id_map).astype(np.int64)
+        self._graph = graph
+
+    def _build_graph(self) -> None:
+        """Build the navigable graph over the stored vectors (on one thread: the same vectors
+        in the same order give the same graph). Called with the store's lock held."""
+        import faiss
+
+        n = self._index.ntotal
+        held = faiss.rev_swig_ptr(self._flat().get_xb(), n * self.dimension).reshape(n, self.dimension)
+        scratch = faiss.IndexFlatIP(self.dimension)  # the graph's own copy while it is built
+        graph = faiss.IndexHNSW(scratch, GRAPH_LINKS)  # type: ignore[arg-type]  # the stubs know only IndexHNSW(d, M)
+        graph.hnsw.efConstruction = GRAPH_EF_BUILD
+        with threads_for(1):
+            graph.add(held)
+        self._attach(graph)
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""
@@ -293,15 +380,24 @@ class VectorStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         with self._lock.reading():  # the ids and the index of one state
+            threshold = graph_from()
+            if self._graph is None and threshold is not None and len(self._ids) >= threshold:
+                self._build_graph()
             header = json.dumps({"dimension": self.dimension, "ids": list(self._ids.values()), "meta": meta or {}}).encode()
             size = _Counter()
             faiss.write_index(self._index, faiss.PyCallbackIOWriter(size))  # type: ignore[attr-defined]  # a first pass only counts the bytes (faiss stubs lack the IO callbacks)
+            graph, graph_size = self._graph, _Counter()
+            if graph is not None:  # its links only: the vectors are the index's
+                faiss.write_index(graph, faiss.PyCallbackIOWriter(graph_size), faiss.IO_FLAG_SKIP_STORAGE)  # type: ignore[attr-defined]
             with open(tmp, "wb") as handle:
                 with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
                     with _member(archive, "header", len(header)) as out:
                         out.write(header)
                     with _member(archive, "index", size.total) as out:
                         faiss.write_index(self._index, faiss.PyCallbackIOWriter(out.write))  # type: ignore[attr-defined]
+                    if graph is not None:
+                        with _member(archive, "graph", graph_size.total) as out:
+                            faiss.write_index(graph, faiss.PyCallbackIOWriter(out.write), faiss.IO_FLAG_SKIP_STORAGE)  # type: ignore[attr-defined]
                 handle.flush()
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -319,6 +415,10 @@ class VectorStore:
                     header = json.loads(stream.read().decode())
                 with _opened(archive, "index") as stream:
                     index = faiss.read_index(faiss.PyCallbackIOReader(stream.read))  # type: ignore[attr-defined]
+                graph = None
+                if "graph.npy" in archive.namelist():
+                    with _opened(archive, "graph") as stream:
+                        graph = faiss.read_index(faiss.PyCallbackIOReader(stream.read), faiss.IO_FLAG_SKIP_STORAGE)  # type: ignore[attr-defined]
         except (OSError, ValueError, KeyError, RuntimeError, EOFError, zipfile.BadZipFile) as exc:
             raise IndexFormatError(f"cannot read vector file {path}: {exc}") from exc
         store = cls(int(header["dimension"]))
@@ -328,6 +428,13 @@ class VectorStore:
             raise IndexFormatError(
                 f"vector file {path} holds {index.ntotal} vectors but lists {len(store._ids)} ids"
             )
+        if graph is not None:
+            if graph.ntotal != index.ntotal or graph.d != store.dimension:
+                raise IndexFormatError(
+                    f"vector file {path} holds a search graph of {graph.ntotal} vectors of dimension {graph.d} "
+                    f"for {index.ntotal} of dimension {store.dimension}"
+                )
+            store._attach(graph)
         return store, dict(header.get("meta", {}))
 
 
@@ -378,4 +485,4 @@ def _opened(archive: zipfile.ZipFile, name: str) -> Iterator[Any]:
         yield stream
 
 
-__all__ = ["TIE_MARGIN", "VectorStore", "every_vector", "ranked", "stable_int_id"]
+__all__ = ["GRAPH_EF", "GRAPH_FROM_VARIABLE", "TIE_MARGIN", "VectorStore", "every_vector", "graph_from", "ranked", "stable_int_id"]
