@@ -9,7 +9,14 @@ import pytest
 
 from rhizome.core import Document, HashingEmbedder
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.retrieval.passages import PassageRetriever, joined, passage_chunks, passage_key, passage_span, passages
+from rhizome.core.retrieval.passages import (
+    PassageRetriever,
+    joined,
+    passage_chunks,
+    passage_key,
+    passage_span,
+    passages,
+)
 from rhizome.core.types import Chunk
 from rhizome.raptor import RaptorIndex
 from rhizome.sprag import SpRAGIndex

@@ -32,7 +32,6 @@ from pydantic import Field
 from rhizome.core.retrieval.contract import (
     BaseRetriever,
     Retrieval,
-    chunk_hits,
     provenance,
     query_vector,
     vector_search,
