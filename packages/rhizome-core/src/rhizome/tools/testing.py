@@ -223,7 +223,10 @@ class IndexConformance:
                 assert len(retriever.retrieve(query)) == 3, (mode, query)
                 for k in (1, 5, passages + 5):
                     hits = retriever.retrieve(query, k=k)
-                    assert len(hits) == k if k <= passages else passages <= len(hits) <= k, (mode, k)
+                    # fewer than k only when there is nothing left: hits that are runs of
+                    # chunks (segments, passages) may cite every chunk in fewer than k hits
+                    cited = {c for h in hits for c in h.provenance.chunk_ids}
+                    assert len(hits) <= k and (len(hits) >= min(k, passages) or len(cited) >= passages), (mode, k)
                     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True), mode
 
     def test_retrieve_returns_the_hits_of_search(self, method: Any) -> None:
@@ -421,7 +424,8 @@ class IndexConformance:
                 passages = len(index.store.chunk_ids(sorted(allowed)))
                 for query in QUERIES:
                     result = retriever.search(query)
-                    assert min(3, passages) <= len(result.hits) <= 3, (mode, wanted, query)
+                    cited = {c for h in result.hits for c in h.provenance.chunk_ids}
+                    assert len(result.hits) <= 3 and (len(result.hits) >= min(3, passages) or len(cited) >= passages), (mode, wanted, query)
                     for hit in [*result.hits, *result.context]:
                         assert set(hit.provenance.document_ids) <= allowed, (mode, wanted, hit.kind, hit.id)
                     per_call = index.as_retriever(k=3, mode=mode).retrieve(query, filter=wanted)
