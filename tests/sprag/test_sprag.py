@@ -303,7 +303,7 @@ def test_an_offline_header_never_repeats_what_its_chunk_says():
     every = index.headers([*short, first, *rest])
     chunks = [f"{every[c.id]}\n\n{c.text}" if every[c.id] else c.text for c in [*short, first, *rest]]
     # then each passage, whole: it opens with its title and holds its lead, so it goes bare
-    assert embedder.texts == chunks + [joined(run) for _, run in passages([*short, first, *rest])]
+    assert embedder.texts == chunks + [joined(run) for doc in (short, [first, *rest]) for _, run in passages(doc)]
     bare_embedder = RecordingEmbedder()
     SpRAGIndex(bare_embedder, chunk_size=32, cache=False, auto_context=False).insert(Document(id="long", text=f"Gull Island\n{body}"))
     assert bare_embedder.texts[: len(rest) + 1] == [c.text for c in [first, *rest]]  # without AutoContext: the chunks alone, no title line
