@@ -15,10 +15,10 @@ from rhizome.core import Document, HashingEmbedder, VectorIndex
 from rhizome.core.errors import ConfigurationError
 from rhizome.core.models.base import BaseEmbedder
 from rhizome.core.models.fake import FakeChatModel, SchemaResponder
+from rhizome.core.retrieval.passages import joined, passages
 from rhizome.core.text import count_tokens
 from rhizome.sprag import PRESETS, SpRAGIndex, best_segments, chunk_values, segment_extractor
 from rhizome.sprag.autocontext import sections_of
-from rhizome.sprag.retrieval import joined
 from rhizome.sprag.rse import exhaustive_segments
 
 
@@ -88,7 +88,7 @@ def test_presets_have_dsrags_values():
               "overall_max_length_extension", "decay_rate", "top_k_for_document_selection")
     assert {name: tuple(getattr(p, f) for f in fields) for name, p in PRESETS.items()} == expected
     assert all(p.chunk_length_adjustment for p in PRESETS.values())
-    assert tuple(SpRAGIndex.modes) == ("balanced", "precision", "find_all", "chunks")
+    assert tuple(SpRAGIndex.modes) == ("balanced", "precision", "find_all", "chunks", "passages")
 
 
 # -- retrieval ---------------------------------------------------------------------------------
@@ -264,7 +264,10 @@ def test_headers_are_embedded_but_never_stored_or_returned():
     index.insert(docs)
     stored = index.store.chunks(index.store.chunk_ids())
     headers = index.headers(list(stored.values()))
-    assert set(embedder.texts) == {f"{headers[c.id]}\n\n{c.text}" for c in stored.values()}  # each distinct text once
+    whole = [run[0].model_copy(update={"text": joined(run)}) for _, run in passages(stored.values())]  # the passages, headed as chunks
+    whole_headers = index.headers(whole)
+    assert set(embedder.texts) == {f"{headers[c.id]}\n\n{c.text}" for c in stored.values()} | {
+        f"{whole_headers[c.id]}\n\n{c.text}" if whole_headers[c.id] else c.text for c in whole}
     for chunk in stored.values():
         assert "A ledger of the Tarn harbour town." in headers[chunk.id] and "Document:" not in chunk.text
     assert embedder.texts[0].startswith("Document: Harbour records — A ledger")
@@ -303,10 +306,12 @@ def test_an_offline_header_never_repeats_what_its_chunk_says():
     assert summary.startswith("Entry 0.") and headers[first.id] == "" and rest
     assert all(headers[c.id] == f"Document: Gull Island — {summary}" for c in rest)  # the others learn what they are part of
     every = index.headers([*short, first, *rest])
-    assert embedder.texts == [f"{every[c.id]}\n\n{c.text}" if every[c.id] else c.text for c in [*short, first, *rest]]
+    chunks = [f"{every[c.id]}\n\n{c.text}" if every[c.id] else c.text for c in [*short, first, *rest]]
+    # then each passage, whole: it opens with its title and holds its lead, so it goes bare
+    assert embedder.texts == chunks + [joined(run) for doc in (short, [first, *rest]) for _, run in passages(doc)]
     bare_embedder = RecordingEmbedder()
     SpRAGIndex(bare_embedder, chunk_size=32, cache=False, auto_context=False).insert(Document(id="long", text=f"Gull Island\n{body}"))
-    assert bare_embedder.texts == [c.text for c in [first, *rest]]  # without AutoContext: the chunks alone, no title line
+    assert bare_embedder.texts[: len(rest) + 1] == [c.text for c in [first, *rest]]  # without AutoContext: the chunks alone, no title line
 
 
 def test_section_summaries_follow_markdown_headings():

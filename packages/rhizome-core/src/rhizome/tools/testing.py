@@ -227,7 +227,10 @@ class IndexConformance:
                 assert len(retriever.retrieve(query)) == 3, (mode, query)
                 for k in (1, 5, passages + 5):
                     hits = retriever.retrieve(query, k=k)
-                    assert len(hits) == k if k <= passages else passages <= len(hits) <= k, (mode, k)
+                    # fewer than k only when there is nothing left: hits that are runs of
+                    # chunks (segments, passages) may cite every chunk in fewer than k hits
+                    cited = {c for h in hits for c in h.provenance.chunk_ids}
+                    assert len(hits) <= k and (len(hits) >= min(k, passages) or len(cited) >= passages), (mode, k)
                     assert [h.raw_score for h in hits] == sorted((h.raw_score for h in hits), reverse=True), mode
                     assert all(0.0 <= h.score <= 1.0 and "raw_score" in h.metadata for h in hits), mode
 
@@ -448,7 +451,8 @@ class IndexConformance:
                 passages = len(index.store.chunk_ids(sorted(allowed)))
                 for query in QUERIES:
                     result = retriever.search(query)
-                    assert min(3, passages) <= len(result.hits) <= 3, (mode, wanted, query)
+                    cited = {c for h in result.hits for c in h.provenance.chunk_ids}
+                    assert len(result.hits) <= 3 and (len(result.hits) >= min(3, passages) or len(cited) >= passages), (mode, wanted, query)
                     for hit in [*result.hits, *result.context]:
                         assert set(hit.provenance.document_ids) <= allowed, (mode, wanted, hit.kind, hit.id)
                     per_call = index.as_retriever(k=3, mode=mode).retrieve(query, filter=wanted)

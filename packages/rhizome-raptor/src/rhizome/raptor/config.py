@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from rhizome.core.index.config import IndexConfig
+from rhizome.core.retrieval.passages import PASSAGE_TOKENS
 
 
 class RaptorConfig(IndexConfig):
@@ -81,6 +82,11 @@ class RaptorConfig(IndexConfig):
     """Token budget of a search's hits, collapsed tree and tree traversal alike: nodes are taken
     best first until the next one would not fit (the paper's best collapsed-tree setting, 2,000
     tokens; the reference code's default is 3,500)."""
+
+    passage_tokens: int = Field(PASSAGE_TOKENS, ge=16)
+    """Most tokens in a passage of the ``passages`` mode: runs of a document's consecutive leaves,
+    each embedded whole beside its leaves (:mod:`rhizome.core.retrieval.passages`; 1,200, the
+    kernel's default chunk, what dense retrieval sees)."""
 
     seed: int = 224
     """Random state of UMAP and of the Gaussian mixtures (reference 224), so one input always

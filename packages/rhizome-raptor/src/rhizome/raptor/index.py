@@ -52,6 +52,7 @@ from rhizome.core.index.writers import GroupWriter
 from rhizome.core.naive import VectorIndex
 from rhizome.core.progress import phase
 from rhizome.core.retrieval.contract import pack
+from rhizome.core.retrieval.passages import document_passages, joined, passages
 from rhizome.core.store.storage import Connection
 from rhizome.core.text import count_tokens, trimmed_sentences, truncate_tokens
 from rhizome.core.types import Community, GraphContents
@@ -144,9 +145,12 @@ class RaptorIndex(VectorIndex):
     modes: ClassVar[Mapping[str, ModeInfo]] = {
         "collapsed": ModeInfo("the passages and cluster summaries of every tree layer nearest the query, under a token budget (RAPTOR's collapsed tree); for questions that need a passage or the gist of several", ("specific", "global"), retriever="rhizome.raptor.retrieval:CollapsedRetriever"),
         "traversal": ModeInfo("down the summary tree from its top layer, choosing the nearest nodes at each layer (RAPTOR's tree traversal); for broad, thematic questions", ("global",), retriever="rhizome.raptor.retrieval:TraversalRetriever"),
+        "passages": ModeInfo("the passages (runs of a document's leaves up to 1,200 tokens) ranked by their own embedding and their best leaf's together; for questions a passage answers", ("specific",), retriever="rhizome.core.retrieval.passages:PassageRetriever"),
         "naive": ModeInfo("the passages (tree leaves) whose embeddings are nearest the query (no tree)", ("specific",), retriever="rhizome.core.naive:VectorRetriever"),
     }
     uses_llm: ClassVar[bool] = True
+    PASSAGE_COLLECTION: ClassVar[str] = "raptor_passages"
+    """Vectors of the passages (runs of a document's consecutive leaves) of the ``passages`` mode."""
     config_class = RaptorConfig
     config: RaptorConfig
     llm_per_document: ClassVar[bool] = False
@@ -169,6 +173,8 @@ class RaptorIndex(VectorIndex):
             for level in {g.level for g in above}:
                 self.store.delete_vectors(db, self.tree.collection(level), [g.id for g in above if g.level == level])
             self.tree.put(db, [g.model_copy(update={"summary": "", "metadata": {}}) for g in above])
+        if self.store.has_collection(self.PASSAGE_COLLECTION):
+            self.store.delete_vectors(db, self.PASSAGE_COLLECTION, document_passages(self.store, document_id, self.config.passage_tokens))
         return super()._remove_document(db, document_id)
 
     async def _after_change(self, inserted: list[str], removed: list[str], stats: Stats) -> None:
@@ -213,7 +219,11 @@ class RaptorIndex(VectorIndex):
         else:
             tree = await self._place(old, leaves, batches, counts)
             stats["tree_built"] = "incremental"
+        passage_vectors, stale = await self._passages()
+        batches.append(passage_vectors)
         with self.store.transaction() as db:
+            if stale:
+                self.store.delete_vectors(db, self.PASSAGE_COLLECTION, stale)
             self.tree.delete(db, [g for key, g in old.items() if key not in tree])
             self.tree.put(db, [g for key, g in tree.items() if old.get(key) != g])
             for batch in batches:
@@ -224,6 +234,14 @@ class RaptorIndex(VectorIndex):
             leaves=len(leaves.ids), layers=max(levels, default=0), summary_nodes=len(tree),
             summaries_written=counts["written"], summaries_reused=counts["reused"],
         )
+
+    async def _passages(self) -> tuple[VectorBatch, list[str]]:
+        """The vectors of the passages of the ``passages`` mode whose text changed, and the
+        stored passages that are gone."""
+        chunks = self.store.chunks(self.store.chunk_ids())
+        texts = {key: joined(run) for key, run in passages(chunks.values(), self.config.passage_tokens)}
+        stale = sorted(set(self.store.vector_ids(self.PASSAGE_COLLECTION)) - set(texts))
+        return await self.embed_changed(self.PASSAGE_COLLECTION, texts, what="passages"), stale
 
     async def _grow(self, level: int, below: _Layer, tree: dict[str, Community], batches: list[VectorBatch], counts: dict[str, int]) -> dict[str, Community]:
         """Layers from ``level`` up, built from scratch over ``below``, added to ``tree``. A

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from rhizome.core.index.config import IndexConfig
 from rhizome.core.retrieval.params import RetrieverParams
+from rhizome.core.retrieval.passages import PASSAGE_TOKENS
 
 
 class SpRAGConfig(IndexConfig):
@@ -60,6 +61,11 @@ class SpRAGConfig(IndexConfig):
     """A section is the text under a Markdown heading, cut into parts of at most this many tokens
     of whole chunks; text without headings is cut the same way. dsRAG finds sections with the
     model (semantic sectioning); this size is our choice (docs/sprag.md)."""
+
+    passage_tokens: int = Field(PASSAGE_TOKENS, ge=16)
+    """Most tokens in a passage of the ``passages`` mode: runs of a document's consecutive chunks,
+    each embedded whole with its header beside its chunks (:mod:`rhizome.core.retrieval.passages`;
+    1,200, the kernel's default chunk, what dense retrieval sees)."""
 
     language: str = "English"
     """Language the model writes titles and summaries in (dsRAG ``language``)."""

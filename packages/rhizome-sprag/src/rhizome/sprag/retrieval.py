@@ -50,9 +50,10 @@ from rhizome.core.retrieval.contract import (
     round_robin,
     vector_search,
 )
+from rhizome.core.retrieval.passages import joined
 from rhizome.core.retrieval.rerank import Reranker, ascores, check_reranker
 from rhizome.core.text import chunk_id, chunk_position
-from rhizome.core.types import Chunk, Hit
+from rhizome.core.types import Hit
 from rhizome.sprag.config import CANDIDATES, PRESETS, RSEParams
 from rhizome.sprag.rse import best_segments, chunk_values
 
@@ -264,19 +265,6 @@ class SegmentRetriever(BaseRetriever):
             cited = provenance({c.id: c for c in run}, [c.id for c in run], limit=len(run))
             hits.append(Hit(id=f"{doc}:{start}-{end}", text=joined(run), score=value, kind="segment", provenance=cited, metadata=metadata))
         return hits
-
-
-def joined(run: list[Chunk]) -> str:
-    """The text of consecutive chunks of one document: overlapping text once; where the chunker
-    dropped a blank stretch between two chunks, a line break."""
-    text, end = run[0].text, run[0].end
-    for chunk in run[1:]:
-        if chunk.start >= end:
-            text += ("\n" if chunk.start > end else "") + chunk.text
-        else:
-            text += chunk.text[end - chunk.start :]
-        end = max(end, chunk.end)
-    return text
 
 
 def segment_extractor(retriever: BaseRetriever, k: int | None = None, **options: Any) -> SegmentRetriever:
