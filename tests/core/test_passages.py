@@ -86,7 +86,7 @@ def test_a_passage_scores_its_own_cosine_plus_its_best_chunks():
     assert [h.id for h in hits] == ["even:0-2", "near:0-2", "far:0-2"]
     assert [h.kind for h in hits] == ["segment"] * 3
     assert hits[0].metadata["own"] == pytest.approx(0.8, abs=1e-6) and hits[0].metadata["best_chunk"] == pytest.approx(0.8, abs=1e-6)
-    assert hits[1].score == pytest.approx(0.5 + 0.95, abs=1e-6)
+    assert hits[1].raw_score == pytest.approx(0.5 + 0.95, abs=1e-6)  # the ranking score; .score is the relevance
     assert hits[0].provenance.chunk_ids == ["even:0", "even:1"] and hits[0].text == f"Even{one} Even{two}"
     # the nearest chunks alone put "near" first
     assert index.as_retriever(k=1, mode="naive").retrieve("Q")[0].id == "near:0"

@@ -65,32 +65,43 @@ def passage_chunks(key: str) -> list[str]:
     return [chunk_id(document_id, i) for i in range(start, end)]
 
 
+def runs(sizes: Iterable[tuple[int, int]], max_tokens: int = PASSAGE_TOKENS) -> list[tuple[int, int]]:
+    """``(start, end)`` of the passages of one document whose chunks are ``(index, n_tokens)``:
+    consecutive chunks in order, packed while they hold at most ``max_tokens`` together (a
+    chunk alone longer is a passage of its own). It reads no text, so that a document whose
+    stored text is damaged can still have its passages found and removed."""
+    out: list[tuple[int, int]] = []
+    run: tuple[int, int] | None = None  # (start, end) of the passage being packed
+    used = 0
+    for index, n_tokens in sorted(sizes):
+        if run is not None and (used + n_tokens > max_tokens or index != run[1]):
+            out.append(run)
+            run, used = None, 0
+        run = (index if run is None else run[0], index + 1)
+        used += n_tokens
+    if run is not None:
+        out.append(run)
+    return out
+
+
 def passages(chunks: Iterable[Chunk], max_tokens: int = PASSAGE_TOKENS) -> list[tuple[str, list[Chunk]]]:
-    """The passages of ``chunks``: per document, its consecutive chunks in order, packed while
-    they hold at most ``max_tokens`` together (a chunk alone longer is a passage of its own).
+    """The passages of ``chunks`` (:func:`runs` of each document's chunks) with their chunks.
     Deterministic: the same chunks give the same keys."""
-    by_document: dict[str, list[Chunk]] = {}
+    by_document: dict[str, dict[int, Chunk]] = {}
     for chunk in chunks:
-        by_document.setdefault(chunk.document_id, []).append(chunk)
+        by_document.setdefault(chunk.document_id, {})[chunk.index] = chunk
     out: list[tuple[str, list[Chunk]]] = []
     for document_id in sorted(by_document):
-        run: list[Chunk] = []
-        used = 0
-        for chunk in sorted(by_document[document_id], key=lambda c: c.index):
-            if run and (used + chunk.n_tokens > max_tokens or chunk.index != run[-1].index + 1):
-                out.append((passage_key(document_id, run[0].index, run[-1].index + 1), run))
-                run, used = [], 0
-            run.append(chunk)
-            used += chunk.n_tokens
-        if run:
-            out.append((passage_key(document_id, run[0].index, run[-1].index + 1), run))
+        held = by_document[document_id]
+        for start, end in runs(((i, c.n_tokens) for i, c in held.items()), max_tokens):
+            out.append((passage_key(document_id, start, end), [held[i] for i in range(start, end)]))
     return out
 
 
 def document_passages(store: Any, document_id: str, max_tokens: int = PASSAGE_TOKENS) -> list[str]:
-    """The keys of the stored passages of ``document_id`` (for removing their vectors with it)."""
-    ids = store.chunk_ids([document_id])
-    return [key for key, _ in passages(store.chunks(ids).values(), max_tokens)] if ids else []
+    """The keys of the stored passages of ``document_id`` (for removing their vectors with it),
+    from its chunks' positions and sizes only."""
+    return [passage_key(document_id, start, end) for start, end in runs(store.chunk_sizes(document_id), max_tokens)]
 
 
 def joined(run: Sequence[Chunk]) -> str:

@@ -763,6 +763,11 @@ class IndexStore:
         rows = self.query(f"SELECT {self._chunk_select} FROM chunks WHERE document_id = ? ORDER BY idx", (document_id,))
         return [c for c in map(self._chunk, rows) if c is not None]
 
+    def chunk_sizes(self, document_id: str) -> list[tuple[int, int]]:
+        """``(index, n_tokens)`` of each stored chunk of ``document_id``, in order (no text read,
+        so no checksum checked)."""
+        return [(r[0], r[1]) for r in self.query("SELECT idx, n_tokens FROM chunks WHERE document_id = ? ORDER BY idx", (document_id,))]
+
     def damaged_documents(self, document_ids: Iterable[str]) -> set[str]:
         """Those of ``document_ids`` with a stored chunk whose text is damaged (changed outside
         Rhizome, or not UTF-8): an insert of such a document stores it again even when its
