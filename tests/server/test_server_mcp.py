@@ -52,6 +52,13 @@ async def test_stdio_lists_searches_and_answers_with_provenance(built):
         hits = found.structured_content["hits"]
         assert len(hits) == 2 and hits[0]["provenance"]["document_ids"] == ["03-ilse-varn.md"]
         assert {"score", "kind", "metadata"} <= set(hits[0]) and found.structured_content["mode"] == "local"
+        cut = max(hit["score"] for hit in hits) + 1e-9  # a hair above the best relevance (hits are in the mode's order)
+        none = await client.call_tool("search", {"workspace": "light", "query": QUESTION, "mode": "local", "k": 2,
+                                                 "score_threshold": cut})
+        assert not none.is_error and none.structured_content["hits"] == []
+        assert any("score_threshold" in note for note in none.structured_content["notes"])
+        out_of_range = await client.call_tool("search", {"workspace": "light", "query": QUESTION, "score_threshold": 1.5})
+        assert out_of_range.is_error
         answered = await client.call_tool("answer", {"workspace": "docs", "query": QUESTION, "k": 1})
         assert answered.structured_content["extractive"] is True
         assert answered.structured_content["citations"][0]["provenance"]["document_ids"] == ["03-ilse-varn.md"]

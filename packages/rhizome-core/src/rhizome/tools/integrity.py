@@ -192,8 +192,10 @@ def _connect(records: Path, report: IndexCheck) -> Iterator[sqlite3.Connection |
 def _rows(db: sqlite3.Connection, sql: str, params: tuple = ()) -> list[tuple]:
     try:
         return db.execute(sql, params).fetchall()
-    except sqlite3.OperationalError:  # a table an older index does not have
-        return []
+    except sqlite3.OperationalError as exc:
+        if str(exc).startswith(("no such table", "no such column")):  # what an older index does not have
+            return []
+        raise  # anything else is a problem to report, not an absent table
 
 
 def _meta(db: sqlite3.Connection, key: str) -> dict | None:

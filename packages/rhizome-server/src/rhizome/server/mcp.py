@@ -56,6 +56,9 @@ Mode = Annotated[str | None, Field(description="retrieval mode of the workspace 
 K = Annotated[int, Field(ge=1, le=MAX_K, description="number of passages")]
 Filter = Annotated[dict[str, Any] | None, Field(
     description='document metadata to match: {"field": value} or {"field": {"$in": [a, b]}}')]
+Threshold = Annotated[float | None, Field(ge=0.0, le=1.0, description=(
+    "leave out passages scoring below it (a score is the query's cosine to the nearest passage a hit cites, "
+    "0-1, the same in every mode): fewer than k may come back"))]
 
 MCP_HEADERS = ("Accept", "Mcp-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID")
 """Headers an MCP client sends over HTTP (a browser page's client, with ``--cors``, asks for them)."""
@@ -103,18 +106,20 @@ def build(state: ServerState, *, writes: bool = False) -> MCPServer:
                                              for w in await call_in_thread(state.workspaces.describe)])
 
     @server.tool(annotations=READ)
-    async def search(workspace: Workspace, query: Query, mode: Mode = None, k: K = 4, filter: Filter = None) -> QueryResponse:
+    async def search(workspace: Workspace, query: Query, mode: Mode = None, k: K = 4, filter: Filter = None,
+                     score_threshold: Threshold = None) -> QueryResponse:
         """The k passages of a workspace that best match the query, each with its score, kind, provenance
         (document and chunk ids, character spans) and metadata; stats and notes say what the search did."""
         with told():
-            return await answering.query(state.workspaces.get(workspace), answering.Ask(query, mode, k, filter))
+            return await answering.query(state.workspaces.get(workspace), answering.Ask(query, mode, k, filter, score_threshold))
 
     @server.tool(annotations=READ)
-    async def answer(workspace: Workspace, query: Query, mode: Mode = None, k: K = 4, filter: Filter = None) -> AnswerResponse:
+    async def answer(workspace: Workspace, query: Query, mode: Mode = None, k: K = 4, filter: Filter = None,
+                     score_threshold: Threshold = None) -> AnswerResponse:
         """An answer to the question from a workspace's passages, with the passages it cites
         (extractive: a sentence of the best passage, when the server has no chat model)."""
         with told():
-            return await answering.answered(state.workspaces.get(workspace), answering.Ask(query, mode, k, filter))
+            return await answering.answered(state.workspaces.get(workspace), answering.Ask(query, mode, k, filter, score_threshold))
 
     @server.tool(annotations=READ)
     async def graph_neighbourhood(
