@@ -24,7 +24,8 @@ import contextvars
 import os
 from collections.abc import Iterator
 
-from rhizome.core.errors import ConfigurationError, MemoryBudgetError
+from rhizome.core.environment import positive_number
+from rhizome.core.errors import MemoryBudgetError
 
 ENVIRONMENT = "RHIZOME_MEMORY_GB"
 GB = 1 << 30
@@ -42,15 +43,9 @@ def budget_bytes(memory_gb: float | None = None) -> int | None:
     """The budget in bytes: ``memory_gb`` when given, else ``RHIZOME_MEMORY_GB``, else ``None``
     (no budget)."""
     if memory_gb is None:
-        raw = os.environ.get(ENVIRONMENT, "").strip()
-        if not raw:
+        memory_gb = positive_number(ENVIRONMENT, "gigabytes (e.g. 8 or 0.5)", float)
+        if memory_gb is None:
             return None
-        try:
-            memory_gb = float(raw)
-        except ValueError:
-            raise ConfigurationError(f"{ENVIRONMENT}={raw!r} is not a number of gigabytes; set it to e.g. 8 or 0.5, or unset it") from None
-        if not memory_gb > 0:
-            raise ConfigurationError(f"{ENVIRONMENT}={raw!r} must be a positive number of gigabytes, or unset")
     return int(memory_gb * GB)
 
 
