@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -74,7 +75,11 @@ async def _timed(retrievers: dict[str, Any], questions: list[Any]) -> dict[str, 
     return times
 
 
-async def measure(dataset: str, embed: str, folder: Path, methods: list[str], k: int = 10) -> dict[str, Any]:
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+async def measure(dataset: str, embed: str, folder: Path, methods: list[str], k: int = 10, note: str = "") -> dict[str, Any]:
     _, questions = data.musique() if dataset == "musique" else data.hotpotqa()
     indexes = {m: open_index(m, embed, dataset, folder) for m in dict.fromkeys(["naive", *methods])}
     for index in indexes.values():
@@ -82,10 +87,13 @@ async def measure(dataset: str, embed: str, folder: Path, methods: list[str], k:
     retrievers = {s.name: indexes[s.method].as_retriever(k=k, mode=s.mode) for s in systems(list(indexes))}
     for retriever in retrievers.values():  # load graphs and vectors before timing
         await retriever.aretrieve(questions[0].question)
+    load = {"start": _load()}
     times = await _timed(retrievers, questions)  # the query embedded by the model each time
     for index in indexes.values():
         index.embedder.replay = True
+    load["after_model_pass"] = _load()
     bare = await _timed(retrievers, questions)  # the same calls with the query vectors from memory
+    load["end"] = _load()
     base, bare_base = statistics.median(times["naive"]), statistics.median(bare["naive"])
     rows = [
         {"system": name, "p50_ms": round(statistics.median(t), 2), "p95_ms": round(sorted(t)[int(0.95 * (len(t) - 1))], 2),
@@ -94,7 +102,10 @@ async def measure(dataset: str, embed: str, folder: Path, methods: list[str], k:
          "p50_x_naive_model_excluded": round(statistics.median(bare[name]) / bare_base, 2)}
         for name, t in times.items()
     ]
-    return {"suite": "latency", "data": dataset, "embedder": embed, "questions": len(questions), "k": k, "rows": rows}
+    said = (f"{os.cpu_count()}-core machine, load average (1, 5, 15 min) {load['start']} at the start, "
+            f"{load['after_model_pass']} between the passes, {load['end']} at the end")
+    return {"suite": "latency", "data": dataset, "embedder": embed, "questions": len(questions), "k": k,
+            "load_average": load, "note": f"{said}. {note}".strip(), "rows": rows}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -120,8 +131,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embed", default="minilm")
     parser.add_argument("--indexes", type=Path, required=True, help="folder the indexes are built in (and reopened from)")
     parser.add_argument("--methods", nargs="*", default=[m for m in available_methods() if m != "naive"])
+    parser.add_argument("--note", default="", help="what else the machine was doing, kept in the results file")
     args = parser.parse_args(argv)
-    result = asyncio.run(measure(args.data, args.embed, args.indexes, args.methods))
+    result = asyncio.run(measure(args.data, args.embed, args.indexes, args.methods, note=args.note))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"latency-{args.data}-{args.embed}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     print(table(result))
