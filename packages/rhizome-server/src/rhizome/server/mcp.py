@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -146,8 +146,14 @@ def build(state: ServerState, *, writes: bool = False) -> MCPServer:
     if state.workspaces.classifiers:  # offered only where there is a classifier to use
         server.add_tool(classify, annotations=READ)
 
-    if not writes:
-        return server
+    if writes:
+        _add_writes(server, state, told)
+    return server
+
+
+def _add_writes(server: MCPServer, state: ServerState, told: Callable[[], contextlib.AbstractContextManager[None]]) -> None:
+    """``insert_documents`` and ``delete_document`` on ``server`` (``told`` turns a failure into
+    the tool error a client reads)."""
 
     async def check_write(ctx: Context) -> None:
         """Over HTTP, the key (as for a REST write); over stdio the host that started the
@@ -181,8 +187,6 @@ def build(state: ServerState, *, writes: bool = False) -> MCPServer:
         with told():
             await check_write(ctx)
             return await delete(state.workspaces.get(workspace), document_id)
-
-    return server
 
 
 class HttpEndpoint:
