@@ -1,11 +1,13 @@
 """Small async helpers: sync wrappers that work inside or outside a running loop, per-event-loop
 resources (semaphores and HTTP clients must not cross loops), and one long-lived home loop for
-third-party objects that cannot follow a caller from loop to loop."""
+third-party objects that cannot follow a caller from loop to loop; and :func:`held`, a scope
+whose reads a context variable keeps for the block."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import queue
 import threading
@@ -14,6 +16,20 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def held(var: contextvars.ContextVar[dict[Any, Any] | None]) -> Iterator[None]:
+    """Within the block, ``var`` holds a fresh dict for what the block reads once and keeps;
+    nested blocks share the outermost one's, and it is dropped when that block ends."""
+    if var.get() is not None:
+        yield
+        return
+    token = var.set({})
+    try:
+        yield
+    finally:
+        var.reset(token)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

@@ -61,7 +61,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 from pydantic import BaseModel, Field
 
-from rhizome.core.aio import run_sync
+from rhizome.core.aio import held, run_sync
 from rhizome.core.documents import lone_surrogate
 from rhizome.core.errors import ConfigurationError, IndexDamageWarning, InvalidInputError
 from rhizome.core.models.base import checked_vectors, usage_scope
@@ -147,14 +147,8 @@ def query_vectors_held() -> Iterator[None]:
     """Within the block (one search), :func:`query_vector` embeds a text once: the mode's steps
     and the relevance of its hits share the query's embedding. Nested blocks share the
     outermost one's."""
-    if _HELD_QUERY_VECTORS.get() is not None:
+    with held(_HELD_QUERY_VECTORS):
         yield
-        return
-    token = _HELD_QUERY_VECTORS.set({})
-    try:
-        yield
-    finally:
-        _HELD_QUERY_VECTORS.reset(token)
 
 
 async def query_vector(index: Any, text: str, extra: Sequence[str] = ()) -> np.ndarray | None:

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 from pydantic import BaseModel, Field
 
-from rhizome.core.aio import WriteLock
+from rhizome.core.aio import WriteLock, held
 from rhizome.core.errors import (
     ConfigurationError,
     IndexClosedError,
@@ -302,14 +302,8 @@ def generations_held() -> Iterator[None]:
     read later is at most newer than its key (rebuilt at the next search), never older. A
     transaction of the block reads afresh, and drops the block's read of its store. Nested
     blocks share the outermost one's reads."""
-    if _HELD_GENERATIONS.get() is not None:
+    with held(_HELD_GENERATIONS):
         yield
-        return
-    token = _HELD_GENERATIONS.set({})
-    try:
-        yield
-    finally:
-        _HELD_GENERATIONS.reset(token)
 
 
 class IndexStore:
