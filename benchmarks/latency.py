@@ -29,17 +29,25 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def open_index(method: str, embed: str, dataset: str, folder: Path) -> Any:
-    """The index of ``method`` in ``folder / method``, built there first when missing."""
+    """The index of ``method`` in ``folder / method``, built there first when missing.
+
+    A finished build leaves ``folder / "<method>.built"`` beside it (the index writes its
+    manifest when the build starts, so the manifest alone does not say the build ended); a
+    folder without that mark is a build that was stopped, and is refused rather than measured.
+    """
     cls = index_class(method)
-    path = folder / method
+    path, built = folder / method, folder / f"{method}.built"
     options = {"cache": False}
     if method != "naive" and dataset == "musique" and "extraction" in cls.config_class.model_fields:
         options["extraction"] = f"openie:{data.musique_openie()}"
-    if not (path / "manifest.json").exists():
+    if path.exists() and not built.exists():
+        raise SystemExit(f"{path} holds a build that did not finish (no {built.name} beside it): delete it and run again")
+    if not built.exists():
         documents, _ = data.musique() if dataset == "musique" else data.hotpotqa()
         index = cls(embedder_for(embed), path=path, **options)
         index.insert(documents)
         index.close()
+        built.write_text(f"{dataset} {embed}\n", encoding="utf-8")
     return cls(embedder_for(embed), path=path, readonly=True, cache=False)
 
 

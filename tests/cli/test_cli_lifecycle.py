@@ -184,6 +184,8 @@ def test_bytes_that_are_not_utf8_in_a_file_name_or_an_argument_are_reported(tmp_
     code, out, err = run(capsys, "docs", "delete", index_dir, os.fsdecode(b"x\xff"), "-q", "--offline")
     assert code == 1 and "not in the index: x\\xff" in err
     assert run(capsys, "docs", "list", index_dir)[1].endswith("3 documents: 3 done\n")
+    assert run(capsys, "docs", index_dir)[1] == run(capsys, "docs", "list", index_dir)[1]  # listing is the default
+    assert run(capsys, "docs", index_dir, "--json")[0] == 0
 
 
 def test_nan_never_reaches_the_json_the_commands_print(tmp_path, capsys):

@@ -303,3 +303,23 @@ def test_from_documents_keeps_the_documents_ids() -> None:
     ids = store.index.store.document_ids()
     assert "bees" in ids and len(ids) == 2
     assert store.index.config.chunk_size == 64  # index settings reach the index
+
+
+def test_get_by_ids_skips_a_document_whose_stored_text_is_damaged_and_says_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Defect: one chunk changed outside Rhizome made get_by_ids raise for every id asked with it."""
+    import sqlite3
+
+    from rhizome.core.errors import IndexDamageWarning
+    from rhizome.core.store.storage import RECORDS
+
+    made = RhizomeVectorStore.from_texts(["Bees live in hives.", "Lava cools into basalt."], HashingEmbedder(dimension=32),
+                                         ids=["bees", "lava"], path=tmp_path / "idx")
+    made.index.close()
+    with sqlite3.connect(tmp_path / "idx" / RECORDS) as db:
+        db.execute("UPDATE chunks SET text = CAST(X'426C7565FF' AS TEXT) WHERE document_id = 'bees'")
+    store = RhizomeVectorStore.from_persist_dir(tmp_path / "idx")
+    try:
+        with pytest.warns(IndexDamageWarning, match="skipped 'bees'.*insert the document again"):
+            assert [d.id for d in store.get_by_ids(["bees", "lava"])] == ["lava"]
+    finally:
+        store.index.close()

@@ -212,3 +212,21 @@ def test_a_postgresql_workspace_answers_as_its_sqlite_twin(postgres, built, clie
         there = pg.get(f"/pg/{path}", params=params, headers=AUTH).json()
         here = client.get(f"/graphrag/{path}", params=params, headers=AUTH).json()
         assert "error" not in here and {**there, "workspace": "graphrag"} == here, path
+
+
+def test_a_tree_node_leaves_out_a_passage_whose_stored_text_is_damaged(fresh, client_for):
+    """Defect: one chunk changed outside Rhizome made every tree page holding it a server error."""
+    import sqlite3
+
+    from rhizome.core.store.storage import RECORDS
+
+    path = fresh("raptor")
+    client = client_for([f"t={path}"], "--api-key", API_KEY)
+    node = client.get("/t/graph/groups", params={"limit": 1}, headers=AUTH).json()["groups"][0]
+    damaged = node["members"][0]["id"]
+    with sqlite3.connect(path / RECORDS) as db:
+        db.execute("UPDATE chunks SET text = text || ' (edited)' WHERE id = ?", (damaged,))
+    again = client.get("/t/graph/groups", params={"limit": 1}, headers=AUTH)
+    assert again.status_code == 200
+    members = [m["id"] for m in again.json()["groups"][0]["members"]]
+    assert members == [m["id"] for m in node["members"] if m["id"] != damaged]

@@ -23,6 +23,7 @@ means the same in every mode; the order stays the mode's, so a threshold may ret
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -37,10 +38,11 @@ from langchain_rhizome.filters import rhizome_filter
 from langchain_rhizome.rerank import as_reranker
 from langchain_rhizome.retrievers import hit_to_document, open_index
 from rhizome.core.aio import run_sync
-from rhizome.core.errors import ConfigurationError, InvalidInputError
+from rhizome.core.errors import ConfigurationError, IndexDamageWarning, InvalidInputError
 from rhizome.core.naive import VectorRetriever
 from rhizome.core.retrieval.contract import chunk_hits, vector_search
 from rhizome.core.retrieval.filters import as_filter
+from rhizome.core.store.storage import damaged_left_out
 from rhizome.core.types import Document as RhizomeDocument
 from rhizome.core.types import Hit
 
@@ -172,10 +174,16 @@ class RhizomeVectorStore(VectorStore):
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """The stored documents of ``ids``, in that order; unknown ids are skipped. The text is
         put back together from the document's stored chunks (exact for a text within one chunk;
-        a longer one loses only whitespace around it)."""
+        a longer one loses only whitespace around it). A document with a chunk whose stored text
+        is damaged is skipped too, with an :class:`IndexDamageWarning` that names it (inserting
+        it again stores it again), rather than returned with a gap in its text."""
         store = self.index.store
-        chunks = {i: store.chunks_of(i) for i in dict.fromkeys(ids) if isinstance(i, str) and store.document_state(i) is not None}
-        wanted = [i for i, held in chunks.items() if held]  # a version that failed or is pending holds no chunks
+        with damaged_left_out() as damaged:
+            chunks = {i: store.chunks_of(i) for i in dict.fromkeys(ids) if isinstance(i, str) and store.document_state(i) is not None}
+        if broken := sorted({d.document_id for d in damaged}):
+            warnings.warn(f"skipped {', '.join(map(repr, broken))}: stored text damaged (changed outside Rhizome, or not "
+                          "UTF-8); insert the document again to store it again", IndexDamageWarning, stacklevel=2)
+        wanted = [i for i, held in chunks.items() if held and i not in broken]  # a failed or pending version holds no chunks
         metadata = store.documents_metadata(wanted)
         return [Document(id=i, page_content=_text(chunks[i]), metadata=metadata.get(i, {})) for i in wanted]
 

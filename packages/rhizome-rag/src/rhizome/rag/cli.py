@@ -721,7 +721,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", help="also report the OpenAI-compatible server at this URL (env RHIZOME_BASE_URL, OPENAI_BASE_URL)")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("docs", help="list or delete the documents of an index")
+    p = sub.add_parser("docs", help="list or delete the documents of an index (`rhizome docs IDX` lists them)")
     docs = p.add_subparsers(dest="docs_command", required=True)
     q = docs.add_parser("list", help="every document: id, status, chunks, title or source")
     q.add_argument("index", help="an index directory or postgresql:// URL")
@@ -765,8 +765,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _default_subcommands(argv: list[str]) -> list[str]:
+    """``rhizome docs IDX`` reads as ``rhizome docs list IDX``: listing is what a bare group
+    command is expected to do (as ``git remote`` or ``docker image`` do)."""
+    if len(argv) >= 2 and argv[0] == "docs" and not argv[1].startswith("-") and argv[1] not in ("list", "delete"):
+        return ["docs", "list", *argv[1:]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_default_subcommands(sys.argv[1:] if argv is None else list(argv)))
     try:
         check_model_flags(args)
         code = int(args.func(args) or 0)

@@ -31,6 +31,7 @@ from rhizome.core.graph.entity_graph import EntityOutline, RelationOutline
 from rhizome.core.graph.store import EntityGraphStore
 from rhizome.core.index.hierarchy import Hierarchy
 from rhizome.core.store.records import RecordTable
+from rhizome.core.store.storage import damaged_left_out
 from rhizome.core.types import Community
 from rhizome.server.errors import ServerError
 from rhizome.server.workspaces import Workspace
@@ -372,7 +373,8 @@ def _views(workspace: Workspace, tree: Hierarchy, found: list[Community]) -> lis
         names = entity_graph(workspace).names(wanted)
         members = {m: Member(id=m, kind="entity", name=names.get(m, m)) for m in wanted}
     else:
-        chunks = workspace.index.store.chunks(wanted)
+        with damaged_left_out():  # a passage whose stored text is damaged is not shown; the rest are
+            chunks = workspace.index.store.chunks(wanted)
         members = {m: Member(id=m, kind="chunk", name=_cut(c.text, EXCERPT_CHARS), document_id=c.document_id)
                    for m, c in chunks.items()}
     children = set(tree.groups.view(_GroupOutline).get({c for g in found for c in g.children}))
