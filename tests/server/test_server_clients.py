@@ -75,3 +75,35 @@ def test_a_chat_model_streams_its_answer_piece_by_piece(built, monkeypatch):
             whole = client.chat.completions.create(model="rhizome/docs", messages=[{"role": "user", "content": QUESTION}])
             assert whole.choices[0].message.content.startswith("Ilse Varn drew the first map")
             assert whole.model_extra["citations"][0]["document_ids"] == ["03-ilse-varn.md"]
+
+
+def test_a_follow_up_is_made_to_stand_on_its_own_before_it_is_searched(built, monkeypatch):
+    """Defect: a workspace model searched for the last user message alone, so "when did she
+    draw it?" after a question about Ilse Varn found nothing about her. With a chat model the
+    model rewrites the follow-up (Ollama's client here); offline, the previous question is
+    searched for with it."""
+    import ollama
+
+    follow_up = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Ilse Varn did."},
+                 {"role": "user", "content": "When was that?"}]
+    with OllamaStub(models=["qwen2.5:7b-instruct"]) as stub:
+        def reply(body):
+            if body.get("format"):
+                return {"answer": "In 1702 [1].", "citations": [1]}
+            return "When did Ilse Varn draw the first map of the islands?" if "Last question:" in body["messages"][-1]["content"] else "x"
+
+        stub.reply_fn = reply
+        monkeypatch.setenv("OLLAMA_HOST", stub.url)
+        app = open_app([f"docs={built('naive')}"], "--api-key", API_KEY, "--llm", "ollama:qwen2.5:7b-instruct")
+        with RunningServer(app) as server:
+            client = ollama.Client(host=server.url, headers={"Authorization": f"Bearer {API_KEY}"})
+            said = client.chat(model="rhizome/docs", messages=follow_up, stream=False)
+            rewrite = stub.calls("/api/chat")[0]["messages"][-1]["content"]
+            assert "User: Who drew the first map of the islands?\nAssistant: Ilse Varn did." in rewrite
+            answer_prompt = stub.calls("/api/chat")[-1]["messages"][-1]["content"]
+            assert "Question: When did Ilse Varn draw the first map of the islands?" in answer_prompt
+            assert said.message.content.startswith("In 1702 [1].\n\nSources:\n- Ilse Varn, cartographer (03-ilse-varn.md)")
+    with RunningServer(open_app([f"docs={built('naive')}"], "--api-key", API_KEY)) as server:
+        client = ollama.Client(host=server.url, headers={"Authorization": f"Bearer {API_KEY}"})
+        said = client.chat(model="rhizome/docs", messages=follow_up, stream=False, options={"k": 1})
+        assert said.message.content.endswith("Sources:\n- Ilse Varn, cartographer (03-ilse-varn.md)")

@@ -9,10 +9,11 @@ cache on (the default) the second search costs no model call.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rhizome.core.retrieval.conversation import Turn, astandalone, split_last_question
 from rhizome.server.offload import in_thread, stream_in_thread
 from rhizome.server.schemas import AnswerResponse, QueryResponse
 from rhizome.server.workspaces import Workspace
@@ -30,6 +31,14 @@ class Ask:
 
     def options(self) -> dict[str, Any]:
         return {"mode": self.mode, "k": self.k, "filter": self.filter, "score_threshold": self.score_threshold}
+
+
+async def standalone(workspace: Workspace, turns: Sequence[Turn]) -> str:
+    """The conversation's last question made to stand on its own, with the workspace's chat
+    model (offline: joined to the user's previous question); a first question as it is."""
+    split_last_question(turns)  # no question: a 4xx before any model call
+    index = workspace.index
+    return await in_thread(lambda: astandalone(turns, getattr(index, "llm", None)))
 
 
 async def search(workspace: Workspace, ask: Ask) -> Any:

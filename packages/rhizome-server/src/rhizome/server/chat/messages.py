@@ -1,5 +1,6 @@
-"""What a chat request asks: the last user message is the question (earlier turns are not
-used yet); ``k`` and ``filter`` may come as extra fields of the request."""
+"""What a chat request asks: its messages as the turns of a conversation (the last user message
+is the question, made to stand on its own by :func:`rhizome.server.answering.standalone`);
+``k`` and ``filter`` may come as extra fields of the request."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rhizome.core.errors import InvalidInputError
+from rhizome.core.retrieval.conversation import Turn
 from rhizome.server.schemas import MAX_K
 
 
@@ -35,8 +36,6 @@ def text_of(message: Message) -> str:
     return message.content or ""
 
 
-def question(messages: Sequence[Message]) -> str:
-    for message in reversed(messages):
-        if message.role == "user" and text_of(message).strip():
-            return text_of(message)
-    raise InvalidInputError("the request holds no user message with text; the last user message is the question")
+def turns(messages: Sequence[Message]) -> list[Turn]:
+    """The messages as ``(role, text)`` turns."""
+    return [(message.role, text_of(message)) for message in messages]

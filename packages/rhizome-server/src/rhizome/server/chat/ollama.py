@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rhizome.server import answering
 from rhizome.server.chat.agent import AGENT_MODEL, agent_of
-from rhizome.server.chat.messages import Message, RetrievalOptions, question
+from rhizome.server.chat.messages import Message, RetrievalOptions, turns
 from rhizome.server.chat.names import every_model, resolve
 from rhizome.server.chat.shapes import OllamaChatAnswer, OllamaGenerateAnswer, OllamaTags
 from rhizome.server.errors import public_message
@@ -72,7 +72,8 @@ async def tags(request: Request) -> dict[str, Any]:
 
 @router.post("/chat", response_model=OllamaChatAnswer, responses=NDJSON)
 async def chat(request: Request, body: ChatRequest) -> Any:
-    """The last user message answered from the workspace the model names."""
+    """The last user message, made to stand on its own from the turns before it, answered from
+    the workspace the model names."""
     return await _respond(request, body, body.messages, lambda text: {"message": {"role": "assistant", "content": text}})
 
 
@@ -87,7 +88,7 @@ async def _respond(request: Request, body: OllamaRequest, messages: list[Message
     if body.model == AGENT_MODEL:
         return await _agent(request, body, messages, shape, started)
     space, mode = resolve(body.model, server(request).workspaces)
-    ask = answering.Ask(question(messages), mode, body.options.k, body.options.filter)
+    ask = answering.Ask(await answering.standalone(space, turns(messages)), mode, body.options.k, body.options.filter)
     if body.stream:
         found = await answering.search(space, ask)  # a bad filter is a 4xx, before the stream starts
         return StreamingResponse(_lines(request, space, ask, found, body.model, shape, started), media_type="application/x-ndjson")

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from rhizome.server import answering, sse
 from rhizome.server.chat.agent import AGENT_MODEL, agent_of
-from rhizome.server.chat.messages import Message, RetrievalOptions, question
+from rhizome.server.chat.messages import Message, RetrievalOptions, turns
 from rhizome.server.chat.names import every_model, resolve
 from rhizome.server.chat.shapes import ChatCompletion, ModelCard, ModelListing
 from rhizome.server.errors import public_message
@@ -41,8 +41,9 @@ async def models(request: Request) -> ModelListing:
 @router.post("/chat/completions", response_model=ChatCompletion,
              responses={200: {"content": {"text/event-stream": {}}, "description": "JSON, or chat.completion.chunk events with stream: true"}})
 async def chat_completions(request: Request, body: ChatCompletionRequest) -> Any:
-    """The last user message answered from the workspace the model names (``rhizome/agent``:
-    the workspace and mode it routes the question to), with its sources."""
+    """The last user message, made to stand on its own from the turns before it, answered from
+    the workspace the model names (``rhizome/agent``: the workspace and mode it routes the
+    question to), with its sources."""
     reply = Reply(body.model)
     if body.model == AGENT_MODEL:
         agent = agent_of(request)
@@ -54,7 +55,7 @@ async def chat_completions(request: Request, body: ChatCompletionRequest) -> Any
         text, cited = said.text + answering.sources_text(said.citations), [answering.citation(h) for h in said.citations]
         return {**reply.whole(text, cited), "routes": said.routes}
     space, mode = resolve(body.model, server(request).workspaces)
-    ask = answering.Ask(question(body.messages), mode, body.k, body.filter)
+    ask = answering.Ask(await answering.standalone(space, turns(body.messages)), mode, body.k, body.filter)
     if body.stream:
         found = await answering.search(space, ask)  # a bad filter is a 4xx, before the stream starts
         return StreamingResponse(_stream(request, space, ask, found, reply), media_type="text/event-stream",
