@@ -135,4 +135,5 @@ def test_an_index_without_passage_vectors_returns_the_nearest_chunks():
         index.store.delete_vectors(db, index.PASSAGE_COLLECTION, index.store.vector_ids(index.PASSAGE_COLLECTION))
     result = index.as_retriever(k=3, mode="passages").search("topic 1")
     assert result.stats["candidates"] == 0 and result.stats["filled"] == 3
+    assert "holds no passage vectors (raptor_passages): it was built before the passages mode" in result.notes[0]
     assert [h.id for h in result.hits] == [h.id for h in index.as_retriever(k=3, mode="naive").retrieve("topic 1")]

@@ -183,6 +183,11 @@ class PassageRetriever(BaseRetriever):
             return Retrieval(query=query)
         hits: list[Hit] = []
         ranked = self.ranked(vector)
+        store, name = self.index.store, self.index.PASSAGE_COLLECTION
+        if not ranked and not store.vector_ids(name) and store.has_collection(self.index.CHUNK_COLLECTION):
+            return Retrieval(query=query, stats={"candidates": 0}, notes=[  # the contract fills k with the nearest passages
+                f"this index holds no passage vectors ({name}): it was built before the passages mode existed; "
+                "build it again from its files (a new index directory) for this mode"])
         for start in range(0, len(ranked), k):  # a passage whose chunks went since is skipped
             batch = ranked[start : start + k]
             chunks = self.index.store.chunks([c for key, _, _ in batch for c in passage_chunks(key)])
