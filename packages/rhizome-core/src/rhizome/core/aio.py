@@ -1,7 +1,8 @@
 """Small async helpers: sync wrappers that work inside or outside a running loop, per-event-loop
 resources (semaphores and HTTP clients must not cross loops), and one long-lived home loop for
-third-party objects that cannot follow a caller from loop to loop; and :func:`held`, a scope
-whose reads a context variable keeps for the block."""
+third-party objects that cannot follow a caller from loop to loop; :func:`scoped`, a context
+variable's value for the length of a block, and :func:`held`, a scope whose reads a context
+variable keeps for the block."""
 
 from __future__ import annotations
 
@@ -19,17 +20,25 @@ T = TypeVar("T")
 
 
 @contextlib.contextmanager
+def scoped(var: contextvars.ContextVar[T], value: T) -> Iterator[T]:
+    """Within the block (in this context and the tasks and :func:`run_sync` threads it starts),
+    ``var`` holds ``value``; afterwards, what it held before."""
+    token = var.set(value)
+    try:
+        yield value
+    finally:
+        var.reset(token)
+
+
+@contextlib.contextmanager
 def held(var: contextvars.ContextVar[dict[Any, Any] | None]) -> Iterator[None]:
     """Within the block, ``var`` holds a fresh dict for what the block reads once and keeps;
     nested blocks share the outermost one's, and it is dropped when that block ends."""
     if var.get() is not None:
         yield
         return
-    token = var.set({})
-    try:
+    with scoped(var, {}):
         yield
-    finally:
-        var.reset(token)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

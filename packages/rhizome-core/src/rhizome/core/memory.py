@@ -22,8 +22,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-from collections.abc import Iterator
 
+from rhizome.core.aio import scoped
 from rhizome.core.environment import positive_number
 from rhizome.core.errors import MemoryBudgetError
 
@@ -63,14 +63,9 @@ def current() -> int | None:
     return _budget.get()
 
 
-@contextlib.contextmanager
-def budget_scope(limit: int | None) -> Iterator[None]:
+def budget_scope(limit: int | None) -> contextlib.AbstractContextManager[int | None]:
     """Run the body with ``limit`` bytes as the budget (``None``: no budget)."""
-    token = _budget.set(limit)
-    try:
-        yield
-    finally:
-        _budget.reset(token)
+    return scoped(_budget, limit)
 
 
 def gigabytes(n: float) -> str:

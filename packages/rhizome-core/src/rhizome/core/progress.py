@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
+from rhizome.core.aio import scoped
+
 ProgressCallback = Callable[[str, int, int], None]
 ProgressArg = bool | ProgressCallback | None
 
@@ -177,13 +179,11 @@ def reporting(progress: ProgressArg, title: str, *, unit: str = "chunk", total: 
     from rhizome.core.models.base import usage_scope
 
     reporter = Reporter(progress, title, unit, total)
-    token = _RUN.set(reporter)
     try:
-        with usage_scope() as usage:
+        with scoped(_RUN, reporter), usage_scope() as usage:
             reporter.usage = usage
             yield reporter
     finally:
-        _RUN.reset(token)
         reporter.close()
 
 
@@ -200,11 +200,8 @@ def quietly(note: str) -> Iterator[None]:
     reporter = _RUN.get()
     if reporter is not None and not _QUIET.get():
         reporter.say(note)
-    token = _QUIET.set(True)
-    try:
+    with scoped(_QUIET, True):
         yield
-    finally:
-        _QUIET.reset(token)
 
 
 def current() -> Reporter | None:

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
-from rhizome.core.aio import home_loop
+from rhizome.core.aio import home_loop, scoped
 from rhizome.core.errors import ConfigurationError, ModelServerError
 from rhizome.core.models.base import BaseChatModel, BaseEmbedder, Message
 from rhizome.core.protocols import ChatModel, Completion, Embedder
@@ -46,14 +46,9 @@ NO_STREAM = "nostream"
 the JSON a method asks the model for inside a retrieval is not chat for the user's stream."""
 
 
-@contextmanager
-def using_callbacks(callbacks: Any) -> Iterator[None]:
+def using_callbacks(callbacks: Any) -> AbstractContextManager[Any]:
     """Make ``callbacks`` the value of :data:`current_callbacks` inside the ``with`` block."""
-    token = current_callbacks.set(callbacks)
-    try:
-        yield
-    finally:
-        current_callbacks.reset(token)
+    return scoped(current_callbacks, callbacks)
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from rhizome.core.aio import PerLoop, run_sync
+from rhizome.core.aio import PerLoop, run_sync, scoped
 from rhizome.core.errors import ConfigurationError, ModelOutputError, PromptTooLongError
 from rhizome.core.models.budget import MIN_REPLY_TOKENS, prompt_tokens
 from rhizome.core.protocols import Completion
@@ -90,11 +90,8 @@ def usage_scope() -> Iterator[ScopeUsage]:
     insert or one query, even while other threads or tasks use the same model objects
     (asyncio tasks and :func:`~rhizome.core.aio.run_sync` threads inherit the scope)."""
     usage = ScopeUsage()
-    token = _SCOPES.set((*_SCOPES.get(), usage))
-    try:
+    with scoped(_SCOPES, (*_SCOPES.get(), usage)):
         yield usage
-    finally:
-        _SCOPES.reset(token)
 
 
 def _record(own: Usage, kind: str, **counts: int) -> None:
@@ -143,11 +140,8 @@ def answers_on_trial() -> Iterator[AnswerTrial]:
     nothing) can take them out of the cache with :meth:`AnswerTrial.reject`: otherwise every
     re-run would be answered with the refused answer and never reach the model again."""
     trial = AnswerTrial()
-    token = _TRIALS.set((*_TRIALS.get(), trial))
-    try:
+    with scoped(_TRIALS, (*_TRIALS.get(), trial)):
         yield trial
-    finally:
-        _TRIALS.reset(token)
 
 
 VARIED_TEMPERATURE = 0.7
@@ -157,19 +151,14 @@ temperature 0 a model gives the same answer whatever its seed."""
 _VARIATION: contextvars.ContextVar[int] = contextvars.ContextVar("rhizome_sampling_variation", default=0)
 
 
-@contextlib.contextmanager
-def varied_sampling(seed: int) -> Iterator[None]:
+def varied_sampling(seed: int) -> contextlib.AbstractContextManager[int]:
     """Inside the block, chat models that can vary their sampling answer with ``seed`` and at
     least :data:`VARIED_TEMPERATURE` instead of their own (repeatable) settings: a document
     whose answers stayed invalid is tried again this way, since at temperature 0 with a fixed
     seed the model would repeat the same invalid answer on every run. Cache keys do not
     change: a valid answer found so is stored under the question's usual key, and a re-run is
     answered from the cache. ``seed`` 0 means no variation."""
-    token = _VARIATION.set(seed)
-    try:
-        yield
-    finally:
-        _VARIATION.reset(token)
+    return scoped(_VARIATION, seed)
 
 
 def sampling_variation() -> int:

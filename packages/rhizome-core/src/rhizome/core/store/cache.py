@@ -26,6 +26,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from rhizome.core.aio import scoped
+
 
 def cache_key(payload: Any) -> str:
     """SHA-256 of the canonical JSON form of ``payload``."""
@@ -40,15 +42,10 @@ around its call, or written before sources were recorded): every forget removes 
 _SOURCES: ContextVar[frozenset[str] | None] = ContextVar("rhizome_cache_sources", default=None)
 
 
-@contextlib.contextmanager
-def built_from(document_ids: Iterable[str]) -> Iterator[None]:
+def built_from(document_ids: Iterable[str]) -> contextlib.AbstractContextManager[frozenset[str] | None]:
     """Record the model calls cached inside the block (in this context and the tasks it starts)
     as built from ``document_ids`` and nothing else; an inner block replaces an outer one."""
-    token = _SOURCES.set(frozenset(document_ids))
-    try:
-        yield
-    finally:
-        _SOURCES.reset(token)
+    return scoped(_SOURCES, frozenset(document_ids))
 
 
 def _batches(items: list[str], size: int = 500) -> Iterator[list[str]]:

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 from pydantic import BaseModel, Field
 
-from rhizome.core.aio import WriteLock, held
+from rhizome.core.aio import WriteLock, held, scoped
 from rhizome.core.errors import (
     ConfigurationError,
     IndexClosedError,
@@ -272,11 +272,8 @@ def damaged_left_out() -> Iterator[list[DamagedChunk]]:
         yield held
         return
     found: list[DamagedChunk] = []
-    token = _LEFT_OUT.set(found)
-    try:
+    with scoped(_LEFT_OUT, found):
         yield found
-    finally:
-        _LEFT_OUT.reset(token)
 
 
 def stored_chunk_text(raw: str | bytes, checksum: str) -> tuple[str, str | None]:
