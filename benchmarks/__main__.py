@@ -137,10 +137,6 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import render
 
         return render.main(argv[1:])
-    if argv[:1] == ["render"]:  # docs/results/ from the results files
-        from benchmarks import render
-
-        return render.main(argv[1:])
     if argv[:1] == ["classify"]:  # its options are benchmarks/gorag.py's own
         from benchmarks import gorag
 
