@@ -10,7 +10,8 @@ saying what to do, before anything is allocated or stored, rather than leaving t
 the kernel's OOM killer. A step with a cheaper way of working (a vector collection kept out of
 core) asks :func:`fits` first and takes that way instead. What is not estimated (the records and
 graphs a method holds as Python objects while it builds) can still take a process past its
-budget between the checked steps.
+budget between the checked steps; each batch of an insert starts with a checkpoint
+(``require(step, 0, fix)``), so such a build stops at the next batch, not at the OOM killer.
 
 The estimates are deliberately simple (bytes per vector, per edge, per record) and err high;
 what the process already holds is read from ``/proc/self/statm`` (the resident set now), or,
@@ -83,15 +84,19 @@ def fits(needed: int) -> bool:
 
 def require(step: str, needed: int, fix: str) -> None:
     """Raise :class:`MemoryBudgetError` when ``step``, needing about ``needed`` more bytes, would
-    take the process past the budget in force; ``fix`` says what to do besides raising it."""
+    take the process past the budget in force; ``fix`` says what to do besides raising it.
+    ``needed`` 0: a checkpoint, raising when the process has already outgrown the budget
+    (what the steps before held as Python objects, which no estimate covers)."""
     limit = _budget.get()
     if limit is None:
         return
     held = resident_bytes()
     if held + needed > limit:
+        what = (f"{step} needs about {gigabytes(needed)} on top of the {gigabytes(held)} this process holds" if needed
+                else f"before {step} this process holds {gigabytes(held)}")
         raise MemoryBudgetError(
-            f"{step} needs about {gigabytes(needed)} on top of the {gigabytes(held)} this process holds, more than the "
-            f"memory budget of {gigabytes(limit)} (memory_gb=, rhizome index --memory-gb, or {ENVIRONMENT}); {fix}, "
+            f"{what}, more than the memory budget of {gigabytes(limit)} (memory_gb=, rhizome index --memory-gb, "
+            f"or {ENVIRONMENT}); {fix}, "
             "or raise the budget if the machine has the memory. Nothing stored was lost: the batches committed "
             "before stay, and inserting the same documents again goes on from there",
             step=step, needed=needed, held=held, budget=limit,

@@ -797,6 +797,8 @@ class BaseIndex(Generic[P, D]):
 
     async def _store(self, pending: list[tuple[Document, str, bool, list[Chunk]]], report: InsertReport) -> None:
         batch: Batch = [(doc, chunks) for doc, _, _, chunks in pending]
+        memory.require(f"inserting a batch of {len(batch):,} documents", 0,
+                       "insert fewer documents at a time (a smaller batch_size), build in a directory or on PostgreSQL")
         with built_from(doc.id for doc, _ in batch):  # what the model says now is about these (forget_cached)
             prepared = await self._prepare(batch, report.stats)
         with self.store.transaction() as db:
