@@ -164,3 +164,27 @@ def test_an_insert_call_summarises_a_grown_profile_once_when_it_ends(tmp_path):
     assert settled["vectors"] == rows(again)["vectors"]
     ada = graph.entity("Ada Lovelace")
     assert ada.metadata["summarised"] == 3 and ada.description == ada.metadata["summary"]
+
+
+def test_the_whole_graph_views_read_what_decoding_every_record_reads(tmp_path):
+    """The evidence and fact graphs read a few columns and JSON fields in SQL (``every_source``),
+    not decoded records and citation rows: the same lists, in the same order, in both layouts,
+    after a removal rebuilt profiles too."""
+    from rhizome.core.graph.lists import profile_key
+
+    graph = graph_of(tmp_path)
+    apply(graph, [ADA.model_copy(deep=True), BABBAGE.model_copy(deep=True), LONDON.model_copy(deep=True)])
+    apply(graph, [chunk("c4", [("London", "GEO", "on the Thames"), ("Ada Lovelace", "PERSON", "born there")],
+                        [("Ada Lovelace", "London", "born in", 2.0)])])
+    apply(graph, [], removed=["c1"])
+    entities, relations = graph.entities.all(), graph.relations.all()
+    cited = graph.lists.sources([*entities, *relations])
+    assert graph.lists.every_source(graph.entities) == [(e.id, cited[profile_key(e)]) for e in entities]
+    facts = [(r.id, cited[profile_key(r)], r.source, r.target) for r in relations]
+    assert graph.lists.every_source(graph.relations, "source", "target") == facts
+    assert ("ada lovelace", ["c2", "c3", "c4"]) in graph.lists.every_source(graph.entities)
+    walk = graph.evidence_graph()
+    assert walk.passages_of == {e.id: len(cited[profile_key(e)]) for e in entities}
+    assert sorted(zip(*walk.matrix[: len(walk.entity_ids), : len(walk.entity_ids)].nonzero())) == sorted(
+        {(walk.entity_ids.index(a), walk.entity_ids.index(b)) for _, _, s, t in facts for a, b in ((s, t), (t, s))})
+    assert graph.fact_graph().chunks == {fid: frozenset(chunks) for fid, chunks, _, _ in facts}

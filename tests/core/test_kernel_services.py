@@ -53,6 +53,32 @@ def test_record_tables_store_typed_records_and_look_them_up():
         index.store.table("Bad Name", Edge)
 
 
+class Profile(BaseModel):
+    id: str
+    source: str
+    weight: float = 1.0
+    chunks: list[str] = []
+    metadata: dict = {}
+
+
+def read_fields(store) -> list[tuple]:
+    """Every Profile's fields through RecordTable.fields, with the types the docstring says to convert."""
+    table = store.table("test_fields", Profile, lookups=("source",))
+    with store.transaction() as db:
+        table.put(db, [Profile(id="b", source="y", chunks=["c1", "c2"], metadata={"n": 3}), Profile(id="a", source="x", weight=2.5)])
+    rows = table.fields("source", "weight", "chunks", "metadata.n", "metadata.missing")
+    return [(key, source, float(weight), json.loads(chunks), n if n is None else int(n), missing) for key, source, weight, chunks, n, missing in rows]
+
+
+FIELDS = [("a", "x", 2.5, [], None, None), ("b", "y", 1.0, ["c1", "c2"], 3, None)]
+
+
+def test_a_record_tables_fields_are_read_without_decoding_its_records():
+    assert read_fields(VectorIndex().store) == FIELDS
+    with pytest.raises(ConfigurationError, match="snake_case"):
+        VectorIndex().store.table("test_fields", Profile).fields("weight; DROP TABLE documents")
+
+
 def test_replacing_a_table_writes_only_what_changed():
     index = VectorIndex()
     edges = index.store.table("test_replaced", Edge)

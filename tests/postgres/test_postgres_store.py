@@ -307,6 +307,14 @@ def test_record_table_lookups_order_by_the_last_write_on_postgres(postgres):
     index.close()
 
 
+def test_record_table_fields_read_in_sql_on_postgres(postgres):
+    from tests.core.test_kernel_services import FIELDS, read_fields
+
+    index = naive(postgres.url(), documents=None)
+    assert read_fields(index.store) == FIELDS
+    index.close()
+
+
 def test_a_creation_that_finds_an_index_made_meanwhile_is_refused(postgres, monkeypatch):
     """Defect: two processes creating one index at once both checked the schema before taking
     its lock, both succeeded, and the schema held both embedders' vectors. The check is made

@@ -140,7 +140,7 @@ class HippoRAGIndex(EntityGraphIndex):
         passages scored through the phrase → passage incidence (HippoRAG 1); cached until the
         records change."""
         def build() -> EvidenceGraph:
-            synonyms = [(s.source, s.target, s.weight) for s in self.synonyms.all()]
+            synonyms = [(source, target, float(weight)) for _, source, target, weight in self.synonyms.fields("source", "target", "weight")]
             return self.entity_graph.evidence_graph(synonyms, passage_nodes=passage_nodes)
 
         key = (*self.entity_graph.generations(), self.synonyms.generation())

@@ -23,6 +23,7 @@ inside: what ``entities()``, ``relations()`` and exports return.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -164,6 +165,24 @@ class ProfileLists:
         out = {profile_key(r): list(r.source_chunk_ids[:limit]) for r in records if not in_rows(r)}
         out.update(self._read(self.citations, [r for r in records if in_rows(r)], SOURCES, limit))
         return out
+
+    def every_source(self, table: Any, *fields: str) -> list[tuple[Any, ...]]:
+        """``(id, cited chunk ids in order, *fields)`` for every profile of ``table`` (the
+        entity or the relation records), by id, read with :meth:`RecordTable.fields` (``fields``
+        as there) instead of decoding every record and citation: what a view of the whole graph
+        reads (the evidence walk, the chains of facts), several times faster."""
+        prefix = ENTITY_KEY if issubclass(table.model, Entity) else RELATION_KEY
+        rows = table.fields("source_chunk_ids", f"metadata.{SOURCES}", *fields)
+        stored = {prefix + row[0]: int(row[2]) for row in rows if row[2] is not None}  # profiles whose citations are rows
+        cited: dict[str, list[tuple[int, str]]] = {}
+        for key, at in self.citations.fields("slot", ordered=False) if stored else ():
+            profile, _, seq = at.rpartition("\x1f")
+            if int(seq) < stored.get(profile, 0):
+                cited.setdefault(profile, []).append((int(seq), key[len(profile) + 1 :]))
+        return [
+            (key, json.loads(inline or "[]") if n is None else [c for _, c in sorted(cited.get(prefix + key, ()))], *values)
+            for key, inline, n, *values in rows
+        ]
 
     def texts(self, records: Iterable[Entity | Relation]) -> dict[str, list[str]]:
         """Each profile's fragments in order, by profile key."""

@@ -291,18 +291,14 @@ class EntityGraphStore:
         relations weighted by the policy's weight (0 counts as 1), and ``more_edges`` a method
         keeps beside them (HippoRAG's synonymy edges); ``passage_nodes``: see
         :class:`~rhizome.core.retrieval.evidence.EvidenceGraph`."""
-        entities = self.entities.all()
-        sources = self.lists.sources(entities)
-        passages = {e.id: sources[profile_key(e)] for e in entities}
-        edges = [(r.source, r.target, r.weight or 1.0) for r in self.relations.all()]
+        passages = {eid: chunk_ids for eid, chunk_ids in self.lists.every_source(self.entities) if chunk_ids}
+        edges = [(source, target, float(weight or 0) or 1.0) for _, source, target, weight in self.relations.fields("source", "target", "weight")]
         edges += more_edges
-        return EvidenceGraph({eid: chunk_ids for eid, chunk_ids in passages.items() if chunk_ids}, edges, passage_nodes=passage_nodes)
+        return EvidenceGraph(passages, edges, passage_nodes=passage_nodes)
 
     def fact_graph(self) -> FactGraph:
         """The relations and the chunks each cites, for chains of facts."""
-        relations = self.relations.all()
-        sources = self.lists.sources(relations)
-        return FactGraph((r.id, r.source, r.target, sources[profile_key(r)]) for r in relations)
+        return FactGraph((fid, source, target, chunk_ids) for fid, chunk_ids, source, target in self.lists.every_source(self.relations, "source", "target"))
 
     def first_seen(self, chunk_ids: Sequence[str]) -> list[str]:
         """The entity ids the chunks ``chunk_ids`` mention, in the order of their first mention

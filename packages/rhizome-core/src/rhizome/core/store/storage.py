@@ -390,6 +390,12 @@ class IndexStore:
         """Create a record table: ``key`` (primary key), ``f_<lookup>`` columns (indexed) and ``data``."""
         raise NotImplementedError
 
+    def json_value(self, column: str, path: Sequence[str]) -> str:
+        """SQL for the value at ``path`` (field names, outermost first) in the JSON text of
+        ``column``: a scalar as the driver gives it (a number may come back as text), a list or
+        an object as JSON text, absent as NULL."""
+        raise NotImplementedError
+
     def record_tables(self) -> dict[str, list[str]]:
         """The record tables this index holds, with their columns."""
         raise NotImplementedError

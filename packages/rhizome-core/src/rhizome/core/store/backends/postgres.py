@@ -483,6 +483,9 @@ class PostgresStore(IndexStore):
         for field in lookups:
             db.execute(f"CREATE INDEX IF NOT EXISTS {table}_{field} ON {table}(f_{field})")
 
+    def json_value(self, column: str, path: Sequence[str]) -> str:
+        return f"({column}::jsonb #>> '{{{','.join(path)}}}')"
+
     def record_tables(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         rows = self.query(

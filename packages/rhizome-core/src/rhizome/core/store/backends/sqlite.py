@@ -375,6 +375,9 @@ class SQLiteStore(IndexStore):
         for field in lookups:
             db.execute(f"CREATE INDEX IF NOT EXISTS {table}_{field} ON {table}(f_{field})")
 
+    def json_value(self, column: str, path: Sequence[str]) -> str:
+        return f"json_extract({column}, '$.{'.'.join(path)}')"
+
     def record_tables(self) -> dict[str, list[str]]:
         names = [r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rec!_%' ESCAPE '!' ORDER BY name")]
         return {name: [r[1] for r in self.query(f"PRAGMA table_info({name})")] for name in names}
