@@ -316,6 +316,23 @@ def _foreign_snapshot(method: str, path: Path, expected: Any) -> str | None:
     return None if _answers(method, path) == expected else "results changed with another index's snapshot"
 
 
+def _damaged_graphs(method: str, path: Path, expected: Any) -> str | None:
+    """The query graphs a writer kept (``graphs/*.npz``; none for a method without them) cut
+    short, then replaced by another index's: a cache, read by no process while wrong."""
+    from rhizome.core.types import Document
+
+    for saved in sorted((path / "graphs").glob("*.npz")):
+        saved.write_bytes(saved.read_bytes()[: saved.stat().st_size // 2])
+    if _answers(method, path, readonly=True) != expected:
+        return "other results with the query graphs cut short"
+    other = path.parent / "other"
+    build(method, other, documents=[Document(id=f"x{i}", text=f"Gull Island ferry log {i}.") for i in range(8)]).close()
+    _answers(method, other)  # a writer's queries keep its graphs
+    for saved in (other / "graphs").glob("*.npz"):
+        (path / "graphs" / saved.name).write_bytes(saved.read_bytes())
+    return None if _answers(method, path, readonly=True) == _answers(method, path) == expected else "results changed with another index's query graphs"
+
+
 def rotate_snapshot(snapshot: Path) -> None:
     """File every vector of the snapshot ``snapshot`` under the next id, keeping its ids,
     generation and index id: only a check of the (id, vector) pairs can tell."""
@@ -444,6 +461,7 @@ CORRUPTIONS: dict[str, Callable[[str, Path, Any], str | None]] = {
     "truncated snapshot": _truncate_snapshot,
     "snapshot of another index": _foreign_snapshot,
     "snapshot vectors under rotated ids": _rotated_snapshots,
+    "query graphs cut short or of another index": _damaged_graphs,
     "manifest dimension edited": _dimension_edited,
     "records missing": _records_gone(empty=False),
     "records empty": _records_gone(empty=True),
@@ -482,7 +500,8 @@ def corruption_case(method: str, name: str) -> Outcome:
         except Exception as exc:  # a case must report, never crash the run
             problem = f"raised {type(exc).__name__}: {exc}"
         if problem is None and name not in ("lock file deleted under a writer", "truncated snapshot", "snapshot of another index",
-                                            "chunk text edited", "chunk text not UTF-8"):  # these check and then repair
+                                            "chunk text edited", "chunk text not UTF-8",  # these check and then repair
+                                            "query graphs cut short or of another index"):  # a cache, rebuilt: nothing to flag
             from rhizome.tools.integrity import check_index
 
             with contextlib.suppress(Exception):

@@ -144,7 +144,7 @@ class HippoRAGIndex(EntityGraphIndex):
             return self.entity_graph.evidence_graph(synonyms, passage_nodes=passage_nodes)
 
         key = (*self.entity_graph.generations(), self.synonyms.generation())
-        return self.derived("graph" if passage_nodes else "phrase-graph", key, build)
+        return self.derived("graph" if passage_nodes else "phrase-graph", key, build, saved=EvidenceGraph)
 
     def graph_contents(self) -> GraphContents:
         """Phrases as entities; facts and synonymy edges (predicate ``synonym``) as relations."""

@@ -41,13 +41,14 @@ import asyncio
 import hashlib
 import importlib
 import json
+import logging
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -88,7 +89,24 @@ if TYPE_CHECKING:
     from rhizome.core.extraction import Extraction
     from rhizome.core.retrieval.contract import BaseRetriever
 
+logger = logging.getLogger(__name__)
+
 T = TypeVar("T")
+
+
+class Saved(Protocol):
+    """A derived value an index directory can keep as arrays (:meth:`BaseIndex.derived`)."""
+
+    def to_arrays(self) -> dict[str, Any]:
+        """The value as named numpy arrays (no Python objects: they are read back without pickle)."""
+        ...
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, Any]) -> Any:
+        """The value :meth:`to_arrays` gave these arrays for."""
+        ...
+
+
 ChunkVectors = tuple[list[str], Any]
 """Chunk ids and their embeddings, rows in order (:meth:`BaseIndex.embed_chunks`)."""
 P = TypeVar("P")
@@ -625,16 +643,36 @@ class BaseIndex(Generic[P, D]):
         if ids:
             self.store.put_vectors(db, self.CHUNK_COLLECTION, ids, vectors)
 
-    def derived(self, name: str, key: Hashable, build: Callable[[], T]) -> T:
+    def derived(self, name: str, key: Hashable, build: Callable[[], T], *, saved: type[Saved] | None = None) -> T:
         """A value a method builds from its stored records (an in-memory graph, a matrix),
         kept until ``key`` changes: pass the generations of the tables it is built from, and
         let ``build`` read everything it uses. A value read before the key (another derived
         value included) may be older than the key: a write committed in between would leave it
-        cached as current."""
+        cached as current.
+
+        ``saved``: the value's class when it can be kept as arrays (:class:`Saved`, as
+        :class:`~rhizome.core.retrieval.evidence.EvidenceGraph`): an index directory then keeps
+        what a writable open built (``graphs/<name>.npz``, under ``key``, the index's id and
+        the records' :meth:`~rhizome.core.store.storage.IndexStore.state`), and any later
+        process that finds the records as they were reads it instead of building it (an open's
+        first query of a large index spends most of its time building its graphs)."""
         held = self._derived.get(name)
         if held is None or held[0] != key:
-            held = self._derived[name] = (key, build())
+            held = self._derived[name] = (key, build() if saved is None else self._saved_or_built(name, key, build, saved))
         return held[1]
+
+    def _saved_or_built(self, name: str, key: Hashable, build: Callable[[], T], saved: type[Saved]) -> T:
+        stamp = [key, self.store.state()]
+        arrays = self.store.saved_arrays(name, stamp)
+        if arrays is not None:
+            try:
+                return cast(T, saved.from_arrays(arrays))
+            except Exception as exc:  # damaged inside, or of another version: built again
+                logger.info("the saved %s of %s could not be used (%s); it is built again from the records", name, self.store.location, exc)
+        value = build()
+        if not self.store.readonly and self.store.state() == stamp[1]:  # no write landed while it was built
+            self.store.save_arrays(name, stamp, cast(Saved, value).to_arrays())
+        return value
 
     def check_dimension(self, dimension: int) -> None:
         """The embedder's ``dimension`` against the manifest's (recorded on the first vectors).

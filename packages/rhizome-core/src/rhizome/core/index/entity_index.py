@@ -183,12 +183,12 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
     def fact_graph(self) -> FactGraph:
         """The relations and the chunks each was extracted from, for chains of facts (cached
         until the next change)."""
-        return self.derived("fact-graph", self.entity_graph.generations(), self.entity_graph.fact_graph)
+        return self.derived("fact-graph", self.entity_graph.generations(), self.entity_graph.fact_graph, saved=FactGraph)
 
     def evidence(self) -> EvidenceGraph:
         """The entity–passage graph of the current entities and relations (cached until the
         next change)."""
-        return self.derived("evidence", self.entity_graph.generations(), self.entity_graph.evidence_graph)
+        return self.derived("evidence", self.entity_graph.generations(), self.entity_graph.evidence_graph, saved=EvidenceGraph)
 
     # -- seeds of the evidence walk from the facts nearest a query --------------------------------
     def chain_seeds(self, params: EvidenceParams, vector: Any, found: Sequence[tuple[str, float]]) -> tuple[dict[str, float], list[Chain]]:

@@ -36,6 +36,7 @@ Scores are comparable within one ranking only.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -195,6 +196,36 @@ class EvidenceGraph:
             ((r.source, r.target, r.weight or 1.0) for r in relations),
             **options,
         )
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The graph as arrays (its ids as JSON bytes, its two matrices as CSR parts), which
+        :meth:`from_arrays` reads back: what an index directory keeps of it
+        (:meth:`~rhizome.core.index.base.BaseIndex.derived`)."""
+        ids = json.dumps([self.entity_ids, self.chunk_ids, self.passage_nodes]).encode("utf-8")
+        out = {"ids": np.frombuffer(ids, dtype=np.uint8)}
+        for name, matrix in (("incidence", self.incidence), ("matrix", self.matrix)):
+            out |= {f"{name}_data": matrix.data, f"{name}_indices": matrix.indices, f"{name}_indptr": matrix.indptr,
+                    f"{name}_shape": np.asarray(matrix.shape, dtype=np.int64)}
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> EvidenceGraph:
+        """The graph :meth:`to_arrays` gave ``arrays`` for: the same matrices, so the same walks."""
+        def csr(name: str) -> sp.csr_matrix:
+            parts = (arrays[f"{name}_data"], arrays[f"{name}_indices"], arrays[f"{name}_indptr"])
+            return sp.csr_matrix(parts, shape=tuple(int(n) for n in arrays[f"{name}_shape"]))
+
+        graph = cls.__new__(cls)
+        graph.entity_ids, graph.chunk_ids, graph.passage_nodes = json.loads(bytes(arrays["ids"]).decode("utf-8"))
+        n_e = len(graph.entity_ids)
+        graph._entity = {e: i for i, e in enumerate(graph.entity_ids)}
+        graph._chunk = {c: (n_e if graph.passage_nodes else 0) + i for i, c in enumerate(graph.chunk_ids)}
+        graph.incidence, graph.matrix = csr("incidence"), csr("matrix")
+        if graph.incidence.shape != (len(graph.chunk_ids), n_e) or graph.matrix.shape[0] != n_e + (len(graph.chunk_ids) if graph.passage_nodes else 0):
+            raise ValueError("the saved evidence graph's matrices do not fit its ids")
+        graph.walk = Transition.of(graph.matrix)
+        graph.passages_of = dict(zip(graph.entity_ids, np.diff(graph.incidence.tocsc().indptr).tolist(), strict=True))
+        return graph
 
     def __len__(self) -> int:
         """Nodes in the walk (entities, and passages when they are nodes)."""
@@ -387,6 +418,16 @@ class FactGraph:
             for entity in dict.fromkeys((source, target)):
                 by_entity.setdefault(entity, []).append(fid)
         self.facts_of = by_entity
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The facts as JSON bytes, which :meth:`from_arrays` reads back: what an index
+        directory keeps of the graph (:meth:`~rhizome.core.index.base.BaseIndex.derived`)."""
+        facts = [(fid, *ends, sorted(self.chunks[fid])) for fid, ends in self.ends.items()]
+        return {"facts": np.frombuffer(json.dumps(facts).encode("utf-8"), dtype=np.uint8)}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> FactGraph:
+        return cls(json.loads(bytes(arrays["facts"]).decode("utf-8")))
 
     def __len__(self) -> int:
         return len(self.ends)

@@ -303,6 +303,10 @@ def generations_held() -> Iterator[None]:
         yield
 
 
+STATE = "state"
+"""The meta key of :meth:`IndexStore.state`."""
+
+
 class IndexStore:
     """Records, vectors and manifest of one index (see the module docstring).
 
@@ -845,12 +849,33 @@ class IndexStore:
 
     @staticmethod
     def bump(db: Connection, name: str) -> None:
-        """Record, inside a transaction, that ``name`` changed."""
+        """Record, inside a transaction, that ``name`` changed (and give the records a new
+        :meth:`state`)."""
         db.execute(
             "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET"
             " value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
             (f"generation:{name}",),
         )
+        IndexStore.set_meta(db, STATE, uuid.uuid4().hex)
+
+    def state(self) -> str | None:
+        """A random mark every write of the records replaces: unlike the generations, which
+        count writes, it never comes back (records restored from a backup and written again
+        reach old generations with other contents, never an old state). What a file derived
+        from the records (:meth:`saved_arrays`) is keyed by."""
+        return self.get_meta(STATE)
+
+    def saved_arrays(self, name: str, key: Any) -> dict[str, np.ndarray] | None:
+        """The arrays :meth:`save_arrays` kept for ``name`` under ``key``, or ``None``: none
+        kept, kept under another key or by another index, unreadable. Only an index directory
+        keeps any."""
+        return None
+
+    def save_arrays(self, name: str, key: Any, arrays: dict[str, np.ndarray]) -> None:
+        """Keep ``arrays`` derived from the records (a query graph) for later processes, under
+        ``key`` (JSON: what the records were when they were read, :meth:`state` included); a
+        writable index directory writes them to ``graphs/<name>.npz``, anything else keeps
+        nothing. A cache: a file that cannot be written is left out."""
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))

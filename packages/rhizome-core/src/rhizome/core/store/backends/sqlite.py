@@ -7,6 +7,8 @@ my-index/
                        record tables (WAL mode)
   vectors/<name>.npz   faiss snapshot of one vector collection, rebuilt from SQLite when it does
                        not match (generation, index id and id set are checked)
+  graphs/<name>.npz    a query graph a method derived from the records, kept for the processes
+                       that open the index later (keyed by index id and records' state; a cache)
   model-calls.sqlite   the model-call cache
 ```
 
@@ -29,6 +31,7 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
@@ -71,6 +74,9 @@ except ImportError:  # pragma: no cover - Windows
 CACHE_FILE = "model-calls.sqlite"
 
 logger = logging.getLogger(__name__)
+
+_SAVED_KEY = "saved_key"
+"""The array of a saved query graph's file that holds its key (JSON as bytes)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -541,6 +547,43 @@ class SQLiteStore(IndexStore):
     def _snapshot_path(self, name: str) -> Path:
         assert self.path is not None
         return self.path / "vectors" / f"{name}.npz"
+
+    def saved_arrays(self, name: str, key: Any) -> dict[str, np.ndarray] | None:
+        if self.path is None:
+            return None
+        try:
+            with np.load(self._graph_path(name), allow_pickle=False) as data:
+                if data[_SAVED_KEY].tobytes().decode() != self._saved_key(key):
+                    return None  # of other records, or of another index
+                return {field: data[field] for field in data.files if field != _SAVED_KEY}
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # damaged: a cache, built again from the records
+            logger.info("%s could not be read (%s); it is built again from the records", self._graph_path(name), exc)
+            return None
+
+    def save_arrays(self, name: str, key: Any, arrays: dict[str, np.ndarray]) -> None:
+        if self.path is None or self.readonly:
+            return
+        path = self._graph_path(name)
+        part = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.part")
+        try:
+            self._verify_owner()  # never beside the records of an index now at this path
+            path.parent.mkdir(exist_ok=True)
+            payload: dict[str, Any] = {**arrays, _SAVED_KEY: np.frombuffer(self._saved_key(key).encode(), dtype=np.uint8)}
+            with open(part, "wb") as out:
+                np.savez(out, **payload)
+            os.replace(part, path)
+        except (OSError, IndexLockedError) as exc:
+            part.unlink(missing_ok=True)
+            logger.info("%s was not written (%s); a process that opens the index builds it from the records", path, exc)
+
+    def _graph_path(self, name: str) -> Path:
+        assert self.path is not None
+        return self.path / "graphs" / f"{name}.npz"
+
+    def _saved_key(self, key: Any) -> str:
+        return json.dumps({"index_id": self.manifest.index_id, "key": key}, sort_keys=True)
 
     def _load_snapshot(self, name: str, generation: int, ids: Sequence[str], recorded: Any) -> VectorStore | None:
         """The snapshot file of a collection, when it is this index's (by id), of the database's
