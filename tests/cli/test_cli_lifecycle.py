@@ -280,3 +280,11 @@ def test_query_filters_and_says_why_there_are_no_hits(tmp_path, capsys):
     run(capsys, "docs", "delete", str(empty / "i"), *FILES, "boats.csv#0", "ketch", "sloop", "--offline", "-q")
     code, _, err = run(capsys, "query", str(empty / "i"), "anything")
     assert code == 1 and "no hits: the index holds no documents yet" in err
+
+
+@pytest.mark.parametrize("method, graphs", [("lightrag", ["evidence", "fact-graph"]), ("hipporag", ["fact-graph", "graph", "phrase-graph"]),
+                                            ("naive", [])])
+def test_index_keeps_the_query_graphs_the_readers_first_queries_read(tmp_path, capsys, method, graphs):
+    code, _, err = run(capsys, "index", str(folder(tmp_path)), "--out", str(tmp_path / "idx"), "--method", method, "--offline")
+    assert code == 0, err
+    assert sorted(p.stem for p in (tmp_path / "idx" / "graphs").glob("*.npz")) == graphs

@@ -146,6 +146,11 @@ class HippoRAGIndex(EntityGraphIndex):
         key = (*self.entity_graph.generations(), self.synonyms.generation())
         return self.derived("graph" if passage_nodes else "phrase-graph", key, build, saved=EvidenceGraph)
 
+    def prepare_queries(self) -> None:
+        self.graph(passage_nodes=True)  # v2's walk
+        self.graph(passage_nodes=False)  # v1's
+        self.fact_graph()
+
     def graph_contents(self) -> GraphContents:
         """Phrases as entities; facts and synonymy edges (predicate ``synonym``) as relations."""
         return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations() + self.synonyms.all())

@@ -661,6 +661,13 @@ class BaseIndex(Generic[P, D]):
             held = self._derived[name] = (key, build() if saved is None else self._saved_or_built(name, key, build, saved))
         return held[1]
 
+    def prepare_queries(self) -> None:
+        """Build the graphs this method's queries walk, so that an index directory keeps them
+        (:meth:`derived` with ``saved``) and the first query of every process that opens it
+        later reads them instead of building them; ``rhizome index`` calls it after a write.
+        What a writable open's first query would do anyway; nothing for a method without such
+        graphs."""
+
     def _saved_or_built(self, name: str, key: Hashable, build: Callable[[], T], saved: type[Saved]) -> T:
         stamp = [key, self.store.state()]
         arrays = self.store.saved_arrays(name, stamp)

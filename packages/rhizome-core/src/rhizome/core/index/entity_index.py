@@ -180,6 +180,10 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
         (``NAME_COLLECTION``), or the entity vectors of an index built before it had them."""
         return self.NAME_COLLECTION if self.store.has_collection(self.NAME_COLLECTION) else self.ENTITY_COLLECTION
 
+    def prepare_queries(self) -> None:
+        self.evidence()
+        self.fact_graph()
+
     def fact_graph(self) -> FactGraph:
         """The relations and the chunks each was extracted from, for chains of facts (cached
         until the next change)."""
