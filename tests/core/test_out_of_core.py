@@ -99,3 +99,25 @@ def test_the_codes_are_sized_by_the_dimension_and_the_training_sample():
     assert outofcore.plan(384, 65_536) == (48, 8)
     assert outofcore.plan(768, 65_536) == (96, 8)
     assert outofcore.plan(384, 300) == (48, 2)  # a small sample trains fewer centroids per sub-vector
+
+
+def test_an_entity_methods_fact_collection_goes_out_of_core_too(tmp_path, monkeypatch):
+    """The relation vectors (about three facts a passage: the largest collection of an entity
+    graph) follow the chunk collection out of core, and the walk's ranking barely moves."""
+    from rhizome.hipporag import HippoRAGIndex
+
+    monkeypatch.setattr(outofcore, "OUT_OF_CORE_FROM", 20)  # this corpus states 29 facts
+
+    exact = HippoRAGIndex(HashingEmbedder())
+    exact.insert(DOCS)
+    index = HippoRAGIndex(HashingEmbedder(), path=tmp_path / "idx", batch_size=128)
+    index.insert(DOCS)
+    facts = index.store.collection(index.entity_graph.relation_collection)
+    assert isinstance(facts, outofcore.OutOfCoreStore) and len(facts) == len(exact.store.collection(exact.entity_graph.relation_collection))
+    found = wanted = 0
+    for query in QUERIES:
+        truth = ids(exact.as_retriever(k=5).retrieve(query))
+        found += len(set(truth) & set(ids(index.as_retriever(k=5).retrieve(query))))
+        wanted += len(truth)
+    assert found / wanted >= 0.9
+    index.close()

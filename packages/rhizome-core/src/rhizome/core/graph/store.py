@@ -248,6 +248,7 @@ class EntityGraphStore:
         """The entity profile vectors (``None``: the method keeps none, its policy has no ``entity_text``)."""
         self.relation_collection: str = names["relations"] or f"{prefix}_relations"
         """The relation profile vectors (every method keeps them: they are the facts a query is matched to)."""
+        store.out_of_core.add(self.relation_collection)  # the largest of a graph (a few facts a passage), searched for its nearest few
         self.name_collection = names["names"]
         self.summary_stage = f"{prefix}.summary"
         self.adopted_flag = f"{prefix}.graph_layer"
