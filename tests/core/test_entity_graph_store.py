@@ -166,6 +166,38 @@ def test_an_insert_call_summarises_a_grown_profile_once_when_it_ends(tmp_path):
     assert ada.metadata["summarised"] == 3 and ada.description == ada.metadata["summary"]
 
 
+def test_waiting_profiles_are_settled_a_part_at_a_time_to_the_same_rows(tmp_path, monkeypatch):
+    """settle() stores what an insert call left waiting a part at a time (SETTLE_PART): the same
+    rows as one part, each embedding call no larger than a part, and a call cut short keeps
+    the parts stored and leaves the rest waiting."""
+    from rhizome.core.graph import store as layer
+
+    docs = [ADA, BABBAGE, LONDON]
+    whole = graph_of(tmp_path / "whole", min_fragments=3)
+    apply(whole, [d.model_copy(deep=True) for d in docs], defer=True)
+    asyncio.run(whole.settle())
+    monkeypatch.setattr(layer, "SETTLE_PART", 2)
+    parts = graph_of(tmp_path / "parts", min_fragments=3)
+    apply(parts, [d.model_copy(deep=True) for d in docs], defer=True)
+    waiting = len(parts.pending.keys())
+    sizes: list[int] = []
+    embed = parts.embed
+
+    async def counted(texts, **options):
+        sizes.append(len(texts))
+        if len(sizes) == 3:
+            raise RuntimeError("cut short")
+        return await embed(texts, **options)
+
+    parts.embed = counted
+    with pytest.raises(RuntimeError, match="cut short"):
+        asyncio.run(parts.settle())
+    assert 0 < len(parts.pending.keys()) < waiting  # the first part stored, the rest waiting
+    parts.embed = embed
+    asyncio.run(parts.settle())
+    assert max(sizes) <= 2 and rows(parts) == rows(whole)
+
+
 def test_the_whole_graph_views_read_what_decoding_every_record_reads(tmp_path):
     """The evidence and fact graphs read a few columns and JSON fields in SQL (``every_source``),
     not decoded records and citation rows: the same lists, in the same order, in both layouts,

@@ -212,6 +212,11 @@ class _MentionIds(BaseModel):
     entities: list[_EntityId] = []
 
 
+SETTLE_PART = 50_000
+"""Waiting profiles :meth:`EntityGraphStore.settle` summarises, embeds and stores at a time (their
+vectors: 77 MB at 384 dimensions)."""
+
+
 class EntityGraphStore:
     """An index's entity graph: its tables, collections and fold rules (see the module docstring).
 
@@ -748,10 +753,20 @@ class EntityGraphStore:
 
     async def settle(self) -> dict[str, int]:
         """Summarise, once, every profile an insert call left waiting for its summary
-        (:meth:`plan` with ``defer``), embed every profile left waiting and store them; returns
-        what it did as index stats (summaries the model wrote, profiles embedded). A call cut
-        short leaves them waiting for the next insert, delete or refresh."""
-        rows = self.pending.all()
+        (:meth:`plan` with ``defer``), embed every profile left waiting and store them, at most
+        :data:`SETTLE_PART` profiles at a time (each part stored in one transaction, so a large
+        insert call never holds every waiting profile and vector at once); returns what it did
+        as index stats (summaries the model wrote, profiles embedded). A call cut short leaves
+        the parts not stored waiting for the next insert, delete or refresh."""
+        keys = self.pending.keys()
+        done: dict[str, int] = {}
+        for start in range(0, len(keys), SETTLE_PART):
+            for name, n in (await self._settle(keys[start : start + SETTLE_PART])).items():
+                done[name] = done.get(name, 0) + n
+        return done
+
+    async def _settle(self, keys: list[str]) -> dict[str, int]:
+        rows = list(self.pending.get(keys).values())
         if not rows:
             return {}
         keys = [row.id for row in rows]
