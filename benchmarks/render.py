@@ -759,6 +759,7 @@ PAGES: dict[str, Page] = {
             Section("Build and query, 1k to 100k synthetic documents (every method)", "scale-offline.json"),
             Section("Build and query, the heaps corpus: naive and GraphRAG, 1k and 10k", "scale-heaps.json"),
             Section("Naive, 100k heaps documents in a directory, with and without a memory budget", "scale-heaps-disk-budget.json"),
+            Section("Build and query, 100k, 300k and 1M heaps documents in a directory", "scale-heaps-disk-1m.json"),
             Section("Builds again, one at a time", "scale-build-rerun.json"),
             Section("LightRAG builds again, one at a time", "scale-lightrag-build-rerun.json"),
             Section("LightRAG: long profiles as rows, three rounds against the code before", "scale-lightrag-rows.json"),

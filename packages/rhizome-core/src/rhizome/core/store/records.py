@@ -95,12 +95,12 @@ class RecordTable(Generic[R]):
 
     def fields(self, *names: str, ordered: bool = True) -> list[tuple[Any, ...]]:
         """``(key, *values)`` of every record, ordered by key (``ordered=False``: in the
-        database's order), without decoding a record: a
-        lookup field from its column, any other from the record's JSON in SQL (a dotted name
-        reaches into an object: ``"metadata.n_sources"``). A scalar comes as the database gives
-        it (a number may come as text; convert it), a list or an object as JSON text, an absent
-        field as ``None``. For readers of a whole table's few fields (a graph's edges), where
-        decoding every record costs several times the query."""
+        database's order), without decoding a record: a lookup field from its column, any other
+        from the record's JSON in SQL (a dotted name reaches into an object:
+        ``"metadata.n_sources"``). A scalar comes as the database gives it (a number may come as
+        text; convert it), a list or an object as JSON text, an absent field as ``None``. For
+        readers of a whole table's few fields (a graph's edges), where decoding every record
+        costs several times the query."""
         columns = []
         for name in names:
             path = name.split(".")

@@ -583,7 +583,7 @@ class SQLiteStore(IndexStore):
         return self.path / "graphs" / f"{name}.npz"
 
     def _saved_key(self, key: Any) -> str:
-        return json.dumps({"index_id": self.manifest.index_id, "key": key}, sort_keys=True)
+        return json.dumps({"index_id": self.manifest.index_id, "key": key}, sort_keys=True, default=repr)
 
     def _load_snapshot(self, name: str, generation: int, ids: Sequence[str], recorded: Any) -> VectorStore | None:
         """The snapshot file of a collection, when it is this index's (by id), of the database's
