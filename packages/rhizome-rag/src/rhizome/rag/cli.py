@@ -114,7 +114,7 @@ def _open_or_create(
 def cmd_index(args: argparse.Namespace) -> int:
     from rhizome.core.documents import coerce_documents
     from rhizome.core.index.base import DeleteReport, InsertReport
-    from rhizome.core.store.storage import as_location, is_url
+    from rhizome.core.store.storage import as_location
     from rhizome.tools.loaders import load_files, no_documents
 
     started = time.monotonic()
@@ -130,7 +130,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             _refuse_clashes(index, documents, args)
         removed = _remove_stale(index, Path(args.path), loaded) if args.sync else DeleteReport()
         report = index.insert(documents, fallback=args.fallback) if documents else InsertReport()
-        if not is_url(index.store.location):
+        if index.store.keeps_arrays:
             index.prepare_queries()  # kept in the directory: the first query of each reader reads them
         totals = {"documents": index.store.count("documents"), "chunks": len(index), **index.graph_contents().summary()}
     finally:

@@ -658,7 +658,11 @@ class BaseIndex(Generic[P, D]):
         first query of a large index spends most of its time building its graphs)."""
         held = self._derived.get(name)
         if held is None or held[0] != key:
-            held = self._derived[name] = (key, build() if saved is None else self._saved_or_built(name, key, build, saved))
+            if saved is not None and self.store.keeps_arrays:
+                value = self._saved_or_built(name, key, build, saved)
+            else:
+                value = build()
+            held = self._derived[name] = (key, value)
         return held[1]
 
     def prepare_queries(self) -> None:
@@ -678,7 +682,7 @@ class BaseIndex(Generic[P, D]):
                 logger.info("the saved %s of %s could not be used (%s); it is built again from the records", name, self.store.location, exc)
         value = build()
         if not self.store.readonly and self.store.state() == stamp[1]:  # no write landed while it was built
-            self.store.save_arrays(name, stamp, cast(Saved, value).to_arrays())
+            self.store.save_arrays(name, stamp, cast(Saved, value).to_arrays)
         return value
 
     def check_dimension(self, dimension: int) -> None:

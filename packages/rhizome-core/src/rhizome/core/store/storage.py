@@ -38,7 +38,7 @@ import threading
 import uuid
 import weakref
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -865,17 +865,20 @@ class IndexStore:
         from the records (:meth:`saved_arrays`) is keyed by."""
         return self.get_meta(STATE)
 
+    keeps_arrays = False
+    """Whether :meth:`save_arrays` keeps anything: only an index directory does."""
+
     def saved_arrays(self, name: str, key: Any) -> dict[str, np.ndarray] | None:
         """The arrays :meth:`save_arrays` kept for ``name`` under ``key``, or ``None``: none
-        kept, kept under another key or by another index, unreadable. Only an index directory
-        keeps any."""
+        kept, kept under another key or by another index, unreadable."""
         return None
 
-    def save_arrays(self, name: str, key: Any, arrays: dict[str, np.ndarray]) -> None:
-        """Keep ``arrays`` derived from the records (a query graph) for later processes, under
-        ``key`` (JSON: what the records were when they were read, :meth:`state` included); a
-        writable index directory writes them to ``graphs/<name>.npz``, anything else keeps
-        nothing. A cache: a file that cannot be written is left out."""
+    def save_arrays(self, name: str, key: Any, arrays: Callable[[], dict[str, np.ndarray]]) -> None:
+        """Keep the arrays ``arrays()`` gives, derived from the records (a query graph), for
+        later processes, under ``key`` (JSON: what the records were when they were read,
+        :meth:`state` included); a writable index directory writes them to
+        ``graphs/<name>.npz`` (``arrays`` is called only then). A cache: a file that cannot be
+        written is left out."""
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))

@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -548,6 +548,10 @@ class SQLiteStore(IndexStore):
         assert self.path is not None
         return self.path / "vectors" / f"{name}.npz"
 
+    @property
+    def keeps_arrays(self) -> bool:  # type: ignore[override]
+        return self.path is not None
+
     def saved_arrays(self, name: str, key: Any) -> dict[str, np.ndarray] | None:
         if self.path is None:
             return None
@@ -562,7 +566,7 @@ class SQLiteStore(IndexStore):
             logger.info("%s could not be read (%s); it is built again from the records", self._graph_path(name), exc)
             return None
 
-    def save_arrays(self, name: str, key: Any, arrays: dict[str, np.ndarray]) -> None:
+    def save_arrays(self, name: str, key: Any, arrays: Callable[[], dict[str, np.ndarray]]) -> None:
         if self.path is None or self.readonly:
             return
         path = self._graph_path(name)
@@ -570,7 +574,7 @@ class SQLiteStore(IndexStore):
         try:
             self._verify_owner()  # never beside the records of an index now at this path
             path.parent.mkdir(exist_ok=True)
-            payload: dict[str, Any] = {**arrays, _SAVED_KEY: np.frombuffer(self._saved_key(key).encode(), dtype=np.uint8)}
+            payload: dict[str, Any] = {**arrays(), _SAVED_KEY: np.frombuffer(self._saved_key(key).encode(), dtype=np.uint8)}
             with open(part, "wb") as out:
                 np.savez(out, **payload)
             os.replace(part, path)
