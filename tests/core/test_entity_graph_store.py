@@ -220,3 +220,40 @@ def test_the_whole_graph_views_read_what_decoding_every_record_reads(tmp_path):
     assert sorted(zip(*walk.matrix[: len(walk.entity_ids), : len(walk.entity_ids)].nonzero())) == sorted(
         {(walk.entity_ids.index(a), walk.entity_ids.index(b)) for _, _, s, t in facts for a, b in ((s, t), (t, s))})
     assert graph.fact_graph().chunks == {fid: frozenset(chunks) for fid, chunks, _, _ in facts}
+
+
+def test_the_view_a_search_reads_is_the_graph_of_every_decoded_record(tmp_path):
+    """``view`` holds the structure alone (edges, names, cited chunks) and reads a record when
+    asked: every lookup, member list, community's chunks and whole record is what the graph of
+    every decoded record gives, in both layouts."""
+    from rhizome.core.graph.entity_graph import EntityGraph
+    from rhizome.core.types import Community
+
+    graph = graph_of(tmp_path)
+    apply(graph, [ADA.model_copy(deep=True), BABBAGE.model_copy(deep=True), LONDON.model_copy(deep=True)])
+    apply(graph, [chunk("c4", [("London", "GEO", "on the Thames"), ("Ada Lovelace", "PERSON", "born there")],
+                        [("Ada Lovelace", "London", "born in", 2.0)])])
+    apply(graph, [], removed=["c1"])
+    entities, relations = graph.all_entities(), graph.all_relations()
+    members = [e.id for e in entities]
+    communities = {"c0": Community(id="c0", level=0, entity_ids=members), "c1": Community(id="c1", level=1, entity_ids=members[:2], parent="c0")}
+    whole = EntityGraph.build({e.id: e for e in entities}, {r.id: r for r in relations}, communities)
+    view = graph.view(communities)
+    assert len(view.relations) == len(relations) > 0 and list(view.entities) == list(whole.entities)
+    for name in ("degree", "relations_of", "communities_of", "sources", "entities_of_chunk"):
+        assert getattr(view, name) == getattr(whole, name), name
+    assert whole.degree == {e: len({r.target if r.source == e else r.source for r in relations if e in (r.source, r.target) and r.source != r.target}) for e in members}
+    for r in relations:
+        edge = view.relations[r.id]
+        assert (edge.id, edge.source, edge.target, edge.weight) == (r.id, r.source, r.target, r.weight)
+        assert view.combined_degree(edge) == whole.combined_degree(r)
+    assert view.whole_relations([r.id for r in reversed(relations)] + ["nothing"]) == {r.id: r for r in reversed(relations)}
+    assert view.whole_entities(reversed(members)) == {e.id: e for e in reversed(entities)}
+    for c in communities.values():
+        assert view.members(c) == whole.members(c) and view.members(c, 1) == whole.members(c)[:1]
+        assert view.community_chunks(c) == whole.community_chunks(c)
+    assert [view.name(e) for e in [*members, "nothing"]] == [whole.name(e) for e in [*members, "nothing"]]
+    assert list(view.entities.values()) == entities and view.entities[members[0]] == entities[0]
+    with pytest.raises(KeyError):
+        view.entities["nothing"]
+

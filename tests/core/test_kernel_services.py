@@ -302,3 +302,21 @@ def test_fill_never_repeats_a_chunk_that_a_segment_hit_holds():
     first = index.store.vector_generation(index.CHUNK_COLLECTION)
     index.insert(Document(id="e", text="Another document about the lighthouse."))
     assert index.store.vector_generation(index.CHUNK_COLLECTION) == first + 1
+
+
+def test_stored_records_read_what_is_asked_for_and_keep_a_bounded_number():
+    from rhizome.core.graph.entity_graph import StoredRecords
+
+    reads: list[list[str]] = []
+
+    def read(keys):
+        reads.append(list(keys))
+        return {k: k.upper() for k in keys if k != "gone"}
+
+    records = StoredRecords(["a", "b", "c", "gone"], read, keep=2)
+    assert len(records) == 4 and "c" in records and "z" not in records and list(records) == ["a", "b", "c", "gone"]
+    assert records.many(["b", "z", "a"]) == {"b": "B", "a": "A"} and reads == [["b", "a"]]
+    assert records["a"] == "A" and reads == [["b", "a"]]  # held
+    assert records["c"] == "C" and reads[-1] == ["c"]  # over the bound: what was held is let go
+    assert records.get("gone") is None and "gone" in records
+    assert list(records.values()) == ["A", "B", "C"]

@@ -180,18 +180,20 @@ class HierarchicalSearch(BaseRetriever):
         # chunks gone since), not every chunk a top-layer community cites (most of the corpus)
         sources = {row: cids[: MAX_PROVENANCE_CHUNKS * 2] for row, cids in sources.items()}
         chunks = self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
+        entities = graph.whole_entities(key for (_, kind, key), _ in ranked if kind == "entity")
+        relations = graph.whole_relations(key for (_, kind, key), _ in ranked if kind == "relation")
         out = []
         for row, score in ranked:
-            if row not in sources:
-                continue
             layer, kind, key = row
+            if row not in sources or key not in {"entity": entities, "relation": relations}.get(kind, graph.communities):
+                continue  # gone since the graph was read
             metadata: dict[str, Any] = {"layer": layer, "via": self.mode}
             if kind == "entity":
-                entity = graph.entities[key]
+                entity = entities[key]
                 text = f"{entity.name}: {entity.description}".strip().rstrip(":")
                 metadata["name"] = entity.name
             elif kind == "relation":
-                relation = graph.relations[key]
+                relation = relations[key]
                 text = relation_text(relation, graph.name(relation.source), graph.name(relation.target))
             else:
                 community = graph.communities[key]
@@ -206,13 +208,14 @@ class HierarchicalSearch(BaseRetriever):
         """The chunks each ranked node comes from (a community: its entities' chunks, most cited
         first); nodes no longer in ``graph`` (default: the index's now) are left out."""
         graph = self.index.graph() if graph is None else graph
+        relations = graph.whole_relations(key for (_, kind, key), _ in ranked if kind == "relation")
         sources: dict[Row, list[str]] = {}
         for row, _ in ranked:
             _, kind, key = row
             if kind == "entity" and key in graph.entities:
-                sources[row] = graph.entities[key].source_chunk_ids
-            elif kind == "relation" and key in graph.relations:
-                sources[row] = graph.relations[key].source_chunk_ids
+                sources[row] = graph.sources.get(key, [])
+            elif kind == "relation" and key in relations:
+                sources[row] = relations[key].source_chunk_ids
             elif kind == "community" and key in graph.communities:
                 sources[row] = graph.community_chunks(graph.communities[key])
         return sources

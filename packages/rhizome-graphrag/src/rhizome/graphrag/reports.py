@@ -59,7 +59,8 @@ def report_hit(community: Community, score: float, chunks: dict[str, Chunk], gra
 def community_card(community: Community, graph: EntityGraph, max_tokens: int = 300) -> str:
     """A report-less description of a community (its most connected members and what is said
     about them): what lazy mode embeds and rates before any report exists."""
-    lines = [f"{entity.name}: {cell(entity.description, 60)}" for entity in graph.members(community)]
+    # a line takes at least one token, so no more than max_tokens members can show
+    lines = [f"{entity.name}: {cell(entity.description, 60)}" for entity in graph.members(community, max_tokens)]
     return truncate_tokens("\n".join(lines), max_tokens)
 
 
@@ -72,12 +73,15 @@ def build_input(
 ) -> GroupInput:
     """The context of one community's report (see the module docstring).
 
-    ``read`` is for a graph whose relations are outlines (id, endpoints and weight, no text):
-    it returns the whole relations of the ids it is given, and only the relations the context
-    reaches in rank order are read (a large community holds tens of thousands of relations, of
+    ``read`` is for a graph whose relations are outlines (id, endpoints and weight, no text;
+    default: the graph's own :meth:`~rhizome.core.graph.entity_graph.EntityGraph.whole_relations`
+    when it holds outlines): it returns the whole relations of the ids it is given, and only the
+    relations the context reaches in rank order are read (a large community holds tens of thousands of relations, of
     which a context shows a few hundred), or, to see that a large community's rows cannot all
     fit, only those read until their floors pass the budget."""
     rows = _Rows(graph)
+    if read is None and graph.read_relations is not None:
+        read = graph.whole_relations
     members = set(community.entity_ids)
     entities = graph.members(community)
     children = [reports[c] for c in community.children if c in reports and has_summary(reports[c])]

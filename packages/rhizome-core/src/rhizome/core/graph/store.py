@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from rhizome.core.extraction.schema import Extraction, clean_name, entity_key
+from rhizome.core.graph.entity_graph import Edges, EntityGraph, StoredRecords
 from rhizome.core.graph.lists import (
     ENTITY_KEY,
     RELATION_KEY,
@@ -77,7 +78,7 @@ from rhizome.core.index.stages import arun_stage
 from rhizome.core.progress import phase
 from rhizome.core.retrieval.evidence import EvidenceGraph, FactGraph
 from rhizome.core.store.storage import Connection, IndexStore
-from rhizome.core.types import Entity, Relation
+from rhizome.core.types import Community, Entity, Relation
 
 Embed = Callable[..., Awaitable[Any]]
 """``await embed(texts, what=label)``: the index's embedder (:meth:`BaseIndex.embed`)."""
@@ -291,6 +292,28 @@ class EntityGraphStore:
         found = self.mentions.first("key", [key]).get(key)
         entity = self.entities.one(found.entity_id if found else key)
         return None if entity is None else self.lists.whole([entity])[0]
+
+    def whole_entities(self, ids: Iterable[str]) -> dict[str, Entity]:
+        """The entity profiles ``ids`` (those stored), with their citations and fragments."""
+        return {e.id: e for e in self.lists.whole(list(self.entities.get(ids).values()))}
+
+    def whole_relations(self, ids: Iterable[str]) -> dict[str, Relation]:
+        """The relation profiles ``ids`` (those stored), with their citations and fragments."""
+        return {r.id: r for r in self.lists.whole(list(self.relations.get(ids).values()))}
+
+    def view(self, communities: Mapping[str, Community] | None = None) -> EntityGraph:
+        """The graph a search reads, of the current profiles and ``communities``: each
+        relation's endpoints and weight, each entity's name and cited chunks, read by columns
+        (:meth:`RecordTable.fields`); a record is read whole only when a search asks for it."""
+        entities = self.lists.every_source(self.entities, "name")
+        return EntityGraph.of(
+            StoredRecords((eid for eid, _, _ in entities), self.whole_entities),
+            Edges((rid, s, t, 1.0 if w is None else float(w)) for rid, s, t, w in self.relations.fields("source", "target", "weight")),
+            dict(communities or {}),
+            sources={eid: cited for eid, cited, _ in entities},
+            names={eid: name for eid, _, name in entities},
+            read_relations=self.whole_relations,
+        )
 
     def evidence_graph(self, more_edges: Iterable[tuple[str, str, float]] = (), *, passage_nodes: bool = True) -> EvidenceGraph:
         """The entity–passage graph of the current profiles: entities with the chunks they cite,

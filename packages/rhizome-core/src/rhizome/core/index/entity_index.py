@@ -4,9 +4,10 @@
 :class:`~rhizome.core.graph.store.EntityGraphStore`: its insert, delete and settle hooks
 and the evidence and fact graphs its searches walk (LightRAG, HippoRAG, GraphRAG, ArchRAG, the
 entity-graph example); :func:`open_entity_graph` opens the layer with the index's embedder, chat
-model and summary settings. :class:`StoredEntityGraph` is the mixin that builds the in-memory
-:class:`~rhizome.core.graph.entity_graph.EntityGraph` (profiles and communities) from the layer
-and a community hierarchy, and caches it until those change (GraphRAG and ArchRAG).
+model and summary settings. :class:`StoredEntityGraph` is the mixin that builds the
+:class:`~rhizome.core.graph.entity_graph.EntityGraph` searches read (the structure of the
+profiles, and the communities) from the layer and a community hierarchy, and caches it until
+those change (GraphRAG and ArchRAG).
 """
 
 from __future__ import annotations
@@ -55,17 +56,14 @@ class StoredEntityGraph:
         return (*self.entity_graph.generations(), self.communities.groups.generation())
 
     def graph(self) -> EntityGraph:
-        """The current entities, relations and communities (cached until the next change)."""
-        def build() -> EntityGraph:
-            entities = {e.id: e for e in self.entity_graph.all_entities()}
-            return EntityGraph.build(entities, {r.id: r for r in self.entity_graph.all_relations()}, self.communities.all())
-
-        return self.derived("graph", self.graph_generations(), build)
+        """The structure of the current entities, relations and communities, the records read
+        as a search asks for them (:meth:`EntityGraphStore.view`; cached until the next change)."""
+        return self.derived("graph", self.graph_generations(), lambda: self.entity_graph.view(self.communities.all()))
 
     def graph_contents(self) -> GraphContents:
         """The entities, relations and communities (with their reports), for export."""
-        graph = self.graph()
-        return GraphContents(list(graph.entities.values()), list(graph.relations.values()), list(graph.communities.values()))
+        communities = self.graph().communities
+        return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations(), list(communities.values()))
 
 
 def open_entity_graph(

@@ -194,7 +194,7 @@ class DriftSearch(BaseRetriever):
         else:
             weight = relative_weights([(c.id, similarity.get(c.id, 0.0)) for c in primer], self.params.temperature)
             for rank, community in enumerate(primer[: self.params.followups_per_depth]):
-                focus = tuple(e.id for e in graph.members(community)[:FOCUS_MEMBERS])
+                focus = tuple(e.id for e in graph.members(community, FOCUS_MEMBERS))
                 actions.append(_Action(float(rank), f"{query} {community.title}", 1, focus, weight[community.id]))
         return points, actions
 

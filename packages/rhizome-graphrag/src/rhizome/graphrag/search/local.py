@@ -104,7 +104,9 @@ class LocalSearch(BaseRetriever):
         vector = await query_vector(self.index, query) if vector is None else vector
         wanted, oversample = self.params.top_k_entities, self.params.oversample
         ranked = vector_search(self.index.store, self.index.ENTITY_COLLECTION, vector, wanted * oversample)
-        return [(graph.entities[eid], score) for eid, score in ranked if eid in graph.entities][:wanted]
+        kept = [(eid, score) for eid, score in ranked if eid in graph.entities][:wanted]
+        found = graph.whole_entities(eid for eid, _ in kept)
+        return [(found[eid], score) for eid, score in kept if eid in found]
 
     async def arank(
         self,
@@ -208,15 +210,15 @@ class LocalSearch(BaseRetriever):
         # -- entities and relationships -----------------------------------------------------
         entity_rows = pack(selected, local_budget, _entity_text, overhead=2, cut_first=False)
         used = sum(count_tokens(t) + 2 for _, t in entity_rows)
-        in_network: dict[str, Relation] = {}
-        out_network: dict[str, Relation] = {}
+        in_network: dict[str, Any] = {}  # the graph's relations: outlines, read whole once packed
+        out_network: dict[str, Any] = {}
         for entity in selected:
             for rid in graph.relations_of.get(entity.id, ()):
                 relation = graph.relations[rid]
                 inside = relation.source in selected_ids and relation.target in selected_ids
                 (in_network if inside else out_network)[rid] = relation
 
-        def outside_of(r: Relation) -> str:
+        def outside_of(r: Any) -> str:
             return r.target if r.source in selected_ids else r.source
 
         links = Counter(outside_of(r) for r in out_network.values())
@@ -224,7 +226,8 @@ class LocalSearch(BaseRetriever):
         ordered_out = sorted(
             out_network.values(), key=lambda r: (-links[outside_of(r)], -graph.combined_degree(r), -r.weight, r.id)
         )[: p.top_k_relationships * len(selected)]
-        relation_rows = pack(ordered_in + ordered_out, local_budget - used, lambda r: _relation_text(r, graph), overhead=2, cut_first=False)
+        whole = graph.whole_relations(r.id for r in ordered_in + ordered_out)
+        relation_rows = pack(list(whole.values()), local_budget - used, lambda r: _relation_text(r, graph), overhead=2, cut_first=False)
 
         # -- source chunks, in the order of the passage ranking ------------------------------
         chunk_ids = [cid for cid, _ in passages]
