@@ -294,14 +294,14 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         """Cluster the whole graph again and check every report (those whose input is
         unchanged are reused from the report stage)."""
         entities: dict[str, Any] = {e.id: e for e in self.entity_table.view(EntityOutline).all()}
-        relations: dict[str, Any] = {r.id: r for r in self.relation_table.view(RelationOutline).all()}
+        relations = self.entity_graph.edges()  # endpoints and weights: a report reads the text of those it shows
         old_edges = {e.id: e for e in self.edge_table.all()}
         old_communities = self.communities.all()
         c = self.config
         edges = _edge_rows(relations.values(), entities)
         weighted = _weighted(edges.values())
         structure = cluster_hierarchy(weighted, max_cluster_size=c.max_cluster_size, seed=c.leiden_seed, max_levels=c.max_levels)
-        graph = EntityGraph.build(entities, relations, {c.id: c for c in structure})
+        graph = EntityGraph.of(entities, relations, {c.id: c for c in structure}, read_relations=self.relation_table.view(RelationOutline).get)
         reports, counts = await self._reports(graph).asummarize(structure, only=set() if self.config.reports == "lazy" else None)
         graph.communities = reports
         community_vectors = await self._community_vectors(list(reports.values()), reports, graph)

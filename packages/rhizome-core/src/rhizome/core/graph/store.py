@@ -301,6 +301,10 @@ class EntityGraphStore:
         """The relation profiles ``ids`` (those stored), with their citations and fragments."""
         return {r.id: r for r in self.lists.whole(list(self.relations.get(ids).values()))}
 
+    def edges(self) -> Edges:
+        """Every relation's endpoints and weight, read by columns (by relation id)."""
+        return Edges((rid, s, t, 1.0 if w is None else float(w)) for rid, s, t, w in self.relations.fields("source", "target", "weight"))
+
     def view(self, communities: Mapping[str, Community] | None = None) -> EntityGraph:
         """The graph a search reads, of the current profiles and ``communities``: each
         relation's endpoints and weight, each entity's name and cited chunks, read by columns
@@ -308,7 +312,7 @@ class EntityGraphStore:
         entities = self.lists.every_source(self.entities, "name")
         return EntityGraph.of(
             StoredRecords((eid for eid, _, _ in entities), self.whole_entities),
-            Edges((rid, s, t, 1.0 if w is None else float(w)) for rid, s, t, w in self.relations.fields("source", "target", "weight")),
+            self.edges(),
             dict(communities or {}),
             sources={eid: cited for eid, cited, _ in entities},
             names={eid: name for eid, _, name in entities},
