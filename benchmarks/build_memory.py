@@ -1,11 +1,11 @@
-"""Resident memory through the steps of one GraphRAG build: where a build's peak comes from.
+"""Resident memory through the steps of one GraphRAG or ArchRAG build: where a build's peak comes from.
 
 Builds N synthetic ``heaps`` documents (hashing vectors, offline extraction, as ``benchmarks
 scale``) into a fresh folder while a thread samples the process's resident set every 0.2 s, and
 prints, for each entry to and exit from the steps below, the time, the resident set then and
 the highest sample since the line before::
 
-    uv run python -m benchmarks.build_memory 30000 /tmp/graphrag-memory
+    uv run python -m benchmarks.build_memory graphrag 30000 /tmp/graphrag-memory
 """
 
 from __future__ import annotations
@@ -24,10 +24,16 @@ from benchmarks.graph_view import resident_mb
 from benchmarks.harness import build_index, embedder_for, synthetic_documents
 
 
-def steps() -> list[tuple[Any, str]]:
-    """The functions whose entry and exit are reported (owner, attribute)."""
-    import rhizome.graphrag.index as graphrag
+def steps(method: str) -> list[tuple[Any, str]]:
+    """The functions of ``method``'s build whose entry and exit are reported (owner, attribute)."""
     from rhizome.core.graph.store import EntityGraphStore
+
+    if method == "archrag":
+        import rhizome.archrag.index as archrag
+
+        return [(EntityGraphStore, "settle"), (archrag.ArchRAGIndex, "_rebuild"), (archrag.ArchRAGIndex, "_cluster"),
+                (archrag.ArchRAGIndex, "_reports"), (archrag, "augment"), (archrag, "partition"), (archrag.ArchRAGIndex, "_build_chnsw")]
+    import rhizome.graphrag.index as graphrag
     from rhizome.core.index.hierarchy import GroupSummarizer
 
     return [(EntityGraphStore, "settle"), (graphrag.GraphRAGIndex, "_rebuild"), (graphrag.GraphRAGIndex, "_update"),
@@ -61,14 +67,15 @@ def _watch(owner: Any, name: str, events: list[tuple[float, str, int]], start: f
         setattr(owner, name, watched)
 
 
-async def _build(size: int, path: Path) -> None:
-    index = build_index("graphrag", embedder_for("hashing"), batch_size=1024, path=path)
+async def _build(method: str, size: int, path: Path) -> None:
+    index = build_index(method, embedder_for("hashing"), batch_size=1024, path=path)
     await index.ainsert(synthetic_documents(size, corpus="heaps"))
     index.close()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.build_memory", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("method", choices=("graphrag", "archrag"))
     parser.add_argument("size", type=int)
     parser.add_argument("path", type=Path, help="a folder for the index (emptied first)")
     args = parser.parse_args(argv)
@@ -83,9 +90,9 @@ def main(argv: list[str] | None = None) -> None:
             time.sleep(0.2)
 
     threading.Thread(target=sample, daemon=True).start()
-    for owner, name in steps():
+    for owner, name in steps(args.method):
         _watch(owner, name, events, start)
-    asyncio.run(_build(args.size, args.path))
+    asyncio.run(_build(args.method, args.size, args.path))
     since = 0.0
     for at, step, held in events:
         peak = max([mb for t, mb in samples if since <= t <= at] or [held])
