@@ -235,10 +235,10 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         """Build the layers of communities again from the stored profiles and their vectors;
         ``local``: each layer updated from the stored one around what changed, where it can be."""
         # the entities in the order of their first mention, chunk by chunk: the layers depend on it
-        # (outlines: what the layers and reports read, without the profiles' lists)
+        # (outlines: what the layers and reports read, without the profiles' lists; of the
+        # relations their endpoints and weights, their text read where a report needs it)
         entities: dict[str, Any] = self.entity_table.view(EntityOutline).get(self.entity_graph.first_seen(self.store.chunk_ids()))
-        relations: dict[str, Any] = {r.id: r for r in self.relation_table.view(RelationOutline).all()}
-        graph = EntityGraph.build(entities, relations)
+        graph = EntityGraph.of(entities, self.entity_graph.edges(), {}, read_relations=self.relation_table.view(RelationOutline).get)
         old_communities = self.communities.all()
         vectors = self._vectors(self.ENTITY_COLLECTION, list(graph.entities), None)
         touched = self.touched.keys()
@@ -363,7 +363,7 @@ def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community]
     """What a community's report reads: its entities, most connected first; the relations
     among them (``inner``), by combined degree; its children's reports."""
     members = graph.members(Community(id=group.id, level=group.level, entity_ids=group.entity_ids))
-    relations = sorted((graph.relations[rid] for rid in inner), key=lambda r: (-graph.combined_degree(r), r.id))
+    relations = sorted(graph.whole_relations(inner).values(), key=lambda r: (-graph.combined_degree(r), r.id))
     return members, relations, [done[c] for c in group.children if c in done]
 
 
@@ -385,10 +385,11 @@ def report_source(group: Community, graph: EntityGraph, done: Mapping[str, Commu
     short digest of each member's and each inner relation's row, kept with the graph."""
     rows = graph.cache.get("archrag-rows")
     if rows is None:
-        rows = graph.cache["archrag-rows"] = {
-            **{e.id: _short(e.id, e.name, e.type, e.description, graph.degree.get(e.id, 0)) for e in graph.entities.values()},
-            **{f"r:{r.id}": _short(r.id, r.source, r.target, r.description, r.predicate, graph.combined_degree(r)) for r in graph.relations.values()},
-        }
+        rows = graph.cache["archrag-rows"] = {e.id: _short(e.id, e.name, e.type, e.description, graph.degree.get(e.id, 0)) for e in graph.entities.values()}
+        ids = list(graph.relations)
+        for i in range(0, len(ids), 4096):  # the relations' text, a part at a time
+            rows.update((f"r:{r.id}", _short(r.id, r.source, r.target, r.description, r.predicate, graph.combined_degree(r)))
+                        for r in graph.whole_relations(ids[i : i + 4096]).values())
     children = [done[c] for c in group.children if c in done]
     return digest(
         identity, budget, group.level, [rows[e] for e in sorted(set(group.entity_ids)) if e in rows],
