@@ -317,6 +317,7 @@ def test_stored_records_read_what_is_asked_for_and_keep_a_bounded_number():
     assert len(records) == 4 and "c" in records and "z" not in records and list(records) == ["a", "b", "c", "gone"]
     assert records.many(["b", "z", "a"]) == {"b": "B", "a": "A"} and reads == [["b", "a"]]
     assert records["a"] == "A" and reads == [["b", "a"]]  # held
-    assert records["c"] == "C" and reads[-1] == ["c"]  # over the bound: what was held is let go
+    assert records.many(["a", "c"]) == {"a": "A", "c": "C"} and reads[-1] == ["a", "c"]  # over the bound: all read again
+    assert records["b"] == "B" and reads[-1] == ["b"]  # over the bound again: what was held is let go
     assert records.get("gone") is None and "gone" in records
     assert list(records.values()) == ["A", "B", "C"]

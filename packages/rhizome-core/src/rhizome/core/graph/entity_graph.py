@@ -136,8 +136,9 @@ class StoredRecords(Mapping[str, R], Generic[R]):
         held = self._held
         missing = [k for k in wanted if k not in held]
         if missing:
-            if len(held) + len(missing) > self._keep:
-                held = self._held = {}
+            if len(held) + len(missing) > self._keep:  # let go of what is held, and read them all
+                held, missing = {}, wanted
+                self._held = held
             for i in range(0, len(missing), self.PART):
                 held.update(self._read(missing[i : i + self.PART]))
         return {k: held[k] for k in wanted if k in held}
