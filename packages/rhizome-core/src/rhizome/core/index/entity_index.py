@@ -62,8 +62,7 @@ class StoredEntityGraph:
 
     def graph_contents(self) -> GraphContents:
         """The entities, relations and communities (with their reports), for export."""
-        communities = self.graph().communities
-        return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations(), list(communities.values()))
+        return GraphContents(self.entity_graph.all_entities(), self.entity_graph.all_relations(), list(self.communities.all().values()))
 
 
 def open_entity_graph(
