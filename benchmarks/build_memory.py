@@ -20,8 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.graph_view import resident_mb
-from benchmarks.harness import build_index, embedder_for, synthetic_documents
+from benchmarks.graph_view import build_heaps, resident_mb
 
 
 def steps(method: str) -> list[tuple[Any, str]]:
@@ -67,12 +66,6 @@ def _watch(owner: Any, name: str, events: list[tuple[float, str, int]], start: f
         setattr(owner, name, watched)
 
 
-async def _build(method: str, size: int, path: Path) -> None:
-    index = build_index(method, embedder_for("hashing"), batch_size=1024, path=path)
-    await index.ainsert(synthetic_documents(size, corpus="heaps"))
-    index.close()
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.build_memory", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("method", choices=("graphrag", "archrag"))
@@ -92,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     threading.Thread(target=sample, daemon=True).start()
     for owner, name in steps(args.method):
         _watch(owner, name, events, start)
-    asyncio.run(_build(args.method, args.size, args.path))
+    asyncio.run(build_heaps(args.method, args.size, args.path))
     since = 0.0
     for at, step, held in events:
         peak = max([mb for t, mb in samples if since <= t <= at] or [held])

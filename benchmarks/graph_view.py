@@ -22,7 +22,9 @@ def resident_mb() -> int:
         return int(status.read().split("VmRSS:")[1].split()[0]) // 1024
 
 
-async def _build(method: str, size: int, path: Path) -> None:
+async def build_heaps(method: str, size: int, path: Path) -> None:
+    """Build ``method``'s index of ``size`` synthetic ``heaps`` documents in ``path`` (hashing
+    vectors, offline extraction, batches of 1,024, as ``benchmarks scale``)."""
     index = build_index(method, embedder_for("hashing"), batch_size=1024, path=path)
     await index.ainsert(synthetic_documents(size, corpus="heaps"))
     index.close()
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--build", type=int, metavar="N", help="build N heaps documents there first when it holds no index")
     args = parser.parse_args(argv)
     if args.build and not (args.path / "manifest.json").exists():
-        asyncio.run(_build(args.method, args.build, args.path))
+        asyncio.run(build_heaps(args.method, args.build, args.path))
     index = index_class(args.method)(embedder_for("hashing"), path=args.path, readonly=True)
     gc.collect()
     before = resident_mb()
