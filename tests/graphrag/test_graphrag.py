@@ -222,9 +222,10 @@ def test_report_context_uses_child_reports_when_raw_data_is_too_long():
     # a graph of relation outlines read through a reader gives the same contexts
     outlines = {k: SimpleNamespace(id=k, source=r.source, target=r.target, weight=r.weight) for k, r in relations.items()}
     light = EntityGraph.build(entities, outlines, {c.id: c for c in (parent, child_a, child_b)})
+    light.read_relations = lambda ids: {k: relations[k] for k in ids}
     for budget in (300, 600, 1200, 8000):
         expected = build_input(parent, graph, {"ca": child_a, "cb": child_b}, budget)
-        got = build_input(parent, light, {"ca": child_a, "cb": child_b}, budget, lambda ids: {k: relations[k] for k in ids})
+        got = build_input(parent, light, {"ca": child_a, "cb": child_b}, budget)
         assert (got.text, got.children) == (expected.text, expected.children)
 
 
@@ -256,10 +257,12 @@ def test_report_context_reads_only_the_relations_it_shows():
         read.extend(ids)
         return {k: relations[k] for k in ids}
 
+    light.read_relations = reader
+
     for budget in (600, 2000, 100000):
         read.clear()
         expected = build_input(community, whole, {}, budget)
-        got = build_input(community, light, {}, budget, reader)
+        got = build_input(community, light, {}, budget)
         assert got.text == expected.text and got.extra["relations"] == expected.extra["relations"]
         shown = len(expected.extra["relations"])
         assert shown < len(relations) or budget == 100000

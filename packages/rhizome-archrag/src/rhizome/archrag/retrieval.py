@@ -173,7 +173,8 @@ class HierarchicalSearch(BaseRetriever):
         out."""
         graph = self.index.graph()
         ranking = self.params.rank_provenance and vector is not None
-        sources = self._sources(ranked, graph)  # one state of the graph for the whole call
+        relations = graph.whole_relations(key for (_, kind, key), _ in ranked if kind == "relation")
+        sources = self._sources(ranked, graph, relations)  # one state of the graph for the whole call
         if ranking:
             sources = self._nearest_first(sources, vector)
         # a hit cites its first MAX_PROVENANCE_CHUNKS stored chunks: read those (with a margin for
@@ -181,12 +182,11 @@ class HierarchicalSearch(BaseRetriever):
         sources = {row: cids[: MAX_PROVENANCE_CHUNKS * 2] for row, cids in sources.items()}
         chunks = self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
         entities = graph.whole_entities(key for (_, kind, key), _ in ranked if kind == "entity")
-        relations = graph.whole_relations(key for (_, kind, key), _ in ranked if kind == "relation")
         out = []
         for row, score in ranked:
             layer, kind, key = row
-            if row not in sources or key not in {"entity": entities, "relation": relations}.get(kind, graph.communities):
-                continue  # gone since the graph was read
+            if row not in sources or (kind == "entity" and key not in entities):  # an entity gone since the graph was read
+                continue
             metadata: dict[str, Any] = {"layer": layer, "via": self.mode}
             if kind == "entity":
                 entity = entities[key]
@@ -204,11 +204,13 @@ class HierarchicalSearch(BaseRetriever):
                 out.append(hit)
         return out
 
-    def _sources(self, ranked: Sequence[tuple[Row, float]], graph: Any = None) -> dict[Row, list[str]]:
+    def _sources(self, ranked: Sequence[tuple[Row, float]], graph: Any = None, relations: Mapping[str, Any] | None = None) -> dict[Row, list[str]]:
         """The chunks each ranked node comes from (a community: its entities' chunks, most cited
-        first); nodes no longer in ``graph`` (default: the index's now) are left out."""
+        first); nodes no longer in ``graph`` (default: the index's now) are left out.
+        ``relations``: the ranked relations read whole already."""
         graph = self.index.graph() if graph is None else graph
-        relations = graph.whole_relations(key for (_, kind, key), _ in ranked if kind == "relation")
+        if relations is None:
+            relations = graph.whole_relations(key for (_, kind, key), _ in ranked if kind == "relation")
         sources: dict[Row, list[str]] = {}
         for row, _ in ranked:
             _, kind, key = row

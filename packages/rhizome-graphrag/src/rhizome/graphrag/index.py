@@ -30,7 +30,7 @@ interrupted build loses only the calls in flight.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -278,13 +278,13 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         return run_sync(self.arebuild())
 
     # -- the graph -----------------------------------------------------------------------------
-    def _reports(self, graph: EntityGraph, read: Callable[[list[str]], Mapping[str, Relation]] | None = None) -> GroupSummarizer:
-        """The report stage over ``graph`` (``read``: see :func:`build_input`)."""
+    def _reports(self, graph: EntityGraph) -> GroupSummarizer:
+        """The report stage over ``graph`` (its relations read whole as :func:`build_input` says)."""
         budget = self.report_writer.input_budget(self.config.report_max_input_tokens)
         return GroupSummarizer(
             self.store,
             REPORT_STAGE,
-            build_input=lambda c, done: build_input(c, graph, done, budget, read),
+            build_input=lambda c, done: build_input(c, graph, done, budget),
             write=lambda data: self.report_writer.awrite(data, graph),
             identity=self.report_writer.identity,
             label="writing community reports",
@@ -483,11 +483,12 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         stored_relations = self.relation_table.view(RelationOutline)
         held: dict[str, Any] = dict(relations)  # whole relations at hand: the changed ones, then those read
 
-        def whole(ids: list[str]) -> dict[str, Any]:
+        def whole(ids: Sequence[str]) -> dict[str, Any]:
             held.update(stored_relations.get([rid for rid in ids if rid not in held]))
             return {rid: held[rid] for rid in ids if rid in held}
 
-        written, counts = await self._reports(graph, whole).asummarize(
+        graph.read_relations = whole
+        written, counts = await self._reports(graph).asummarize(
             rewrite, only=set() if self.config.reports == "lazy" else None, context=kept
         )
         return {**kept, **{g.id: written[g.id] for g in rewrite}}, graph, counts, len(held) - len(relations)

@@ -69,19 +69,16 @@ def build_input(
     graph: EntityGraph,
     reports: Mapping[str, Community],
     max_input_tokens: int,
-    read: Callable[[list[str]], Mapping[str, Relation]] | None = None,
 ) -> GroupInput:
     """The context of one community's report (see the module docstring).
 
-    ``read`` is for a graph whose relations are outlines (id, endpoints and weight, no text;
-    default: the graph's own :meth:`~rhizome.core.graph.entity_graph.EntityGraph.whole_relations`
-    when it holds outlines): it returns the whole relations of the ids it is given, and only the
-    relations the context reaches in rank order are read (a large community holds tens of thousands of relations, of
-    which a context shows a few hundred), or, to see that a large community's rows cannot all
-    fit, only those read until their floors pass the budget."""
+    When the graph's relations are outlines (id, endpoints and weight, no text) with a reader
+    (``graph.read_relations``), only the relations the context reaches in rank order are read
+    whole (a large community holds tens of thousands of relations, of which a context shows a
+    few hundred), or, to see that a large community's rows cannot all fit, only those read until
+    their floors pass the budget."""
     rows = _Rows(graph)
-    if read is None and graph.read_relations is not None:
-        read = graph.whole_relations
+    read = graph.whole_relations if graph.read_relations is not None else None
     members = set(community.entity_ids)
     entities = graph.members(community)
     children = [reports[c] for c in community.children if c in reports and has_summary(reports[c])]
