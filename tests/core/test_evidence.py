@@ -154,3 +154,16 @@ async def test_link_names_links_each_name_to_one_entity_at_its_weight():
     assert await link_names(index, "entities", vectors) == {"marie curie": 1.0, "stockholm": 1.0}
     assert await link_names(index, "entities", vectors, [1.0, 0.5]) == {"marie curie": 1.0, "stockholm": 0.5}
     assert await link_names(index, "entities", None) == {} and await link_names(index, "missing", vectors) == {}
+
+
+def test_a_graph_of_many_links_walks_from_its_seeds(monkeypatch):
+    from rhizome.core.retrieval import evidence
+
+    exact = chain().rank({"a": 1.0}, {"c3": 0.4})
+    monkeypatch.setattr(evidence, "LOCAL_WALK_FROM", 0)  # every graph walks locally
+    graph = chain()
+    local = graph.rank({"a": 1.0}, {"c3": 0.4})
+    assert [c for c, _ in local] == [c for c, _ in exact]
+    for (_, ours), (_, theirs) in zip(local, exact, strict=True):
+        assert 0 < ours <= theirs + 1e-9 and ours == pytest.approx(theirs, rel=1e-3)
+    assert "walk" not in vars(graph)  # the power iteration's matrix is made only for it

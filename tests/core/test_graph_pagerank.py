@@ -9,7 +9,9 @@ import scipy.sparse as sp
 
 from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.graph import (
+    Neighbours,
     graph_to_csr,
+    local_pagerank,
     pagerank_scores,
     personalized_pagerank,
 )
@@ -150,3 +152,53 @@ def test_ppr_warns_when_not_converged():
     with pytest.warns(RuntimeWarning, match="did not converge"):
         scores = personalized_pagerank(matrix, p, damping=0.99, max_iter=3)
     assert scores.sum() == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------------
+# the local walk
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_local_walk_with_no_threshold_is_the_power_iteration(directed):
+    graph = random_weighted_graph(directed)
+    matrix, nodes = graph_to_csr(graph)
+    p = np.zeros(len(nodes))
+    p[[0, 4, 9]] = [1.0, 0.5, 2.0]
+    exact = personalized_pagerank(matrix, p, tol=1e-13, max_iter=1000)
+    local = local_pagerank(Neighbours(matrix), p, epsilon=1e-300, tol=1e-13, max_hops=1000)
+    np.testing.assert_allclose(local, exact, atol=1e-10)  # dangling nodes restart in both
+
+
+def test_local_walk_stops_at_hubs_and_stays_below_the_walk():
+    # a star: the hub links to 1,000 leaves; one leaf is seeded with a path beside it
+    star = nx.star_graph(1000)
+    nx.add_path(star, [1, 1001, 1002])
+    matrix, nodes = graph_to_csr(star)
+    p = np.zeros(len(nodes))
+    p[nodes.index(1)] = 1.0
+    exact = personalized_pagerank(matrix, p, tol=1e-12)
+    local = local_pagerank(Neighbours(matrix), p, epsilon=1e-3)
+    assert np.all(local <= exact + 1e-12)  # mass that stopped is only missing, never moved
+    assert local.sum() < 1.0
+    leaves = [nodes.index(n) for n in range(2, 1001)]
+    assert not local[leaves].any()  # the hub's mass per link is below epsilon: it stays there
+    reached = [nodes.index(n) for n in (1, 0, 1001, 1002)]
+    assert np.all(local[reached] > 0)
+    assert int(np.argmax(local)) == int(np.argmax(exact)) == nodes.index(1)
+    # the same walk costs the same whatever else the graph holds: a second star far away
+    bigger = nx.disjoint_union(star, nx.star_graph(5000))
+    matrix2, _ = graph_to_csr(bigger)
+    p2 = np.zeros(matrix2.shape[0])
+    p2[nodes.index(1)] = 1.0
+    np.testing.assert_allclose(local_pagerank(Neighbours(matrix2), p2, epsilon=1e-3)[: len(nodes)], local)
+
+
+def test_local_walk_rejects_bad_settings():
+    matrix, _ = graph_to_csr(nx.cycle_graph(4))
+    with pytest.raises(ConfigurationError):
+        local_pagerank(Neighbours(matrix), np.ones(4), epsilon=0)
+    with pytest.raises(ConfigurationError):
+        local_pagerank(Neighbours(matrix), np.ones(4), tol=-1)
+    with pytest.raises(InvalidInputError):
+        local_pagerank(Neighbours(matrix), np.zeros(4))

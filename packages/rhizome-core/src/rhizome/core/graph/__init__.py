@@ -4,8 +4,10 @@
   the Leiden algorithm) and :func:`hierarchical_leiden` (GraphRAG-style recursive re-clustering
   of communities larger than ``max_cluster_size``).
 * :mod:`~rhizome.core.graph.pagerank` — :func:`personalized_pagerank` by power iteration on a
-  scipy sparse matrix, as HippoRAG spreads query-entity scores over its graph, with
-  :func:`graph_to_csr` and :func:`pagerank_scores` for networkx graphs.
+  scipy sparse matrix, as HippoRAG spreads query-entity scores over its graph, and
+  :func:`local_pagerank` spreading them hop by hop from the seeds (its cost bounded by its
+  ``epsilon``, not by the graph), with :func:`graph_to_csr` and :func:`pagerank_scores` for
+  networkx graphs.
 * :mod:`~rhizome.core.graph.similarity` — :func:`knn_similarity_pairs`: pairs of items among
   each other's k nearest neighbours above a cosine threshold (HippoRAG's synonymy edges, entity
   resolution candidates), by a batched faiss search.
@@ -46,9 +48,12 @@ from rhizome.core.graph.leiden import (
     modularity,
 )
 from rhizome.core.graph.pagerank import (
+    DEFAULT_LOCAL_EPSILON,
     DEFAULT_PPR_DAMPING,
+    Neighbours,
     Transition,
     graph_to_csr,
+    local_pagerank,
     pagerank_scores,
     personalized_pagerank,
 )
@@ -60,6 +65,7 @@ from rhizome.core.graph.similarity import (
 
 __all__ = [
     "DEFAULT_LEIDEN_SEED",
+    "DEFAULT_LOCAL_EPSILON",
     "DEFAULT_MAX_CLUSTER_SIZE",
     "DEFAULT_MAX_LEVELS",
     "DEFAULT_PPR_DAMPING",
@@ -68,6 +74,7 @@ __all__ = [
     "DEFAULT_SIMILARITY_TOP_K",
     "CommunityHierarchy",
     "HierarchyCommunity",
+    "Neighbours",
     "NodeId",
     "Transition",
     "WeightedEdges",
@@ -79,6 +86,7 @@ __all__ = [
     "leiden",
     "leiden_update",
     "leiden_library_versions",
+    "local_pagerank",
     "modularity",
     "ordered_nodes",
     "pagerank_scores",

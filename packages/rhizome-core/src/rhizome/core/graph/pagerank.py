@@ -266,6 +266,103 @@ def personalized_pagerank(
     return x / x.sum()
 
 
+DEFAULT_LOCAL_EPSILON = 1e-5
+"""Mass per link below which :func:`local_pagerank` stops spreading a node's mass (the
+personalization sums to 1)."""
+
+
+class Neighbours:
+    """A weighted graph's out-links by source (CSR rows), prepared once for many
+    :func:`local_pagerank` runs: the arrays the walk reads, without the transposed matrix of
+    :class:`Transition`."""
+
+    def __init__(self, matrix: Any) -> None:
+        adjacency = _as_transition_source(matrix)
+        self.indptr = adjacency.indptr.astype(np.int64, copy=False)
+        self.indices = adjacency.indices
+        self.weights = adjacency.data
+        self.degree = np.diff(self.indptr)
+        """Out-links of each node."""
+        self.out_weight = np.asarray(adjacency.sum(axis=1)).ravel()
+
+    def __len__(self) -> int:
+        return len(self.degree)
+
+
+def local_pagerank(
+    graph: Neighbours,
+    personalization: Any,
+    *,
+    damping: float = DEFAULT_PPR_DAMPING,
+    epsilon: float = DEFAULT_LOCAL_EPSILON,
+    tol: float = 1e-4,
+    max_hops: int = 100,
+) -> np.ndarray:
+    """Personalized PageRank spread hop by hop from the seeds, touching only their
+    neighbourhood: the walk of :func:`personalized_pagerank`, approximated so that its cost
+    depends on ``epsilon`` and not on the size of the graph.
+
+    The stationary distribution is the sum over hops of where the walkers are after ``k``
+    steps, ``sum_k (damping P^T)^k p``, scaled to sum to 1 (a walker on a node without
+    out-links restarts). Hop by hop, each node holding mass passes ``damping`` of it to its
+    neighbours in proportion to the links' weights, but only when its mass per out-link is at
+    least ``epsilon``; a node below that keeps its mass where it is. Each link followed
+    carries at least ``epsilon × damping`` of a total that shrinks by ``damping`` a hop, so a
+    walk follows at most about ``1 / epsilon`` links however large the graph. Hubs (many links,
+    little mass on each) are where mass stops; the mass that stopped, and what is still moving
+    when it falls below ``tol``, count in the total the scores are divided by as the walk would
+    have spread them. So each score is a lower estimate of :func:`personalized_pagerank`'s (on a
+    graph where every node has out-links; nodes the walk does not reach score 0), and the
+    scores sum to less than 1 by what stopped.
+
+    Args:
+        graph: The graph's :class:`Neighbours`.
+        personalization: ``n`` non-negative restart weights, normalised here.
+        damping: Probability of following a link, in [0, 1).
+        epsilon: Mass per out-link below which a node's mass stays (> 0).
+        tol: Stop once the mass still moving is below this (> 0).
+        max_hops: Most hops (>= 1).
+
+    Returns:
+        A float64 array of ``n`` non-negative scores summing to at most 1.
+    """
+    damping = _check_damping(damping)
+    for name, value in (("epsilon", epsilon), ("tol", tol)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ConfigurationError(f"{name} must be a positive number, got {value!r}.")
+    max_hops = _check_positive_int("max_hops", max_hops)
+    n = len(graph)
+    p = _normalised_personalization(personalization, n)
+    node = np.flatnonzero(p)
+    mass = p[node]
+    visits = np.zeros(n, dtype=np.float64)
+    slot = np.empty(n, dtype=np.int64)  # a scratch map from node to its place in one hop's list
+    stopped = 0.0  # mass that did not move on, as it would have moved (times damping)
+    for _ in range(max_hops):
+        visits[node] += mass
+        links = graph.degree[node]
+        spread = (links > 0) & (mass >= epsilon * links)
+        stopped += damping * float(mass[~spread & (links > 0)].sum())
+        source, share = node[spread], damping * mass[spread] / graph.out_weight[node[spread]]
+        count = links[spread]
+        if not source.size:
+            break
+        first = np.cumsum(count) - count
+        link = np.repeat(graph.indptr[source] - first, count) + np.arange(int(count.sum()))
+        target, moved = graph.indices[link], np.repeat(share, count) * graph.weights[link]
+        order = np.arange(target.size)
+        slot[target] = order
+        node = target[slot[target] == order]  # each target once
+        slot[node] = np.arange(node.size)
+        mass = np.bincount(slot[target], weights=moved, minlength=node.size)
+        if float(mass.sum()) < tol:
+            stopped += float(mass.sum())
+            break
+    else:
+        stopped += float(mass.sum())
+    return visits / (visits.sum() + stopped / (1.0 - damping))
+
+
 N = TypeVar("N", bound=Hashable)
 """A node id of the caller's graph (the scores come back keyed alike)."""
 
@@ -324,8 +421,12 @@ def pagerank_scores(
 
 
 __all__ = [
+    "DEFAULT_LOCAL_EPSILON",
     "DEFAULT_PPR_DAMPING",
+    "Neighbours",
+    "Transition",
     "graph_to_csr",
+    "local_pagerank",
     "pagerank_scores",
     "personalized_pagerank",
 ]

@@ -25,6 +25,9 @@ chunks ranks its passages with the pieces here:
   specificity), and from the passage seeds at ``passage_weight``; its passage ranking is the
   ranking (:func:`rank_passages`). There is no fusion with the dense ranking and no dense
   passage pinned to the top: dense retrieval takes part as passage seeds of the walk.
+  On a graph of :data:`LOCAL_WALK_FROM` links or more the walk spreads from the seeds
+  (:func:`~rhizome.core.graph.local_pagerank`) instead of iterating over the whole graph, so
+  its cost stops growing with the graph.
 - :class:`FactGraph` finds chains of facts that join through shared entities, each fact from a
   passage the chain has not used yet, by beam search (:meth:`FactGraph.chains`); a chain scores
   the cosine between the question and the sum of its facts' vectors, so a chain ranks high when
@@ -39,6 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -46,7 +50,14 @@ import scipy.sparse as sp
 from pydantic import Field
 
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.graph import DEFAULT_PPR_DAMPING, Transition, personalized_pagerank
+from rhizome.core.graph import (
+    DEFAULT_LOCAL_EPSILON,
+    DEFAULT_PPR_DAMPING,
+    Neighbours,
+    Transition,
+    local_pagerank,
+    personalized_pagerank,
+)
 from rhizome.core.retrieval.params import RetrieverParams
 from rhizome.core.types import Entity, Relation
 
@@ -70,6 +81,14 @@ kernel's PageRank default is 1e-8. Against 1e-6 (the setting before): no first-t
 evidence mode changed on musique-dev, none of HippoRAG v2's on hotpotqa-100 and one of v1's past
 the fifth place, no R@2 or R@5 on any question, and a query took 6–17 % less CPU
 (``benchmarks.graph_search --exact``)."""
+
+LOCAL_WALK_FROM = 1_000_000
+"""Links (nonzero entries of the graph's adjacency, each edge counted in both directions) from
+which :meth:`EvidenceGraph.rank` spreads its walk from the seeds
+(:func:`~rhizome.core.graph.local_pagerank`, at ``DEFAULT_LOCAL_EPSILON``) instead of
+iterating over the whole graph: a walk's cost then stays bounded as the graph grows, where the
+power iteration's grows with every link. Below it the walk is the power iteration, as it
+always was: every index of the quality benchmarks (musique-dev, hotpotqa-100) is far below it."""
 
 DEFAULT_CHAIN_WIDTH = 8
 """Chains kept after each step of :meth:`FactGraph.chains`."""
@@ -184,7 +203,6 @@ class EvidenceGraph:
             self.matrix = sp.bmat([[between, self.incidence.T], [self.incidence, None]], format="csr")
         else:
             self.matrix = between
-        self.walk = Transition.of(self.matrix)
         self.passages_of = {e: len(set(chunks)) for e, chunks in entity_chunks.items()}
 
     @classmethod
@@ -223,13 +241,30 @@ class EvidenceGraph:
         graph.incidence, graph.matrix = csr("incidence"), csr("matrix")
         if graph.incidence.shape != (len(graph.chunk_ids), n_e) or graph.matrix.shape[0] != n_e + (len(graph.chunk_ids) if graph.passage_nodes else 0):
             raise ValueError("the saved evidence graph's matrices do not fit its ids")
-        graph.walk = Transition.of(graph.matrix)
         graph.passages_of = dict(zip(graph.entity_ids, np.diff(graph.incidence.tocsc().indptr).tolist(), strict=True))
         return graph
 
     def __len__(self) -> int:
         """Nodes in the walk (entities, and passages when they are nodes)."""
         return self.matrix.shape[0]
+
+    @cached_property
+    def walk(self) -> Transition:
+        """The power iteration's transition matrix, made on the first walk that needs it."""
+        return Transition.of(self.matrix)
+
+    @cached_property
+    def neighbours(self) -> Neighbours:
+        """The local walk's out-links, made on the first walk that needs them."""
+        return Neighbours(self.matrix)
+
+    def scores(self, restart: np.ndarray, damping: float = DEFAULT_PPR_DAMPING) -> np.ndarray:
+        """Every node's score of the walk from ``restart`` (not normalised): the power
+        iteration to :data:`WALK_TOLERANCE`, or from :data:`LOCAL_WALK_FROM` links the walk
+        spread from the seeds."""
+        if self.matrix.nnz >= LOCAL_WALK_FROM:
+            return local_pagerank(self.neighbours, restart, damping=damping, epsilon=DEFAULT_LOCAL_EPSILON, tol=WALK_TOLERANCE)
+        return personalized_pagerank(self.walk, restart, damping=damping, tol=WALK_TOLERANCE)
 
     def rank(
         self,
@@ -272,18 +307,19 @@ class EvidenceGraph:
         scores = np.zeros(0)
         if restart.any():
             share = float(restart.sum()) / total
-            scores = personalized_pagerank(self.walk, restart, damping=damping, tol=WALK_TOLERANCE) * share
+            scores = self.scores(restart, damping) * share
         n_e = len(self.entity_ids)
         mass = (scores[n_e:] if self.passage_nodes else self.incidence @ scores) if scores.size else np.zeros(len(self.chunk_ids))
         # rounded so that scores equal but for the order of float additions tie, and ties go
         # to the passage id: the ranking does not depend on the order records were stored in
-        passage = np.round(mass, 12)
-        reached = np.flatnonzero(passage > 0)
+        reached = np.flatnonzero(mass > 0)
+        passage = np.round(mass[reached], 12)
+        reached, passage = reached[passage > 0], passage[passage > 0]
         wanted = None if limit is None else limit + len(outside)
         if wanted is not None and len(reached) > wanted:
-            cut = passage[reached[np.argpartition(-passage[reached], wanted - 1)[wanted - 1]]]
-            reached = reached[passage[reached] >= cut]  # every passage tied with the last one kept
-        ranked = [(self.chunk_ids[i], float(passage[i])) for i in reached]
+            cut = passage[np.argpartition(-passage, wanted - 1)[wanted - 1]]
+            reached, passage = reached[passage >= cut], passage[passage >= cut]  # every passage tied with the last one kept
+        ranked = [(self.chunk_ids[i], value) for i, value in zip(reached.tolist(), passage.tolist(), strict=True)]
         ranked += [(cid, round((1.0 - damping) * weight / total, 12)) for cid, weight in outside.items()]
         ranked.sort(key=lambda item: (-item[1], item[0]))
         return ranked[:limit] if limit is not None else ranked
@@ -506,6 +542,7 @@ __all__ = [
     "DEFAULT_FACT_K",
     "DEFAULT_PASSAGE_WEIGHT",
     "DEFAULT_TEMPERATURE",
+    "LOCAL_WALK_FROM",
     "WALK_TOLERANCE",
     "Chain",
     "EvidenceGraph",
