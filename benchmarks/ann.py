@@ -12,7 +12,9 @@ suite asks) and of 500 documents left out of it ("unseen"). Recall@10: the share
 top ten the out-of-core search returns, a tie at the tenth place counted as found (any returned
 chunk whose exact cosine is at least the tenth exact score, to 1e-6). Also: build CPU, memory
 held by each collection, and CPU per query (one at a time, one thread) for the default probes
-for 2, 8 and 32 candidates per neighbour wanted (``2k + 16``...). Writes ``benchmarks/results/ann-outofcore.json``.
+for 2, 8 and 32 candidates per neighbour wanted (``2k + 16``...), for each kind of codes
+(``--codes``: ``fast scan``, the default's 4-bit codes scanned with SIMD lookups, and ``pq``, the
+8-bit ``IndexPQ`` before it). Writes ``benchmarks/results/ann-outofcore.json``.
 """
 
 from __future__ import annotations
@@ -67,7 +69,12 @@ def _cpu_ms(search: Any, queries: np.ndarray) -> float:
     return round(statistics.median(times), 3)
 
 
-def run(size: int, queries: int = QUERIES) -> dict[str, Any]:
+CODES = {"fast scan": None, "pq": "IndexPQ"}
+"""The collection's codes: what :func:`~rhizome.core.store.outofcore.quantizer` chooses (4-bit
+codes scanned with SIMD lookups at 384 dimensions), and the 8-bit ``IndexPQ`` it chose before."""
+
+
+def run(size: int, queries: int = QUERIES, codes: str = "fast scan") -> dict[str, Any]:
     import faiss
 
     from rhizome.core import HashingEmbedder
@@ -96,12 +103,17 @@ def run(size: int, queries: int = QUERIES) -> dict[str, Any]:
         db.executemany("INSERT INTO vectors VALUES ('chunks', ?, ?)", ((k, vectors[i].tobytes()) for i, k in enumerate(ids)))
         db.commit()
         step = max(1, size // outofcore.TRAIN_SAMPLE)
+        chosen = outofcore.quantizer
+        if CODES[codes] == "IndexPQ":
+            outofcore.quantizer = lambda d, n: faiss.IndexPQ(d, *outofcore.plan(d, n), faiss.METRIC_INNER_PRODUCT)  # type: ignore[assignment]
         t0 = time.process_time()
         store = outofcore.OutOfCoreStore.build(
             embedder.dimension, _reader(db), vectors[::step][: outofcore.TRAIN_SAMPLE],
             ((ids[s : s + outofcore.BLOCK], vectors[s : s + outofcore.BLOCK]) for s in range(0, size, outofcore.BLOCK)),
         )
         row["build_cpu_seconds"] = round(time.process_time() - t0, 2)
+        outofcore.quantizer = chosen
+        row["codes"] = codes
         crc = _Bytes()
         faiss.write_index(store._index, faiss.PyCallbackIOWriter(crc))  # type: ignore[attr-defined]
         row["out_of_core_mb"] = round(crc.total / 2**20, 1)
@@ -136,20 +148,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", nargs="*", type=int, default=[100_000, 300_000],
                         help="collection sizes; the saved rows of other sizes are kept")
     parser.add_argument("--queries", type=int, default=QUERIES)
+    parser.add_argument("--codes", nargs="*", choices=list(CODES), default=list(CODES),
+                        help="which codes to build (each size once per kind, in one process)")
     args = parser.parse_args(argv)
     from rhizome.core.store import outofcore
     from rhizome.core.store.vectors import TIE_MARGIN
 
     saved = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
-    rows: list[dict[str, Any]] = [r for r in saved.get("rows", []) if r["size"] not in args.sizes]  # other sizes' rows stay
-    for size in args.sizes:  # saved after each size: a later one that does not finish loses nothing
-        rows.append(run(size, args.queries))
-        rows.sort(key=lambda r: r["size"])
-        print(json.dumps(rows[-1]), flush=True)
+    runs = [(size, codes) for size in args.sizes for codes in args.codes]
+    rows: list[dict[str, Any]] = [r for r in saved.get("rows", []) if (r["size"], r.get("codes", "pq")) not in runs]  # the others stay
+    for size, codes in runs:  # saved after each: a later one that does not finish loses nothing
+        rows.append(run(size, args.queries, codes))
+        rows.sort(key=lambda r: (r["size"], r.get("codes", "pq")))
+        print(json.dumps(next(r for r in rows if (r["size"], r.get("codes", "pq")) == (size, codes))), flush=True)
         result = {
             "suite": "ann-outofcore",
             "default_candidates": outofcore.CANDIDATES * K + TIE_MARGIN,
-            "command": f"OMP_NUM_THREADS=1 uv run python -m benchmarks.ann --sizes {' '.join(str(r['size']) for r in rows)}",
+            "command": f"OMP_NUM_THREADS=1 uv run python -m benchmarks.ann --sizes {' '.join(sorted({str(r['size']) for r in rows}, key=int))}",
             "corpus": "heaps",
             "note": f"load average {os.getloadavg()[0]:.1f} when the last size ended (2 cores shared with other sessions, 20-28 during "
                 "the runs of 2026-12-02): read CPU, not wall; the out-of-core size is the faiss index's (codes, quantizer, "

@@ -164,17 +164,37 @@ def ann_table(result: dict[str, Any]) -> str:
     """The out-of-core chunk collection against exact search (``benchmarks/ann.py``)."""
     default = result.get("default_candidates", 96)
     lines = [
-        "| chunks | collection in memory: exact / out of core (MB) | build CPU (s) | codes per vector × bits | candidates re-ranked | "
+        "| chunks | codes | collection in memory: exact / out of core (MB) | build CPU (s) | codes per vector × bits | candidates re-ranked | "
         "recall@10 seen | recall@10 unseen | query CPU ms: out of core / exact |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         for run in r["runs"]:
             lines.append(
-                f"| {r['size']:,} | {r['exact_mb']} / {r['out_of_core_mb']} | {r['build_cpu_seconds']} | {r['m']} × {r['nbits']} | "
+                f"| {r['size']:,} | {r.get('codes', 'pq')} | {r['exact_mb']} / {r['out_of_core_mb']} | {r['build_cpu_seconds']} | {r['m']} × {r['nbits']} | "
                 f"{run['candidates']}{' (default)' if run['candidates'] == default else ''} | {run['recall@10_seen']} | "
                 f"{run['recall@10_unseen']} | {run['query_cpu_ms']} / {r['exact_query_cpu_ms']} |"
             )
+    return "\n".join(lines)
+
+
+def walk_table(result: dict[str, Any]) -> str:
+    """The evidence walk on a large index, power iteration against local (``benchmarks/walk_scale.py``)."""
+    lines = [
+        "| method | documents | graph: nodes / links | mode | walk | query p50 / p95 ms | the walk's p50 ms | source document first / in the first ten "
+        "| same first five / first ten as the power iteration | load average |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        for mode, one in r["modes"].items():
+            for walk in ("power iteration", "local"):
+                w = one[walk]
+                same = f"{one['same_first_five']} / {one['same_first_ten']} of {r['queries']}" if walk == "local" else "–"
+                lines.append(
+                    f"| {r['method']} | {r['size']:,} | {r['nodes']:,} / {r['links']:,} | {mode} | {walk} | {w['p50_ms']} / {w['p95_ms']} | "
+                    f"{w['walk_p50_ms']} | {w['source_first']} / {w['source_in_ten']} of {r['queries']} | {same} | "
+                    f"{min(r['load_average'])}–{max(r['load_average'])} |"
+                )
     return "\n".join(lines)
 
 
@@ -772,6 +792,12 @@ PAGES: dict[str, Page] = {
                           "`heaps` corpus's chunks, hashing embedder. Recall@10 counts a tie at the tenth place as found. Build CPU: "
                           "training the quantizer and coding every vector, from vectors already in memory (an index reads "
                           "them from its records, a block at a time, besides)."),
+            Section("The evidence walk on a large index: power iteration and local walk", "walk-scale.json", kind="walk",
+                    intro="The scale benchmark's questions (the first clause of a document drawn at random) asked of a `heaps` index "
+                          "(hashing vectors, offline extraction), each in turn with the walk forced to the power iteration over "
+                          "the whole graph and to the walk spread from its seeds (`rhizome.core.graph.local_pagerank`, what an "
+                          "evidence graph of 1M links or more runs; epsilon 1e-5, tolerance 1e-4). The query's time includes every "
+                          "vector search (model excluded: the index has none)."),
             Section("Incremental inserts: GraphRAG, 100 documents into 10,000", "incremental-graphrag.json",
                     command="OMP_NUM_THREADS=1 nice -n 10 uv run python -m benchmarks.incremental graphrag --size 10000 --add 100"),
             Section("Incremental inserts: GraphRAG, 10 into 1,000", "incremental-graphrag-1k.json",
@@ -1001,6 +1027,7 @@ def render_section(section: Section) -> tuple[str, list[str]]:
             "cost": cost_table,
             "scale": scale_rows,
             "ann": ann_table,
+            "walk": walk_table,
             "gorag": gorag_tables,
             "gorag-devcuts": gorag_dev_cut_table,
             "faults": faults_table,

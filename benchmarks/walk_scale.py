@@ -10,7 +10,8 @@ goes to every evidence mode twice in turn, the walk forced to the power iteratio
 the local walk, so load on the machine falls on both alike. Reported per mode and walk: the
 query's p50 and p95 (model excluded: the index has none), the walk's own p50 (``scores``
 timed), how often the two give the same first five and first ten hits, and how often the
-document the question was drawn from is the first hit or in the first ten::
+document the question was drawn from is the first hit or in the first ten. Each run replaces
+its method and size's row of ``benchmarks/results/walk-scale.json``::
 
     uv run python -m benchmarks.walk_scale hipporag /tmp/hipporag-300000 --build 300000
 """
@@ -32,6 +33,7 @@ from benchmarks.graph_view import build_heaps
 from benchmarks.harness import embedder_for, index_class, synthetic_documents
 from rhizome.core.retrieval import evidence
 
+RESULTS = Path(__file__).resolve().parent / "results" / "walk-scale.json"
 WALKS = {"power iteration": float("inf"), "local": 0}
 
 
@@ -71,7 +73,7 @@ async def measure(method: str, path: Path, size: int, queries: int) -> dict[str,
                     evidence.LOCAL_WALK_FROM = threshold  # type: ignore[assignment]
                     walk_ms.clear()
                     t0 = time.perf_counter()
-                    hits = (await retriever.aretrieve(question)).hits
+                    hits = await retriever.aretrieve(question)
                     one = per[walk]
                     one["ms"].append((time.perf_counter() - t0) * 1000)
                     one["walk"].append(sum(walk_ms))
@@ -104,15 +106,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, required=True, help="documents the index was built from (its questions are drawn from them)")
     parser.add_argument("--build", action="store_true", help="build the index of --size documents there first when it holds none")
     parser.add_argument("--queries", type=int, default=50)
-    parser.add_argument("--out", type=Path, help="append the JSON row to this file")
     args = parser.parse_args(argv)
     if args.build and not (args.path / "manifest.json").exists():
         asyncio.run(build_heaps(args.method, args.size, args.path))
     row = asyncio.run(measure(args.method, args.path, args.size, args.queries))
     print(json.dumps(row, indent=1))
-    if args.out:
-        with args.out.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(row) + "\n")
+    saved = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {"rows": []}
+    rows = [r for r in saved["rows"] if (r["method"], r["size"]) != (args.method, args.size)] + [row]
+    rows.sort(key=lambda r: (r["method"], r["size"]))
+    RESULTS.write_text(json.dumps({
+        "suite": "walk-scale",
+        "command": "uv run python -m benchmarks.walk_scale METHOD DIR --size N --build (OMP_NUM_THREADS=1)",
+        "rows": rows,
+    }, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

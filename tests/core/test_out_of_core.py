@@ -99,6 +99,14 @@ def test_the_codes_are_sized_by_the_dimension_and_the_training_sample():
     assert outofcore.plan(384, 65_536) == (48, 8)
     assert outofcore.plan(768, 65_536) == (96, 8)
     assert outofcore.plan(384, 300) == (48, 2)  # a small sample trains fewer centroids per sub-vector
+    assert outofcore.candidates(10) == 32 * 10 + 16  # the first ten: 32 candidates each
+    assert outofcore.candidates(200) == 32 * 10 + 8 * 190 + 16  # the evidence modes' 200 passage seeds
+    import faiss
+
+    fast = outofcore.quantizer(384, 65_536)  # a 4-bit code for every 2 floats, scanned with SIMD lookups
+    assert isinstance(fast, faiss.IndexPQFastScan) and (fast.M, fast.nbits, fast.code_size) == (192, 4, 96)
+    assert isinstance(outofcore.quantizer(384, 300), faiss.IndexPQ)  # too few points for 16 centroids a sub-vector
+    assert isinstance(outofcore.quantizer(102, 65_536), faiss.IndexPQ)  # 51 codes of 2 floats do not pair up in bytes
 
 
 def test_an_entity_methods_fact_collection_goes_out_of_core_too(tmp_path, monkeypatch):
