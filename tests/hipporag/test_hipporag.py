@@ -414,3 +414,14 @@ def test_an_index_written_before_the_graph_layer_answers_alike_and_goes_on_as_a_
     assert {k: v for k, v in old_rows.items() if k != facts} == {k: v for k, v in new_rows.items() if k != facts}
     # facts the old code wrote keep its (empty) metadata; everything a search reads is equal
     assert [f.model_dump(exclude={"metadata"}) for f in writer.facts.all()] == [f.model_dump(exclude={"metadata"}) for f in fresh.facts.all()]
+
+
+def test_the_fact_graph_is_read_only_when_chains_are_on(openie_file, monkeypatch):
+    index = imported(openie_file)
+    read = []
+    fact_graph = type(index).fact_graph
+    monkeypatch.setattr(type(index), "fact_graph", lambda self: read.append(1) or fact_graph(self))
+    plain = index.as_retriever(k=3).retrieve("In which country was Marie Curie born?")
+    assert plain and not read  # chains off (the default): a query never reads the fact graph
+    index.as_retriever(k=3, chains=True).retrieve("In which country was Marie Curie born?")
+    assert read

@@ -194,7 +194,10 @@ class EntityGraphIndex(BaseIndex[tuple[GraphChange, ChunkVectors], GraphChange])
     # -- seeds of the evidence walk from the facts nearest a query --------------------------------
     def chain_seeds(self, params: EvidenceParams, vector: Any, found: Sequence[tuple[str, float]]) -> tuple[dict[str, float], list[Chain]]:
         """:meth:`~rhizome.core.retrieval.evidence.EvidenceParams.chain_seeds` of the layer's
-        facts from ``found`` (relation ids and their cosines to the query ``vector``, one row)."""
+        facts from ``found`` (relation ids and their cosines to the query ``vector``, one row).
+        With chains off, nothing: the fact graph is not even read."""
+        if not params.chains or not found:
+            return {}, []
         collection = self.store.collection(self.entity_graph.relation_collection, vector.shape[1])
         return params.chain_seeds(self.fact_graph(), vector[0], found, collection.present)
 
