@@ -384,6 +384,7 @@ class VectorStore:
             if self._graph is None and threshold is not None and len(self._ids) >= threshold:
                 self._build_graph()
             header = json.dumps({"dimension": self.dimension, "ids": list(self._ids.values()), "meta": meta or {}}).encode()
+            int_ids = np.fromiter(self._ids, dtype="<i8", count=len(self._ids)).tobytes()  # so a reader need not hash each id again
             size = _Counter()
             faiss.write_index(self._index, faiss.PyCallbackIOWriter(size))  # type: ignore[attr-defined]  # a first pass only counts the bytes (faiss stubs lack the IO callbacks)
             graph, graph_size = self._graph, _Counter()
@@ -393,6 +394,8 @@ class VectorStore:
                 with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
                     with _member(archive, "header", len(header)) as out:
                         out.write(header)
+                    with _member(archive, "int_ids", len(int_ids)) as out:
+                        out.write(int_ids)
                     with _member(archive, "index", size.total) as out:
                         faiss.write_index(self._index, faiss.PyCallbackIOWriter(out.write))  # type: ignore[attr-defined]
                     if graph is not None:
@@ -413,6 +416,10 @@ class VectorStore:
             with zipfile.ZipFile(path) as archive:
                 with _opened(archive, "header") as stream:
                     header = json.loads(stream.read().decode())
+                int_ids = None
+                if "int_ids.npy" in archive.namelist():  # written since: each string id's integer id, in the same order
+                    with _opened(archive, "int_ids") as stream:
+                        int_ids = np.frombuffer(stream.read(), dtype="<i8")
                 with _opened(archive, "index") as stream:
                     index = faiss.read_index(faiss.PyCallbackIOReader(stream.read))  # type: ignore[attr-defined]
                 graph = None
@@ -423,7 +430,10 @@ class VectorStore:
             raise IndexFormatError(f"cannot read vector file {path}: {exc}") from exc
         store = cls(int(header["dimension"]))
         store._index = index
-        store._ids = {stable_int_id(k): k for k in header["ids"]}
+        if int_ids is not None and len(int_ids) == len(header["ids"]):
+            store._ids = dict(zip(int_ids.tolist(), header["ids"], strict=True))
+        else:  # a file written before them: each id hashed again
+            store._ids = {stable_int_id(k): k for k in header["ids"]}
         if index.ntotal != len(store._ids):
             raise IndexFormatError(
                 f"vector file {path} holds {index.ntotal} vectors but lists {len(store._ids)} ids"
