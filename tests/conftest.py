@@ -24,6 +24,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     _share_bytecode(config)
+    _temporary_files_in_memory(config)
+
+
+MEMORY = "/dev/shm"
+MEMORY_FREE = 4 << 30  # bytes free there, at least: a run writes about 1 GB at its peak (PostgreSQL's data included)
+
+
+def _temporary_files_in_memory(config: pytest.Config) -> None:
+    """The suite writes thousands of small indexes (SQLite files that sync at each commit,
+    snapshots written and renamed, PostgreSQL's data folder, removed again): on a disk, many
+    workers waited for it (a third of the wall time of ``tests/core`` on a 2-core machine). For
+    this run, where the machine has a memory file system with room (``/dev/shm``, at least
+    4 GB free) and no ``TMPDIR`` was set, every temporary file of the run and of its child
+    processes (``tmp_path``, ``tempfile``) goes to a new folder there, removed at the end. Set
+    ``TMPDIR`` to keep them on disk (and a failed test's files after the run)."""
+    if os.environ.get("TMPDIR") or hasattr(config, "workerinput") or not os.path.isdir(MEMORY):
+        return  # chosen by the user, or the controller already arranged it, or no such file system
+    try:
+        disk = os.statvfs(MEMORY)
+        if disk.f_bavail * disk.f_frsize < MEMORY_FREE:
+            return
+        folder = tempfile.mkdtemp(prefix="rhizome-tests-", dir=MEMORY)
+    except OSError:
+        return
+    # reachable by PostgreSQL, which pgserver runs as another user when the suite runs as root
+    os.chmod(folder, 0o711)
+    os.environ["TMPDIR"] = tempfile.tempdir = folder  # this process, the xdist workers and every child
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def _share_bytecode(config: pytest.Config) -> None:
@@ -164,9 +192,9 @@ def persist_cut_short(monkeypatch):
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """One server for the whole session, started on first use (a few seconds), stopped and
-    removed at the end. Its data lives in a new folder right under the system's temporary
-    directory: run as root, pgserver runs the server as another user, which must be able to
-    reach it."""
+    removed at the end. Its data lives in a new folder right under the run's temporary
+    directory (in memory where it can be: see ``_temporary_files_in_memory``): run as root,
+    pgserver runs the server as another user, which must be able to reach it."""
     import pgserver
 
     server = pgserver.get_server(tempfile.mkdtemp(prefix="rhizome-pg-"), cleanup_mode="delete")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
 
 import pytest
 from server_support import API_KEY, AUTH, wait_for
@@ -84,7 +85,7 @@ def test_files_that_give_no_document_refuse_the_request_and_queue_nothing(client
     assert answer.status_code == 400
     message = answer.json()["error"]["message"]
     assert "gave no document" in message and "photo.png" in message and "empty.txt: it holds no text" in message
-    assert "/tmp" not in message
+    assert "/tmp" not in message and tempfile.gettempdir() not in message  # the run's may be elsewhere (tests/conftest.py)
     assert client.get("/w/documents", headers=AUTH).json()["total"] == 8
 
 
