@@ -51,7 +51,11 @@ def _temporary_files_in_memory(config: pytest.Config) -> None:
     # reachable by PostgreSQL, which pgserver runs as another user when the suite runs as root
     os.chmod(folder, 0o711)
     os.environ["TMPDIR"] = tempfile.tempdir = folder  # this process, the xdist workers and every child
-    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    # removed when this process exits, after multiprocessing removed its own folders in it (a
+    # fork server's, see rhizome.tools.faults), which it does at exit with priority -100
+    from multiprocessing import util
+
+    util.Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=-1000)
 
 
 def _share_bytecode(config: pytest.Config) -> None:

@@ -23,12 +23,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import shutil
 import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -115,52 +115,121 @@ def _diff(got: dict[str, list[tuple]], want: dict[str, list[tuple]]) -> str:
     return "; ".join(f"{t}: {len(got.get(t, []))} rows, clean build {len(want.get(t, []))}" for t in sorted(set(got) | set(want)) if got.get(t) != want.get(t))
 
 
-# -- the child process -----------------------------------------------------------------------
-_CHILD = """
-import os, signal, sys
-from pathlib import Path
-from rhizome.tools import faults
-from rhizome.core.store.storage import IndexStore
-from rhizome.core.store.vectors import VectorStore
+# -- child processes -------------------------------------------------------------------------
+def _processes() -> Any:
+    """How the cases start their child processes. Where the system has multiprocessing's fork
+    server, forked from it: it imports this module, the kit and every registered method once,
+    and each child starts from those imports in milliseconds, where a new interpreter paid
+    about 1.5 s of CPU importing them again. Elsewhere a new interpreter (``spawn``)."""
+    import multiprocessing
 
-method, path, operation, point, k = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-path = path if "://" in path else Path(path)
-seen = {"n": 0}
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    from rhizome.core.store.storage import method_registry
 
-def reached():
-    seen["n"] += 1
-    return seen["n"] == k
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["rhizome.tools.faults", "rhizome.tools.testing", *sorted({e.module for e in method_registry().values()})])
+    return context
 
-def die():
+
+class _Child:
+    """A child process running ``target(*args)`` as a new interpreter started here would: with
+    this process's environment and working folder as they are now, what it prints kept in a
+    file (:meth:`output`), and ``lines`` a pipe on which it may send this process messages."""
+
+    def __init__(self, target: Callable[..., None], *args: Any) -> None:
+        context = _processes()
+        self.folder = tempfile.TemporaryDirectory()
+        self.log = Path(self.folder.name) / "output"
+        self.lines, sender = context.Pipe(duplex=False)
+        self.process = context.Process(target=_child_main, args=(dict(os.environ), os.getcwd(), str(self.log), sender, target, args), daemon=True)
+        self.process.start()
+        sender.close()  # the child holds the other end: when it exits, reading here ends
+
+    def messages(self) -> Iterator[Any]:
+        """What the child sends, until it closes the pipe (or exits)."""
+        while True:
+            try:
+                yield self.lines.recv()
+            except EOFError:
+                return
+
+    def wait(self, timeout: float = CHILD_TIMEOUT) -> int | None:
+        """The child's exit code (``-signal.SIGKILL`` when it was killed so), ``None`` if it is
+        still running after ``timeout`` seconds."""
+        self.process.join(timeout)
+        return self.process.exitcode
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+    def close(self) -> None:
+        """Kill the child if it still runs, and remove its files."""
+        if self.process.exitcode is None:
+            self.process.kill()
+            self.process.join()
+        self.process.close()
+        self.lines.close()
+        self.folder.cleanup()
+
+
+def _child_main(environment: dict[str, str], folder: str, log: str, lines: Any, target: Callable[..., None], args: tuple[Any, ...]) -> None:
+    os.environ.clear()
+    os.environ.update(environment)
+    tempfile.tempdir = None  # from TMPDIR, as the parent set it
+    os.chdir(folder)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    target(lines, *args)
+
+
+def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
-if operation == "delete":
-    faults.build(method, path).close()
-if point in ("before-commit", "after-commit"):
-    import contextlib
-    execute = IndexStore.transaction
-    @contextlib.contextmanager
-    def transaction(self):
-        with execute(self) as db:
-            yield db
-            if point == "before-commit" and reached():
-                die()
-        if point == "after-commit" and reached():
-            die()
-    IndexStore.transaction = transaction
-else:
-    save = VectorStore.save
-    def slow_save(self, file, meta=None):
-        if reached():
-            Path(file).parent.mkdir(parents=True, exist_ok=True)
-            Path(str(file) + ".tmp").write_bytes(b"partial")
-            die()
-        return save(self, file, meta)
-    VectorStore.save = slow_save
-index = faults.reopen(method, path) if operation == "delete" else faults.build(method, path, documents=[])
-faults.operate(index, operation)
-print("finished", flush=True)
-"""
+
+def _killed_operation(lines: Any, method: str, where: str, operation: str, point: str, k: int) -> None:
+    """The child of a kill case: ``operation`` on the index at ``where``, killed with SIGKILL
+    at the ``k``-th ``point`` (a transaction before or after its commit, a snapshot write)."""
+    from rhizome.core.store.storage import IndexStore
+
+    path: Location = where if "://" in where else Path(where)
+    seen = {"n": 0}
+
+    def reached() -> bool:
+        seen["n"] += 1
+        return seen["n"] == k
+
+    if operation == "delete":
+        build(method, path).close()
+    if point in ("before-commit", "after-commit"):
+        execute = IndexStore.transaction
+
+        @contextlib.contextmanager
+        def transaction(self: Any) -> Iterator[Any]:
+            with execute(self) as db:
+                yield db
+                if point == "before-commit" and reached():
+                    _die()
+            if point == "after-commit" and reached():
+                _die()
+
+        setattr(IndexStore, "transaction", transaction)  # noqa: B010 - this process only
+    else:
+        save = VectorStore.save
+
+        def slow_save(self: Any, file: Any, meta: Any = None) -> Any:
+            if reached():
+                Path(file).parent.mkdir(parents=True, exist_ok=True)
+                Path(str(file) + ".tmp").write_bytes(b"partial")
+                _die()
+            return save(self, file, meta)
+
+        setattr(VectorStore, "save", slow_save)  # noqa: B010 - this process only
+    index = reopen(method, path) if operation == "delete" else build(method, path, documents=[])
+    operate(index, operation)
+    print("finished", flush=True)
 
 
 def operate(index: Any, operation: str) -> None:
@@ -227,12 +296,13 @@ def kill_case(method: str, operation: str, point: str, k: int, clean: tuple[dict
     case = f"kill {operation} {point} #{k}"
     crash = functools.partial(Outcome, "crash", case, method, backend=_backend(server))
     with place(server) as path:
-        child = subprocess.run(
-            [sys.executable, "-c", _CHILD, method, str(path), operation, point, str(k)],
-            capture_output=True, text=True, timeout=CHILD_TIMEOUT,
-        )
-        if child.returncode != -signal.SIGKILL:
-            return crash(False, f"the child was not killed (exit {child.returncode}): {child.stderr[-300:]}")
+        child = _Child(_killed_operation, method, str(path), operation, point, k)
+        try:
+            code, output = child.wait(), child.output()
+        finally:
+            child.close()
+        if code != -signal.SIGKILL:
+            return crash(False, f"the child was not killed (exit {code}): {output[-300:]}")
         cached = _cached_answers(path)
         try:
             index = reopen(method, path) if _holds_index(path) else build(method, path, documents=[])
@@ -438,12 +508,9 @@ def _chunk_damaged(new_text: str) -> Callable[[str, Path, Any], str | None]:
 
 
 def _lock_file_deleted(method: str, path: Path, expected: Any) -> str | None:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom rhizome.tools import faults\nindex = faults.reopen(sys.argv[1], __import__('pathlib').Path(sys.argv[2]))\nprint('open', flush=True)\ntime.sleep(60)", method, str(path)],
-        stdout=subprocess.PIPE, text=True,
-    )
+    holder = _Child(_holding, method, str(path))
     try:
-        if holder.stdout is None or holder.stdout.readline().strip() != "open":
+        if next(holder.messages(), None) != "open":
             return "the holder did not open the index"
         for stray in path.glob(".writer.lock"):
             stray.unlink()
@@ -453,8 +520,14 @@ def _lock_file_deleted(method: str, path: Path, expected: Any) -> str | None:
             return None
         return "a second writer got in"
     finally:
-        holder.kill()
-        holder.wait()
+        holder.close()
+
+
+def _holding(lines: Any, method: str, where: str) -> None:
+    """The child of the lock case: opens the index for writing, says so, and holds it."""
+    index = reopen(method, Path(where))  # noqa: F841 - held open until the process is killed
+    lines.send("open")
+    time.sleep(CHILD_TIMEOUT)
 
 
 CORRUPTIONS: dict[str, Callable[[str, Path, Any], str | None]] = {
@@ -512,17 +585,16 @@ def corruption_case(method: str, name: str) -> Outcome:
 
 
 # -- a reader next to a writer ---------------------------------------------------------------
-_WRITER = """
-import sys
-from pathlib import Path
-from rhizome.tools import faults
-from rhizome.tools.testing import CORPUS
-index = faults.reopen(sys.argv[1], sys.argv[2] if "://" in sys.argv[2] else Path(sys.argv[2]))
-for document in CORPUS:
-    index.insert([document])
-    print(document.id, flush=True)
-index.close()
-"""
+def _writing(lines: Any, method: str, where: str) -> None:
+    """The writer of the reader case: inserts the corpus one document per call, sending each
+    document's id once its insert returned."""
+    from rhizome.tools.testing import CORPUS
+
+    index = reopen(method, where if "://" in where else Path(where))
+    for document in CORPUS:
+        index.insert([document])
+        lines.send(document.id)
+    index.close()
 
 
 def reader_case(method: str, server: str | None = None) -> Outcome:
@@ -535,12 +607,10 @@ def reader_case(method: str, server: str | None = None) -> Outcome:
     with place(server) as path:
         build(method, path, documents=[]).close()
         reader = reopen(method, path, readonly=True)
-        writer = subprocess.Popen([sys.executable, "-c", _WRITER, method, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        writer = _Child(_writing, method, str(path))
         missed: list[str] = []
         try:
-            assert writer.stdout is not None
-            for line in writer.stdout:
-                doc_id = line.strip()
+            for doc_id in writer.messages():
                 chunks = reader.store.chunks_of(doc_id)
                 if not chunks:
                     missed.append(doc_id)
@@ -549,14 +619,14 @@ def reader_case(method: str, server: str | None = None) -> Outcome:
                 found = vector_search(reader.store, reader.CHUNK_COLLECTION, vector, 3)
                 if chunks[0].id not in {key for key, _ in found}:
                     missed.append(doc_id)
-            writer.wait(timeout=CHILD_TIMEOUT)
+            code, output = writer.wait(), writer.output()
         except Exception as exc:
-            writer.kill()
             return concurrency(False, f"raised {type(exc).__name__}: {exc}")
         finally:
+            writer.close()
             reader.close()
-    if writer.returncode != 0:
-        return concurrency(False, f"the writer failed: {writer.stderr.read()[-300:] if writer.stderr else ''}")
+    if code != 0:
+        return concurrency(False, f"the writer failed (exit {code}): {output[-300:]}")
     return concurrency(not missed, f"missed {missed}" if missed else "every committed document found")
 
 
