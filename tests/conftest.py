@@ -23,8 +23,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _share_bytecode(config)
     _temporary_files_in_memory(config)
+    _share_bytecode(config)  # its folder in the run's temporary folder (removed at the end in either case)
 
 
 MEMORY = "/dev/shm"
