@@ -96,15 +96,56 @@ def _isolated_environment(monkeypatch, tmp_path_factory):
     monkeypatch.delenv("RHIZOME_EMBED", raising=False)
 
 
+# The suite's longest tests, longest first (seconds alone on the 2-core machine the suite is timed
+# on, at load average 3): a test whose node id starts with one of these starts before every other
+# in a parallel run, in this order. pytest-xdist hands the tests out in the order collected, and a
+# long test handed out near the end left the other workers idle while it ran (the tests of
+# tests/test_examples.py were collected last). A test missing here only starts later; the
+# xdist_group groups (UMAP's compile, Ray) still start before all of these.
+LONGEST_FIRST = (
+    "tests/postgres/test_conformance_postgres.py::TestEveryMethodOnPostgres::test_a_write_committed_during_a_query_is_seen_by_the_next[archrag]",  # 22
+    "tests/postgres/test_conformance_postgres.py::TestEveryMethodOnPostgres::test_a_write_committed_during_a_query_is_seen_by_the_next[graphrag]",  # 17
+    "tests/server/test_server_load.py::",  # 17
+    "tests/cli/test_cli.py::test_demo_uses_ollama_when_it_is_running",  # 13
+    "tests/benchmarks/test_harness.py::test_heaps_corpus_grows_its_vocabulary_as_a_power_of_the_corpus",  # 12
+    "tests/server/test_server_mcp.py::test_stdio_",  # 9, 8, 4: a rhizome mcp process each
+    "tests/test_examples.py::",  # 5-8 each: a process each
+    "tests/conformance/test_conformance.py::TestEveryMethod::test_a_write_committed_during_a_query_is_seen_by_the_next[graphrag]",  # 7
+    "tests/cli/test_cli.py::test_console_script_runs_the_offline_demo",  # 6
+    "tests/conformance/test_conformance.py::TestEveryMethod::test_a_write_committed_during_a_query_is_seen_by_the_next[archrag]",  # 6
+    "tests/postgres/test_conformance_postgres.py::TestEveryMethodOnPostgres::test_a_write_committed_during_a_query_is_seen_by_the_next",  # 2-6
+    "tests/server/test_server_page.py::",  # 3-5 each, the browser's start included
+    "tests/cli/test_cli.py::test_a_slow_ollama_is_waited_for_and_reported_as_slow",  # 4
+    "tests/postgres/test_postgres_faults.py::test_a_killed_call",  # 3-4
+    "tests/server/test_server_agent.py::test_openai_client_sees_the_agent",  # 4
+)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):
+        return  # one process: the order does not matter
+    _longest_first(items)
+    if config.getvalue("loadgroup"):
+        _keep_groups(items)
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """The tests of :data:`LONGEST_FIRST` first, in its order (the others as collected). Each
+    worker sorts its own collection the same way, as xdist requires."""
+
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: the collected order within a rank
+
+
+def _keep_groups(items: list[pytest.Item]) -> None:
     """Keep ``--dist loadgroup``'s groups (``xdist_group``: tests that share a costly start-up,
     run in one worker). pytest-xdist 3.8 names a test's group by renaming it ``<id>@<group>``
     through an attribute pytest 9.2 no longer reads, and the groups are lost
     (pytest-dev/pytest-xdist#1386); this renames it through the one that pytest reads. It does
     nothing where xdist's own renaming took effect."""
-    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
-        return
     from _pytest.nodeid import NodeId
 
     for item in items:
