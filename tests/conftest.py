@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -119,6 +120,39 @@ LONGEST_FIRST = (
     "tests/postgres/test_postgres_faults.py::test_a_killed_call",  # 3-4
     "tests/server/test_server_agent.py::test_openai_client_sees_the_agent",  # 4
 )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """In every second xdist worker, import what the test modules import, in the reverse of the
+    order the collection will: the workers start together and each collects every test module,
+    and each compiled every module it imported (the shared bytecode folder is new for each run)
+    at the same time as the other, in the same order. This way each compiles about half and
+    reads the rest from the folder the other wrote to. What fails to import here (a helper on a
+    path a test module sets up itself) is left to the collection."""
+    worker = getattr(session.config, "workerinput", {}).get("workerid", "")
+    if not worker.startswith("gw") or int(worker[2:]) % 2 == 0:
+        return
+    import ast
+    import importlib
+    from pathlib import Path
+
+    files: set[Path] = set()
+    for arg in session.config.args:  # the paths asked for (the testpaths when none)
+        path = Path(session.config.invocation_params.dir, arg.split("::")[0])
+        files.update(path.rglob("test_*.py") if path.is_dir() else [path] if path.suffix == ".py" else [])
+    names: list[str] = []
+    for path in sorted(files):
+        tree = ast.parse(path.read_bytes())
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.append(node.module)
+    for name in reversed(names):
+        if name not in sys.modules and not name.startswith("tests"):
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
 
 
 @pytest.hookimpl(trylast=True)
