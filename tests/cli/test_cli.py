@@ -222,11 +222,18 @@ def test_json_output_is_strict_json_when_an_old_index_holds_nan(tmp_path, capsys
     assert code == 0 and hit["metadata"]["rating"] is None
 
 
+def run_folders() -> dict[str, str]:
+    """The test run's bytecode and temporary folders (tests/conftest.py), for a command started
+    with an environment of its own: it reads the modules this run compiled instead of compiling
+    them again (and writing them beside the sources), and leaves no file outside the run."""
+    return {name: os.environ[name] for name in ("PYTHONPYCACHEPREFIX", "TMPDIR") if name in os.environ}
+
+
 def test_console_script_runs_the_offline_demo(tmp_path):
     script = Path(sys.executable).parent / "rhizome"
     if not script.exists():
         pytest.skip("the rhizome console script is not installed in this environment")
-    env = {"PATH": str(Path(sys.executable).parent), "OLLAMA_HOST": closed_port_url(), "HOME": str(tmp_path)}
+    env = {"PATH": str(Path(sys.executable).parent), "OLLAMA_HOST": closed_port_url(), "HOME": str(tmp_path), **run_folders()}
     result = subprocess.run([str(script), "demo", "--offline", "--out", str(tmp_path / "demo")], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "Salt Exchange" in result.stdout
@@ -475,7 +482,7 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly(tmp_path, capsys):
     if not script.exists():
         pytest.skip("the rhizome console script is not installed in this environment")
     run(capsys, "index", str(sample_corpus()), "--out", str(tmp_path / "i"), "--offline", "-q")
-    env = {"PATH": str(Path(sys.executable).parent), "OLLAMA_HOST": closed_port_url(), "HOME": str(tmp_path)}
+    env = {"PATH": str(Path(sys.executable).parent), "OLLAMA_HOST": closed_port_url(), "HOME": str(tmp_path), **run_folders()}
     for argv in (["status", str(tmp_path / "i")], ["docs", "list", str(tmp_path / "i")],
                  ["query", str(tmp_path / "i"), "lighthouse", "--offline"]):
         read, write = os.pipe()
