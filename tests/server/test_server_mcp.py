@@ -4,6 +4,7 @@ port. Writes exist only with the opt-in flag, and over HTTP need the API key too
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -16,9 +17,13 @@ READS = {"list_workspaces", "search", "answer", "graph_neighbourhood"}
 
 
 def stdio_params(*argv: str) -> Any:
+    """``rhizome mcp ARGV`` as the SDK starts it (in an environment of its own), with the test
+    run's bytecode and temporary folders (tests/conftest.py): it reads the modules this run
+    compiled instead of compiling them again (and writing them beside the sources)."""
     from mcp import StdioServerParameters
 
-    return StdioServerParameters(command=sys.executable, args=["-m", "rhizome.rag.cli", "mcp", *argv, "--offline", "--no-cache"])
+    env = {name: os.environ[name] for name in ("PYTHONPYCACHEPREFIX", "TMPDIR") if name in os.environ}
+    return StdioServerParameters(command=sys.executable, args=["-m", "rhizome.rag.cli", "mcp", *argv, "--offline", "--no-cache"], env=env)
 
 
 def http_client(url: str, key: str | None = API_KEY) -> Any:
