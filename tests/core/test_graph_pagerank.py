@@ -194,6 +194,15 @@ def test_local_walk_stops_at_hubs_and_stays_below_the_walk():
     np.testing.assert_allclose(local_pagerank(Neighbours(matrix2), p2, epsilon=1e-3)[: len(nodes)], local)
 
 
+def test_local_walk_treats_a_node_with_only_zero_weight_links_as_dangling():
+    # rows 0 <-> 1 linked; row 2 stores one link, to 0, of weight 0
+    matrix = sp.csr_matrix((np.array([1.0, 1.0, 0.0]), np.array([1, 0, 0]), np.array([0, 1, 2, 3])), shape=(3, 3))
+    assert matrix.nnz == 3
+    p = np.array([0.0, 0.0, 1.0])
+    local = local_pagerank(Neighbours(matrix), p, epsilon=1e-300, tol=1e-13, max_hops=1000)
+    np.testing.assert_allclose(local, personalized_pagerank(sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 0], [0, 0, 0.0]])), p, tol=1e-13))
+
+
 def test_local_walk_rejects_bad_settings():
     matrix, _ = graph_to_csr(nx.cycle_graph(4))
     with pytest.raises(ConfigurationError):
