@@ -69,7 +69,7 @@ def _cpu_ms(search: Any, queries: np.ndarray) -> float:
     return round(statistics.median(times), 3)
 
 
-CODES = {"fast scan": None, "pq": "IndexPQ"}
+CODES = ("fast scan", "pq")
 """The collection's codes: what :func:`~rhizome.core.store.outofcore.quantizer` chooses (4-bit
 codes scanned with SIMD lookups at 384 dimensions), and the 8-bit ``IndexPQ`` it chose before."""
 
@@ -104,7 +104,7 @@ def run(size: int, queries: int = QUERIES, codes: str = "fast scan") -> dict[str
         db.commit()
         step = max(1, size // outofcore.TRAIN_SAMPLE)
         chosen = outofcore.quantizer
-        if CODES[codes] == "IndexPQ":
+        if codes == "pq":
             outofcore.quantizer = lambda d, n: faiss.IndexPQ(d, *outofcore.plan(d, n), faiss.METRIC_INNER_PRODUCT)  # type: ignore[assignment]
         t0 = time.process_time()
         store = outofcore.OutOfCoreStore.build(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from ollama_stub import OllamaStub, closed_port_url
+from run_folders import run_folders
 
 from rhizome.core.store.storage import method_registry
 from rhizome.rag.cli import main, sample_corpus
@@ -220,13 +221,6 @@ def test_json_output_is_strict_json_when_an_old_index_holds_nan(tmp_path, capsys
     code, out, _ = run(capsys, "query", str(tmp_path / "i"), "owls", "--json", "-k", "1", "--offline")
     hit = strict(out)["hits"][0]
     assert code == 0 and hit["metadata"]["rating"] is None
-
-
-def run_folders() -> dict[str, str]:
-    """The test run's bytecode and temporary folders (tests/conftest.py), for a command started
-    with an environment of its own: it reads the modules this run compiled instead of compiling
-    them again (and writing them beside the sources), and leaves no file outside the run."""
-    return {name: os.environ[name] for name in ("PYTHONPYCACHEPREFIX", "TMPDIR") if name in os.environ}
 
 
 def test_console_script_runs_the_offline_demo(tmp_path):

@@ -4,12 +4,12 @@ port. Writes exist only with the opt-in flag, and over HTTP need the API key too
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
 import httpx
 import pytest
+from run_folders import run_folders
 from server_support import API_KEY, AUTH, RunningServer, open_app
 
 QUESTION = "Who drew the first map of the islands?"
@@ -22,8 +22,7 @@ def stdio_params(*argv: str) -> Any:
     compiled instead of compiling them again (and writing them beside the sources)."""
     from mcp import StdioServerParameters
 
-    env = {name: os.environ[name] for name in ("PYTHONPYCACHEPREFIX", "TMPDIR") if name in os.environ}
-    return StdioServerParameters(command=sys.executable, args=["-m", "rhizome.rag.cli", "mcp", *argv, "--offline", "--no-cache"], env=env)
+    return StdioServerParameters(command=sys.executable, args=["-m", "rhizome.rag.cli", "mcp", *argv, "--offline", "--no-cache"], env=run_folders())
 
 
 def http_client(url: str, key: str | None = API_KEY) -> Any:

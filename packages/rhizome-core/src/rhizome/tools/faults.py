@@ -116,11 +116,13 @@ def _diff(got: dict[str, list[tuple]], want: dict[str, list[tuple]]) -> str:
 
 
 # -- child processes -------------------------------------------------------------------------
+@functools.cache
 def _processes() -> Any:
     """How the cases start their child processes. Where the system has multiprocessing's fork
     server, forked from it: it imports this module, the kit and every registered method once,
     and each child starts from those imports in milliseconds, where a new interpreter paid
-    about 1.5 s of CPU importing them again. Elsewhere a new interpreter (``spawn``)."""
+    about 1.5 s of CPU importing them again. Elsewhere a new interpreter (``spawn``). Chosen
+    once per process."""
     import multiprocessing
 
     if "forkserver" not in multiprocessing.get_all_start_methods():

@@ -340,10 +340,11 @@ def local_pagerank(
     stopped = 0.0  # mass that did not move on, as it would have moved (times damping)
     for _ in range(max_hops):
         visits[node] += mass
-        links = np.where(graph.out_weight[node] > 0, graph.degree[node], 0)  # links of weight 0 alone lead nowhere
+        weight = graph.out_weight[node]
+        links = np.where(weight > 0, graph.degree[node], 0)  # links of weight 0 alone lead nowhere
         spread = (links > 0) & (mass >= epsilon * links)
         stopped += damping * float(mass[~spread & (links > 0)].sum())
-        source, share = node[spread], damping * mass[spread] / graph.out_weight[node[spread]]
+        source, share = node[spread], damping * mass[spread] / weight[spread]
         count = links[spread]
         if not source.size:
             break
