@@ -70,7 +70,7 @@ def _cpu_ms(search: Any, queries: np.ndarray) -> float:
 
 
 CODES = ("fast scan", "pq")
-"""The collection's codes: what :func:`~rhizome.core.store.outofcore.quantizer` chooses (4-bit
+"""The collection's codes: what :func:`~rhizome.core.store.codes.quantizer` chooses (4-bit
 codes scanned with SIMD lookups at 384 dimensions), and the 8-bit ``IndexPQ`` it chose before."""
 
 
@@ -78,7 +78,9 @@ def run(size: int, queries: int = QUERIES, codes: str = "fast scan") -> dict[str
     import faiss
 
     from rhizome.core import HashingEmbedder
+    from rhizome.core.store import codes as quantizers
     from rhizome.core.store import outofcore
+    from rhizome.core.store import vectors as search
     from rhizome.core.store.vectors import TIE_MARGIN, VectorStore
 
     documents = harness.synthetic_documents(size + queries)
@@ -93,7 +95,8 @@ def run(size: int, queries: int = QUERIES, codes: str = "fast scan") -> dict[str
         "seen": embedder.embed([inside[i]["text"].split(",")[0] for i in rng.choice(size, queries, replace=False).tolist()]),
         "unseen": embedder.embed([d["text"].split(",")[0] for d in outside]),
     }
-    flat = VectorStore(embedder.dimension)  # exact search, as every collection below the threshold
+    flat = VectorStore(embedder.dimension)  # exact search: every vector scanned, no sieve
+    flat.search_exactly()
     flat.add(ids, vectors)
     truth = {kind: np.array([[score for _, score in hits] for hits in flat.search(qv, K)]) for kind, qv in asked.items()}
     row: dict[str, Any] = {"size": size, "dimension": embedder.dimension, "exact_mb": round(vectors.nbytes / 2**20, 1)}
@@ -102,17 +105,17 @@ def run(size: int, queries: int = QUERIES, codes: str = "fast scan") -> dict[str
         db.execute("CREATE TABLE vectors (collection TEXT, id TEXT, vector BLOB, PRIMARY KEY (collection, id))")
         db.executemany("INSERT INTO vectors VALUES ('chunks', ?, ?)", ((k, vectors[i].tobytes()) for i, k in enumerate(ids)))
         db.commit()
-        step = max(1, size // outofcore.TRAIN_SAMPLE)
-        chosen = outofcore.quantizer
+        step = max(1, size // quantizers.TRAIN_SAMPLE)
+        chosen = quantizers.quantizer
         if codes == "pq":
-            outofcore.quantizer = lambda d, n: faiss.IndexPQ(d, *outofcore.plan(d, n), faiss.METRIC_INNER_PRODUCT)  # type: ignore[assignment]
+            quantizers.quantizer = lambda d, n: faiss.IndexPQ(d, *quantizers.plan(d, n), faiss.METRIC_INNER_PRODUCT)  # type: ignore[assignment]
         t0 = time.process_time()
         store = outofcore.OutOfCoreStore.build(
-            embedder.dimension, _reader(db), vectors[::step][: outofcore.TRAIN_SAMPLE],
+            embedder.dimension, _reader(db), vectors[::step][: quantizers.TRAIN_SAMPLE],
             ((ids[s : s + outofcore.BLOCK], vectors[s : s + outofcore.BLOCK]) for s in range(0, size, outofcore.BLOCK)),
         )
         row["build_cpu_seconds"] = round(time.process_time() - t0, 2)
-        outofcore.quantizer = chosen
+        quantizers.quantizer = chosen
         row["codes"] = codes
         crc = _Bytes()
         faiss.write_index(store._index, faiss.PyCallbackIOWriter(crc))  # type: ignore[attr-defined]
@@ -121,15 +124,15 @@ def run(size: int, queries: int = QUERIES, codes: str = "fast scan") -> dict[str
         row["m"], row["nbits"] = int(codes.pq.M), int(codes.pq.nbits)
         del vectors  # the exact collection and the SQLite table hold them now
         row["runs"] = []
-        default = outofcore.CANDIDATES
+        default = search.CANDIDATES
         for candidates in (2, 8, 32):
-            outofcore.CANDIDATES = candidates
+            search.CANDIDATES = candidates
             run_row: dict[str, Any] = {"candidates": candidates * K + TIE_MARGIN}
             for kind, qv in asked.items():
                 run_row[f"recall@10_{kind}"] = _recall(store.search(qv, K), truth[kind])
             run_row["query_cpu_ms"] = _cpu_ms(lambda q: store.search(q, K), asked["unseen"][:200])
             row["runs"].append(run_row)
-        outofcore.CANDIDATES = default
+        search.CANDIDATES = default
         row["exact_query_cpu_ms"] = _cpu_ms(lambda q: flat.search(q, K), asked["unseen"][:200])
         db.close()
     return row
@@ -151,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--codes", nargs="*", choices=list(CODES), default=list(CODES),
                         help="which codes to build (each size once per kind, in one process)")
     args = parser.parse_args(argv)
-    from rhizome.core.store import outofcore
+    from rhizome.core.store import vectors as search
     from rhizome.core.store.vectors import TIE_MARGIN
 
     saved = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
@@ -163,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(next(r for r in rows if (r["size"], r.get("codes", "pq")) == (size, codes))), flush=True)
         result = {
             "suite": "ann-outofcore",
-            "default_candidates": outofcore.CANDIDATES * K + TIE_MARGIN,
+            "default_candidates": search.CANDIDATES * K + TIE_MARGIN,
             "command": f"OMP_NUM_THREADS=1 uv run python -m benchmarks.ann --sizes {' '.join(sorted({str(r['size']) for r in rows}, key=int))}",
             "corpus": "heaps",
             "note": f"load average {os.getloadavg()[0]:.1f} when the last size ended (2 cores shared with other sessions, 20-28 during "

@@ -13,7 +13,10 @@ question: first five and first ten the same, and R@2 / R@5 against the gold pass
     .venv-bench/bin/python -m benchmarks.graph_search --data musique --indexes DIR
 
 With ``--exact`` the "after" side searches exactly too: the walk's tolerance alone, what a
-process without ``RHIZOME_SEARCH_GRAPH_FROM`` runs.
+process without ``RHIZOME_SEARCH_GRAPH_FROM`` ran before the sieve. With ``--sieve`` both sides
+walk at the default tolerance; "before" scans every vector of every collection, "after"
+searches as an index opens (the collections of :data:`~rhizome.core.store.vectors.SIEVE_FROM`
+vectors or more through their sieve: codes scanned, candidates re-ranked by exact cosine).
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ async def _warm(retriever: Any, questions: list[Any]) -> None:
         await retriever.aretrieve(q.question)
 
 
-async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3, graphs: bool = True) -> dict[str, Any]:
+async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3, graphs: bool = True, sieve: bool = False) -> dict[str, Any]:
     _, questions = data.musique() if dataset == "musique" else data.hotpotqa()
     after_tolerance = evidence.WALK_TOLERANCE
+    before_tolerance = after_tolerance if sieve else BEFORE_TOLERANCE
     naive = open_index("naive", "minilm", dataset, folder)
     naive.embedder = Remembering(naive.embedder)
     plain = naive.as_retriever(k=10)
@@ -65,17 +69,17 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
             await _warm(old, questions)
             await _warm(new, questions)  # the collections a mode searches are loaded now
             before.embedder.replay = after.embedder.replay = True
-            graphs_used = sorted(name for name, c in after.store._collections.items() if c.graph)
-            for collection in [*before.store._collections.values(), *([] if graphs else after.store._collections.values())]:
-                collection.set_graph_aside()
-            if not graphs:
+            graphs_used = sorted(name for name, c in after.store._collections.items() if c.graph or (sieve and c.sieve))
+            for collection in [*before.store._collections.values(), *([] if graphs or sieve else after.store._collections.values())]:
+                collection.search_exactly()
+            if not graphs and not sieve:
                 graphs_used = []
             cpu: dict[str, list[float]] = {"naive": [], "before": [], "after": []}
             hits: dict[str, list[list[Any]]] = {"before": [], "after": []}
             try:
                 for rep in range(reps):
                     for q in questions:
-                        for name, retriever, tolerance in (("naive", plain, after_tolerance), ("before", old, BEFORE_TOLERANCE),
+                        for name, retriever, tolerance in (("naive", plain, after_tolerance), ("before", old, before_tolerance),
                                                            ("after", new, after_tolerance)):
                             evidence.WALK_TOLERANCE = tolerance
                             start = time.process_time()
@@ -105,7 +109,8 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
     return {"suite": "graph-search", "data": dataset, "embedder": "minilm", "questions": len(questions), "k": 10, "repeats": reps,
             "load_average": {"first": load[0], "highest": max(load), "last": load[-1]},
             "command": f".venv-bench/bin/python -m benchmarks.graph_search --data {dataset} --indexes DIR"
-                       + (f" --methods {' '.join(methods)}" if methods != METHODS else "") + ("" if graphs else " --exact"),
+                       + (f" --methods {' '.join(methods)}" if methods != METHODS else "")
+                       + (" --sieve" if sieve else "" if graphs else " --exact"),
             "rows": rows}
 
 
@@ -114,11 +119,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", choices=DATASETS, default="musique")
     parser.add_argument("--indexes", type=Path, required=True, help="folder of the indexes (as benchmarks.latency builds them)")
     parser.add_argument("--methods", nargs="*", default=METHODS)
-    parser.add_argument("--exact", action="store_true", help="after: exact search too (the walk's tolerance alone, the default)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--exact", action="store_true", help="after: exact search too (the walk's tolerance alone)")
+    which.add_argument("--sieve", action="store_true", help="before: exact, after: through the sieves; both at the default tolerance")
     args = parser.parse_args(argv)
-    result = asyncio.run(measure(args.data, args.indexes, args.methods, graphs=not args.exact))
+    result = asyncio.run(measure(args.data, args.indexes, args.methods, graphs=not args.exact, sieve=args.sieve))
     RESULTS.mkdir(exist_ok=True)
-    name = f"graph-search-{args.data}-minilm" + ("-exact" if args.exact else "")
+    name = f"graph-search-{args.data}-minilm" + ("-exact" if args.exact else "-sieve" if args.sieve else "")
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
 
 

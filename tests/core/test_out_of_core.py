@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from rhizome.core import HashingEmbedder, VectorIndex, memory
-from rhizome.core.store import outofcore
-from rhizome.core.store.vectors import VectorStore
+from rhizome.core.store import codes, outofcore
+from rhizome.core.store.vectors import VectorStore, candidates, stable_int_id
 
 DOCS = [
     {"id": f"d{i}", "text": f"Harbour {i} of {['Tarn', 'Holt', 'Mira', 'Osk'][i % 4]} has a {['ferry', 'mill', 'school'][i % 3]} "
@@ -96,17 +96,17 @@ def test_the_memory_budget_sends_the_chunk_collection_out_of_core_instead_of_fai
 
 
 def test_the_codes_are_sized_by_the_dimension_and_the_training_sample():
-    assert outofcore.plan(384, 65_536) == (48, 8)
-    assert outofcore.plan(768, 65_536) == (96, 8)
-    assert outofcore.plan(384, 300) == (48, 2)  # a small sample trains fewer centroids per sub-vector
-    assert outofcore.candidates(10) == 32 * 10 + 16  # the first ten: 32 candidates each
-    assert outofcore.candidates(200) == 32 * 10 + 8 * 190 + 16  # the evidence modes' 200 passage seeds
+    assert codes.plan(384, 65_536) == (48, 8)
+    assert codes.plan(768, 65_536) == (96, 8)
+    assert codes.plan(384, 300) == (48, 2)  # a small sample trains fewer centroids per sub-vector
+    assert candidates(10) == 32 * 10 + 16  # the first ten: 32 candidates each
+    assert candidates(200) == 32 * 10 + 8 * 190 + 16  # the evidence modes' 200 passage seeds
     import faiss
 
-    fast = outofcore.quantizer(384, 65_536)  # a 4-bit code for every 2 floats, scanned with SIMD lookups
+    fast = codes.quantizer(384, 65_536)  # a 4-bit code for every 2 floats, scanned with SIMD lookups
     assert isinstance(fast, faiss.IndexPQFastScan) and (fast.M, fast.nbits, fast.code_size) == (192, 4, 96)
-    assert isinstance(outofcore.quantizer(384, 300), faiss.IndexPQ)  # too few points for 16 centroids a sub-vector
-    assert isinstance(outofcore.quantizer(102, 65_536), faiss.IndexPQ)  # 51 codes of 2 floats do not pair up in bytes
+    assert isinstance(codes.quantizer(384, 300), faiss.IndexPQ)  # too few points for 16 centroids a sub-vector
+    assert isinstance(codes.quantizer(102, 65_536), faiss.IndexPQ)  # 51 codes of 2 floats do not pair up in bytes
 
 
 def test_an_entity_methods_fact_collection_goes_out_of_core_too(tmp_path, monkeypatch):
@@ -129,3 +129,30 @@ def test_an_entity_methods_fact_collection_goes_out_of_core_too(tmp_path, monkey
         wanted += len(truth)
     assert found / wanted >= 0.9
     index.close()
+
+
+def test_a_vector_added_after_a_removal_is_found():
+    """faiss's fast-scan codes are packed 32 vectors a block, and its removal left old codes in
+    the last block's freed places, which the next add merged into the new codes: the vector
+    added was never found. codes.remove_ids writes that block afresh."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    held = rng.standard_normal((1000, 64)).astype(np.float32)
+    held /= np.linalg.norm(held, axis=1, keepdims=True)
+    rows = {f"k{i}": held[i] for i in range(1000)}
+
+    def read(keys):
+        found = [k for k in keys if k in rows]
+        return found, np.array([rows[k] for k in found], dtype=np.float32).reshape(-1, 64)
+
+    store = outofcore.OutOfCoreStore.build(64, read, held, [(list(rows)[:999], held[:999])])
+    store.remove(["k3", "k500"])  # 997 left: the last block part full
+    del rows["k3"], rows["k500"]
+    store.add(["k999"], held[999:])
+    assert store.search(held[999:], 1)[0][0][0] == "k999"
+    assert store._index.search(held[999:], 1)[1][0][0] == stable_int_id("k999")  # by its codes alone, not only re-ranked
+    store.add(["k7"], held[999:])  # an overwrite: removed and added again
+    rows["k7"] = held[999]
+    assert {key for key, _ in store.search(held[999:], 2)[0]} == {"k7", "k999"}
+    assert all(store.search(held[i : i + 1], 1)[0][0][0] == f"k{i}" for i in range(8, 400, 7))

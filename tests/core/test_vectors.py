@@ -213,8 +213,57 @@ def test_a_large_collection_is_searched_through_its_graph_once_saved(tmp_path, m
     loaded.remove(["new"])
     loaded.save(tmp_path / "v.npz")
     assert loaded.graph and VectorStore.load(tmp_path / "v.npz")[0].graph
-    loaded.set_graph_aside()
+    loaded.search_exactly()
     assert not loaded.graph and loaded.search(held[:50], 5) == exact
+
+
+def test_a_large_collection_is_searched_through_its_sieve_with_the_exact_scans_results(tmp_path, monkeypatch):
+    """From SIEVE_FROM vectors a search scans product-quantizer codes and re-ranks the candidates
+    by faiss's own inner product of the stored floats: the same ids and bit-identical scores as
+    the exact scan. The sieve follows every add, overwrite and remove, is saved and read back
+    with the snapshot, and is trained again when the collection has grown fourfold."""
+    import faiss
+
+    from rhizome.core.store import vectors
+
+    monkeypatch.setattr(vectors, "SIEVE_FROM", 700)
+    rng = np.random.default_rng(5)
+    held = unit(rng.standard_normal((1000, 64)).astype(np.float32))
+    keys = [f"k{i}" for i in range(1000)]
+    queries = unit(held[:40] + 0.3 * rng.standard_normal((40, 64)).astype(np.float32))
+    store, exact = VectorStore(64), VectorStore(64)
+    exact.search_exactly()
+    small = VectorStore(64)
+    small.add(keys[:600], held[:600])
+    small.search(queries, 5)
+    assert not small.sieve  # below the threshold: exact
+    for s in (store, exact):
+        s.add(keys, held)
+    scans = []
+    search = faiss.IndexIDMap.search
+    monkeypatch.setattr(faiss.IndexIDMap, "search", lambda self, *a, **k: scans.append(1) or search(self, *a, **k))
+    assert store.search(queries, 10) == exact.search(queries, 10)  # ids and scores, bit for bit
+    assert store.sieve and scans and not exact.sieve
+    assert store.search(queries[:5], 3, among=keys[:50]) == exact.search(queries[:5], 3, among=keys[:50])  # filtered: exact
+    changed = unit(rng.standard_normal((3, 64)).astype(np.float32))
+    for s in (store, exact):  # an overwrite, a new vector, a removal
+        s.add(["k1", "new", "k2"], changed)
+        s.remove(["k3", "k4"])
+    assert store.search(changed, 1)[0] == [("k1", pytest.approx(1.0))] and store.search(changed[1:2], 1)[0][0][0] == "new"
+    assert store.search(queries, 10) == exact.search(queries, 10)
+    store.save(tmp_path / "v.npz")
+    with np.load(tmp_path / "v.npz") as data:
+        assert "sieve" in data.files and data["sieve"].nbytes < held.nbytes / 4  # codes: a fraction of the floats
+    loaded, _ = VectorStore.load(tmp_path / "v.npz")
+    assert loaded.sieve and loaded._sieve_trained == 1000
+    assert loaded.search(queries, 10) == exact.search(queries, 10)
+    more = unit(rng.standard_normal((3100, 64)).astype(np.float32))
+    loaded.add([f"m{i}" for i in range(3100)], more)
+    assert loaded._sieve_trained == 1000  # codes of the added vectors, from the codes trained before
+    loaded.save(tmp_path / "v.npz")
+    assert loaded._sieve_trained == 4099  # grown fourfold: trained again on the whole
+    loaded.search_exactly()
+    assert not loaded.sieve and loaded.search(queries, 10) == VectorStore.load(tmp_path / "v.npz")[0].search(queries, 10)
 
 
 def test_a_bad_search_graph_setting_is_a_configuration_error(monkeypatch):

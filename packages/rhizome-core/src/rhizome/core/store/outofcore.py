@@ -2,9 +2,10 @@
 
 From :data:`OUT_OF_CORE_FROM` vectors (or when a collection would not fit the memory budget)
 an index directory keeps its chunk collection as product-quantizer codes (faiss
-``IndexPQFastScan``, :func:`quantizer`: a 4-bit code for every 2 floats, 96 bytes for a
-384-dimensional vector instead of 1,536) and nothing else of its vectors in memory. A search scans the codes for
-:func:`candidates` of ``k`` candidates, reads those candidates' exact vectors from the
+``IndexPQFastScan``, :func:`~rhizome.core.store.codes.quantizer`: a 4-bit code for every 2
+floats, 96 bytes for a 384-dimensional vector instead of 1,536) and nothing else of its vectors
+in memory. A search scans the codes for :func:`~rhizome.core.store.vectors.candidates` of ``k``
+candidates, reads those candidates' exact vectors from the
 records (SQLite, by primary key) and ranks them by their exact cosine, so every score is exact
 and only the candidate set is approximate: a true neighbour is missed only when its codes rank
 it below the candidates kept. The recall this costs is measured in ``benchmarks/ann.py``
@@ -18,75 +19,36 @@ the codes scanned whole and re-ranked), and a scan of the codes is already sever
 cheaper than the exact scan it replaces.
 
 The collection is built from the records a block at a time (trained on a sample of
-:data:`TRAIN_SAMPLE` vectors), so building it never holds the collection's float vectors; its
+:data:`~rhizome.core.store.codes.TRAIN_SAMPLE` vectors), so building it never holds the collection's float vectors; its
 snapshot is the faiss index in the same file format as an exact collection's.
 """
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from rhizome.core.store.vectors import TIE_MARGIN, VectorStore, ranked, stable_int_id, threads_for
+from rhizome.core.store import codes
+from rhizome.core.store.vectors import (
+    TIE_MARGIN,
+    VectorStore,
+    candidates,
+    ranked,
+    stable_int_id,
+    threads_for,
+)
 
 OUT_OF_CORE_FROM = 1_000_000
 """Vectors from which a chunk collection in an index directory is kept out of core even with
 memory to spare (at 384 dimensions a million float vectors take 1.5 GB in every reader)."""
-TRAIN_SAMPLE = 65_536
-"""Vectors the product quantizer is trained on (at most)."""
-TRAIN_ITERATIONS = 10
-"""k-means iterations of each sub-quantizer (faiss: 25); the exact re-ranking makes up for
-coarser codes."""
-CANDIDATES = 32
-"""Candidates read per wanted neighbour up to the tenth (ten neighbours: ``32 × 10 + 16``
-candidates re-ranked exactly, :func:`candidates`): on 100k chunks of the synthetic corpus 8k + 16 found 95-96 % of the exact top ten
-and 32k + 16 99.3 %, at 3 and 6 ms of CPU a query against 17 ms for the exact scan."""
-FURTHER = 8
-"""Candidates read per wanted neighbour past the first ten: a search for the 200 nearest (the
-evidence modes' passage seeds) re-ranks ``32 × 10 + 8 × 190 + 16`` = 1,856 candidates instead
-of 6,416. On 300k chunks of the synthetic corpus 8 per neighbour found 98.4 % of the exact 200
-and 99.9 % of their first ten at 21 ms of CPU, against 99.97 % and 100 % at 72 ms for 32, most
-of it reading the candidates' vectors from the records."""
 BLOCK = 50_000
 """Vectors read from the records and added at a time while the collection is built."""
 
 Rows = Callable[[Sequence[str]], tuple[list[str], np.ndarray]]
 """The exact vectors of the keys the records hold (in the order given), and those keys."""
-
-
-def plan(dimension: int, sample: int) -> tuple[int, int]:
-    """``(m, nbits)``: ``m`` the largest divisor of the dimension up to dimension/8
-    (sub-vectors of 8 floats or more), and 8 bits a code (256 centroids) when the training
-    sample has the 39 points per centroid faiss asks for, fewer when it is small."""
-    m = max(d for d in range(1, dimension // 8 + 1) if dimension % d == 0) if dimension >= 8 else 1
-    nbits = max(1, min(8, int(math.log2(max(2, sample // 39)))))
-    return m, nbits
-
-
-def candidates(k: int) -> int:
-    """Candidates a search for the ``k`` nearest re-ranks: :data:`CANDIDATES` for each of the
-    first ten, :data:`FURTHER` for each one past them, and the tie margin."""
-    return CANDIDATES * min(k, 10) + FURTHER * max(0, k - 10) + TIE_MARGIN
-
-
-def quantizer(dimension: int, sample: int) -> Any:
-    """The untrained faiss index of a collection's codes: a 4-bit code for every 2 floats,
-    scanned with SIMD lookups (``IndexPQFastScan``: 96 bytes a 384-dimensional vector), when the
-    dimension splits so and the sample has the 39 points per centroid faiss asks for; else
-    ``IndexPQ`` as :func:`plan` says. On 100k chunks of the synthetic corpus the fast-scan codes
-    found as much of the exact top ten as ``IndexPQ``'s 8-bit codes of every 8 floats (48 bytes)
-    with the same candidates re-ranked, at a fraction of the scan's CPU (``benchmarks/ann.py``);
-    a code for every 4 floats (48 bytes) found less."""
-    import faiss
-
-    if dimension % 4 == 0 and sample >= 39 * 16:
-        return faiss.IndexPQFastScan(dimension, dimension // 2, 4, faiss.METRIC_INNER_PRODUCT)
-    m, nbits = plan(dimension, sample)
-    return faiss.IndexPQ(dimension, m, nbits, faiss.METRIC_INNER_PRODUCT)
 
 
 class OutOfCoreStore(VectorStore):
@@ -103,13 +65,10 @@ class OutOfCoreStore(VectorStore):
         its quantizer trained on ``sample``."""
         import faiss
 
-        codes = quantizer(dimension, len(sample))
-        codes.pq.cp.niter = TRAIN_ITERATIONS
-        codes.pq.cp.max_points_per_centroid = 64  # each sub-quantizer trained on 16k points at most
         with threads_for(len(sample) if len(sample) >= 20_000 else 0):  # a small one: OpenMP's pool costs more than it saves
-            codes.train(np.ascontiguousarray(sample, dtype=np.float32))
+            trained = codes.trained(dimension, sample)
         store = cls(dimension, rows)
-        store._index = faiss.IndexIDMap2(codes)
+        store._index = faiss.IndexIDMap2(trained)
         for keys, vectors in blocks:
             VectorStore.add(store, keys, vectors)
         return store
@@ -122,7 +81,7 @@ class OutOfCoreStore(VectorStore):
         return store
 
     def _overwrite(self, int_ids: np.ndarray, array: np.ndarray) -> None:
-        self._index.remove_ids(np.ascontiguousarray(int_ids, dtype=np.int64))
+        codes.remove_ids(self._index, int_ids)
         self._index.add_with_ids(array, int_ids)
 
     def search(self, queries: np.ndarray, k: int, among: Iterable[str] | None = None) -> list[list[tuple[str, float]]]:
@@ -211,4 +170,4 @@ def blocks_of(rows: Iterator[tuple[str, bytes]], dimension: int) -> Iterator[tup
         yield keys, np.frombuffer(b"".join(data), dtype=np.float32).reshape(len(keys), dimension)
 
 
-__all__ = ["CANDIDATES", "FURTHER", "OUT_OF_CORE_FROM", "OutOfCoreStore", "blocks_of", "is_out_of_core", "candidates", "plan", "quantizer"]
+__all__ = ["OUT_OF_CORE_FROM", "OutOfCoreStore", "blocks_of", "is_out_of_core"]

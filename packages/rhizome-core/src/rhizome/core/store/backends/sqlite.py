@@ -51,7 +51,7 @@ from rhizome.core.errors import (
     InvalidInputError,
     RhizomeError,
 )
-from rhizome.core.store import outofcore
+from rhizome.core.store import codes, outofcore
 from rhizome.core.store.records import batches
 from rhizome.core.store.storage import (
     MANIFEST,
@@ -480,10 +480,10 @@ class SQLiteStore(IndexStore):
         """The collection as :class:`~rhizome.core.store.outofcore.OutOfCoreStore`, from the records a
         block at a time, trained on every n-th vector (the same sample for the same records)."""
         (n,) = self.query("SELECT count(*) FROM vectors WHERE collection = ?", (name,))[0]
-        step = max(1, n // outofcore.TRAIN_SAMPLE)
+        step = max(1, n // codes.TRAIN_SAMPLE)
         picked = [r[0] for r in self.query(
             "SELECT vector FROM (SELECT vector, row_number() OVER (ORDER BY rowid) AS i FROM vectors WHERE collection = ?) "
-            "WHERE (i - 1) % ? = 0 LIMIT ?", (name, step, outofcore.TRAIN_SAMPLE))]
+            "WHERE (i - 1) % ? = 0 LIMIT ?", (name, step, codes.TRAIN_SAMPLE))]
         sample = np.frombuffer(b"".join(picked), dtype=np.float32).reshape(len(picked), dimension)
         del picked
         return outofcore.OutOfCoreStore.build(dimension, self._vector_reader(name), sample, self._vector_blocks(name, dimension))
