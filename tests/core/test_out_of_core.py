@@ -81,6 +81,12 @@ def test_its_snapshot_is_read_back_without_a_rebuild_and_repair_rebuilds_it(tmp_
     assert isinstance(writer.store.collection("chunks"), outofcore.OutOfCoreStore)
     assert ids(writer.as_retriever(k=10).retrieve(QUERIES[3]))[0] == before[0]
     writer.close()
+    from rhizome.tools.integrity import repair_index
+
+    repair_index(tmp_path / "idx")  # opens the bare store, which names no collection out of core: the records say it was
+    reader = VectorIndex(path=tmp_path / "idx", readonly=True)
+    assert isinstance(reader.store.collection("chunks"), outofcore.OutOfCoreStore)
+    reader.close()
 
 
 def test_the_memory_budget_sends_the_chunk_collection_out_of_core_instead_of_failing(tmp_path, monkeypatch):

@@ -47,6 +47,9 @@ memory to spare (at 384 dimensions a million float vectors take 1.5 GB in every 
 BLOCK = 50_000
 """Vectors read from the records and added at a time while the collection is built."""
 
+DIGEST_PREFIX = "pq:"
+"""How an out-of-core collection's digest begins (an exact one's: ``crc32:``)."""
+
 Rows = Callable[[Sequence[str]], tuple[list[str], np.ndarray]]
 """The exact vectors of the keys the records hold (in the order given), and those keys."""
 
@@ -137,7 +140,7 @@ class OutOfCoreStore(VectorStore):
             crc = _Crc()
             faiss.write_index(self._index, faiss.PyCallbackIOWriter(crc))  # type: ignore[attr-defined]
             ids = zlib.crc32("\n".join(self._ids.values()).encode("utf-8"))
-            return f"pq:{self._index.ntotal}:{ids:08x}:{crc.value:08x}"
+            return f"{DIGEST_PREFIX}{self._index.ntotal}:{ids:08x}:{crc.value:08x}"
 
 
 class _Crc:
@@ -156,6 +159,13 @@ def is_out_of_core(index: Any) -> bool:
     return inner is not None and isinstance(faiss.downcast_index(inner), (faiss.IndexPQ, faiss.IndexPQFastScan))
 
 
+def recorded_out_of_core(recorded: Any) -> bool:
+    """Whether the records' entry for a collection's snapshot (its generation and digest) says
+    the snapshot was written out of core: what ``rhizome repair`` keeps, though the bare store
+    it opens is not told which collections an index keeps so."""
+    return isinstance(recorded, dict) and str(recorded.get("digest", "")).startswith(DIGEST_PREFIX)
+
+
 def blocks_of(rows: Iterator[tuple[str, bytes]], dimension: int) -> Iterator[tuple[list[str], np.ndarray]]:
     """``(keys, vectors)`` of :data:`BLOCK` rows at a time from ``(id, vector bytes)`` rows."""
     keys: list[str] = []
@@ -170,4 +180,4 @@ def blocks_of(rows: Iterator[tuple[str, bytes]], dimension: int) -> Iterator[tup
         yield keys, np.frombuffer(b"".join(data), dtype=np.float32).reshape(len(keys), dimension)
 
 
-__all__ = ["OUT_OF_CORE_FROM", "OutOfCoreStore", "blocks_of", "is_out_of_core"]
+__all__ = ["DIGEST_PREFIX", "OUT_OF_CORE_FROM", "OutOfCoreStore", "blocks_of", "is_out_of_core", "recorded_out_of_core"]

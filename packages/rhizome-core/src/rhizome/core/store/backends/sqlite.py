@@ -632,6 +632,8 @@ class SQLiteStore(IndexStore):
         with self._lock:
             names = self.collections()
             for name in names:
+                if outofcore.recorded_out_of_core(self.get_meta(snapshot_key(name))):
+                    self.out_of_core.add(name)  # as it was, though no index opened this store to name it
                 self._collections.pop(name, None)
                 (n,) = self.query("SELECT count(*) FROM vectors WHERE collection = ?", (name,))[0]
                 self._collections[name] = self._fresh_collection(name, None, n)
