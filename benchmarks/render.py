@@ -179,17 +179,19 @@ def ann_table(result: dict[str, Any]) -> str:
 
 
 def walk_table(result: dict[str, Any]) -> str:
-    """The evidence walk on a large index, power iteration against local (``benchmarks/walk_scale.py``)."""
+    """The evidence walk on a large index (``benchmarks/walk_scale.py``): power iteration against
+    the local walk, or exact search against the sieves, each row's two sides in turn."""
     lines = [
-        "| method | documents | graph: nodes / links | mode | walk | query p50 / p95 ms | the walk's p50 ms | source document first / in the first ten "
-        "| same first five / first ten as the power iteration | load average |",
+        "| method | documents | graph: nodes / links | mode | walk or search | query p50 / p95 ms | the walk's p50 ms | source document first / in the first ten "
+        "| same first five / first ten as the side above | load average |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
+        sides = r.get("sides", ["power iteration", "local"])
         for mode, one in r["modes"].items():
-            for walk in ("power iteration", "local"):
+            for walk in sides:
                 w = one[walk]
-                same = f"{one['same_first_five']} / {one['same_first_ten']} of {r['queries']}" if walk == "local" else "–"
+                same = f"{one['same_first_five']} / {one['same_first_ten']} of {r['queries']}" if walk == sides[1] else "–"
                 lines.append(
                     f"| {r['method']} | {r['size']:,} | {r['nodes']:,} / {r['links']:,} | {mode} | {walk} | {w['p50_ms']} / {w['p95_ms']} | "
                     f"{w['walk_p50_ms']} | {w['source_first']} / {w['source_in_ten']} of {r['queries']} | {same} | "

@@ -14,6 +14,11 @@ document the question was drawn from is the first hit or in the first ten. Each 
 its method and size's row of ``benchmarks/results/walk-scale.json``::
 
     uv run python -m benchmarks.walk_scale hipporag /tmp/hipporag-300000 --build 300000
+
+With ``--compare search`` the two sides are the vector searches instead, both with the default
+walk: every collection scanned whole (the index opened a second time, its collections set to
+``search_exactly``) against the collections searched as they open (through their sieves,
+:data:`~rhizome.core.store.vectors.SIEVE_FROM`, or out of core).
 """
 
 from __future__ import annotations
@@ -35,17 +40,26 @@ from rhizome.core.retrieval import evidence
 
 RESULTS = Path(__file__).resolve().parent / "results" / "walk-scale.json"
 WALKS = {"power iteration": float("inf"), "local": 0}
+"""The walk comparison's sides: the links from which the walk is local (``LOCAL_WALK_FROM``)."""
+SEARCHES = ("exact search", "sieve")
+"""The search comparison's sides."""
 
 
 def _p(values: list[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 2)
 
 
-async def measure(method: str, path: Path, size: int, queries: int) -> dict[str, Any]:
+async def measure(method: str, path: Path, size: int, queries: int, compare: str = "walk") -> dict[str, Any]:
     documents = synthetic_documents(size, corpus="heaps")
     rng = random.Random(9)
     asked = [rng.choice(documents) for _ in range(queries)]
     index = index_class(method)(embedder_for("hashing"), path=path, readonly=True)
+    default_walk = evidence.LOCAL_WALK_FROM
+    if compare == "walk":
+        sides = {walk: (index, threshold) for walk, threshold in WALKS.items()}
+    else:
+        exact = index_class(method)(embedder_for("hashing"), path=path, readonly=True)
+        sides = {SEARCHES[0]: (exact, default_walk), SEARCHES[1]: (index, default_walk)}
     walk_ms: list[float] = []
     scores = evidence.EvidenceGraph.scores
     size_of: dict[str, int] = {}
@@ -64,38 +78,44 @@ async def measure(method: str, path: Path, size: int, queries: int) -> dict[str,
         for mode in getattr(type(index), "modes", ()):
             if mode == "naive":
                 continue
-            retriever = index.as_retriever(k=10, mode=mode)
-            await retriever.aretrieve(asked[0]["text"].split(",")[0])  # the graphs loaded, not timed
-            per: dict[str, dict[str, list[Any]]] = {w: {"ms": [], "walk": [], "ids": [], "first": [], "ten": []} for w in WALKS}
+            retrievers = {side: opened.as_retriever(k=10, mode=mode) for side, (opened, _) in sides.items()}
+            for retriever in retrievers.values():
+                await retriever.aretrieve(asked[0]["text"].split(",")[0])  # the graphs loaded, not timed
+            if compare == "search":
+                for collection in sides[SEARCHES[0]][0].store._collections.values():
+                    collection.search_exactly()
+            per: dict[str, dict[str, list[Any]]] = {w: {"ms": [], "walk": [], "ids": [], "first": [], "ten": []} for w in sides}
             for doc in asked:
                 question = doc["text"].split(",")[0]
-                for walk, threshold in WALKS.items():
+                for side, (_, threshold) in sides.items():
                     evidence.LOCAL_WALK_FROM = threshold  # type: ignore[assignment]
                     walk_ms.clear()
                     t0 = time.perf_counter()
-                    hits = await retriever.aretrieve(question)
-                    one = per[walk]
+                    hits = await retrievers[side].aretrieve(question)
+                    one = per[side]
                     one["ms"].append((time.perf_counter() - t0) * 1000)
                     one["walk"].append(sum(walk_ms))
                     one["ids"].append([h.id for h in hits])
                     found = [doc["id"] in h.provenance.document_ids for h in hits]
                     one["first"].append(bool(found[:1] and found[0]))
                     one["ten"].append(any(found))
-            exact, local = per["power iteration"], per["local"]
+            first, second = per.values()
             rows[mode] = {
                 walk: {"p50_ms": _p(one["ms"], 50), "p95_ms": _p(one["ms"], 95), "walk_p50_ms": _p(one["walk"], 50),
                        "source_first": sum(one["first"]), "source_in_ten": sum(one["ten"])}
                 for walk, one in per.items()
             }
-            rows[mode]["same_first_five"] = sum(a[:5] == b[:5] for a, b in zip(exact["ids"], local["ids"], strict=True))
-            rows[mode]["same_first_ten"] = sum(a == b for a, b in zip(exact["ids"], local["ids"], strict=True))
-            rows[mode]["same_set_of_ten"] = sum(set(a) == set(b) for a, b in zip(exact["ids"], local["ids"], strict=True))
+            rows[mode]["same_first_five"] = sum(a[:5] == b[:5] for a, b in zip(first["ids"], second["ids"], strict=True))
+            rows[mode]["same_first_ten"] = sum(a == b for a, b in zip(first["ids"], second["ids"], strict=True))
+            rows[mode]["same_set_of_ten"] = sum(set(a) == set(b) for a, b in zip(first["ids"], second["ids"], strict=True))
             load.append(round(os.getloadavg()[0], 1))
     finally:
         evidence.EvidenceGraph.scores = scores  # type: ignore[method-assign]
-    out = {"method": method, "size": size, "queries": queries, **size_of,
+        evidence.LOCAL_WALK_FROM = default_walk  # type: ignore[assignment]
+    out = {"method": method, "size": size, "compare": compare, "sides": list(sides), "queries": queries, **size_of,
            "epsilon": evidence.DEFAULT_LOCAL_EPSILON, "tolerance": evidence.WALK_TOLERANCE, "load_average": load, "modes": rows}
-    index.close()
+    for opened, _ in sides.values():
+        opened.close()
     return out
 
 
@@ -106,17 +126,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, required=True, help="documents the index was built from (its questions are drawn from them)")
     parser.add_argument("--build", action="store_true", help="build the index of --size documents there first when it holds none")
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--compare", choices=("walk", "search"), default="walk", help="the two walks, or exact search against the sieves")
     args = parser.parse_args(argv)
     if args.build and not (args.path / "manifest.json").exists():
         asyncio.run(build_heaps(args.method, args.size, args.path))
-    row = asyncio.run(measure(args.method, args.path, args.size, args.queries))
+    row = asyncio.run(measure(args.method, args.path, args.size, args.queries, args.compare))
     print(json.dumps(row, indent=1))
     saved = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {"rows": []}
-    rows = [r for r in saved["rows"] if (r["method"], r["size"]) != (args.method, args.size)] + [row]
-    rows.sort(key=lambda r: (r["method"], r["size"]))
+    key = lambda r: (r["method"], r["size"], r.get("compare", "walk"))  # noqa: E731
+    rows = [r for r in saved["rows"] if key(r) != key(row)] + [row]
+    rows.sort(key=key)
     RESULTS.write_text(json.dumps({
         "suite": "walk-scale",
-        "command": "uv run python -m benchmarks.walk_scale METHOD DIR --size N --build (OMP_NUM_THREADS=1)",
+        "command": "uv run python -m benchmarks.walk_scale METHOD DIR --size N --build [--compare search] (OMP_NUM_THREADS=1)",
         "rows": rows,
     }, indent=2) + "\n", encoding="utf-8")
 

@@ -244,6 +244,8 @@ def test_a_large_collection_is_searched_through_its_sieve_with_the_exact_scans_r
     monkeypatch.setattr(faiss.IndexIDMap, "search", lambda self, *a, **k: scans.append(1) or search(self, *a, **k))
     assert store.search(queries, 10) == exact.search(queries, 10)  # ids and scores, bit for bit
     assert store.sieve and scans and not exact.sieve
+    zero = np.zeros((1, 64), dtype=np.float32)  # every code scores alike: the codes rank nothing, so it is scanned whole
+    assert store.search(zero, 3) == exact.search(zero, 3)
     assert store.search(queries[:5], 3, among=keys[:50]) == exact.search(queries[:5], 3, among=keys[:50])  # filtered: exact
     changed = unit(rng.standard_normal((3, 64)).astype(np.float32))
     for s in (store, exact):  # an overwrite, a new vector, a removal

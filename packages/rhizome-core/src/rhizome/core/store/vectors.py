@@ -363,6 +363,10 @@ class VectorStore:
         int_ids = np.full((len(array), fetch), -1, dtype=np.int64)
         for row, (query, got) in enumerate(zip(array, found)):
             got = got[got != -1]
+            if len(got) < want:  # the codes ranked too few (a query of zeros scores every code alike): scanned whole
+                row_scores, row_ids = _search(self._index, query.reshape(1, -1), fetch)
+                scores[row], int_ids[row] = row_scores[0], row_ids[0]
+                continue
             places = np.ascontiguousarray(positions[np.searchsorted(ids_sorted, got)], dtype=np.int64)
             exact = np.empty(len(places), dtype=np.float32)
             query = np.ascontiguousarray(query.reshape(1, -1))
