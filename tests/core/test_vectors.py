@@ -222,50 +222,50 @@ def test_a_large_collection_is_searched_through_its_sieve_with_the_exact_scans_r
     by faiss's own inner product of the stored floats: the same ids and bit-identical scores as
     the exact scan. The sieve follows every add, overwrite and remove, is saved and read back
     with the snapshot, and is trained again when the collection has grown fourfold."""
-    import faiss
-
     from rhizome.core.store import vectors
 
-    monkeypatch.setattr(vectors, "SIEVE_FROM", 700)
+    monkeypatch.setattr(vectors, "SIEVE_FROM", 3000)
     rng = np.random.default_rng(5)
-    held = unit(rng.standard_normal((1000, 64)).astype(np.float32))
-    keys = [f"k{i}" for i in range(1000)]
-    queries = unit(held[:40] + 0.3 * rng.standard_normal((40, 64)).astype(np.float32))
-    store, exact = VectorStore(64), VectorStore(64)
+    held = unit(rng.standard_normal((4000, 32)).astype(np.float32))
+    keys = [f"k{i}" for i in range(4000)]
+    queries = unit(held[:40] + 0.3 * rng.standard_normal((40, 32)).astype(np.float32))
+    store, exact = VectorStore(32), VectorStore(32)
     exact.search_exactly()
-    small = VectorStore(64)
-    small.add(keys[:600], held[:600])
+    small = VectorStore(32)
+    small.add(keys[:2000], held[:2000])
     small.search(queries, 5)
     assert not small.sieve  # below the threshold: exact
     for s in (store, exact):
         s.add(keys, held)
-    scans = []
-    search = faiss.IndexIDMap.search
-    monkeypatch.setattr(faiss.IndexIDMap, "search", lambda self, *a, **k: scans.append(1) or search(self, *a, **k))
-    assert store.search(queries, 10) == exact.search(queries, 10)  # ids and scores, bit for bit
-    assert store.sieve and scans and not exact.sieve
-    zero = np.zeros((1, 64), dtype=np.float32)  # every code scores alike: the codes rank nothing, so it is scanned whole
+    sifted = []
+    sift = VectorStore._sift
+    monkeypatch.setattr(VectorStore, "_sift", lambda self, *a: sifted.append(1) or sift(self, *a))
+    assert store.search(queries, 5) == exact.search(queries, 5)  # ids and scores, bit for bit
+    assert store.sieve and sifted and not exact.sieve
+    sifted.clear()
+    assert store.search(queries[:2], 200) == exact.search(queries[:2], 200) and not sifted  # candidates over a quarter: scanned whole
+    zero = np.zeros((1, 32), dtype=np.float32)  # every code scores alike: the codes rank nothing, so it is scanned whole
     assert store.search(zero, 3) == exact.search(zero, 3)
     assert store.search(queries[:5], 3, among=keys[:50]) == exact.search(queries[:5], 3, among=keys[:50])  # filtered: exact
-    changed = unit(rng.standard_normal((3, 64)).astype(np.float32))
+    changed = unit(rng.standard_normal((3, 32)).astype(np.float32))
     for s in (store, exact):  # an overwrite, a new vector, a removal
         s.add(["k1", "new", "k2"], changed)
         s.remove(["k3", "k4"])
     assert store.search(changed, 1)[0] == [("k1", pytest.approx(1.0))] and store.search(changed[1:2], 1)[0][0][0] == "new"
-    assert store.search(queries, 10) == exact.search(queries, 10)
+    assert store.search(queries, 5) == exact.search(queries, 5)
     store.save(tmp_path / "v.npz")
     with np.load(tmp_path / "v.npz") as data:
         assert "sieve" in data.files and data["sieve"].nbytes < held.nbytes / 4  # codes: a fraction of the floats
     loaded, _ = VectorStore.load(tmp_path / "v.npz")
-    assert loaded.sieve and loaded._sieve_trained == 1000
-    assert loaded.search(queries, 10) == exact.search(queries, 10)
-    more = unit(rng.standard_normal((3100, 64)).astype(np.float32))
-    loaded.add([f"m{i}" for i in range(3100)], more)
-    assert loaded._sieve_trained == 1000  # codes of the added vectors, from the codes trained before
+    assert loaded.sieve and loaded._sieve_trained == 4000
+    assert loaded.search(queries, 5) == exact.search(queries, 5)
+    more = unit(rng.standard_normal((12100, 32)).astype(np.float32))
+    loaded.add([f"m{i}" for i in range(12100)], more)
+    assert loaded._sieve_trained == 4000  # codes of the added vectors, from the codes trained before
     loaded.save(tmp_path / "v.npz")
-    assert loaded._sieve_trained == 4099  # grown fourfold: trained again on the whole
+    assert loaded._sieve_trained == 16099  # grown fourfold: trained again on the whole
     loaded.search_exactly()
-    assert not loaded.sieve and loaded.search(queries, 10) == VectorStore.load(tmp_path / "v.npz")[0].search(queries, 10)
+    assert not loaded.sieve and loaded.search(queries, 5) == VectorStore.load(tmp_path / "v.npz")[0].search(queries, 5)
 
 
 def test_a_bad_search_graph_setting_is_a_configuration_error(monkeypatch):
