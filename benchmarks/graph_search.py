@@ -94,7 +94,7 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
                       for name in ranked for k in (2, 5)}
             p50 = {name: statistics.median(times) for name, times in cpu.items()}
             rows.append({
-                "system": system.name, "graphs_searched": graphs_used,
+                "system": system.name, ("sieves_searched" if sieve else "graphs_searched"): graphs_used,
                 "naive_cpu_p50_ms": round(p50["naive"], 2), "before_cpu_p50_ms": round(p50["before"], 2),
                 "after_cpu_p50_ms": round(p50["after"], 2),
                 "before_x_naive": round(p50["before"] / p50["naive"], 2), "after_x_naive": round(p50["after"] / p50["naive"], 2),

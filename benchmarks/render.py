@@ -686,6 +686,12 @@ PAGES: dict[str, Page] = {
             Section("The walk's tolerance alone (the default), before and after: musique-dev (MiniLM)", "graph-search-musique-minilm-exact.json",
                     intro="As above with exact search on both sides: the walk stopped at 1e-6 (before) against 1e-4 (after)."),
             Section("The walk's tolerance alone (the default), before and after: hotpotqa-100 (MiniLM)", "graph-search-hotpotqa-minilm-exact.json"),
+            Section("The sieve, before and after: musique-dev (MiniLM)", "graph-search-musique-minilm-sieve.json",
+                    intro="The evidence modes with every vector collection scanned whole (before) against the collections "
+                          "of 10k vectors or more searched through their sieves (after: fast-scan codes scanned for "
+                          "candidates, re-ranked by exact cosine), both walking at the default tolerance, interleaved in "
+                          "one process, CPU time with the query vectors from memory; hits compared question by question "
+                          "([benchmarks/graph_search.py](../../benchmarks/graph_search.py) `--sieve`)."),
             Section("HippoRAG and its variants: musique-dev (MiniLM)", "hipporag-recall-musique-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (MiniLM)", "hipporag-recall-hotpotqa-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (hashing)", "hipporag-recall-hotpotqa-hashing.json"),
