@@ -692,6 +692,7 @@ PAGES: dict[str, Page] = {
                           "candidates, re-ranked by exact cosine), both walking at the default tolerance, interleaved in "
                           "one process, CPU time with the query vectors from memory; hits compared question by question "
                           "([benchmarks/graph_search.py](../../benchmarks/graph_search.py) `--sieve`)."),
+            Section("The sieve, before and after: hotpotqa-100 (MiniLM)", "graph-search-hotpotqa-minilm-sieve.json"),
             Section("HippoRAG and its variants: musique-dev (MiniLM)", "hipporag-recall-musique-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (MiniLM)", "hipporag-recall-hotpotqa-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (hashing)", "hipporag-recall-hotpotqa-hashing.json"),
