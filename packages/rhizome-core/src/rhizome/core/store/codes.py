@@ -53,7 +53,7 @@ def quantizer(dimension: int, sample: int) -> Any:
 def trained(dimension: int, sample: np.ndarray) -> Any:
     """:func:`quantizer` trained on ``sample`` (the same sample gives the same codes: faiss's
     k-means starts from a fixed seed), holding no vector yet. On as many OpenMP threads as the
-    caller allows (:func:`~rhizome.core.store.vectors.threads_for`)."""
+    caller allows (:func:`~rhizome.core.store.vectors.trained_codes` chooses them)."""
     codes = quantizer(dimension, len(sample))
     codes.pq.cp.niter = TRAIN_ITERATIONS
     codes.pq.cp.max_points_per_centroid = POINTS_PER_CENTROID

@@ -39,6 +39,7 @@ from rhizome.core.store.vectors import (
     ranked,
     stable_int_id,
     threads_for,
+    trained_codes,
 )
 
 OUT_OF_CORE_FROM = 1_000_000
@@ -68,10 +69,8 @@ class OutOfCoreStore(VectorStore):
         its quantizer trained on ``sample``."""
         import faiss
 
-        with threads_for(len(sample) if len(sample) >= 20_000 else 0):  # a small one: OpenMP's pool costs more than it saves
-            trained = codes.trained(dimension, sample)
         store = cls(dimension, rows)
-        store._index = faiss.IndexIDMap2(trained)
+        store._index = faiss.IndexIDMap2(trained_codes(dimension, sample))
         for keys, vectors in blocks:
             VectorStore.add(store, keys, vectors)
         return store

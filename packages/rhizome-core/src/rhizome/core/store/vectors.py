@@ -135,6 +135,13 @@ def threads_for(queries: int) -> Iterator[None]:
         faiss.omp_set_num_threads(threads)
 
 
+def trained_codes(dimension: int, sample: np.ndarray) -> Any:
+    """:func:`rhizome.core.store.codes.trained`, on every OpenMP thread for a sample of 20k
+    vectors or more and on one below (the thread pool costs more than it saves there)."""
+    with threads_for(len(sample) if len(sample) >= 20_000 else 0):
+        return codes.trained(dimension, sample)
+
+
 def _search(index: Any, queries: np.ndarray, k: int, params: Any = None) -> tuple[np.ndarray, np.ndarray]:
     with threads_for(queries.shape[0]):
         return index.search(queries, k, params=params)
@@ -403,8 +410,7 @@ class VectorStore:
         n = self._index.ntotal
         held = faiss.rev_swig_ptr(self._flat().get_xb(), n * self.dimension).reshape(n, self.dimension)
         sample = codes.sample_of(held)
-        with threads_for(len(sample) if len(sample) >= 20_000 else 0):  # a small one: OpenMP's pool costs more than it saves
-            sieve = faiss.IndexIDMap(codes.trained(self.dimension, sample))
+        sieve = faiss.IndexIDMap(trained_codes(self.dimension, sample))
         with threads_for(n):
             sieve.add_with_ids(held, faiss.vector_to_array(self._index.id_map))
         self._sieve, self._sieve_trained = sieve, len(sample)
@@ -634,4 +640,4 @@ def _opened(archive: zipfile.ZipFile, name: str) -> Iterator[Any]:
 
 
 __all__ = ["CANDIDATES", "FURTHER", "GRAPH_EF", "GRAPH_FROM_VARIABLE", "SIEVE_FROM", "SIEVE_WIDTH", "TIE_MARGIN", "VectorStore", "candidates", "every_vector",
-           "graph_from", "ranked", "stable_int_id"]
+           "graph_from", "ranked", "stable_int_id", "trained_codes"]
