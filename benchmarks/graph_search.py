@@ -16,7 +16,10 @@ With ``--exact`` the "after" side searches exactly too: the walk's tolerance alo
 process without ``RHIZOME_SEARCH_GRAPH_FROM`` ran before the sieve. With ``--sieve`` both sides
 walk at the default tolerance; "before" scans every vector of every collection, "after"
 searches as an index opens (the collections of :data:`~rhizome.core.store.vectors.SIEVE_FROM`
-vectors or more through their sieve: codes scanned, candidates re-ranked by exact cosine).
+vectors or more through their sieve: codes scanned, candidates re-ranked by exact cosine). With
+``--local-walk`` both sides search as an index opens; "before" walks as the index would
+(power iteration below :data:`~rhizome.core.retrieval.evidence.LOCAL_WALK_FROM` links),
+"after" runs the walk spread from the seeds on every graph.
 """
 
 from __future__ import annotations
@@ -47,10 +50,12 @@ async def _warm(retriever: Any, questions: list[Any]) -> None:
         await retriever.aretrieve(q.question)
 
 
-async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3, graphs: bool = True, sieve: bool = False) -> dict[str, Any]:
+async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3, graphs: bool = True, sieve: bool = False,
+                  local: bool = False) -> dict[str, Any]:
     _, questions = data.musique() if dataset == "musique" else data.hotpotqa()
     after_tolerance = evidence.WALK_TOLERANCE
-    before_tolerance = after_tolerance if sieve else BEFORE_TOLERANCE
+    before_tolerance = after_tolerance if sieve or local else BEFORE_TOLERANCE
+    walk_from = evidence.LOCAL_WALK_FROM
     naive = open_index("naive", "minilm", dataset, folder)
     naive.embedder = Remembering(naive.embedder)
     plain = naive.as_retriever(k=10)
@@ -70,9 +75,10 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
             await _warm(new, questions)  # the collections a mode searches are loaded now
             before.embedder.replay = after.embedder.replay = True
             graphs_used = sorted(name for name, c in after.store._collections.items() if c.graph or (sieve and c.sieve))
-            for collection in [*before.store._collections.values(), *([] if graphs or sieve else after.store._collections.values())]:
+            for collection in [*([] if local else before.store._collections.values()),
+                               *([] if graphs or sieve or local else after.store._collections.values())]:
                 collection.search_exactly()
-            if not graphs and not sieve:
+            if not graphs and not sieve or local:
                 graphs_used = []
             cpu: dict[str, list[float]] = {"naive": [], "before": [], "after": []}
             hits: dict[str, list[list[Any]]] = {"before": [], "after": []}
@@ -82,6 +88,7 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
                         for name, retriever, tolerance in (("naive", plain, after_tolerance), ("before", old, before_tolerance),
                                                            ("after", new, after_tolerance)):
                             evidence.WALK_TOLERANCE = tolerance
+                            evidence.LOCAL_WALK_FROM = 0 if local and name == "after" else walk_from  # type: ignore[assignment]
                             start = time.process_time()
                             found = await retriever.aretrieve(q.question)
                             cpu[name].append((time.process_time() - start) * 1000)
@@ -89,12 +96,13 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
                                 hits[name].append(found)
             finally:
                 evidence.WALK_TOLERANCE = after_tolerance
+                evidence.LOCAL_WALK_FROM = walk_from  # type: ignore[assignment]
             ranked = {name: [metrics.ranked_documents(h) for h in found] for name, found in hits.items()}
             recall = {(name, k): [metrics.recall_at(r, q.supporting, k) for r, q in zip(ranked[name], questions)]
                       for name in ranked for k in (2, 5)}
             p50 = {name: statistics.median(times) for name, times in cpu.items()}
             rows.append({
-                "system": system.name, ("sieves_searched" if sieve else "graphs_searched"): graphs_used,
+                "system": system.name, **({} if local else {"sieves_searched" if sieve else "graphs_searched": graphs_used}),
                 "naive_cpu_p50_ms": round(p50["naive"], 2), "before_cpu_p50_ms": round(p50["before"], 2),
                 "after_cpu_p50_ms": round(p50["after"], 2),
                 "before_x_naive": round(p50["before"] / p50["naive"], 2), "after_x_naive": round(p50["after"] / p50["naive"], 2),
@@ -110,7 +118,7 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
             "load_average": {"first": load[0], "highest": max(load), "last": load[-1]},
             "command": f".venv-bench/bin/python -m benchmarks.graph_search --data {dataset} --indexes DIR"
                        + (f" --methods {' '.join(methods)}" if methods != METHODS else "")
-                       + (" --sieve" if sieve else "" if graphs else " --exact"),
+                       + (" --local-walk" if local else " --sieve" if sieve else "" if graphs else " --exact"),
             "rows": rows}
 
 
@@ -122,10 +130,11 @@ def main(argv: list[str] | None = None) -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--exact", action="store_true", help="after: exact search too (the walk's tolerance alone)")
     which.add_argument("--sieve", action="store_true", help="before: exact, after: through the sieves; both at the default tolerance")
+    which.add_argument("--local-walk", action="store_true", help="before: the default walk, after: the local walk on every graph; both as opened")
     args = parser.parse_args(argv)
-    result = asyncio.run(measure(args.data, args.indexes, args.methods, graphs=not args.exact, sieve=args.sieve))
+    result = asyncio.run(measure(args.data, args.indexes, args.methods, graphs=not args.exact, sieve=args.sieve, local=args.local_walk))
     RESULTS.mkdir(exist_ok=True)
-    name = f"graph-search-{args.data}-minilm" + ("-exact" if args.exact else "-sieve" if args.sieve else "")
+    name = f"graph-search-{args.data}-minilm" + ("-exact" if args.exact else "-sieve" if args.sieve else "-local-walk" if args.local_walk else "")
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
 
 

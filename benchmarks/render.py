@@ -693,6 +693,11 @@ PAGES: dict[str, Page] = {
                           "one process, CPU time with the query vectors from memory; hits compared question by question "
                           "([benchmarks/graph_search.py](../../benchmarks/graph_search.py) `--sieve`)."),
             Section("The sieve, before and after: hotpotqa-100 (MiniLM)", "graph-search-hotpotqa-minilm-sieve.json"),
+            Section("The local walk on every graph, before and after: musique-dev (MiniLM)", "graph-search-musique-minilm-local-walk.json",
+                    intro="A check, not the default: the evidence modes walking as they do (power iteration below 1M links: "
+                          "every graph here) against the walk spread from the seeds (`local_pagerank`, epsilon 1e-5) forced "
+                          "on every graph, both searching through their sieves, interleaved in one process, CPU time with "
+                          "the query vectors from memory; hits compared question by question."),
             Section("HippoRAG and its variants: musique-dev (MiniLM)", "hipporag-recall-musique-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (MiniLM)", "hipporag-recall-hotpotqa-minilm.json"),
             Section("HippoRAG and its variants: hotpotqa-100 (hashing)", "hipporag-recall-hotpotqa-hashing.json"),
