@@ -233,17 +233,21 @@ def test_a_large_collection_is_searched_through_its_sieve_with_the_exact_scans_r
     exact.search_exactly()
     small = VectorStore(32)
     small.add(keys[:2000], held[:2000])
-    small.search(queries, 5)
+    small.search(queries[:5], 5)
     assert not small.sieve  # below the threshold: exact
     for s in (store, exact):
         s.add(keys, held)
+    def asked(s):  # the queries a few at a time, as a retriever asks them
+        return [row for i in range(0, len(queries), 8) for row in s.search(queries[i : i + 8], 5)]
+
     sifted = []
     sift = VectorStore._sift
     monkeypatch.setattr(VectorStore, "_sift", lambda self, *a: sifted.append(1) or sift(self, *a))
-    assert store.search(queries, 5) == exact.search(queries, 5)  # ids and scores, bit for bit
+    assert asked(store) == asked(exact)  # ids and scores, bit for bit
     assert store.sieve and sifted and not exact.sieve
     sifted.clear()
     assert store.search(queries[:2], 200) == exact.search(queries[:2], 200) and not sifted  # candidates over a quarter: scanned whole
+    assert store.search(queries[:20], 5) == exact.search(queries[:20], 5) and not sifted  # a batch: one scan serves every query
     zero = np.zeros((1, 32), dtype=np.float32)  # every code scores alike: the codes rank nothing, so it is scanned whole
     assert store.search(zero, 3) == exact.search(zero, 3)
     assert store.search(queries[:5], 3, among=keys[:50]) == exact.search(queries[:5], 3, among=keys[:50])  # filtered: exact
@@ -252,20 +256,20 @@ def test_a_large_collection_is_searched_through_its_sieve_with_the_exact_scans_r
         s.add(["k1", "new", "k2"], changed)
         s.remove(["k3", "k4"])
     assert store.search(changed, 1)[0] == [("k1", pytest.approx(1.0))] and store.search(changed[1:2], 1)[0][0][0] == "new"
-    assert store.search(queries, 5) == exact.search(queries, 5)
+    assert asked(store) == asked(exact)
     store.save(tmp_path / "v.npz")
     with np.load(tmp_path / "v.npz") as data:
         assert "sieve" in data.files and data["sieve"].nbytes < held.nbytes / 4  # codes: a fraction of the floats
     loaded, _ = VectorStore.load(tmp_path / "v.npz")
     assert loaded.sieve and loaded._sieve_trained == 4000
-    assert loaded.search(queries, 5) == exact.search(queries, 5)
+    assert asked(loaded) == asked(exact)
     more = unit(rng.standard_normal((12100, 32)).astype(np.float32))
     loaded.add([f"m{i}" for i in range(12100)], more)
     assert loaded._sieve_trained == 4000  # codes of the added vectors, from the codes trained before
     loaded.save(tmp_path / "v.npz")
     assert loaded._sieve_trained == 16099  # grown fourfold: trained again on the whole
     loaded.search_exactly()
-    assert not loaded.sieve and loaded.search(queries, 5) == VectorStore.load(tmp_path / "v.npz")[0].search(queries, 5)
+    assert not loaded.sieve and asked(loaded) == asked(VectorStore.load(tmp_path / "v.npz")[0])
 
 
 def test_a_bad_search_graph_setting_is_a_configuration_error(monkeypatch):

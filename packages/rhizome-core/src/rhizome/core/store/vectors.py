@@ -71,7 +71,8 @@ synthetic corpus (hashing vectors, whose many near-equal cosines make codes rank
 and 4 times found 98.4, 99.6 and 100 % of the exact first ten at 4.7, 4.5 and 5.4 ms of CPU,
 against 35 ms for the scan; on musique-dev's 19k entity names (MiniLM) once already gave the
 exact results. A search whose candidates would be more than a quarter of the collection scans
-it whole."""
+it whole, and so does a search of :data:`SINGLE_THREAD_BELOW` queries or more (a build's batch:
+one blocked scan serves every query there, and re-ranking query by query would cost more)."""
 
 CANDIDATES = 32
 """Candidates re-ranked per wanted neighbour up to the tenth (ten neighbours: ``32 × 10 + 16``
@@ -334,7 +335,7 @@ class VectorStore:
         6 decimals) are ordered by id, so results do not depend on the order vectors were added
         in (faiss breaks ties by its internal position)."""
         array = self._check(queries)
-        if among is None and self._sieve is None and self._wants_sieve():
+        if among is None and len(array) < SINGLE_THREAD_BELOW and self._sieve is None and self._wants_sieve():
             with self._lock.writing():
                 if self._sieve is None and self._wants_sieve():
                     self._build_sieve()
@@ -357,7 +358,7 @@ class VectorStore:
                 ef = faiss.SearchParametersHNSW(efSearch=max(GRAPH_EF, fetch))  # type: ignore[attr-defined]  # faiss stubs lack it
                 scores, found = _search(graph, array, fetch, ef)
                 int_ids = np.where(found >= 0, self._positions[np.maximum(found, 0)], -1)
-            elif self._sieve is not None and among is None and SIEVE_WIDTH * candidates(k) <= size // 4:
+            elif self._sieve is not None and among is None and len(array) < SINGLE_THREAD_BELOW and SIEVE_WIDTH * candidates(k) <= size // 4:
                 scores, int_ids = self._sift(array, fetch, SIEVE_WIDTH * candidates(k))
             else:
                 scores, int_ids = _search(self._index, array, fetch, params)
