@@ -78,7 +78,7 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
             for collection in [*([] if local else before.store._collections.values()),
                                *([] if graphs or sieve or local else after.store._collections.values())]:
                 collection.search_exactly()
-            if not graphs and not sieve or local:
+            if not graphs and not sieve:
                 graphs_used = []
             cpu: dict[str, list[float]] = {"naive": [], "before": [], "after": []}
             hits: dict[str, list[list[Any]]] = {"before": [], "after": []}

@@ -311,9 +311,7 @@ class VectorStore:
         stored = faiss.vector_to_array(self._index.id_map)
         rows = np.flatnonzero(np.isin(stored, int_ids))
         position = dict(zip(stored[rows].tolist(), rows.tolist()))
-        flat = faiss.downcast_index(self._index.index)
-        held = faiss.rev_swig_ptr(flat.get_xb(), self._index.ntotal * self.dimension).reshape(-1, self.dimension)  # type: ignore[attr-defined]  # stubs lack get_xb
-        held[[position[i] for i in int_ids.tolist()]] = array
+        self._floats()[[position[i] for i in int_ids.tolist()]] = array
 
     def remove(self, keys: Sequence[str]) -> int:
         """Remove ``keys`` (unknown keys are ignored); returns how many were removed."""
@@ -335,7 +333,8 @@ class VectorStore:
         6 decimals) are ordered by id, so results do not depend on the order vectors were added
         in (faiss breaks ties by its internal position)."""
         array = self._check(queries)
-        if among is None and len(array) < SINGLE_THREAD_BELOW and self._sieve is None and self._wants_sieve():
+        sifted = among is None and len(array) < SINGLE_THREAD_BELOW  # a retriever's few queries, not a build's batch
+        if sifted and self._sieve is None and self._wants_sieve():
             with self._lock.writing():
                 if self._sieve is None and self._wants_sieve():
                     self._build_sieve()
@@ -358,8 +357,8 @@ class VectorStore:
                 ef = faiss.SearchParametersHNSW(efSearch=max(GRAPH_EF, fetch))  # type: ignore[attr-defined]  # faiss stubs lack it
                 scores, found = _search(graph, array, fetch, ef)
                 int_ids = np.where(found >= 0, self._positions[np.maximum(found, 0)], -1)
-            elif self._sieve is not None and among is None and len(array) < SINGLE_THREAD_BELOW and SIEVE_WIDTH * candidates(k) <= size // 4:
-                scores, int_ids = self._sift(array, fetch, SIEVE_WIDTH * candidates(k))
+            elif sifted and self._sieve is not None and (want := SIEVE_WIDTH * candidates(k)) <= size // 4:
+                scores, int_ids = self._sift(array, fetch, want)
             else:
                 scores, int_ids = _search(self._index, array, fetch, params)
             return [ranked_found(row_s, row_i, k, self._ids.__getitem__) for row_s, row_i in zip(scores, int_ids)]
@@ -408,11 +407,10 @@ class VectorStore:
         with the store's lock held."""
         import faiss
 
-        n = self._index.ntotal
-        held = faiss.rev_swig_ptr(self._flat().get_xb(), n * self.dimension).reshape(n, self.dimension)
+        held = self._floats()
         sample = codes.sample_of(held)
         sieve = faiss.IndexIDMap(trained_codes(self.dimension, sample))
-        with threads_for(n):
+        with threads_for(len(held)):
             sieve.add_with_ids(held, faiss.vector_to_array(self._index.id_map))
         self._sieve, self._sieve_trained = sieve, len(sample)
 
@@ -438,6 +436,14 @@ class VectorStore:
 
         return faiss.downcast_index(self._index.index)
 
+    def _floats(self) -> np.ndarray:
+        """The stored vectors, one row each in stored order: a view of the exact index's own
+        floats, not a copy (writing to it changes them)."""
+        import faiss
+
+        n = self._index.ntotal
+        return faiss.rev_swig_ptr(self._flat().get_xb(), n * self.dimension).reshape(n, self.dimension)
+
     def _attach(self, graph: Any) -> None:
         """Make ``graph`` (an HNSW whose nodes are the positions of the flat vectors) search
         the stored vectors themselves, not a copy."""
@@ -453,8 +459,7 @@ class VectorStore:
         in the same order give the same graph). Called with the store's lock held."""
         import faiss
 
-        n = self._index.ntotal
-        held = faiss.rev_swig_ptr(self._flat().get_xb(), n * self.dimension).reshape(n, self.dimension)
+        held = self._floats()
         scratch = faiss.IndexFlatIP(self.dimension)  # the graph's own copy while it is built
         graph = faiss.IndexHNSW(scratch, GRAPH_LINKS)  # type: ignore[arg-type]  # the stubs know only IndexHNSW(d, M)
         graph.hnsw.efConstruction = GRAPH_EF_BUILD
@@ -488,9 +493,7 @@ class VectorStore:
             ids = zlib.crc32(faiss.vector_to_array(self._index.id_map).tobytes())
             vectors = 0
             if self._index.ntotal:
-                flat = faiss.downcast_index(self._index.index)
-                held = faiss.rev_swig_ptr(flat.get_xb(), self._index.ntotal * self.dimension)  # type: ignore[attr-defined]  # stubs lack get_xb
-                vectors = zlib.crc32(held.data)
+                vectors = zlib.crc32(self._floats().data)
             return f"crc32:{self._index.ntotal}:{ids:08x}:{vectors:08x}"
 
     # -- persistence ---------------------------------------------------------------------------
