@@ -433,7 +433,7 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
             "names": [e.name for e in members],
             "descriptions": [e.description for e in members[:12] if e.description],
             "relations": [f"{names[r.source]} – {names[r.target]}: {cell(r.description or r.predicate, 100)}"
-                          for r in relations if r.description or r.predicate][:8],  # a bare pair states nothing
+                          for r in [r for r in relations if r.description or r.predicate][:8]],  # a bare pair states nothing
         },
     )
 
