@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -76,6 +77,8 @@ from rhizome.core.store.storage import Connection
 from rhizome.core.types import Community, Entity, Hit, Relation
 
 REPORT_STAGE = "archrag.report"
+RELATION_PART = 256
+"""Relations a report context reads whole at a time."""
 
 
 def entity_text(entity: Entity) -> str:
@@ -359,12 +362,19 @@ def _point(hit: Hit) -> str:
     return f"Importance score: {hit.metadata.get('importance', round(hit.raw_score * 100))}\n{hit.text.strip()}"
 
 
-def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community], inner: set[str]) -> tuple[list[Entity], list[Relation], list[Community]]:
+def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community], inner: set[str]) -> tuple[list[Entity], Iterator[Relation], list[Community]]:
     """What a community's report reads: its entities, most connected first; the relations
-    among them (``inner``), by combined degree; its children's reports."""
+    among them (``inner``), by combined degree, read whole a part at a time as they are asked
+    for (a report shows the first few hundred at most; a top community holds every relation);
+    its children's reports."""
     members = graph.members(Community(id=group.id, level=group.level, entity_ids=group.entity_ids))
-    relations = sorted(graph.whole_relations(inner).values(), key=lambda r: (-graph.combined_degree(r), r.id))
-    return members, relations, [done[c] for c in group.children if c in done]
+    order = sorted(inner, key=lambda rid: (-graph.combined_degree(graph.relations[rid]), rid))
+
+    def relations() -> Iterator[Relation]:
+        for i in range(0, len(order), RELATION_PART):
+            yield from graph.whole_relations(order[i : i + RELATION_PART]).values()
+
+    return members, relations(), [done[c] for c in group.children if c in done]
 
 
 def inner_relations(groups: Sequence[Community], graph: EntityGraph) -> dict[str, set[str]]:
@@ -409,6 +419,7 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
     relation rows while they fit (the authors' code). Cut to ``budget`` tokens; a row is made
     only when the rows before it fit (a top community holds every entity)."""
     members, relations, children = _context(group, graph, done, inner)
+    shown, stated = itertools.tee(relations)  # one read serves the rows and the findings
     names = {e.id: e.name for e in members}
 
     def row(item: tuple[str, Any]) -> str:
@@ -425,15 +436,15 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
     if children:
         items += [("head", "-----Communities-----"), ("head", "id|title|summary|rating"), *(("community", c) for c in children)]
     items += [("head", "-----Entities-----"), ("head", "entity|type|description|degree"), *(("entity", e) for e in members)]
-    items += [("head", "-----Relationships-----"), ("head", "source|target|description|combined_degree"), *(("relation", r) for r in relations)]
-    text = "\n".join(body for _, body in pack(items, budget, row, overhead=1, cut_first=False))
+    items += [("head", "-----Relationships-----"), ("head", "source|target|description|combined_degree")]
+    text = "\n".join(body for _, body in pack(itertools.chain(items, (("relation", r) for r in shown)), budget, row, overhead=1, cut_first=False))
     return GroupInput(
         group=group, text=text, children=children,
         extra={
             "names": [e.name for e in members],
             "descriptions": [e.description for e in members[:12] if e.description],
             "relations": [f"{names[r.source]} – {names[r.target]}: {cell(r.description or r.predicate, 100)}"
-                          for r in [r for r in relations if r.description or r.predicate][:8]],  # a bare pair states nothing
+                          for r in itertools.islice((r for r in stated if r.description or r.predicate), 8)],  # a bare pair states nothing
         },
     )
 

@@ -237,7 +237,7 @@ def point_hit(text: str, importance: Any, key: str, provenance: Provenance | Non
     )
 
 
-def pack(items: Sequence[T], budget: int, text: Callable[[T], str], *, overhead: int = 0, cut_first: bool = True) -> list[tuple[T, str]]:
+def pack(items: Iterable[T], budget: int, text: Callable[[T], str], *, overhead: int = 0, cut_first: bool = True) -> list[tuple[T, str]]:
     """The items, in order, whose texts (plus ``overhead`` tokens each, for separators) fit in
     ``budget`` tokens together, with their texts: the first item that does not fit ends the
     packing. With ``cut_first``, a first item that is alone too long is cut to the budget
