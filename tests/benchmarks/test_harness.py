@@ -187,15 +187,17 @@ def test_heaps_corpus_grows_its_vocabulary_as_a_power_of_the_corpus():
                 counts[entity.name] = counts.get(entity.name, 0) + 1
         return len(counts), sorted(counts.values(), reverse=True)
 
-    small, large = harness.synthetic_documents(500), harness.synthetic_documents(4000)
-    assert harness.synthetic_documents(500) == small  # deterministic
+    # 250 and 2,000 documents (the offline extraction is most of the test's time): exponent
+    # 0.69, 89 % of the vocabulary seen (500 and 4,000: 0.67 and 93 %)
+    small, large = harness.synthetic_documents(250), harness.synthetic_documents(2000)
+    assert harness.synthetic_documents(250) == small  # deterministic
     (a, _), (b, freq_b) = distinct(small), distinct(large)
     exponent = math.log(b / a) / math.log(8)
     assert 0.45 < exponent < 0.8, exponent  # Heaps-like: more names with more text, sublinearly
-    assert b <= harness.heaps_vocabulary(4000) and b > 0.6 * harness.heaps_vocabulary(4000)
+    assert b <= harness.heaps_vocabulary(2000) and b > 0.6 * harness.heaps_vocabulary(2000)
     assert freq_b[0] > 10 * freq_b[len(freq_b) // 2]  # Zipfian: a head of frequent names, a long tail
     # the first corpus, for the rows published before it: a fixed list of places, uniform
-    places = harness.synthetic_documents(4000, corpus="places")
+    places = harness.synthetic_documents(2000, corpus="places")
     assert distinct(places)[0] < b / 3
     assert len({harness.entity_name(r) for r in range(20000)}) == 20000
     with pytest.raises(ValueError, match="heaps, places"):
