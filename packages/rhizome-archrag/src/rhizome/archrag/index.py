@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -327,7 +327,10 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         budget = self.report_writer.input_budget(self.config.report_max_input_tokens)
         identity = self.report_writer.identity
         inner = inner_relations(groups, graph)
-        sources = {g.id: report_source(g, graph, done, budget, identity, inner[g.id]) for g in groups}
+        rows = graph.cache.get("archrag-rows")
+        if rows is None:  # once for every layer
+            rows = graph.cache["archrag-rows"] = report_rows(graph, self._relation_texts)
+        sources = {g.id: report_source(g, rows, done, budget, identity, inner[g.id]) for g in groups}
         kept = {
             g.id: held.model_copy(update={"parent": None, "children": g.children, "metadata": {**held.metadata, "size": g.metadata["size"]}})
             for g in groups
@@ -345,6 +348,11 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         counts["written"] += n["written"]
         counts["reused"] += n["reused"] + len(kept)
         return reports
+
+    def _relation_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str, str | None, str | None]]:
+        """The id, source, target, description and predicate of the relations ``ids``, read by
+        columns (no record decoded)."""
+        return self.relation_table.fields("source", "target", "description", "predicate", keys=ids, ordered=False)
 
     # -- answers ---------------------------------------------------------------------------
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -388,18 +396,25 @@ def inner_relations(groups: Sequence[Community], graph: EntityGraph) -> dict[str
     return inner
 
 
-def report_source(group: Community, graph: EntityGraph, done: Mapping[str, Community], budget: int, identity: Any, inner: set[str]) -> str:
+def report_rows(graph: EntityGraph, read: Callable[[Sequence[str]], Iterable[tuple[str, str, str, str | None, str | None]]]) -> dict[str, str]:
+    """A short digest of each entity's row and each relation's (``r:`` and its id), what
+    :func:`report_source` is made from. ``read`` gives the id, source, target, description
+    and predicate of the relations it is given (an absent text as ``None``: the record's
+    default ``""``); it is asked for a part of the graph's relations at a time."""
+    rows = {e.id: _short(e.id, e.name, e.type, e.description, graph.degree.get(e.id, 0)) for e in graph.entities.values()}
+    ids = list(graph.relations)
+    for i in range(0, len(ids), 4096):
+        for rid, source, target, description, predicate in read(ids[i : i + 4096]):
+            combined_degree = graph.degree.get(source, 0) + graph.degree.get(target, 0)
+            rows[f"r:{rid}"] = _short(rid, source, target, description or "", predicate or "", combined_degree)
+    return rows
+
+
+def report_source(group: Community, rows: Mapping[str, str], done: Mapping[str, Community], budget: int, identity: Any, inner: set[str]) -> str:
     """A digest of everything a community's report input is made from (what :func:`report_input`
     reads, whose order and cut follow from it, and the writer): while it is the one a stored
-    report was written with, the report stands and its input is not built again. Made from a
-    short digest of each member's and each inner relation's row, kept with the graph."""
-    rows = graph.cache.get("archrag-rows")
-    if rows is None:
-        rows = graph.cache["archrag-rows"] = {e.id: _short(e.id, e.name, e.type, e.description, graph.degree.get(e.id, 0)) for e in graph.entities.values()}
-        ids = list(graph.relations)
-        for i in range(0, len(ids), 4096):  # the relations' text, a part at a time
-            rows.update((f"r:{r.id}", _short(r.id, r.source, r.target, r.description, r.predicate, graph.combined_degree(r)))
-                        for r in graph.whole_relations(ids[i : i + 4096]).values())
+    report was written with, the report stands and its input is not built again. Made from the
+    short digest of each member's and each inner relation's row (:func:`report_rows`)."""
     children = [done[c] for c in group.children if c in done]
     return digest(
         identity, budget, group.level, [rows[e] for e in sorted(set(group.entity_ids)) if e in rows],
@@ -449,4 +464,4 @@ def report_input(group: Community, graph: EntityGraph, done: Mapping[str, Commun
     )
 
 
-__all__ = ["ArchRAGIndex", "ReportWriter", "community_text", "entity_text", "inner_relations", "offline_report", "relation_text", "report_input", "report_source"]
+__all__ = ["ArchRAGIndex", "ReportWriter", "community_text", "entity_text", "inner_relations", "offline_report", "relation_text", "report_input", "report_rows", "report_source"]

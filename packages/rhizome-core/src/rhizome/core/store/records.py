@@ -93,21 +93,27 @@ class RecordTable(Generic[R]):
         """Every record, ordered by key."""
         return self._decode(self._rows(f"SELECT data FROM {self.sql} ORDER BY key"))
 
-    def fields(self, *names: str, ordered: bool = True) -> list[tuple[Any, ...]]:
-        """``(key, *values)`` of every record, ordered by key (``ordered=False``: in the
-        database's order), without decoding a record: a lookup field from its column, any other
-        from the record's JSON in SQL (a dotted name reaches into an object:
-        ``"metadata.n_sources"``). A scalar comes as the database gives it (a number may come as
-        text; convert it), a list or an object as JSON text, an absent field as ``None``. For
-        readers of a whole table's few fields (a graph's edges), where decoding every record
-        costs several times the query."""
+    def fields(self, *names: str, ordered: bool = True, keys: Iterable[str] | None = None) -> list[tuple[Any, ...]]:
+        """``(key, *values)`` of every record (``keys``: of those records, unknown keys absent),
+        ordered by key (``ordered=False``: in the database's order), without decoding a record:
+        a lookup field from its column, any other from the record's JSON in SQL (a dotted name
+        reaches into an object: ``"metadata.n_sources"``). A scalar comes as the database gives
+        it (a number may come as text; convert it), a list or an object as JSON text, an absent
+        field as ``None``. For readers of a whole table's few fields (a graph's edges), where
+        decoding every record costs several times the query."""
         columns = []
         for name in names:
             path = name.split(".")
             if not all(_NAME.match(part) for part in path):
                 raise ConfigurationError(f"{self.name}: a field name is snake_case identifiers joined by dots, got {name!r}")
             columns.append(f"f_{name}" if name in self.lookups else self.store.json_value("data", path))
-        rows = self._rows(f"SELECT key{''.join(', ' + c for c in columns)} FROM {self.sql}")
+        select = f"SELECT key{''.join(', ' + c for c in columns)} FROM {self.sql}"
+        if keys is None:
+            rows = self._rows(select)
+        else:
+            rows = []
+            for part in batches(list(dict.fromkeys(keys))):
+                rows += self._rows(f"{select} WHERE key IN ({','.join('?' * len(part))})", part)
         if ordered:  # sorted here: cheaper than the database's walk of its key index, and by code point on every backend
             rows.sort(key=itemgetter(0))
         return rows
