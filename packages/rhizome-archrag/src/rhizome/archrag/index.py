@@ -276,9 +276,9 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         its stored partition (:func:`~rhizome.archrag.clustering.repartition`)."""
         c = self.config
         base: dict[tuple[str, str], float] = {}
-        for r in graph.relations.values():
-            if r.source != r.target:
-                pair = (min(r.source, r.target), max(r.source, r.target))
+        for _, source, target in graph.ends():
+            if source != target:
+                pair = (min(source, target), max(source, target))
                 base[pair] = base.get(pair, 0.0) + 1.0
         ids, edges = list(graph.entities), dict(base)
         done: dict[str, Community] = {}
@@ -390,8 +390,8 @@ def inner_relations(groups: Sequence[Community], graph: EntityGraph) -> dict[str
     hold each entity once), in one pass over the relations."""
     owner = {e: g.id for g in groups for e in g.entity_ids}
     inner: dict[str, set[str]] = {g.id: set() for g in groups}
-    for rid, r in graph.relations.items():
-        if (gid := owner.get(r.source)) is not None and owner.get(r.target) == gid:
+    for rid, source, target in graph.ends():
+        if (gid := owner.get(source)) is not None and owner.get(target) == gid:
             inner[gid].add(rid)
     return inner
 

@@ -198,8 +198,7 @@ class EntityGraph:
         relations_of: dict[str, list[str]] = defaultdict(list)
         number: dict[str, int] = {}  # an entity's position in the pairs below
         pairs: list[int] = []  # the two ends of every relation that is not a loop
-        ends = zip(relations.ids, relations.source, relations.target) if isinstance(relations, Edges) else ((rid, r.source, r.target) for rid, r in relations.items())
-        for rid, source, target in ends:
+        for rid, source, target in data.ends():
             relations_of[source].append(rid)
             if target != source:
                 relations_of[target].append(rid)
@@ -216,6 +215,14 @@ class EntityGraph:
                 communities_of[eid].append(community.id)
         data.communities_of = dict(communities_of)
         return data
+
+    def ends(self) -> Iterator[tuple[str, str, str]]:
+        """Every relation's id, source and target (of :class:`Edges`, read off their columns
+        without making an edge each)."""
+        relations = self.relations
+        if isinstance(relations, Edges):
+            return zip(relations.ids, relations.source, relations.target)
+        return ((rid, r.source, r.target) for rid, r in relations.items())
 
     @property
     def entities_of_chunk(self) -> dict[str, list[str]]:
