@@ -38,7 +38,7 @@ from pydantic import BaseModel
 
 from rhizome.core.extraction import Extraction
 from rhizome.core.graph import WeightedEdges, leiden_library_versions, modularity
-from rhizome.core.graph.entity_graph import EntityGraph, EntityOutline, RelationOutline
+from rhizome.core.graph.entity_graph import Edge, EntityGraph, EntityOutline, RelationOutline
 from rhizome.core.graph.lists import entity_profile, relation_profile
 from rhizome.core.graph.mentions import chunk_record
 from rhizome.core.graph.profiles import FoldPolicy, triple_key
@@ -125,17 +125,6 @@ class _Unmerged(BaseModel):
     """A chunk an index written before the layer had stored but not yet merged."""
 
     chunk_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Edge:
-    """A stored relation as the edge table knows it: what ranks it in a report context and
-    weighs its community, without its text (read whole only where a context reaches it)."""
-
-    id: str
-    source: str
-    target: str
-    weight: float
 
 
 @dataclass
@@ -330,7 +319,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         return [
             await self.embed_changed(
                 self.communities.collection(level),
-                {g.id: self._community_text(reports[g.id], graph) for g in communities if g.level == level},
+                {g.id: _community_text(reports[g.id], graph) for g in communities if g.level == level},
                 what=f"community reports (level {level})",
             )
             for level in sorted({g.level for g in communities})
@@ -471,7 +460,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         loaded: dict[str, Any] = self.entity_table.view(EntityOutline).get(members - set(entities))
         loaded.update({k: e for k, e in entities.items() if k in members})
         around: dict[str, Any] = {
-            rid: _Edge(rid, source, target, weight)
+            rid: Edge(rid, source, target, weight)
             for source in members
             if source in edges
             for rid, target, weight in edges[source].edges
@@ -492,9 +481,6 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
             rewrite, only=set() if self.config.reports == "lazy" else None, context=kept
         )
         return {**kept, **{g.id: written[g.id] for g in rewrite}}, graph, counts, len(held) - len(relations)
-
-    def _community_text(self, community: Community, graph: EntityGraph) -> str:
-        return full_content(community) if has_summary(community) else community_card(community, graph)
 
     async def areports(self, community_ids: Sequence[str]) -> dict[str, Community]:
         """The communities ``community_ids`` with their reports, writing the missing ones now
@@ -558,6 +544,11 @@ def _item(hit: Hit) -> str:
     return f"({hit.kind} {hit.id}) {hit.text.strip()}"
 
 
+def _community_text(community: Community, graph: EntityGraph) -> str:
+    """What a community's vector is made from: its report, or its card before it has one."""
+    return full_content(community) if has_summary(community) else community_card(community, graph)
+
+
 def _shown(e: Entity) -> tuple[str, str, str]:
     """What a report's entity row shows of an entity."""
     return e.name, e.type, e.description
@@ -566,11 +557,11 @@ def _shown(e: Entity) -> tuple[str, str, str]:
 def _reweighed_ends(relations: Mapping[str, Relation], held_r: Mapping[str, Relation]) -> set[str]:
     """The ends of the relations new, or weighted or described otherwise: with the entities new
     or shown otherwise, those an update may move between communities."""
-    ends: set[str] = set()
-    for rid, r in relations.items():
-        if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description):
-            ends.update((r.source, r.target))
-    return ends
+    return {
+        x for rid, r in relations.items()
+        if rid not in held_r or (r.weight, r.description) != (held_r[rid].weight, held_r[rid].description)
+        for x in (r.source, r.target)
+    }
 
 
 def _edge_rows(relations: Any, entity_ids: Any) -> dict[str, _Edges]:
@@ -583,26 +574,19 @@ def _update_edges(rows: dict[str, _Edges], relations: Any, gone: Any) -> list[_E
     """Put ``relations`` into the edge-table ``rows`` (by source entity; changed in place) and
     take out the ``gone`` ``(relation id, source)`` pairs; returns the rows that changed (a row
     left with no edge is to be deleted)."""
-    changed: dict[str, _Edges] = {}
-
-    def row(source: str) -> _Edges:
-        if source not in changed:
-            old = rows.get(source)
-            changed[source] = rows[source] = _Edges(id=source, edges=list(old.edges) if old else [])
-        return changed[source]
-
     by_source: dict[str, dict[str, tuple[str, str, float]]] = {}
     for r in relations:
         by_source.setdefault(r.source, {})[r.id] = (r.id, r.target, r.weight)
     for rid, source in gone:
         by_source.setdefault(source, {})[rid] = None  # type: ignore[assignment]
+    changed = []
     for source, updates in by_source.items():
         held = {e[0]: e for e in (rows[source].edges if source in rows else [])}
-        new = {**held, **updates}
-        new = {k: v for k, v in new.items() if v is not None}
+        new = {k: v for k, v in {**held, **updates}.items() if v is not None}
         if new != held:
-            row(source).edges = [new[k] for k in sorted(new)]
-    return list(changed.values())
+            rows[source] = _Edges(id=source, edges=[new[k] for k in sorted(new)])
+            changed.append(rows[source])
+    return changed
 
 
 def _weighted(rows: Any) -> WeightedEdges:
@@ -657,7 +641,8 @@ def _same_inputs(
         return {gid for r in rs for gid in where.get(r.source, set()) & where.get(r.target, set())}
 
     shown = within(relations)
-    moved = {gid for rid, r in _sources(rows, reweighed) for gid in where.get(r, set()) & where.get(rid, set())}
+    ends = [(row.id, t) for row in rows.values() for rid, t, _ in row.edges if rid in reweighed]
+    moved = {gid for s, t in ends for gid in where.get(s, set()) & where.get(t, set())}
 
     def same_ranking(g: Community) -> bool:
         members = set(g.entity_ids)
@@ -680,11 +665,6 @@ def _same_inputs(
             continue
         same[g.id] = old[g.id].model_copy(update={"parent": g.parent, "children": list(g.children)})
     return same
-
-
-def _sources(rows: Mapping[str, _Edges], rids: Mapping[str, float]) -> list[tuple[str, str]]:
-    """``(target, source)`` of the relations ``rids`` from the edge-table ``rows``."""
-    return [(t, row.id) for row in rows.values() for rid, t, _ in row.edges if rid in rids]
 
 
 class _Steps:

@@ -130,7 +130,7 @@ class HippoRAGRetriever(BaseRetriever):
     # -- the search ------------------------------------------------------------------------------
     async def _asearch(self, query: str, k: int) -> Retrieval:
         index, options = self.index, self.params
-        entities = await self.aquery_entities(query) if self.mode == "v1" or (self.mode == "v2" and self.params.entity_seeds) else []
+        entities = await self.aquery_entities(query) if self.mode == "v1" or self.params.entity_seeds else []
         vectors = await query_vector(index, query, entities)  # the query and its entities in one call
         vector = None if vectors is None else vectors[:1]
         dense = vector_search(index.store, index.CHUNK_COLLECTION, vector, max(options.dense_k, k))
@@ -138,7 +138,7 @@ class HippoRAGRetriever(BaseRetriever):
         seeds: dict[str, float] = {}
         kept: list[tuple[str, list[str], float]] = []
         chains: list[Any] = []
-        if self.mode == "v2" and vector is not None and vectors is not None:
+        if self.mode == "v2" and vectors is not None:
             seeds, kept, chains = await self._fact_seeds(query, vector)
             if kept and entities:  # no fact kept: dense retrieval, as HippoRAG 2
                 seeds = merge_seeds(seeds, await link_names(index, index.PHRASE_COLLECTION, vectors[1:]))

@@ -183,7 +183,6 @@ class LightRAGRetriever(BaseRetriever):
         source = "given"
         if keywords is None:
             keywords, source = await self.akeywords(query)
-        keywords = keywords or QueryKeywords(low_level_keywords=[], high_level_keywords=[])
         context = QueryContext(query=query, mode=str(self.mode), keywords=keywords, keyword_source=source)
         low, high = keywords.low_level_keywords, keywords.high_level_keywords
         if self.mode == "local" and not low:

@@ -43,6 +43,7 @@ from rhizome.core.retrieval.contract import (
     point_hit,
     provenance,
     query_vector,
+    round_robin,
 )
 from rhizome.core.retrieval.evidence import EvidenceParams, merge_seeds, relative_weights
 from rhizome.core.text import truncate_tokens
@@ -260,11 +261,7 @@ class DriftSearch(BaseRetriever):
             for score, text, report_ids, chunk_ids in sorted(points, key=lambda p: -p[0])
         ]
         priority = {"chunk": 0, "entity": 1, "relation": 2, "community": 3}
-        lists = [sorted(found, key=lambda h: priority.get(h.kind, 4)) for found in local_lists]
-        position = 0
-        while any(position < len(x) for x in lists):
-            ordered += [found[position] for found in lists if position < len(found)]
-            position += 1
+        ordered += round_robin(*(sorted(found, key=lambda h: priority.get(h.kind, 4)) for found in local_lists), key=lambda h: (h.kind, h.id))
         ordered += [report_hit(c, similarity.get(c.id, 0.0), chunks, graph, "primer") for c in primer]
         return dedupe(ordered)
 

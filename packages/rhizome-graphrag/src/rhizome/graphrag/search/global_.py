@@ -248,7 +248,7 @@ class GlobalSearch(MapReduceSearch):
         if self.index.llm is None:
             points = self._offline_points(query, communities)
         else:
-            points = await self._model_points(query, self._packed(communities, query))
+            points = await self._model_points(query, self._texts(communities, self._budget(query)))
         hits = [
             point_hit(p["description"], p["score"], p["description"] + "|".join(p["reports"]), rating=p["rating"], report_ids=p["reports"],
                       titles=[reports[c].title for c in p["reports"] if c in reports])
@@ -277,19 +277,13 @@ class GlobalSearch(MapReduceSearch):
         return [f"no key point of the {stats.get('communities', 0)} reports mapped scored above {self.params.min_score}"]
 
     def _offline_points(self, query: str, communities: list[Community]) -> list[dict[str, Any]]:
+        """Offline: each report's summary and findings, scored by the query's words they hold."""
         query_words, graph = relevance_words(query), self.index.graph()
-        points = []
-        for community in communities:
-            for text, words in self._offline_profile(community, graph)[1]:
-                points.append(
-                    {
-                        "description": text,
-                        "score": round(100.0 * share(query_words, words), 1),
-                        "reports": [community.id],
-                        "rating": community.rating or 0.0,
-                    }
-                )
-        return points
+        return [
+            {"description": text, "score": round(100.0 * share(query_words, words), 1), "reports": [community.id], "rating": community.rating or 0.0}
+            for community in communities
+            for text, words in self._offline_profile(community, graph)[1]
+        ]
 
     def _map_prompt(self, query: str, reports: str) -> str:
         return MAP_PROMPT.format(question=query, reports=reports, language=self.index.config.language, max_points=self.params.max_points)
@@ -312,17 +306,8 @@ class GlobalSearch(MapReduceSearch):
 
     def _texts(self, communities: list[Community], budget: int) -> list[tuple[Community, str]]:
         """Each report as the map prompt shows it, cut to ``budget`` tokens."""
-        out = []
-        for community in communities:
-            text = f"----- report {community.id} -----\n{full_content(community)}"
-            if count_tokens(text) + 2 > budget:
-                text = truncate_tokens(text, budget)
-            out.append((community, text))
-        return out
-
-    def _packed(self, communities: list[Community], query: str) -> list[tuple[Community, str]]:
-        """One planned batch with the texts its map prompt shows."""
-        return self._texts(communities, self._budget(query))
+        texts = [(c, f"----- report {c.id} -----\n{full_content(c)}") for c in communities]
+        return [(c, truncate_tokens(text, budget) if count_tokens(text) + 2 > budget else text) for c, text in texts]
 
     async def _model_points(self, query: str, batch: list[tuple[Community, str]]) -> list[dict[str, Any]]:
         """One map call: the points the model finds in one batch of reports."""
