@@ -30,7 +30,7 @@ interrupted build loses only the calls in flight.
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -446,10 +446,7 @@ class GraphRAGIndex(StoredEntityGraph, EntityGraphIndex):
         the relations inside one of them (a report reads no other relation), degrees from the
         edges: every community's report, that graph, the report counts and how many stored
         relations were read whole."""
-        where: dict[str, set[str]] = {}
-        for g in rewrite:
-            for e in g.entity_ids:
-                where.setdefault(e, set()).add(g.id)
+        where = _where(rewrite)
         members = set(where)
 
         def inside(s: str, t: str) -> bool:
@@ -549,6 +546,15 @@ def _community_text(community: Community, graph: EntityGraph) -> str:
     return full_content(community) if has_summary(community) else community_card(community, graph)
 
 
+def _where(communities: Iterable[Community]) -> dict[str, set[str]]:
+    """The communities each member of ``communities`` is in."""
+    where: dict[str, set[str]] = {}
+    for g in communities:
+        for e in g.entity_ids:
+            where.setdefault(e, set()).add(g.id)
+    return where
+
+
 def _shown(e: Entity) -> tuple[str, str, str]:
     """What a report's entity row shows of an entity."""
     return e.name, e.type, e.description
@@ -632,10 +638,7 @@ def _same_inputs(
     ranking of its relations where only weights changed (``reweighed``: the weights before; the
     ranking from the edge-table ``rows`` and ``degree``), and every child kept or itself one
     of these. Returns them with the structure's parent and children and the stored report."""
-    where: dict[str, set[str]] = {}
-    for g in structure.values():
-        for e in g.entity_ids:
-            where.setdefault(e, set()).add(g.id)
+    where = _where(structure.values())
 
     def within(rs: Any) -> set[str]:
         return {gid for r in rs for gid in where.get(r.source, set()) & where.get(r.target, set())}

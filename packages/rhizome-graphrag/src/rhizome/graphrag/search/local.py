@@ -98,10 +98,9 @@ class LocalSearch(BaseRetriever):
     params_class = LocalParams
     params: LocalParams
 
-    async def match_entities(self, query: str, vector: Any = None) -> list[tuple[Entity, float]]:
-        """The ``top_k_entities`` entities whose description vectors are nearest the query."""
+    def match_entities(self, vector: Any) -> list[tuple[Entity, float]]:
+        """The ``top_k_entities`` entities whose description vectors are nearest the query's ``vector``."""
         graph = self.index.graph()
-        vector = await query_vector(self.index, query) if vector is None else vector
         wanted, oversample = self.params.top_k_entities, self.params.oversample
         ranked = vector_search(self.index.store, self.index.ENTITY_COLLECTION, vector, wanted * oversample)
         kept = [(eid, score) for eid, score in ranked if eid in graph.entities][:wanted]
@@ -186,7 +185,7 @@ class LocalSearch(BaseRetriever):
     async def _alocal(self, query: str, limit: int | None = None) -> tuple[list[Hit], list[tuple[str, float]]]:
         passages, vector = await self.arank(query, limit)
         graph = self.index.graph()
-        matched = await self.match_entities(query, vector) if graph.entities and vector is not None else []
+        matched = self.match_entities(vector) if graph.entities and vector is not None else []
         if not matched:
             return [], passages
         selected = [e for e, _ in matched]
