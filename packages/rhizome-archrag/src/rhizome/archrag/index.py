@@ -77,8 +77,6 @@ from rhizome.core.store.storage import Connection
 from rhizome.core.types import Community, Entity, Hit, Relation
 
 REPORT_STAGE = "archrag.report"
-RELATION_PART = 256
-"""Relations a report context reads whole at a time."""
 
 
 def entity_text(entity: Entity) -> str:
@@ -328,8 +326,8 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         identity = self.report_writer.identity
         inner = inner_relations(groups, graph)
         rows = graph.cache.get("archrag-rows")
-        if rows is None:  # once for every layer
-            rows = graph.cache["archrag-rows"] = report_rows(graph, self._relation_texts)
+        if rows is None:  # once for every layer; the relations' text read by columns, no record decoded
+            rows = graph.cache["archrag-rows"] = report_rows(graph, lambda ids: self.relation_table.fields("source", "target", "description", "predicate", keys=ids, ordered=False))
         sources = {g.id: report_source(g, rows, done, budget, identity, inner[g.id]) for g in groups}
         kept = {
             g.id: held.model_copy(update={"parent": None, "children": g.children, "metadata": {**held.metadata, "size": g.metadata["size"]}})
@@ -349,11 +347,6 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
         counts["reused"] += n["reused"] + len(kept)
         return reports
 
-    def _relation_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str, str | None, str | None]]:
-        """The id, source, target, description and predicate of the relations ``ids``, read by
-        columns (no record decoded)."""
-        return self.relation_table.fields("source", "target", "description", "predicate", keys=ids, ordered=False)
-
     # -- answers ---------------------------------------------------------------------------
     def _answer_inputs(self, retrieval: Any) -> tuple[list[Any], dict[str, Any]]:
         """What an answer reads: the points of an ``archrag`` search, most important first, with
@@ -372,17 +365,12 @@ def _point(hit: Hit) -> str:
 
 def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community], inner: set[str]) -> tuple[list[Entity], Iterator[Relation], list[Community]]:
     """What a community's report reads: its entities, most connected first; the relations
-    among them (``inner``), by combined degree, read whole a part at a time as they are asked
-    for (a report shows the first few hundred at most; a top community holds every relation);
-    its children's reports."""
+    among them (``inner``), by combined degree, read 256 at a time as they are asked for (a
+    report shows a few hundred at most; a top community holds every relation); its children's reports."""
     members = graph.members(Community(id=group.id, level=group.level, entity_ids=group.entity_ids))
     order = sorted(inner, key=lambda rid: (-graph.combined_degree(graph.relations[rid]), rid))
-
-    def relations() -> Iterator[Relation]:
-        for i in range(0, len(order), RELATION_PART):
-            yield from graph.whole_relations(order[i : i + RELATION_PART]).values()
-
-    return members, relations(), [done[c] for c in group.children if c in done]
+    relations = (r for i in range(0, len(order), 256) for r in graph.whole_relations(order[i : i + 256]).values())
+    return members, relations, [done[c] for c in group.children if c in done]
 
 
 def inner_relations(groups: Sequence[Community], graph: EntityGraph) -> dict[str, set[str]]:
@@ -397,10 +385,8 @@ def inner_relations(groups: Sequence[Community], graph: EntityGraph) -> dict[str
 
 
 def report_rows(graph: EntityGraph, read: Callable[[Sequence[str]], Iterable[tuple[str, str, str, str | None, str | None]]]) -> dict[str, str]:
-    """A short digest of each entity's row and each relation's (``r:`` and its id), what
-    :func:`report_source` is made from. ``read`` gives the id, source, target, description
-    and predicate of the relations it is given (an absent text as ``None``: the record's
-    default ``""``); it is asked for a part of the graph's relations at a time."""
+    """A short digest of each entity's and relation's row (``r:`` and its id), what :func:`report_source`
+    is made from; ``read``: the id, source, target, description and predicate (``None``: ``""``) of given relations."""
     rows = {e.id: _short(e.id, e.name, e.type, e.description, graph.degree.get(e.id, 0)) for e in graph.entities.values()}
     ids = list(graph.relations)
     for i in range(0, len(ids), 4096):
