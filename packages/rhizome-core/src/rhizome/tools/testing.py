@@ -595,7 +595,8 @@ class IndexConformance:
         # later mode reading through the same four frames reads the same cache (LightRAG's five
         # modes share four places, GraphRAG's 33 are 22); ``--full`` tests every mode's own.
         full = request.config.getoption("full", default=False)
-        frames, tested = (None, None) if full else (4, set())
+        frames = None if full else 4
+        tested: set[tuple[Any, ...]] | None = None if full else set()
         serial = self.build(method, documents=CORPUS[:4])
         serial.insert(CORPUS[4:])
         want = self.results(serial)
