@@ -304,11 +304,7 @@ class LightRAGRetriever(BaseRetriever):
         endpoint_ids = list(dict.fromkeys(x for _, _, rel in rels for x in (rel.source, rel.target)))
         ent_profiles = index.entity_table.get(endpoint_ids)
         degree = index.entity_graph.degrees(endpoint_ids)
-        entities = []
-        for _, score, rel in rels:
-            for x in (rel.source, rel.target):
-                if x in ent_profiles:
-                    entities.append((x, score, ent_profiles[x], degree.get(x, 0)))
+        entities = [(x, score, ent_profiles[x], degree.get(x, 0)) for _, score, rel in rels for x in (rel.source, rel.target) if x in ent_profiles]
         return entities, rels
 
     # -- hits ------------------------------------------------------------------------------------

@@ -211,15 +211,11 @@ class DriftSearch(BaseRetriever):
         done: set[str] = {query.lower()}
         steps = 0
         for depth in range(1, self.params.n_depth + 1):
-            pending = sorted(a for a in actions if a.depth == depth and a.question.lower() not in done)
-            todo = []
-            for action in pending:
-                if action.question.lower() in done:
-                    continue
-                done.add(action.question.lower())
-                todo.append(action)
-                if len(todo) >= self.params.followups_per_depth:
-                    break
+            fresh: dict[str, _Action] = {}  # each question once, its best asking first
+            for action in sorted(a for a in actions if a.depth == depth):
+                fresh.setdefault(action.question.lower(), action)
+            todo = [a for question, a in fresh.items() if question not in done][: self.params.followups_per_depth]
+            done.update(a.question.lower() for a in todo)
             if not todo:
                 break
             asked += todo
