@@ -141,6 +141,40 @@ def test_a_large_collection_is_searched_through_hnsw_with_the_exact_answers(post
     index.close()
 
 
+def test_a_search_asks_the_server_about_a_collection_once_per_write_of_it(postgres, monkeypatch):
+    # whether a collection holds vectors and has its HNSW index is kept with the collection's
+    # generation: searches in a row ask the server nothing more; a write (here by another
+    # object on the same schema, as another process would) makes the next search ask again
+    url = postgres.url()
+    index, other = naive(url), naive(url, documents=[])
+    asked: list[str] = []
+    real = pg.PostgresConnection.execute
+
+    def execute(self: Any, sql: str, params: Any = ()) -> Any:
+        if "to_regclass" in sql or sql.startswith("SELECT 1 FROM vectors"):
+            asked.append(sql)
+        return real(self, sql, params)
+
+    monkeypatch.setattr(pg.PostgresConnection, "execute", execute)
+    retriever = index.as_retriever(k=3)
+    first = signature(retriever.retrieve(QUERIES[0]))
+    assert asked, "the first search asks"
+    asked.clear()
+    for query in QUERIES:
+        retriever.retrieve(query)
+    assert asked == []
+    monkeypatch.setattr(pg, "HNSW_FROM", 5)
+    other.insert([CORPUS[0].model_copy(update={"text": CORPUS[0].text + " Again."})])  # the collection's HNSW index made
+    assert signature(retriever.retrieve(QUERIES[0]))
+    assert asked and index.store._has_hnsw("chunks")
+    other.delete([d.id for d in CORPUS])
+    assert retriever.retrieve(QUERIES[0]) == [] and not index.store.has_collection("chunks")
+    other.insert(CORPUS)
+    assert signature(retriever.retrieve(QUERIES[0])) == first
+    index.close()
+    other.close()
+
+
 def test_copies_between_a_directory_and_a_database_are_indexes_of_their_own(postgres, tmp_path):
     source = naive(None)
     expected = {q: signature(source.as_retriever(k=3).retrieve(q)) for q in QUERIES}

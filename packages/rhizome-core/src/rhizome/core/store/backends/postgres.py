@@ -276,6 +276,9 @@ class PostgresStore(IndexStore):
         self._collections: dict[str, PgCollection] = {}
         self._hnsw: set[str] = set()
         """Collections known to have an HNSW index."""
+        self._no_hnsw: dict[str, int] = {}
+        """Collections found without one, with the generation they were found at (an HNSW
+        index is made only in a write of the collection, which moves its generation)."""
         self._check_identity()
 
     sql_dialect = "postgresql"
@@ -523,11 +526,19 @@ class PostgresStore(IndexStore):
                 self._hnsw.add(collection)
 
     def _has_hnsw(self, collection: str) -> bool:
+        """Whether ``collection`` has its HNSW index: asked of the server once per generation
+        of the collection outside a transaction (a search of a small collection asked at each
+        search)."""
         if collection in self._hnsw:
             return True
+        generation = None if self._transactions else self.generation(vectors_generation(collection))
+        if generation is not None and self._no_hnsw.get(collection) == generation:
+            return False
         found = self.query("SELECT to_regclass(?)", (f"{_quote(self.schema)}.{_hnsw_name(collection)}",))[0][0] is not None
         if found:
             self._hnsw.add(collection)
+        elif generation is not None:
+            self._no_hnsw[collection] = generation
         return found
 
     def vector_rows(self, collection: str) -> tuple[list[str], np.ndarray | None, list[str]]:
