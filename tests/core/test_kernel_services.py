@@ -67,6 +67,9 @@ def read_fields(store) -> list[tuple]:
     with store.transaction() as db:
         table.put(db, [Profile(id="b", source="y", chunks=["c1", "c2"], metadata={"n": 3}), Profile(id="a", source="x", weight=2.5)])
     rows = table.fields("source", "weight", "chunks", "metadata.n", "metadata.missing")
+    # of some records only (an unknown key is absent, a repeated one read once), in key order
+    assert table.fields("source", keys=["b", "gone", "a", "b"]) == [("a", "x"), ("b", "y")]
+    assert table.fields("source", keys=[]) == []
     return [(key, source, float(weight), json.loads(chunks), n if n is None else int(n), missing) for key, source, weight, chunks, n, missing in rows]
 
 
