@@ -592,8 +592,10 @@ class IndexConformance:
         # to the cache it keys); with pytest's ``--full`` (where the suite defines it), the whole
         # call stack, which repeats those places under every caller (GraphRAG's DRIFT: 94 places
         # instead of 21). By default a place is tested under the first mode that reaches it: a
-        # later mode reading through the same four frames reads the same cache (LightRAG's five
-        # modes share four places, GraphRAG's 33 are 22); ``--full`` tests every mode's own.
+        # later mode reading through the same four frames reads the same cache (on an index in
+        # memory LightRAG's five modes share four places; GraphRAG's 33 are 22, 43 on
+        # PostgreSQL, where a search also reads generations to know its collections); ``--full``
+        # tests every mode's own.
         full = request.config.getoption("full", default=False)
         frames = None if full else 4
         tested: set[tuple[Any, ...]] | None = None if full else set()
