@@ -391,8 +391,7 @@ def report_rows(graph: EntityGraph, read: Callable[[Sequence[str]], Iterable[tup
     ids = list(graph.relations)
     for i in range(0, len(ids), 4096):
         for rid, source, target, description, predicate in read(ids[i : i + 4096]):
-            combined_degree = graph.degree.get(source, 0) + graph.degree.get(target, 0)
-            rows[f"r:{rid}"] = _short(rid, source, target, description or "", predicate or "", combined_degree)
+            rows[f"r:{rid}"] = _short(rid, source, target, description or "", predicate or "", graph.combined_degree(graph.relations[rid]))
     return rows
 
 
