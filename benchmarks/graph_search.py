@@ -1,25 +1,27 @@
 """Before and after the cuts of the evidence modes' query cost, interleaved in one process.
 
 Opens each entity method's index in ``--indexes DIR`` (as :mod:`benchmarks.latency` builds
-them; snapshots written by a version with search graphs) twice. "Before": every vector
-collection searched exactly (its graph set aside) and the evidence walk stopped at 1e-6;
-"after": the collections of 10k vectors or more searched through their saved HNSW graphs and
-the walk at :data:`~rhizome.core.retrieval.evidence.WALK_TOLERANCE`. Every question asked of
-the naive index and of both, in turn, three times, with the query vectors served from memory
-(model excluded); the CPU time (user + system) of each call, so the load other processes put
-on the machine weighs less than in wall time. The hits of both are compared question by
-question: first five and first ten the same, and R@2 / R@5 against the gold passages.
+them) twice, as "before" and "after", and asks every question of the naive index and of both,
+in turn, three times, with the query vectors served from memory (model excluded); the CPU time
+(user + system) of each call, so the load other processes put on the machine weighs less than
+in wall time. The hits of both are compared question by question: first five and first ten the
+same, and R@2 / R@5 against the gold passages. What differs between the two sides is one of:
 
-    .venv-bench/bin/python -m benchmarks.graph_search --data musique --indexes DIR
+- ``--exact``: both search every collection exactly; "before" stops the walk at 1e-6, "after"
+  at :data:`~rhizome.core.retrieval.evidence.WALK_TOLERANCE` (the walk's tolerance alone);
+- ``--sieve``: both walk at the default tolerance; "before" scans every vector of every
+  collection, "after" searches as an index opens (the collections of
+  :data:`~rhizome.core.store.vectors.SIEVE_FROM` vectors or more through their sieve: codes
+  scanned, candidates re-ranked by exact cosine);
+- ``--local-walk``: both search as an index opens; "before" walks as the index would (power
+  iteration below :data:`~rhizome.core.retrieval.evidence.LOCAL_WALK_FROM` links), "after" runs
+  the walk spread from the seeds on every graph.
 
-With ``--exact`` the "after" side searches exactly too: the walk's tolerance alone, what a
-process without ``RHIZOME_SEARCH_GRAPH_FROM`` ran before the sieve. With ``--sieve`` both sides
-walk at the default tolerance; "before" scans every vector of every collection, "after"
-searches as an index opens (the collections of :data:`~rhizome.core.store.vectors.SIEVE_FROM`
-vectors or more through their sieve: codes scanned, candidates re-ranked by exact cosine). With
-``--local-walk`` both sides search as an index opens; "before" walks as the index would
-(power iteration below :data:`~rhizome.core.retrieval.evidence.LOCAL_WALK_FROM` links),
-"after" runs the walk spread from the seeds on every graph.
+    .venv-bench/bin/python -m benchmarks.graph_search --data musique --indexes DIR --sieve
+
+(Its first results, ``graph-search-*-minilm.json`` without a suffix, compared the opt-in HNSW
+search graphs of commit 7d8541f, since removed: the sieve does their work without their recall
+cost.)
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ async def _warm(retriever: Any, questions: list[Any]) -> None:
         await retriever.aretrieve(q.question)
 
 
-async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3, graphs: bool = True, sieve: bool = False,
+async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3, sieve: bool = False,
                   local: bool = False) -> dict[str, Any]:
     _, questions = data.musique() if dataset == "musique" else data.hotpotqa()
     after_tolerance = evidence.WALK_TOLERANCE
@@ -74,12 +76,10 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
             await _warm(old, questions)
             await _warm(new, questions)  # the collections a mode searches are loaded now
             before.embedder.replay = after.embedder.replay = True
-            graphs_used = sorted(name for name, c in after.store._collections.items() if c.graph or (sieve and c.sieve))
+            sieved = sorted(name for name, c in after.store._collections.items() if sieve and c.sieve)
             for collection in [*([] if local else before.store._collections.values()),
-                               *([] if graphs or sieve or local else after.store._collections.values())]:
+                               *([] if sieve or local else after.store._collections.values())]:
                 collection.search_exactly()
-            if not graphs and not sieve:
-                graphs_used = []
             cpu: dict[str, list[float]] = {"naive": [], "before": [], "after": []}
             hits: dict[str, list[list[Any]]] = {"before": [], "after": []}
             try:
@@ -102,7 +102,7 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
                       for name in ranked for k in (2, 5)}
             p50 = {name: statistics.median(times) for name, times in cpu.items()}
             rows.append({
-                "system": system.name, **({} if local else {"sieves_searched" if sieve else "graphs_searched": graphs_used}),
+                "system": system.name, **({"sieves_searched": sieved} if sieve else {}),
                 "naive_cpu_p50_ms": round(p50["naive"], 2), "before_cpu_p50_ms": round(p50["before"], 2),
                 "after_cpu_p50_ms": round(p50["after"], 2),
                 "before_x_naive": round(p50["before"] / p50["naive"], 2), "after_x_naive": round(p50["after"] / p50["naive"], 2),
@@ -118,7 +118,7 @@ async def measure(dataset: str, folder: Path, methods: list[str], reps: int = 3,
             "load_average": {"first": load[0], "highest": max(load), "last": load[-1]},
             "command": f".venv-bench/bin/python -m benchmarks.graph_search --data {dataset} --indexes DIR"
                        + (f" --methods {' '.join(methods)}" if methods != METHODS else "")
-                       + (" --local-walk" if local else " --sieve" if sieve else "" if graphs else " --exact"),
+                       + (" --local-walk" if local else " --sieve" if sieve else " --exact"),
             "rows": rows}
 
 
@@ -127,14 +127,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", choices=DATASETS, default="musique")
     parser.add_argument("--indexes", type=Path, required=True, help="folder of the indexes (as benchmarks.latency builds them)")
     parser.add_argument("--methods", nargs="*", default=METHODS)
-    which = parser.add_mutually_exclusive_group()
+    which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--exact", action="store_true", help="after: exact search too (the walk's tolerance alone)")
     which.add_argument("--sieve", action="store_true", help="before: exact, after: through the sieves; both at the default tolerance")
     which.add_argument("--local-walk", action="store_true", help="before: the default walk, after: the local walk on every graph; both as opened")
     args = parser.parse_args(argv)
-    result = asyncio.run(measure(args.data, args.indexes, args.methods, graphs=not args.exact, sieve=args.sieve, local=args.local_walk))
+    result = asyncio.run(measure(args.data, args.indexes, args.methods, sieve=args.sieve, local=args.local_walk))
     RESULTS.mkdir(exist_ok=True)
-    name = f"graph-search-{args.data}-minilm" + ("-exact" if args.exact else "-sieve" if args.sieve else "-local-walk" if args.local_walk else "")
+    name = f"graph-search-{args.data}-minilm" + ("-exact" if args.exact else "-sieve" if args.sieve else "-local-walk")
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
 
 

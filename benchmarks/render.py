@@ -681,7 +681,9 @@ PAGES: dict[str, Page] = {
                     intro="The evidence modes with every vector collection searched exactly and the walk stopped at 1e-6 "
                           "(before) against the collections of 10k vectors or more searched through their saved HNSW graphs "
                           "and the walk at 1e-4 (after), interleaved in one process, CPU time with the query vectors from "
-                          "memory; hits compared question by question ([benchmarks/graph_search.py](../../benchmarks/graph_search.py))."),
+                          "memory; hits compared question by question ([benchmarks/graph_search.py](../../benchmarks/graph_search.py)). "
+                          "The search graphs were opt-in (`RHIZOME_SEARCH_GRAPH_FROM`) and have since been removed: the command "
+                          "below ran on commit 7d8541f; the sieve (below) does their work without their recall cost."),
             Section("Search graphs and the walk's tolerance, before and after: hotpotqa-100 (MiniLM)", "graph-search-hotpotqa-minilm.json"),
             Section("The walk's tolerance alone (the default), before and after: musique-dev (MiniLM)", "graph-search-musique-minilm-exact.json",
                     intro="As above with exact search on both sides: the walk stopped at 1e-6 (before) against 1e-4 (after)."),

@@ -14,13 +14,9 @@ candidates kept. The sieve is trained when a collection first reaches that size 
 save or search), kept up to date by every add and remove, trained again when the collection has
 grown fourfold, and saved with the snapshot.
 
-Opt-in (``RHIZOME_SEARCH_GRAPH_FROM``, see :func:`graph_from`): a collection of at least that
-many vectors also gets a navigable graph over the same stored vectors (faiss HNSW, built when
-the collection is saved and saved with it): a search of it scans a few thousand vectors instead
-of all, with the exact cosines of the neighbours it finds, and misses a true neighbour now and
-then (see :data:`GRAPH_EF`). Any change to the collection sets the graph aside until the next
-save rebuilds it; until then searches are exact again. A snapshot that holds a graph is searched
-through it whatever the setting of the process that reads it.
+A snapshot written while the opt-in search graphs existed (``RHIZOME_SEARCH_GRAPH_FROM``, faiss
+HNSW links beside the vectors, removed once the sieve reached the same speed without their
+recall cost) still opens: its graph is not read.
 """
 
 from __future__ import annotations
@@ -39,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from rhizome.core.environment import positive_int
 from rhizome.core.errors import ConfigurationError, IndexFormatError
 from rhizome.core.store import codes
 
@@ -91,32 +86,6 @@ def candidates(k: int) -> int:
     """Candidates a search for the ``k`` nearest through codes re-ranks: :data:`CANDIDATES` for
     each of the first ten, :data:`FURTHER` for each one past them, and the tie margin."""
     return CANDIDATES * min(k, 10) + FURTHER * max(0, k - 10) + TIE_MARGIN
-
-
-GRAPH_FROM_VARIABLE = "RHIZOME_SEARCH_GRAPH_FROM"
-"""Environment variable: collections of at least this many vectors are saved with a navigable
-graph (HNSW) and searched through it. Unset (the default): every search is exact. One exact scan
-reads every vector, the graph a few thousand; off by default because it changed recall on
-hotpotqa-100 (HippoRAG v2: R@2 0.670 to 0.655, R@5 0.860 to 0.850, 5 and 4 questions changed;
-none on musique-dev). See benchmarks/results/graph-search-*.json."""
-
-
-def graph_from() -> int | None:
-    """The collection size from which snapshots get a search graph (``RHIZOME_SEARCH_GRAPH_FROM``),
-    or ``None``: none do."""
-    return positive_int(GRAPH_FROM_VARIABLE, "vectors")
-
-GRAPH_LINKS = 32
-"""Neighbours per node of the graph (faiss HNSW's ``M``)."""
-
-GRAPH_EF_BUILD = 40
-"""Candidates kept while the graph is built (``efConstruction``)."""
-
-GRAPH_EF = 128
-"""Candidates kept while a query walks the graph (``efSearch``; at least ``k`` plus
-:data:`TIE_MARGIN`). With it no evidence mode's R@2 or R@5 moved on any musique-dev question
-(one first-five list of four modes did), but 16 of hotpotqa-100's first-ten lists of HippoRAG
-v2 changed (``benchmarks.graph_search``)."""
 
 
 @contextmanager
@@ -251,11 +220,9 @@ class VectorStore:
         self._index: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))  # or what load() read
         self._ids: dict[int, str] = {}
         self._lock = _SharedLock()
-        self._graph: Any = None  # faiss HNSW over the flat vectors, or None (exact search)
-        self._positions = np.zeros(0, dtype=np.int64)  # the integer id at each position of the flat vectors
         self._sieve: Any = None  # faiss IndexIDMap over codes of the same vectors, or None
         self._sieve_trained = 0  # vectors the sieve's codes were trained on
-        self._exact_only = False  # no sieve or graph, ever (search_exactly)
+        self._exact_only = False  # no sieve, ever (search_exactly)
         self._where: tuple[np.ndarray, np.ndarray] | None = None  # integer ids sorted, and their positions
 
     def __len__(self) -> int:
@@ -287,7 +254,7 @@ class VectorStore:
             raise ConfigurationError("duplicate ids in one add")
         int_ids = np.array([stable_int_id(k) for k in keys], dtype=np.int64)
         with self._lock.writing():
-            self._graph, self._where = None, None
+            self._where = None
             known = np.array([i in self._ids for i in int_ids.tolist()], dtype=bool)
             if known.any():
                 self._overwrite(int_ids[known], array[known])
@@ -319,7 +286,7 @@ class VectorStore:
         with self._lock.writing():
             present = [i for i in int_ids if i in self._ids]
             if present:
-                self._graph, self._where = None, None
+                self._where = None
                 codes.remove_ids(self._index, np.array(present, dtype=np.int64))
                 if self._sieve is not None:
                     codes.remove_ids(self._sieve, np.array(present, dtype=np.int64))
@@ -350,14 +317,7 @@ class VectorStore:
             if not size or k < 1:
                 return [[] for _ in range(array.shape[0])]
             fetch = min(k + TIE_MARGIN, size)
-            graph = self._graph
-            if graph is not None and among is None:
-                import faiss
-
-                ef = faiss.SearchParametersHNSW(efSearch=max(GRAPH_EF, fetch))  # type: ignore[attr-defined]  # faiss stubs lack it
-                scores, found = _search(graph, array, fetch, ef)
-                int_ids = np.where(found >= 0, self._positions[np.maximum(found, 0)], -1)
-            elif sifted and self._sieve is not None and (want := SIEVE_WIDTH * candidates(k)) <= size // 4:
+            if sifted and self._sieve is not None and (want := SIEVE_WIDTH * candidates(k)) <= size // 4:
                 scores, int_ids = self._sift(array, fetch, want)
             else:
                 scores, int_ids = _search(self._index, array, fetch, params)
@@ -415,21 +375,16 @@ class VectorStore:
         self._sieve, self._sieve_trained = sieve, len(sample)
 
     @property
-    def graph(self) -> bool:
-        """Whether searches go through the navigable graph (see :func:`graph_from`)."""
-        return self._graph is not None
-
-    @property
     def sieve(self) -> bool:
         """Whether searches scan the sieve's codes and re-rank their candidates (see the module
         docstring)."""
         return self._sieve is not None
 
     def search_exactly(self) -> None:
-        """Scan every vector from now on: no graph or sieve, none built again (for comparing the
+        """Scan every vector from now on: no sieve, none built again (for comparing the
         searches)."""
         with self._lock.writing():
-            self._graph, self._sieve, self._exact_only = None, None, True
+            self._sieve, self._exact_only = None, True
 
     def _flat(self) -> Any:
         import faiss
@@ -443,29 +398,6 @@ class VectorStore:
 
         n = self._index.ntotal
         return faiss.rev_swig_ptr(self._flat().get_xb(), n * self.dimension).reshape(n, self.dimension)
-
-    def _attach(self, graph: Any) -> None:
-        """Make ``graph`` (an HNSW whose nodes are the positions of the flat vectors) search
-        the stored vectors themselves, not a copy."""
-        import faiss
-
-        graph.storage = self._flat()
-        graph.own_fields = False  # the flat vectors belong to self._index
-        self._positions = faiss.vector_to_array(self._index.id_map).astype(np.int64)
-        self._graph = graph
-
-    def _build_graph(self) -> None:
-        """Build the navigable graph over the stored vectors (on one thread: the same vectors
-        in the same order give the same graph). Called with the store's lock held."""
-        import faiss
-
-        held = self._floats()
-        scratch = faiss.IndexFlatIP(self.dimension)  # the graph's own copy while it is built
-        graph = faiss.IndexHNSW(scratch, GRAPH_LINKS)  # type: ignore[arg-type]  # the stubs know only IndexHNSW(d, M)
-        graph.hnsw.efConstruction = GRAPH_EF_BUILD
-        with threads_for(1):
-            graph.add(held)
-        self._attach(graph)
 
     def vectors(self, keys: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``keys`` (KeyError for an unknown key)."""
@@ -509,9 +441,6 @@ class VectorStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         with self._lock.reading():  # the ids and the index of one state
-            threshold = graph_from()
-            if self._graph is None and threshold is not None and len(self._ids) >= threshold and not self._exact_only:
-                self._build_graph()
             if self._wants_sieve():
                 self._build_sieve()
             header = json.dumps({"dimension": self.dimension, "ids": list(self._ids.values()), "meta": meta or {},
@@ -519,9 +448,6 @@ class VectorStore:
             int_ids = np.fromiter(self._ids, dtype="<i8", count=len(self._ids)).tobytes()  # so a reader need not hash each id again
             size = _Counter()
             faiss.write_index(self._index, faiss.PyCallbackIOWriter(size))  # type: ignore[attr-defined]  # a first pass only counts the bytes (faiss stubs lack the IO callbacks)
-            graph, graph_size = self._graph, _Counter()
-            if graph is not None:  # its links only: the vectors are the index's
-                faiss.write_index(graph, faiss.PyCallbackIOWriter(graph_size), faiss.IO_FLAG_SKIP_STORAGE)  # type: ignore[attr-defined]
             sieve, sieve_size = self._sieve, _Counter()
             if sieve is not None:
                 faiss.write_index(sieve, faiss.PyCallbackIOWriter(sieve_size))  # type: ignore[attr-defined]
@@ -533,9 +459,6 @@ class VectorStore:
                         out.write(int_ids)
                     with _member(archive, "index", size.total) as out:
                         faiss.write_index(self._index, faiss.PyCallbackIOWriter(out.write))  # type: ignore[attr-defined]
-                    if graph is not None:
-                        with _member(archive, "graph", graph_size.total) as out:
-                            faiss.write_index(graph, faiss.PyCallbackIOWriter(out.write), faiss.IO_FLAG_SKIP_STORAGE)  # type: ignore[attr-defined]
                     if sieve is not None:
                         with _member(archive, "sieve", sieve_size.total) as out:
                             faiss.write_index(sieve, faiss.PyCallbackIOWriter(out.write))  # type: ignore[attr-defined]
@@ -560,10 +483,7 @@ class VectorStore:
                         int_ids = np.frombuffer(stream.read(), dtype="<i8")
                 with _opened(archive, "index") as stream:
                     index = faiss.read_index(faiss.PyCallbackIOReader(stream.read))  # type: ignore[attr-defined]
-                graph = sieve = None
-                if "graph.npy" in archive.namelist():
-                    with _opened(archive, "graph") as stream:
-                        graph = faiss.read_index(faiss.PyCallbackIOReader(stream.read), faiss.IO_FLAG_SKIP_STORAGE)  # type: ignore[attr-defined]
+                sieve = None  # a "graph" member (links of the removed search graphs) is not read
                 if "sieve.npy" in archive.namelist():
                     with _opened(archive, "sieve") as stream:
                         sieve = faiss.read_index(faiss.PyCallbackIOReader(stream.read))  # type: ignore[attr-defined]
@@ -579,13 +499,6 @@ class VectorStore:
             raise IndexFormatError(
                 f"vector file {path} holds {index.ntotal} vectors but lists {len(store._ids)} ids"
             )
-        if graph is not None:
-            if graph.ntotal != index.ntotal or graph.d != store.dimension:
-                raise IndexFormatError(
-                    f"vector file {path} holds a search graph of {graph.ntotal} vectors of dimension {graph.d} "
-                    f"for {index.ntotal} of dimension {store.dimension}"
-                )
-            store._attach(graph)
         if sieve is not None:
             if sieve.ntotal != index.ntotal or sieve.d != store.dimension:
                 raise IndexFormatError(
@@ -643,5 +556,5 @@ def _opened(archive: zipfile.ZipFile, name: str) -> Iterator[Any]:
         yield stream
 
 
-__all__ = ["CANDIDATES", "FURTHER", "GRAPH_EF", "GRAPH_FROM_VARIABLE", "SIEVE_FROM", "SIEVE_WIDTH", "TIE_MARGIN", "VectorStore", "candidates", "every_vector",
-           "graph_from", "ranked", "stable_int_id", "trained_codes"]
+__all__ = ["CANDIDATES", "FURTHER", "SIEVE_FROM", "SIEVE_WIDTH", "TIE_MARGIN", "VectorStore", "candidates", "every_vector",
+           "ranked", "stable_int_id", "trained_codes"]
