@@ -95,14 +95,18 @@ class Chunk(_Record):
     n_tokens: int
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    def provenance(self) -> Provenance:
+    def span(self) -> Span:
+        return Span(document_id=self.document_id, chunk_id=self.id, start=self.start, end=self.end)
+
+    @property
+    def source(self) -> str | None:
+        """The file path or URL of its document, when the document carried one."""
         source = self.metadata.get("source")
-        return Provenance(
-            document_ids=[self.document_id],
-            chunk_ids=[self.id],
-            spans=[Span(document_id=self.document_id, chunk_id=self.id, start=self.start, end=self.end)],
-            sources=[str(source)] if source else [],
-        )
+        return str(source) if source else None
+
+    def provenance(self) -> Provenance:
+        source = self.source
+        return Provenance(document_ids=[self.document_id], chunk_ids=[self.id], spans=[self.span()], sources=[source] if source else [])
 
 
 class Entity(_Record):

@@ -195,11 +195,11 @@ def provenance(chunks: dict[str, Chunk], chunk_ids: Iterable[str], limit: int = 
         chunk = chunks.get(cid)
         if chunk is None:
             continue
-        one = chunk.provenance()
-        documents += one.document_ids
+        documents.append(chunk.document_id)
         cited.append(cid)
-        spans += one.spans
-        sources += one.sources
+        spans.append(chunk.span())
+        if chunk.source:
+            sources.append(chunk.source)
         if len(cited) >= limit:
             break
     return Provenance(
@@ -671,6 +671,22 @@ def with_document_metadata(store: Any, hits: list[Hit]) -> list[Hit]:
     return out
 
 
+def best_distinct(items: Iterable[T], k: int, key: Callable[[T], Any], text: Callable[[T], str]) -> list[T]:
+    """The first ``k`` of ``items`` ordered by ``key`` (ties keep their order) whose ``text``
+    (case and spacing aside) was not seen before: what a map-reduce search keeps of its points,
+    and what a map step may apply to its candidates before it makes hits of them."""
+    seen: set[str] = set()
+    out: list[T] = []
+    for item in sorted(items, key=key):
+        if len(out) == k:
+            break
+        said = " ".join(text(item).lower().split())
+        if said not in seen:
+            seen.add(said)
+            out.append(item)
+    return out
+
+
 class MapPlan(BaseModel):
     """What a map-reduce search reads: the ids of the groups each map call takes, in map order
     (plain JSON, so a plan can travel in a graph's state), and what planning cost."""
@@ -704,16 +720,7 @@ class MapReduceSearch(BaseRetriever):
     def reduce(self, query: str, points: Sequence[Hit], k: int) -> list[Hit]:
         """The ``k`` best points by :meth:`point_key` (ties keep plan order), the same text
         (case and spacing aside) once."""
-        seen: set[str] = set()
-        out: list[Hit] = []
-        for point in sorted(points, key=self.point_key):
-            if len(out) == k:
-                break
-            text = " ".join(point.text.lower().split())
-            if text not in seen:
-                seen.add(text)
-                out.append(point)
-        return out
+        return best_distinct(points, k, self.point_key, lambda point: point.text)
 
     def explain(self, plan: MapPlan, hits: list[Hit]) -> list[str]:
         """Why the search found no point (or too few), in words, for :attr:`Retrieval.notes`
@@ -735,6 +742,7 @@ __all__ = [
     "MapReduceSearch",
     "Retrieval",
     "batch_texts",
+    "best_distinct",
     "by_rank",
     "check_k",
     "check_positive",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections import Counter, defaultdict
 from collections.abc import Sequence, Set
 from typing import Any
 
@@ -40,6 +41,7 @@ from rhizome.core.retrieval.contract import (
     MapPlan,
     MapReduceSearch,
     batch_texts,
+    best_distinct,
     point_hit,
     provenance,
     query_vector,
@@ -149,6 +151,21 @@ class GlobalSearch(MapReduceSearch):
             cache[key] = found
         return found
 
+    def _offline_ratings(self, query_words: Set[str], graph: Any) -> dict[str, int]:
+        """Offline: the rating (0–5) of every community whose report (or card) holds one of the
+        query's content words, ``5 × share`` rounded; every other community rates 0. Counted
+        from the communities each word occurs in (kept with the graph), not community by
+        community."""
+        postings = graph.cache.get("global-offline-postings")
+        if postings is None:
+            postings = defaultdict(list)
+            for community in graph.communities.values():
+                for word in self._offline_profile(community, graph)[0]:
+                    postings[word].append(community.id)
+            graph.cache["global-offline-postings"] = postings
+        found = Counter(cid for word in query_words for cid in postings.get(word, ()))
+        return {cid: int(5 * (n / len(query_words)) + 0.5) for cid, n in found.items()}
+
     async def _similarity(self, query: str) -> dict[str, float]:
         """Cosine similarity of the query to every community's embedded report (or card)."""
         vector = await query_vector(self.index, query)
@@ -169,9 +186,12 @@ class GlobalSearch(MapReduceSearch):
         if llm is not None:
             stats["similarity"] = await self._similarity(query)
         similarity = stats["similarity"]
+        offline = self._offline_ratings(query_words, graph) if llm is None and query_words else {}
         selected: list[Community] = []
         parents: set[str] = set()
-        step = sorted(graph.roots(), key=lambda c: c.id)
+        step = graph.cache.get("global-roots")
+        if step is None:
+            step = graph.cache["global-roots"] = sorted(graph.roots(), key=lambda c: c.id)
         calls = 0
         while step:
             step = sorted(step, key=lambda c: (-similarity.get(c.id, 0.0), c.id))
@@ -186,7 +206,7 @@ class GlobalSearch(MapReduceSearch):
                 return out.rating
 
             if llm is None:
-                ratings = [int(5 * share(query_words, self._offline_profile(c, graph)[0]) + 0.5) for c in rated_now]
+                ratings = [offline.get(c.id, 0) for c in rated_now]
             else:
                 ratings = await asyncio.gather(*(rate(c) for c in rated_now))
                 calls += len(rated_now)
@@ -249,22 +269,29 @@ class GlobalSearch(MapReduceSearch):
             points = self._offline_points(query, communities)
         else:
             points = await self._model_points(query, self._texts(communities, self._budget(query)))
-        hits = [
+        # no batch gives more than k of the k best: the points the reduce would keep, chosen
+        # before any of them becomes a hit
+        kept = best_distinct([p for p in points if p["score"] > self.params.min_score], k,
+                             lambda p: self.order(p["score"] / 100.0, p["rating"]), lambda p: p["description"])
+        best = [
             point_hit(p["description"], p["score"], p["description"] + "|".join(p["reports"]), rating=p["rating"], report_ids=p["reports"],
                       titles=[reports[c].title for c in p["reports"] if c in reports])
-            for p in points
-            if p["score"] > self.params.min_score
+            for p in kept
         ]
-        best = self.reduce(query, hits, k)  # no batch gives more than k of the k best
         groups = {tuple(h.metadata["report_ids"]) for h in best}
         cited = {cid: graph.community_chunks(reports[cid])[:20] for cid in {c for g in groups for c in g} if cid in reports}
         chunks = self.index.store.chunks(sorted({x for ids in cited.values() for x in ids}))
         sources = {g: provenance(chunks, [x for cid in g for x in cited.get(cid, [])]) for g in groups}
         return [h.model_copy(update={"provenance": sources[tuple(h.metadata["report_ids"])]}) for h in best]
 
-    def point_key(self, point: Hit) -> Any:
+    @staticmethod
+    def order(score: float, rating: float) -> tuple[float, float]:
         """Higher importance first, then the higher-rated report (GraphRAG's reduce order)."""
-        return (-point.score, -point.metadata.get("rating", 0.0))
+        return (-score, -rating)
+
+    def point_key(self, point: Hit) -> Any:
+        """:meth:`order` of a point hit."""
+        return self.order(point.score, point.metadata.get("rating", 0.0))
 
     def explain(self, plan: MapPlan, hits: list[Hit]) -> list[str]:
         """Why no point came back: no report rated relevant, or none of their points scored."""
