@@ -324,3 +324,25 @@ def test_stored_records_read_what_is_asked_for_and_keep_a_bounded_number():
     assert records["b"] == "B" and reads[-1] == ["b"]  # over the bound again: what was held is let go
     assert records.get("gone") is None and "gone" in records
     assert list(records.values()) == ["A", "B", "C"]
+
+
+def test_the_method_registry_sees_a_distribution_installed_after_its_first_scan(tmp_path, monkeypatch):
+    # the registry keeps its scan of the installed metadata while the import path's folders are
+    # unchanged; a new distribution is a new *.dist-info folder, and the next call finds it
+    import sys
+
+    from rhizome.core.store.storage import method_registry
+
+    before = method_registry()
+    assert {"naive", "graphrag"} <= set(before) and method_registry() == before
+    method_registry()["naive"] = None  # a copy each time
+    assert method_registry() == before
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
+    assert method_registry() == before
+    info = tmp_path / "rhizome_toy-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rhizome-toy\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[rhizome.methods]\ntoy = rhizome.core.naive:VectorIndex\n")
+    after = method_registry()
+    assert set(after) == set(before) | {"toy"} and after["toy"].value == "rhizome.core.naive:VectorIndex"
+

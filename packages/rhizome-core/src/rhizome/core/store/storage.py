@@ -32,8 +32,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime as _dt
+import functools
 import importlib.metadata
 import json
+import os
+import sys
 import threading
 import uuid
 import weakref
@@ -1038,11 +1041,29 @@ def vectors_generation(collection: str) -> str:
 
 
 def method_registry() -> dict[str, Any]:
-    """Index classes by method name, from the ``rhizome.methods`` entry points."""
-    registry: dict[str, Any] = {}
-    for entry in importlib.metadata.entry_points(group="rhizome.methods"):
-        registry[entry.name] = entry
-    return registry
+    """Index classes by method name, from the ``rhizome.methods`` entry points (a new dict at
+    each call, from a scan kept while the import path and its folders are unchanged)."""
+    return dict(_registry_scan(_import_path_state()))
+
+
+def _import_path_state() -> tuple[tuple[str, int], ...]:
+    """Each folder on the import path with the time it last changed: installing or removing a
+    distribution adds or removes a ``*.dist-info`` folder in one of them, which changes it."""
+    state = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            state.append((entry, -1))
+    return tuple(state)
+
+
+@functools.lru_cache(maxsize=4)
+def _registry_scan(path_state: tuple[tuple[str, int], ...]) -> tuple[tuple[str, Any], ...]:
+    """The ``rhizome.methods`` entry points (``path_state``: only the key). Scanning every
+    installed distribution's metadata takes tens of milliseconds; the conformance kit, the CLI
+    and :func:`load_index` ask for the registry at every index they open."""
+    return tuple((entry.name, entry) for entry in importlib.metadata.entry_points(group="rhizome.methods"))
 
 
 LOAD_OPTIONS = frozenset({"embedder", "llm", "offline", "readonly", "batch_size", "progress", "cache", "extraction", "workers"})
