@@ -29,10 +29,27 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
 _TOKEN = re.compile(r"[^\W_]+")
-STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
+
+
+@functools.cache
+def _stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words, imported on first use: importing scikit-learn (and
+    SciPy with it) took about 1.7 s of every process that imports this module, such as
+    ``rhizome mcp`` and ``rhizome serve`` at their start, which classify nothing until asked."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+STOP_WORDS: frozenset[str]
+"""scikit-learn's English stop words (made on first use, see :func:`_stop_words`)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "STOP_WORDS":
+        return _stop_words()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def tokenize(text: str) -> list[str]:
@@ -61,7 +78,7 @@ def display_name(label: str) -> str:
 def is_content_token(token: str) -> bool:
     """A token that may start, end or sit inside an offline keyword: not a stop word, at least
     two characters, not a bare number."""
-    return len(token) >= 2 and token not in STOP_WORDS and not token.isdigit()
+    return len(token) >= 2 and token not in _stop_words() and not token.isdigit()
 
 
 @functools.lru_cache(maxsize=1 << 18)
