@@ -21,7 +21,9 @@ mode="global")``.
 Offline (no model): ratings and point scores are the share of the query's content words found
 in the report (or point) text; the points of a report are its summary and its findings. With
 ratings that cheap, every community on the way down is rated (no candidate limit, so no query
-embedding), and the words of each report and point are kept until the graph changes.
+embedding): the words of each report and point, and which communities each word occurs in, are
+kept until the graph changes, so a query counts its words' communities instead of comparing
+itself with every report.
 """
 
 from __future__ import annotations
