@@ -237,12 +237,14 @@ class HierarchicalSearch(BaseRetriever):
         top-layer community cites most of the corpus) takes its chunks among the query's
         :data:`NEAREST_POOL` nearest chunks of the whole index: when at least ``keep`` of them
         score above the pool's last, they are its ``keep`` nearest (on an exact store; on an
-        approximate one, as near as its search finds); otherwise all its chunks are scored."""
+        approximate one, as near as its search finds); otherwise all its chunks are scored. When
+        the pool is every chunk of the index, its scores serve the small nodes too."""
         store, name = self.index.store, self.index.CHUNK_COLLECTION
         if not store.has_collection(name):
             return sources
         held = store.collection(name, vector.shape[1])
         pool: dict[str, float] | None = None
+        whole = False  # whether the pool is every chunk of the index
         by_score: list[str] = []  # the pool, nearest first
         tied: set[str] = set()  # chunks of the pool whose score another one shares
         floor = -2.0
@@ -256,6 +258,7 @@ class HierarchicalSearch(BaseRetriever):
                 found = held.search(vector, NEAREST_POOL)[0]
                 pool = dict(found)
                 floor = found[-1][1] if len(found) == NEAREST_POOL else -2.0
+                whole = len(found) < NEAREST_POOL and len(found) == len(held)
                 by_score = sorted(pool, key=pool.__getitem__, reverse=True)
                 alike = Counter(pool.values())
                 tied = {c for c, score in pool.items() if alike[score] > 1}
@@ -270,7 +273,10 @@ class HierarchicalSearch(BaseRetriever):
             else:
                 exact[row] = cids
         wanted = list(dict.fromkeys(c for cids in exact.values() for c in cids))
-        score = dict(held.search(vector, len(wanted), among=wanted)[0]) if wanted else {}  # one search, in faiss
+        if whole and pool is not None:  # the pool scored every chunk already
+            score = pool
+        else:
+            score = dict(held.search(vector, len(wanted), among=wanted)[0]) if wanted else {}  # one search, in faiss
         out.update({row: sorted(cids, key=lambda c: -score.get(c, -2.0)) for row, cids in exact.items()})
         return {row: out[row] for row in sources}
 
