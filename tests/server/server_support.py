@@ -69,7 +69,10 @@ class RunningServer:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        from rhizome.server.settings import KEEP_ALIVE_SECONDS
+
+        # as `rhizome serve` runs it: idle connections outlive the clients' pools
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", timeout_keep_alive=KEEP_ALIVE_SECONDS))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.port = 0
 

@@ -30,6 +30,7 @@ def test_serve_opens_the_workspaces_and_runs_uvicorn(built, capsys, monkeypatch)
     monkeypatch.setenv("RHIZOME_API_KEY", API_KEY)
     assert main(["serve", f"light={built('lightrag')}", "--port", "0", "--host", "0.0.0.0", "--offline", "--no-cache"]) == 0
     assert (ran["host"], ran["port"]) == ("0.0.0.0", 0)
+    assert ran["timeout_keep_alive"] > 5  # longer than httpx's pools keep an idle connection (5 s)
     out = capsys.readouterr().out
     assert "workspace light: lightrag, models rhizome/light, rhizome/light:hybrid" in out
     assert "writes: with the API key" in out

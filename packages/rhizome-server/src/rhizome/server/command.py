@@ -7,7 +7,7 @@ import argparse
 import os
 from typing import Any
 
-from rhizome.server.settings import API_KEY_ENV, DEFAULT_MAX_BODY
+from rhizome.server.settings import API_KEY_ENV, DEFAULT_MAX_BODY, KEEP_ALIVE_SECONDS
 
 
 def register(subparsers: Any) -> None:
@@ -72,5 +72,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
     writes = "refused (--read-only)" if settings.read_only else ("with the API key" if settings.api_key else
                                                                    f"refused until an API key is set (--api-key or {API_KEY_ENV})")
     print(f"writes: {writes}; API docs at http://{settings.host}:{settings.port}/docs")
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", timeout_keep_alive=KEEP_ALIVE_SECONDS)
     return 0

@@ -11,6 +11,11 @@ from rhizome.core.errors import ConfigurationError
 API_KEY_ENV = "RHIZOME_API_KEY"
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 """Largest request body accepted (16 MiB): a batch of documents, never a whole corpus."""
+KEEP_ALIVE_SECONDS = 75
+"""How long the server keeps an idle connection open for the client's next request. uvicorn's
+default, 5 s, is exactly how long httpx (under the OpenAI and Ollama Python clients) keeps an
+idle connection in its pool: a client could send on a connection the server was closing at that
+moment and get a dropped connection (``httpx.ReadError``). The server's side must be the longer."""
 
 
 def is_loopback(host: str) -> bool:
