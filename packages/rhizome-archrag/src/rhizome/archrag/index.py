@@ -77,6 +77,8 @@ from rhizome.core.store.storage import Connection
 from rhizome.core.types import Community, Entity, Hit, Relation
 
 REPORT_STAGE = "archrag.report"
+RELATION_PART = 256
+"""Relations a report context reads whole at a time."""
 
 
 def entity_text(entity: Entity) -> str:
@@ -365,11 +367,11 @@ def _point(hit: Hit) -> str:
 
 def _context(group: Community, graph: EntityGraph, done: Mapping[str, Community], inner: set[str]) -> tuple[list[Entity], Iterator[Relation], list[Community]]:
     """What a community's report reads: its entities, most connected first; the relations
-    among them (``inner``), by combined degree, read 256 at a time as they are asked for (a
+    among them (``inner``), by combined degree, read :data:`RELATION_PART` at a time as they are asked for (a
     report shows a few hundred at most; a top community holds every relation); its children's reports."""
     members = graph.members(Community(id=group.id, level=group.level, entity_ids=group.entity_ids))
     order = sorted(inner, key=lambda rid: (-graph.combined_degree(graph.relations[rid]), rid))
-    relations = (r for i in range(0, len(order), 256) for r in graph.whole_relations(order[i : i + 256]).values())
+    relations = (r for i in range(0, len(order), RELATION_PART) for r in graph.whole_relations(order[i : i + RELATION_PART]).values())
     return members, relations, [done[c] for c in group.children if c in done]
 
 

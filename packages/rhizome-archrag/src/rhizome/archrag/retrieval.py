@@ -65,6 +65,7 @@ from rhizome.core.retrieval.contract import (
     point_hit,
     provenance,
     query_vector,
+    same_text,
     vector_search,
 )
 from rhizome.core.retrieval.evidence import (
@@ -244,7 +245,7 @@ class HierarchicalSearch(BaseRetriever):
             return sources
         held = store.collection(name, vector.shape[1])
         pool: dict[str, float] | None = None
-        whole = False  # whether the pool is every chunk of the index
+        every: dict[str, float] | None = None  # the pool, when it is every chunk of the index
         by_score: list[str] = []  # the pool, nearest first
         tied: set[str] = set()  # chunks of the pool whose score another one shares
         floor = -2.0
@@ -258,7 +259,7 @@ class HierarchicalSearch(BaseRetriever):
                 found = held.search(vector, NEAREST_POOL)[0]
                 pool = dict(found)
                 floor = found[-1][1] if len(found) == NEAREST_POOL else -2.0
-                whole = len(found) < NEAREST_POOL and len(found) == len(held)
+                every = pool if len(found) < NEAREST_POOL and len(found) == len(held) else None
                 by_score = sorted(pool, key=pool.__getitem__, reverse=True)
                 alike = Counter(pool.values())
                 tied = {c for c, score in pool.items() if alike[score] > 1}
@@ -273,8 +274,8 @@ class HierarchicalSearch(BaseRetriever):
             else:
                 exact[row] = cids
         wanted = list(dict.fromkeys(c for cids in exact.values() for c in cids))
-        if whole and pool is not None:  # the pool scored every chunk already
-            score = pool
+        if every is not None:  # the pool scored every chunk already
+            score = every
         else:
             score = dict(held.search(vector, len(wanted), among=wanted)[0]) if wanted else {}  # one search, in faiss
         out.update({row: sorted(cids, key=lambda c: -score.get(c, -2.0)) for row, cids in exact.items()})
@@ -443,7 +444,7 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         seen: set[str] = set()
         unique = []
         for point in points:
-            text = " ".join(point.text.lower().split())
+            text = same_text(point.text)
             if text not in seen:
                 seen.add(text)
                 unique.append(point)
@@ -454,7 +455,7 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         mapped = await asyncio.gather(*(self.amap(query, batch, k) for batch in plan.batches))
         pooled = [p for points in mapped for p in points]
         hits = self.reduce(query, pooled, k)
-        distinct = len({" ".join(p.text.lower().split()) for p in pooled})
+        distinct = len({same_text(p.text) for p in pooled})
         within = len(self.reduce(query, pooled, max(1, len(pooled))))
         stats = {**plan.stats, "batches": len(plan.batches), "points": len(hits), "over_budget": distinct - within}
         return Retrieval(query=query, hits=hits, stats=stats)

@@ -671,16 +671,21 @@ def with_document_metadata(store: Any, hits: list[Hit]) -> list[Hit]:
     return out
 
 
+def same_text(text: str) -> str:
+    """``text`` with case and spacing aside: two points that say the same say it alike."""
+    return " ".join(text.lower().split())
+
+
 def best_distinct(items: Iterable[T], k: int, key: Callable[[T], Any], text: Callable[[T], str]) -> list[T]:
     """The first ``k`` of ``items`` ordered by ``key`` (ties keep their order) whose ``text``
-    (case and spacing aside) was not seen before: what a map-reduce search keeps of its points,
-    and what a map step may apply to its candidates before it makes hits of them."""
+    (:func:`same_text`) was not seen before: what a map-reduce search keeps of its points, and
+    what a map step may apply to its candidates before it makes hits of them."""
     seen: set[str] = set()
     out: list[T] = []
     for item in sorted(items, key=key):
         if len(out) == k:
             break
-        said = " ".join(text(item).lower().split())
+        said = same_text(text(item))
         if said not in seen:
             seen.add(said)
             out.append(item)
@@ -758,6 +763,7 @@ __all__ = [
     "query_vectors_held",
     "relevance",
     "round_robin",
+    "same_text",
     "vector_search",
     "with_document_metadata",
 ]

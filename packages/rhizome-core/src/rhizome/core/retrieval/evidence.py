@@ -117,12 +117,9 @@ def relative_weights(scored: Sequence[tuple[str, float]], temperature: float | N
             raise ConfigurationError(f"temperature must be a positive number or None, got {temperature!r}")
         spread = float(values.std())
         weights = np.exp((values - best) / (temperature * spread)) if spread > 0 else np.ones(len(values))
-    keys = [key for key, _ in scored]
-    out = dict(zip(keys, weights.tolist()))
-    if len(out) < len(keys):  # a key listed twice: its best weight
-        out = {}
-        for key, weight in zip(keys, weights.tolist()):
-            out[key] = max(weight, out.get(key, 0.0))
+    out: dict[str, float] = {}
+    for (key, _), weight in zip(scored, weights.tolist()):
+        out[key] = max(weight, out.get(key, 0.0))
     return out
 
 
