@@ -270,19 +270,14 @@ def test_present_reads_the_held_keys_and_their_vectors_in_one_step():
         store.vectors(["a", "gone"])  # vectors() wants every key
     entered, release = threading.Event(), threading.Event()
 
-    class SlowReads:  # faiss's index, its reconstructions held until released
-        def __init__(self, inner):
-            self.inner = inner
+    floats = store._floats
 
-        def __getattr__(self, name):
-            return getattr(self.inner, name)
+    def slow_floats():  # the stored floats, handed over when released
+        entered.set()
+        release.wait(5)
+        return floats()
 
-        def reconstruct(self, int_id):
-            entered.set()
-            release.wait(5)
-            return self.inner.reconstruct(int_id)
-
-    store._index = SlowReads(store._index)
+    store._floats = slow_floats
     result = {}
     reader = threading.Thread(target=lambda: result.update(read=store.present(["a", "b"])))
     reader.start()
@@ -316,3 +311,18 @@ def test_a_found_row_is_ranked_as_every_pair_sorted_by_score_to_6_decimals_then_
         k = int(rng.integers(1, 35))
         every = ranked([(names[int(i)], float(s)) for s, i in zip(row, ids) if int(i) != -1], k)
         assert ranked_found(row, ids, k, names.__getitem__) == every
+
+
+def test_present_reads_each_key_s_current_vector_after_overwrites_and_removals():
+    # present() copies rows out of the stored floats by position: positions move when a
+    # removal compacts them, and an overwrite changes a row where it lies
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((40, 3)).astype(np.float32)
+    store = VectorStore(3)
+    store.add([f"k{i}" for i in range(40)], vectors)
+    store.present(["k0"])  # positions read once, then changed under them
+    store.add(["k3", "k39"], vectors[:2] * 2)
+    store.remove(["k10", "k0"])
+    keys, rows = store.present(["k39", "k3", "k10", "k11", "k3"])
+    assert keys == ["k39", "k3", "k11", "k3"]
+    assert np.array_equal(rows, np.stack([vectors[1] * 2, vectors[0] * 2, vectors[11], vectors[0] * 2]))

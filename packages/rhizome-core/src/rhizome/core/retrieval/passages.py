@@ -166,12 +166,12 @@ class PassageRetriever(BaseRetriever):
             return []
         present, matrix = store.collection(self.index.PASSAGE_COLLECTION, vector.shape[1]).present(keys)
         cosine = dict(zip(present, (matrix @ vector[0]).tolist()))
-        members = [cid for key in present for cid in passage_chunks(key)]
-        held, rows = store.collection(self.index.CHUNK_COLLECTION, vector.shape[1]).present(members)
+        members = {key: passage_chunks(key) for key in present}
+        held, rows = store.collection(self.index.CHUNK_COLLECTION, vector.shape[1]).present([c for ids in members.values() for c in ids])
         chunk_cos = dict(zip(held, (rows @ vector[0]).tolist()))
         out = []
-        for key in present:
-            best = max((chunk_cos[c] for c in passage_chunks(key) if c in chunk_cos), default=None)
+        for key, ids in members.items():
+            best = max((chunk_cos[c] for c in ids if c in chunk_cos), default=None)
             if best is not None:
                 out.append((key, cosine[key], best))
         out.sort(key=lambda p: (-round(p[1] + p[2], 9), p[0]))

@@ -330,11 +330,7 @@ class VectorStore:
         import faiss
 
         _, found = _search(self._sieve, array, want)
-        if self._where is None:
-            stored = faiss.vector_to_array(self._index.id_map)
-            order = np.argsort(stored, kind="stable")
-            self._where = (stored[order], order)
-        ids_sorted, positions = self._where
+        ids_sorted, positions = self._positions()
         flat = self._flat()
         scores = np.full((len(array), fetch), -np.inf, dtype=np.float32)
         int_ids = np.full((len(array), fetch), -1, dtype=np.int64)
@@ -351,6 +347,17 @@ class VectorStore:
             best = np.argsort(-exact, kind="stable")[:fetch]
             scores[row, : len(best)], int_ids[row, : len(best)] = exact[best], got[best]
         return scores, int_ids
+
+    def _positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """The stored integer ids sorted, and each one's row in the exact index (kept until the
+        next change). Called with the lock held."""
+        import faiss
+
+        if self._where is None:
+            stored = faiss.vector_to_array(self._index.id_map)
+            order = np.argsort(stored, kind="stable")
+            self._where = (stored[order], order)
+        return self._where
 
     def _wants_sieve(self) -> bool:
         """Whether a sieve should be (re)built: the collection holds exact floats and
@@ -406,11 +413,18 @@ class VectorStore:
     def present(self, keys: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The keys of ``keys`` held here and their vectors, read under one lock (see
         :meth:`rhizome.core.store.storage.Collection.present`)."""
+        import faiss
+
         with self._lock.reading():
-            held = [key for key in keys if stable_int_id(key) in self._ids]
+            pairs = [(key, i) for key in keys if (i := stable_int_id(key)) in self._ids]
+            held = [key for key, _ in pairs]
+            int_ids = np.array([i for _, i in pairs], dtype=np.int64)
+            if held and isinstance(self._flat(), faiss.IndexFlat):  # rows copied from the stored floats at once
+                ids_sorted, positions = self._positions()
+                return held, self._floats()[positions[np.searchsorted(ids_sorted, int_ids)]].reshape(len(held), self.dimension)
             out = np.zeros((len(held), self.dimension), dtype=np.float32)
-            for row, key in enumerate(held):
-                out[row] = self._index.reconstruct(stable_int_id(key))
+            for row, i in enumerate(int_ids.tolist()):
+                out[row] = self._index.reconstruct(i)
         return held, out
 
     def digest(self) -> str:
