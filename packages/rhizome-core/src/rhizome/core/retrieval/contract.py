@@ -705,7 +705,8 @@ class MapReduceSearch(BaseRetriever):
     keeps the best: ``aplan`` chooses the groups and batches them, ``amap`` turns one batch into
     point hits (each with its score and provenance; batches are independent, so they may run
     concurrently anywhere), ``reduce`` orders the points of every batch, given in plan order.
-    ``_asearch`` runs the three; ``langgraph_rhizome`` runs the same three as graph branches.
+    ``_asearch`` runs the three (citing after the reduce, when the mode splits ``amap`` into
+    ``apoints`` and ``acite``); ``langgraph_rhizome`` runs the same three as graph branches.
     A plan's batches are ids (JSON), so a plan can travel in a graph's state."""
 
     async def aplan(self, query: str) -> MapPlan:
@@ -717,6 +718,17 @@ class MapReduceSearch(BaseRetriever):
         """The points of one batch of the plan: at most ``k`` (the reduce keeps ``k`` in all,
         so no batch contributes more), each a hit with its score and provenance."""
         raise NotImplementedError
+
+    async def apoints(self, query: str, batch: Sequence[str], k: int) -> list[Hit]:
+        """:meth:`amap`'s points before they cite anything, for a mode whose reduce does not
+        read provenance: it implements this and :meth:`acite` (and ``amap`` as the two in
+        turn), and its own search then cites only the points the reduce keeps. Default:
+        :meth:`amap`."""
+        return await self.amap(query, batch, k)
+
+    async def acite(self, query: str, points: list[Hit]) -> list[Hit]:
+        """``points`` of :meth:`apoints`, each with its provenance (default: as they are)."""
+        return points
 
     def point_key(self, point: Hit) -> Any:
         """Sort key of the points in :meth:`reduce` (default: higher score first)."""
@@ -734,8 +746,8 @@ class MapReduceSearch(BaseRetriever):
 
     async def _asearch(self, query: str, k: int) -> Retrieval:
         plan = await self.aplan(query)
-        mapped = await asyncio.gather(*(self.amap(query, batch, k) for batch in plan.batches))
-        hits = self.reduce(query, [p for points in mapped for p in points], k)
+        mapped = await asyncio.gather(*(self.apoints(query, batch, k) for batch in plan.batches))
+        hits = await self.acite(query, self.reduce(query, [p for points in mapped for p in points], k))
         stats = {"points": len(hits), "batches": len(plan.batches), **plan.stats}
         return Retrieval(query=query, hits=hits, stats=stats, notes=self.explain(plan, hits))
 

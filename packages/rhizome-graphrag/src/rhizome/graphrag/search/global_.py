@@ -264,7 +264,11 @@ class GlobalSearch(MapReduceSearch):
     async def amap(self, query: str, batch: Sequence[str], k: int) -> list[Hit]:
         """The ``k`` best points of one batch of communities scoring above ``min_score``, each
         citing the chunks of the reports it rests on."""
-        graph = self.index.graph()
+        return await self.acite(query, await self.apoints(query, batch, k))
+
+    async def apoints(self, query: str, batch: Sequence[str], k: int) -> list[Hit]:
+        """:meth:`amap`'s points, citing nothing yet (the reduce reads their scores, ratings
+        and texts only)."""
         reports = await self.index.areports(batch)
         communities = [reports[cid] for cid in batch if cid in reports]
         if self.index.llm is None:
@@ -275,16 +279,22 @@ class GlobalSearch(MapReduceSearch):
         # before any of them becomes a hit
         kept = best_distinct([p for p in points if p["score"] > self.params.min_score], k,
                              lambda p: self.order(p["score"] / 100.0, p["rating"]), lambda p: p["description"])
-        best = [
+        return [
             point_hit(p["description"], p["score"], p["description"] + "|".join(p["reports"]), rating=p["rating"], report_ids=p["reports"],
                       titles=[reports[c].title for c in p["reports"] if c in reports])
             for p in kept
         ]
-        groups = {tuple(h.metadata["report_ids"]) for h in best}
-        cited = {cid: graph.community_chunks(reports[cid])[:20] for cid in {c for g in groups for c in g} if cid in reports}
+
+    async def acite(self, query: str, points: list[Hit]) -> list[Hit]:
+        """``points``, each citing the chunks of the reports it rests on (the first 20 of each
+        report's, most cited first)."""
+        graph = self.index.graph()
+        groups = {tuple(h.metadata["report_ids"]) for h in points}
+        reports = {cid for g in groups for cid in g if cid in graph.communities}
+        cited = {cid: graph.community_chunks(graph.communities[cid])[:20] for cid in reports}
         chunks = self.index.store.chunks(sorted({x for ids in cited.values() for x in ids}))
         sources = {g: provenance(chunks, [x for cid in g for x in cited.get(cid, [])]) for g in groups}
-        return [h.model_copy(update={"provenance": sources[tuple(h.metadata["report_ids"])]}) for h in best]
+        return [h.model_copy(update={"provenance": sources[tuple(h.metadata["report_ids"])]}) for h in points]
 
     @staticmethod
     def order(score: float, rating: float) -> tuple[float, float]:
