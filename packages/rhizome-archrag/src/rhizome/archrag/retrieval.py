@@ -178,10 +178,8 @@ class HierarchicalSearch(BaseRetriever):
         sources = self._sources(ranked, graph, relations)  # one state of the graph for the whole call
         if ranking:
             sources = self._nearest_first(sources, vector)
-        # a hit cites its first MAX_PROVENANCE_CHUNKS stored chunks: read those (with a margin for
-        # chunks gone since), not every chunk a top-layer community cites (most of the corpus)
         sources = {row: cids[: MAX_PROVENANCE_CHUNKS * 2] for row, cids in sources.items()}
-        chunks = self.index.store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids)))
+        chunks = self._cited(sources)
         entities = graph.whole_entities(key for (_, kind, key), _ in ranked if kind == "entity")
         out = []
         for row, score in ranked:
@@ -223,11 +221,30 @@ class HierarchicalSearch(BaseRetriever):
                 sources[row] = graph.community_chunks(graph.communities[key])
         return sources
 
+    def _cited(self, sources: Mapping[Row, list[str]]) -> dict[str, Any]:
+        """The stored chunks a hit of each node cites: its first :data:`MAX_PROVENANCE_CHUNKS`
+        stored ones among ``sources`` (each node's first chunks, a margin for chunks gone since
+        included), read in two steps: the first that many of every node, then the margin of the
+        nodes some of those are gone for. Not every chunk a top-layer community cites (most of
+        the corpus)."""
+        limit, store = MAX_PROVENANCE_CHUNKS, self.index.store
+        chunks = store.chunks(list(dict.fromkeys(c for ids in sources.values() for c in ids[:limit])))
+        short = [ids[limit:] for ids in sources.values() if len(ids) > limit and sum(c in chunks for c in ids[:limit]) < limit]
+        if short:
+            chunks.update(store.chunks(list(dict.fromkeys(c for ids in short for c in ids if c not in chunks))))
+        return chunks
+
     def live(self, ranked: Sequence[tuple[Row, float]]) -> list[Row]:
         """The ranked nodes that still cite a stored chunk among the first ones a hit would
-        cite, in order: what :meth:`hits` keeps, without reading the chunks."""
-        sources = {row: ids[: MAX_PROVENANCE_CHUNKS * 2] for row, ids in self._sources(ranked).items()}
-        stored = set(self.index.store.stored_order({c for ids in sources.values() for c in ids}))
+        cite, in order: what :meth:`hits` keeps, without reading the chunks (first the
+        :data:`MAX_PROVENANCE_CHUNKS` first of each node, then the margin of those that have
+        none stored)."""
+        limit, store = MAX_PROVENANCE_CHUNKS, self.index.store
+        sources = {row: ids[: limit * 2] for row, ids in self._sources(ranked).items()}
+        stored = set(store.stored_order({c for ids in sources.values() for c in ids[:limit]}))
+        rest = {c for ids in sources.values() if stored.isdisjoint(ids[:limit]) for c in ids[limit:]}
+        if rest:
+            stored.update(store.stored_order(rest))
         return [row for row, _ in ranked if row in sources and not stored.isdisjoint(sources[row])]
 
     def _nearest_first(self, sources: dict[Row, list[str]], vector: Any, keep: int = MAX_PROVENANCE_CHUNKS * 2) -> dict[Row, list[str]]:
@@ -239,30 +256,27 @@ class HierarchicalSearch(BaseRetriever):
         :data:`NEAREST_POOL` nearest chunks of the whole index: when at least ``keep`` of them
         score above the pool's last, they are its ``keep`` nearest (on an exact store; on an
         approximate one, as near as its search finds); otherwise all its chunks are scored. When
-        the pool is every chunk of the index, its scores serve the small nodes too."""
+        the pool is every chunk of the index (fewer than :data:`NEAREST_POOL`), its scores serve
+        the small nodes too. The pool is the same for every batch of one query: it is kept until
+        the next query or a write of the chunk vectors."""
         store, name = self.index.store, self.index.CHUNK_COLLECTION
         if not store.has_collection(name):
             return sources
         held = store.collection(name, vector.shape[1])
-        pool: dict[str, float] | None = None
+        pool: dict[str, float] = {}
         every: dict[str, float] | None = None  # the pool, when it is every chunk of the index
         by_score: list[str] = []  # the pool, nearest first
         tied: set[str] = set()  # chunks of the pool whose score another one shares
         floor = -2.0
+        if len(held) < NEAREST_POOL or any(len(cids) > EXACT_CHUNKS for cids in sources.values()):
+            key = (store.vector_generation(name), vector.tobytes())
+            pool, floor, every, by_score, tied = self.index.derived("archrag-pool", key, lambda: nearest_pool(held, vector))
         out: dict[Row, list[str]] = {}
         exact: dict[Row, list[str]] = {}
         for row, cids in sources.items():
             if len(cids) <= EXACT_CHUNKS:
                 exact[row] = cids
                 continue
-            if pool is None:
-                found = held.search(vector, NEAREST_POOL)[0]
-                pool = dict(found)
-                floor = found[-1][1] if len(found) == NEAREST_POOL else -2.0
-                every = pool if len(found) < NEAREST_POOL and len(found) == len(held) else None
-                by_score = sorted(pool, key=pool.__getitem__, reverse=True)
-                alike = Counter(pool.values())
-                tied = {c for c, score in pool.items() if alike[score] > 1}
             members = set(cids)
             if len(members) == len(cids) and tied.isdisjoint(members):  # the pool's order is the node's
                 near = [c for c in by_score if c in members]
@@ -454,10 +468,10 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         plan = await self.aplan(query)
         mapped = await asyncio.gather(*(self.amap(query, batch, k) for batch in plan.batches))
         pooled = [p for points in mapped for p in points]
-        hits = self.reduce(query, pooled, k)
+        within = self.reduce(query, pooled, max(1, len(pooled)))  # every point the budget holds; the hits are its first k
+        hits = within[:k]
         distinct = len({same_text(p.text) for p in pooled})
-        within = len(self.reduce(query, pooled, max(1, len(pooled))))
-        stats = {**plan.stats, "batches": len(plan.batches), "points": len(hits), "over_budget": distinct - within}
+        stats = {**plan.stats, "batches": len(plan.batches), "points": len(hits), "over_budget": distinct - len(within)}
         return Retrieval(query=query, hits=hits, stats=stats)
 
     def _cosines(self, rows: Sequence[Row], vector: Any) -> list[float]:
@@ -515,6 +529,19 @@ class FilteredSearch(HierarchicalSearch, MapReduceSearch):
         spans = [s for s in cited.spans if s.chunk_id in set(kept)]
         cited = cited.model_copy(update={"chunk_ids": kept, "spans": spans, "document_ids": list(dict.fromkeys(s.document_id for s in spans))})
         return point_hit(text, float(score), "|".join([text, *sources]), cited, layer=layer, sources=sources, via=self.mode, **({"offline": True} if offline else {}))
+
+
+def nearest_pool(held: Any, vector: Any) -> tuple[dict[str, float], float, dict[str, float] | None, list[str], set[str]]:
+    """The :data:`NEAREST_POOL` chunks of ``held`` nearest the query ``vector``, as
+    :meth:`HierarchicalSearch._nearest_first` reads them: their scores, the last one's score
+    (-2 when the pool is not full), the scores again when the pool is every chunk (else None),
+    the chunks nearest first, and those whose score another one shares."""
+    found = held.search(vector, NEAREST_POOL)[0]
+    pool = dict(found)
+    floor = found[-1][1] if len(found) == NEAREST_POOL else -2.0
+    every = pool if len(found) < NEAREST_POOL and len(found) == len(held) else None
+    alike = Counter(pool.values())
+    return pool, floor, every, sorted(pool, key=pool.__getitem__, reverse=True), {c for c, score in pool.items() if alike[score] > 1}
 
 
 def decode(key: str) -> Row:
