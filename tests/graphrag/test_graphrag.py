@@ -335,6 +335,29 @@ def test_global_search_is_its_plan_map_and_reduce():
     assert [(h.id, h.text, h.score, h.provenance) for h in search.reduce(query, points, 3)[: len(expected)]] == expected
 
 
+def test_global_search_cites_only_the_points_its_reduce_keeps():
+    """Its own search maps points that cite nothing and reads the chunks of the kept ones only."""
+    index = offline_index()
+    index.insert(topic_docs("space", "business", "music"))
+    search = index.as_retriever(mode="global", dynamic=False, k=2, offline_batch=1)  # a batch a report
+    mapped, cited = [], []
+    apoints, acite = search.apoints, search.acite
+
+    async def points(query, batch, k):
+        found = await apoints(query, batch, k)
+        mapped.extend(found)
+        return found
+
+    async def cite(query, found):
+        cited.append(len(found))
+        return await acite(query, found)
+
+    search.apoints, search.acite = points, cite
+    hits = [h for h in search.retrieve("Vienna Philharmonic Orion Project mission company merger") if h.kind == "point"]
+    assert len(mapped) > 2 and not any(p.provenance.chunk_ids for p in mapped)
+    assert cited == [2] and len(hits) == 2 and all(h.provenance.chunk_ids for h in hits)
+
+
 def test_global_offline_points_score_by_query_overlap():
     index = offline_index()
     index.insert(topic_docs("space", "business", "music"))
