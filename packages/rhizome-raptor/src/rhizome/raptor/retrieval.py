@@ -159,20 +159,26 @@ class TraversalRetriever(_TreeRetriever):
         if vector is None:
             return vector, chosen, path
         width = self.params.top_k or k
-        store, tree = self.index.store, self.index.tree
+        store = self.index.store
         roots = self._roots()
         if roots is None:  # no tree: the nearest leaves
             layer = [(key, score, 0) for key, score in vector_search(store, self.index.CHUNK_COLLECTION, vector, width)]
         else:
             layer = self._scored(roots, vector)[:width]
+        shape = self._shape()
         while layer:
             chosen += layer
             for key, _, level in layer:
                 path.setdefault(level, []).append(key)
-            groups = tree.groups.get([key for key, _, level in layer if level > 0])
-            children = list(dict.fromkeys(c for key, _, level in layer if key in groups for c in groups[key].children))
-            layer = self._scored(self._levels(children), vector)[:width]
+            children = list(dict.fromkeys(c for key, _, level in layer if level > 0 and key in shape for c in shape[key][1]))
+            layer = self._scored([(c, shape[c][0] if c in shape else 0) for c in children], vector)[:width]
         return vector, chosen, path
+
+    def _shape(self) -> dict[str, tuple[int, list[str]]]:
+        """Each summary's level and children, kept until the tree changes: what the traversal
+        walks, without reading the summaries (whose leaf lists are most of a record)."""
+        tree = self.index.tree
+        return self.index.derived("raptor:shape", tree.groups.generation(), lambda: {g.id: (g.level, list(g.children)) for g in tree.all().values()})
 
     def _roots(self) -> list[tuple[str, int]] | None:
         """The nodes no summary holds, with their layers (the top layer, and any node carried
@@ -180,19 +186,14 @@ class TraversalRetriever(_TreeRetriever):
         store, tree = self.index.store, self.index.tree
 
         def build() -> list[tuple[str, int]] | None:
-            groups = tree.all()
-            if not groups:
+            shape = self._shape()
+            if not shape:
                 return None
-            held = {c for g in groups.values() for c in g.children}
-            return [(g.id, g.level) for g in groups.values() if g.id not in held] + [(c, 0) for c in store.chunk_ids() if c not in held]
+            held = {c for _, children in shape.values() for c in children}
+            return [(key, level) for key, (level, _) in shape.items() if key not in held] + [(c, 0) for c in store.chunk_ids() if c not in held]
 
         key = (tree.groups.generation(), store.vector_generation(self.index.CHUNK_COLLECTION))
         return self.index.derived("raptor:roots", key, build)
-
-    def _levels(self, keys: list[str]) -> list[tuple[str, int]]:
-        """``keys`` with their layers: a summary's level, 0 for a leaf."""
-        groups = self.index.tree.groups.get(keys)
-        return [(key, groups[key].level if key in groups else 0) for key in keys]
 
     def _scored(self, nodes: list[tuple[str, int]], vector: np.ndarray) -> Ranked:
         """``nodes`` (of any layers) by cosine to the query, best first."""
