@@ -167,6 +167,8 @@ def test_a_damaged_chunk_text_costs_a_search_that_passage_and_an_insert_stores_i
     assert "d1:0" not in {h.id for h in found.hits} and "left out 1 passage" in found.notes[-1]
     with pytest.raises(IndexCorruptError, match=why):  # outside a search a read still refuses it
         index.store.chunks(["d1:0"])
+    sizes = index.store.chunk_tokens(["d1:0", "no-such-chunk"])  # sizes read no text: they still answer
+    assert list(sizes) == ["d1:0"] and sizes["d1:0"] > 0
     problems = check_index(tmp_path / "i").problems
     assert problems and problems[0].startswith(f"1 chunk {why} (changed outside Rhizome): d1:0; insert its document again")
     report = index.insert(DOCS)  # the same documents, unchanged

@@ -152,7 +152,7 @@ class SegmentRetriever(BaseRetriever):
         splits = [offsets[d] + spans[d][1] - spans[d][0] for d in documents]
         tokens = {}
         if p.chunk_length_adjustment:  # only ranked chunks are scaled, as in dsRAG
-            tokens = {cid: c.n_tokens for cid, c in store.chunks([cid for cid, (d, _) in where.items() if d in spans]).items()}
+            tokens = store.chunk_tokens([cid for cid, (d, _) in where.items() if d in spans])
         reference = REFERENCE_SHARE * self.index.config.chunk_size
         values = []
         for ranking in rankings:

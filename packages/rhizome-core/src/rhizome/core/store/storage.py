@@ -769,6 +769,15 @@ class IndexStore:
         rows = self.query(f"SELECT {self._chunk_select} FROM chunks WHERE document_id = ? ORDER BY idx", (document_id,))
         return [c for c in map(self._chunk, rows) if c is not None]
 
+    def chunk_tokens(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        """``n_tokens`` of each stored chunk of ``chunk_ids`` by id (no text read, so no
+        checksum checked)."""
+        out: dict[str, int] = {}
+        for part in batches(list(dict.fromkeys(chunk_ids))):
+            marks = ",".join("?" * len(part))
+            out.update((r[0], r[1]) for r in self.query(f"SELECT id, n_tokens FROM chunks WHERE id IN ({marks})", part))
+        return out
+
     def chunk_sizes(self, document_id: str) -> list[tuple[int, int]]:
         """``(index, n_tokens)`` of each stored chunk of ``document_id``, in order (no text read,
         so no checksum checked)."""
