@@ -13,6 +13,7 @@ removed, or an insert followed by a delete would not give back the records held 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
@@ -47,9 +48,14 @@ def content_words(text: str) -> list[str]:
 def query_names(query: str) -> list[str]:
     """The quoted phrases and the names (capitalised spans, acronyms, numbers with units) that
     ``query`` mentions, in order, without repeats and without question words."""
+    return list(_query_names(query))
+
+
+@functools.lru_cache(maxsize=256)  # a search asks for its query's names from more than one step
+def _query_names(query: str) -> tuple[str, ...]:
     names = [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(query)]
     names += [display for display, _type, kind in _FINDER.find_mentions(query) if kind != "phrase" and display.lower() not in QUESTION_WORDS]
-    return list(dict.fromkeys(n for n in names if n))
+    return tuple(dict.fromkeys(n for n in names if n))
 
 
 def content_keywords(text: str, limit: int = 5, *, exclude: set[str] | frozenset[str] = frozenset()) -> list[str]:
