@@ -285,14 +285,16 @@ class EntityGraph:
         """Chunk ids supporting a community's entities, most-cited first (counted once per
         community and graph: a top community cites most of the corpus)."""
         held = self.cache.setdefault("community-chunks", {})
-        key = (community.id, tuple(community.entity_ids))
-        if key not in held:
+        found = held.get(community.id)  # (its members when counted, the chunks)
+        # the graph's own community is the same object each time: its members are compared only
+        # when another object of the same id comes (a top community has thousands)
+        if found is None or (found[0] is not community.entity_ids and found[0] != community.entity_ids):
             counts: dict[str, int] = defaultdict(int)
             for eid in community.entity_ids:
                 for cid in self.sources.get(eid, ()):
                     counts[cid] += 1
-            held[key] = sorted(counts, key=lambda c: (-counts[c], c))
-        return list(held[key])
+            found = held[community.id] = (community.entity_ids, sorted(counts, key=lambda c: (-counts[c], c)))
+        return list(found[1])
 
 
 def weighted_graph(relations: Iterable[Any], entity_ids: Container[str]) -> nx.Graph:
