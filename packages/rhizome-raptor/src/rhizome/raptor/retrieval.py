@@ -159,13 +159,11 @@ class TraversalRetriever(_TreeRetriever):
         if vector is None:
             return vector, chosen, path
         width = self.params.top_k or k
-        store = self.index.store
-        roots = self._roots()
-        if roots is None:  # no tree: the nearest leaves
-            layer = [(key, score, 0) for key, score in vector_search(store, self.index.CHUNK_COLLECTION, vector, width)]
+        shape, roots = self._tree()
+        if not roots:  # no tree: the nearest leaves
+            layer = [(key, score, 0) for key, score in vector_search(self.index.store, self.index.CHUNK_COLLECTION, vector, width)]
         else:
             layer = self._scored(roots, vector)[:width]
-        shape = self._shape()
         while layer:
             chosen += layer
             for key, _, level in layer:
@@ -174,26 +172,22 @@ class TraversalRetriever(_TreeRetriever):
             layer = self._scored([(c, shape[c][0] if c in shape else 0) for c in children], vector)[:width]
         return vector, chosen, path
 
-    def _shape(self) -> dict[str, tuple[int, list[str]]]:
-        """Each summary's level and children, kept until the tree changes: what the traversal
-        walks, without reading the summaries (whose leaf lists are most of a record)."""
-        tree = self.index.tree
-        return self.index.derived("raptor:shape", tree.groups.generation(), lambda: {g.id: (g.level, list(g.children)) for g in tree.all().values()})
-
-    def _roots(self) -> list[tuple[str, int]] | None:
-        """The nodes no summary holds, with their layers (the top layer, and any node carried
-        up to it); ``None`` when there is no tree."""
+    def _tree(self) -> tuple[dict[str, tuple[int, list[str]]], list[tuple[str, int]]]:
+        """Each summary's level and children (what the traversal walks, without reading the
+        summaries, whose leaf lists are most of a record), and the nodes no summary holds with
+        their layers (the top layer, and any node carried up to it; none when there is no
+        tree). Kept until the tree or the leaves change."""
         store, tree = self.index.store, self.index.tree
 
-        def build() -> list[tuple[str, int]] | None:
-            shape = self._shape()
+        def build() -> tuple[dict[str, tuple[int, list[str]]], list[tuple[str, int]]]:
+            shape = {g.id: (g.level, list(g.children)) for g in tree.all().values()}
             if not shape:
-                return None
+                return shape, []
             held = {c for _, children in shape.values() for c in children}
-            return [(key, level) for key, (level, _) in shape.items() if key not in held] + [(c, 0) for c in store.chunk_ids() if c not in held]
+            return shape, [(key, level) for key, (level, _) in shape.items() if key not in held] + [(c, 0) for c in store.chunk_ids() if c not in held]
 
         key = (tree.groups.generation(), store.vector_generation(self.index.CHUNK_COLLECTION))
-        return self.index.derived("raptor:roots", key, build)
+        return self.index.derived("raptor:tree", key, build)
 
     def _scored(self, nodes: list[tuple[str, int]], vector: np.ndarray) -> Ranked:
         """``nodes`` (of any layers) by cosine to the query, best first."""
