@@ -145,12 +145,14 @@ class PassageRetriever(BaseRetriever):
     params_class = PassageParams
     params: PassageParams
 
-    def _owner(self) -> dict[str, str]:
-        """Each chunk's passage, from the keys of the passage collection (kept until it changes)."""
+    def _stored(self) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """Each chunk's passage and each passage's chunks, from the keys of the passage
+        collection (kept until it changes)."""
         store, name = self.index.store, self.index.PASSAGE_COLLECTION
 
-        def build() -> dict[str, str]:
-            return {cid: key for key in store.vector_ids(name) for cid in passage_chunks(key)}
+        def build() -> tuple[dict[str, str], dict[str, list[str]]]:
+            members = {key: passage_chunks(key) for key in store.vector_ids(name)}
+            return {cid: key for key, ids in members.items() for cid in ids}, members
 
         return self.index.derived(f"passages:{name}", store.vector_generation(name), build)
 
@@ -160,13 +162,13 @@ class PassageRetriever(BaseRetriever):
         store, n = self.index.store, self.params.candidates
         own = vector_search(store, self.index.PASSAGE_COLLECTION, vector, n)
         near = vector_search(store, self.index.CHUNK_COLLECTION, vector, n)
-        owner = self._owner()
+        owner, chunks_of = self._stored()
         keys = list(dict.fromkeys([key for key, _ in own] + [owner[cid] for cid, _ in near if cid in owner]))
         if not keys:
             return []
         present, matrix = store.collection(self.index.PASSAGE_COLLECTION, vector.shape[1]).present(keys)
         cosine = dict(zip(present, (matrix @ vector[0]).tolist()))
-        members = {key: passage_chunks(key) for key in present}
+        members = {key: chunks_of.get(key) or passage_chunks(key) for key in present}
         held, rows = store.collection(self.index.CHUNK_COLLECTION, vector.shape[1]).present([c for ids in members.values() for c in ids])
         chunk_cos = dict(zip(held, (rows @ vector[0]).tolist()))
         out = []
