@@ -421,7 +421,7 @@ class VectorStore:
             int_ids = np.array([i for _, i in pairs], dtype=np.int64)
             if held and isinstance(self._flat(), faiss.IndexFlat):  # rows copied from the stored floats at once
                 ids_sorted, positions = self._positions()
-                return held, self._floats()[positions[np.searchsorted(ids_sorted, int_ids)]].reshape(len(held), self.dimension)
+                return held, self._floats()[positions[np.searchsorted(ids_sorted, int_ids)]]
             out = np.zeros((len(held), self.dimension), dtype=np.float32)
             for row, i in enumerate(int_ids.tolist()):
                 out[row] = self._index.reconstruct(i)
