@@ -2,10 +2,8 @@
 
 Builds ``METHOD`` on musique-dev (its GPT-3.5 OpenIE triples, hashing vectors, no model), then
 deletes documents 5–24 and inserts them again, and writes what the graph holds after each step
-(``insert.json``, ``delete.json``, ``reinsert.json`` in ``OUT``): per entity its name, type,
-description and cited chunks; per relation its ends, predicate, weight, description, keywords
-and chunks; per community its level, members, parent, children, title, summary and report input
-digest. ``compare`` says, per step and kind, how many records differ (exit code 1 when any
+(``insert.json``, ``delete.json``, ``reinsert.json`` in ``OUT``): every entity, relation and
+community whole, as the index exports them (``graph_contents``). ``compare`` says, per step and kind, how many records differ (exit code 1 when any
 does). A refactoring that must not change what a method builds runs ``dump`` on the commit
 before it (this file copied into that checkout's ``benchmarks/``) and after it::
 
@@ -41,21 +39,6 @@ TIMINGS = ("seconds", "_ms", "cpu")
 """Stats whose names hold one of these are timings, which differ from run to run."""
 
 
-def contents(index: Any) -> dict[str, dict[str, Any]]:
-    graph = index.graph()
-    return {
-        "entities": {k: [e.name, e.type, e.description, list(e.source_chunk_ids)] for k, e in graph.entities.items()},
-        "relations": {
-            k: [r.source, r.target, r.predicate, r.weight, r.description, list(r.keywords), list(r.source_chunk_ids)]
-            for k, r in graph.relations.items()
-        },
-        "communities": {
-            k: [c.level, list(c.entity_ids), c.parent, sorted(c.children), c.title, c.summary, c.metadata.get("input_digest")]
-            for k, c in graph.communities.items()
-        },
-    }
-
-
 async def dump(method: str, out: Path, limit: int | None) -> None:
     documents, _ = data.musique()
     documents = documents[:limit] if limit else documents
@@ -63,8 +46,9 @@ async def dump(method: str, out: Path, limit: int | None) -> None:
     changed = documents[5:25]
 
     async def step(name: str) -> None:
-        (out / f"{name}.json").write_text(json.dumps(contents(index), sort_keys=True), encoding="utf-8")
-        print(name, {kind: len(records) for kind, records in contents(index).items()}, flush=True)
+        held = _graph(index)
+        (out / f"{name}.json").write_text(json.dumps(held, sort_keys=True), encoding="utf-8")
+        print(name, {kind: len(records) for kind, records in held.items()}, flush=True)
 
     await index.ainsert(documents)
     await step("insert")

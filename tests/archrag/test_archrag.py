@@ -99,22 +99,31 @@ def test_augment_weights_edges_by_cosine_and_adds_knn_edges_above_the_percentile
     ids = [f"n{i}" for i in range(30)]
     vectors = unit_rows(rng.standard_normal((30, 6)))
     edges = {("n0", "n1"): 1.0, ("n1", "n2"): 1.0, ("n3", "n4"): 1.0, ("n5", "n6"): 1.0}
+
+    def weighted(graph):  # {(u, v): weight} of the layer's arrays, u < v
+        e = graph.edges
+        return {(graph.nodes[s], graph.nodes[d]): float(w) for s, d, w in zip(e.src, e.dst, e.weight, strict=True)}
+
+    def similarity(graph):  # the weights of the edges augment added
+        return [w for pair, w in weighted(graph).items() if pair not in edges]
+
     graph = augment(ids, vectors, edges, percentile=0.5)
+    assert graph.nodes == tuple(sorted(ids))
+    held = weighted(graph)
     for a, b in edges:
         expected = max(float(vectors[int(a[1:])] @ vectors[int(b[1:])]), MIN_WEIGHT)
-        assert graph[a][b]["weight"] == pytest.approx(expected, abs=1e-5) and not graph[a][b]["knn"]
+        assert held[(a, b)] == pytest.approx(expected, abs=1e-5)
     original = [max(float(vectors[int(a[1:])] @ vectors[int(b[1:])]), MIN_WEIGHT) for a, b in edges]
     threshold = float(np.quantile(original, 0.5))
-    added = [(a, b, d) for a, b, d in graph.edges(data=True) if d["knn"]]
+    added = similarity(graph)
     assert added, "some similarity edges"
-    for _, _, d in added:
-        assert d["weight"] > threshold
+    assert all(w > threshold for w in added)
     top = augment(ids, vectors, edges, percentile=1.0)  # only pairs more similar than every relation
-    assert all(d["weight"] > max(original) for _, _, d in top.edges(data=True) if d["knn"])
+    assert all(w > max(original) for w in similarity(top))
     # K similarity edges per node: an edge is added only while one of its ends has room, so with
     # K = 1 every edge uses up a different node's single slot
-    one = [e for e in augment(ids, vectors, edges, percentile=0.0, k=1).edges(data=True) if e[2]["knn"]]
-    three = [e for e in augment(ids, vectors, edges, percentile=0.0, k=3).edges(data=True) if e[2]["knn"]]
+    one = similarity(augment(ids, vectors, edges, percentile=0.0, k=1))
+    three = similarity(augment(ids, vectors, edges, percentile=0.0, k=3))
     assert len(one) <= len(ids) < len(three)
 
 

@@ -28,13 +28,18 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 import networkx as nx
 import numpy as np
 
 from rhizome.core.errors import ConfigurationError
-from rhizome.core.graph import hierarchical_leiden, knn_similarity_pairs, leiden_update
+from rhizome.core.graph import (
+    WeightedEdges,
+    hierarchical_leiden,
+    knn_similarity_pairs,
+    leiden_update,
+)
 from rhizome.core.graph.similarity import unit_rows
 
 MIN_WEIGHT = 0.01
@@ -42,6 +47,8 @@ MIN_WEIGHT = 0.01
 weights, and the edge is a stated relation, so it keeps a small weight rather than vanish."""
 
 Edges = Mapping[tuple[str, str], float]
+Layer: TypeAlias = "nx.Graph | WeightedEdges"
+"""A layer's graph: as :func:`augment` builds it, or any weighted networkx graph."""
 
 
 def average_degree(ids: Sequence[str], edges: Edges) -> float:
@@ -56,46 +63,56 @@ def average_degree(ids: Sequence[str], edges: Edges) -> float:
 
 def augment(
     ids: Sequence[str], vectors: np.ndarray, edges: Edges, *, percentile: float = 0.8, k: int | None = None
-) -> nx.Graph:
-    """The layer's graph with cosine weights and KNN similarity edges (see the module docstring).
-    ``k``: similarity edges per node (default: the average degree, at least 1). Edges added by
-    similarity carry ``knn=True``."""
+) -> WeightedEdges:
+    """The layer's graph with cosine weights and KNN similarity edges (see the module docstring),
+    held as arrays (the kernel's :class:`~rhizome.core.graph.WeightedEdges`: a layer of a large
+    corpus has millions of edges, which a networkx graph would hold as Python dicts). ``k``:
+    similarity edges per node (default: the average degree, at least 1). The similarity edges
+    are those between two nodes ``edges`` does not link."""
     if not 0.0 <= percentile <= 1.0:
         raise ConfigurationError(f"knn_percentile must be between 0 and 1, got {percentile!r}")
     units = unit_rows(vectors)
     row = {key: i for i, key in enumerate(ids)}
-    graph = nx.Graph()
-    graph.add_nodes_from(ids)
+    linked: set[tuple[str, str]] = set()
+    triples: list[tuple[str, str, float]] = []
     weights = []
     for (a, b), _ in sorted(edges.items()):
         if a == b or a not in row or b not in row:
             continue
         w = max(float(units[row[a]] @ units[row[b]]), MIN_WEIGHT)
-        graph.add_edge(a, b, weight=w, knn=False)
         weights.append(w)
+        if _pair(a, b) not in linked:  # (a pair listed both ways is one edge)
+            linked.add(_pair(a, b))
+            triples.append((a, b, w))
     per_node = k if k is not None else max(1, round(average_degree(ids, edges)))
     live = [i for i in range(len(ids)) if np.linalg.norm(units[i]) > 0.5]
-    if per_node < 1 or len(live) < 2:
-        return graph
-    pairs = knn_similarity_pairs([ids[i] for i in live], units[live], k=int(math.floor(1.5 * per_node)) + 1, threshold=-1.0)
-    candidates = [s for a, b, s in pairs if not graph.has_edge(a, b)]
-    pool = weights or candidates
-    threshold = float(np.quantile(np.asarray(pool), percentile)) if pool else 1.0
-    added: dict[Any, int] = defaultdict(int)
-    for u, v, score in sorted(pairs, key=lambda p: (-p[2], p[0], p[1])):
-        if score <= threshold or graph.has_edge(u, v):
-            continue
-        if added[u] >= per_node and added[v] >= per_node:
-            continue
-        graph.add_edge(u, v, weight=max(float(score), MIN_WEIGHT), knn=True)
-        added[u] += 1
-        added[v] += 1
-    return graph
+    if per_node >= 1 and len(live) >= 2:
+        found = knn_similarity_pairs([ids[i] for i in live], units[live], k=int(math.floor(1.5 * per_node)) + 1, threshold=-1.0)
+        pairs = cast("list[tuple[str, str, float]]", found)  # of the ids given
+        candidates = [s for a, b, s in pairs if _pair(a, b) not in linked]
+        pool = weights or candidates
+        threshold = float(np.quantile(np.asarray(pool), percentile)) if pool else 1.0
+        added: dict[Any, int] = defaultdict(int)
+        for u, v, score in sorted(pairs, key=lambda p: (-p[2], p[0], p[1])):
+            if score <= threshold or _pair(u, v) in linked:
+                continue
+            if added[u] >= per_node and added[v] >= per_node:
+                continue
+            linked.add(_pair(u, v))
+            triples.append((u, v, max(float(score), MIN_WEIGHT)))
+            added[u] += 1
+            added[v] += 1
+    return WeightedEdges.from_edges(triples, ids)
 
 
-def partition(graph: nx.Graph, *, method: str = "leiden", max_cluster_size: int = 15, seed: int = 0xDEADBEEF) -> list[list[str]]:
+def _pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a <= b else (b, a)
+
+
+def partition(graph: Layer, *, method: str = "leiden", max_cluster_size: int = 15, seed: int = 0xDEADBEEF) -> list[list[str]]:
     """The nodes of ``graph`` in communities (each a sorted member list; communities ordered by
     their first member): every node in exactly one."""
+    graph = _arrays(graph)
     if graph.number_of_nodes() == 0:
         return []
     if method == "leiden":
@@ -113,7 +130,7 @@ its nodes may move."""
 
 
 def repartition(
-    graph: nx.Graph, previous: Mapping[str, Sequence[str]], moved: set[str], *, max_cluster_size: int = 15, seed: int = 0xDEADBEEF
+    graph: Layer, previous: Mapping[str, Sequence[str]], moved: set[str], *, max_cluster_size: int = 15, seed: int = 0xDEADBEEF
 ) -> list[list[str]] | None:
     """The nodes of ``graph`` in communities, updated from ``previous`` (community id → its
     members) by bounded Leiden iterations (the kernel's ``leiden_update``) in which only these
@@ -121,6 +138,7 @@ def repartition(
     members of a previous community that lost one; a community grown past ``max_cluster_size``
     is split as :func:`partition` splits. ``None`` when more than :data:`MOVABLE_SHARE` of the
     nodes may move (partition the layer whole instead). Same form as :func:`partition`."""
+    graph = _arrays(graph)
     nodes = {str(n) for n in graph.nodes}
     initial: dict[Hashable, str] = {}
     movable: set[Hashable] = {n for n in moved if n in nodes}
@@ -139,11 +157,15 @@ def repartition(
     groups: list[list[str]] = []
     for members in grouped.values():
         too_big = len(members) > max_cluster_size
-        groups += _leiden_leaves(graph.subgraph(members).copy(), max_cluster_size, seed) if too_big else [members]
+        groups += _leiden_leaves(graph.subgraph(members), max_cluster_size, seed) if too_big else [members]
     return sorted((sorted(g) for g in groups if g), key=lambda g: g[0])
 
 
-def _leiden_leaves(graph: nx.Graph, max_cluster_size: int, seed: int) -> list[list[str]]:
+def _arrays(graph: Layer) -> WeightedEdges:
+    return graph if isinstance(graph, WeightedEdges) else WeightedEdges.from_networkx(graph)
+
+
+def _leiden_leaves(graph: WeightedEdges, max_cluster_size: int, seed: int) -> list[list[str]]:
     hierarchy = hierarchical_leiden(graph, max_cluster_size=max_cluster_size, seed=seed, weight="weight")
     placed: set[str] = set()
     groups = []
@@ -155,10 +177,10 @@ def _leiden_leaves(graph: nx.Graph, max_cluster_size: int, seed: int) -> list[li
     return groups
 
 
-def _spectral(graph: nx.Graph, max_cluster_size: int, seed: int) -> list[list[str]]:
+def _spectral(graph: WeightedEdges, max_cluster_size: int, seed: int) -> list[list[str]]:
     """Weighted spectral clustering: the smallest eigenvectors of the normalised Laplacian, rows
     normalised, grouped by seeded k-means into ⌈n / max_cluster_size⌉ clusters."""
-    nodes = sorted(str(n) for n in graph.nodes)
+    nodes = [str(n) for n in graph.nodes]  # node order: sorted, as the matrix rows
     n = len(nodes)
     clusters = max(1, math.ceil(n / max_cluster_size))
     if clusters == 1 or n <= 2:
@@ -166,7 +188,10 @@ def _spectral(graph: nx.Graph, max_cluster_size: int, seed: int) -> list[list[st
     import scipy.sparse as sp
     from scipy.sparse.linalg import eigsh
 
-    matrix = nx.to_scipy_sparse_array(graph, nodelist=nodes, weight="weight", format="csr").astype(np.float64)
+    e = graph.edges
+    both = e.src != e.dst
+    rows, cols = np.concatenate([e.src, e.dst[both]]), np.concatenate([e.dst, e.src[both]])
+    matrix = sp.csr_array((np.concatenate([e.weight, e.weight[both]]), (rows, cols)), shape=(n, n))
     degree = np.asarray(matrix.sum(axis=1)).ravel()
     inv = np.where(degree > 0, 1.0 / np.sqrt(np.where(degree > 0, degree, 1.0)), 0.0)
     norm = sp.diags(inv) @ matrix @ sp.diags(inv)  # largest of D^-1/2 A D^-1/2 = smallest of the Laplacian
