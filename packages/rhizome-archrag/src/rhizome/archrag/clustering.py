@@ -85,9 +85,11 @@ def augment(
             linked.add(_pair(a, b))
             triples.append((a, b, w))
     per_node = k if k is not None else max(1, round(average_degree(ids, edges)))
-    live = [i for i in range(len(ids)) if np.linalg.norm(units[i]) > 0.5]
+    live = np.flatnonzero(np.linalg.norm(units, axis=1) > 0.5).tolist()  # (a zero vector has no neighbours)
     if per_node >= 1 and len(live) >= 2:
-        found = knn_similarity_pairs([ids[i] for i in live], units[live], k=int(math.floor(1.5 * per_node)) + 1, threshold=-1.0)
+        every = len(live) == len(ids)  # (the usual case: no copy of the layer's vectors)
+        found = knn_similarity_pairs(ids if every else [ids[i] for i in live], units if every else units[live],
+                                     k=int(math.floor(1.5 * per_node)) + 1, threshold=-1.0)
         pairs = cast("list[tuple[str, str, float]]", found)  # of the ids given
         candidates = [s for a, b, s in pairs if _pair(a, b) not in linked]
         pool = weights or candidates
