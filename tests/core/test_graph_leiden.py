@@ -7,6 +7,7 @@ import re
 import sys
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from rhizome.core.errors import ConfigurationError, InvalidInputError
@@ -421,6 +422,16 @@ def test_weighted_edges_equal_the_networkx_graph_they_come_from():
     assert sub.nodes == tuple(sorted(members)) and sub.number_of_edges() == graph.subgraph(members).number_of_edges()
     with pytest.raises(InvalidInputError):
         WeightedEdges.from_edges([("a", "b", -1.0)])
+    # the same edges as positions into a list of the nodes in another order
+    shuffled = sorted(graph, key=lambda n: n[::-1])
+    at = {n: i for i, n in enumerate(shuffled)}
+    positions = WeightedEdges.from_positions(
+        shuffled, np.array([at[u] for u, _, _ in halves]), np.array([at[v] for _, v, _ in halves]), np.array([w for *_, w in halves])
+    )
+    assert positions.nodes == edges.nodes and (positions.edges.src == edges.edges.src).all() and (positions.edges.dst == edges.edges.dst).all()
+    assert (positions.edges.weight == edges.edges.weight).all()
+    with pytest.raises(InvalidInputError):
+        WeightedEdges.from_positions(["a", "b"], np.array([0]), np.array([1]), np.array([np.nan]))
 
 
 def test_a_collapsed_update_moves_what_the_whole_graph_update_moves():

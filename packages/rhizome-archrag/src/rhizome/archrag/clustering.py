@@ -73,17 +73,20 @@ def augment(
         raise ConfigurationError(f"knn_percentile must be between 0 and 1, got {percentile!r}")
     units = unit_rows(vectors)
     row = {key: i for i, key in enumerate(ids)}
-    linked: set[tuple[str, str]] = set()
-    triples: list[tuple[str, str, float]] = []
-    weights = []
-    for (a, b), _ in sorted(edges.items()):
-        if a == b or a not in row or b not in row:
-            continue
-        w = max(float(units[row[a]] @ units[row[b]]), MIN_WEIGHT)
-        weights.append(w)
-        if _pair(a, b) not in linked:  # (a pair listed both ways is one edge)
-            linked.add(_pair(a, b))
-            triples.append((a, b, w))
+    n = len(ids)
+    # the layer's edges as positions in ids (a pair listed both ways is one edge), each weighted
+    # by its ends' cosine; arrays, not a Python object per edge: a layer may have millions
+    held = [(a, b) for a, b in edges if a != b and a in row and b in row]
+    src = np.fromiter((row[a] for a, _ in held), dtype=np.int64, count=len(held))
+    dst = np.fromiter((row[b] for _, b in held), dtype=np.int64, count=len(held))
+    weights = np.fromiter((max(float(units[i] @ units[j]), MIN_WEIGHT) for i, j in zip(src.tolist(), dst.tolist(), strict=True)),
+                          dtype=np.float64, count=len(held))
+    del held
+    keys, first = np.unique(np.minimum(src, dst) * n + np.maximum(src, dst), return_index=True)
+    src, dst, kept = src[first], dst[first], weights[first]
+    new_src: list[int] = []
+    new_dst: list[int] = []
+    new_weight: list[float] = []
     per_node = k if k is not None else max(1, round(average_degree(ids, edges)))
     live = np.flatnonzero(np.linalg.norm(units, axis=1) > 0.5).tolist()  # (a zero vector has no neighbours)
     if per_node >= 1 and len(live) >= 2:
@@ -91,24 +94,27 @@ def augment(
         found = knn_similarity_pairs(ids if every else [ids[i] for i in live], units if every else units[live],
                                      k=int(math.floor(1.5 * per_node)) + 1, threshold=-1.0)
         pairs = cast("list[tuple[str, str, float]]", found)  # of the ids given
-        candidates = [s for a, b, s in pairs if _pair(a, b) not in linked]
-        pool = weights or candidates
-        threshold = float(np.quantile(np.asarray(pool), percentile)) if pool else 1.0
+        u_at = np.fromiter((row[u] for u, _, _ in pairs), dtype=np.int64, count=len(pairs))
+        v_at = np.fromiter((row[v] for _, v, _ in pairs), dtype=np.int64, count=len(pairs))
+        linked = np.isin(np.minimum(u_at, v_at) * n + np.maximum(u_at, v_at), keys)
+        pool = weights if weights.size else np.asarray([s for (_, _, s), known in zip(pairs, linked.tolist(), strict=True) if not known])
+        threshold = float(np.quantile(pool, percentile)) if pool.size else 1.0
         added: dict[Any, int] = defaultdict(int)
-        for u, v, score in sorted(pairs, key=lambda p: (-p[2], p[0], p[1])):
-            if score <= threshold or _pair(u, v) in linked:
+        # best first; the pairs are distinct, so only the layer's own edges can hold one already
+        for i in sorted(range(len(pairs)), key=lambda i: (-pairs[i][2], pairs[i][0], pairs[i][1])):
+            u, v, score = pairs[i]
+            if score <= threshold or linked[i]:
                 continue
             if added[u] >= per_node and added[v] >= per_node:
                 continue
-            linked.add(_pair(u, v))
-            triples.append((u, v, max(float(score), MIN_WEIGHT)))
+            new_src.append(int(u_at[i]))
+            new_dst.append(int(v_at[i]))
+            new_weight.append(max(float(score), MIN_WEIGHT))
             added[u] += 1
             added[v] += 1
-    return WeightedEdges.from_edges(triples, ids)
-
-
-def _pair(a: str, b: str) -> tuple[str, str]:
-    return (a, b) if a <= b else (b, a)
+    return WeightedEdges.from_positions(ids, np.concatenate([src, np.asarray(new_src, dtype=np.int64)]),
+                                        np.concatenate([dst, np.asarray(new_dst, dtype=np.int64)]),
+                                        np.concatenate([kept, np.asarray(new_weight, dtype=np.float64)]))
 
 
 def partition(graph: Layer, *, method: str = "leiden", max_cluster_size: int = 15, seed: int = 0xDEADBEEF) -> list[list[str]]:

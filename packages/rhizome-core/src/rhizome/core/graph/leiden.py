@@ -27,7 +27,7 @@ import math
 import operator
 import random
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -141,9 +141,20 @@ class WeightedEdges:
         src = np.fromiter((index[t[0]] for t in triples), dtype=np.int64, count=len(triples))
         dst = np.fromiter((index[t[1]] for t in triples), dtype=np.int64, count=len(triples))
         weight = np.fromiter((t[2] for t in triples), dtype=np.float64, count=len(triples))
+        return cls.from_positions(order, src, dst, weight)
+
+    @classmethod
+    def from_positions(cls, nodes: Sequence[NodeId], src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> WeightedEdges:
+        """The graph of the edges between ``nodes[src[i]]`` and ``nodes[dst[i]]`` weighing
+        ``weight[i]`` (``nodes`` distinct, in any order): :meth:`from_edges` for edges already
+        held as arrays, with no Python object per edge."""
+        order = ordered_nodes(nodes)
+        index = {node: i for i, node in enumerate(order)}
+        rank = np.fromiter((index[node] for node in nodes), dtype=np.int64, count=len(nodes))
+        weight = np.asarray(weight, dtype=np.float64)
         if weight.size and (not np.all(np.isfinite(weight)) or weight.min() < 0):
             raise InvalidInputError("edge weights must be finite and non-negative.")
-        return cls(tuple(order), _merge_edges(len(order), src, dst, weight))
+        return cls(tuple(order), _merge_edges(len(order), rank[np.asarray(src, dtype=np.int64)], rank[np.asarray(dst, dtype=np.int64)], weight))
 
     @classmethod
     def from_networkx(cls, graph: nx.Graph, weight: str | None = "weight") -> WeightedEdges:
