@@ -9,6 +9,7 @@ from rhizome.core.errors import ConfigurationError, InvalidInputError
 from rhizome.core.graph import (
     DEFAULT_SIMILARITY_THRESHOLD,
     DEFAULT_SIMILARITY_TOP_K,
+    knn_similarity_arrays,
     knn_similarity_pairs,
 )
 
@@ -232,3 +233,25 @@ def test_is_deterministic():
     first = knn_similarity_pairs(ids, vectors, k=4, threshold=0.5)
     assert first == knn_similarity_pairs(ids, vectors, k=4, threshold=0.5)
     assert first == knn_similarity_pairs(list(ids), vectors.copy(), k=4, threshold=0.5)
+
+
+def test_arrays_hold_the_same_pairs_as_positions():
+    rng = np.random.default_rng(3)
+    vectors = unit_rows(rng, 150, 8)
+    ids = [f"n{i:03d}" for i in rng.permutation(150)]
+    pairs = knn_similarity_pairs(ids, vectors, k=5, threshold=0.3)
+    low, high, score = knn_similarity_arrays(vectors, k=5, threshold=0.3)
+    assert low.dtype == high.dtype == np.int64 and score.dtype == np.float32
+    assert bool(np.all(low < high)) and len(pairs) > 50
+    keys = list(zip(low.tolist(), high.tolist(), strict=True))
+    assert keys == sorted(set(keys))  # one entry per pair, by the earlier row then the later
+    as_ids = [(*sorted((ids[a], ids[b])), s) for a, b, s in zip(low.tolist(), high.tolist(), score.tolist(), strict=True)]
+    assert as_ids == [(a, b, s) for a, b, s in pairs]  # both list pairs in input order
+    worked = knn_similarity_arrays(VECTORS, k=1, threshold=0.0)
+    assert [w.tolist() for w in worked[:2]] == [[0, 1, 1], [2, 2, 3]]  # a–c, b–c, b–d
+    empty = knn_similarity_arrays(VECTORS[:1])
+    assert [w.size for w in empty] == [0, 0, 0]
+    with pytest.raises(InvalidInputError):
+        knn_similarity_arrays(VECTORS * 2)
+    with pytest.raises(ConfigurationError):
+        knn_similarity_arrays(VECTORS, k=0)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias
 
 import networkx as nx
 import numpy as np
@@ -37,7 +37,7 @@ from rhizome.core.errors import ConfigurationError
 from rhizome.core.graph import (
     WeightedEdges,
     hierarchical_leiden,
-    knn_similarity_pairs,
+    knn_similarity_arrays,
     leiden_update,
 )
 from rhizome.core.graph.similarity import unit_rows
@@ -84,37 +84,43 @@ def augment(
     del held
     keys, first = np.unique(np.minimum(src, dst) * n + np.maximum(src, dst), return_index=True)
     src, dst, kept = src[first], dst[first], weights[first]
-    new_src: list[int] = []
-    new_dst: list[int] = []
-    new_weight: list[float] = []
+    new_src = new_dst = np.empty(0, dtype=np.int64)
+    new_weight = np.empty(0, dtype=np.float64)
     per_node = k if k is not None else max(1, round(average_degree(ids, edges)))
-    live = np.flatnonzero(np.linalg.norm(units, axis=1) > 0.5).tolist()  # (a zero vector has no neighbours)
-    if per_node >= 1 and len(live) >= 2:
-        every = len(live) == len(ids)  # (the usual case: no copy of the layer's vectors)
-        found = knn_similarity_pairs(ids if every else [ids[i] for i in live], units if every else units[live],
-                                     k=int(math.floor(1.5 * per_node)) + 1, threshold=-1.0)
-        pairs = cast("list[tuple[str, str, float]]", found)  # of the ids given
-        u_at = np.fromiter((row[u] for u, _, _ in pairs), dtype=np.int64, count=len(pairs))
-        v_at = np.fromiter((row[v] for _, v, _ in pairs), dtype=np.int64, count=len(pairs))
+    live = np.flatnonzero(np.linalg.norm(units, axis=1) > 0.5)  # (a zero vector has no neighbours)
+    if per_node >= 1 and live.size >= 2:
+        every = live.size == n  # (the usual case: no copy of the layer's vectors)
+        # arrays of positions, not a Python tuple per pair: a large layer has tens of millions
+        low, high, score = knn_similarity_arrays(units if every else units[live],
+                                                 k=int(math.floor(1.5 * per_node)) + 1, threshold=-1.0)
+        if not every:
+            low, high = live[low], live[high]
+        rank = np.empty(n, dtype=np.int64)
+        rank[sorted(range(n), key=ids.__getitem__)] = np.arange(n, dtype=np.int64)
+        swap = rank[low] > rank[high]  # each pair as (earlier id, later id)
+        u_at, v_at = np.where(swap, high, low), np.where(swap, low, high)
+        del low, high, swap
         linked = np.isin(np.minimum(u_at, v_at) * n + np.maximum(u_at, v_at), keys)
-        pool = weights if weights.size else np.asarray([s for (_, _, s), known in zip(pairs, linked.tolist(), strict=True) if not known])
+        score64 = score.astype(np.float64)
+        pool = weights if weights.size else score64[~linked]
         threshold = float(np.quantile(pool, percentile)) if pool.size else 1.0
-        added: dict[Any, int] = defaultdict(int)
-        # best first; the pairs are distinct, so only the layer's own edges can hold one already
-        for i in sorted(range(len(pairs)), key=lambda i: (-pairs[i][2], pairs[i][0], pairs[i][1])):
-            u, v, score = pairs[i]
-            if score <= threshold or linked[i]:
-                continue
+        # best first (ties by the ids); the pairs are distinct, so only the layer's own edges
+        # can hold one already
+        candidate = np.flatnonzero((score64 > threshold) & ~linked)
+        candidate = candidate[np.lexsort((rank[v_at[candidate]], rank[u_at[candidate]], -score[candidate]))]
+        added = np.zeros(n, dtype=np.int64)
+        chosen: list[int] = []
+        for i, u, v in zip(candidate.tolist(), u_at[candidate].tolist(), v_at[candidate].tolist(), strict=True):
             if added[u] >= per_node and added[v] >= per_node:
                 continue
-            new_src.append(int(u_at[i]))
-            new_dst.append(int(v_at[i]))
-            new_weight.append(max(float(score), MIN_WEIGHT))
+            chosen.append(i)
             added[u] += 1
             added[v] += 1
-    return WeightedEdges.from_positions(ids, np.concatenate([src, np.asarray(new_src, dtype=np.int64)]),
-                                        np.concatenate([dst, np.asarray(new_dst, dtype=np.int64)]),
-                                        np.concatenate([kept, np.asarray(new_weight, dtype=np.float64)]))
+        new_src, new_dst = u_at[chosen], v_at[chosen]
+        new_weight = np.maximum(score64[chosen], MIN_WEIGHT)
+    return WeightedEdges.from_positions(ids, np.concatenate([src, new_src]), np.concatenate([dst, new_dst]),
+                                        np.concatenate([kept, new_weight]))
+
 
 
 def partition(graph: Layer, *, method: str = "leiden", max_cluster_size: int = 15, seed: int = 0xDEADBEEF) -> list[list[str]]:

@@ -10,7 +10,8 @@
   networkx graphs.
 * :mod:`~rhizome.core.graph.similarity` — :func:`knn_similarity_pairs`: pairs of items among
   each other's k nearest neighbours above a cosine threshold (HippoRAG's synonymy edges, entity
-  resolution candidates), by a batched faiss search.
+  resolution candidates), by a batched faiss search; :func:`knn_similarity_arrays` gives them
+  as arrays of positions for layers with millions of pairs (ArchRAG).
 
 Every function gives the same answer for the same input on the same library versions; the
 graph functions treat *node order* (:func:`ordered_nodes`) as canonical. Import from this
@@ -60,6 +61,7 @@ from rhizome.core.graph.pagerank import (
 from rhizome.core.graph.similarity import (
     DEFAULT_SIMILARITY_THRESHOLD,
     DEFAULT_SIMILARITY_TOP_K,
+    knn_similarity_arrays,
     knn_similarity_pairs,
 )
 
@@ -82,6 +84,7 @@ __all__ = [
     "community_id",
     "graph_to_csr",
     "hierarchical_leiden",
+    "knn_similarity_arrays",
     "knn_similarity_pairs",
     "leiden",
     "leiden_update",

@@ -191,10 +191,52 @@ def knn_similarity_pairs(
     if batch_size is not None:
         batch_size = _check_positive_int("batch_size", batch_size)
     items = _check_ids(ids)
-    matrix = _check_vectors(vectors, len(items))
+    low, high, score = _knn_arrays(_check_vectors(vectors, len(items)), k, threshold, batch_size)
     n = len(items)
-    if n < 2:
+    if low.size == 0:
         return []
+
+    # Orient each pair by node order of the ids (their input positions only order the list).
+    position = {item: i for i, item in enumerate(items)}
+    rank = np.empty(n, dtype=np.int64)
+    rank[[position[item] for item in ordered_nodes(items)]] = np.arange(n, dtype=np.int64)
+    swap = rank[low] > rank[high]
+    first_id = np.where(swap, high, low).tolist()
+    second_id = np.where(swap, low, high).tolist()
+    return [
+        (items[a], items[b], s) for a, b, s in zip(first_id, second_id, score.tolist(), strict=True)
+    ]
+
+
+def knn_similarity_arrays(
+    vectors: Any,
+    *,
+    k: int = DEFAULT_SIMILARITY_TOP_K,
+    threshold: float = DEFAULT_SIMILARITY_THRESHOLD,
+    batch_size: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of :func:`knn_similarity_pairs` as three arrays of row positions and scores.
+
+    ``(low, high, score)``: ``low[i] < high[i]`` are rows of ``vectors`` (int64), ``score[i]``
+    their float32 similarity; one entry per unordered pair, with the higher of its two scores,
+    ordered by ``low`` then ``high``. Same search, checks and arguments as
+    :func:`knn_similarity_pairs`, without the ids; use it when there are millions of pairs,
+    which as Python tuples would take about 100 bytes each instead of 20.
+    """
+    k = _check_positive_int("k", k)
+    threshold = _check_threshold(threshold)
+    if batch_size is not None:
+        batch_size = _check_positive_int("batch_size", batch_size)
+    array = np.asarray(vectors)
+    return _knn_arrays(_check_vectors(array, array.shape[0] if array.ndim else 0), k, threshold, batch_size)
+
+
+def _knn_arrays(
+    matrix: np.ndarray, k: int, threshold: float, batch_size: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = matrix.shape[0]
+    if n < 2:
+        return (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
 
     import faiss
 
@@ -211,45 +253,35 @@ def knn_similarity_pairs(
     for start in range(0, n, batch_size):
         stop = min(start + batch_size, n)
         scores, labels = index.search(matrix[start:stop], search_k)
-        rows = np.arange(start, stop, dtype=np.int64)[:, None]
-        keep = labels != rows
+        at = np.arange(start, stop, dtype=np.int64)[:, None]
+        keep = labels != at
         # Normally the item finds itself and drops out; when tied duplicates push it past the
         # (k+1)-th place it is absent, and the last neighbour goes instead, so k remain.
         keep[keep.all(axis=1), -1] = False
         keep &= labels >= 0
         keep &= scores.astype(np.float64) >= threshold
-        row_of = np.broadcast_to(rows, labels.shape)[keep]
+        row_of = np.broadcast_to(at, labels.shape)[keep]
         other = labels[keep].astype(np.int64)
         lows.append(np.minimum(row_of, other))
         highs.append(np.maximum(row_of, other))
         found.append(scores[keep])
+    del index
     low = np.concatenate(lows)
     high = np.concatenate(highs)
     score = np.concatenate(found)
-    if low.size == 0:
-        return []
+    del lows, highs, found
 
     # One entry per unordered pair, the higher score first, pairs in input order.
     order = np.lexsort((-score, high, low))
     low, high, score = low[order], high[order], score[order]
     first = np.ones(low.size, dtype=bool)
     first[1:] = (low[1:] != low[:-1]) | (high[1:] != high[:-1])
-    low, high, score = low[first], high[first], score[first]
-
-    # Orient each pair by node order of the ids (their input positions only order the list).
-    position = {item: i for i, item in enumerate(items)}
-    rank = np.empty(n, dtype=np.int64)
-    rank[[position[item] for item in ordered_nodes(items)]] = np.arange(n, dtype=np.int64)
-    swap = rank[low] > rank[high]
-    first_id = np.where(swap, high, low).tolist()
-    second_id = np.where(swap, low, high).tolist()
-    return [
-        (items[a], items[b], s) for a, b, s in zip(first_id, second_id, score.tolist(), strict=True)
-    ]
+    return low[first], high[first], score[first]
 
 
 __all__ = [
     "DEFAULT_SIMILARITY_THRESHOLD",
     "DEFAULT_SIMILARITY_TOP_K",
+    "knn_similarity_arrays",
     "knn_similarity_pairs",
 ]
