@@ -108,7 +108,7 @@ def augment(
         # can hold one already
         candidate = np.flatnonzero((score64 > threshold) & ~linked)
         candidate = candidate[np.lexsort((rank[v_at[candidate]], rank[u_at[candidate]], -score[candidate]))]
-        added = np.zeros(n, dtype=np.int64)
+        added = [0] * n
         chosen: list[int] = []
         for i, u, v in zip(candidate.tolist(), u_at[candidate].tolist(), v_at[candidate].tolist(), strict=True):
             if added[u] >= per_node and added[v] >= per_node:
