@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rhizome.archrag import ArchRAGConfig, ArchRAGIndex, FilteredParams
-from rhizome.archrag.chnsw import CHNSW, SearchCounter, brute_force, unit_rows
+from rhizome.archrag.chnsw import CHNSW, LayerSearch, SearchCounter, brute_force, unit_rows
 from rhizome.archrag.clustering import MIN_WEIGHT, augment, community_edges, partition, stop_reason
 from rhizome.archrag.retrieval import cited_rows, select
 from rhizome.core.errors import ConfigurationError
@@ -83,6 +83,38 @@ def test_chnsw_degrees_and_layers_searched():
     counted = SearchCounter()
     index.search(q, 3, counter=counted)
     assert 0 < counted.distances < 360  # fewer than comparing with every node
+
+
+def test_chnsw_read_back_from_its_arrays_searches_exactly_as_built():
+    built = CHNSW(random_layers((500, 80, 12), 16), m=6, m0=12, ef_search=30, seed=5)
+    arrays = built.to_arrays()
+    assert all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays.values())  # no pickle needed
+    read = CHNSW.from_arrays(arrays)
+    assert (read.top, read.m, read.m0, read.ef_search) == (2, 6, 12, 30)
+    for layer in range(3):
+        assert np.array_equal(read.vectors[layer], built.vectors[layer])
+        assert np.array_equal(read.links[layer], built.links[layer])
+        assert np.array_equal(read.neighbours(layer), built.neighbours(layer))
+    queries = unit_rows(np.random.default_rng(9).standard_normal((20, 16)))
+    for got, want in zip(read.search_many(queries, 4).values(), built.search_many(queries, 4).values(), strict=True):
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    empty = LayerSearch.from_arrays(LayerSearch(None, []).to_arrays())
+    assert empty.chnsw is None and empty.ids == []
+
+
+def test_an_index_directory_keeps_its_chnsw_for_the_processes_that_open_it(tmp_path, monkeypatch):
+    where = tmp_path / "idx"
+    writer = ArchRAGIndex(HashingEmbedder(), path=where, chunk_size=200, chunk_overlap=20, max_cluster_size=4, min_communities=2)
+    writer.insert(town())
+    want = writer.as_retriever(k=8, mode="hierarchical").retrieve("Mira Holt at Tarn Harbour")
+    _, ids = writer.chnsw()
+    writer.close()
+    assert (where / "graphs" / "chnsw.npz").exists()  # written when the insert built it
+    monkeypatch.setattr(ArchRAGIndex, "_build_chnsw", lambda self: pytest.fail("built again instead of read"))
+    reader = ArchRAGIndex.load(where, readonly=True, embedder=HashingEmbedder())
+    assert reader.chnsw()[1] == ids
+    assert reader.as_retriever(k=8, mode="hierarchical").retrieve("Mira Holt at Tarn Harbour") == want
+    reader.close()
 
 
 def test_chnsw_rejects_bad_input():

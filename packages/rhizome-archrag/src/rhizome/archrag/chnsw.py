@@ -37,7 +37,7 @@ graph in every process.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,6 +199,42 @@ class CHNSW:
             for layer, (scores, rows) in found.items()
         }
 
+    # -- kept as arrays ----------------------------------------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The built index as arrays: each layer's faiss graph serialized (its vectors inside),
+        its links and the settings; :meth:`from_arrays` reads them without building again."""
+        import faiss
+
+        settings = [self.m, self.m0, self.ef_construction, self.ef_search, self.seed, self.exact_links, self.vectors[0].shape[1]]
+        out: dict[str, np.ndarray] = {"settings": np.asarray(settings, dtype=np.int64)}
+        for i, (graph, links) in enumerate(zip(self.graphs, self.links, strict=True)):
+            out[f"graph{i}"] = faiss.serialize_index(graph) if graph is not None else np.empty(0, dtype=np.uint8)
+            out[f"links{i}"] = links
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> CHNSW:
+        """The index :meth:`to_arrays` gave these arrays for, searched exactly as it was."""
+        import faiss
+
+        m, m0, ef_construction, ef_search, seed, exact_links, dim = (int(x) for x in arrays["settings"])
+        self = cls.__new__(cls)
+        self.m, self.m0, self.ef_construction, self.ef_search, self.seed, self.exact_links = m, m0, ef_construction, ef_search, seed, exact_links
+        count = sum(1 for name in arrays if name.startswith("links"))
+        self.graphs = [faiss.deserialize_index(arrays[f"graph{i}"]) if arrays[f"graph{i}"].size else None for i in range(count)]
+        self.vectors = [
+            # the stored floats of the graph's IndexFlat: the unit rows it was built from
+            faiss.vector_to_array(faiss.downcast_index(g.storage).codes).view(np.float32).reshape(-1, dim)  # type: ignore[attr-defined]
+            if g is not None else np.zeros((0, dim), dtype=np.float32)
+            for g in self.graphs
+        ]
+        self.layers = self.vectors
+        self.links = [np.asarray(arrays[f"links{i}"], dtype=np.int64) for i in range(count)]
+        self._rng = np.random.default_rng(seed)
+        self._params = {}
+        self._top = max((i for i, v in enumerate(self.vectors) if len(v)), default=-1)
+        return self
+
     # -- construction ----------------------------------------------------------------------------
     def _graph(self, layer: int) -> Any:
         import faiss
@@ -258,6 +294,26 @@ class CHNSW:
         missing = links < 0
         links[missing] = self._rng.integers(len(lower), size=int(missing.sum()))
         links[:] = self.search_layer(layer, upper, links, 1, self.ef_construction)[1][:, 0]
+
+
+@dataclass
+class LayerSearch:
+    """A C-HNSW (``None`` before any layer has vectors) with the ids of each layer's rows: what
+    an index searches, kept as arrays in its directory (``graphs/chnsw.npz``) so that a process
+    opening it reads them instead of building the graphs again."""
+
+    chnsw: CHNSW | None
+    ids: list[list[str]]
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        out = self.chnsw.to_arrays() if self.chnsw is not None else {}
+        out.update({f"ids{i}": np.asarray(ids, dtype=str) for i, ids in enumerate(self.ids)})
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> LayerSearch:
+        count = sum(1 for name in arrays if name.startswith("ids"))
+        return cls(CHNSW.from_arrays(arrays) if "settings" in arrays else None, [arrays[f"ids{i}"].tolist() for i in range(count)])
 
 
 def brute_force(layers: Sequence[np.ndarray], query: np.ndarray, k: int) -> dict[int, list[tuple[int, float]]]:

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
-from rhizome.archrag.chnsw import CHNSW
+from rhizome.archrag.chnsw import CHNSW, LayerSearch
 from rhizome.archrag.clustering import augment, community_edges, partition, repartition, stop_reason
 from rhizome.archrag.config import ArchRAGConfig
 from rhizome.archrag.prompts import (
@@ -206,14 +206,15 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
     # -- the graph and its layers ----------------------------------------------------------
     def chnsw(self) -> tuple[CHNSW | None, list[list[str]]]:
         """The C-HNSW index over the stored vectors and the ids of each layer's rows (built on
-        first use after a change)."""
+        first use after a change; an index directory keeps it for the processes that open it)."""
         key = (self.entity_table.generation(), self.communities.groups.generation(), self.store.embedding_dimension)
-        return self.derived("chnsw", key, self._build_chnsw)
+        held = self.derived("chnsw", key, self._build_chnsw, saved=LayerSearch)
+        return held.chnsw, held.ids
 
-    def _build_chnsw(self) -> tuple[CHNSW | None, list[list[str]]]:
+    def _build_chnsw(self) -> LayerSearch:
         store = self.store
         if store.embedding_dimension is None or not store.has_collection(self.ENTITY_COLLECTION):
-            return None, []
+            return LayerSearch(None, [])
         ids = [sorted(self.entity_table.keys())]
         groups = self.communities.all().values()
         for level in self.communities.levels():
@@ -230,9 +231,9 @@ class ArchRAGIndex(StoredEntityGraph, EntityGraphIndex):
             layers.append(vectors)
             kept.append(held)
         if not layers:
-            return None, []
+            return LayerSearch(None, [])
         c = self.config
-        return CHNSW(layers, m=c.m, m0=c.m0, ef_construction=c.ef_construction, ef_search=c.ef_search, seed=c.leiden_seed % 2**32), kept
+        return LayerSearch(CHNSW(layers, m=c.m, m0=c.m0, ef_construction=c.ef_construction, ef_search=c.ef_search, seed=c.leiden_seed % 2**32), kept)
 
     async def _rebuild(self, stats: Stats, *, local: bool = False) -> None:
         """Build the layers of communities again from the stored profiles and their vectors;
